@@ -1,0 +1,153 @@
+# flashptx build.
+#
+#   make            set-up (installs what is missing, and says so), then builds
+#                   libflashptx.a, libflashptx.so, ./flashptx and ./run_tests
+#   make audit      runs the golden-SASS audit (also part of ./run_tests)
+#   make regen-golden  rewrites sass_golden/ from the current build (deliberate; commit it alone)
+#   make clean
+#
+# Layout of the build (nothing of it is committed):
+#   build/rel/...   the release flavour: the library, the CLI, the goldens are taken from it
+#   build/test/...  the test flavour: the same kernels with -DFLASHPTX_BOUNDED_WAIT=1, so a
+#                   protocol bug traps with the barrier's name instead of hanging the test run
+#
+# Every file is found by its folder; adding a file needs no edit here:
+#   src/*.cu, src/*.cpp            the library (kernels, host side, reference)
+#   src/models/*.cpp               the CPU protocol models (flashptx ledger, oracle tests)
+#   tests/kernels/*.cu             sm_90a test kernels and their launchers
+#   tests/kernels_sm100/*.cu       sm_100a test kernels (compiled and audited, never run here)
+#   tests/host/*.cpp, tests/gpu/*.cpp, tests/main.cpp   the doctest suites
+#   tools/sass/*.cpp               the SASS normaliser, differ and order checker
+#   tools/flashptx/*.cpp           the command line
+
+CUDA      ?= /usr/local/cuda
+NVCC      := $(CUDA)/bin/nvcc
+CXX       ?= g++
+ROOT      := $(abspath .)
+DEPS      := $(ROOT)/.deps
+BUILD     ?= build
+BIN       ?= .
+BUILD_ABS := $(abspath $(BUILD))
+
+# The disassembler. No wheel of 13.0 exists on the package index; 13.2.51 is the oldest 13.x
+# published and decodes both sm_90a and sm_100a cubins. Pinned by version and hash.
+CUOBJDUMP_VERSION := 13.2.51
+CUOBJDUMP_SHA256  := 95c69d3ddf0c2c1f535ec44c3433a66aeee19f588d9d22f73356e20b25f12b50
+CUOBJDUMP         := $(DEPS)/cuobjdump-$(CUOBJDUMP_VERSION)/nvidia/cu13/bin/cuobjdump
+
+ARCH90    := -gencode arch=compute_90a,code=sm_90a
+ARCH100   := -gencode arch=compute_100a,code=sm_100a
+
+COMMON    := -std=c++17 -O3 -I$(ROOT) -I$(ROOT)/include -DFLASHPTX_ROOT='"$(ROOT)"' -DFLASHPTX_BUILD_DIR='"$(BUILD_ABS)"' \
+             -DFLASHPTX_CUOBJDUMP='"$(CUOBJDUMP)"'
+NVFLAGS   := $(COMMON) --expt-relaxed-constexpr -Xcompiler -fPIC -Xptxas -warn-spills \
+             -Xcompiler -Wall -diag-suppress 177
+CXXFLAGS  := $(COMMON) -fPIC -Wall -Wextra -I$(CUDA)/include
+LDLIBS    := -L$(CUDA)/lib64 -lcudart_static -ldl -lpthread -lrt
+
+LIB_CU      := $(wildcard src/*.cu)
+LIB_CPP     := $(wildcard src/*.cpp)
+MODEL_CPP   := $(wildcard src/models/*.cpp)
+TK_CU       := $(wildcard tests/kernels/*.cu)
+TK100_CU    := $(wildcard tests/kernels_sm100/*.cu)
+TEST_CPP    := tests/main.cpp $(wildcard tests/host/*.cpp tests/gpu/*.cpp)
+SASS_CPP    := $(wildcard tools/sass/*.cpp)
+CLI_CPP     := $(wildcard tools/flashptx/*.cpp)
+
+REL_LIB_OBJ  := $(LIB_CU:%.cu=$(BUILD)/rel/%.o) $(LIB_CPP:%.cpp=$(BUILD)/rel/%.o)
+TEST_LIB_OBJ := $(LIB_CU:%.cu=$(BUILD)/test/%.o) $(LIB_CPP:%.cpp=$(BUILD)/test/%.o)
+MODEL_OBJ    := $(MODEL_CPP:%.cpp=$(BUILD)/host/%.o)
+TK_OBJ       := $(TK_CU:%.cu=$(BUILD)/test/%.o)
+TK100_OBJ    := $(TK100_CU:%.cu=$(BUILD)/sm100/%.o)
+TEST_OBJ     := $(TEST_CPP:%.cpp=$(BUILD)/host/%.o)
+SASS_OBJ     := $(SASS_CPP:%.cpp=$(BUILD)/host/%.o)
+CLI_OBJ      := $(CLI_CPP:%.cpp=$(BUILD)/host/%.o)
+
+# The objects whose kernels the audit reads, one per line: "arch object".
+AUDIT_LIST   := $(BUILD)/audit_objects.txt
+
+.PHONY: all setup audit regen-golden clean
+.DEFAULT_GOAL := all
+
+all: setup $(BIN)/libflashptx.a $(BIN)/libflashptx.so $(BIN)/flashptx $(BIN)/run_tests $(AUDIT_LIST)
+
+# ---- set-up: what the build needs and this machine may lack --------------------------------
+setup: $(DEPS)/doctest.ok $(CUOBJDUMP)
+
+$(DEPS)/doctest.ok:
+	@mkdir -p $(DEPS)
+	@if [ ! -f /usr/include/doctest/doctest.h ]; then \
+	  echo "setup: doctest (Debian doctest-dev) is missing; installing it with apt-get"; \
+	  (apt-get install -y -qq doctest-dev >/dev/null 2>&1 || \
+	   (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq doctest-dev >/dev/null)) || \
+	  { echo "setup: could not install doctest-dev; install it and run make again"; exit 1; }; \
+	fi
+	@touch $@
+
+$(CUOBJDUMP):
+	@mkdir -p $(DEPS)/wheels
+	@echo "setup: fetching the CUDA disassembler (PyPI wheel nvidia-cuda-cuobjdump==$(CUOBJDUMP_VERSION))"
+	@python3 -m pip download -q --no-deps --only-binary=:all: -d $(DEPS)/wheels \
+	   nvidia-cuda-cuobjdump==$(CUOBJDUMP_VERSION) || \
+	 { echo "setup: could not fetch the disassembler; the audit will be skipped"; exit 0; }
+	@w=$$(ls $(DEPS)/wheels/nvidia_cuda_cuobjdump-$(CUOBJDUMP_VERSION)-*.whl 2>/dev/null | head -1); \
+	 if [ -n "$$w" ]; then \
+	   echo "$(CUOBJDUMP_SHA256)  $$w" | sha256sum -c --quiet - || { echo "setup: hash mismatch for $$w"; exit 1; }; \
+	   mkdir -p $(DEPS)/cuobjdump-$(CUOBJDUMP_VERSION) && \
+	   cd $(DEPS)/cuobjdump-$(CUOBJDUMP_VERSION) && unzip -q -o $$w && chmod +x nvidia/cu13/bin/cuobjdump; \
+	 fi
+
+# ---- compile rules ------------------------------------------------------------------------
+$(BUILD)/rel/%.o: %.cu | setup
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) $(ARCH90) -c $< -o $@
+$(BUILD)/rel/%.o: %.cpp | setup
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -c $< -o $@
+$(BUILD)/test/%.o: %.cu | setup
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -DFLASHPTX_BOUNDED_WAIT=1 $(ARCH90) -c $< -o $@
+$(BUILD)/test/%.o: %.cpp | setup
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -DFLASHPTX_BOUNDED_WAIT=1 -c $< -o $@
+$(BUILD)/sm100/%.o: %.cu | setup
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) $(ARCH100) -c $< -o $@
+$(BUILD)/host/%.o: %.cpp | setup
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -MMD -MP -c $< -o $@
+
+# Header dependencies for nvcc objects (ptx/, include/, src/*.cuh): coarse but safe.
+HDRS := $(wildcard ptx/*.cuh include/*.h include/flashptx/*.h src/*.cuh src/*.h tests/kernels/*.cuh tests/kernels/*.h)
+$(REL_LIB_OBJ) $(TEST_LIB_OBJ) $(TK_OBJ) $(TK100_OBJ): $(HDRS)
+-include $(wildcard $(BUILD)/host/*.d $(BUILD)/host/*/*.d $(BUILD)/host/*/*/*.d)
+
+# ---- products -----------------------------------------------------------------------------
+$(BIN)/libflashptx.a: $(REL_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BIN)/libflashptx.so: $(REL_LIB_OBJ)
+	$(NVCC) -shared -o $@ $^ -cudart static $(filter-out -L% -lcudart_static,$(LDLIBS))
+
+$(BIN)/flashptx: $(CLI_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(BIN)/libflashptx.a
+	$(CXX) -o $@ $(CLI_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(BIN)/libflashptx.a $(LDLIBS)
+
+$(BIN)/run_tests: $(TEST_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(TEST_LIB_OBJ) $(TK_OBJ) $(TK100_OBJ)
+	$(NVCC) -o $@ $^ -cudart static $(ARCH90) $(ARCH100)
+
+$(AUDIT_LIST): $(REL_LIB_OBJ) $(TK_OBJ) $(TK100_OBJ)
+	@mkdir -p $(dir $@)
+	@rm -f $@.tmp
+	@for o in $(REL_LIB_OBJ) $(TK_OBJ); do echo "sm_90a $$o" >> $@.tmp; done
+	@for o in $(TK100_OBJ); do echo "sm_100a $$o" >> $@.tmp; done
+	@touch $@.tmp && mv $@.tmp $@
+
+audit: all
+	$(BIN)/flashptx audit
+
+regen-golden: all
+	$(BIN)/flashptx audit --regenerate
+
+clean:
+	rm -rf $(BUILD) $(BIN)/libflashptx.a $(BIN)/libflashptx.so $(BIN)/flashptx $(BIN)/run_tests

@@ -1,0 +1,97 @@
+/* flashptx: the C ABI.
+ *
+ * One call, one status. Bad input returns a distinct status, launches nothing, and leaves a message
+ * readable through flashptx_last_error() (per host thread). Nothing here allocates device memory.
+ *
+ * Tensors are [batch, seqlen, heads, head_dim] with the last dimension contiguous; the other three
+ * strides are given in elements, are arbitrary (64-bit), and must keep every row 16-byte aligned.
+ * LSE, when asked for, is fp32 [batch, heads_q, seqlen_q], contiguous, natural log.
+ *
+ * Supported (forward, Hopper sm_90 only): bf16 or fp16 in and out (all four tensors one dtype);
+ * head_dim 64, 128, 256; causal masks aligned to the bottom-right when seqlen_q != seqlen_k (as
+ * FlashAttention does); heads_q a multiple of heads_kv (GQA, MQA).
+ */
+#ifndef FLASHPTX_H
+#define FLASHPTX_H
+
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum flashptx_status {
+  FLASHPTX_OK = 0,
+  FLASHPTX_ERR_NULL_POINTER = 1,        /* q, k, v or o is null */
+  FLASHPTX_ERR_MISALIGNED = 2,          /* a base pointer or row is not 16-byte aligned */
+  FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM = 3,
+  FLASHPTX_ERR_UNSUPPORTED_DTYPE = 4,
+  FLASHPTX_ERR_DTYPE_MISMATCH = 5,      /* q, k, v, o not all of one dtype */
+  FLASHPTX_ERR_BAD_STRIDES = 6,         /* negative, zero where it matters, or overlapping rows */
+  FLASHPTX_ERR_BAD_HEADS = 7,           /* heads_q not a positive multiple of heads_kv */
+  FLASHPTX_ERR_BAD_SHAPE = 8,           /* a negative size, or a non-finite / non-positive scale */
+  FLASHPTX_ERR_UNSUPPORTED_DEVICE = 9,  /* the current device is not sm_90 */
+  FLASHPTX_ERR_CUDA = 10,               /* a CUDA call failed; the message names it */
+  FLASHPTX_ERR_NULL_PARAMS = 11
+} flashptx_status;
+
+typedef enum flashptx_dtype {
+  FLASHPTX_BF16 = 0,
+  FLASHPTX_FP16 = 1,
+  FLASHPTX_FP32 = 2, /* not supported for q/k/v/o; named so that a mismatch can be reported */
+  FLASHPTX_FP8_E4M3 = 3
+} flashptx_dtype;
+
+typedef struct flashptx_fwd_params {
+  const void* q;   /* [batch, seqlen_q, heads_q, head_dim] */
+  const void* k;   /* [batch, seqlen_k, heads_kv, head_dim] */
+  const void* v;   /* [batch, seqlen_k, heads_kv, head_dim] */
+  void* o;         /* [batch, seqlen_q, heads_q, head_dim] */
+  float* lse;      /* optional: [batch, heads_q, seqlen_q] fp32, or NULL */
+
+  int64_t batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim;
+
+  /* strides in elements: batch, row (sequence position), head */
+  int64_t q_batch_stride, q_row_stride, q_head_stride;
+  int64_t k_batch_stride, k_row_stride, k_head_stride;
+  int64_t v_batch_stride, v_row_stride, v_head_stride;
+  int64_t o_batch_stride, o_row_stride, o_head_stride;
+
+  flashptx_dtype q_dtype, k_dtype, v_dtype, o_dtype;
+  int causal;            /* nonzero: causal, bottom-right aligned */
+  float softmax_scale;   /* 0 means 1/sqrt(head_dim) */
+} flashptx_fwd_params;
+
+/* Fills *p for contiguous [batch, seqlen, heads, head_dim] tensors of one dtype. */
+void flashptx_fwd_params_contiguous(flashptx_fwd_params* p, const void* q, const void* k,
+                                    const void* v, void* o, float* lse, int64_t batch,
+                                    int64_t seqlen_q, int64_t seqlen_k, int64_t heads_q,
+                                    int64_t heads_kv, int64_t head_dim, flashptx_dtype dtype,
+                                    int causal);
+
+/* Validates, then launches FA3 forward on `stream`. Batch or seqlen 0: FLASHPTX_OK, no launch. */
+flashptx_status flashptx_fwd(const flashptx_fwd_params* p, cudaStream_t stream);
+
+/* Validation alone (what flashptx_fwd checks before launching), without the device check. */
+flashptx_status flashptx_fwd_check(const flashptx_fwd_params* p);
+
+/* The message of the last failed call on this host thread ("" after a success). */
+const char* flashptx_last_error(void);
+const char* flashptx_status_name(flashptx_status s);
+
+/* The kernel a call would launch, for manifests: its symbol, registers per thread, static plus
+ * dynamic shared memory per CTA, threads per CTA. FLASHPTX_OK or the validation status. */
+typedef struct flashptx_kernel_info {
+  const char* symbol;
+  int registers;
+  int shared_bytes;
+  int threads;
+  int ctas;
+} flashptx_kernel_info;
+flashptx_status flashptx_fwd_kernel_info(const flashptx_fwd_params* p, flashptx_kernel_info* info);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FLASHPTX_H */

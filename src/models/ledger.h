@@ -1,0 +1,35 @@
+// The ledger: each protocol model registers the tables it reproduces, under its spec section, and
+// `flashptx ledger [section]` prints them. Models live in src/models/*.cpp, one spec section or
+// protocol per file; they are linked into ./flashptx and ./run_tests as objects (not an archive), so
+// a static registration is never dropped by the linker.
+#pragma once
+#include <cstdio>
+#include <vector>
+
+namespace flashptx::models {
+
+struct LedgerSection {
+  const char* section;  // spec section, e.g. "0x03"
+  const char* title;    // e.g. "FA3 ring: (stage, phase) table, s=2, J=5"
+  void (*print)(std::FILE* out);
+};
+
+inline std::vector<LedgerSection>& ledger_registry() {
+  static std::vector<LedgerSection> r;
+  return r;
+}
+
+struct LedgerRegistrar {
+  LedgerRegistrar(const char* section, const char* title, void (*print)(std::FILE*)) {
+    ledger_registry().push_back({section, title, print});
+  }
+};
+
+}  // namespace flashptx::models
+
+#define FLASHPTX_LEDGER_CAT2(a, b) a##b
+#define FLASHPTX_LEDGER_CAT(a, b) FLASHPTX_LEDGER_CAT2(a, b)
+// FLASHPTX_LEDGER("0x03", "title", print_fn);  at namespace scope in a model's .cpp
+#define FLASHPTX_LEDGER(section, title, fn)                                      \
+  static ::flashptx::models::LedgerRegistrar FLASHPTX_LEDGER_CAT(ledger_reg_, __LINE__)( \
+      section, title, fn)

@@ -1,0 +1,101 @@
+// flashptx test runner.
+//
+// Suites are named by what they need, and the runner decides before the run which of them this
+// machine can execute; the rest are excluded by doctest's suite filter and so counted as skipped,
+// each with its reason printed:
+//   gpu_sm90*   needs a CUDA device of compute capability 9.0 (Hopper; sm_90a code)
+//   gpu_sm100*  needs a CUDA device of compute capability 10.0 (Blackwell; sm_100a code)
+//   audit_sm90*, audit_sm100*  need a disassembler that decodes that architecture
+// Everything else (host suites) always runs. The last line printed is exactly
+// "N passed, N failed, N skipped", counted in test cases.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <cuda_runtime.h>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "tests/test_env.h"
+
+namespace {
+
+struct Counts { unsigned passed = 0, failed = 0, skipped = 0; };
+Counts g_counts;
+
+// A listener beside the console reporter: it only counts.
+struct CountingListener : public doctest::IReporter {
+  explicit CountingListener(const doctest::ContextOptions&) {}
+  void report_query(const doctest::QueryData&) override {}
+  void test_run_start() override {}
+  void test_run_end(const doctest::TestRunStats&) override {}
+  void test_case_start(const doctest::TestCaseData&) override {}
+  void test_case_reenter(const doctest::TestCaseData&) override {}
+  void test_case_end(const doctest::CurrentTestCaseStats& s) override {
+    if (s.testCaseSuccess) ++g_counts.passed; else ++g_counts.failed;
+  }
+  void test_case_exception(const doctest::TestCaseException&) override {}
+  void subcase_start(const doctest::SubcaseSignature&) override {}
+  void subcase_end() override {}
+  void log_assert(const doctest::AssertData&) override {}
+  void log_message(const doctest::MessageData&) override {}
+  void test_case_skipped(const doctest::TestCaseData&) override { ++g_counts.skipped; }
+};
+REGISTER_LISTENER("flashptx_counts", 1, CountingListener);
+
+}  // namespace
+
+namespace flashptx_test {
+
+int g_device_cc = 0;  // major*10+minor of device 0, 0 when there is none
+
+int device_cc() { return g_device_cc; }
+
+static std::string probe_device() {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    std::string why = std::string("no CUDA device (cudaGetDeviceCount: ") + cudaGetErrorString(e) + ")";
+    cudaGetLastError();
+    return why;
+  }
+  if (n == 0) return "no CUDA device";
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) return "cudaGetDeviceProperties failed";
+  g_device_cc = p.major * 10 + p.minor;
+  return std::string(p.name) + ", sm_" + std::to_string(g_device_cc);
+}
+
+}  // namespace flashptx_test
+
+int main(int argc, char** argv) {
+  doctest::Context context;
+  context.applyCommandLine(argc, argv);
+
+  const std::string device = flashptx_test::probe_device();
+  const int cc = flashptx_test::g_device_cc;
+  std::printf("flashptx run_tests: device: %s\n", device.c_str());
+
+  struct Rule { const char* suites; bool runnable; std::string reason; };
+  std::vector<Rule> rules;
+  rules.push_back({"gpu_sm90*", cc == 90,
+                   cc == 0 ? device : "needs an sm_90 GPU (found sm_" + std::to_string(cc) + ")"});
+  rules.push_back({"gpu_sm100*", cc == 100,
+                   cc == 0 ? "needs an sm_100 GPU (" + device + ")"
+                           : "needs an sm_100 GPU (found sm_" + std::to_string(cc) + ")"});
+  for (const char* arch : {"sm_90a", "sm_100a"}) {
+    std::string why;
+    bool ok = flashptx_test::audit_available(arch, &why);
+    rules.push_back({arch[3] == '9' ? "audit_sm90*" : "audit_sm100*", ok, why});
+  }
+  for (const Rule& r : rules) {
+    if (r.runnable) continue;
+    context.addFilter("test-suite-exclude", r.suites);
+    std::printf("flashptx run_tests: skipping suites %s: %s\n", r.suites, r.reason.c_str());
+  }
+
+  int rc = context.run();
+  if (context.shouldExit()) return rc;
+  std::printf("%u passed, %u failed, %u skipped\n", g_counts.passed, g_counts.failed, g_counts.skipped);
+  return g_counts.failed ? 1 : rc;
+}
