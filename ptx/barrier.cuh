@@ -1,0 +1,45 @@
+// Named barriers: bar.sync / bar.arrive (PTX ISA: "Parallel Synchronization and Communication
+// Instructions: bar, barrier"). A CTA has 16 of them, ids 0..15; id 0 is __syncthreads'.
+//
+// A named barrier counts threads (a warp contributes 32 at a time), not agents: a generation
+// completes when `count` threads have executed bar.sync or bar.arrive on it, then it re-arms for the
+// next generation by itself. Threads of one warp must execute it convergently (.aligned).
+#pragma once
+#include <cstdint>
+
+#include "ptx/arch.cuh"
+
+namespace flashptx::ptx {
+
+// bar.sync id, count;   (barrier.sync.aligned)
+// Certifies: the caller waits until `count` threads have arrived on `id` in this generation;
+// memory accesses of the participating threads before it are ordered before accesses after it
+// (CTA-level, generic proxy only: not TMA or wgmma operand reads of shared memory).
+// `count` must be a multiple of 32 and equal for every participant of the generation.
+__device__ __forceinline__ void bar_sync(uint32_t id, uint32_t count) {
+  asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(count) : "memory");
+}
+
+// bar.arrive id, count;   (barrier.arrive.aligned)
+// Certifies: the caller's arrival is counted; it does not wait and learns nothing about the others.
+// Releases nothing by itself to the waiters beyond the barrier's ordering of the arriving threads'
+// prior accesses (PTX memory model: bar.arrive has release semantics for the waiting side).
+__device__ __forceinline__ void bar_arrive(uint32_t id, uint32_t count) {
+  asm volatile("bar.arrive %0, %1;" :: "r"(id), "r"(count) : "memory");
+}
+
+// Compile-time-id forms, so that the SASS shows the id and the count as immediates.
+template <uint32_t Id, uint32_t Count>
+__device__ __forceinline__ void bar_sync() {
+  static_assert(Id < 16, "named barrier ids are 0..15");
+  static_assert(Count % 32 == 0 && Count > 0 && Count <= 1024, "named barrier counts are warps");
+  asm volatile("bar.sync %0, %1;" :: "n"(Id), "n"(Count) : "memory");
+}
+template <uint32_t Id, uint32_t Count>
+__device__ __forceinline__ void bar_arrive() {
+  static_assert(Id < 16, "named barrier ids are 0..15");
+  static_assert(Count % 32 == 0 && Count > 0 && Count <= 1024, "named barrier counts are warps");
+  asm volatile("bar.arrive %0, %1;" :: "n"(Id), "n"(Count) : "memory");
+}
+
+}  // namespace flashptx::ptx
