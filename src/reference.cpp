@@ -1,0 +1,172 @@
+// CPU fp64 attention reference: see src/reference.h for the semantics and what it does not prove.
+#include "src/reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace flashptx::ref {
+
+double TensorView::at(int64_t b, int64_t s, int64_t h, int64_t d) const {
+  const int64_t off = b * batch_stride + s * row_stride + h * head_stride + d;
+  switch (type) {
+    case Elem::kF32: return static_cast<const float*>(data)[off];
+    case Elem::kF64: return static_cast<const double*>(data)[off];
+    case Elem::kBF16: return bf16_to_float(static_cast<const uint16_t*>(data)[off]);
+    case Elem::kFP16: return fp16_to_float(static_cast<const uint16_t*>(data)[off]);
+  }
+  return 0;
+}
+
+double Problem::scale() const {
+  return softmax_scale != 0 ? softmax_scale : 1.0 / std::sqrt(static_cast<double>(head_dim));
+}
+
+int64_t Problem::last_key(int64_t i) const {
+  if (!causal) return seqlen_k - 1;
+  return std::min(seqlen_k - 1, i + seqlen_k - seqlen_q);
+}
+
+int64_t Problem::valid_pairs() const {
+  int64_t n = 0;
+  for (int64_t i = 0; i < seqlen_q; ++i) n += std::max<int64_t>(0, last_key(i) + 1);
+  return n;
+}
+
+TensorView contiguous_q(const void* data, Elem type, const Problem& p) {
+  TensorView t;
+  t.data = data;
+  t.type = type;
+  t.head_stride = p.head_dim;
+  t.row_stride = p.heads_q * p.head_dim;
+  t.batch_stride = p.seqlen_q * t.row_stride;
+  return t;
+}
+
+TensorView contiguous_kv(const void* data, Elem type, const Problem& p) {
+  TensorView t;
+  t.data = data;
+  t.type = type;
+  t.head_stride = p.head_dim;
+  t.row_stride = p.heads_kv * p.head_dim;
+  t.batch_stride = p.seqlen_k * t.row_stride;
+  return t;
+}
+
+double forward_row(const Problem& p, const TensorView& q, const TensorView& k, const TensorView& v,
+                   int64_t b, int64_t i, int64_t h, double* o_row, Round rd) {
+  const int64_t D = p.head_dim, hk = h / p.group(), last = p.last_key(i);
+  std::fill(o_row, o_row + D, 0.0);
+  if (last < 0) return -std::numeric_limits<double>::infinity();
+
+  std::vector<double> qrow(D), s(last + 1);
+  for (int64_t d = 0; d < D; ++d) qrow[d] = round_to(rd, q.at(b, i, h, d));
+  double m = -std::numeric_limits<double>::infinity();
+  for (int64_t j = 0; j <= last; ++j) {
+    double acc = 0;
+    for (int64_t d = 0; d < D; ++d) acc += qrow[d] * round_to(rd, k.at(b, j, hk, d));
+    s[j] = acc * p.scale();
+    m = std::max(m, s[j]);
+  }
+  double l = 0;
+  for (int64_t j = 0; j <= last; ++j) {
+    s[j] = std::exp(s[j] - m);  // <= 1: no overflow whatever the magnitude of the scores
+    l += s[j];
+  }
+  for (int64_t j = 0; j <= last; ++j) {
+    const double pj = round_to(rd, s[j] / l);  // same-dtype mode: P in the dtype before PV
+    for (int64_t d = 0; d < D; ++d) o_row[d] += pj * round_to(rd, v.at(b, j, hk, d));
+  }
+  for (int64_t d = 0; d < D; ++d) o_row[d] = round_to(rd, o_row[d]);
+  return m + std::log(l);
+}
+
+Forward forward(const Problem& p, const TensorView& q, const TensorView& k, const TensorView& v,
+                Round rd) {
+  Forward f;
+  f.o.assign(static_cast<size_t>(p.batch * p.seqlen_q * p.heads_q * p.head_dim), 0.0);
+  f.lse.assign(static_cast<size_t>(p.batch * p.heads_q * p.seqlen_q), 0.0);
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t i = 0; i < p.seqlen_q; ++i)
+      for (int64_t h = 0; h < p.heads_q; ++h) {
+        double* row = &f.o[static_cast<size_t>(((b * p.seqlen_q + i) * p.heads_q + h) * p.head_dim)];
+        f.lse[static_cast<size_t>((b * p.heads_q + h) * p.seqlen_q + i)] =
+            forward_row(p, q, k, v, b, i, h, row, rd);
+      }
+  return f;
+}
+
+Backward backward(const Problem& p, const TensorView& q, const TensorView& k, const TensorView& v,
+                  const TensorView& dout) {
+  const int64_t D = p.head_dim;
+  Backward g;
+  g.dq.assign(static_cast<size_t>(p.batch * p.seqlen_q * p.heads_q * D), 0.0);
+  g.dk.assign(static_cast<size_t>(p.batch * p.seqlen_k * p.heads_kv * D), 0.0);
+  g.dv.assign(g.dk.size(), 0.0);
+  const double scale = p.scale();
+  std::vector<double> o(D), pr, dp;
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t h = 0; h < p.heads_q; ++h) {
+      const int64_t hk = h / p.group();
+      for (int64_t i = 0; i < p.seqlen_q; ++i) {
+        const int64_t last = p.last_key(i);
+        if (last < 0) continue;  // O = 0 does not depend on anything
+        const double lse = forward_row(p, q, k, v, b, i, h, o.data());
+        pr.assign(last + 1, 0.0);
+        dp.assign(last + 1, 0.0);
+        double delta = 0;  // D_i = sum_j P_ij dP_ij = dO_i . O_i
+        for (int64_t d = 0; d < D; ++d) delta += dout.at(b, i, h, d) * o[d];
+        for (int64_t j = 0; j <= last; ++j) {
+          double s = 0, dpj = 0;
+          for (int64_t d = 0; d < D; ++d) {
+            s += q.at(b, i, h, d) * k.at(b, j, hk, d);
+            dpj += dout.at(b, i, h, d) * v.at(b, j, hk, d);
+          }
+          pr[j] = std::exp(s * scale - lse);
+          dp[j] = dpj;
+        }
+        double* dq = &g.dq[static_cast<size_t>(((b * p.seqlen_q + i) * p.heads_q + h) * D)];
+        for (int64_t j = 0; j <= last; ++j) {
+          const double ds = pr[j] * (dp[j] - delta);  // dL/dS_ij (before the scale)
+          double* dk = &g.dk[static_cast<size_t>(((b * p.seqlen_k + j) * p.heads_kv + hk) * D)];
+          double* dv = &g.dv[static_cast<size_t>(((b * p.seqlen_k + j) * p.heads_kv + hk) * D)];
+          for (int64_t d = 0; d < D; ++d) {
+            dv[d] += pr[j] * dout.at(b, i, h, d);
+            dq[d] += scale * ds * k.at(b, j, hk, d);
+            dk[d] += scale * ds * q.at(b, i, h, d);
+          }
+        }
+      }
+    }
+  return g;
+}
+
+double max_abs_diff_o(const Problem& p, const TensorView& out, const std::vector<double>& ref) {
+  double m = 0;
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t i = 0; i < p.seqlen_q; ++i)
+      for (int64_t h = 0; h < p.heads_q; ++h)
+        for (int64_t d = 0; d < p.head_dim; ++d) {
+          const double r = ref[static_cast<size_t>(((b * p.seqlen_q + i) * p.heads_q + h) * p.head_dim + d)];
+          const double x = out.at(b, i, h, d);
+          const double e = std::fabs(x - r);
+          if (std::isnan(e)) return std::numeric_limits<double>::infinity();
+          m = std::max(m, e);
+        }
+  return m;
+}
+
+double max_abs_diff_lse(const Problem& p, const float* lse, const std::vector<double>& ref) {
+  double m = 0;
+  const size_t n = static_cast<size_t>(p.batch * p.heads_q * p.seqlen_q);
+  for (size_t idx = 0; idx < n; ++idx) {
+    const double x = lse[idx], r = ref[idx];
+    if (std::isinf(x) && std::isinf(r) && (x > 0) == (r > 0)) continue;
+    const double e = std::fabs(x - r);
+    if (std::isnan(e)) return std::numeric_limits<double>::infinity();
+    m = std::max(m, e);
+  }
+  return m;
+}
+
+}  // namespace flashptx::ref

@@ -1,0 +1,88 @@
+// CPU fp64 reference for attention forward and backward (issue 2; used by the tests and the bench).
+//
+// Semantics (as FlashAttention defines them):
+//   S = softmax_scale * Q K^T; causal masks are aligned to the bottom-right: query i sees key j iff
+//   j <= i + seqlen_k - seqlen_q. A row that sees no key (possible when seqlen_q > seqlen_k) has
+//   O = 0 and LSE = -inf. LSE is the natural-log logsumexp of the scaled scores of the row.
+//   GQA/MQA: query head h reads kv head h / (heads_q / heads_kv).
+// Tensors are [batch, seqlen, heads, head_dim], last dim contiguous, other strides in elements.
+//
+// What it is: plain loops, O(B*H*Sq*Sk*d), every sum in double. What it is not: fast. A few thousand
+// rows at seqlen 4k, d 128 take a few seconds; the bench checks large shapes on a subset of rows or
+// against the GPU reference (src/gpu_reference.h).
+//
+// "Same dtype" mode (Round::kBF16 / kFP16) models a plain kernel in that dtype, for the tolerance rule
+// of issue 3:  max|out - ref| <= 2 * max|same_dtype_ref - ref| + 1e-5.  It rounds the inputs to the
+// dtype, computes scores and the softmax in double, rounds the normalized P to the dtype before PV,
+// accumulates PV in double and rounds O to the dtype. LSE is returned unrounded (the kernels write
+// it in fp32; its tolerance comes from the rounded inputs).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "src/dtype.h"
+
+namespace flashptx::ref {
+
+enum class Elem { kF32, kF64, kBF16, kFP16 };
+
+// A read-only view of one [batch, seqlen, heads, head_dim] tensor.
+struct TensorView {
+  const void* data = nullptr;
+  Elem type = Elem::kF64;
+  int64_t batch_stride = 0, row_stride = 0, head_stride = 0;  // elements; last dim contiguous
+  double at(int64_t b, int64_t s, int64_t h, int64_t d) const;
+};
+
+struct Problem {
+  int64_t batch = 1, seqlen_q = 1, seqlen_k = 1, heads_q = 1, heads_kv = 1, head_dim = 1;
+  bool causal = false;
+  double softmax_scale = 0;  // 0: 1/sqrt(head_dim)
+  double scale() const;
+  int64_t group() const { return heads_q / heads_kv; }
+  // Last key index query row i may see (bottom-right causal alignment), or seqlen_k-1 without a
+  // mask. Negative: the row is fully masked.
+  int64_t last_key(int64_t i) const;
+  // Number of (query, key) pairs that are not masked, for one (batch, head).
+  int64_t valid_pairs() const;
+};
+
+// Views of contiguous [batch, seqlen, heads, head_dim] storage.
+TensorView contiguous_q(const void* data, Elem type, const Problem& p);   // seqlen_q, heads_q
+TensorView contiguous_kv(const void* data, Elem type, const Problem& p);  // seqlen_k, heads_kv
+
+struct Forward {
+  std::vector<double> o;    // [batch, seqlen_q, heads_q, head_dim], contiguous
+  std::vector<double> lse;  // [batch, heads_q, seqlen_q], natural log; -inf for fully masked rows
+  double o_at(const Problem& p, int64_t b, int64_t i, int64_t h, int64_t d) const {
+    return o[((b * p.seqlen_q + i) * p.heads_q + h) * p.head_dim + d];
+  }
+  double lse_at(const Problem& p, int64_t b, int64_t h, int64_t i) const {
+    return lse[(b * p.heads_q + h) * p.seqlen_q + i];
+  }
+};
+
+struct Backward {
+  std::vector<double> dq;  // [batch, seqlen_q, heads_q, head_dim]
+  std::vector<double> dk;  // [batch, seqlen_k, heads_kv, head_dim]
+  std::vector<double> dv;  // [batch, seqlen_k, heads_kv, head_dim]
+};
+
+// One output row (batch b, query row i, query head h): writes head_dim values to o_row, returns LSE.
+double forward_row(const Problem& p, const TensorView& q, const TensorView& k, const TensorView& v,
+                   int64_t b, int64_t i, int64_t h, double* o_row, Round same_dtype = Round::kNone);
+
+Forward forward(const Problem& p, const TensorView& q, const TensorView& k, const TensorView& v,
+                Round same_dtype = Round::kNone);
+
+// Gradients of the loss L = sum(O * dO) (dO given, [batch, seqlen_q, heads_q, head_dim] view).
+// dK and dV of a kv head sum over the query heads of its group. Fully masked rows contribute 0.
+Backward backward(const Problem& p, const TensorView& q, const TensorView& k, const TensorView& v,
+                  const TensorView& dout);
+
+// max |out - ref| over every element of an O-shaped tensor (out through a view, ref contiguous).
+double max_abs_diff_o(const Problem& p, const TensorView& out, const std::vector<double>& ref);
+// max |lse - ref| over [batch, heads_q, seqlen_q] (lse contiguous fp32). Equal infinities count 0.
+double max_abs_diff_lse(const Problem& p, const float* lse, const std::vector<double>& ref);
+
+}  // namespace flashptx::ref
