@@ -1,0 +1,369 @@
+// Spec 0x08, "FA4 Forward: Deriving The Feeds And Speeds".
+//
+// Read top to bottom:
+//   1. ledger(): F_MMA = 4MNd; SMEM bytes from the 128x128 instruction grids (ceilings kept, the
+//      thing that makes the ragged (192,96,160) tile SMEM-bound); T_exp = MN / R_exp.
+//      Certifies: 1024/768/1024 at 128^3, 2048/1536/2048 at (256,128,128), 1440/2048/1152 at
+//      (192,96,160); max() is a lower bound, the sum a no-overlap subtotal, neither a runtime.
+//   2. the sensitivity table and d* = R_MMA / (4 R_exp) = 128.
+//   3. the beta23 warp roles (a partition of warps 0..15) and 2*192 + 80 + 48 = 512.
+//   4. split P: 32 * floor((3N/4)/32) = 96 of 128 columns; an issue point, not a completion.
+//   5. issue_order() / check_order(): the startup/steady/drain MMA order and every handoff edge;
+//      each schedule mutation is rejected with its own FwdError.
+//   6. H/L exponential critical sections never overlap (the paper serializes MUFU work).
+//   7. ledger tables.
+#include "src/models/fa4_forward.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "src/models/ledger.h"
+
+namespace flashptx::models::fa4fwd {
+
+// ---- 1. feeds and speeds -----------------------------------------------------------------------
+namespace {
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+}  // namespace
+
+double Ledger::lower_bound() const { return std::max({t_mma, t_smem, t_exp}); }
+double Ledger::serial() const { return t_mma + t_smem + t_exp; }
+std::string Ledger::largest() const {
+  const double lb = lower_bound();
+  std::string s;
+  auto add = [&](double t, const char* name) {
+    if (t == lb) s += (s.empty() ? "" : " and ") + std::string(name);
+  };
+  add(t_mma, "MMA");
+  add(t_smem, "SMEM");
+  add(t_exp, "exp");
+  return s;
+}
+
+Ledger ledger(int64_t m, int64_t n, int64_t d, int64_t b, Rates r, bool keep_ceilings) {
+  Ledger l{};
+  l.m = m; l.n = n; l.d = d;
+  l.flops_mma = 4 * m * n * d;  // QK^T (2MNd) + PV (2MNd)
+  l.t_mma = double(l.flops_mma) / r.mma;
+  if (keep_ceilings) {
+    l.i_qk = ceil_div(m, 128) * ceil_div(n, 128);      // each covered tile reads Q and K
+    l.i_pv = ceil_div(m, 128) * ceil_div(d, 128);      // P from TMEM; V from SMEM
+    l.b_qk = b * l.i_qk * (128 * d + 128 * d);
+    l.b_pv = b * l.i_pv * (128 * n);
+    l.t_smem = double(l.b_qk + l.b_pv) / r.smem;
+  } else {
+    // Mutation: the divisible-tile closed form applied to any shape.
+    l.b_qk = b * m * n * d / 64;
+    l.b_pv = b * m * n * d / 128;
+    l.t_smem = 3.0 * b * m * n * d / (128.0 * r.smem);
+  }
+  l.t_exp = double(m * n) / r.exp;  // one exponential per score
+  return l;
+}
+
+// ---- 2. sensitivity and the crossover ----------------------------------------------------------
+double d_star(Rates r) { return r.mma / (4.0 * r.exp); }
+
+const std::vector<SensitivityRow>& sensitivity_rows() {
+  static const std::vector<SensitivityRow> rows = {
+      {"paper B200 model", Rates{8192, 128, 16}},
+      {"double only exponential throughput", Rates{8192, 128, 32}},
+      {"double only tensor throughput", Rates{16384, 128, 16}},
+      {"halve only SMEM bandwidth", Rates{8192, 64, 16}},
+  };
+  return rows;
+}
+
+// ---- 3. roles and register targets --------------------------------------------------------------
+const std::vector<Role>& roles() {
+  static const std::vector<Role> r = {
+      {"softmax stage H", 0, 3, 192},   {"softmax stage L", 4, 7, 192},
+      {"correction", 8, 11, 80},        {"MMA issuer", 12, 12, 48},
+      {"epilogue", 13, 13, 48},         {"load", 14, 14, 48},
+      {"empty or CLC scheduler", 15, 15, 48},
+  };
+  return r;
+}
+
+bool roles_partition_16(const std::vector<Role>& r) {
+  int seen[16] = {0};
+  for (const auto& x : r)
+    for (int w = x.first_warp; w <= x.last_warp; ++w) {
+      if (w < 0 || w > 15) return false;
+      ++seen[w];
+    }
+  for (int c : seen)
+    if (c != 1) return false;
+  return true;
+}
+
+int register_budget(int softmax, int correction, int other) { return 2 * softmax + correction + other; }
+
+// ---- 4. split P ----------------------------------------------------------------------------------
+int p_early_columns(int n) { return 32 * ((3 * n / 4) / 32); }
+
+// ---- 5. issue order --------------------------------------------------------------------------------
+std::vector<Event> issue_order(int blocks) {
+  std::vector<Event> e;
+  // startup: both score tiles before the K/V loop
+  e.push_back({Op::kWaitK, -1, 0});
+  for (int s = 0; s < 2; ++s) {
+    e.push_back({Op::kWaitQ, s, -1});
+    e.push_back({Op::kIssueQK, s, 0});
+    e.push_back({Op::kPublishS, s, 0});
+  }
+  // PV of block j-1 followed by the QK of block j into the same (now dead) S/P slot
+  auto pv = [&](int s, int j) {
+    e.push_back({Op::kWaitPEarly, s, j});
+    e.push_back({Op::kWaitORescaled, s, j});
+    e.push_back({Op::kWaitV, -1, j});
+    e.push_back({Op::kIssuePV, s, j});
+    e.push_back({Op::kWaitPFinal, s, j});
+    e.push_back({Op::kCompletePV, s, j});
+  };
+  for (int j = 1; j < blocks; ++j)
+    for (int s = 0; s < 2; ++s) {
+      pv(s, j - 1);
+      e.push_back({Op::kWaitK, -1, j});
+      e.push_back({Op::kIssueQK, s, j});
+      e.push_back({Op::kPublishS, s, j});
+    }
+  // drain: final PV without a QK behind it
+  e.push_back({Op::kReleaseQ, -1, -1});
+  for (int s = 0; s < 2; ++s) {
+    pv(s, blocks - 1);
+    e.push_back({Op::kPublishO, s, -1});
+  }
+  return e;
+}
+
+std::vector<std::string> mma_order(const std::vector<Event>& ev) {
+  std::vector<std::string> out;
+  for (const auto& x : ev)
+    if (x.op == Op::kIssueQK || x.op == Op::kIssuePV)
+      out.push_back(std::string(x.op == Op::kIssueQK ? "QK_" : "PV_") + (x.stage == 0 ? "H_" : "L_") +
+                    std::to_string(x.block));
+  return out;
+}
+
+FwdError check_order(const std::vector<Event>& ev, int blocks) {
+  using Grid = std::vector<std::vector<char>>;
+  auto grid = [&] { return Grid(2, std::vector<char>(static_cast<size_t>(blocks), 0)); };
+  Grid s_pub = grid(), p_early = grid(), o_resc = grid(), p_final = grid(), pv_issued = grid(),
+       pv_done = grid();
+  std::vector<char> k_ready(static_cast<size_t>(blocks), 0), v_ready(k_ready);
+  bool q_ready[2] = {false, false}, q_released = false, o_pub[2] = {false, false};
+
+  for (const auto& x : ev) {
+    const size_t s = static_cast<size_t>(x.stage < 0 ? 0 : x.stage);
+    const size_t j = static_cast<size_t>(x.block < 0 ? 0 : x.block);
+    switch (x.op) {
+      case Op::kWaitQ: q_ready[s] = true; break;
+      case Op::kWaitK: k_ready[j] = 1; break;
+      case Op::kWaitV: v_ready[j] = 1; break;
+      case Op::kIssueQK:
+        if (q_released) return FwdError::kQReleasedEarly;
+        if (!q_ready[s]) return FwdError::kQkBeforeQ;
+        if (!k_ready[j]) return FwdError::kQkBeforeK;
+        // S_i / P_i alias: the next score may land only after PV consumed P_i completely.
+        if (j > 0 && !pv_done[s][j - 1]) return FwdError::kSOverwriteWhileLive;
+        break;
+      case Op::kPublishS: s_pub[s][j] = 1; break;
+      case Op::kWaitPEarly: p_early[s][j] = 1; break;
+      case Op::kWaitORescaled: o_resc[s][j] = 1; break;
+      case Op::kIssuePV:
+        if (!s_pub[s][j]) return FwdError::kPvBeforeS;
+        if (!p_early[s][j]) return FwdError::kPvBeforePEarly;
+        if (!o_resc[s][j]) return FwdError::kPvBeforeCorrection;
+        if (!v_ready[j]) return FwdError::kPvBeforeV;
+        pv_issued[s][j] = 1;
+        break;
+      case Op::kWaitPFinal: p_final[s][j] = 1; break;
+      case Op::kCompletePV:
+        if (!pv_issued[s][j] || !p_final[s][j]) return FwdError::kPvCompleteBeforePFinal;
+        pv_done[s][j] = 1;
+        break;
+      case Op::kPublishO: o_pub[s] = true; break;
+      case Op::kReleaseQ: q_released = true; break;
+    }
+  }
+  for (size_t s = 0; s < 2; ++s) {
+    if (!o_pub[s]) return FwdError::kMissingDrain;
+    for (size_t j = 0; j < static_cast<size_t>(blocks); ++j)
+      if (!pv_done[s][j]) return FwdError::kMissingDrain;
+  }
+  return FwdError::kOk;
+}
+
+const char* fwd_error_name(FwdError e) {
+  switch (e) {
+    case FwdError::kOk: return "ok";
+    case FwdError::kQkBeforeQ: return "QK issued before Q landed";
+    case FwdError::kQkBeforeK: return "QK issued before K landed";
+    case FwdError::kSOverwriteWhileLive: return "S overwritten while aliased P is live";
+    case FwdError::kPvBeforeS: return "PV issued before S was published";
+    case FwdError::kPvBeforePEarly: return "PV issued before the early P signal";
+    case FwdError::kPvBeforeCorrection: return "PV issued before correction released O";
+    case FwdError::kPvBeforeV: return "PV issued before V landed";
+    case FwdError::kPvCompleteBeforePFinal: return "PV completed without the final P fraction";
+    case FwdError::kMissingDrain: return "drain incomplete";
+    case FwdError::kQReleasedEarly: return "Q released before its last QK";
+    case FwdError::kExpOverlap: return "H and L exponential sections overlap";
+  }
+  return "?";
+}
+
+const std::vector<Mutation>& order_mutations() {
+  static const std::vector<Mutation> m = {
+      {"issue PV before correction releases O", FwdError::kPvBeforeCorrection},
+      {"overwrite S after the early P signal", FwdError::kSOverwriteWhileLive},
+      {"complete PV on the 75% signal", FwdError::kPvCompleteBeforePFinal},
+      {"issue PV before the early P signal", FwdError::kPvBeforePEarly},
+      {"issue PV before V lands", FwdError::kPvBeforeV},
+      {"issue QK before K lands", FwdError::kQkBeforeK},
+      {"release Q after startup", FwdError::kQReleasedEarly},
+      {"skip the drain PV of L", FwdError::kMissingDrain},
+  };
+  return m;
+}
+
+std::vector<Event> mutated_order(size_t i, int blocks) {
+  std::vector<Event> e = issue_order(blocks);
+  auto find = [&](Event x) {
+    return static_cast<long>(std::find(e.begin(), e.end(), x) - e.begin());
+  };
+  auto erase = [&](Event x) {
+    long k = find(x);
+    if (k < static_cast<long>(e.size())) e.erase(e.begin() + k);
+  };
+  switch (i) {
+    case 0: erase({Op::kWaitORescaled, 0, 0}); break;
+    case 1: {  // move H's PV-final wait and completion behind the next QK into the same slot
+      erase({Op::kWaitPFinal, 0, 0});
+      erase({Op::kCompletePV, 0, 0});
+      long k = find({Op::kIssueQK, 0, 1});
+      e.insert(e.begin() + k + 1, {{Op::kWaitPFinal, 0, 0}, {Op::kCompletePV, 0, 0}});
+      break;
+    }
+    case 2: erase({Op::kWaitPFinal, 0, 0}); break;
+    case 3: erase({Op::kWaitPEarly, 0, 0}); break;
+    case 4: erase({Op::kWaitV, -1, 0}); break;  // the first V(0) wait (H's)
+    case 5:
+      while (find({Op::kWaitK, -1, 1}) < static_cast<long>(e.size())) erase({Op::kWaitK, -1, 1});
+      break;
+    case 6: {
+      erase({Op::kReleaseQ, -1, -1});
+      long k = find({Op::kPublishS, 1, 0});
+      e.insert(e.begin() + k + 1, Event{Op::kReleaseQ, -1, -1});
+      break;
+    }
+    case 7: {
+      long k = find({Op::kWaitPEarly, 1, blocks - 1});
+      e.erase(e.begin() + k, e.end());
+      break;
+    }
+  }
+  return e;
+}
+
+// ---- 6. H/L exponential critical sections -------------------------------------------------------
+std::vector<ExpSection> paper_exp_sections(int blocks) {
+  const double t = ledger(128, 128, 128).t_exp;  // 1024 cycles per 128x128 score tile
+  std::vector<ExpSection> v;
+  for (int j = 0; j < blocks; ++j) {
+    v.push_back({0, j, 2 * t * j, 2 * t * j + t});
+    v.push_back({1, j, 2 * t * j + t, 2 * t * (j + 1)});
+  }
+  return v;
+}
+
+FwdError check_exp_sections(const std::vector<ExpSection>& s) {
+  for (const auto& a : s)
+    for (const auto& b : s)
+      if (a.stage == 0 && b.stage == 1 && a.begin < b.end && b.begin < a.end)
+        return FwdError::kExpOverlap;
+  return FwdError::kOk;
+}
+
+// ---- 7. ledger tables ------------------------------------------------------------------------------
+namespace {
+void print_resources(std::FILE* o) {
+  std::fprintf(o, "%-16s %6s %6s %6s %6s %6s  %-10s %s\n", "Tile (M,N,d)", "I_QK", "I_PV", "MMA",
+               "SMEM", "exp", "lower bnd", "Largest modeled term");
+  const int64_t tiles[][3] = {{128, 128, 128}, {256, 128, 128}, {192, 96, 160}};
+  for (const auto& t : tiles) {
+    const Ledger l = ledger(t[0], t[1], t[2]);
+    char name[32];
+    std::snprintf(name, sizeof name, "(%lld,%lld,%lld)", (long long)t[0], (long long)t[1],
+                  (long long)t[2]);
+    std::fprintf(o, "%-16s %6lld %6lld %6.0f %6.0f %6.0f  %-10.0f %s\n", name, (long long)l.i_qk,
+                 (long long)l.i_pv, l.t_mma, l.t_smem, l.t_exp, l.lower_bound(), l.largest().c_str());
+  }
+  const Ledger c = ledger(128, 128, 128);
+  std::fprintf(o, "128^3 no-overlap subtotal: %.0f cycles (neither it nor the max is a runtime)\n",
+               c.serial());
+  const Ledger r = ledger(192, 96, 160, 2, {}, false);
+  std::fprintf(o, "(192,96,160) with ceilings dropped: SMEM %.0f -> largest term '%s' (wrong)\n",
+               r.t_smem, r.largest().c_str());
+  std::fprintf(o, "d* = R_MMA / (4 R_exp) = 8192 / 64 = %.0f;  T_SMEM/T_MMA (BF16, divisible) = %.2f\n",
+               d_star(), c.t_smem / c.t_mma);
+}
+
+void print_sensitivity(std::FILE* o) {
+  std::fprintf(o, "%-36s %6s %6s %6s  %s\n", "Synthetic rate mutation (128^3)", "MMA", "SMEM", "exp",
+               "Largest term");
+  for (const auto& row : sensitivity_rows()) {
+    const Ledger l = ledger(128, 128, 128, 2, row.rates);
+    std::fprintf(o, "%-36s %6.0f %6.0f %6.0f  %s\n", row.mutation, l.t_mma, l.t_smem, l.t_exp,
+                 l.largest().c_str());
+  }
+}
+
+void print_roles(std::FILE* o) {
+  std::fprintf(o, "%-10s %-24s %s\n", "Warp IDs", "Source role", "setmaxnreg target");
+  for (const auto& r : roles()) {
+    char ids[16];
+    if (r.first_warp == r.last_warp) std::snprintf(ids, sizeof ids, "%d", r.first_warp);
+    else std::snprintf(ids, sizeof ids, "%d..%d", r.first_warp, r.last_warp);
+    std::fprintf(o, "%-10s %-24s %d\n", ids, r.name, r.setmaxnreg);
+  }
+  std::fprintf(o, "partition of warps 0..15: %s\n", roles_partition_16(roles()) ? "yes" : "NO");
+  std::fprintf(o, "budget: 2 * 192 + 80 + 48 = %d (source targets, not compiled counts)\n",
+               register_budget(192, 80, 48));
+  std::fprintf(o, "split P: C_P,early = 32 * floor((3*128/4)/32) = %d of 128 columns (%d%%)\n",
+               p_early_columns(128), p_early_columns(128) * 100 / 128);
+  std::fprintf(o, "\n%-18s %-26s %-14s %s\n", "Source config", "Query rows / work group",
+               "TMEM columns", "Softmax WGs");
+  std::fprintf(o, "%-18s %-26d %-14d %d\n", "q_stage=1, g=1", 1 * 1 * 128, 2 * 128 + 128, 1);
+  std::fprintf(o, "%-18s %-26d %-14d %d\n", "q_stage=2, g=1", 2 * 1 * 128, 2 * 128 + 2 * 128, 2);
+  std::fprintf(o, "%-18s %-26s %-14s %s\n", "q_stage=2, g=2", "512 across the CTA pair",
+               "2 x 512 views", "2 per CTA");
+}
+
+void print_order(std::FILE* o) {
+  const int blocks = 2;
+  const auto ev = issue_order(blocks);
+  std::fprintf(o, "MMA issue order, q_stage=2, %d K/V blocks:", blocks);
+  for (const auto& s : mma_order(ev)) std::fprintf(o, " %s", s.c_str());
+  std::fprintf(o, "\nvalid order: %s\n", fwd_error_name(check_order(ev, blocks)));
+  std::fprintf(o, "H/L exponential sections (paper schedule): %s\n\n",
+               check_exp_sections(paper_exp_sections(blocks)) == FwdError::kOk ? "never overlap"
+                                                                               : "OVERLAP");
+  std::fprintf(o, "%-40s %s\n", "Schedule mutation", "Rejected as");
+  for (size_t i = 0; i < order_mutations().size(); ++i)
+    std::fprintf(o, "%-40s %s\n", order_mutations()[i].name,
+                 fwd_error_name(check_order(mutated_order(i, blocks), blocks)));
+  auto ov = paper_exp_sections(blocks);
+  for (auto& x : ov)
+    if (x.stage == 1) { x.begin -= 512; x.end -= 512; }
+  std::fprintf(o, "%-40s %s\n", "overlap H and L exponential sections",
+               fwd_error_name(check_exp_sections(ov)));
+}
+}  // namespace
+
+FLASHPTX_LEDGER("0x08", "FA4 forward resource ledger with instruction ceilings; d*", print_resources);
+FLASHPTX_LEDGER("0x08", "Sensitivity: synthetic rate mutations at 128^3", print_sensitivity);
+FLASHPTX_LEDGER("0x08", "Beta23 warp roles, register targets, split P, q_stage coordinates", print_roles);
+FLASHPTX_LEDGER("0x08", "Startup/steady/drain MMA order, handoff edges, mutations", print_order);
+
+}  // namespace flashptx::models::fa4fwd

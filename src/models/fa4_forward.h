@@ -1,0 +1,98 @@
+// CPU oracle for spec 0x08 (FA4 forward): the feeds-and-speeds ledger with instruction ceilings,
+// the sensitivity table, the d* crossover, the beta23 warp roles and register targets, split P,
+// the startup/steady/drain MMA issue order with its handoff edges, and the H/L exponential
+// critical-section rule. Every checker reports a named reason.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace flashptx::models::fa4fwd {
+
+// ---- feeds and speeds ---------------------------------------------------------------------------
+struct Rates {
+  double mma = 8192;  // BF16 FLOPs / cycle / SM (paper model)
+  double smem = 128;  // bytes / cycle / SM
+  double exp = 16;    // MUFU exponentials / cycle / SM
+};
+
+struct Ledger {
+  int64_t m, n, d;
+  int64_t flops_mma;      // 4 M N d
+  int64_t i_qk, i_pv;     // instruction grids (ceilings kept)
+  int64_t b_qk, b_pv;     // SMEM bytes
+  double t_mma, t_smem, t_exp;
+  double lower_bound() const;  // max of the three: optimistic, not a runtime
+  double serial() const;       // sum: no-overlap subtotal, not an upper bound
+  std::string largest() const; // "MMA", "SMEM", "exp", "MMA and exp", ...
+};
+
+// b: bytes per element (2 for BF16). keep_ceilings=false is the "drop instruction ceilings"
+// mutation (uses the divisible-tile formula 3bMNd/128 / R_SMEM).
+Ledger ledger(int64_t m, int64_t n, int64_t d, int64_t b = 2, Rates r = {}, bool keep_ceilings = true);
+double d_star(Rates r = {});  // R_MMA / (4 R_exp)
+
+struct SensitivityRow { const char* mutation; Rates rates; };
+const std::vector<SensitivityRow>& sensitivity_rows();
+
+// ---- beta23 roles and register targets ----------------------------------------------------------
+struct Role { const char* name; int first_warp, last_warp; int setmaxnreg; };
+const std::vector<Role>& roles();  // 16 warps, ids 0..15
+// True when the roles cover 0..15 exactly once.
+bool roles_partition_16(const std::vector<Role>& r);
+// 2 * softmax + correction + other = 512 (normalized per-thread budget of the source targets).
+int register_budget(int softmax, int correction, int other);
+
+// ---- split P ------------------------------------------------------------------------------------
+int p_early_columns(int n);  // 32 * floor((3N/4) / 32)
+
+// ---- startup / steady / drain issue order ------------------------------------------------------
+enum class Op : uint8_t {
+  kWaitQ, kWaitK, kWaitV,            // load -> MMA (pipeline_q, pipeline_kv)
+  kIssueQK, kPublishS,               // MMA -> softmax (pipeline_s_p_o, S side)
+  kWaitPEarly, kWaitORescaled,       // softmax 75% P / correction rescaled O -> MMA
+  kIssuePV, kWaitPFinal, kCompletePV,// PV issue, last 25% of P, PV completion
+  kPublishO, kReleaseQ,              // drain: final O to correction, Q stage released
+};
+struct Event {
+  Op op;
+  int stage;  // 0 = H, 1 = L (-1: none)
+  int block;  // K/V block (-1: none)
+  bool operator==(const Event& o) const { return op == o.op && stage == o.stage && block == o.block; }
+};
+
+enum class FwdError : uint8_t {
+  kOk = 0,
+  kQkBeforeQ,            // QK issued before Q landed
+  kQkBeforeK,            // QK issued before its K stage landed
+  kSOverwriteWhileLive,  // QK into S_i before the previous PV on the aliased P_i completed
+  kPvBeforeS,            // PV issued for a block whose S was never published
+  kPvBeforePEarly,       // PV issued before softmax signalled the first 75% of P
+  kPvBeforeCorrection,   // PV issued before correction released rescaled O
+  kPvBeforeV,            // PV issued before its V stage landed
+  kPvCompleteBeforePFinal,  // PV treated complete on the early signal only
+  kMissingDrain,         // a (stage, block) PV never completed, or O never published
+  kQReleasedEarly,       // Q released while a QK on it may still be issued
+  kExpOverlap,           // H and L exponential critical sections overlap
+};
+const char* fwd_error_name(FwdError e);
+
+// The pinned beta23 MMA-warp order for q_stage = 2 and `blocks` K/V blocks.
+std::vector<Event> issue_order(int blocks);
+// Just the tensor issues, e.g. "QK_H_0", "QK_L_0", "PV_H_0", "QK_H_1", ...
+std::vector<std::string> mma_order(const std::vector<Event>& ev);
+FwdError check_order(const std::vector<Event>& ev, int blocks);
+
+// Schedule mutations of the forward failure matrix, each with its required reason.
+struct Mutation { const char* name; FwdError expected; };
+const std::vector<Mutation>& order_mutations();
+std::vector<Event> mutated_order(size_t i, int blocks);
+
+// ---- H/L exponential critical sections ---------------------------------------------------------
+struct ExpSection { int stage; int block; double begin, end; };
+// Paper schedule at 128^3: each softmax's MUFU section takes T_exp(128,128) = 1024 cycles; H and L
+// alternate, L's section following H's, while the other tile's MMAs run.
+std::vector<ExpSection> paper_exp_sections(int blocks);
+FwdError check_exp_sections(const std::vector<ExpSection>& s);
+
+}  // namespace flashptx::models::fa4fwd
