@@ -1,6 +1,48 @@
-// PLACEHOLDER until the audit lands: the audit is reported unavailable.
+// Whether the golden-SASS audit can run for one architecture on this machine (tests/test_env.h):
+// the disassembler exists and runs, the build's audit list exists and names objects of that
+// architecture, and the disassembler decodes them (cuobjdump needs nvdisasm beside it or on PATH).
+// The test runner skips the audit_sm90* / audit_sm100* suites, with the reason, when it does not.
+#include <filesystem>
 #include <string>
+#include <vector>
+
 #include "tests/test_env.h"
+#include "tools/sass/audit.h"
+
 namespace flashptx_test {
-bool audit_available(const char*, std::string* why) { *why = "audit not built yet"; return false; }
+
+bool audit_available(const char* arch, std::string* why) {
+  namespace fs = std::filesystem;
+  using namespace flashptx::sass;
+  const AuditOptions opt;
+  std::error_code ec;
+  if (!fs::exists(opt.cuobjdump, ec)) {
+    *why = "no disassembler at " + opt.cuobjdump + " (make installs it)";
+    return false;
+  }
+  std::string out;
+  if (run_command("'" + opt.cuobjdump + "' --version", &out) != 0) {
+    *why = "the disassembler " + opt.cuobjdump + " does not run: " + out;
+    return false;
+  }
+  std::vector<std::pair<std::string, std::string>> entries;
+  if (!read_audit_list(opt.list_file, &entries, why)) return false;
+  bool any = false;
+  for (const auto& [a, obj] : entries) {
+    if (a != arch) continue;
+    any = true;
+    // One decodable object is enough to know the disassembler handles the architecture.
+    const int rc = run_command("'" + opt.cuobjdump + "' --dump-sass '" + obj + "'", &out);
+    if (out.find("does not contain device code") != std::string::npos) continue;
+    if (rc != 0 || out.find("fatal") != std::string::npos) {
+      *why = "the disassembler cannot decode " + std::string(arch) + " here: " + out;
+      return false;
+    }
+    return true;
+  }
+  *why = any ? std::string("no ") + arch + " object in " + opt.list_file + " holds device code"
+             : std::string("no ") + arch + " objects in " + opt.list_file;
+  return false;
 }
+
+}  // namespace flashptx_test

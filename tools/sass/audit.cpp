@@ -1,0 +1,345 @@
+// The golden-SASS audit driver (see audit.h): the disassembler runs, the goldens' files, the
+// comparison and the report.
+#include "tools/sass/audit.h"
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include "tools/sass/sass_check.h"
+#include "tools/sass/sass_diff.h"
+
+#ifndef FLASHPTX_ROOT
+#define FLASHPTX_ROOT "."
+#endif
+#ifndef FLASHPTX_BUILD_DIR
+#define FLASHPTX_BUILD_DIR "build"
+#endif
+#ifndef FLASHPTX_CUOBJDUMP
+#define FLASHPTX_CUOBJDUMP "cuobjdump"
+#endif
+
+namespace fs = std::filesystem;
+
+namespace flashptx::sass {
+namespace {
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string l;
+  while (std::getline(in, l)) out.push_back(l);
+  return out;
+}
+
+bool read_file(const std::string& path, std::string* text) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream os;
+  os << in.rdbuf();
+  *text = os.str();
+  return true;
+}
+
+// "Cuda compilation tools, release 13.0, V13.0.88" -> "release 13.0, V13.0.88".
+std::string version_of(const std::string& cmd) {
+  std::string out;
+  if (run_command(cmd + " --version", &out) != 0) return "unknown";
+  for (const std::string& l : split_lines(out)) {
+    size_t p = l.find("release ");
+    if (p != std::string::npos) return l.substr(p);
+  }
+  return "unknown";
+}
+
+std::string cuda_dir() {
+  const char* c = std::getenv("CUDA");
+  if (c && *c) return c;
+  c = std::getenv("CUDA_HOME");
+  return c && *c ? c : "/usr/local/cuda";
+}
+
+// The header fields of a golden ("# key: value" lines).
+std::map<std::string, std::string> header_of(const std::vector<std::string>& lines) {
+  std::map<std::string, std::string> h;
+  for (const std::string& l : lines) {
+    if (l.size() < 2 || l[0] != '#') continue;
+    size_t colon = l.find(": ");
+    if (colon != std::string::npos) h[l.substr(2, colon - 2)] = l.substr(colon + 2);
+  }
+  return h;
+}
+
+std::vector<std::string> body_of(const std::vector<std::string>& lines) {
+  std::vector<std::string> b;
+  for (const std::string& l : lines)
+    if (!l.empty() && l[0] != '#') b.push_back(l);
+  return b;
+}
+
+std::string resolve_object(const std::string& path) {
+  if (fs::path(path).is_absolute() || fs::exists(path)) return path;
+  return std::string(FLASHPTX_ROOT) + "/" + path;
+}
+
+// The object as recorded in a golden's header: relative to the build folder.
+std::string object_label(const std::string& obj, const std::string& list_file) {
+  std::error_code ec;
+  const std::string build = fs::weakly_canonical(fs::absolute(fs::path(list_file).parent_path()), ec).string();
+  const std::string o = fs::weakly_canonical(fs::absolute(obj), ec).string();
+  if (!build.empty() && o.compare(0, build.size() + 1, build + "/") == 0) return o.substr(build.size() + 1);
+  return obj;
+}
+
+// Compares one kernel with its golden file (already known to exist), filling status and diff.
+void compare_with_golden(KernelReport* k, const std::string& golden_path, const std::string& golden,
+                         const std::string& current, const Toolchain& tc) {
+  const std::vector<std::string> g = split_lines(golden), c = split_lines(current);
+  const auto gh = header_of(g);
+  std::vector<std::string> gb = body_of(g), cb = body_of(c);
+  gb.insert(gb.begin(), "resources: " + (gh.count("resources") ? gh.at("resources") : std::string("?")));
+  cb.insert(cb.begin(), "resources: " + k->res.line);
+  std::vector<std::string> mism;
+  const std::pair<const char*, const std::string*> tools[] = {
+      {"nvcc", &tc.nvcc}, {"ptxas", &tc.ptxas}, {"disassembler", &tc.disassembler}};
+  for (const auto& [key, now] : tools) {
+    const std::string was = gh.count(key) ? gh.at(key) : "(none)";
+    if (was != *now) mism.push_back(std::string(key) + " golden \"" + was + "\", current \"" + *now + "\"");
+  }
+  for (const std::string& m : mism) k->notes.push_back("toolchain mismatch: " + m);
+  if (gb == cb) {
+    k->golden = mism.empty() ? "match" : "toolchain-mismatch";
+    return;
+  }
+  k->golden = "DIFF";
+  k->problems.push_back("kernel " + k->name + " (" + k->arch + ") differs from its golden " + golden_path +
+                        (mism.empty() ? "" : " (the toolchain differs too)"));
+  k->diff = render_diff(gb, cb, golden_path, "current build of " + k->name);
+}
+
+// Writes the golden when it changed; says what it did in k->golden and k->notes.
+void regenerate_golden(KernelReport* k, const std::string& path, const std::string& text) {
+  std::string old;
+  const bool existed = read_file(path, &old);
+  if (existed && old == text) { k->golden = "unchanged"; return; }
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream(path, std::ios::binary) << text;
+  if (!existed) { k->golden = "new"; k->notes.push_back("wrote new golden " + path); return; }
+  int plus = 0, minus = 0;
+  for (const DiffLine& d : diff_lines(split_lines(old), split_lines(text))) {
+    plus += d.op == '+';
+    minus += d.op == '-';
+  }
+  k->golden = "updated";
+  k->notes.push_back("updated " + path + " (+" + std::to_string(plus) + " -" + std::to_string(minus) + " lines)");
+  k->diff = render_diff(split_lines(old), split_lines(text), path + " (before)", path + " (now)");
+}
+
+void run_check_file(KernelReport* k, const std::string& check_path, const std::string& current) {
+  std::string text;
+  if (!read_file(check_path, &text)) return;
+  const CheckResult cr = run_checks(text, check_path, split_lines(current));
+  k->check = cr.ok ? "pass" : "FAIL";
+  for (const std::string& e : cr.errors) k->problems.push_back("check failed for kernel " + k->name + ": " + e);
+}
+
+struct Audit {
+  const AuditOptions& opt;
+  Toolchain tc;
+  AuditReport report;
+  std::map<std::string, std::set<std::string>> stems;  // arch -> stems seen
+  std::map<std::string, std::string> bodies;           // arch/name -> current listing (duplicates)
+
+  void kernel(const SassFunction& fn, const std::string& arch, const std::string& obj,
+              const std::map<std::string, Resources>& res) {
+    KernelReport k;
+    k.name = fn.name;
+    k.arch = arch;
+    k.object = object_label(obj, opt.list_file);
+    k.stem = golden_file_stem(fn.name);
+    if (res.count(fn.name)) k.res = res.at(fn.name);
+    else k.problems.push_back("kernel " + fn.name + ": no resource-usage line from the disassembler");
+    Listing listing;
+    try {
+      listing = normalize(fn);
+    } catch (const std::exception& e) {
+      k.golden = "error";
+      k.problems.push_back(e.what());
+      report.kernels.push_back(k);
+      return;
+    }
+    const std::string current = golden_text(k, tc, listing);
+    const std::string key = arch + "/" + fn.name;
+    if (bodies.count(key)) {  // the same kernel in two objects: fine when identical
+      if (bodies[key] != current)
+        report.errors.push_back("kernel " + fn.name + " (" + arch + ") is built twice with different code");
+      return;
+    }
+    bodies[key] = current;
+    stems[arch].insert(k.stem);
+    const std::string spill = spill_reason(k.res, listing);
+    if (!spill.empty()) k.problems.push_back("kernel " + fn.name + " (" + arch + "): " + spill);
+    const std::string base = opt.golden_dir + "/" + arch + "/" + k.stem;
+    std::string golden;
+    if (opt.regenerate) regenerate_golden(&k, base + ".sass", current);
+    else if (!read_file(base + ".sass", &golden)) {
+      k.golden = "missing";
+      k.problems.push_back("no golden for kernel " + fn.name + " (" + arch + ", " + base + ".sass); run make regen-golden");
+    } else {
+      compare_with_golden(&k, base + ".sass", golden, current, tc);
+    }
+    run_check_file(&k, base + ".check", current);
+    report.kernels.push_back(k);
+  }
+
+  void object(const std::string& arch, const std::string& path) {
+    const std::string obj = resolve_object(path);
+    std::string sass, res;
+    const int rc = run_command(quote(opt.cuobjdump) + " --dump-sass " + quote(obj), &sass);
+    if (sass.find("does not contain device code") != std::string::npos) return;  // host object
+    if (rc != 0) {
+      report.errors.push_back("disassembler failed on " + obj + ": " + sass);
+      return;
+    }
+    run_command(quote(opt.cuobjdump) + " --dump-resource-usage " + quote(obj), &res);
+    const auto resources = parse_resource_usage(res);
+    for (const SassFunction& fn : parse_dump_sass(sass)) {
+      if (!fn.arch.empty() && fn.arch != arch) {
+        report.errors.push_back(obj + " is listed as " + arch + " but holds " + fn.arch + " code");
+        continue;
+      }
+      if (opt.kernel.empty() || fn.name.find(opt.kernel) != std::string::npos) kernel(fn, arch, obj, resources);
+    }
+  }
+
+  // Goldens whose kernel is no longer built (only meaningful without a kernel filter).
+  void stale(const std::set<std::string>& archs) {
+    if (!opt.kernel.empty()) return;
+    for (const std::string& arch : archs) {
+      const fs::path dir = fs::path(opt.golden_dir) / arch;
+      std::error_code ec;
+      if (!fs::is_directory(dir, ec)) continue;
+      std::set<std::string> files;
+      for (const auto& e : fs::directory_iterator(dir, ec)) files.insert(e.path().filename().string());
+      for (const std::string& f : files) {
+        const fs::path p(f);
+        if (p.extension() != ".sass" && p.extension() != ".check") continue;
+        if (!stems[arch].count(p.stem().string()))
+          report.notes.push_back("stale golden " + (dir / f).string() + ": its kernel is no longer built");
+      }
+    }
+  }
+};
+
+}  // namespace
+
+AuditOptions::AuditOptions()
+    : golden_dir(std::string(FLASHPTX_ROOT) + "/sass_golden"),
+      list_file(std::string(FLASHPTX_BUILD_DIR) + "/audit_objects.txt"),
+      cuobjdump(FLASHPTX_CUOBJDUMP) {}
+
+bool AuditReport::ok() const {
+  if (!errors.empty()) return false;
+  for (const KernelReport& k : kernels)
+    if (k.failed()) return false;
+  return true;
+}
+
+int run_command(const std::string& cmd, std::string* output) {
+  output->clear();
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return -1;
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) output->append(buf, n);
+  const int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Toolchain current_toolchain(const std::string& cuobjdump) {
+  return {version_of(quote(cuda_dir() + "/bin/nvcc")), version_of(quote(cuda_dir() + "/bin/ptxas")),
+          "cuobjdump " + version_of(quote(cuobjdump))};
+}
+
+bool read_audit_list(const std::string& path, std::vector<std::pair<std::string, std::string>>* entries,
+                     std::string* why) {
+  std::string text;
+  if (!read_file(path, &text)) {
+    *why = "no audit list " + path + " (build it: make)";
+    return false;
+  }
+  for (const std::string& l : split_lines(text)) {
+    std::istringstream in(l);
+    std::string arch, obj;
+    if (in >> arch >> obj) entries->push_back({arch, obj});
+  }
+  return true;
+}
+
+std::string golden_text(const KernelReport& k, const Toolchain& tc, const Listing& listing) {
+  std::ostringstream os;
+  os << "# flashptx golden SASS, normalised (tools/sass/sass_listing.h); rewrite only with `make regen-golden`\n"
+     << "# kernel: " << k.name << "\n# arch: " << k.arch << "\n# object: " << k.object << "\n"
+     << "# nvcc: " << tc.nvcc << "\n# ptxas: " << tc.ptxas << "\n# disassembler: " << tc.disassembler << "\n"
+     << "# resources: " << k.res.line << "\n# instructions: " << listing.instruction_count << "\n";
+  for (const std::string& l : listing.lines) os << l << "\n";
+  return os.str();
+}
+
+AuditReport run_audit(const AuditOptions& opt) {
+  Audit a{opt, current_toolchain(opt.cuobjdump), {}, {}, {}};
+  std::vector<std::pair<std::string, std::string>> entries;
+  std::string why;
+  if (!read_audit_list(opt.list_file, &entries, &why)) {
+    a.report.errors.push_back(why);
+    return a.report;
+  }
+  a.report.notes.push_back("toolchain: nvcc " + a.tc.nvcc + "; ptxas " + a.tc.ptxas + "; " + a.tc.disassembler);
+  std::set<std::string> archs;
+  for (const auto& [arch, obj] : entries) {
+    if (!opt.arch.empty() && arch != opt.arch) continue;
+    archs.insert(arch);
+    a.object(arch, obj);
+  }
+  a.stale(archs);
+  return a.report;
+}
+
+void print_report(const AuditReport& r, bool summary_only, std::ostream& os) {
+  os << std::left << std::setw(44) << "kernel" << std::setw(9) << "arch" << std::setw(6) << "REG" << std::setw(8)
+     << "SHARED" << std::setw(13) << "LOCAL/STACK" << std::setw(20) << "golden" << "check\n";
+  for (const KernelReport& k : r.kernels) {
+    const std::string name = k.name.size() > 42 ? k.name.substr(0, 39) + "..." : k.name;
+    os << std::setw(44) << name << std::setw(9) << k.arch << std::setw(6) << k.res.get("REG") << std::setw(8)
+       << k.res.get("SHARED") << std::setw(13)
+       << (std::to_string(k.res.get("LOCAL")) + "/" + std::to_string(k.res.get("STACK"))) << std::setw(20)
+       << k.golden << k.check << "\n";
+  }
+  for (const std::string& n : r.notes) os << "note: " << n << "\n";
+  for (const KernelReport& k : r.kernels)
+    for (const std::string& n : k.notes) os << "note: " << k.name << " (" << k.arch << "): " << n << "\n";
+  for (const std::string& e : r.errors) os << "FAIL: " << e << "\n";
+  for (const KernelReport& k : r.kernels) {
+    for (const std::string& p : k.problems) os << "FAIL: " << p << "\n";
+    if (!summary_only && !k.diff.empty()) os << k.diff;
+  }
+  size_t failed = 0;
+  for (const KernelReport& k : r.kernels) failed += k.failed();
+  os << "audit: " << r.kernels.size() << " kernels, " << failed << " failing, " << r.errors.size()
+     << " other errors: " << (r.ok() ? "PASS" : "FAIL") << "\n";
+}
+
+}  // namespace flashptx::sass

@@ -1,0 +1,70 @@
+// The golden-SASS audit: disassembles every object of the build's audit list with cuobjdump,
+// normalises each kernel (sass_listing.h), compares it with sass_golden/<arch>/<kernel>.sass,
+// runs the ordering checks of sass_golden/<arch>/<kernel>.check (sass_check.h) on the current
+// listing, and fails on spills or local memory. With `regenerate` it rewrites the .sass files
+// (never the .check files) and says what changed.
+//
+// Failures: a listing differing from its golden (instructions or the ptxas resource line), a missing
+// golden, a failing check, spills/local memory, a zero-instruction listing, a disassembler error.
+// Reported without failing: a toolchain (nvcc, ptxas, disassembler) version different from the
+// golden's header when the instructions still match ("toolchain-mismatch"), and stale goldens
+// (kernels no longer built).
+#pragma once
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "tools/sass/sass_listing.h"
+
+namespace flashptx::sass {
+
+struct AuditOptions {
+  std::string golden_dir;  // default: FLASHPTX_ROOT "/sass_golden"
+  std::string list_file;   // default: FLASHPTX_BUILD_DIR "/audit_objects.txt"
+  std::string cuobjdump;   // default: FLASHPTX_CUOBJDUMP
+  std::string arch;        // "sm_90a" or "sm_100a"; empty: both
+  std::string kernel;      // substring of the kernel name; empty: all
+  bool regenerate = false;
+  AuditOptions();
+};
+
+struct KernelReport {
+  std::string name, arch, object, stem;
+  Resources res;
+  std::string golden = "-";  // match, DIFF, missing, toolchain-mismatch, error; new/updated/unchanged
+  std::string check = "none";  // pass, FAIL, none
+  std::vector<std::string> problems;  // failures, one line each
+  std::vector<std::string> notes;     // reported, not failing
+  std::string diff;                   // golden -> current, when they differ
+  bool failed() const { return !problems.empty(); }
+};
+
+struct AuditReport {
+  std::vector<KernelReport> kernels;
+  std::vector<std::string> errors;  // failures not tied to one kernel
+  std::vector<std::string> notes;   // stale goldens, skipped objects, the toolchain
+  bool ok() const;
+};
+
+// The versions written in a golden's header and compared with it.
+struct Toolchain {
+  std::string nvcc, ptxas, disassembler;
+};
+Toolchain current_toolchain(const std::string& cuobjdump);
+
+// Runs a shell command, capturing stdout and stderr together; returns its exit status.
+int run_command(const std::string& cmd, std::string* output);
+
+// The (arch, object path) entries of an audit list; false with *why when it cannot be read.
+bool read_audit_list(const std::string& path, std::vector<std::pair<std::string, std::string>>* entries,
+                     std::string* why);
+
+// The full text of a golden file for a kernel: header then listing.
+std::string golden_text(const KernelReport& k, const Toolchain& tc, const Listing& listing);
+
+AuditReport run_audit(const AuditOptions& opt);
+
+// The per-kernel table; then, unless summary_only, each failure with its diff or check messages.
+void print_report(const AuditReport& r, bool summary_only, std::ostream& os);
+
+}  // namespace flashptx::sass
