@@ -1,0 +1,143 @@
+// Simple GPU attention reference and random fill: see src/gpu_reference.h.
+#include "src/gpu_reference.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+namespace flashptx::gpuref {
+// A named namespace (not an anonymous one) so the kernel symbols, and so their golden-SASS file
+// names, do not depend on the build path.
+namespace detail {
+
+constexpr int kMaxChunks = 8;  // 8 x 32 lanes: head_dim <= 256
+constexpr int kWarpsPerBlock = 4;
+
+template <class T> __device__ __forceinline__ float load(const T* p);
+template <> __device__ __forceinline__ float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
+template <> __device__ __forceinline__ float load(const __half* p) { return __half2float(*p); }
+
+struct Args {
+  const void* q; const void* k; const void* v;
+  float* o; float* lse;
+  int64_t batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim;
+  int64_t qb, qr, qh, kb, kr, kh, vb, vr, vh;
+  int causal;
+  float scale;
+};
+
+template <class T>
+__global__ void __launch_bounds__(32 * kWarpsPerBlock) attention_fwd_kernel(Args a) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
+  const int64_t rows = a.batch * a.seqlen_q * a.heads_q;
+  const int64_t group = a.heads_q / a.heads_kv;
+  for (int64_t w = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5); w < rows; w += warps) {
+    const int64_t h = w % a.heads_q;
+    const int64_t i = (w / a.heads_q) % a.seqlen_q;
+    const int64_t b = w / (a.heads_q * a.seqlen_q);
+    const int64_t hk = h / group;
+    int64_t last = a.seqlen_k - 1;
+    if (a.causal) last = min(last, i + a.seqlen_k - a.seqlen_q);
+
+    const T* q = static_cast<const T*>(a.q) + b * a.qb + i * a.qr + h * a.qh;
+    const T* kbase = static_cast<const T*>(a.k) + b * a.kb + hk * a.kh;
+    const T* vbase = static_cast<const T*>(a.v) + b * a.vb + hk * a.vh;
+    float qv[kMaxChunks], acc[kMaxChunks];
+#pragma unroll
+    for (int t = 0; t < kMaxChunks; ++t) {
+      const int d = lane + 32 * t;
+      qv[t] = d < a.head_dim ? load(q + d) : 0.f;
+      acc[t] = 0.f;
+    }
+    float m = -INFINITY, l = 0.f;
+    for (int64_t j = 0; j <= last; ++j) {
+      const T* kr = kbase + j * a.kr;
+      const T* vr = vbase + j * a.vr;
+      float s = 0.f;
+#pragma unroll
+      for (int t = 0; t < kMaxChunks; ++t) {
+        const int d = lane + 32 * t;
+        if (d < a.head_dim) s += qv[t] * load(kr + d);
+      }
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
+      s *= a.scale;
+      const float m_new = fmaxf(m, s);
+      const float corr = expf(m - m_new);  // m = -inf on the first key: corr = 0
+      const float p = expf(s - m_new);
+      l = l * corr + p;
+#pragma unroll
+      for (int t = 0; t < kMaxChunks; ++t) {
+        const int d = lane + 32 * t;
+        acc[t] = acc[t] * corr + (d < a.head_dim ? p * load(vr + d) : 0.f);
+      }
+      m = m_new;
+    }
+    float* o = a.o + ((b * a.seqlen_q + i) * a.heads_q + h) * a.head_dim;
+    const float inv = last >= 0 ? 1.f / l : 0.f;
+#pragma unroll
+    for (int t = 0; t < kMaxChunks; ++t) {
+      const int d = lane + 32 * t;
+      if (d < a.head_dim) o[d] = acc[t] * inv;
+    }
+    if (a.lse != nullptr && lane == 0)
+      a.lse[(b * a.heads_q + h) * a.seqlen_q + i] = last >= 0 ? m + logf(l) : -INFINITY;
+  }
+}
+
+__device__ __forceinline__ uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+__global__ void fill_random_kernel(void* ptr, int64_t n, int dtype, uint64_t seed, float scale) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < n; idx += stride) {
+    const uint64_t r = splitmix64(seed * 0x100000001b3ull + static_cast<uint64_t>(idx));
+    const float u = static_cast<float>(r >> 40) * (1.0f / 16777216.0f);  // [0, 1), 24 bits
+    const float x = (2.f * u - 1.f) * scale;
+    if (dtype == FLASHPTX_BF16) static_cast<__nv_bfloat16*>(ptr)[idx] = __float2bfloat16_rn(x);
+    else if (dtype == FLASHPTX_FP16) static_cast<__half*>(ptr)[idx] = __float2half_rn(x);
+    else static_cast<float*>(ptr)[idx] = x;
+  }
+}
+
+}  // namespace detail
+
+using namespace detail;
+
+cudaError_t attention_fwd(const flashptx_fwd_params& p, float* o, float* lse, cudaStream_t stream) {
+  if (p.head_dim < 1 || p.head_dim > 32 * kMaxChunks) return cudaErrorInvalidValue;
+  if (p.heads_kv < 1 || p.heads_q % p.heads_kv != 0) return cudaErrorInvalidValue;
+  if (p.q_dtype != p.k_dtype || p.q_dtype != p.v_dtype) return cudaErrorInvalidValue;
+  const int64_t rows = p.batch * p.seqlen_q * p.heads_q;
+  if (rows == 0) return cudaSuccess;
+  Args a{p.q, p.k, p.v, o, lse, p.batch, p.seqlen_q, p.seqlen_k, p.heads_q, p.heads_kv, p.head_dim,
+         p.q_batch_stride, p.q_row_stride, p.q_head_stride, p.k_batch_stride, p.k_row_stride,
+         p.k_head_stride, p.v_batch_stride, p.v_row_stride, p.v_head_stride, p.causal,
+         p.softmax_scale != 0.f ? p.softmax_scale : 1.0f / sqrtf(static_cast<float>(p.head_dim))};
+  const int64_t blocks64 = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  const unsigned blocks = static_cast<unsigned>(blocks64 < (1 << 20) ? blocks64 : (1 << 20));
+  if (p.q_dtype == FLASHPTX_BF16)
+    attention_fwd_kernel<__nv_bfloat16><<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(a);
+  else if (p.q_dtype == FLASHPTX_FP16)
+    attention_fwd_kernel<__half><<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(a);
+  else
+    return cudaErrorInvalidValue;
+  return cudaGetLastError();
+}
+
+cudaError_t fill_random(void* ptr, int64_t n, flashptx_dtype dtype, uint64_t seed, float scale,
+                        cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  if (dtype != FLASHPTX_BF16 && dtype != FLASHPTX_FP16 && dtype != FLASHPTX_FP32) return cudaErrorInvalidValue;
+  const int64_t blocks64 = (n + 255) / 256;
+  const unsigned blocks = static_cast<unsigned>(blocks64 < 65536 ? blocks64 : 65536);
+  fill_random_kernel<<<blocks, 256, 0, stream>>>(ptr, n, static_cast<int>(dtype), seed, scale);
+  return cudaGetLastError();
+}
+
+}  // namespace flashptx::gpuref
