@@ -1,0 +1,109 @@
+// Tile order and per-tile work of the forward kernels (spec 0x0B).
+//
+// A forward launch covers num_m_blocks x heads x batch output tiles. Causal attention gives tile
+// m_block a K/V trip count J_m that grows with m_block, so the order in which tiles are handed out
+// decides the makespan: lexical order leaves the longest tiles for the last wave, longest-
+// processing-time-first (LPT) order starts them first and fills the tail with short ones (0x0B:
+// costs [1..6] on 3 workers, makespan 9 lexical, 7 LPT, lower bound 7).
+//
+// __host__ __device__: the kernel's persistent loop calls tile_from_linear(); the CPU oracle
+// (src/models/scheduling_model.cpp) drives the same functions through the spec's worked examples.
+#pragma once
+
+#ifndef FLASHPTX_HD
+#if defined(__CUDACC__)
+#define FLASHPTX_HD __host__ __device__ __forceinline__
+#else
+#define FLASHPTX_HD inline
+#endif
+#endif
+
+namespace flashptx {
+
+struct TileCoord {
+  int m_block;
+  int head;
+  int batch;
+};
+
+FLASHPTX_HD int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// Number of output tiles of a launch.
+FLASHPTX_HD int num_tiles(int num_m_blocks, int heads, int batch) { return num_m_blocks * heads * batch; }
+
+// Linear tile index -> (m_block, head, batch). m_block varies fastest, then head, then batch.
+// longest_first: causal m_blocks in descending order (m_block = num_m_blocks-1-(idx % num_m_blocks)),
+// so that, for every (head, batch), the tile with the largest J_m is issued first.
+FLASHPTX_HD TileCoord tile_from_linear(int idx, int num_m_blocks, int heads, int batch, bool longest_first) {
+  (void)batch;
+  const int m = idx % num_m_blocks;
+  const int hb = idx / num_m_blocks;
+  TileCoord t;
+  t.m_block = longest_first ? num_m_blocks - 1 - m : m;
+  t.head = hb % heads;
+  t.batch = hb / heads;
+  return t;
+}
+
+// K/V blocks a non-causal query block visits: ceil(seqlen_k / block_n).
+FLASHPTX_HD int n_blocks(int block_n, int seqlen_k) { return seqlen_k > 0 ? ceil_div(seqlen_k, block_n) : 0; }
+
+// K/V blocks a causal query block visits, bottom-right aligned (query row i sees keys
+// j <= i + seqlen_k - seqlen_q). The visible key range of the block's last row is
+// [0, min(seqlen_k, (m_block+1)*block_m + seqlen_k - seqlen_q)), rounded up to whole blocks;
+// 0 when empty. For seqlen_q == seqlen_k this is the spec's
+// J_m = min(ceil(S_k/N), ceil(min((m+1)M, S_q)/N)), and J_m = m+1 when M == N.
+FLASHPTX_HD int causal_n_blocks(int m_block, int block_m, int block_n, int seqlen_q, int seqlen_k) {
+  int hi = (m_block + 1) * block_m + seqlen_k - seqlen_q;
+  if (hi > seqlen_k) hi = seqlen_k;
+  if (hi <= 0) return 0;
+  return ceil_div(hi, block_n);
+}
+
+// L2 section rule (0x0B): heads whose K/V working sets, S_k (d_qk + d_v) b bytes each, fit the L2
+// budget together. Rounded down to a power of two (the head swizzle), at least 1, at most `heads`.
+FLASHPTX_HD int heads_per_l2_section(long long seqlen_k, int d_qk, int d_v, int bytes_per_elem,
+                                     long long l2_budget_bytes, int heads) {
+  const long long per_head = seqlen_k * (long long)(d_qk + d_v) * bytes_per_elem;
+  long long fit = per_head > 0 ? l2_budget_bytes / per_head : heads;
+  if (fit > heads) fit = heads;
+  if (fit < 1) fit = 1;
+  int p = 1;
+  while ((long long)p * 2 <= fit) p *= 2;
+  return p;
+}
+
+// The paper's L2-aware LPT hierarchy (0x0B):
+//   for batch: for head_section: for m_block descending: for head in section
+// A residual section (heads % section) comes last in each batch. Linear index -> coordinate.
+FLASHPTX_HD TileCoord tile_from_linear_sectioned(int idx, int num_m_blocks, int heads, int batch,
+                                                 int section) {
+  (void)batch;
+  const int per_batch = num_m_blocks * heads;
+  TileCoord t;
+  t.batch = idx / per_batch;
+  const int local = idx % per_batch;
+  const int full_tiles = num_m_blocks * section;  // tiles in one full section
+  const int s = local / full_tiles;
+  const int h0 = s * section;
+  const int width = (heads - h0) < section ? (heads - h0) : section;
+  const int r = local - s * full_tiles;
+  t.m_block = num_m_blocks - 1 - r / width;
+  t.head = h0 + r % width;
+  return t;
+}
+
+// Varlen LPT preprocessing (0x0B, the FA4 paper's design): virtual batch v -> actual batch, sorted
+// by query work tiles descending (stable: ties keep metadata order). out[v] = actual batch index.
+FLASHPTX_HD void varlen_virtual_to_actual(const int* seqlens_q, int n, int block_m, int* out) {
+  for (int i = 0; i < n; ++i) out[i] = i;
+  for (int i = 1; i < n; ++i) {  // insertion sort, stable
+    const int a = out[i];
+    const int wa = ceil_div(seqlens_q[a], block_m);
+    int j = i - 1;
+    while (j >= 0 && ceil_div(seqlens_q[out[j]], block_m) < wa) { out[j + 1] = out[j]; --j; }
+    out[j + 1] = a;
+  }
+}
+
+}  // namespace flashptx
