@@ -1,4 +1,443 @@
-// PLACEHOLDER: replaced by the owner of this subcommand.
+// `flashptx bench`: times flashptx_fwd on one shape or a named grid and writes a JSON manifest.
+//
+// What is timed: the kernel launched by flashptx_fwd (its host-side validation included), between
+// two CUDA events recorded on the stream around each call; launches go back to back, so the time
+// is the GPU time of one call, not end-to-end latency. Each repetition reads a different input set
+// (sets rotate, and together exceed ~3x the L2 size), so no rep finds its inputs in L2: this is the
+// cold-L2 number, as in the FA3 paper's protocol; a hot-L2 number would be higher for small shapes.
+// Warm-up launches come first and are not counted. We report the median and the spread
+// (min, p10, p90, max); TFLOP/s uses the median and the spec 0x0D numerator (causal halved), with
+// the exact valid-pair count and the "useful" TFLOP/s beside it.
+// What it does not prove: that another process or clock state would give the same numbers (the
+// manifest records clocks, driver, toolchain and commit so that runs can be compared).
+//
+// Correctness beside the timing: the output of input set 0 is compared with the CPU fp64
+// reference on a subset of rows (with the issue 3 tolerance from the same-dtype reference) and,
+// over every element, with the simple GPU fp32 reference (src/gpu_reference.h).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "flashptx.h"
+#include "src/bench.h"
+#include "src/bench_flops.h"
+#include "src/gpu_reference.h"
+#include "src/reference.h"
 #include "tools/flashptx/commands.h"
-int cmd_bench(int, char**) { std::printf("flashptx bench: not built yet\n"); return 2; }
+
+#ifndef FLASHPTX_ROOT
+#define FLASHPTX_ROOT "."
+#endif
+
+using namespace flashptx;
+using namespace flashptx::bench;
+
+namespace {
+
+struct Options {
+  std::vector<Shape> shapes;
+  std::string grid;
+  int reps = 0;          // 0: at least 30 and enough for --min-ms
+  double min_ms = 200;   // total timed GPU time to aim for per shape
+  int warmup = 5;
+  int check_rows = 32;   // CPU fp64 rows per shape (0: none)
+  bool gpu_ref = true;
+  double mem_cap_gb = 8;
+  std::string out;
+  bool quiet = false;
+};
+
+int usage() {
+  std::fprintf(stderr,
+      "usage: flashptx bench [--grid fa3-grid | shape options] [run options]\n"
+      "shape:  --batch N --seqlen N | --seqlen-q N --seqlen-k N  --heads N --heads-kv N\n"
+      "        --hdim N --dtype bf16|fp16 --causal\n"
+      "run:    --reps N (default: >= 30 and >= --min-ms of GPU time)  --min-ms MS (200)\n"
+      "        --warmup N (5)  --check-rows N (32 CPU fp64 rows per shape; 0 = none)\n"
+      "        --no-gpu-ref  --mem-cap-gb G (8: cap on the rotated input sets)\n"
+      "        --out FILE (default bench-<UTC timestamp>.json)  --quiet\n");
+  return 2;
+}
+
+std::string utc_now(const char* fmt) {
+  char buf[64];
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::strftime(buf, sizeof buf, fmt, &tm);
+  return buf;
+}
+
+// First line of a command's output containing `needle` (or the first line), "unknown" on failure.
+std::string run_capture(const std::string& cmd, const char* needle) {
+  FILE* f = popen((cmd + " 2>/dev/null").c_str(), "r");
+  if (!f) return "unknown";
+  std::string first, hit;
+  char line[512];
+  while (std::fgets(line, sizeof line, f)) {
+    std::string s(line);
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+    if (first.empty()) first = s;
+    if (hit.empty() && needle && s.find(needle) != std::string::npos) hit = s;
+  }
+  const int rc = pclose(f);
+  if (rc != 0 && first.empty()) return "unknown";
+  return !hit.empty() ? hit : (first.empty() ? "unknown" : first);
+}
+
+std::string root_dir() {
+  const char* env = std::getenv("FLASHPTX_ROOT");
+  return env && *env ? env : FLASHPTX_ROOT;
+}
+
+std::string cuda_bin(const char* tool) {
+  const char* home = std::getenv("CUDA_HOME");
+  const std::string dir = home && *home ? std::string(home) + "/bin/" : "/usr/local/cuda/bin/";
+  return dir + tool;
+}
+
+std::string sass_hash(const std::string& symbol) {
+  std::ifstream f(root_dir() + "/sass_golden/sm_90a/" + symbol + ".sass", std::ios::binary);
+  if (!f) return "unknown";
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return fnv1a64_hex(ss.str());
+}
+
+void fill_meta(Meta* m, const std::string& cmdline, int warmup) {
+  m->timestamp = utc_now("%Y-%m-%dT%H:%M:%SZ");
+  m->command_line = cmdline;
+  m->warmup = warmup;
+  int dev = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, dev) == cudaSuccess) m->gpu_name = prop.name;
+  cudaDeviceGetAttribute(&m->sm_count, cudaDevAttrMultiProcessorCount, dev);
+  cudaDeviceGetAttribute(&m->cc_major, cudaDevAttrComputeCapabilityMajor, dev);
+  cudaDeviceGetAttribute(&m->cc_minor, cudaDevAttrComputeCapabilityMinor, dev);
+  cudaDeviceGetAttribute(&m->clock_khz, cudaDevAttrClockRate, dev);
+  cudaDeviceGetAttribute(&m->mem_clock_khz, cudaDevAttrMemoryClockRate, dev);
+  cudaDeviceGetAttribute(&m->l2_bytes, cudaDevAttrL2CacheSize, dev);
+  cudaDriverGetVersion(&m->driver_version);
+  cudaRuntimeGetVersion(&m->runtime_version);
+  m->nvcc_version = run_capture(cuda_bin("nvcc") + " --version", "release");
+  m->ptxas_version = run_capture(cuda_bin("ptxas") + " --version", "release");
+  const std::string git = "git -C '" + root_dir() + "' ";
+  const std::string head = run_capture(git + "rev-parse HEAD", nullptr);
+  m->git_commit = head.size() == 40 ? head : "unknown";
+  m->git_dirty = m->git_commit != "unknown" &&
+                 run_capture(git + "status --porcelain --untracked-files=no", nullptr) != "unknown";
+  m->timing_protocol =
+      "CUDA events around each flashptx_fwd call on one stream, launches back to back; inputs "
+      "rotated over buffer sets totalling > 3x L2 (cold L2); warm-up launches excluded; median "
+      "and spread of the repetitions";
+}
+
+#define CK(call)                                                                             \
+  do {                                                                                       \
+    cudaError_t e_ = (call);                                                                 \
+    if (e_ != cudaSuccess) {                                                                 \
+      row.status = std::string(#call) + ": " + cudaGetErrorString(e_);                       \
+      return;                                                                                \
+    }                                                                                        \
+  } while (0)
+
+struct Set { void *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr; };
+
+void free_sets(std::vector<Set>& sets) {
+  for (auto& s : sets) { cudaFree(s.q); cudaFree(s.k); cudaFree(s.v); cudaFree(s.o); }
+  sets.clear();
+}
+
+// Fills `row` for one shape: timing, numerators and the error checks.
+void bench_shape(const Options& opt, const Meta& meta, Row& row) {
+  const Shape& s = row.shape;
+  const flashptx_dtype dt = s.dtype == "fp16" ? FLASHPTX_FP16 : FLASHPTX_BF16;
+  const ref::Elem elem = dt == FLASHPTX_FP16 ? ref::Elem::kFP16 : ref::Elem::kBF16;
+  const Round round = dt == FLASHPTX_FP16 ? Round::kFP16 : Round::kBF16;
+  const int64_t nq = s.batch * s.seqlen_q * s.heads_q * s.head_dim;
+  const int64_t nkv = s.batch * s.seqlen_k * s.heads_kv * s.head_dim;
+  const int64_t nlse = s.batch * s.heads_q * s.seqlen_q;
+
+  row.flops = fwd_flops(s.batch, s.heads_q, s.seqlen_q, s.seqlen_k, s.head_dim, s.causal);
+  row.flops_dense = fwd_flops_dense(s.batch, s.heads_q, s.seqlen_q, s.seqlen_k, s.head_dim);
+  row.flops_useful = fwd_flops_useful(s.batch, s.heads_q, s.seqlen_q, s.seqlen_k, s.head_dim, s.causal);
+  row.valid_pairs = valid_pairs(s.seqlen_q, s.seqlen_k, s.causal);
+
+  flashptx_fwd_params p;
+  flashptx_fwd_params_contiguous(&p, nullptr, nullptr, nullptr, nullptr, nullptr, s.batch, s.seqlen_q,
+                                 s.seqlen_k, s.heads_q, s.heads_kv, s.head_dim, dt, s.causal ? 1 : 0);
+  // Sizes and sets: every set has its own Q, K, V and O.
+  const double set_bytes = 2.0 * (2 * nq + 2 * nkv);
+  const double l2 = meta.l2_bytes > 0 ? meta.l2_bytes : 60e6;
+  int nsets = static_cast<int>(std::ceil(3.0 * l2 / set_bytes));
+  nsets = std::clamp(nsets, 2, 64);
+  nsets = std::min<int>(nsets, static_cast<int>(opt.mem_cap_gb * 1e9 / set_bytes));
+  if (nsets < 1) { row.status = "shape exceeds --mem-cap-gb"; return; }
+  row.buffer_sets = nsets;
+
+  std::vector<Set> sets(nsets);
+  struct Guard { std::vector<Set>& s; ~Guard() { free_sets(s); } } guard{sets};
+  float* lse = nullptr;
+  struct LseGuard { float*& p; ~LseGuard() { cudaFree(p); } } lse_guard{lse};
+  for (int i = 0; i < nsets; ++i) {
+    CK(cudaMalloc(&sets[i].q, 2 * nq));
+    CK(cudaMalloc(&sets[i].k, 2 * nkv));
+    CK(cudaMalloc(&sets[i].v, 2 * nkv));
+    CK(cudaMalloc(&sets[i].o, 2 * nq));
+    CK(gpuref::fill_random(sets[i].q, nq, dt, 1000 + 3 * i, 1.0f, 0));
+    CK(gpuref::fill_random(sets[i].k, nkv, dt, 1001 + 3 * i, 1.0f, 0));
+    CK(gpuref::fill_random(sets[i].v, nkv, dt, 1002 + 3 * i, 1.0f, 0));
+  }
+  CK(cudaMalloc(&lse, sizeof(float) * std::max<int64_t>(1, nlse)));
+  CK(cudaDeviceSynchronize());
+
+  auto params_for = [&](int i, float* l) {
+    flashptx_fwd_params q = p;
+    q.q = sets[i].q; q.k = sets[i].k; q.v = sets[i].v; q.o = sets[i].o; q.lse = l;
+    return q;
+  };
+  {
+    const flashptx_fwd_params p0 = params_for(0, lse);
+    flashptx_kernel_info info{};
+    if (flashptx_fwd_kernel_info(&p0, &info) == FLASHPTX_OK) {
+      row.kernel_symbol = info.symbol ? info.symbol : "";
+      row.registers = info.registers;
+      row.shared_bytes = info.shared_bytes;
+      row.threads = info.threads;
+      row.ctas = info.ctas;
+    }
+    const flashptx_status st = flashptx_fwd(&p0, 0);
+    if (st != FLASHPTX_OK) {
+      row.status = std::string(flashptx_status_name(st)) + ": " + flashptx_last_error();
+      return;
+    }
+    CK(cudaDeviceSynchronize());
+  }
+
+  // Warm-up, timed as a whole to size the run.
+  cudaEvent_t w0, w1;
+  CK(cudaEventCreate(&w0));
+  CK(cudaEventCreate(&w1));
+  CK(cudaEventRecord(w0, 0));
+  for (int r = 0; r < std::max(1, opt.warmup); ++r) {
+    const flashptx_fwd_params pr = params_for(r % nsets, nullptr);
+    flashptx_fwd(&pr, 0);
+  }
+  CK(cudaEventRecord(w1, 0));
+  CK(cudaEventSynchronize(w1));
+  float warm_ms = 0;
+  CK(cudaEventElapsedTime(&warm_ms, w0, w1));
+  cudaEventDestroy(w0);
+  cudaEventDestroy(w1);
+  int reps = opt.reps;
+  if (reps <= 0) {
+    const double per = std::max(1e-3, static_cast<double>(warm_ms) / std::max(1, opt.warmup));
+    reps = std::clamp(static_cast<int>(std::ceil(opt.min_ms / per)), 30, 2000);
+  }
+
+  std::vector<cudaEvent_t> ev(2 * reps);
+  for (auto& e : ev) CK(cudaEventCreate(&e));
+  for (int r = 0; r < reps; ++r) {
+    const flashptx_fwd_params pr = params_for(r % nsets, nullptr);
+    cudaEventRecord(ev[2 * r], 0);
+    flashptx_fwd(&pr, 0);
+    cudaEventRecord(ev[2 * r + 1], 0);
+  }
+  CK(cudaDeviceSynchronize());
+  std::vector<double> ms(reps);
+  for (int r = 0; r < reps; ++r) {
+    float t = 0;
+    CK(cudaEventElapsedTime(&t, ev[2 * r], ev[2 * r + 1]));
+    ms[r] = t;
+  }
+  for (auto& e : ev) cudaEventDestroy(e);
+  row.ms = summarize(ms);
+  row.tflops = tflops(row.flops, row.ms.median);
+  row.tflops_useful = tflops(row.flops_useful, row.ms.median);
+
+  // ---- correctness of set 0 (rerun with LSE, so O and LSE are from the same call) ----
+  if (opt.check_rows <= 0 && !opt.gpu_ref) return;
+  const flashptx_fwd_params p0 = params_for(0, lse);
+  if (flashptx_fwd(&p0, 0) != FLASHPTX_OK) { row.status = std::string("check run: ") + flashptx_last_error(); return; }
+  CK(cudaDeviceSynchronize());
+  std::vector<uint16_t> hq(nq), hk(nkv), hv(nkv), ho(nq);
+  std::vector<float> hl(nlse);
+  CK(cudaMemcpy(hq.data(), sets[0].q, 2 * nq, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(hk.data(), sets[0].k, 2 * nkv, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(hv.data(), sets[0].v, 2 * nkv, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(ho.data(), sets[0].o, 2 * nq, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(hl.data(), lse, sizeof(float) * nlse, cudaMemcpyDeviceToHost));
+
+  ref::Problem rp;
+  rp.batch = s.batch; rp.seqlen_q = s.seqlen_q; rp.seqlen_k = s.seqlen_k;
+  rp.heads_q = s.heads_q; rp.heads_kv = s.heads_kv; rp.head_dim = s.head_dim; rp.causal = s.causal;
+  const ref::TensorView Q = ref::contiguous_q(hq.data(), elem, rp), K = ref::contiguous_kv(hk.data(), elem, rp),
+                        V = ref::contiguous_kv(hv.data(), elem, rp), O = ref::contiguous_q(ho.data(), elem, rp);
+  auto lse_err = [](double x, double r) {
+    if (std::isinf(x) && std::isinf(r) && (x > 0) == (r > 0)) return 0.0;
+    const double e = std::fabs(x - r);
+    return std::isnan(e) ? INFINITY : e;
+  };
+  if (opt.check_rows > 0) {
+    // Rows spread over (batch, query row, head), always including the first and the last query
+    // row (the last sees every key; with a causal mask the first sees the fewest).
+    const int64_t total = s.batch * s.seqlen_q * s.heads_q;
+    const int64_t n = std::min<int64_t>(opt.check_rows, total);
+    std::vector<double> r64(s.head_dim), rdt(s.head_dim);
+    double eo = 0, so = 0, el = 0, sl = 0;
+    for (int64_t c = 0; c < n; ++c) {
+      const int64_t idx = n == 1 ? total - 1 : (c * (total - 1)) / (n - 1);
+      const int64_t h = idx % s.heads_q, i = (idx / s.heads_q) % s.seqlen_q, b = idx / (s.heads_q * s.seqlen_q);
+      const double l64 = ref::forward_row(rp, Q, K, V, b, i, h, r64.data());
+      const double ldt = ref::forward_row(rp, Q, K, V, b, i, h, rdt.data(), round);
+      for (int64_t d = 0; d < s.head_dim; ++d) {
+        eo = std::max(eo, lse_err(O.at(b, i, h, d), r64[d]));
+        so = std::max(so, std::fabs(rdt[d] - r64[d]));
+      }
+      el = std::max(el, lse_err(hl[(b * s.heads_q + h) * s.seqlen_q + i], l64));
+      sl = std::max(sl, lse_err(ldt, l64));
+    }
+    row.cpu_rows_checked = n;
+    row.err_o_cpu = eo;
+    row.err_lse_cpu = el;
+    row.tol_o_cpu = 2 * so + 1e-5;
+    row.tol_lse_cpu = 2 * sl + 1e-5;
+    row.check_passed = eo <= row.tol_o_cpu && el <= row.tol_lse_cpu;
+  }
+  if (opt.gpu_ref) {
+    float *ro = nullptr, *rl = nullptr;
+    struct F { float*& a; float*& b; ~F() { cudaFree(a); cudaFree(b); } } fg{ro, rl};
+    CK(cudaMalloc(&ro, sizeof(float) * nq));
+    CK(cudaMalloc(&rl, sizeof(float) * std::max<int64_t>(1, nlse)));
+    CK(gpuref::attention_fwd(p0, ro, rl, 0));
+    CK(cudaDeviceSynchronize());
+    std::vector<float> gro(nq), grl(nlse);
+    CK(cudaMemcpy(gro.data(), ro, sizeof(float) * nq, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(grl.data(), rl, sizeof(float) * nlse, cudaMemcpyDeviceToHost));
+    double eo = 0, el = 0;
+    for (int64_t x = 0; x < nq; ++x) {
+      const double got = dt == FLASHPTX_FP16 ? fp16_to_float(ho[x]) : bf16_to_float(ho[x]);
+      eo = std::max(eo, lse_err(got, gro[x]));
+    }
+    for (int64_t x = 0; x < nlse; ++x) el = std::max(el, lse_err(hl[x], grl[x]));
+    row.err_o_gpuref = eo;
+    row.err_lse_gpuref = el;
+  }
+}
+
+bool parse_i64(const char* s, int64_t* out) {
+  char* end = nullptr;
+  const long long v = std::strtoll(s, &end, 10);
+  if (!s[0] || *end) return false;
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+  Options opt;
+  Shape one;
+  one.batch = 2;
+  one.seqlen_q = one.seqlen_k = 8192;
+  one.heads_q = one.heads_kv = 16;
+  int64_t heads_kv = -1;
+  std::string cmdline = "flashptx bench";
+  for (int i = 0; i < argc; ++i) cmdline += std::string(" ") + argv[i];
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&](int64_t* v) {
+      if (i + 1 >= argc || !parse_i64(argv[i + 1], v)) { std::fprintf(stderr, "bench: %s needs an integer\n", a.c_str()); return false; }
+      ++i;
+      return true;
+    };
+    int64_t v = 0;
+    if (a == "--grid" && i + 1 < argc) opt.grid = argv[++i];
+    else if (a == "--batch") { if (!next(&one.batch)) return usage(); }
+    else if (a == "--seqlen") { if (!next(&v)) return usage(); one.seqlen_q = one.seqlen_k = v; }
+    else if (a == "--seqlen-q") { if (!next(&one.seqlen_q)) return usage(); }
+    else if (a == "--seqlen-k") { if (!next(&one.seqlen_k)) return usage(); }
+    else if (a == "--heads") { if (!next(&one.heads_q)) return usage(); }
+    else if (a == "--heads-kv") { if (!next(&heads_kv)) return usage(); }
+    else if (a == "--hdim") { if (!next(&one.head_dim)) return usage(); }
+    else if (a == "--dtype" && i + 1 < argc) one.dtype = argv[++i];
+    else if (a == "--causal") one.causal = true;
+    else if (a == "--reps") { if (!next(&v)) return usage(); opt.reps = static_cast<int>(v); }
+    else if (a == "--min-ms") { if (!next(&v)) return usage(); opt.min_ms = static_cast<double>(v); }
+    else if (a == "--warmup") { if (!next(&v)) return usage(); opt.warmup = static_cast<int>(v); }
+    else if (a == "--check-rows") { if (!next(&v)) return usage(); opt.check_rows = static_cast<int>(v); }
+    else if (a == "--no-gpu-ref") opt.gpu_ref = false;
+    else if (a == "--mem-cap-gb") { if (!next(&v)) return usage(); opt.mem_cap_gb = static_cast<double>(v); }
+    else if (a == "--out" && i + 1 < argc) opt.out = argv[++i];
+    else if (a == "--quiet") opt.quiet = true;
+    else if (a == "--help" || a == "-h") { usage(); return 0; }
+    else { std::fprintf(stderr, "bench: unknown option '%s'\n", a.c_str()); return usage(); }
+  }
+  if (one.dtype != "bf16" && one.dtype != "fp16") { std::fprintf(stderr, "bench: --dtype bf16|fp16\n"); return 2; }
+  one.heads_kv = heads_kv > 0 ? heads_kv : one.heads_q;
+  if (!opt.grid.empty()) {
+    if (opt.grid != "fa3-grid") { std::fprintf(stderr, "bench: unknown grid '%s' (known: fa3-grid)\n", opt.grid.c_str()); return 2; }
+    opt.shapes = fa3_grid(one.dtype);
+  } else {
+    opt.shapes = {one};
+  }
+  if (opt.out.empty()) opt.out = "bench-" + utc_now("%Y%m%dT%H%M%SZ") + ".json";
+
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+    std::fprintf(stderr, "flashptx bench: no CUDA device here; nothing was timed (the kernels need an sm_90 GPU)\n");
+    return 1;
+  }
+  Meta meta;
+  fill_meta(&meta, cmdline, opt.warmup);
+  if (!opt.quiet)
+    std::fprintf(stderr, "flashptx bench: %s (%d SMs, L2 %d MB), commit %.12s%s, %zu shape(s)\n", meta.gpu_name.c_str(),
+                 meta.sm_count, meta.l2_bytes >> 20, meta.git_commit.c_str(), meta.git_dirty ? " (dirty)" : "",
+                 opt.shapes.size());
+
+  std::vector<Row> rows;
+  bool all_ok = true;
+  const auto t0 = std::time(nullptr);
+  for (size_t n = 0; n < opt.shapes.size(); ++n) {
+    Row row;
+    row.shape = opt.shapes[n];
+    bench_shape(opt, meta, row);
+    cudaGetLastError();  // a failure is recorded in the row; do not let it poison the next one
+    all_ok = all_ok && row.status == "ok" && row.check_passed;
+    if (!opt.quiet)
+      std::fprintf(stderr, "[%zu/%zu %lds] %-44s %s  median %.4f ms (p10 %.4f p90 %.4f, n=%d)  %.1f TFLOP/s  err %.2e (tol %.2e)%s\n",
+                   n + 1, opt.shapes.size(), static_cast<long>(std::time(nullptr) - t0), row.shape.label().c_str(),
+                   row.status == "ok" ? "" : row.status.c_str(), row.ms.median, row.ms.p10, row.ms.p90, row.ms.n,
+                   row.tflops, row.err_o_cpu, row.tol_o_cpu, row.check_passed ? "" : "  CHECK FAILED");
+    bool seen = false;
+    for (const auto& k : meta.kernels) seen = seen || k.symbol == row.kernel_symbol;
+    if (!seen && !row.kernel_symbol.empty())
+      meta.kernels.push_back({row.kernel_symbol, sass_hash(row.kernel_symbol), row.registers, row.shared_bytes, row.threads});
+    rows.push_back(row);
+  }
+
+  const std::string text = manifest_json(meta, rows);
+  std::ofstream f(opt.out);
+  f << text;
+  if (!f) { std::fprintf(stderr, "bench: could not write %s\n", opt.out.c_str()); return 1; }
+  // A compact table on stdout.
+  std::printf("| hdim | causal | seqlen | batch | heads | ms (median) | TFLOP/s | err vs fp64 | status |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  for (const auto& r : rows)
+    std::printf("| %lld | %s | %lld | %lld | %lld | %.4f | %.1f | %.2e | %s |\n", static_cast<long long>(r.shape.head_dim),
+                r.shape.causal ? "yes" : "no", static_cast<long long>(r.shape.seqlen_q), static_cast<long long>(r.shape.batch),
+                static_cast<long long>(r.shape.heads_q), r.ms.median, r.tflops, r.err_o_cpu,
+                r.status == "ok" ? (r.check_passed ? "ok" : "CHECK FAILED") : r.status.c_str());
+  std::fprintf(stderr, "flashptx bench: manifest written to %s\n", opt.out.c_str());
+  return all_ok ? 0 : 1;
+}
