@@ -1,0 +1,411 @@
+// Pipeline trace decoding, summary and SVG: see src/trace_render.h.
+#include "src/trace_render.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <tuple>
+
+#include "flashptx/trace.h"
+#include "src/json.h"
+
+namespace flashptx::trace_render {
+
+namespace tr = ::flashptx::trace;
+
+RawTrace decode(const uint64_t* words, double clock_khz, const std::string& shape) {
+  RawTrace t;
+  t.clock_khz = clock_khz;
+  t.shape = shape;
+  for (int c = 0; c < tr::kMaxCtas; ++c)
+    for (int l = 0; l < tr::kLanes; ++l) {
+      const uint64_t* base = words + static_cast<size_t>(c * tr::kLanes + l) * tr::kWordsPerLane;
+      if (base[0] == 0) continue;
+      Lane lane;
+      lane.cta = c;
+      lane.lane = l;
+      lane.count = base[0];
+      lane.globaltimer_ns = base[1];
+      const uint64_t n = std::min<uint64_t>(base[0], tr::kMaxRecords);
+      for (uint64_t i = 0; i < n; ++i) {
+        Record r;
+        r.clock = base[2 + 2 * i];
+        r.event = static_cast<uint32_t>(base[3 + 2 * i] >> 32);
+        r.arg = static_cast<uint32_t>(base[3 + 2 * i]);
+        lane.records.push_back(r);
+      }
+      t.lanes.push_back(std::move(lane));
+    }
+  return t;
+}
+
+// JSON: clocks as a decimal-string base plus deltas, so no value exceeds 2^53.
+std::string to_json(const RawTrace& t) {
+  json::Writer w;
+  w.begin_object();
+  w.kv("format", "flashptx-trace-v1").kv("clock_khz", t.clock_khz).kv("shape", t.shape);
+  w.key("lanes").begin_array();
+  for (const auto& l : t.lanes) {
+    const uint64_t c0 = l.records.empty() ? 0 : l.records.front().clock;
+    w.begin_object();
+    w.kv("cta", l.cta).kv("lane", l.lane).kv("globaltimer_ns", std::to_string(l.globaltimer_ns));
+    w.kv("count", static_cast<uint64_t>(l.count)).kv("clock0", std::to_string(c0));
+    w.key("records").begin_array();  // [clock - clock0, event, arg]
+    for (const auto& r : l.records) {
+      w.begin_array().value(static_cast<uint64_t>(r.clock - c0)).value(static_cast<uint64_t>(r.event));
+      w.value(static_cast<uint64_t>(r.arg)).end_array();
+    }
+    w.end_array();
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+  return w.str() + "\n";
+}
+
+bool from_json(const std::string& text, RawTrace* t, std::string* err) {
+  json::Value v;
+  if (!json::parse(text, &v, err)) return false;
+  if (v.str_or("format", "") != "flashptx-trace-v1") { *err = "not a flashptx-trace-v1 document"; return false; }
+  *t = RawTrace();
+  t->clock_khz = v.num_or("clock_khz", 0);
+  t->shape = v.str_or("shape", "");
+  const json::Value* lanes = v.get("lanes");
+  if (!lanes || lanes->kind != json::Value::kArray) { *err = "no lanes"; return false; }
+  for (const auto& lv : lanes->arr) {
+    Lane l;
+    l.cta = static_cast<int>(lv.num_or("cta", 0));
+    l.lane = static_cast<int>(lv.num_or("lane", 0));
+    l.globaltimer_ns = std::stoull(lv.str_or("globaltimer_ns", "0"));
+    l.count = static_cast<uint64_t>(lv.num_or("count", 0));
+    const uint64_t c0 = std::stoull(lv.str_or("clock0", "0"));
+    const json::Value* recs = lv.get("records");
+    if (!recs || recs->kind != json::Value::kArray) { *err = "lane without records"; return false; }
+    for (const auto& r : recs->arr) {
+      if (r.kind != json::Value::kArray || r.arr.size() != 3) { *err = "bad record"; return false; }
+      l.records.push_back({c0 + static_cast<uint64_t>(r.arr[0].num), static_cast<uint32_t>(r.arr[1].num),
+                           static_cast<uint32_t>(r.arr[2].num)});
+    }
+    t->lanes.push_back(std::move(l));
+  }
+  return true;
+}
+
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::kTmaK: return "TMA K (issue -> full seen)";
+    case Kind::kTmaV: return "TMA V (issue -> full seen)";
+    case Kind::kQK: return "QK^T wgmma (issue -> retired)";
+    case Kind::kSoftmax: return "softmax";
+    case Kind::kPV: return "PV wgmma (issue -> retired)";
+    case Kind::kToken: return "pingpong token wait";
+    case Kind::kEpilogue: return "epilogue";
+  }
+  return "?";
+}
+
+namespace {
+
+const char* kind_color(Kind k) {
+  switch (k) {
+    case Kind::kTmaK: return "#8fb8de";
+    case Kind::kTmaV: return "#b7d7a8";
+    case Kind::kQK: return "#3b6fb6";
+    case Kind::kSoftmax: return "#e69138";
+    case Kind::kPV: return "#6aa84f";
+    case Kind::kToken: return "#cc4125";
+    case Kind::kEpilogue: return "#8e7cc3";
+  }
+  return "#999";
+}
+
+bool is_instant(uint32_t e) {
+  return e == tr::kTmaIssueQ || e == tr::kEmptyWaitK || e == tr::kEmptyWaitV || e == tr::kFullK ||
+         e == tr::kFullV || e == tr::kReleaseK || e == tr::kReleaseV || e == tr::kTokenPass;
+}
+
+const char* event_name(uint32_t e) {
+  switch (e) {
+    case tr::kTmaIssueQ: return "TMA Q issue";
+    case tr::kEmptyWaitK: return "empty K passed";
+    case tr::kEmptyWaitV: return "empty V passed";
+    case tr::kFullK: return "full K passed";
+    case tr::kFullV: return "full V passed";
+    case tr::kReleaseK: return "release K";
+    case tr::kReleaseV: return "release V";
+    case tr::kTokenPass: return "token pass";
+  }
+  return "event";
+}
+
+}  // namespace
+
+Timeline build_timeline(const RawTrace& t) {
+  Timeline tl;
+  const double cyc_per_us = t.clock_khz > 0 ? t.clock_khz / 1000.0 : 1000.0;  // 1 GHz if unknown
+  // Per CTA: the lane whose first stamp is earliest sets the clock base and the globaltimer offset.
+  std::map<int, std::pair<uint64_t, uint64_t>> base;  // cta -> (clock, globaltimer)
+  uint64_t gt_min = UINT64_MAX;
+  for (const auto& l : t.lanes) {
+    if (l.records.empty()) continue;
+    auto it = base.find(l.cta);
+    if (it == base.end() || l.records.front().clock < it->second.first)
+      base[l.cta] = {l.records.front().clock, l.globaltimer_ns};
+  }
+  for (const auto& b : base) gt_min = std::min(gt_min, b.second.second);
+  auto us = [&](const Lane& l, uint64_t clock) {
+    const auto& b = base[l.cta];
+    return (static_cast<double>(clock) - static_cast<double>(b.first)) / cyc_per_us +
+           static_cast<double>(b.second - gt_min) / 1000.0;
+  };
+
+  // Full passes of consumers per (cta, K/V, stage), in time order, for the producer's TMA spans.
+  std::map<std::tuple<int, int, uint32_t>, std::vector<double>> full_seen;
+  tl.t_begin = INFINITY;
+  tl.t_end = -INFINITY;
+  for (const auto& l : t.lanes) {
+    if (l.records.empty()) continue;
+    tl.active.push_back({l.cta, l.lane, us(l, l.records.front().clock), us(l, l.records.back().clock)});
+    tl.t_begin = std::min(tl.t_begin, tl.active.back().t0);
+    tl.t_end = std::max(tl.t_end, tl.active.back().t1);
+    for (const auto& r : l.records)
+      if (r.event == tr::kFullK || r.event == tr::kFullV)
+        full_seen[{l.cta, r.event == tr::kFullK ? 0 : 1, r.arg}].push_back(us(l, r.clock));
+  }
+  for (auto& f : full_seen) std::sort(f.second.begin(), f.second.end());
+  if (tl.active.empty()) tl.t_begin = tl.t_end = 0;
+
+  for (const auto& l : t.lanes) {
+    std::map<std::pair<uint32_t, uint32_t>, std::deque<double>> open;  // (begin event, arg) -> times
+    double prev = NAN;
+    for (const auto& r : l.records) {
+      const double x = us(l, r.clock);
+      if (is_instant(r.event)) tl.instants.push_back({l.cta, l.lane, r.event, r.arg, x, std::isnan(prev) ? 0.0 : x - prev});
+      prev = x;
+      switch (r.event) {
+        case tr::kTmaIssueK:
+        case tr::kTmaIssueV: {
+          const int kv = r.event == tr::kTmaIssueK ? 0 : 1;
+          const uint32_t stage = r.arg & 0xffu;
+          const auto& seen = full_seen[{l.cta, kv, stage}];
+          const auto it = std::lower_bound(seen.begin(), seen.end(), x);
+          Span s{l.cta, l.lane, kv == 0 ? Kind::kTmaK : Kind::kTmaV, r.arg, x, it == seen.end() ? x : *it};
+          s.open = it == seen.end();
+          tl.spans.push_back(s);
+          break;
+        }
+        case tr::kQKIssue: case tr::kSoftmaxBegin: case tr::kPVIssue: case tr::kTokenWait: case tr::kEpilogueBegin:
+          open[{r.event, r.event == tr::kEpilogueBegin ? 0u : r.arg}].push_back(x);
+          break;
+        case tr::kQKDone: case tr::kSoftmaxEnd: case tr::kPVDone: case tr::kTokenGot: case tr::kEpilogueEnd: {
+          const uint32_t begin = r.event - 1;  // each end id is its begin id + 1 in trace.h
+          auto& q = open[{begin, r.event == tr::kEpilogueEnd ? 0u : r.arg}];
+          if (q.empty()) { ++tl.unmatched_ends; break; }
+          const Kind k = begin == tr::kQKIssue ? Kind::kQK : begin == tr::kSoftmaxBegin ? Kind::kSoftmax
+                       : begin == tr::kPVIssue ? Kind::kPV : begin == tr::kTokenWait ? Kind::kToken : Kind::kEpilogue;
+          tl.spans.push_back({l.cta, l.lane, k, r.arg, q.front(), x, false});
+          q.pop_front();
+          break;
+        }
+        default: break;
+      }
+    }
+    const double lane_end = l.records.empty() ? 0 : us(l, l.records.back().clock);
+    for (const auto& o : open)
+      for (double x : o.second) {
+        const uint32_t b = o.first.first;
+        const Kind k = b == tr::kQKIssue ? Kind::kQK : b == tr::kSoftmaxBegin ? Kind::kSoftmax
+                     : b == tr::kPVIssue ? Kind::kPV : b == tr::kTokenWait ? Kind::kToken : Kind::kEpilogue;
+        tl.spans.push_back({l.cta, l.lane, k, o.first.second, x, lane_end, true});
+      }
+  }
+  return tl;
+}
+
+double union_length(std::vector<std::pair<double, double>> iv) {
+  std::sort(iv.begin(), iv.end());
+  double total = 0, cur0 = 0, cur1 = 0;
+  bool have = false;
+  for (const auto& p : iv) {
+    if (p.second <= p.first) continue;
+    if (!have || p.first > cur1) {
+      if (have) total += cur1 - cur0;
+      cur0 = p.first;
+      cur1 = p.second;
+      have = true;
+    } else {
+      cur1 = std::max(cur1, p.second);
+    }
+  }
+  if (have) total += cur1 - cur0;
+  return total;
+}
+
+double covered_length(double a, double b, std::vector<std::pair<double, double>> iv) {
+  for (auto& p : iv) {
+    p.first = std::max(p.first, a);
+    p.second = std::min(p.second, b);
+  }
+  return union_length(iv);
+}
+
+std::vector<ConsumerSummary> summarize(const Timeline& tl) {
+  std::vector<ConsumerSummary> out;
+  for (const auto& a : tl.active) {
+    if (a.lane == 0) continue;  // the producer
+    ConsumerSummary s;
+    s.cta = a.cta;
+    s.lane = a.lane;
+    s.active_us = a.t1 - a.t0;
+    std::vector<std::pair<double, double>> gemm, other_gemm;
+    for (const auto& sp : tl.spans) {
+      if (sp.cta != a.cta) continue;
+      const bool is_gemm = sp.kind == Kind::kQK || sp.kind == Kind::kPV;
+      if (sp.lane == a.lane) {
+        if (is_gemm) gemm.push_back({sp.t0, sp.t1});
+        if (sp.kind == Kind::kSoftmax) s.softmax_us += sp.t1 - sp.t0;
+        if (sp.kind == Kind::kToken) s.wait_token_us += sp.t1 - sp.t0;
+      } else if (sp.lane != 0 && is_gemm) {
+        other_gemm.push_back({sp.t0, sp.t1});
+      }
+    }
+    for (const auto& sp : tl.spans)
+      if (sp.cta == a.cta && sp.lane == a.lane && sp.kind == Kind::kSoftmax)
+        s.softmax_overlapped_us += covered_length(sp.t0, sp.t1, other_gemm);
+    s.wgmma_us = union_length(gemm);
+    s.wgmma_fraction = s.active_us > 0 ? s.wgmma_us / s.active_us : 0;
+    s.softmax_overlapped_fraction = s.softmax_us > 0 ? s.softmax_overlapped_us / s.softmax_us : 0;
+    // full waits: from the lane's previous stamp to the pass (see the header: an upper bound)
+    for (const auto& in : tl.instants) {
+      if (in.cta != a.cta || in.lane != a.lane) continue;
+      if (in.event == tr::kFullK) s.wait_full_k_us += in.since_prev;
+      if (in.event == tr::kFullV) s.wait_full_v_us += in.since_prev;
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::string summary_text(const std::vector<ConsumerSummary>& v) {
+  std::string o;
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%-4s %-9s %10s %8s %10s %10s %12s %12s %12s\n", "CTA", "consumer", "active us",
+                "wgmma %", "softmax us", "sm ovl %", "wait K us", "wait V us", "token us");
+  o += buf;
+  for (const auto& s : v) {
+    std::snprintf(buf, sizeof buf, "%-4d %-9d %10.2f %8.1f %10.2f %10.1f %12.2f %12.2f %12.2f\n", s.cta, s.lane - 1,
+                  s.active_us, 100 * s.wgmma_fraction, s.softmax_us, 100 * s.softmax_overlapped_fraction,
+                  s.wait_full_k_us, s.wait_full_v_us, s.wait_token_us);
+    o += buf;
+  }
+  o += "wgmma %: time with a QK or PV wgmma batch in flight (issue -> retiring wait) / the consumer's\n"
+       "active time. sm ovl %: softmax time during which another consumer of the CTA had a GEMM in\n"
+       "flight. wait K/V: previous stamp -> full-barrier pass (an upper bound). token: bar.sync wait.\n";
+  return o;
+}
+
+std::string render_svg(const Timeline& tl, const std::string& title) {
+  // Rows: (cta, lane) in order.
+  std::vector<std::pair<int, int>> rows;
+  for (const auto& a : tl.active) rows.push_back({a.cta, a.lane});
+  std::sort(rows.begin(), rows.end());
+  const double left = 150, right = 30, top = 50, row_h = 26, width = 1400;
+  const double plot_w = width - left - right;
+  const double legend_h = 70;
+  const double height = top + row_h * rows.size() + 40 + legend_h;
+  const double span = std::max(1e-9, tl.t_end - tl.t_begin);
+  auto X = [&](double t) { return left + (t - tl.t_begin) / span * plot_w; };
+  auto row_of = [&](int cta, int lane) {
+    for (size_t i = 0; i < rows.size(); ++i)
+      if (rows[i].first == cta && rows[i].second == lane) return static_cast<int>(i);
+    return -1;
+  };
+  std::string o;
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" font-size=\"11\">\n",
+                width, height);
+  o += buf;
+  o += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  auto esc = [](const std::string& s) {
+    std::string r;
+    for (char c : s) r += c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '&' ? "&amp;" : c == '"' ? "&quot;" : std::string(1, c);
+    return r;
+  };
+  std::snprintf(buf, sizeof buf, "<text x=\"%.0f\" y=\"20\" font-size=\"14\">%s</text>\n", left, esc(title).c_str());
+  o += buf;
+  // lanes
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const double y = top + row_h * i;
+    const std::string name = rows[i].second == 0 ? "producer" : "consumer " + std::to_string(rows[i].second - 1);
+    std::snprintf(buf, sizeof buf,
+                  "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>\n"
+                  "<text class=\"lane\" x=\"8\" y=\"%.1f\">CTA %d %s</text>\n",
+                  left, y, plot_w, row_h, i % 2 ? "#f4f4f4" : "#ffffff", y + row_h * 0.65, rows[i].first, name.c_str());
+    o += buf;
+  }
+  // spans: TMA spans in the upper half of the producer row (K) and lower half (V), others full height
+  for (const auto& s : tl.spans) {
+    const int r = row_of(s.cta, s.lane);
+    if (r < 0) continue;
+    double y = top + row_h * r + 3, h = row_h - 6;
+    if (s.kind == Kind::kTmaK) h = (row_h - 6) / 2;
+    if (s.kind == Kind::kTmaV) { h = (row_h - 6) / 2; y += h; }
+    if (s.kind == Kind::kToken) { y += (row_h - 6) * 0.6; h = (row_h - 6) * 0.4; }
+    std::snprintf(buf, sizeof buf,
+                  "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\" fill-opacity=\"%s\" stroke=\"%s\" stroke-width=\"0.3\">"
+                  "<title>%s arg %u: %.3f-%.3f us%s</title></rect>\n",
+                  X(s.t0), y, std::max(0.5, X(s.t1) - X(s.t0)), h, kind_color(s.kind),
+                  (s.kind == Kind::kTmaK || s.kind == Kind::kTmaV) ? "0.6" : "0.9", kind_color(s.kind),
+                  esc(kind_name(s.kind)).c_str(), s.arg, s.t0, s.t1, s.open ? " (never closed)" : "");
+    o += buf;
+  }
+  for (const auto& in : tl.instants) {
+    const int r = row_of(in.cta, in.lane);
+    if (r < 0) continue;
+    const double y = top + row_h * r;
+    const bool release = in.event == tr::kReleaseK || in.event == tr::kReleaseV || in.event == tr::kTokenPass;
+    std::snprintf(buf, sizeof buf,
+                  "<line x1=\"%.2f\" x2=\"%.2f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1\"><title>%s arg %u at %.3f us</title></line>\n",
+                  X(in.t), X(in.t), release ? y + row_h - 6 : y, release ? y + row_h : y + 6,
+                  release ? "#000000" : "#666666", event_name(in.event), in.arg, in.t);
+    o += buf;
+  }
+  // axis
+  const double ay = top + row_h * rows.size() + 4;
+  std::snprintf(buf, sizeof buf, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", left,
+                left + plot_w, ay, ay);
+  o += buf;
+  const double raw_step = span / 10;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw_step)));
+  const double step = raw_step / mag < 2 ? 2 * mag : raw_step / mag < 5 ? 5 * mag : 10 * mag;
+  for (double t = std::ceil(tl.t_begin / step) * step; t <= tl.t_end + 1e-9; t += step) {
+    std::snprintf(buf, sizeof buf,
+                  "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/><text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
+                  X(t), X(t), ay, ay + 5, X(t), ay + 17, t);
+    o += buf;
+  }
+  std::snprintf(buf, sizeof buf, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">time (us)</text>\n", left + plot_w, ay + 32);
+  o += buf;
+  // legend
+  const double ly = ay + 45;
+  const Kind kinds[] = {Kind::kTmaK, Kind::kTmaV, Kind::kQK, Kind::kSoftmax, Kind::kPV, Kind::kToken, Kind::kEpilogue};
+  double lx = left;
+  o += "<g class=\"legend\">\n";
+  for (Kind k : kinds) {
+    std::snprintf(buf, sizeof buf, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">%s</text>\n",
+                  lx, ly, kind_color(k), lx + 16, ly + 10, esc(kind_name(k)).c_str());
+    o += buf;
+    lx += 175;
+  }
+  std::snprintf(buf, sizeof buf,
+                "<text x=\"%.1f\" y=\"%.1f\">ticks: top grey = barrier passed / TMA Q issued; bottom black = release K/V or token pass. "
+                "Hover a bar for its argument and times.</text>\n", left, ly + 30);
+  o += buf;
+  o += "</g>\n</svg>\n";
+  return o;
+}
+
+}  // namespace flashptx::trace_render

@@ -1,0 +1,86 @@
+// Decoding, summarising and rendering a pipeline trace (issue 4, `flashptx trace`). Host-only; the
+// buffer layout and event ids are include/flashptx/trace.h's.
+//
+// Time base: within a CTA every lane runs on one SM, so clock64 stamps are compared directly and
+// converted to microseconds with the SM clock given (the device's reported peak clock unless told
+// otherwise; if the SM ran at another clock the axis is scaled by the ratio, the fractions are not).
+// CTAs on different SMs are placed by %globaltimer at each lane's first stamp (coarser: typically
+// 32 ns to 1 us resolution), so comparisons across CTAs are approximate.
+//
+// Spans:
+//   consumer lanes: QK issue->done, softmax begin->end, PV issue->done, token wait->got,
+//                   epilogue begin->end (paired by kind and argument, first in first out)
+//   producer lane:  TMA K/V issue -> the first consumer "full" pass of the same stage after it, in
+//                   the same CTA. That is when a consumer saw the bytes, an upper bound on when
+//                   they landed (the consumer may have arrived at the wait late).
+// Instants: full K/V passes, K/V releases, token passes, producer empty-wait passes, Q issue.
+// Waits on full K / full V: the trace stamps only the pass, so the wait is bounded by the time from
+// the lane's previous stamp to the pass (an upper bound: unstamped work in between counts as wait).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace flashptx::trace_render {
+
+struct Record { uint64_t clock = 0; uint32_t event = 0, arg = 0; };
+
+struct Lane {
+  int cta = 0, lane = 0;     // lane 0 the producer, 1.. consumers
+  uint64_t globaltimer_ns = 0;
+  uint64_t count = 0;        // records the kernel tried to write (may exceed records.size())
+  std::vector<Record> records;
+};
+
+struct RawTrace {
+  double clock_khz = 0;      // SM clock used to convert cycles
+  std::string shape;         // free text: what was launched
+  std::vector<Lane> lanes;   // only lanes with at least one record
+};
+
+// From the device buffer layout of include/flashptx/trace.h (kWordsTotal words).
+RawTrace decode(const uint64_t* words, double clock_khz, const std::string& shape);
+
+// Raw traces as JSON, so they can be committed and re-rendered without a GPU.
+std::string to_json(const RawTrace& t);
+bool from_json(const std::string& text, RawTrace* t, std::string* err);
+
+enum class Kind { kTmaK, kTmaV, kQK, kSoftmax, kPV, kToken, kEpilogue };
+const char* kind_name(Kind k);
+
+struct Span { int cta, lane; Kind kind; uint32_t arg; double t0, t1; bool open = false; };  // us
+// since_prev: time from the lane's previous stamp (any event) to this one; 0 for a lane's first.
+struct Instant { int cta, lane; uint32_t event, arg; double t; double since_prev = 0; };
+
+struct Timeline {
+  std::vector<Span> spans;
+  std::vector<Instant> instants;
+  double t_begin = 0, t_end = 0;          // us, over every lane
+  int unmatched_ends = 0;
+  struct Active { int cta, lane; double t0, t1; };
+  std::vector<Active> active;             // per lane: first and last stamp
+};
+
+Timeline build_timeline(const RawTrace& t);
+
+struct ConsumerSummary {
+  int cta = 0, lane = 0;
+  double active_us = 0;
+  double wgmma_us = 0, wgmma_fraction = 0;         // union of QK and PV spans / active time
+  double softmax_us = 0, softmax_overlapped_us = 0; // softmax time covered by the other consumers' GEMMs
+  double softmax_overlapped_fraction = 0;
+  double wait_full_k_us = 0, wait_full_v_us = 0, wait_token_us = 0;
+};
+
+std::vector<ConsumerSummary> summarize(const Timeline& tl);
+std::string summary_text(const std::vector<ConsumerSummary>& s);
+
+// The Gantt chart: a row per (CTA, lane), spans as bars, instants as ticks, a us axis and a legend.
+std::string render_svg(const Timeline& tl, const std::string& title);
+
+// Length of the union of intervals (helper, exposed for the tests).
+double union_length(std::vector<std::pair<double, double>> iv);
+// Length of the part of [a, b] covered by the union of `iv`.
+double covered_length(double a, double b, std::vector<std::pair<double, double>> iv);
+
+}  // namespace flashptx::trace_render

@@ -1,0 +1,160 @@
+// `flashptx trace` host side on a synthetic buffer: span pairing, the summary fractions on a
+// hand-computable timeline, JSON round trip, and the SVG's lanes. No GPU; proves the renderer and
+// the arithmetic, not that a kernel stamps the right events.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "flashptx/trace.h"
+#include "src/trace_render.h"
+
+namespace tr = flashptx::trace;
+using namespace flashptx::trace_render;
+
+namespace {
+
+// Writes one lane's records; clocks given in microseconds at 1 GHz (1000 cycles per us).
+void put_lane(std::vector<uint64_t>& buf, int cta, int lane, uint64_t gt,
+              const std::vector<std::tuple<double, uint32_t, uint32_t>>& recs) {
+  uint64_t* base = buf.data() + static_cast<size_t>(cta * tr::kLanes + lane) * tr::kWordsPerLane;
+  base[0] = recs.size();
+  base[1] = gt;
+  for (size_t i = 0; i < recs.size(); ++i) {
+    base[2 + 2 * i] = 5000000 + static_cast<uint64_t>(std::get<0>(recs[i]) * 1000);
+    base[3 + 2 * i] = (static_cast<uint64_t>(std::get<1>(recs[i])) << 32) | std::get<2>(recs[i]);
+  }
+}
+
+std::vector<uint64_t> synthetic() {
+  std::vector<uint64_t> buf(tr::kWordsTotal, 0);
+  put_lane(buf, 0, 0, 1000, {{0, tr::kTmaIssueK, 0}, {1, tr::kTmaIssueV, 0}, {3, tr::kEmptyWaitK, 0}});
+  put_lane(buf, 0, 1, 1000,
+           {{0, tr::kTileBegin, 0}, {2, tr::kFullK, 0}, {2, tr::kQKIssue, 0}, {4, tr::kQKDone, 0},
+            {4, tr::kSoftmaxBegin, 0}, {6, tr::kSoftmaxEnd, 0}, {7, tr::kFullV, 0}, {7, tr::kPVIssue, 0},
+            {9, tr::kPVDone, 0}, {9, tr::kReleaseV, 0}, {10, tr::kTileEnd, 0}});
+  put_lane(buf, 0, 2, 1000,
+           {{0, tr::kTileBegin, 1}, {0, tr::kTokenWait, 1}, {3, tr::kTokenGot, 1}, {5, tr::kQKIssue, 0},
+            {8, tr::kQKDone, 0}, {8, tr::kTokenPass, 2}, {10, tr::kTileEnd, 1}});
+  return buf;
+}
+
+const Span* find(const Timeline& tl, int lane, Kind k) {
+  for (const auto& s : tl.spans)
+    if (s.lane == lane && s.kind == k) return &s;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_SUITE("host trace") {
+
+TEST_CASE("decode and span pairing") {
+  const auto buf = synthetic();
+  const RawTrace raw = decode(buf.data(), 1e6, "synthetic");
+  REQUIRE(raw.lanes.size() == 3);
+  CHECK(raw.lanes[1].records.size() == 11);
+  const Timeline tl = build_timeline(raw);
+  CHECK(tl.t_begin == doctest::Approx(0));
+  CHECK(tl.t_end == doctest::Approx(10));
+  CHECK(tl.unmatched_ends == 0);
+  const Span* qk = find(tl, 1, Kind::kQK);
+  REQUIRE(qk);
+  CHECK(qk->t0 == doctest::Approx(2));
+  CHECK(qk->t1 == doctest::Approx(4));
+  const Span* tk = find(tl, 0, Kind::kTmaK);
+  REQUIRE(tk);  // issue at 0, first consumer full K pass of stage 0 at 2
+  CHECK(tk->t1 == doctest::Approx(2));
+  const Span* tv = find(tl, 0, Kind::kTmaV);
+  REQUIRE(tv);
+  CHECK(tv->t0 == doctest::Approx(1));
+  CHECK(tv->t1 == doctest::Approx(7));
+  const Span* tok = find(tl, 2, Kind::kToken);
+  REQUIRE(tok);
+  CHECK(tok->t1 - tok->t0 == doctest::Approx(3));
+  CHECK(find(tl, 2, Kind::kSoftmax) == nullptr);
+}
+
+TEST_CASE("summary fractions on a hand-computable timeline") {
+  const auto buf = synthetic();
+  const auto s = summarize(build_timeline(decode(buf.data(), 1e6, "synthetic")));
+  REQUIRE(s.size() == 2);
+  // consumer 0: active 0..10; GEMMs [2,4] and [7,9]: 4 us, 40%. Softmax [4,6]; the other consumer's
+  // QK [5,8] covers [5,6]: 1 of 2 us. Full K waited from 0 to 2; full V from 6 (softmax end) to 7.
+  CHECK(s[0].active_us == doctest::Approx(10));
+  CHECK(s[0].wgmma_us == doctest::Approx(4));
+  CHECK(s[0].wgmma_fraction == doctest::Approx(0.4));
+  CHECK(s[0].softmax_us == doctest::Approx(2));
+  CHECK(s[0].softmax_overlapped_us == doctest::Approx(1));
+  CHECK(s[0].softmax_overlapped_fraction == doctest::Approx(0.5));
+  CHECK(s[0].wait_full_k_us == doctest::Approx(2));
+  CHECK(s[0].wait_full_v_us == doctest::Approx(1));
+  CHECK(s[0].wait_token_us == doctest::Approx(0));
+  // consumer 1: QK [5,8] 30%; token wait 3 us; no softmax.
+  CHECK(s[1].wgmma_fraction == doctest::Approx(0.3));
+  CHECK(s[1].wait_token_us == doctest::Approx(3));
+  CHECK(s[1].softmax_overlapped_fraction == 0);
+  CHECK(summary_text(s).find("wgmma %") != std::string::npos);
+}
+
+TEST_CASE("interval helpers") {
+  CHECK(union_length({{0, 2}, {1, 3}, {5, 6}}) == doctest::Approx(4));
+  CHECK(union_length({{0, 10}, {2, 3}}) == doctest::Approx(10));
+  CHECK(union_length({}) == 0);
+  CHECK(covered_length(4, 6, {{5, 8}, {0, 4.5}}) == doctest::Approx(1.5));
+}
+
+TEST_CASE("CTAs are placed by globaltimer; JSON round trip; SVG has the lanes") {
+  auto buf = synthetic();
+  put_lane(buf, 1, 1, 3000, {{0, tr::kQKIssue, 0}, {1, tr::kQKDone, 0}});  // starts 2 us later
+  const RawTrace raw = decode(buf.data(), 1e6, "synthetic <2 CTAs>");
+  const Timeline tl = build_timeline(raw);
+  bool found = false;
+  for (const auto& sp : tl.spans)
+    if (sp.cta == 1) { found = true; CHECK(sp.t0 == doctest::Approx(2)); CHECK(sp.t1 == doctest::Approx(3)); }
+  CHECK(found);
+
+  RawTrace back;
+  std::string err;
+  REQUIRE_MESSAGE(from_json(to_json(raw), &back, &err), err);
+  REQUIRE(back.lanes.size() == raw.lanes.size());
+  for (size_t i = 0; i < raw.lanes.size(); ++i) {
+    CHECK(back.lanes[i].globaltimer_ns == raw.lanes[i].globaltimer_ns);
+    REQUIRE(back.lanes[i].records.size() == raw.lanes[i].records.size());
+    for (size_t j = 0; j < raw.lanes[i].records.size(); ++j) {
+      CHECK(back.lanes[i].records[j].clock == raw.lanes[i].records[j].clock);
+      CHECK(back.lanes[i].records[j].event == raw.lanes[i].records[j].event);
+    }
+  }
+  CHECK(back.shape == raw.shape);
+
+  const std::string svg = render_svg(tl, raw.shape);
+  CHECK(svg.rfind("<svg", 0) == 0);
+  CHECK(svg.find("</svg>") != std::string::npos);
+  CHECK(svg.find("CTA 0 producer") != std::string::npos);
+  CHECK(svg.find("CTA 0 consumer 0") != std::string::npos);
+  CHECK(svg.find("CTA 0 consumer 1") != std::string::npos);
+  CHECK(svg.find("CTA 1 consumer 0") != std::string::npos);
+  CHECK(svg.find("&lt;2 CTAs&gt;") != std::string::npos);  // the title is escaped
+  CHECK(svg.find("softmax") != std::string::npos);           // legend
+  CHECK(svg.find("time (us)") != std::string::npos);
+}
+
+TEST_CASE("an overflowing lane keeps kMaxRecords records; an unclosed span is marked open") {
+  std::vector<uint64_t> buf(tr::kWordsTotal, 0);
+  put_lane(buf, 0, 1, 0, {{0, tr::kQKIssue, 0}, {1, tr::kSoftmaxBegin, 0}, {2, tr::kPVDone, 7}});
+  buf[static_cast<size_t>(1) * tr::kWordsPerLane] = tr::kMaxRecords + 10;  // the kernel tried more
+  // the records beyond the three written are zero words: event 0, ignored
+  const RawTrace raw = decode(buf.data(), 1e6, "");
+  REQUIRE(raw.lanes.size() == 1);
+  CHECK(raw.lanes[0].records.size() == static_cast<size_t>(tr::kMaxRecords));
+  CHECK(raw.lanes[0].count == static_cast<uint64_t>(tr::kMaxRecords + 10));
+  const Timeline tl = build_timeline(raw);
+  CHECK(tl.unmatched_ends == 1);  // PV done without an issue
+  const Span* qk = find(tl, 1, Kind::kQK);
+  REQUIRE(qk);
+  CHECK(qk->open);
+}
+
+}  // TEST_SUITE
