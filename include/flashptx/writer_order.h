@@ -1,0 +1,83 @@
+// Deterministic writer order for global gradient accumulation (spec 0x0A, "Determinism Requires A
+// Writer Order").
+//
+// FP32 addition is not associative, so a deterministic backward needs a declared physical order of
+// reduce-adds into each dQ (or dK/dV) accumulator. Each writer owns a lock value; a per-tile
+// semaphore counts completed writers; writer k waits until the semaphore equals its lock, stages,
+// fences, bulk-reduces, waits for the bulk reduce to complete, and only then increments:
+//
+//   wait_eq(sem, lock) -> stage dQ TMEM->SMEM -> shared fence + reduction-warp barrier
+//     -> bulk global reduce-add f32 -> wait bulk completion -> arrive_inc(sem)
+//
+// WriterProtocol checks that per-writer step order (each wrong transition has its own reason);
+// OrderedSemaphore is the counter; the lock_* functions are the source's lock coordinates. A slot
+// whose writer does not exist (sparse / truncated schedules) must be bridged, or every later writer
+// waits forever: bridge() is that tail bridge.
+//
+// __host__ __device__: the sm_100a backward and the CPU oracle (src/models/fa4_backward.cpp) share it.
+#pragma once
+#include <cstdint>
+
+#include "flashptx/ring.h"  // FLASHPTX_HD
+
+namespace flashptx::writer_order {
+
+// ---- lock coordinates ----------------------------------------------------------------------------
+// dense dQ: K/V tile ordinal.
+FLASHPTX_HD constexpr int lock_dense(int n_block) { return n_block; }
+// causal SPT dQ: valid K/V tiles in reverse writer order.
+FLASHPTX_HD constexpr int lock_causal_spt(int n_block, int n_block_max_for_m_block) {
+  return n_block_max_for_m_block - 1 - n_block;
+}
+// GQA dK/dV: query head within the shared K/V head.
+FLASHPTX_HD constexpr int lock_gqa(int head_idx, int qhead_per_kvhead) {
+  return head_idx % qhead_per_kvhead;
+}
+static_assert(lock_causal_spt(3, 4) == 0 && lock_causal_spt(2, 4) == 1 && lock_causal_spt(1, 4) == 2,
+              "spec 0x0A: causal SPT locks {3:0, 2:1, 1:2}");
+
+// ---- the semaphore -------------------------------------------------------------------------------
+struct OrderedSemaphore {
+  int value = 0;
+  FLASHPTX_HD bool ready(int lock) const { return value == lock; }  // wait_eq
+  FLASHPTX_HD void arrive_inc() { ++value; }
+  // Tail bridge: advance over the slot of a writer that does not exist in this schedule.
+  FLASHPTX_HD void bridge(int missing_lock) {
+    if (value == missing_lock) ++value;
+  }
+};
+
+// ---- one writer's protocol -------------------------------------------------------------------------
+enum class Step : uint8_t { kWaitEq, kStage, kFenceBarrier, kReduceAdd, kWaitBulk, kArriveInc };
+enum class WriterError : uint8_t {
+  kOk = 0,
+  kStageBeforeLock,            // staged / wrote before wait_eq succeeded
+  kReduceBeforeFence,          // bulk reduce-add before the shared fence and reduction barrier
+  kReleaseBeforeBulkComplete,  // arrive_inc before the bulk reduce completed
+  kOutOfOrder,                 // any other transition
+};
+
+FLASHPTX_HD constexpr const char* writer_error_name(WriterError e) {
+  return e == WriterError::kOk                          ? "ok"
+         : e == WriterError::kStageBeforeLock           ? "write before the writer's lock turn"
+         : e == WriterError::kReduceBeforeFence         ? "reduce before shared fence/barrier"
+         : e == WriterError::kReleaseBeforeBulkComplete ? "lock released before bulk completion"
+                                                        : "writer protocol out of order";
+}
+
+struct WriterProtocol {
+  uint8_t next = 0;  // index of the next expected Step
+  FLASHPTX_HD WriterError step(Step s) {
+    const Step want = static_cast<Step>(next);
+    if (s == want) {
+      next = static_cast<uint8_t>((next + 1) % 6);
+      return WriterError::kOk;
+    }
+    if (want == Step::kWaitEq) return WriterError::kStageBeforeLock;
+    if (want == Step::kFenceBarrier && s == Step::kReduceAdd) return WriterError::kReduceBeforeFence;
+    if (want == Step::kWaitBulk && s == Step::kArriveInc) return WriterError::kReleaseBeforeBulkComplete;
+    return WriterError::kOutOfOrder;
+  }
+};
+
+}  // namespace flashptx::writer_order

@@ -1,0 +1,507 @@
+// Spec 0x0A, "FA4 Backward: Five MMAs, TMEM Lifetimes, And Ordered Reductions".
+//
+// Read top to bottom:
+//   1. the cycle ledger: five MMAs 10MNd/8192 = 2560, SMEM operands (4Md+3Nd+MN)/64 = 2048,
+//      dS write MN/64 = 256, dQ FP32 write+read Md/16 = 1024, total 3328, exp MN/16 = 1024; the 2CTA
+//      pair 2560 / 1536 / 256 / +384 DSMEM / 512 = 2688; 19.23% less SMEM-side time, 83.33% less
+//      excess over MMA; dQ atomic elements 65,536 -> 32,768.
+//   2. the algebra on fp64: direct formulas, then a tiled backward that rebuilds P from LSE and uses
+//      delta = rowdot(dO, O). Certifies: dS rows sum to zero, rowsum(P*dP) == rowdot(dO, O), tiled
+//      dQ/dK/dV == direct.
+//   3. the 2CTA repack: the row/column repartition of dS that gives each CTA whole reduction rows;
+//      three wrong variants, each with its reason and a nonzero dQ error.
+//   4. the DSMEM relay event order and its mutations.
+//   5. TMEM live intervals of the 1CTA and 2CTA d=128 maps (legal) and the forced-concurrent alias.
+//   6. writer orders: FP32 order dependence, dense / causal SPT / GQA locks, the tail bridge.
+//   7. ledger tables.
+#include "src/models/fa4_backward.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "src/models/ledger.h"
+#include "src/models/tmem.h"
+
+namespace flashptx::models::fa4bwd {
+
+// ---- 1. cycle ledger --------------------------------------------------------------------------------
+double Ledger::lower_bound() const { return std::max({mma, smem_total(), exp}); }
+
+Ledger ledger_1cta(double m, double n, double d) {
+  Ledger l{};
+  l.mma = 10.0 * m * n * d / 8192.0;                        // S, dP, dV, dK, dQ: 2MNd each
+  l.smem_operands = (4.0 * m * d + 3.0 * n * d + m * n) / 64.0;  // S: Q+K, dP: dO+V, dQ: dS+K, dV/dK: M*d each
+  l.ds_write = m * n / 64.0;                                 // dS stored as an MMA operand
+  l.ds_exchange = 0.0;
+  l.dq_write_read = m * d / 16.0;                            // FP32 dQ staged through SMEM
+  l.exp = m * n / 16.0;
+  return l;
+}
+
+Ledger ledger_2cta(double m, double n, double d) {
+  // The paper's normalized pair, against the same 2560-cycle MMA budget. The spec states the 2CTA
+  // entries (1536, 256, 384, 512) without deriving all of them; this is our reconstruction:
+  //   - SMEM operands: the paired MMA shares the four M*d operand reads across the pair,
+  //     (4Md/2 + 3Nd + MN)/64 = 1536 at 128^3 (a reconstruction that matches the paper's entry);
+  //   - dS write: unchanged, dS is still an MMA operand;
+  //   - dS DSMEM exchange: the paper's normalized entry, 1.5 * MN/64 = 384 (NOT the raw byte
+  //     identity M*N*b of the exchange, which exchange_bytes_pair() computes);
+  //   - dQ write+read: each CTA stages half of the output rows, Md/32 = 512.
+  Ledger l = ledger_1cta(m, n, d);
+  l.smem_operands = (2.0 * m * d + 3.0 * n * d + m * n) / 64.0;
+  l.ds_exchange = 1.5 * m * n / 64.0;
+  l.dq_write_read = m * d / 32.0;
+  return l;
+}
+
+int64_t dq_atomic_elements(int cta_group, int64_t m_pair, int64_t d) {
+  // One pair covers m_pair query rows against two N partitions.
+  // 1CTA: each partition's CTA adds a partial dQ for all m_pair rows.
+  // 2CTA: each CTA adds the complete reduction for its m_pair/2 rows.
+  return cta_group == 1 ? 2 * m_pair * d : 2 * (m_pair / 2) * d;
+}
+
+// ---- 2. fp64 algebra ----------------------------------------------------------------------------------
+double max_abs_diff(const Mat& a, const Mat& b) {
+  double e = 0;
+  for (size_t i = 0; i < a.v.size(); ++i) e = std::max(e, std::fabs(a.v[i] - b.v[i]));
+  return e;
+}
+
+Mat random_mat(int r, int c, uint64_t seed) {
+  Mat x(r, c);
+  uint64_t s = seed;
+  for (auto& e : x.v) {  // splitmix64 -> uniform [-1, 1)
+    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    e = double(z >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+  }
+  return x;
+}
+
+Problem random_problem(int m, int n, int d, uint64_t seed) {
+  return {random_mat(m, d, seed), random_mat(n, d, seed + 1), random_mat(n, d, seed + 2),
+          random_mat(m, d, seed + 3), 1.0 / std::sqrt(double(d))};
+}
+
+Direct direct_backward(const Problem& pr) {
+  const int m = pr.q.rows, n = pr.k.rows, d = pr.q.cols;
+  Direct r;
+  r.s = Mat(m, n); r.p = Mat(m, n); r.o = Mat(m, d); r.dp = Mat(m, n); r.ds = Mat(m, n);
+  r.dq = Mat(m, d); r.dk = Mat(n, d); r.dv = Mat(n, d);
+  r.lse.assign(m, 0); r.delta_rowsum.assign(m, 0); r.delta_rowdot.assign(m, 0);
+  for (int i = 0; i < m; ++i) {
+    double mx = -INFINITY;
+    for (int j = 0; j < n; ++j) {
+      double s = 0;
+      for (int c = 0; c < d; ++c) s += pr.q(i, c) * pr.k(j, c);
+      r.s(i, j) = pr.alpha * s;
+      mx = std::max(mx, r.s(i, j));
+    }
+    double sum = 0;
+    for (int j = 0; j < n; ++j) sum += std::exp(r.s(i, j) - mx);
+    r.lse[i] = mx + std::log(sum);
+    for (int j = 0; j < n; ++j) r.p(i, j) = std::exp(r.s(i, j) - mx) / sum;
+    for (int c = 0; c < d; ++c)
+      for (int j = 0; j < n; ++j) r.o(i, c) += r.p(i, j) * pr.v(j, c);
+    for (int j = 0; j < n; ++j)  // dP = dO V^T
+      for (int c = 0; c < d; ++c) r.dp(i, j) += pr.d_o(i, c) * pr.v(j, c);
+    for (int j = 0; j < n; ++j) r.delta_rowsum[i] += r.p(i, j) * r.dp(i, j);
+    for (int c = 0; c < d; ++c) r.delta_rowdot[i] += pr.d_o(i, c) * r.o(i, c);
+    for (int j = 0; j < n; ++j) r.ds(i, j) = r.p(i, j) * (r.dp(i, j) - r.delta_rowsum[i]);
+  }
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j)
+      for (int c = 0; c < d; ++c) {
+        r.dv(j, c) += r.p(i, j) * pr.d_o(i, c);             // dV = P^T dO
+        r.dk(j, c) += pr.alpha * r.ds(i, j) * pr.q(i, c);   // dK = alpha dS^T Q
+        r.dq(i, c) += pr.alpha * r.ds(i, j) * pr.k(j, c);   // dQ = alpha dS K
+      }
+  return r;
+}
+
+Grads tiled_backward(const Problem& pr, const Mat& o, const std::vector<double>& lse, int bm, int bn) {
+  const int m = pr.q.rows, n = pr.k.rows, d = pr.q.cols;
+  Grads g{Mat(m, d), Mat(n, d), Mat(n, d)};
+  std::vector<double> delta(m, 0.0);  // preprocessing: delta_i = dO_i . O_i
+  for (int i = 0; i < m; ++i)
+    for (int c = 0; c < d; ++c) delta[i] += pr.d_o(i, c) * o(i, c);
+  for (int n0 = 0; n0 < n; n0 += bn)      // key tile: owns dK, dV
+    for (int m0 = 0; m0 < m; m0 += bm) {  // query tile: dQ accumulated across key tiles
+      const int tm = std::min(bm, m - m0), tn = std::min(bn, n - n0);
+      Mat p(tm, tn), ds(tm, tn);
+      for (int i = 0; i < tm; ++i)
+        for (int j = 0; j < tn; ++j) {
+          double s = 0, dp = 0;
+          for (int c = 0; c < d; ++c) {
+            s += pr.q(m0 + i, c) * pr.k(n0 + j, c);       // MMA 1: S = alpha Q K^T
+            dp += pr.d_o(m0 + i, c) * pr.v(n0 + j, c);    // MMA 2: dP = dO V^T
+          }
+          p(i, j) = std::exp(pr.alpha * s - lse[m0 + i]); // P rebuilt from LSE
+          ds(i, j) = p(i, j) * (dp - delta[m0 + i]);      // dS = P (dP - delta)
+        }
+      for (int i = 0; i < tm; ++i)
+        for (int j = 0; j < tn; ++j)
+          for (int c = 0; c < d; ++c) {
+            g.dv(n0 + j, c) += p(i, j) * pr.d_o(m0 + i, c);               // MMA 3
+            g.dk(n0 + j, c) += pr.alpha * ds(i, j) * pr.q(m0 + i, c);     // MMA 4
+            g.dq(m0 + i, c) += pr.alpha * ds(i, j) * pr.k(n0 + j, c);     // MMA 5
+          }
+    }
+  return g;
+}
+
+// ---- 3. 2CTA repack -------------------------------------------------------------------------------------
+const char* repack_error_name(RepackError e) {
+  switch (e) {
+    case RepackError::kOk: return "ok";
+    case RepackError::kMissingPeerHalf: return "peer dS half missing: partial reduction axis";
+    case RepackError::kWrongRowHalf: return "received dS rows belong to the peer's output half";
+    case RepackError::kKOrderMismatch: return "K rows do not match dS columns";
+  }
+  return "?";
+}
+
+CtaRepack repack(RepackVariant v, int cta, int m, int n) {
+  const int h = m / 2, own = cta * n, peer = (1 - cta) * n;
+  CtaRepack r{cta * h, cta * h + h, {}};
+  r.segs.push_back({0, own, own + n, own});  // kept half: own columns, own output rows
+  switch (v) {
+    case RepackVariant::kExact: r.segs.push_back({0, peer, peer + n, peer}); break;
+    case RepackVariant::kOmitPeerHalf: break;
+    case RepackVariant::kWrongRowHalf:  // the peer sends the half for its own rows
+      r.segs.push_back({cta == 0 ? h : -h, peer, peer + n, peer});
+      break;
+    case RepackVariant::kSwapPeerKOrder:  // K chunks concatenated in the wrong order
+      r.segs[0].k_begin = peer;
+      r.segs.push_back({0, peer, peer + n, own});
+      break;
+  }
+  return r;
+}
+
+RepackError check_repack(const CtaRepack& r, int m, int n) {
+  (void)m;
+  std::vector<int> cover(2 * n, 0);
+  for (const auto& s : r.segs)
+    for (int c = s.col_begin; c < s.col_end; ++c) ++cover[c];
+  for (int c : cover)
+    if (c != 1) return RepackError::kMissingPeerHalf;  // every output row needs the full 2N axis
+  for (const auto& s : r.segs)
+    if (s.row_offset != 0) return RepackError::kWrongRowHalf;
+  for (const auto& s : r.segs)
+    if (s.k_begin != s.col_begin) return RepackError::kKOrderMismatch;
+  return RepackError::kOk;
+}
+
+double repack_dq_error(const CtaRepack& r, const Mat& ds, const Mat& k, double alpha,
+                       const Mat& dq_direct) {
+  const int d = k.cols;
+  double err = 0;
+  for (int row = r.row_begin; row < r.row_end; ++row)
+    for (int c = 0; c < d; ++c) {
+      double acc = 0;
+      for (const auto& s : r.segs)
+        for (int j = s.col_begin; j < s.col_end; ++j)
+          acc += ds(row + s.row_offset, j) * k(s.k_begin + (j - s.col_begin), c);
+      err = std::max(err, std::fabs(alpha * acc - dq_direct(row, c)));
+    }
+  return err;
+}
+
+int64_t exchange_bytes_pair(int64_t m, int64_t n, int64_t b) { return 2 * (m / 2) * n * b; }
+
+// ---- 4. relay event order ---------------------------------------------------------------------------------
+const char* relay_error_name(RelayError e) {
+  switch (e) {
+    case RelayError::kOk: return "accepted";
+    case RelayError::kCopyBeforeWrite: return "remote copy before the exchange half was written";
+    case RelayError::kMissingExpectTx: return "expect_tx missing: completion accounting lost";
+    case RelayError::kRelayBeforeCopy: return "relay waited on a copy never issued";
+    case RelayError::kMissingRelayArrive: return "relay arrival missing: visibility race";
+    case RelayError::kMmaWithoutWait: return "dQ MMA issued without the leader wait";
+    case RelayError::kPhaseDisagree: return "pair disagrees on the live phase";
+    case RelayError::kPairMismatch: return "pair maps different sparse K/V columns";
+  }
+  return "?";
+}
+
+std::vector<RelayEvent> relay_trace(int kv) {
+  std::vector<RelayEvent> t;
+  for (int c = 0; c < 2; ++c)
+    for (RelayOp op : {RelayOp::kWriteXchg, RelayOp::kExpectTx, RelayOp::kRemoteCopy})
+      t.push_back({c, op, kv});
+  for (int c = 0; c < 2; ++c)
+    for (RelayOp op : {RelayOp::kRelayWait, RelayOp::kRelayArrive, RelayOp::kMmaWait,
+                       RelayOp::kMmaDQ, RelayOp::kPhaseToggle})
+      t.push_back({c, op, kv});
+  return t;
+}
+
+RelayError check_relay(const std::vector<RelayEvent>& t) {
+  bool written[2] = {}, expected[2] = {}, copied[2] = {}, waited[2] = {}, arrived[2] = {},
+       mma_waited[2] = {};
+  int toggles[2] = {0, 0};
+  for (size_t i = 0; i < t.size(); ++i) {
+    const int c = t[i].cta, p = 1 - c;
+    if (t[i].kv_column != t[0].kv_column) return RelayError::kPairMismatch;
+    switch (t[i].op) {
+      case RelayOp::kWriteXchg: written[c] = true; break;
+      case RelayOp::kExpectTx: expected[c] = true; break;  // receiver expects the peer's bytes
+      case RelayOp::kRemoteCopy:
+        if (!written[c]) return RelayError::kCopyBeforeWrite;
+        copied[c] = true;  // lands in the peer's sdS_xchg, counted on the peer's barrier
+        break;
+      case RelayOp::kRelayWait:
+        if (!copied[p]) return RelayError::kRelayBeforeCopy;
+        if (!expected[c]) return RelayError::kMissingExpectTx;
+        waited[c] = true;
+        break;
+      case RelayOp::kRelayArrive: if (waited[c]) arrived[c] = true; break;
+      case RelayOp::kMmaWait:
+        if (!arrived[c]) return RelayError::kMissingRelayArrive;
+        mma_waited[c] = true;
+        break;
+      case RelayOp::kMmaDQ:
+        if (!mma_waited[c]) return RelayError::kMmaWithoutWait;
+        break;
+      case RelayOp::kPhaseToggle: ++toggles[c]; break;
+    }
+  }
+  if (toggles[0] != toggles[1]) return RelayError::kPhaseDisagree;
+  return RelayError::kOk;
+}
+
+const std::vector<RelayMutation>& relay_mutations() {
+  static const std::vector<RelayMutation> m = {
+      {"omit expected bytes (expect_tx)", RelayError::kMissingExpectTx},
+      {"omit relay arrival", RelayError::kMissingRelayArrive},
+      {"omit MMA wait", RelayError::kMmaWithoutWait},
+      {"only one CTA advances the phase", RelayError::kPhaseDisagree},
+      {"pair different sparse K/V columns", RelayError::kPairMismatch},
+      {"copy before writing the exchange half", RelayError::kCopyBeforeWrite},
+  };
+  return m;
+}
+
+std::vector<RelayEvent> mutated_relay(size_t i) {
+  std::vector<RelayEvent> t = relay_trace(0);
+  auto erase = [&](int cta, RelayOp op) {
+    for (size_t k = 0; k < t.size(); ++k)
+      if (t[k].cta == cta && t[k].op == op) { t.erase(t.begin() + static_cast<long>(k)); return; }
+  };
+  switch (i) {
+    case 0: erase(0, RelayOp::kExpectTx); break;
+    case 1: erase(0, RelayOp::kRelayArrive); break;
+    case 2: erase(0, RelayOp::kMmaWait); break;
+    case 3: erase(1, RelayOp::kPhaseToggle); break;
+    case 4: for (auto& e : t) if (e.cta == 1) e.kv_column = 1; break;
+    case 5: std::swap(t[0], t[2]); break;  // CTA 0: remote_copy, expect_tx, write_xchg
+  }
+  return t;
+}
+
+// ---- 5. TMEM live intervals ---------------------------------------------------------------------------
+// Logical steps of one key tile: 0 S MMA, 1 dP MMA, 2 P ready / dV MMA, 3 dP retired -> dS formed,
+// 4 dK MMA reads dS, 5 dS operand retired -> dQ MMA, 6 dQ drained, 7-8 dK/dV epilogue.
+std::vector<flashptx::tmem::TmemObject> tmem_objects_1cta() {
+  return {{"S", {0, 128}, {0, 2}},     {"P", {0, 128}, {2, 4}},     {"dV", {128, 256}, {2, 8}},
+          {"dP", {256, 384}, {1, 3}},  {"dS", {256, 384}, {3, 5}},  {"dQ", {256, 384}, {5, 7}},
+          {"dK", {384, 512}, {4, 9}}};
+}
+std::vector<flashptx::tmem::TmemObject> tmem_objects_2cta() {
+  // The previous tile's dQ partition lives beside the current S/P: disjoint columns, so the
+  // overlap in time is legal.
+  return {{"S/P", {0, 64}, {0, 4}},    {"dQ(prev)", {64, 128}, {0, 4}}, {"dV", {128, 256}, {2, 8}},
+          {"dP", {256, 384}, {1, 3}},  {"dS", {256, 384}, {3, 5}},      {"dK", {384, 512}, {4, 9}}};
+}
+std::vector<flashptx::tmem::TmemObject> tmem_objects_1cta_forced_concurrent() {
+  auto v = tmem_objects_1cta();
+  for (auto& o : v)
+    if (std::string(o.name) == "dQ") o.live.begin = 4;  // dQ MMA before the dS operand retired
+  return v;
+}
+std::string first_illegal_alias(const std::vector<flashptx::tmem::TmemObject>& objs) {
+  return flashptx::models::tmem07::first_illegal_alias(objs);
+}
+
+// ---- 6. writer orders -------------------------------------------------------------------------------------
+const std::vector<float>& fp32_example() {
+  static const std::vector<float> c = {100000000.0f, 1.0f, -100000000.0f, 3.0f};
+  return c;
+}
+
+float fp32_sum_in_order(const std::vector<float>& contrib, const std::vector<int>& order) {
+  volatile float acc = 0.0f;  // one FP32 add per writer, in order
+  for (int i : order) acc = acc + contrib[static_cast<size_t>(i)];
+  return acc;
+}
+
+SimResult simulate_writers(const std::vector<Writer>& present, int slots, bool tail_bridge) {
+  using namespace flashptx::writer_order;
+  OrderedSemaphore sem;
+  SimResult r;
+  std::vector<char> done(present.size(), 0);
+  while (r.completed < static_cast<int>(present.size())) {
+    bool progressed = false;
+    for (size_t w = 0; w < present.size(); ++w) {
+      if (done[w] || !sem.ready(present[w].lock)) continue;
+      WriterProtocol proto;  // the per-writer call order, as the kernel performs it
+      for (Step s : {Step::kWaitEq, Step::kStage, Step::kFenceBarrier, Step::kReduceAdd,
+                     Step::kWaitBulk, Step::kArriveInc})
+        (void)proto.step(s);
+      sem.arrive_inc();
+      done[w] = 1;
+      r.order.push_back(present[w].id);
+      ++r.completed;
+      progressed = true;
+    }
+    if (progressed) continue;
+    if (tail_bridge && sem.value < slots) {  // nobody owns this slot: bridge it
+      sem.bridge(sem.value);
+      continue;
+    }
+    r.deadlock = true;  // every remaining writer waits for an increment that never comes
+    break;
+  }
+  return r;
+}
+
+std::vector<Writer> causal_spt_writers() {
+  std::vector<Writer> w;
+  for (int nb : {1, 2, 3}) w.push_back({nb, flashptx::writer_order::lock_causal_spt(nb, 4)});
+  return w;
+}
+
+// ---- 7. ledger tables ---------------------------------------------------------------------------------------
+namespace {
+void print_ledger(std::FILE* o) {
+  const Ledger a = ledger_1cta(128, 128, 128), b = ledger_2cta(128, 128, 128);
+  std::fprintf(o, "%-28s %8s %8s\n", "Resource (M=N=d=128)", "1CTA", "2CTA");
+  std::fprintf(o, "%-28s %8.0f %8.0f\n", "five MMAs 10MNd/8192", a.mma, b.mma);
+  std::fprintf(o, "%-28s %8.0f %8.0f\n", "SMEM MMA operands", a.smem_operands, b.smem_operands);
+  std::fprintf(o, "%-28s %8.0f %8.0f\n", "dS write MN/64", a.ds_write, b.ds_write);
+  std::fprintf(o, "%-28s %8.0f %8.0f\n", "dS DSMEM exchange", a.ds_exchange, b.ds_exchange);
+  std::fprintf(o, "%-28s %8.0f %8.0f\n", "dQ FP32 write + read", a.dq_write_read, b.dq_write_read);
+  std::fprintf(o, "%-28s %8.0f %8.0f\n", "total SMEM/DSMEM ledger", a.smem_total(), b.smem_total());
+  std::fprintf(o, "%-28s %8.0f %8.0f\n", "exponential unit MN/16", a.exp, b.exp);
+  std::fprintf(o, "%-28s %8.0f %8.0f\n", "lower bound max(...)", a.lower_bound(), b.lower_bound());
+  std::fprintf(o, "1CTA SMEM above MMA: (3328-2560)/2560 = %.0f%%\n",
+               100.0 * (a.smem_total() - a.mma) / a.mma);
+  std::fprintf(o, "SMEM-side reduction: (3328-2688)/3328 = %.2f%%\n",
+               100.0 * (a.smem_total() - b.smem_total()) / a.smem_total());
+  std::fprintf(o, "excess over MMA: 768 -> 128, reduced by %.2f%%\n",
+               100.0 * ((a.smem_total() - a.mma) - (b.smem_total() - b.mma)) / (a.smem_total() - a.mma));
+  std::fprintf(o, "dQ atomic elements (M_pair=256, d=128): 1CTA %lld, 2CTA %lld, ratio %.1f\n",
+               (long long)dq_atomic_elements(1, 256, 128), (long long)dq_atomic_elements(2, 256, 128),
+               double(dq_atomic_elements(2, 256, 128)) / dq_atomic_elements(1, 256, 128));
+  std::fprintf(o, "register targets: 1CTA 152 + 2*136 + max(88,88) = %d; 2CTA 136 + 2*136 + "
+               "max(104,104) = %d\n", 152 + 2 * 136 + 88, 136 + 2 * 136 + 104);
+}
+
+void print_algebra(std::FILE* o) {
+  const Problem pr = random_problem(48, 40, 16, 0x0A0A);
+  const Direct dr = direct_backward(pr);
+  const Grads g = tiled_backward(pr, dr.o, dr.lse, 16, 8);
+  double row0 = 0, dd = 0;
+  for (int i = 0; i < dr.ds.rows; ++i) {
+    double s = 0;
+    for (int j = 0; j < dr.ds.cols; ++j) s += dr.ds(i, j);
+    row0 = std::max(row0, std::fabs(s));
+    dd = std::max(dd, std::fabs(dr.delta_rowsum[i] - dr.delta_rowdot[i]));
+  }
+  std::fprintf(o, "fixture M=48, N=40, d=16, tiles 16x8, seed 0x0A0A (fp64)\n");
+  std::fprintf(o, "max |rowsum(dS)|                     %.3e\n", row0);
+  std::fprintf(o, "max |rowsum(P*dP) - rowdot(dO, O)|   %.3e\n", dd);
+  std::fprintf(o, "tiled dQ vs direct                   %.3e\n", max_abs_diff(g.dq, dr.dq));
+  std::fprintf(o, "tiled dK vs direct                   %.3e\n", max_abs_diff(g.dk, dr.dk));
+  std::fprintf(o, "tiled dV vs direct                   %.3e\n", max_abs_diff(g.dv, dr.dv));
+}
+
+void print_repack(std::FILE* o) {
+  const int m = 32, n = 24, d = 16;
+  const Problem pr = random_problem(m, 2 * n, d, 0x2C7A);
+  const Direct dr = direct_backward(pr);
+  std::fprintf(o, "pair fixture M=%d, 2N=%d, d=%d; exchange bytes (BF16 dS) = M*N*2 = %lld\n", m,
+               2 * n, d, (long long)exchange_bytes_pair(m, n, 2));
+  const struct { const char* name; RepackVariant v; } vs[] = {
+      {"exact row/column repack", RepackVariant::kExact},
+      {"omit peer dS exchange", RepackVariant::kOmitPeerHalf},
+      {"exchange the wrong row half", RepackVariant::kWrongRowHalf},
+      {"swap peer K column order", RepackVariant::kSwapPeerKOrder}};
+  std::fprintf(o, "%-28s %-14s %s\n", "Variant", "max |dQ err|", "check");
+  for (const auto& x : vs) {
+    double err = 0;
+    RepackError e = RepackError::kOk;
+    for (int c = 0; c < 2; ++c) {
+      const CtaRepack r = repack(x.v, c, m, n);
+      err = std::max(err, repack_dq_error(r, dr.ds, pr.k, pr.alpha, dr.dq));
+      if (e == RepackError::kOk) e = check_repack(r, m, n);
+    }
+    std::fprintf(o, "%-28s %-14.4e %s\n", x.name, err, repack_error_name(e));
+  }
+}
+
+void print_relay(std::FILE* o) {
+  static const char* const kNames[] = {"write_xchg", "expect_tx", "remote_copy", "relay_wait",
+                                       "relay_arrive", "mma_wait", "mma_dQ", "phase_toggle"};
+  std::fprintf(o, "per-CTA order:");
+  for (const auto& e : relay_trace())
+    if (e.cta == 0) std::fprintf(o, " %s", kNames[static_cast<int>(e.op)]);
+  std::fprintf(o, "\nvalid relay event sequence: %s\n", relay_error_name(check_relay(relay_trace())));
+  for (size_t i = 0; i < relay_mutations().size(); ++i)
+    std::fprintf(o, "  %-40s rejected: %s\n", relay_mutations()[i].name,
+                 relay_error_name(check_relay(mutated_relay(i))));
+}
+
+void print_tmem(std::FILE* o) {
+  auto show = [&](const char* title, const std::vector<flashptx::tmem::TmemObject>& v) {
+    std::fprintf(o, "%s\n", title);
+    for (const auto& x : v)
+      std::fprintf(o, "  %-9s [%3u, %3u)  live [%u, %u)\n", x.name, x.cols.begin, x.cols.end,
+                   x.live.begin, x.live.end);
+    const std::string bad = first_illegal_alias(v);
+    std::fprintf(o, "  -> %s\n", bad.empty() ? "no concurrent overlap"
+                                             : ("rejected: simultaneous address/lifetime overlap " + bad).c_str());
+  };
+  show("1CTA d=128 map", tmem_objects_1cta());
+  show("2CTA d=128 map (per CTA)", tmem_objects_2cta());
+  show("mutation: concurrent 1CTA dP/dS/dQ alias", tmem_objects_1cta_forced_concurrent());
+}
+
+void print_writers(std::FILE* o) {
+  const auto& c = fp32_example();
+  std::fprintf(o, "contributions [1e8, 1, -1e8, 3]: writer order [0,1,2,3] -> %.1f; arrival order "
+               "[0,2,1,3] -> %.1f\n", fp32_sum_in_order(c, {0, 1, 2, 3}),
+               fp32_sum_in_order(c, {0, 2, 1, 3}));
+  const SimResult dense = simulate_writers({{0, 0}, {1, 1}, {2, 2}, {3, 3}}, 4, false);
+  std::fprintf(o, "dense dQ (lock = n_block), 4 writers: order");
+  for (int id : dense.order) std::fprintf(o, " %d", id);
+  const SimResult causal = simulate_writers(causal_spt_writers(), 3, false);
+  std::fprintf(o, "\ncausal SPT valid writers [1,2,3], locks {");
+  for (const auto& w : causal_spt_writers()) std::fprintf(o, "%d:%d ", w.id, w.lock);
+  std::fprintf(o, "}: order");
+  for (int id : causal.order) std::fprintf(o, " %d", id);
+  std::fprintf(o, "\nGQA dK/dV, 4 q heads per kv head: locks");
+  for (int h = 4; h < 8; ++h) std::fprintf(o, " %d", flashptx::writer_order::lock_gqa(h, 4));
+  const SimResult miss = simulate_writers({{0, 0}, {2, 2}, {3, 3}}, 4, false);
+  const SimResult bridged = simulate_writers({{0, 0}, {2, 2}, {3, 3}}, 4, true);
+  std::fprintf(o, "\nmissing slot 1, no tail bridge: %s after %d writer(s)\n",
+               miss.deadlock ? "deadlock" : "completed", miss.completed);
+  std::fprintf(o, "missing slot 1, tail bridge: %s, order", bridged.deadlock ? "deadlock" : "completed");
+  for (int id : bridged.order) std::fprintf(o, " %d", id);
+  std::fprintf(o, "\n");
+}
+}  // namespace
+
+FLASHPTX_LEDGER("0x0A", "Five-MMA cycle ledger, 1CTA vs 2CTA, dQ atomics, register targets", print_ledger);
+FLASHPTX_LEDGER("0x0A", "Backward algebra: dS row sums, delta identity, tiled vs direct", print_algebra);
+FLASHPTX_LEDGER("0x0A", "2CTA dS repack and its wrong variants", print_repack);
+FLASHPTX_LEDGER("0x0A", "DSMEM relay event order and rejected mutations", print_relay);
+FLASHPTX_LEDGER("0x0A", "TMEM live intervals (1CTA, 2CTA d=128)", print_tmem);
+FLASHPTX_LEDGER("0x0A", "Deterministic writer orders and the tail bridge", print_writers);
+
+}  // namespace flashptx::models::fa4bwd

@@ -1,0 +1,112 @@
+// CPU oracle for spec 0x0A (FA4 backward): the five-MMA cycle ledger (1CTA and 2CTA), the softmax
+// backward algebra on a tiled fp64 model against direct formulas, the 2CTA dS repack and its wrong
+// variants, the DSMEM relay event order, TMEM live intervals, and deterministic writer orders.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "flashptx/tmem_plan.h"
+#include "flashptx/writer_order.h"
+
+namespace flashptx::models::fa4bwd {
+
+// ---- the cycle ledger ----------------------------------------------------------------------------
+struct Ledger {
+  double mma, smem_operands, ds_write, ds_exchange, dq_write_read, exp;
+  double smem_total() const { return smem_operands + ds_write + ds_exchange + dq_write_read; }
+  double lower_bound() const;  // max(MMA, SMEM total, exp)
+};
+Ledger ledger_1cta(double m, double n, double d);
+Ledger ledger_2cta(double m, double n, double d);  // the paper's normalized pair ledger
+// dQ atomic elements for one CTA pair's M_pair x (2 N partitions) work, d columns.
+int64_t dq_atomic_elements(int cta_group, int64_t m_pair, int64_t d);
+
+// ---- dense fp64 algebra --------------------------------------------------------------------------
+struct Mat {
+  int rows = 0, cols = 0;
+  std::vector<double> v;
+  Mat() = default;
+  Mat(int r, int c) : rows(r), cols(c), v(static_cast<size_t>(r) * c, 0.0) {}
+  double& operator()(int r, int c) { return v[static_cast<size_t>(r) * cols + c]; }
+  double operator()(int r, int c) const { return v[static_cast<size_t>(r) * cols + c]; }
+};
+double max_abs_diff(const Mat& a, const Mat& b);
+Mat random_mat(int r, int c, uint64_t seed);
+
+struct Problem { Mat q, k, v, d_o; double alpha; };
+Problem random_problem(int m, int n, int d, uint64_t seed);
+
+struct Direct {  // full-matrix formulas
+  Mat s, p, o, dp, ds, dq, dk, dv;
+  std::vector<double> lse, delta_rowsum, delta_rowdot;
+};
+Direct direct_backward(const Problem& pr);
+
+struct Grads { Mat dq, dk, dv; };
+// FA2/FA4-style tiled backward: P rebuilt from LSE per (bm x bn) tile, delta = rowdot(dO, O),
+// five tile contractions, dQ/dK/dV accumulated across tiles.
+Grads tiled_backward(const Problem& pr, const Mat& o, const std::vector<double>& lse, int bm, int bn);
+
+// ---- 2CTA repack ---------------------------------------------------------------------------------
+// One CTA's assembled dQ operand: for each owned output row r, segments of dS[r + row_offset,
+// col_begin:col_end) paired with K rows [k_begin, k_begin + width).
+struct Segment { int row_offset, col_begin, col_end, k_begin; };
+struct CtaRepack { int row_begin, row_end; std::vector<Segment> segs; };
+enum class RepackVariant : uint8_t { kExact, kOmitPeerHalf, kWrongRowHalf, kSwapPeerKOrder };
+enum class RepackError : uint8_t { kOk = 0, kMissingPeerHalf, kWrongRowHalf, kKOrderMismatch };
+const char* repack_error_name(RepackError e);
+// The pair holds dS [M x 2N] column-partitioned (CTA c owns columns [cN, cN+N)).
+CtaRepack repack(RepackVariant v, int cta, int m, int n);
+RepackError check_repack(const CtaRepack& r, int m, int n);
+// dQ rows [row_begin,row_end) computed from the repack, compared against the direct dQ.
+double repack_dq_error(const CtaRepack& r, const Mat& ds_full, const Mat& k_full, double alpha,
+                       const Mat& dq_direct);
+int64_t exchange_bytes_pair(int64_t m, int64_t n, int64_t bytes_ds);  // 2 * (M/2) * N * b
+
+// ---- DSMEM relay event order -------------------------------------------------------------------
+enum class RelayOp : uint8_t {
+  kWriteXchg, kExpectTx, kRemoteCopy, kRelayWait, kRelayArrive, kMmaWait, kMmaDQ, kPhaseToggle
+};
+struct RelayEvent { int cta; RelayOp op; int kv_column; };
+enum class RelayError : uint8_t {
+  kOk = 0,
+  kCopyBeforeWrite,    // remote copy of a half not yet written
+  kMissingExpectTx,    // completion accounting lost: the receiver never expected the bytes
+  kRelayBeforeCopy,    // relay observed a transaction that was never issued by the peer
+  kMissingRelayArrive, // MMA waited on a leader event nobody arrived on (visibility race)
+  kMmaWithoutWait,     // dQ MMA issued without waiting for the relay
+  kPhaseDisagree,      // one CTA advanced the phase and the other did not
+  kPairMismatch,       // the two CTAs work on different sparse K/V columns
+};
+const char* relay_error_name(RelayError e);
+std::vector<RelayEvent> relay_trace(int kv_column = 0);
+RelayError check_relay(const std::vector<RelayEvent>& t);
+struct RelayMutation { const char* name; RelayError expected; };
+const std::vector<RelayMutation>& relay_mutations();
+std::vector<RelayEvent> mutated_relay(size_t i);
+
+// ---- TMEM live intervals ---------------------------------------------------------------------------
+std::vector<flashptx::tmem::TmemObject> tmem_objects_1cta();
+std::vector<flashptx::tmem::TmemObject> tmem_objects_2cta();
+std::vector<flashptx::tmem::TmemObject> tmem_objects_1cta_forced_concurrent();  // the mutation
+std::string first_illegal_alias(const std::vector<flashptx::tmem::TmemObject>& objs);
+
+// ---- writer orders ---------------------------------------------------------------------------------
+// The 0x0A example: contributions [1e8, 1, -1e8, 3] summed in FP32 in a given order.
+float fp32_sum_in_order(const std::vector<float>& contrib, const std::vector<int>& order);
+const std::vector<float>& fp32_example();
+
+struct Writer { int id; int lock; };
+struct SimResult {
+  bool deadlock = false;
+  std::vector<int> order;  // ids in execution order
+  int completed = 0;
+};
+// Runs writers against an OrderedSemaphore. `slots` lock values exist in the declared order; any
+// slot without a writer is bridged only when tail_bridge is set.
+SimResult simulate_writers(const std::vector<Writer>& present, int slots, bool tail_bridge);
+// Causal SPT example: valid physical writers [1,2,3], n_block_max_for_m_block = 4.
+std::vector<Writer> causal_spt_writers();
+
+}  // namespace flashptx::models::fa4bwd
