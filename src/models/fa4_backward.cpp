@@ -482,7 +482,9 @@ void print_writers(std::FILE* o) {
   for (int id : dense.order) std::fprintf(o, " %d", id);
   const SimResult causal = simulate_writers(causal_spt_writers(), 3, false);
   std::fprintf(o, "\ncausal SPT valid writers [1,2,3], locks {");
-  for (const auto& w : causal_spt_writers()) std::fprintf(o, "%d:%d ", w.id, w.lock);
+  const auto cw = causal_spt_writers();
+  for (size_t i = cw.size(); i-- > 0;)  // listed in execution order
+    std::fprintf(o, "%d:%d%s", cw[i].id, cw[i].lock, i ? ", " : "");
   std::fprintf(o, "}: order");
   for (int id : causal.order) std::fprintf(o, " %d", id);
   std::fprintf(o, "\nGQA dK/dV, 4 q heads per kv head: locks");
