@@ -1,0 +1,19 @@
+// Scheduling (spec 0x0B) and FLOP accounting (0x0D) oracles; see scheduling_model.cpp.
+#pragma once
+#include <vector>
+
+namespace flashptx::models::scheduling {
+
+struct ListSchedule { std::vector<int> loads; int makespan = 0; };
+// First-free list scheduling of tiles (indices into costs) in the given order.
+ListSchedule list_schedule(const std::vector<int>& costs, const std::vector<int>& order, int workers);
+int makespan_lower_bound(const std::vector<int>& costs, int workers);  // max(ceil(sum/P), max)
+std::vector<int> causal_costs(int num_m_blocks, int block_m, int block_n, int seqlen_q, int seqlen_k);
+// m_block sequence of tile_from_linear over one (head, batch).
+std::vector<int> tile_order(int num_m_blocks, bool longest_first);
+std::vector<int> varlen_map(const std::vector<int>& seqlens, int block_m);
+
+struct FlopRow { const char* mode; double flops; double ms; double tflops; };
+std::vector<FlopRow> flop_reconciliation();
+
+}  // namespace flashptx::models::scheduling

@@ -1,0 +1,242 @@
+// FA3 two-stage WGMMA-softmax pipeline: the CPU oracle of spec 0x05.
+//
+// What this file certifies:
+//   1. The dependency bound of the peeled schedule: serial J(M_Q+E+M_V) = 15 against
+//      M_Q+E+(J-1)[M_Q+max(E,M_V)]+M_V = 11 for unit times and J = 5 (15/11 = 1.36x), by a timed
+//      walk of the schedule (startup QK(0)+softmax(0); steady QK(j), PV(j-1) on the tensor pipe with
+//      softmax(j) beside PV(j-1); drain PV(J-1)) checked against the formula.
+//   2. The RS liveness ledger: O, S_j and P_(j-1) coexist in the steady pair, 64 + 64 + 32 = 160
+//      words per consumer thread at B_r = B_c = d_v = 128, G = 2; the three-stage extra is 32.5 KiB.
+//   3. wait_group legality on event traces: WGMMA groups are ordered by commit age, not by name.
+//      wait_group(n) completes every committed group but the newest n. The checker replays a trace
+//      and names the first use of a resource whose covering group may still be pending.
+#include "src/models/twostage_model.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <deque>
+
+#include "src/models/ledger.h"
+
+namespace flashptx::models::twostage {
+
+double serial_time(int J, double mq, double e, double mv) { return J * (mq + e + mv); }
+
+double two_stage_time(int J, double mq, double e, double mv) {
+  if (J <= 0) return 0;
+  double t = 0, tensor_free = 0;
+  // startup: QK(0), then softmax(0) (no older PV exists)
+  tensor_free = t + mq;
+  t = tensor_free + e;
+  for (int j = 1; j < J; ++j) {
+    const double qk_end = std::max(t, tensor_free) + mq;   // QK(j) issued first (older group)
+    const double pv_end = qk_end + mv;                      // PV(j-1) behind it on the tensor pipe
+    const double sm_end = qk_end + e;                       // wait_group(1) then softmax(j)
+    tensor_free = pv_end;
+    t = std::max(pv_end, sm_end);                           // wait_group(0) closes the pair
+  }
+  return std::max(t, tensor_free) + mv;                     // drain: PV(J-1)
+}
+
+double two_stage_formula(int J, double mq, double e, double mv) {
+  return J <= 0 ? 0 : mq + e + (J - 1) * (mq + std::max(e, mv)) + mv;
+}
+
+Liveness liveness(int br, int bc, int dv, int groups, int p_bytes) {
+  Liveness l;
+  const double threads = 128.0 * groups;
+  l.o_bytes = (int64_t)br * dv * 4;
+  l.s_bytes = (int64_t)br * bc * 4;
+  l.p_bytes = (int64_t)br * bc * p_bytes;
+  l.total_bytes = l.o_bytes + l.s_bytes + l.p_bytes;
+  l.o_words = l.o_bytes / 4.0 / threads;
+  l.s_words = l.s_bytes / 4.0 / threads;
+  l.p_words = l.p_bytes / 4.0 / threads;
+  l.total_words = l.o_words + l.s_words + l.p_words;
+  return l;
+}
+
+int64_t three_stage_extra_bytes(int br, int bc, int in_bytes) { return (int64_t)br * bc * in_bytes + (int64_t)br * 4; }
+
+const char* violation_name(Violation v) {
+  switch (v) {
+    case Violation::kNone: return "legal";
+    case Violation::kReadSInFlight: return "score_read_before_covering_wait";
+    case Violation::kPOverwriteInFlight: return "p_overwritten_while_pv_pending";
+    case Violation::kOTouchInFlight: return "o_touched_while_pv_pending";
+    case Violation::kKReleaseInFlight: return "k_released_before_qk_complete";
+    case Violation::kVReleaseInFlight: return "v_released_before_pv_complete";
+    case Violation::kUncommittedAtEnd: return "wgmma_never_committed";
+  }
+  return "?";
+}
+
+std::string format_event(const Event& e) {
+  const std::string j = std::to_string(e.j);
+  switch (e.ev) {
+    case Ev::kIssueQK: return "issue QK(" + j + ")";
+    case Ev::kIssuePV: return "issue PV(" + j + ")";
+    case Ev::kCommit: return "commit_group";
+    case Ev::kWaitGroup: return "wait_group(" + std::to_string(e.n) + ")";
+    case Ev::kReadS: return "read S(" + j + ")";
+    case Ev::kWriteP: return "write P(" + j + ")";
+    case Ev::kTouchO: return "touch O";
+    case Ev::kReleaseK: return "release K(" + j + ")";
+    case Ev::kReleaseV: return "release V(" + j + ")";
+  }
+  return "?";
+}
+
+// ---- the checker -----------------------------------------------------------------------------------
+namespace {
+struct Op { bool pv; int j; };
+}  // namespace
+
+Verdict check_trace(const std::vector<Event>& trace) {
+  Verdict v;
+  std::vector<Op> uncommitted;
+  std::deque<std::vector<Op>> groups;  // committed, not yet known complete; front = oldest
+  auto pending = [&](bool pv, int j, bool any_j) {
+    for (const Op& o : uncommitted)
+      if (o.pv == pv && (any_j || o.j == j)) return true;
+    for (const auto& g : groups)
+      for (const Op& o : g)
+        if (o.pv == pv && (any_j || o.j == j)) return true;
+    return false;
+  };
+  auto fail = [&](Violation x, int i, const std::string& d) {
+    v.violation = x;
+    v.at = i;
+    v.detail = "event " + std::to_string(i) + " (" + format_event(trace[i]) + "): " + d;
+  };
+  for (int i = 0; i < (int)trace.size(); ++i) {
+    const Event& e = trace[i];
+    switch (e.ev) {
+      case Ev::kIssueQK: uncommitted.push_back({false, e.j}); break;
+      case Ev::kIssuePV: uncommitted.push_back({true, e.j}); break;
+      case Ev::kCommit:
+        if (!uncommitted.empty()) groups.push_back(uncommitted);
+        uncommitted.clear();
+        break;
+      case Ev::kWaitGroup:
+        while ((int)groups.size() > e.n) groups.pop_front();
+        break;
+      case Ev::kReadS:
+        if (pending(false, e.j, false)) { fail(Violation::kReadSInFlight, i, "QK of this score may be pending"); return v; }
+        if (pending(true, 0, true)) v.overlap = true;
+        break;
+      case Ev::kWriteP:
+        if (pending(true, 0, true)) { fail(Violation::kPOverwriteInFlight, i, "a PV still reads the P fragment"); return v; }
+        break;
+      case Ev::kTouchO:
+        if (pending(true, 0, true)) { fail(Violation::kOTouchInFlight, i, "a PV still accumulates into O"); return v; }
+        break;
+      case Ev::kReleaseK:
+        if (pending(false, e.j, false)) { fail(Violation::kKReleaseInFlight, i, "QK still reads this K stage"); return v; }
+        break;
+      case Ev::kReleaseV:
+        if (pending(true, e.j, false)) { fail(Violation::kVReleaseInFlight, i, "PV still reads this V stage"); return v; }
+        break;
+    }
+  }
+  if (!uncommitted.empty()) {
+    v.violation = Violation::kUncommittedAtEnd;
+    v.at = (int)trace.size();
+    v.detail = "the trace ends with uncommitted WGMMA";
+  }
+  return v;
+}
+
+// ---- traces ------------------------------------------------------------------------------------------
+std::vector<Event> pipeline_trace(int J, Variant var) {
+  std::vector<Event> t;
+  auto add = [&](Ev ev, int j = 0, int n = 0) { t.push_back({ev, j, n}); };
+  // startup: QK(0) alone
+  add(Ev::kIssueQK, 0); add(Ev::kCommit); add(Ev::kWaitGroup, 0, 0);
+  add(Ev::kReleaseK, 0); add(Ev::kReadS, 0); add(Ev::kWriteP, 0);
+  for (int j = 1; j < J; ++j) {
+    // the mutation is applied to the first steady pair (wait_group(0)-for-(1): to every pair)
+    const bool m = (j == 1) || var == Variant::kWait0ForWait1;
+    if (m && var == Variant::kPVCommittedFirst) {
+      add(Ev::kIssuePV, j - 1); add(Ev::kCommit);
+      add(Ev::kIssueQK, j); add(Ev::kCommit);
+    } else {
+      add(Ev::kIssueQK, j); add(Ev::kCommit);
+      add(Ev::kTouchO);  // rescale_O_before_gemm: legal, no PV pending yet
+      add(Ev::kIssuePV, j - 1); add(Ev::kCommit);
+    }
+    if (m && var == Variant::kRescaleOInFlight) add(Ev::kTouchO);
+    if (m && var == Variant::kReadSBeforeWait) add(Ev::kReadS, j);
+    if (m && var == Variant::kReleaseKEarly) add(Ev::kReleaseK, j);
+    if (m && var == Variant::kWritePBeforeWait0) add(Ev::kWriteP, j);
+    if (m && var == Variant::kReleaseVEarly) add(Ev::kReleaseV, j - 1);
+    add(Ev::kWaitGroup, 0, (m && var == Variant::kWait0ForWait1) ? 0 : 1);
+    if (!(m && var == Variant::kReleaseKEarly)) add(Ev::kReleaseK, j);
+    if (!(m && var == Variant::kReadSBeforeWait)) add(Ev::kReadS, j);  // softmax(j) beside PV(j-1)
+    add(Ev::kWaitGroup, 0, 0);
+    if (!(m && var == Variant::kReleaseVEarly)) add(Ev::kReleaseV, j - 1);
+    if (!(m && var == Variant::kWritePBeforeWait0)) add(Ev::kWriteP, j);
+  }
+  // drain: PV(J-1), then the final rescale and store
+  add(Ev::kIssuePV, J - 1); add(Ev::kCommit); add(Ev::kWaitGroup, 0, 0);
+  add(Ev::kReleaseV, J - 1); add(Ev::kTouchO);
+  return t;
+}
+
+// ---- ledger --------------------------------------------------------------------------------------------
+static void print_bound(std::FILE* o) {
+  std::fprintf(o, "M_Q = M_V = E = 1 (normalized)\n");
+  std::fprintf(o, "J   serial  two-stage (timed)  formula  speedup\n");
+  for (int J : {1, 2, 5, 10}) {
+    const double s = serial_time(J, 1, 1, 1), t = two_stage_time(J, 1, 1, 1);
+    std::fprintf(o, "%-3d %6.0f  %17.0f  %7.0f  %.2fx%s\n", J, s, t, two_stage_formula(J, 1, 1, 1), s / t,
+                 J == 5 ? "   (15/11)" : "");
+  }
+}
+
+static void print_liveness(std::FILE* o) {
+  const Liveness l = liveness(128, 128, 128, 2, 2);
+  std::fprintf(o, "B_r = B_c = d_v = 128, G = 2 (256 consumer threads), FP32 O/S, FP16 P, RS PV path\n");
+  std::fprintf(o, "live payload   CTA bytes   words/thread\n");
+  std::fprintf(o, "O              %5lld KiB   %6.1f\n", (long long)l.o_bytes / 1024, l.o_words);
+  std::fprintf(o, "S_j            %5lld KiB   %6.1f\n", (long long)l.s_bytes / 1024, l.s_words);
+  std::fprintf(o, "P_(j-1)        %5lld KiB   %6.1f\n", (long long)l.p_bytes / 1024, l.p_words);
+  std::fprintf(o, "RS subtotal    %5lld KiB   %6.1f\n", (long long)l.total_bytes / 1024, l.total_words);
+  const int64_t x = three_stage_extra_bytes(128, 128, 2);
+  std::fprintf(o, "three-stage extra: 128*128*2 + 128*4 = %lld B = %.1f KiB = %.1f words/thread (G = 2)\n",
+               (long long)x, x / 1024.0, x / 4.0 / 256.0);
+}
+
+static void print_legality(std::FILE* o) {
+  std::fprintf(o, "resource / action                      earliest legal point\n");
+  std::fprintf(o, "read or transform S_j                  after wait_group(1)\n");
+  std::fprintf(o, "release shared K_j stage               after wait_group(1)\n");
+  std::fprintf(o, "read/rescale O after PV issue          after wait_group(0)\n");
+  std::fprintf(o, "overwrite register P_(j-1) (RS PV)     after wait_group(0)\n");
+  std::fprintf(o, "release shared V_(j-1) stage           after wait_group(0)\n\n");
+  std::fprintf(o, "canonical steady pair (J = 2):\n");
+  const auto tr = pipeline_trace(2, Variant::kCanonical);
+  for (size_t i = 0; i < tr.size(); ++i) std::fprintf(o, "  %2zu %s\n", i, format_event(tr[i]).c_str());
+  struct Row { const char* name; Variant v; };
+  const Row rows[] = {
+      {"canonical", Variant::kCanonical},
+      {"wait_group(0) where 1 was intended", Variant::kWait0ForWait1},
+      {"score read before the covering wait", Variant::kReadSBeforeWait},
+      {"P overwritten before PV completion", Variant::kWritePBeforeWait0},
+      {"O rescaled while PV is in flight", Variant::kRescaleOInFlight},
+      {"K released before wait_group(1)", Variant::kReleaseKEarly},
+      {"V released before wait_group(0)", Variant::kReleaseVEarly},
+      {"PV committed before QK (age, not label)", Variant::kPVCommittedFirst},
+  };
+  std::fprintf(o, "\n%-42s %-34s %s\n", "trace (J = 5)", "verdict", "overlap");
+  for (const Row& r : rows) {
+    const Verdict v = check_trace(pipeline_trace(5, r.v));
+    std::fprintf(o, "%-42s %-34s %s\n", r.name, violation_name(v.violation), v.overlap ? "yes" : "no");
+  }
+}
+
+FLASHPTX_LEDGER("0x05", "two-stage WGMMA-softmax schedule bound", print_bound);
+FLASHPTX_LEDGER("0x05", "register liveness ledger", print_liveness);
+FLASHPTX_LEDGER("0x05", "wait_group legality on event traces", print_legality);
+
+}  // namespace flashptx::models::twostage
