@@ -132,21 +132,22 @@ __device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity) {
 // The bounded wait of the test builds: after `max_cycles` of clock64 without completion it prints
 // the barrier's name, its address and the parity waited for, then executes `trap`, so a protocol
 // bug fails the test run with a message instead of hanging it. Certifies what try_wait certifies.
-__device__ __noinline__ inline void mbarrier_wait_bounded_slow(uint32_t bar, uint32_t parity,
-                                                              const char* name, long long max_cycles) {
-  const long long start = clock64();
-  while (!mbarrier_try_wait_parity(bar, parity)) {
-    if (clock64() - start > max_cycles) {
-      printf("flashptx: mbarrier wait timed out: barrier %s (smem 0x%x) parity %u, block (%d,%d,%d) "
-             "thread %d\n", name, bar, parity, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x);
-      asm volatile("trap;");
-    }
-  }
+// The report is an out-of-line call that never returns, so no value is live across it and the
+// retry loop costs the caller no registers (a returning call would force spills around it).
+__device__ __noinline__ __attribute__((noreturn)) inline void mbarrier_wait_timeout(uint32_t bar, uint32_t parity,
+                                                                                   const char* name) {
+  printf("flashptx: mbarrier wait timed out: barrier %s (smem 0x%x) parity %u, block (%d,%d,%d) thread %d\n",
+         name, bar, parity, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x);
+  asm volatile("trap;");
+  __builtin_unreachable();
 }
 __device__ __forceinline__ void mbarrier_wait_bounded(uint32_t bar, uint32_t parity, const char* name,
                                                       long long max_cycles = 20000000000LL) {
   if (mbarrier_try_wait_parity(bar, parity)) return;
-  mbarrier_wait_bounded_slow(bar, parity, name, max_cycles);
+  const long long start = clock64();
+  while (!mbarrier_try_wait_parity(bar, parity)) {
+    if (clock64() - start > max_cycles) mbarrier_wait_timeout(bar, parity, name);
+  }
 }
 
 }  // namespace flashptx::ptx

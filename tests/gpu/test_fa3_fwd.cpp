@@ -1,0 +1,443 @@
+// FA3 forward on the GPU (issue 3): against the CPU fp64 reference, against the GPU reference on
+// large shapes, determinism, a race stress, and bad input through the C ABI.
+//
+// The rule (FlashAttention's): max|out - ref| <= 2 * max|same_dtype_ref - ref| + 1e-5, where ref is
+// the fp64 reference and same_dtype_ref the reference that rounds inputs, P and O to the dtype as a
+// plain kernel would (src/reference.h). LSE is fp32 and its reference rounds nothing; it is held to
+// 2 * (the same-dtype LSE error) + 1e-5 + 2^-20 |lse|: the last term is the fp32 envelope of a value
+// computed from fp32 tensor-core scores (a few ulps of |lse|), stated here so the rule is visible.
+//
+// Inputs are fresh random values (never zeros); O and LSE are poisoned with NaN before every run,
+// padded layouts keep their pads poisoned, and a guard region after each output must stay poisoned.
+#include <doctest/doctest.h>
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "flashptx.h"
+#include "src/dtype.h"
+#include "src/gpu_reference.h"
+#include "src/reference.h"
+
+namespace {
+
+#define CUDA_REQUIRE(x)                                                                   \
+  do {                                                                                    \
+    cudaError_t e_ = (x);                                                                 \
+    REQUIRE_MESSAGE(e_ == cudaSuccess, #x " failed: " << cudaGetErrorString(e_));         \
+  } while (0)
+
+constexpr uint16_t kPoison = 0xFFFF;  // NaN in both bf16 and fp16
+constexpr int64_t kGuard = 4096;      // elements after each output that must stay poisoned
+
+enum class Layout { kContiguous, kPadded, kHeadMajor };
+
+struct Case {
+  int64_t batch, sq, sk, hq, hkv, d;
+  bool causal;
+  flashptx_dtype dtype;
+  Layout layout = Layout::kContiguous;
+  float input_scale = 1.f;  // multiplies Q: larger -> large-magnitude scores
+  float softmax_scale = 0.f;
+  std::string str() const {
+    return "B=" + std::to_string(batch) + " Sq=" + std::to_string(sq) + " Sk=" + std::to_string(sk) +
+           " Hq=" + std::to_string(hq) + " Hkv=" + std::to_string(hkv) + " d=" + std::to_string(d) +
+           (causal ? " causal" : "") + (dtype == FLASHPTX_BF16 ? " bf16" : " fp16") +
+           (layout == Layout::kPadded ? " padded" : layout == Layout::kHeadMajor ? " head-major" : "") +
+           (input_scale != 1.f ? " qscale=" + std::to_string(input_scale) : "");
+  }
+};
+
+struct Strides { int64_t b, s, h, total; };
+Strides make_strides(Layout l, int64_t batch, int64_t seq, int64_t heads, int64_t d) {
+  switch (l) {
+    case Layout::kPadded: {  // [B, S, H, d + 8] plus 64 elements between batches
+      const int64_t hs = d + 8, rs = heads * hs, bs = seq * rs + 64;
+      return {bs, rs, hs, batch * bs};
+    }
+    case Layout::kHeadMajor: {  // [B, H, S, d]
+      const int64_t rs = d, hs = seq * d, bs = heads * seq * d;
+      return {bs, rs, hs, batch * bs};
+    }
+    default: {
+      const int64_t rs = heads * d, bs = seq * rs;
+      return {bs, rs, d, batch * bs};
+    }
+  }
+}
+
+uint16_t to_storage(flashptx_dtype t, float x) {
+  return t == FLASHPTX_BF16 ? flashptx::float_to_bf16(x) : flashptx::float_to_fp16(x);
+}
+float from_storage(flashptx_dtype t, uint16_t x) {
+  return t == FLASHPTX_BF16 ? flashptx::bf16_to_float(x) : flashptx::fp16_to_float(x);
+}
+
+struct DeviceBuf {
+  void* p = nullptr;
+  size_t bytes = 0;
+  explicit DeviceBuf(size_t n) : bytes(n) {
+    cudaError_t e = cudaMalloc(&p, n);
+    REQUIRE_MESSAGE(e == cudaSuccess, "cudaMalloc(" << n << "): " << cudaGetErrorString(e));
+  }
+  ~DeviceBuf() { if (p) cudaFree(p); }
+  DeviceBuf(const DeviceBuf&) = delete;
+  DeviceBuf& operator=(const DeviceBuf&) = delete;
+};
+
+// Host copies of one problem's tensors (16-bit storage) and the device buffers behind them.
+struct Problem {
+  Case c;
+  Strides sq_, sk_, so_;
+  std::vector<uint16_t> q, k, v;
+  std::unique_ptr<DeviceBuf> dq, dk, dv, dout, dlse;
+  flashptx_fwd_params params{};
+
+  explicit Problem(const Case& cs, uint64_t seed) : c(cs) {
+    sq_ = make_strides(c.layout, c.batch, c.sq, c.hq, c.d);
+    sk_ = make_strides(c.layout, c.batch, c.sk, c.hkv, c.d);
+    so_ = sq_;
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    auto fill = [&](std::vector<uint16_t>& x, const Strides& st, int64_t seq, int64_t heads, float scale) {
+      x.assign(static_cast<size_t>(std::max<int64_t>(st.total, 1)), to_storage(c.dtype, 0.5f));
+      for (int64_t b = 0; b < c.batch; ++b)
+        for (int64_t s = 0; s < seq; ++s)
+          for (int64_t h = 0; h < heads; ++h)
+            for (int64_t e = 0; e < c.d; ++e)
+              x[b * st.b + s * st.s + h * st.h + e] = to_storage(c.dtype, scale * nd(rng));
+    };
+    fill(q, sq_, c.sq, c.hq, c.input_scale);
+    fill(k, sk_, c.sk, c.hkv, 1.f);
+    fill(v, sk_, c.sk, c.hkv, 1.f);
+    dq.reset(new DeviceBuf(q.size() * 2));
+    dk.reset(new DeviceBuf(k.size() * 2));
+    dv.reset(new DeviceBuf(v.size() * 2));
+    dout.reset(new DeviceBuf((static_cast<size_t>(std::max<int64_t>(so_.total, 1)) + kGuard) * 2));
+    dlse.reset(new DeviceBuf((static_cast<size_t>(c.batch * c.hq * c.sq) + kGuard) * 4));
+    CUDA_REQUIRE(cudaMemcpy(dq->p, q.data(), q.size() * 2, cudaMemcpyHostToDevice));
+    CUDA_REQUIRE(cudaMemcpy(dk->p, k.data(), k.size() * 2, cudaMemcpyHostToDevice));
+    CUDA_REQUIRE(cudaMemcpy(dv->p, v.data(), v.size() * 2, cudaMemcpyHostToDevice));
+    params = flashptx_fwd_params{};
+    params.q = dq->p; params.k = dk->p; params.v = dv->p; params.o = dout->p;
+    params.lse = static_cast<float*>(dlse->p);
+    params.batch = c.batch; params.seqlen_q = c.sq; params.seqlen_k = c.sk;
+    params.heads_q = c.hq; params.heads_kv = c.hkv; params.head_dim = c.d;
+    params.q_batch_stride = sq_.b; params.q_row_stride = sq_.s; params.q_head_stride = sq_.h;
+    params.k_batch_stride = sk_.b; params.k_row_stride = sk_.s; params.k_head_stride = sk_.h;
+    params.v_batch_stride = sk_.b; params.v_row_stride = sk_.s; params.v_head_stride = sk_.h;
+    params.o_batch_stride = so_.b; params.o_row_stride = so_.s; params.o_head_stride = so_.h;
+    params.q_dtype = params.k_dtype = params.v_dtype = params.o_dtype = c.dtype;
+    params.causal = c.causal ? 1 : 0;
+    params.softmax_scale = c.softmax_scale;
+  }
+
+  void poison() {
+    CUDA_REQUIRE(cudaMemset(dout->p, 0xFF, dout->bytes));  // 0xFFFF: NaN
+    CUDA_REQUIRE(cudaMemset(dlse->p, 0xFF, dlse->bytes));  // 0xFFFFFFFF: NaN
+  }
+  void run() {
+    flashptx_status s = flashptx_fwd(&params, nullptr);
+    REQUIRE_MESSAGE(s == FLASHPTX_OK, flashptx_last_error());
+    CUDA_REQUIRE(cudaGetLastError());
+    CUDA_REQUIRE(cudaDeviceSynchronize());
+  }
+  std::vector<uint16_t> out() const {
+    std::vector<uint16_t> o(dout->bytes / 2);
+    cudaError_t e = cudaMemcpy(o.data(), dout->p, dout->bytes, cudaMemcpyDeviceToHost);
+    REQUIRE(e == cudaSuccess);
+    return o;
+  }
+  std::vector<float> lse() const {
+    std::vector<float> l(dlse->bytes / 4);
+    cudaError_t e = cudaMemcpy(l.data(), dlse->p, dlse->bytes, cudaMemcpyDeviceToHost);
+    REQUIRE(e == cudaSuccess);
+    return l;
+  }
+
+  flashptx::ref::Problem ref_problem() const {
+    flashptx::ref::Problem p;
+    p.batch = c.batch; p.seqlen_q = c.sq; p.seqlen_k = c.sk; p.heads_q = c.hq; p.heads_kv = c.hkv;
+    p.head_dim = c.d; p.causal = c.causal; p.softmax_scale = c.softmax_scale;
+    return p;
+  }
+  flashptx::ref::TensorView view(const std::vector<uint16_t>& x, const Strides& st) const {
+    flashptx::ref::TensorView t;
+    t.data = x.data();
+    t.type = c.dtype == FLASHPTX_BF16 ? flashptx::ref::Elem::kBF16 : flashptx::ref::Elem::kFP16;
+    t.batch_stride = st.b; t.row_stride = st.s; t.head_stride = st.h;
+    return t;
+  }
+};
+
+// Every element that is not an output element must still hold the poison; every output element of
+// a row must be finite.
+void check_writes(const Problem& pb, const std::vector<uint16_t>& o, const std::vector<float>& lse) {
+  const Case& c = pb.c;
+  std::vector<char> is_out(o.size(), 0);
+  int64_t non_finite = 0;
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t s = 0; s < c.sq; ++s)
+      for (int64_t h = 0; h < c.hq; ++h)
+        for (int64_t e = 0; e < c.d; ++e) {
+          const int64_t idx = b * pb.so_.b + s * pb.so_.s + h * pb.so_.h + e;
+          is_out[idx] = 1;
+          if (!std::isfinite(from_storage(c.dtype, o[idx]))) ++non_finite;
+        }
+  int64_t clobbered = 0;
+  for (size_t i = 0; i < o.size(); ++i)
+    if (!is_out[i] && o[i] != kPoison) ++clobbered;
+  CHECK_MESSAGE(non_finite == 0, c.str() << ": " << non_finite << " output elements not written or not finite");
+  CHECK_MESSAGE(clobbered == 0, c.str() << ": " << clobbered << " elements outside O were written");
+  const int64_t nl = c.batch * c.hq * c.sq;
+  int64_t lse_bad = 0, lse_clobbered = 0;
+  for (int64_t i = 0; i < nl; ++i)
+    if (std::isnan(lse[i])) ++lse_bad;
+  for (size_t i = static_cast<size_t>(nl); i < lse.size(); ++i) {
+    uint32_t u;
+    std::memcpy(&u, &lse[i], 4);
+    if (u != 0xFFFFFFFFu) ++lse_clobbered;
+  }
+  CHECK_MESSAGE(lse_bad == 0, c.str() << ": " << lse_bad << " LSE values not written");
+  CHECK_MESSAGE(lse_clobbered == 0, c.str() << ": " << lse_clobbered << " elements after LSE were written");
+}
+
+struct Errors { double o = 0, o_same = 0, lse = 0, lse_same = 0, lse_mag = 0; int rows = 0; };
+
+// Compares the rows (b, i, h) in `rows` against the fp64 and same-dtype references.
+Errors compare_rows(const Problem& pb, const std::vector<uint16_t>& o, const std::vector<float>& lse,
+                    const std::vector<std::array<int64_t, 3>>& rows) {
+  const Case& c = pb.c;
+  const auto rp = pb.ref_problem();
+  const auto qv = pb.view(pb.q, pb.sq_), kv = pb.view(pb.k, pb.sk_), vv = pb.view(pb.v, pb.sk_);
+  const auto same = c.dtype == FLASHPTX_BF16 ? flashptx::Round::kBF16 : flashptx::Round::kFP16;
+  std::vector<double> ref(c.d), refs(c.d);
+  Errors e;
+  for (const auto& r : rows) {
+    const int64_t b = r[0], i = r[1], h = r[2];
+    const double l_ref = flashptx::ref::forward_row(rp, qv, kv, vv, b, i, h, ref.data());
+    const double l_same = flashptx::ref::forward_row(rp, qv, kv, vv, b, i, h, refs.data(), same);
+    for (int64_t x = 0; x < c.d; ++x) {
+      const double out = from_storage(c.dtype, o[b * pb.so_.b + i * pb.so_.s + h * pb.so_.h + x]);
+      e.o = std::max(e.o, std::fabs(out - ref[x]));
+      e.o_same = std::max(e.o_same, std::fabs(refs[x] - ref[x]));
+    }
+    const double l_out = lse[(b * c.hq + h) * c.sq + i];
+    if (std::isinf(l_ref)) {
+      if (!(std::isinf(l_out) && l_out < 0)) e.lse = INFINITY;
+    } else {
+      e.lse = std::max(e.lse, std::fabs(l_out - l_ref));
+      e.lse_same = std::max(e.lse_same, std::fabs(l_same - l_ref));
+      e.lse_mag = std::max(e.lse_mag, std::fabs(l_ref));
+    }
+    ++e.rows;
+  }
+  return e;
+}
+
+std::vector<std::array<int64_t, 3>> pick_rows(const Case& c, int64_t max_rows, uint64_t seed) {
+  std::vector<std::array<int64_t, 3>> rows;
+  if (c.batch * c.sq * c.hq <= max_rows) {
+    for (int64_t b = 0; b < c.batch; ++b)
+      for (int64_t i = 0; i < c.sq; ++i)
+        for (int64_t h = 0; h < c.hq; ++h) rows.push_back({b, i, h});
+    return rows;
+  }
+  std::mt19937_64 rng(seed);
+  const int64_t fixed[] = {0, 1, c.sq / 2, c.sq - 2, c.sq - 1};
+  for (int64_t b : {int64_t(0), c.batch - 1})
+    for (int64_t h : {int64_t(0), c.hq - 1}) {
+      for (int64_t i : fixed)
+        if (i >= 0 && i < c.sq) rows.push_back({b, i, h});
+      for (int t = 0; t < 8; ++t) rows.push_back({b, static_cast<int64_t>(rng() % c.sq), h});
+    }
+  for (int t = 0; t < 16; ++t)
+    rows.push_back({static_cast<int64_t>(rng() % c.batch), static_cast<int64_t>(rng() % c.sq),
+                    static_cast<int64_t>(rng() % c.hq)});
+  return rows;
+}
+
+void check_case(const Case& c, uint64_t seed, int64_t max_rows = 4096) {
+  INFO(c.str());
+  Problem pb(c, seed);
+  pb.poison();
+  pb.run();
+  const auto o = pb.out();
+  const auto l = pb.lse();
+  check_writes(pb, o, l);
+  const Errors e = compare_rows(pb, o, l, pick_rows(c, max_rows, seed ^ 0x9e37));
+  const double o_tol = 2 * e.o_same + 1e-5;
+  const double lse_tol = 2 * e.lse_same + 1e-5 + std::ldexp(e.lse_mag, -20);
+  CHECK_MESSAGE(e.o <= o_tol, c.str() << ": max|O - ref| = " << e.o << " > " << o_tol << " (same-dtype "
+                                      << e.o_same << ", " << e.rows << " rows)");
+  CHECK_MESSAGE(e.lse <= lse_tol, c.str() << ": max|LSE - ref| = " << e.lse << " > " << lse_tol);
+}
+
+}  // namespace
+
+TEST_SUITE("gpu_sm90 fa3 forward") {
+
+TEST_CASE("small shapes: every head dim, causal and not, head ratios 1/4/8, bf16 and fp16") {
+  const std::pair<int64_t, int64_t> shapes[] = {{1, 1}, {1, 239}, {239, 1}, {17, 17}, {113, 203}, {128, 128}};
+  uint64_t seed = 1;
+  for (auto [sq, sk] : shapes)
+    for (int64_t d : {64, 128, 256})
+      for (bool causal : {false, true})
+        for (int64_t ratio : {1, 4, 8})
+          for (flashptx_dtype t : {FLASHPTX_BF16, FLASHPTX_FP16})
+            check_case(Case{2, sq, sk, ratio * 1, 1, d, causal, t}, seed++);
+}
+
+TEST_CASE("medium and long shapes: (1000,1000), (4097,4097), sampled rows") {
+  uint64_t seed = 1000;
+  for (int64_t s : {1000, 4097})
+    for (int64_t d : {64, 128, 256})
+      for (bool causal : {false, true})
+        for (flashptx_dtype t : {FLASHPTX_BF16, FLASHPTX_FP16})
+          for (int64_t ratio : {1, 8})
+            check_case(Case{1, s, s, 2 * ratio, 2, d, causal, t}, seed++, 0);
+}
+
+TEST_CASE("unequal lengths with causal bottom-right alignment, several tiles") {
+  uint64_t seed = 2000;
+  const std::pair<int64_t, int64_t> shapes[] = {{300, 1000}, {1000, 300}, {129, 129}, {64, 500}, {500, 64}};
+  for (auto [sq, sk] : shapes)
+    for (int64_t d : {64, 128, 256})
+      check_case(Case{2, sq, sk, 4, 2, d, true, FLASHPTX_BF16}, seed++, 2048);
+}
+
+TEST_CASE("strided layouts: padded rows and head-major") {
+  uint64_t seed = 3000;
+  for (Layout l : {Layout::kPadded, Layout::kHeadMajor})
+    for (int64_t d : {64, 128, 256})
+      for (bool causal : {false, true})
+        check_case(Case{2, 333, 517, 4, 2, d, causal, FLASHPTX_FP16, l}, seed++, 2048);
+}
+
+TEST_CASE("large-magnitude scores and a custom softmax scale") {
+  uint64_t seed = 4000;
+  for (int64_t d : {64, 128, 256}) {
+    Case c{1, 257, 384, 2, 1, d, false, FLASHPTX_BF16};
+    c.input_scale = 12.f;  // scores of a few hundred: the running max must carry the range
+    check_case(c, seed++);
+    c.causal = true;
+    check_case(c, seed++);
+    Case s{1, 200, 300, 2, 2, d, false, FLASHPTX_FP16};
+    s.softmax_scale = 0.37f;
+    check_case(s, seed++);
+  }
+}
+
+TEST_CASE("seqlen_k = 0 and fully masked rows give O = 0 and LSE = -inf") {
+  Case c{1, 300, 100, 2, 2, 128, true, FLASHPTX_BF16};  // rows 0..199 see no key
+  check_case(c, 5000);
+  Problem pb(Case{1, 70, 0, 2, 2, 64, false, FLASHPTX_BF16}, 5001);
+  pb.poison();
+  pb.run();
+  const auto o = pb.out();
+  const auto l = pb.lse();
+  for (int64_t i = 0; i < 70 * 2 * 64; ++i) CHECK(from_storage(FLASHPTX_BF16, o[i]) == 0.f);
+  for (int64_t i = 0; i < 70 * 2; ++i) CHECK((std::isinf(l[i]) && l[i] < 0));
+}
+
+TEST_CASE("large shapes (8k-16k) against the GPU reference kernel") {
+  struct L { int64_t s, h, d; bool causal; };
+  const L shapes[] = {{8192, 4, 128, false}, {8192, 4, 128, true}, {16384, 2, 128, true},
+                      {8192, 2, 64, false}, {8192, 2, 256, true}, {16384, 1, 256, false}};
+  uint64_t seed = 6000;
+  for (const L& x : shapes) {
+    Case c{1, x.s, x.s, x.h, x.h, x.d, x.causal, FLASHPTX_BF16};
+    INFO(c.str());
+    Problem pb(c, seed++);
+    pb.poison();
+    pb.run();
+    const auto o = pb.out();
+    const auto l = pb.lse();
+    check_writes(pb, o, l);
+    DeviceBuf ref_o(static_cast<size_t>(c.sq * c.hq * c.d) * 4), ref_l(static_cast<size_t>(c.sq * c.hq) * 4);
+    CUDA_REQUIRE(flashptx::gpuref::attention_fwd(pb.params, static_cast<float*>(ref_o.p),
+                                                 static_cast<float*>(ref_l.p), nullptr));
+    CUDA_REQUIRE(cudaDeviceSynchronize());
+    std::vector<float> ro(static_cast<size_t>(c.sq * c.hq * c.d)), rl(static_cast<size_t>(c.sq * c.hq));
+    CUDA_REQUIRE(cudaMemcpy(ro.data(), ref_o.p, ro.size() * 4, cudaMemcpyDeviceToHost));
+    CUDA_REQUIRE(cudaMemcpy(rl.data(), ref_l.p, rl.size() * 4, cudaMemcpyDeviceToHost));
+    double err = 0, mag = 0, lerr = 0;
+    for (size_t i = 0; i < ro.size(); ++i) {
+      err = std::max(err, std::fabs(static_cast<double>(from_storage(c.dtype, o[i])) - ro[i]));
+      mag = std::max(mag, std::fabs(static_cast<double>(ro[i])));
+    }
+    for (size_t i = 0; i < rl.size(); ++i) lerr = std::max(lerr, std::fabs(static_cast<double>(l[i]) - rl[i]));
+    // bf16 output rounding is 2^-9 relative; P in bf16 adds a similar term: 2^-6 of max|O| is a
+    // loose bound that a wrong block, mask or rescale still breaks by orders of magnitude.
+    CHECK_MESSAGE(err <= std::ldexp(mag, -6) + 1e-4, c.str() << ": max|O - gpuref| = " << err << ", max|O| " << mag);
+    CHECK_MESSAGE(lerr <= 1e-3, c.str() << ": max|LSE - gpuref| = " << lerr);
+    // And the full fp64 rule on a sample of rows.
+    const Errors e = compare_rows(pb, o, l, pick_rows(c, 0, seed));
+    CHECK_MESSAGE(e.o <= 2 * e.o_same + 1e-5, c.str() << ": sampled max|O - ref| = " << e.o << " same-dtype " << e.o_same);
+  }
+}
+
+TEST_CASE("determinism: repeated runs are bitwise equal; 1000-launch race stress") {
+  Problem pb(Case{2, 1000, 1000, 8, 2, 128, true, FLASHPTX_BF16}, 7000);
+  pb.poison();
+  pb.run();
+  const auto first = pb.out();
+  const auto first_l = pb.lse();
+  pb.poison();
+  pb.run();
+  CHECK(pb.out() == first);
+  CHECK(pb.lse() == first_l);
+
+  Problem st(Case{1, 777, 1333, 4, 4, 64, false, FLASHPTX_BF16}, 7001);
+  st.poison();
+  st.run();
+  const auto ref = st.out();
+  const size_t bytes = st.dout->bytes;
+  DeviceBuf all(bytes * 100);
+  int mismatches = 0;
+  for (int round = 0; round < 10; ++round) {
+    for (int i = 0; i < 100; ++i) {
+      flashptx_status s = flashptx_fwd(&st.params, nullptr);
+      REQUIRE_MESSAGE(s == FLASHPTX_OK, flashptx_last_error());
+      CUDA_REQUIRE(cudaMemcpyAsync(static_cast<char*>(all.p) + i * bytes, st.dout->p, bytes,
+                                   cudaMemcpyDeviceToDevice, nullptr));
+    }
+    CUDA_REQUIRE(cudaDeviceSynchronize());
+    std::vector<uint16_t> h(bytes / 2 * 100);
+    CUDA_REQUIRE(cudaMemcpy(h.data(), all.p, bytes * 100, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < 100; ++i)
+      if (std::memcmp(h.data() + i * (bytes / 2), ref.data(), bytes) != 0) ++mismatches;
+  }
+  CHECK_MESSAGE(mismatches == 0, mismatches << " of 1000 launches differed from the first");
+}
+
+TEST_CASE("bad input on the device path: nothing launched, O untouched") {
+  Problem pb(Case{1, 64, 64, 2, 2, 128, false, FLASHPTX_BF16}, 8000);
+  pb.poison();
+  flashptx_fwd_params p = pb.params;
+  p.head_dim = 96;
+  CHECK(flashptx_fwd(&p, nullptr) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
+  p = pb.params;
+  p.o = static_cast<char*>(pb.dout->p) + 2;
+  CHECK(flashptx_fwd(&p, nullptr) == FLASHPTX_ERR_MISALIGNED);
+  p = pb.params;
+  p.heads_q = 3;
+  CHECK(flashptx_fwd(&p, nullptr) == FLASHPTX_ERR_BAD_HEADS);
+  p = pb.params;
+  p.batch = 0;
+  CHECK(flashptx_fwd(&p, nullptr) == FLASHPTX_OK);
+  CUDA_REQUIRE(cudaDeviceSynchronize());
+  const auto o = pb.out();
+  for (uint16_t x : o) REQUIRE(x == kPoison);
+}
+
+}  // TEST_SUITE
