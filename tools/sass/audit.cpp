@@ -156,6 +156,24 @@ void run_check_file(KernelReport* k, const std::string& check_path, const std::s
   for (const std::string& e : cr.errors) k->problems.push_back("check failed for kernel " + k->name + ": " + e);
 }
 
+// cuobjdump's output for one object, remembered for the life of the process (keyed by the object's
+// size and time of change), so that repeated audits in one test run disassemble each object once.
+int disassemble(const std::string& cuobjdump, const std::string& flag, const std::string& obj, std::string* out) {
+  static std::map<std::string, std::pair<int, std::string>> cache;
+  std::error_code ec;
+  const auto size = fs::file_size(obj, ec);
+  const auto when = fs::last_write_time(obj, ec).time_since_epoch().count();
+  const std::string key = cuobjdump + "\n" + flag + "\n" + obj + "\n" + std::to_string(size) + "\n" + std::to_string(when);
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    std::string text;
+    const int rc = run_command(quote(cuobjdump) + " " + flag + " " + quote(obj), &text);
+    it = cache.emplace(key, std::make_pair(rc, text)).first;
+  }
+  *out = it->second.second;
+  return it->second.first;
+}
+
 struct Audit {
   const AuditOptions& opt;
   Toolchain tc;
@@ -208,13 +226,13 @@ struct Audit {
   void object(const std::string& arch, const std::string& path) {
     const std::string obj = resolve_object(path);
     std::string sass, res;
-    const int rc = run_command(quote(opt.cuobjdump) + " --dump-sass " + quote(obj), &sass);
+    const int rc = disassemble(opt.cuobjdump, "--dump-sass", obj, &sass);
     if (sass.find("does not contain device code") != std::string::npos) return;  // host object
     if (rc != 0) {
       report.errors.push_back("disassembler failed on " + obj + ": " + sass);
       return;
     }
-    run_command(quote(opt.cuobjdump) + " --dump-resource-usage " + quote(obj), &res);
+    disassemble(opt.cuobjdump, "--dump-resource-usage", obj, &res);
     const auto resources = parse_resource_usage(res);
     for (const SassFunction& fn : parse_dump_sass(sass)) {
       if (!fn.arch.empty() && fn.arch != arch) {
@@ -270,7 +288,10 @@ int run_command(const std::string& cmd, std::string* output) {
 }
 
 Toolchain current_toolchain(const std::string& cuobjdump) {
-  return {version_of(quote(cuda_dir() + "/bin/nvcc")), version_of(quote(cuda_dir() + "/bin/ptxas")),
+  static std::map<std::string, Toolchain> cache;  // one probe per process
+  auto it = cache.find(cuobjdump);
+  if (it != cache.end()) return it->second;
+  return cache[cuobjdump] = Toolchain{version_of(quote(cuda_dir() + "/bin/nvcc")), version_of(quote(cuda_dir() + "/bin/ptxas")),
           "cuobjdump " + version_of(quote(cuobjdump))};
 }
 

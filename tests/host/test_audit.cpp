@@ -1,0 +1,141 @@
+// The golden-SASS audit over the objects actually built (tests/main.cpp skips these suites, with
+// the reason, where no disassembler can decode the architecture or nothing of it is built):
+// the audit must pass against sass_golden/; and it must be able to fail: goldens regenerated into a
+// scratch directory, with one instruction line corrupted or an impossible .check expectation
+// added, must fail naming that kernel; an empty golden directory fails with "no golden".
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+
+#include "tools/sass/audit.h"
+
+namespace fs = std::filesystem;
+using namespace flashptx::sass;
+
+namespace {
+
+std::string report_text(const AuditReport& r) {
+  std::ostringstream os;
+  print_report(r, false, os);
+  return os.str();
+}
+
+// A scratch copy of sass_golden/, removed at the end of the scope.
+struct GoldenCopy {
+  fs::path dir;
+  GoldenCopy() {
+    static int n = 0;
+    dir = fs::temp_directory_path() / ("flashptx-golden-" + std::to_string(getpid()) + "-" + std::to_string(n++));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string committed = AuditOptions().golden_dir;
+    if (fs::is_directory(committed)) fs::copy(committed, dir, fs::copy_options::recursive);
+  }
+  ~GoldenCopy() { std::error_code ec; fs::remove_all(dir, ec); }
+};
+
+// Goldens regenerated from the current build into a scratch directory, so that the failure tests
+// do not depend on the state of the committed goldens. Returns the first kernel written.
+KernelReport fresh_goldens(const char* arch, const GoldenCopy& dir) {
+  AuditOptions opt;
+  opt.arch = arch;
+  opt.golden_dir = dir.dir.string();
+  opt.regenerate = true;
+  const AuditReport r = run_audit(opt);
+  for (const KernelReport& k : r.kernels)
+    if (k.golden == "new" || k.golden == "updated" || k.golden == "unchanged") return k;
+  FAIL("no " << std::string(arch) << " kernel could be written as a golden:\n" << report_text(r));
+  return {};
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+// The audit of one kernel against the goldens in `dir`.
+AuditReport audit_one(const char* arch, const KernelReport& k, const GoldenCopy& dir) {
+  AuditOptions opt;
+  opt.arch = arch;
+  opt.kernel = k.name;
+  opt.golden_dir = dir.dir.string();
+  return run_audit(opt);
+}
+
+void audit_passes(const char* arch) {
+  AuditOptions opt;
+  opt.arch = arch;
+  const AuditReport r = run_audit(opt);
+  INFO(report_text(r));
+  CHECK(!r.kernels.empty());
+  CHECK(r.ok());
+}
+
+void corrupt_golden_fails(const char* arch) {
+  GoldenCopy copy;
+  const KernelReport k = fresh_goldens(arch, copy);
+  const fs::path sass = copy.dir / arch / (k.stem + ".sass");
+  std::string text = read_text(sass);
+  const size_t first_instr = text.find("\n    ");  // the first instruction line
+  REQUIRE(first_instr != std::string::npos);
+  const size_t eol = text.find('\n', first_instr + 1);
+  const std::string original = text.substr(first_instr + 5, eol - first_instr - 5);
+  text.insert(first_instr + 5, "CORRUPTED.");
+  std::ofstream(sass) << text;
+  const AuditReport r = audit_one(arch, k, copy);
+  const std::string out = report_text(r);
+  INFO(out);
+  CHECK_FALSE(r.ok());
+  CHECK(out.find("kernel " + k.name + " (" + arch + ") differs from its golden") != std::string::npos);
+  CHECK(out.find("-    CORRUPTED." + original + "\n+    " + original + "\n") != std::string::npos);
+}
+
+void corrupt_check_fails(const char* arch) {
+  GoldenCopy copy;
+  const KernelReport k = fresh_goldens(arch, copy);
+  const fs::path check = copy.dir / arch / (k.stem + ".check");
+  std::ofstream(check, std::ios::app) << "CHECK: EXIT\nCHECK: NO.SUCH.OPCODE.ANYWHERE\n";
+  const AuditReport r = audit_one(arch, k, copy);
+  const std::string out = report_text(r);
+  INFO(out);
+  CHECK_FALSE(r.ok());
+  CHECK(out.find("check failed for kernel " + k.name) != std::string::npos);
+  CHECK(out.find(check.string() + ":") != std::string::npos);
+  CHECK(out.find("NO.SUCH.OPCODE.ANYWHERE: not found") != std::string::npos);
+}
+
+void missing_golden_fails(const char* arch) {
+  GoldenCopy empty;  // emptied below: no arch folder, every golden is missing
+  fs::remove_all(empty.dir);
+  AuditOptions opt;
+  opt.arch = arch;
+  opt.golden_dir = empty.dir.string();
+  const AuditReport r = run_audit(opt);
+  const std::string out = report_text(r);
+  INFO(out);
+  CHECK_FALSE(r.ok());
+  CHECK(out.find("no golden for kernel") != std::string::npos);
+  CHECK(out.find("run make regen-golden") != std::string::npos);
+}
+
+}  // namespace
+
+TEST_SUITE("audit_sm90") {
+TEST_CASE("audit sm_90a: the built kernels match their goldens and checks") { audit_passes("sm_90a"); }
+TEST_CASE("audit sm_90a: a corrupted golden line fails, naming the kernel") { corrupt_golden_fails("sm_90a"); }
+TEST_CASE("audit sm_90a: a corrupted .check expectation fails") { corrupt_check_fails("sm_90a"); }
+TEST_CASE("audit sm_90a: a missing golden fails") { missing_golden_fails("sm_90a"); }
+}
+
+TEST_SUITE("audit_sm100") {
+TEST_CASE("audit sm_100a: the built kernels match their goldens and checks") { audit_passes("sm_100a"); }
+TEST_CASE("audit sm_100a: a corrupted golden line fails, naming the kernel") { corrupt_golden_fails("sm_100a"); }
+TEST_CASE("audit sm_100a: a corrupted .check expectation fails") { corrupt_check_fails("sm_100a"); }
+TEST_CASE("audit sm_100a: a missing golden fails") { missing_golden_fails("sm_100a"); }
+}
