@@ -225,10 +225,10 @@ void print_exp2(std::FILE* out) {
   }
   const GridStats g = grid_stats();
   std::fprintf(out, "\n65,536-point grid x_i = i/65536 on [0,1), FP64 reference     spec\n");
-  std::fprintf(out, "  raw FP32 max relative error:   %.8g                  8.7683755e-5\n", g.raw_max);
-  std::fprintf(out, "  raw FP32 mean relative error:  %.8g                  5.4271432e-5\n", g.raw_mean);
-  std::fprintf(out, "  post-BF16 max relative error:  %.8g                  3.8975323e-3\n", g.bf16_max);
-  std::fprintf(out, "  post-BF16 mean relative error: %.8g                  1.4095395e-3\n", g.bf16_mean);
+  std::fprintf(out, "  raw FP32 max relative error:   %.7e               8.7683755e-5\n", g.raw_max);
+  std::fprintf(out, "  raw FP32 mean relative error:  %.7e               5.4271432e-5\n", g.raw_mean);
+  std::fprintf(out, "  post-BF16 max relative error:  %.7e               3.8975323e-3\n", g.bf16_max);
+  std::fprintf(out, "  post-BF16 mean relative error: %.7e               1.4095395e-3\n", g.bf16_mean);
   std::fprintf(out, "  exact BF16-code match:         %.4f%% (%d / %d)      99.0051%%\n", g.exact_pct(),
                g.exact_codes, g.points);
   std::fprintf(out, "  within one BF16 code step:     %.4f%% (%d / %d)     100%%\n", g.within_one_pct(),
