@@ -83,10 +83,14 @@ std::map<std::string, std::string> header_of(const std::vector<std::string>& lin
   return h;
 }
 
-std::vector<std::string> body_of(const std::vector<std::string>& lines) {
+// The lines that are compared: the listing, the resource line and the instruction count; other
+// header lines (versions, object path) become a bare "#", so that the diff keeps file line numbers.
+std::vector<std::string> compared_lines(const std::vector<std::string>& lines) {
   std::vector<std::string> b;
-  for (const std::string& l : lines)
-    if (!l.empty() && l[0] != '#') b.push_back(l);
+  for (const std::string& l : lines) {
+    const bool kept_header = l.rfind("# resources:", 0) == 0 || l.rfind("# instructions:", 0) == 0;
+    b.push_back(!l.empty() && l[0] == '#' && !kept_header ? "#" : l);
+  }
   return b;
 }
 
@@ -109,9 +113,7 @@ void compare_with_golden(KernelReport* k, const std::string& golden_path, const 
                          const std::string& current, const Toolchain& tc) {
   const std::vector<std::string> g = split_lines(golden), c = split_lines(current);
   const auto gh = header_of(g);
-  std::vector<std::string> gb = body_of(g), cb = body_of(c);
-  gb.insert(gb.begin(), "resources: " + (gh.count("resources") ? gh.at("resources") : std::string("?")));
-  cb.insert(cb.begin(), "resources: " + k->res.line);
+  const std::vector<std::string> gb = compared_lines(g), cb = compared_lines(c);
   std::vector<std::string> mism;
   const std::pair<const char*, const std::string*> tools[] = {
       {"nvcc", &tc.nvcc}, {"ptxas", &tc.ptxas}, {"disassembler", &tc.disassembler}};
