@@ -184,9 +184,8 @@ __global__ void prim_mbar_expect_tx_kernel(const uint8_t* src, uint8_t* dst, int
 // bar.sync(FULL) and reads a value another warp wrote, then bar.arrive(EMPTY=2) which the producer
 // bar.syncs before overwriting buf in generation g+1. FULL uses the compile-time form, EMPTY the
 // runtime-operand form. Fails if: bar.sync does not wait for the arrivals (stale/poisoned reads after
-// the producer's delay), the barrier does not re-arm for the next generation (hang -> kernel
-// timeout... no: the consumer would read a wrong generation), or bar.arrive does not order the
-// producer's prior stores.
+// the producer's delay), a generation completes with the wrong count (values of the wrong
+// generation), or bar.arrive does not order the producer's prior stores.
 __global__ void prim_named_barrier_kernel(const int* in, int* out) {
   using flashptx_test::prim::kNamedGens;
   __shared__ int buf[128];
