@@ -173,7 +173,11 @@ __global__ void prim_mbar_expect_tx_kernel(const uint8_t* src, uint8_t* dst, int
     FLASHPTX_MBAR_WAIT(a, 1, "expect_tx barA phase 1");
     flags[5] = 1;
   }
-  __syncthreads();  // thread 0's acquire of the phases, then the CTA barrier, orders the reads below
+  __syncthreads();
+  // Every reader acquires the completed phases itself (barA's phase 1 and barB's phase 0 are the
+  // latest of each; thread 0 acquired barA's phase 0 before it issued the later copies).
+  FLASHPTX_MBAR_WAIT(a, 1, "expect_tx barA phase 1 (readers)");
+  FLASHPTX_MBAR_WAIT(bb, 0, "expect_tx barB phase 0 (readers)");
   for (int i = threadIdx.x; i < kTxChunks * kTxChunkBytes / 16; i += blockDim.x)
     reinterpret_cast<uint4*>(dst)[i] = reinterpret_cast<const uint4*>(buf)[i];
 }
