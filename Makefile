@@ -14,7 +14,8 @@
 # Every file is found by its folder; adding a file needs no edit here:
 #   src/*.cu, src/*.cpp            the library (kernels, host side, reference)
 #   src/models/*.cpp               the CPU protocol models (flashptx ledger, oracle tests)
-#   tests/kernels/*.cu             sm_90a test kernels and their launchers
+#   tests/kernels/*.cu             sm_90a test kernels and their launchers (test flavour linked,
+#                                  release flavour audited)
 #   tests/kernels_sm100/*.cu       sm_100a test kernels (compiled and audited, never run here)
 #   tests/host/*.cpp, tests/gpu/*.cpp, tests/main.cpp   the doctest suites
 #   tools/sass/*.cpp               the SASS normaliser, differ and order checker
@@ -33,6 +34,8 @@ BUILD_ABS := $(abspath $(BUILD))
 # published and decodes both sm_90a and sm_100a cubins. Pinned by version and hash.
 CUOBJDUMP_VERSION := 13.2.51
 CUOBJDUMP_SHA256  := 95c69d3ddf0c2c1f535ec44c3433a66aeee19f588d9d22f73356e20b25f12b50
+# cuobjdump --dump-sass runs nvdisasm from its own folder: the matching wheel goes beside it.
+NVDISASM_SHA256   := 5a7acf77c55d6d2911ed6155d4d5bc156ffadf9df7a68a89b0c1155f4b13688c
 CUOBJDUMP         := $(DEPS)/cuobjdump-$(CUOBJDUMP_VERSION)/nvidia/cu13/bin/cuobjdump
 
 ARCH90    := -gencode arch=compute_90a,code=sm_90a
@@ -58,12 +61,15 @@ REL_LIB_OBJ  := $(LIB_CU:%.cu=$(BUILD)/rel/%.o) $(LIB_CPP:%.cpp=$(BUILD)/rel/%.o
 TEST_LIB_OBJ := $(LIB_CU:%.cu=$(BUILD)/test/%.o) $(LIB_CPP:%.cpp=$(BUILD)/test/%.o)
 MODEL_OBJ    := $(MODEL_CPP:%.cpp=$(BUILD)/host/%.o)
 TK_OBJ       := $(TK_CU:%.cu=$(BUILD)/test/%.o)
+TK_REL_OBJ   := $(TK_CU:%.cu=$(BUILD)/rel/%.o)
 TK100_OBJ    := $(TK100_CU:%.cu=$(BUILD)/sm100/%.o)
+TK100_TEST_OBJ := $(TK100_CU:%.cu=$(BUILD)/sm100test/%.o)
 TEST_OBJ     := $(TEST_CPP:%.cpp=$(BUILD)/host/%.o)
 SASS_OBJ     := $(SASS_CPP:%.cpp=$(BUILD)/host/%.o)
 CLI_OBJ      := $(CLI_CPP:%.cpp=$(BUILD)/host/%.o)
 
-# The objects whose kernels the audit reads, one per line: "arch object".
+# The objects whose kernels the audit reads, one per line: "arch object". All release flavour:
+# the goldens show the instruction stream users run, without the test build's bounded waits.
 AUDIT_LIST   := $(BUILD)/audit_objects.txt
 
 .PHONY: all setup audit regen-golden clean
@@ -86,16 +92,18 @@ $(DEPS)/doctest.ok:
 
 $(CUOBJDUMP):
 	@mkdir -p $(DEPS)/wheels
-	@echo "setup: fetching the CUDA disassembler (PyPI wheel nvidia-cuda-cuobjdump==$(CUOBJDUMP_VERSION))"
+	@echo "setup: fetching the CUDA disassembler (PyPI wheels nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm $(CUOBJDUMP_VERSION))"
 	@python3 -m pip download -q --no-deps --only-binary=:all: -d $(DEPS)/wheels \
-	   nvidia-cuda-cuobjdump==$(CUOBJDUMP_VERSION) || \
+	   nvidia-cuda-cuobjdump==$(CUOBJDUMP_VERSION) nvidia-cuda-nvdisasm==$(CUOBJDUMP_VERSION) || \
 	 { echo "setup: could not fetch the disassembler; the audit will be skipped"; exit 0; }
-	@w=$$(ls $(DEPS)/wheels/nvidia_cuda_cuobjdump-$(CUOBJDUMP_VERSION)-*.whl 2>/dev/null | head -1); \
-	 if [ -n "$$w" ]; then \
-	   echo "$(CUOBJDUMP_SHA256)  $$w" | sha256sum -c --quiet - || { echo "setup: hash mismatch for $$w"; exit 1; }; \
+	@for pkg in cuobjdump:$(CUOBJDUMP_SHA256) nvdisasm:$(NVDISASM_SHA256); do \
+	   name=$${pkg%%:*}; sum=$${pkg#*:}; \
+	   w=$$(ls $(DEPS)/wheels/nvidia_cuda_$${name}-$(CUOBJDUMP_VERSION)-*.whl 2>/dev/null | head -1); \
+	   [ -n "$$w" ] || continue; \
+	   echo "$$sum  $$w" | sha256sum -c --quiet - || { echo "setup: hash mismatch for $$w"; exit 1; }; \
 	   mkdir -p $(DEPS)/cuobjdump-$(CUOBJDUMP_VERSION) && \
-	   cd $(DEPS)/cuobjdump-$(CUOBJDUMP_VERSION) && unzip -q -o $$w && chmod +x nvidia/cu13/bin/cuobjdump; \
-	 fi
+	   (cd $(DEPS)/cuobjdump-$(CUOBJDUMP_VERSION) && unzip -q -o $$w && chmod +x nvidia/cu13/bin/$$name) || exit 1; \
+	 done
 
 # ---- compile rules ------------------------------------------------------------------------
 $(BUILD)/rel/%.o: %.cu | setup
@@ -113,13 +121,17 @@ $(BUILD)/test/%.o: %.cpp | setup
 $(BUILD)/sm100/%.o: %.cu | setup
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) $(ARCH100) -c $< -o $@
+$(BUILD)/sm100test/%.o: %.cu | setup
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -DFLASHPTX_BOUNDED_WAIT=1 $(ARCH100) -c $< -o $@
 $(BUILD)/host/%.o: %.cpp | setup
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -MMD -MP -c $< -o $@
 
 # Header dependencies for nvcc objects (ptx/, include/, src/*.cuh): coarse but safe.
-HDRS := $(wildcard ptx/*.cuh include/*.h include/flashptx/*.h src/*.cuh src/*.h tests/kernels/*.cuh tests/kernels/*.h)
-$(REL_LIB_OBJ) $(TEST_LIB_OBJ) $(TK_OBJ) $(TK100_OBJ): $(HDRS)
+HDRS := $(wildcard ptx/*.cuh include/*.h include/flashptx/*.h src/*.cuh src/*.h tests/kernels/*.cuh tests/kernels/*.h \
+          tests/kernels_sm100/*.cuh tests/kernels_sm100/*.h)
+$(REL_LIB_OBJ) $(TEST_LIB_OBJ) $(TK_OBJ) $(TK_REL_OBJ) $(TK100_OBJ) $(TK100_TEST_OBJ): $(HDRS)
 -include $(wildcard $(BUILD)/host/*.d $(BUILD)/host/*/*.d $(BUILD)/host/*/*/*.d)
 
 # ---- products -----------------------------------------------------------------------------
@@ -133,13 +145,13 @@ $(BIN)/libflashptx.so: $(REL_LIB_OBJ)
 $(BIN)/flashptx: $(CLI_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(BIN)/libflashptx.a
 	$(CXX) -o $@ $(CLI_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(BIN)/libflashptx.a $(LDLIBS)
 
-$(BIN)/run_tests: $(TEST_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(TEST_LIB_OBJ) $(TK_OBJ) $(TK100_OBJ)
+$(BIN)/run_tests: $(TEST_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(TEST_LIB_OBJ) $(TK_OBJ) $(TK100_TEST_OBJ)
 	$(NVCC) -o $@ $^ -cudart static $(ARCH90) $(ARCH100)
 
-$(AUDIT_LIST): $(REL_LIB_OBJ) $(TK_OBJ) $(TK100_OBJ)
+$(AUDIT_LIST): $(REL_LIB_OBJ) $(TK_REL_OBJ) $(TK100_OBJ)
 	@mkdir -p $(dir $@)
 	@rm -f $@.tmp
-	@for o in $(REL_LIB_OBJ) $(TK_OBJ); do echo "sm_90a $$o" >> $@.tmp; done
+	@for o in $(REL_LIB_OBJ) $(TK_REL_OBJ); do echo "sm_90a $$o" >> $@.tmp; done
 	@for o in $(TK100_OBJ); do echo "sm_100a $$o" >> $@.tmp; done
 	@touch $@.tmp && mv $@.tmp $@
 

@@ -198,7 +198,7 @@ flashptx_status flashptx_fwd_kernel_info(const flashptx_fwd_params* p, flashptx_
   flashptx_status s = flashptx_fwd_check(p);
   if (s != FLASHPTX_OK) return s;
   if (info == nullptr) return fail(FLASHPTX_ERR_NULL_POINTER, "info is NULL");
-  const flashptx::fa3::KernelDesc* k = flashptx::fa3::find_kernel(static_cast<int>(p->head_dim), p->q_dtype);
+  const flashptx::fa3::KernelDesc* k = flashptx::fa3::find_kernel(*p);
   if (!k) return fail(FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, "no kernel for this head dim and dtype");
   info->symbol = k->symbol;
   info->threads = k->threads;

@@ -1,7 +1,9 @@
 // FlashAttention-3 forward on Hopper (sm_90a), by hand. Spec sections 0x02-0x05.
 //
-// One CTA computes one output tile: kBlockM query rows of one (batch, head) against all admissible
-// K/V blocks of kBlockN keys, traversed right to left (the masked blocks first). Roles:
+// A work tile is kBlockM query rows of one (batch, head) against all admissible K/V blocks of
+// kBlockN keys, traversed right to left (the masked blocks first). A persistent CTA loops over
+// tiles blockIdx.x, blockIdx.x + gridDim.x, ...; ring states, the Q phase and the pingpong token
+// carry across tiles (never reset per tile: 0x03's first failure). Roles:
 //
 //   warpgroup 0   PRODUCER   setmaxnreg.dec; one elected thread issues every TMA load:
 //                            Q once (q_full), then K and V block by block into an s-stage ring.
@@ -12,6 +14,10 @@
 //
 // Barriers (shared memory, all initialised by thread 0 before the role split):
 //   q_full            count 1   producer arrive.expect_tx(Q bytes) + TMA complete_tx
+//   q_empty           count 4G  one arrive per consumer warp once the wait that retires the tile's
+//                               last QK has passed (O staged in a buffer of its own), or
+//                     count G   one arrive per consumer warpgroup once the TMA store of its O tile,
+//                               staged in its rows of the Q buffer, has read it (head dim 256)
 //   k_full[s]         count 1   producer arrive.expect_tx(K bytes) + TMA complete_tx
 //   v_full[s]         count 1   likewise for V
 //   k_empty[s]        count 4G  one arrive per consumer warp, after the wgmma wait that retires
@@ -38,6 +44,7 @@
 
 #include "flashptx/pingpong.h"
 #include "flashptx/ring.h"
+#include "flashptx/tile_scheduler.h"
 #include "flashptx/trace.h"
 #include "ptx/barrier.cuh"
 #include "ptx/cvt.cuh"
@@ -69,13 +76,15 @@ struct FwdParams {
 };
 
 // The compile-time shape of one specialization. Listed once, in src/fa3_fwd_sm90.cu.
-template <int HeadDim, int BlockN, int Stages, int ConsumerWGs, bool Pingpong, bool IsBf16>
+template <int HeadDim, int BlockN, int Stages, int ConsumerWGs, bool Pingpong, bool Persistent, bool IsBf16>
 struct Config {
   static constexpr int kHeadDim = HeadDim;
   static constexpr int kBlockN = BlockN;
   static constexpr int kStages = Stages;
   static constexpr int kConsumerWGs = ConsumerWGs;
   static constexpr bool kPingpong = Pingpong;
+  // Persistent: a CTA loops over work tiles (grid = min(tiles, SMs)); otherwise one tile per CTA.
+  static constexpr bool kPersistent = Persistent;
   static constexpr bool kBf16 = IsBf16;
   static constexpr int kBlockM = 64 * ConsumerWGs;
   static constexpr int kThreads = 128 * (ConsumerWGs + 1);
@@ -87,11 +96,16 @@ struct Config {
   // Shared memory (bytes), every tile 1024-aligned (the 128B swizzle repeats every 8 rows x 128 B).
   static constexpr int kQBytes = kBlockM * HeadDim * 2;
   static constexpr int kKVBytes = kBlockN * HeadDim * 2;  // one stage of K (or of V)
+  // O is staged for its TMA store in a buffer of its own where it fits (Q can then be reloaded for
+  // the next tile while this one drains); otherwise (head dim 256) in the Q buffer, which then
+  // stays taken until the store has read it.
+  static constexpr bool kSeparateO = 2 * kQBytes + 2 * Stages * kKVBytes + 8 * (2 + 4 * Stages) + 1024 <= 227 * 1024;
   static constexpr int kOffQ = 0;
   static constexpr int kOffK = kOffQ + kQBytes;
   static constexpr int kOffV = kOffK + Stages * kKVBytes;
-  static constexpr int kOffBar = kOffV + Stages * kKVBytes;
-  static constexpr int kNumBars = 1 + 4 * Stages;  // q_full, k_full, k_empty, v_full, v_empty
+  static constexpr int kOffO = kOffV + Stages * kKVBytes;
+  static constexpr int kOffBar = kOffO + (kSeparateO ? kQBytes : 0);
+  static constexpr int kNumBars = 2 + 4 * Stages;  // q_full, q_empty, k_full, k_empty, v_full, v_empty
   static constexpr int kSmemBytes = kOffBar + 8 * kNumBars + 1024;  // + alignment slack
 
   static_assert(HeadDim % 64 == 0 && HeadDim <= 256, "head dims are multiples of 64 up to 256");
@@ -132,15 +146,6 @@ __device__ __forceinline__ float quad_sum(float x) {
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
-// The K/V blocks a query tile must visit: [0, n_max). Causal masks are aligned to the
-// bottom-right: query row r sees key c iff c <= r + (seqlen_k - seqlen_q).
-__device__ __forceinline__ int kv_blocks(int m_block, int block_m, int block_n, int seqlen_q, int seqlen_k,
-                                         bool causal) {
-  int kv_end = seqlen_k;
-  if (causal) kv_end = min(seqlen_k, (m_block + 1) * block_m + (seqlen_k - seqlen_q));
-  return kv_end <= 0 ? 0 : (kv_end + block_n - 1) / block_n;
-}
-
 // ---- the kernel body ---------------------------------------------------------------------------
 
 template <class Cfg>
@@ -157,37 +162,49 @@ __device__ __forceinline__ void fwd_kernel_body(const FwdParams& p) {
   const uint32_t sQ = base + Cfg::kOffQ;
   const uint32_t sK = base + Cfg::kOffK;
   const uint32_t sV = base + Cfg::kOffV;
+  const uint32_t sO = Cfg::kSeparateO ? base + Cfg::kOffO : sQ;
   const uint32_t bar_q_full = base + Cfg::kOffBar;
-  auto bar_k_full = [&](uint32_t s) { return bar_q_full + 8u * (1u + s); };
-  auto bar_k_empty = [&](uint32_t s) { return bar_q_full + 8u * (1u + kStages + s); };
-  auto bar_v_full = [&](uint32_t s) { return bar_q_full + 8u * (1u + 2 * kStages + s); };
-  auto bar_v_empty = [&](uint32_t s) { return bar_q_full + 8u * (1u + 3 * kStages + s); };
-
-  // Work tile. The grid is 1-D; for causal masks the longest tiles (largest m_block) come first.
-  const int num_m = p.num_m_blocks;
-  const int tile = blockIdx.x;
-  const int m_idx = tile % num_m;
-  const int m_block = p.causal ? num_m - 1 - m_idx : m_idx;
-  const int head = (tile / num_m) % p.heads_q;
-  const int batch = tile / (num_m * p.heads_q);
-  const int head_kv = head / (p.heads_q / p.heads_kv);
-  const int n_max = kv_blocks(m_block, kBlockM, kBlockN, p.seqlen_q, p.seqlen_k, p.causal != 0);
+  const uint32_t bar_q_empty = bar_q_full + 8u;
+  auto bar_k_full = [&](uint32_t s) { return bar_q_full + 8u * (2u + s); };
+  auto bar_k_empty = [&](uint32_t s) { return bar_q_full + 8u * (2u + kStages + s); };
+  auto bar_v_full = [&](uint32_t s) { return bar_q_full + 8u * (2u + 2 * kStages + s); };
+  auto bar_v_empty = [&](uint32_t s) { return bar_q_full + 8u * (2u + 3 * kStages + s); };
 
   const int warpgroup = threadIdx.x / 128;
   const int tid_in_wg = threadIdx.x % 128;
   const int warp_in_wg = tid_in_wg / 32;
   const int lane = threadIdx.x % 32;
 
+  // Work tiles (include/flashptx/tile_scheduler.h, the code the 0x0B oracle drives): this CTA takes
+  // tiles blockIdx.x, blockIdx.x + gridDim.x, ... (a persistent grid when gridDim.x < num_tiles;
+  // one tile per CTA when the launcher makes them equal). For causal masks each head's tiles come
+  // longest first. Every role walks the same sequence and derives the same n_max per tile.
+  const int num_tiles = p.num_m_blocks * p.heads_q * p.batch;
+  int m_block = 0, head = 0, batch = 0, head_kv = 0, n_max = 0;
+  auto set_tile = [&](int tile) {
+    const TileCoord tc = tile_from_linear(tile, p.num_m_blocks, p.heads_q, p.batch, p.causal != 0);
+    m_block = tc.m_block;
+    head = tc.head;
+    batch = tc.batch;
+    head_kv = head / (p.heads_q / p.heads_kv);
+    // The K/V blocks of this tile, [0, n_max), visited right to left. Causal masks are aligned to
+    // the bottom-right: query row r sees key c iff c <= r + (seqlen_k - seqlen_q).
+    n_max = p.causal ? causal_n_blocks(m_block, kBlockM, kBlockN, p.seqlen_q, p.seqlen_k)
+                     : n_blocks(kBlockN, p.seqlen_k);
+  };
+
   uint64_t* trace_lane = nullptr;
 #if defined(FLASHPTX_TRACE) && FLASHPTX_TRACE
-  if (p.trace != nullptr && tile < trace::kMaxCtas && tid_in_wg == 0)
-    trace_lane = p.trace + static_cast<size_t>(tile * trace::kLanes + warpgroup) * trace::kWordsPerLane;
+  if (p.trace != nullptr && blockIdx.x < trace::kMaxCtas && tid_in_wg == 0)
+    trace_lane = p.trace + static_cast<size_t>(blockIdx.x * trace::kLanes + warpgroup) * trace::kWordsPerLane;
 #endif
 
   // Barrier initialisation: one thread, then the mbarrier-init fence and a CTA barrier, so that
-  // every role (and the TMA unit) sees initialised barriers before first use (0x02).
+  // every role (and the TMA unit) sees initialised barriers before first use (0x02). Once per CTA:
+  // ring states, Q phase and the pingpong token all persist across work tiles (0x03, 0x04).
   if (threadIdx.x == 0) {
     ptx::mbarrier_init(bar_q_full, 1);
+    ptx::mbarrier_init(bar_q_empty, Cfg::kSeparateO ? 4 * G : G);
     for (uint32_t s = 0; s < kStages; ++s) {
       ptx::mbarrier_init(bar_k_full(s), 1);
       ptx::mbarrier_init(bar_v_full(s), 1);
@@ -202,33 +219,43 @@ __device__ __forceinline__ void fwd_kernel_body(const FwdParams& p) {
     // ================================ PRODUCER =================================================
     ptx::setmaxnreg_dec<Cfg::kProducerRegs>();
     if (warp_in_wg == 0 && lane == 0) {
-      FLASHPTX_STAMP(trace_lane, trace::kTileBegin, tile);
       Ring write = Ring::producer_start();
-      // K of the first (rightmost) block, then Q, then V: Q's latency hides behind K's.
-      for (int r = 0; r < n_max; ++r) {
-        const int n = n_max - 1 - r;
-        FLASHPTX_MBAR_WAIT(bar_k_empty(write.stage), write.phase, "fa3 producer: k_empty");
-        FLASHPTX_STAMP(trace_lane, trace::kEmptyWaitK, write.stage);
-        ptx::mbarrier_arrive_expect_tx(bar_k_full(write.stage), Cfg::kKVBytes);
+      uint32_t q_empty_phase = 1;  // the Q buffer starts empty: the first wait passes at once
+      auto load_q = [&]() {
+        // The Q buffer also stages the previous tile's O: wait until its TMA store has read it.
+        FLASHPTX_MBAR_WAIT(bar_q_empty, q_empty_phase, "fa3 producer: q_empty");
+        q_empty_phase ^= 1u;
+        ptx::mbarrier_arrive_expect_tx(bar_q_full, Cfg::kQBytes);
         for (int c = 0; c < kChunks; ++c)
-          ptx::cp_async_bulk_tensor_4d_load(sK + write.stage * Cfg::kKVBytes + c * kBlockN * 128, &p.tma_k,
-                                            bar_k_full(write.stage), c * 64, n * kBlockN, head_kv, batch);
-        FLASHPTX_STAMP(trace_lane, trace::kTmaIssueK, (n << 8) | write.stage);
-        if (r == 0) {
-          ptx::mbarrier_arrive_expect_tx(bar_q_full, Cfg::kQBytes);
+          ptx::cp_async_bulk_tensor_4d_load(sQ + c * kBlockM * 128, &p.tma_q, bar_q_full, c * 64, m_block * kBlockM,
+                                            head, batch);
+        FLASHPTX_STAMP(trace_lane, trace::kTmaIssueQ, m_block);
+      };
+      for (int tile = blockIdx.x; tile < num_tiles; tile = Cfg::kPersistent ? tile + gridDim.x : num_tiles) {
+        set_tile(tile);
+        FLASHPTX_STAMP(trace_lane, trace::kTileBegin, tile);
+        if (n_max == 0) load_q();  // consumers still take (and release) the tile's Q buffer
+        // K of the first (rightmost) block, then Q, then V: Q's latency hides behind K's.
+        for (int r = 0; r < n_max; ++r) {
+          const int n = n_max - 1 - r;
+          FLASHPTX_MBAR_WAIT(bar_k_empty(write.stage), write.phase, "fa3 producer: k_empty");
+          FLASHPTX_STAMP(trace_lane, trace::kEmptyWaitK, write.stage);
+          ptx::mbarrier_arrive_expect_tx(bar_k_full(write.stage), Cfg::kKVBytes);
           for (int c = 0; c < kChunks; ++c)
-            ptx::cp_async_bulk_tensor_4d_load(sQ + c * kBlockM * 128, &p.tma_q, bar_q_full, c * 64,
-                                              m_block * kBlockM, head, batch);
-          FLASHPTX_STAMP(trace_lane, trace::kTmaIssueQ, m_block);
+            ptx::cp_async_bulk_tensor_4d_load(sK + write.stage * Cfg::kKVBytes + c * kBlockN * 128, &p.tma_k,
+                                              bar_k_full(write.stage), c * 64, n * kBlockN, head_kv, batch);
+          FLASHPTX_STAMP(trace_lane, trace::kTmaIssueK, (n << 8) | write.stage);
+          if (r == 0) load_q();
+          FLASHPTX_MBAR_WAIT(bar_v_empty(write.stage), write.phase, "fa3 producer: v_empty");
+          FLASHPTX_STAMP(trace_lane, trace::kEmptyWaitV, write.stage);
+          ptx::mbarrier_arrive_expect_tx(bar_v_full(write.stage), Cfg::kKVBytes);
+          for (int c = 0; c < kChunks; ++c)
+            ptx::cp_async_bulk_tensor_4d_load(sV + write.stage * Cfg::kKVBytes + c * kBlockN * 128, &p.tma_v,
+                                              bar_v_full(write.stage), c * 64, n * kBlockN, head_kv, batch);
+          FLASHPTX_STAMP(trace_lane, trace::kTmaIssueV, (n << 8) | write.stage);
+          write.advance();
         }
-        FLASHPTX_MBAR_WAIT(bar_v_empty(write.stage), write.phase, "fa3 producer: v_empty");
-        FLASHPTX_STAMP(trace_lane, trace::kEmptyWaitV, write.stage);
-        ptx::mbarrier_arrive_expect_tx(bar_v_full(write.stage), Cfg::kKVBytes);
-        for (int c = 0; c < kChunks; ++c)
-          ptx::cp_async_bulk_tensor_4d_load(sV + write.stage * Cfg::kKVBytes + c * kBlockN * 128, &p.tma_v,
-                                            bar_v_full(write.stage), c * 64, n * kBlockN, head_kv, batch);
-        FLASHPTX_STAMP(trace_lane, trace::kTmaIssueV, (n << 8) | write.stage);
-        write.advance();
+        FLASHPTX_STAMP(trace_lane, trace::kTileEnd, tile);
       }
       // Producer tail (0x03): wait until the consumers have released every stage, so the producer
       // never leaves while a stage it filled is still being read. A synchronization tail, not data.
@@ -237,7 +264,6 @@ __device__ __forceinline__ void fwd_kernel_body(const FwdParams& p) {
         FLASHPTX_MBAR_WAIT(bar_v_empty(write.stage), write.phase, "fa3 producer tail: v_empty");
         write.advance();
       }
-      FLASHPTX_STAMP(trace_lane, trace::kTileEnd, tile);
     }
     return;
   }
@@ -245,7 +271,6 @@ __device__ __forceinline__ void fwd_kernel_body(const FwdParams& p) {
   // ================================== CONSUMERS =================================================
   ptx::setmaxnreg_inc<Cfg::kConsumerRegs>();
   const int g = warpgroup - 1;  // local consumer index: physical warpgroup minus the producer's
-  FLASHPTX_STAMP(trace_lane, trace::kTileBegin, tile);
 
   // Bootstrap half-credit of the token ring (0x04): once per CTA, by consumer 0.
   if constexpr (Cfg::kPingpong) {
@@ -256,14 +281,13 @@ __device__ __forceinline__ void fwd_kernel_body(const FwdParams& p) {
   // warpgroup's 64 rows, columns 8i + 2q + {0, 1} of every n8 block i.
   const int q4 = lane % 4;
   const int r0 = 16 * warp_in_wg + lane / 4;
-  const int row0 = m_block * kBlockM + 64 * g + r0;  // global query row of r0
-  const int diag = p.seqlen_k - p.seqlen_q;          // bottom-right alignment offset
+  const int diag = p.seqlen_k - p.seqlen_q;  // bottom-right alignment offset
+  int row0 = 0;                              // global query row of r0 in the current tile
 
   float o[kD / 2];
   float s_acc[kBlockN / 2];
   uint32_t pfrag[kBlockN / 16][4];
-  float row_max[2] = {-INFINITY, -INFINITY};
-  float row_sum[2] = {0.f, 0.f};  // per-thread partial sums; reduced across the quad at the end
+  float row_max[2], row_sum[2];  // row_sum: per-thread partial sums, reduced across the quad at the end
   const float scale_log2 = p.softmax_scale_log2;
 
   // Descriptors (ptx/wgmma.cuh). Q rows of this warpgroup, K-major, 128B swizzle, SBO = 1024.
@@ -364,130 +388,153 @@ __device__ __forceinline__ void fwd_kernel_body(const FwdParams& p) {
     }
   };
 
-  if (n_max > 0) {
-    Ring k_read = Ring::consumer_start();
-    Ring v_read = Ring::consumer_start();
-    FLASHPTX_MBAR_WAIT(bar_q_full, 0, "fa3 consumer: q_full");
+  Ring k_read = Ring::consumer_start();
+  Ring v_read = Ring::consumer_start();
+  uint32_t q_phase = 0;
+  for (int tile = blockIdx.x; tile < num_tiles; tile = Cfg::kPersistent ? tile + gridDim.x : num_tiles) {
+    set_tile(tile);
+    FLASHPTX_STAMP(trace_lane, trace::kTileBegin, tile);
+    row0 = m_block * kBlockM + 64 * g + r0;
+    row_max[0] = row_max[1] = -INFINITY;
+    row_sum[0] = row_sum[1] = 0.f;
+    FLASHPTX_MBAR_WAIT(bar_q_full, q_phase, "fa3 consumer: q_full");
+    q_phase ^= 1u;
 
-    // ---- startup: QK(0) and softmax(0), outside the token ring -------------------------------
-    {
-      FLASHPTX_MBAR_WAIT(bar_k_full(k_read.stage), k_read.phase, "fa3 consumer: k_full");
-      FLASHPTX_STAMP(trace_lane, trace::kFullK, k_read.stage);
-      issue_qk(k_read.stage);
-      FLASHPTX_STAMP(trace_lane, trace::kQKIssue, n_max - 1);
-      ptx::wgmma_wait_group<0>();
-      ptx::wgmma_fence_operand(s_acc);
-      FLASHPTX_STAMP(trace_lane, trace::kQKDone, n_max - 1);
-      release(bar_k_empty(k_read.stage));  // QK(0) retired: K[0] has no reader left
-      FLASHPTX_STAMP(trace_lane, trace::kReleaseK, k_read.stage);
-      k_read.advance();
-      float alpha[2];
-      FLASHPTX_STAMP(trace_lane, trace::kSoftmaxBegin, n_max - 1);
-      softmax(n_max - 1, alpha);
-      convert_p();
-      FLASHPTX_STAMP(trace_lane, trace::kSoftmaxEnd, n_max - 1);
-    }
-
-    // ---- steady state: QK(j) and PV(j-1) in flight together ----------------------------------
-    for (int j = 1; j < n_max; ++j) {
-      const int n = n_max - 1 - j;
-      FLASHPTX_MBAR_WAIT(bar_k_full(k_read.stage), k_read.phase, "fa3 consumer: k_full");
-      FLASHPTX_STAMP(trace_lane, trace::kFullK, k_read.stage);
-      if constexpr (Cfg::kPingpong) {
-        FLASHPTX_STAMP(trace_lane, trace::kTokenWait, Tokens::barrier_of(g));
-        ptx::bar_sync(Tokens::barrier_of(g), Tokens::kParticipants);  // my turn to issue
-        FLASHPTX_STAMP(trace_lane, trace::kTokenGot, Tokens::barrier_of(g));
+    if (n_max > 0) {
+      // ---- startup: QK(0) and softmax(0), outside the token ring -----------------------------
+      {
+        FLASHPTX_MBAR_WAIT(bar_k_full(k_read.stage), k_read.phase, "fa3 consumer: k_full");
+        FLASHPTX_STAMP(trace_lane, trace::kFullK, k_read.stage);
+        issue_qk(k_read.stage);
+        FLASHPTX_STAMP(trace_lane, trace::kQKIssue, n_max - 1);
+        ptx::wgmma_wait_group<0>();
+        ptx::wgmma_fence_operand(s_acc);
+        FLASHPTX_STAMP(trace_lane, trace::kQKDone, n_max - 1);
+        release(bar_k_empty(k_read.stage));  // QK(0) retired: K[0] has no reader left
+        FLASHPTX_STAMP(trace_lane, trace::kReleaseK, k_read.stage);
+        k_read.advance();
+        if (Cfg::kSeparateO && n_max == 1) release(bar_q_empty);  // the tile's last QK retired
+        float alpha[2];
+        FLASHPTX_STAMP(trace_lane, trace::kSoftmaxBegin, n_max - 1);
+        softmax(n_max - 1, alpha);
+        convert_p();
+        FLASHPTX_STAMP(trace_lane, trace::kSoftmaxEnd, n_max - 1);
       }
-      issue_qk(k_read.stage);  // older group
-      FLASHPTX_STAMP(trace_lane, trace::kQKIssue, n);
+
+      // ---- steady state: QK(j) and PV(j-1) in flight together --------------------------------
+      for (int j = 1; j < n_max; ++j) {
+        const int n = n_max - 1 - j;
+        FLASHPTX_MBAR_WAIT(bar_k_full(k_read.stage), k_read.phase, "fa3 consumer: k_full");
+        FLASHPTX_STAMP(trace_lane, trace::kFullK, k_read.stage);
+        if constexpr (Cfg::kPingpong) {
+          FLASHPTX_STAMP(trace_lane, trace::kTokenWait, Tokens::barrier_of(g));
+          ptx::bar_sync(Tokens::barrier_of(g), Tokens::kParticipants);  // my turn to issue
+          FLASHPTX_STAMP(trace_lane, trace::kTokenGot, Tokens::barrier_of(g));
+        }
+        issue_qk(k_read.stage);  // older group
+        FLASHPTX_STAMP(trace_lane, trace::kQKIssue, n);
+        FLASHPTX_MBAR_WAIT(bar_v_full(v_read.stage), v_read.phase, "fa3 consumer: v_full");
+        FLASHPTX_STAMP(trace_lane, trace::kFullV, v_read.stage);
+        issue_pv(v_read.stage, j > 1);  // newer group; the first PV overwrites O
+        FLASHPTX_STAMP(trace_lane, trace::kPVIssue, n + 1);
+        if constexpr (Cfg::kPingpong) {
+          ptx::bar_arrive(Tokens::barrier_of(Tokens::next(g)), Tokens::kParticipants);  // pass the token
+          FLASHPTX_STAMP(trace_lane, trace::kTokenPass, Tokens::barrier_of(Tokens::next(g)));
+        }
+        ptx::wgmma_wait_group<1>();  // QK(j) complete; PV(j-1) may still run
+        ptx::wgmma_fence_operand(s_acc);
+        FLASHPTX_STAMP(trace_lane, trace::kQKDone, n);
+        release(bar_k_empty(k_read.stage));
+        FLASHPTX_STAMP(trace_lane, trace::kReleaseK, k_read.stage);
+        k_read.advance();
+        if (Cfg::kSeparateO && j == n_max - 1) release(bar_q_empty);  // the tile's last QK retired
+        float alpha[2];
+        FLASHPTX_STAMP(trace_lane, trace::kSoftmaxBegin, n);
+        softmax(n, alpha);
+        FLASHPTX_STAMP(trace_lane, trace::kSoftmaxEnd, n);
+        ptx::wgmma_wait_group<0>();  // PV(j-1) complete: O readable, P and V[j-1] reusable
+        ptx::wgmma_fence_operand(o);
+        FLASHPTX_STAMP(trace_lane, trace::kPVDone, n + 1);
+        release(bar_v_empty(v_read.stage));
+        FLASHPTX_STAMP(trace_lane, trace::kReleaseV, v_read.stage);
+        v_read.advance();
+        rescale_o(alpha);
+        convert_p();
+      }
+
+      // ---- drain: PV(J-1) --------------------------------------------------------------------
       FLASHPTX_MBAR_WAIT(bar_v_full(v_read.stage), v_read.phase, "fa3 consumer: v_full");
       FLASHPTX_STAMP(trace_lane, trace::kFullV, v_read.stage);
-      issue_pv(v_read.stage, j > 1);  // newer group; the first PV overwrites O
-      FLASHPTX_STAMP(trace_lane, trace::kPVIssue, n + 1);
-      if constexpr (Cfg::kPingpong) {
-        ptx::bar_arrive(Tokens::barrier_of(Tokens::next(g)), Tokens::kParticipants);  // pass the token
-        FLASHPTX_STAMP(trace_lane, trace::kTokenPass, Tokens::barrier_of(Tokens::next(g)));
-      }
-      ptx::wgmma_wait_group<1>();  // QK(j) complete; PV(j-1) may still run
-      ptx::wgmma_fence_operand(s_acc);
-      FLASHPTX_STAMP(trace_lane, trace::kQKDone, n);
-      release(bar_k_empty(k_read.stage));
-      FLASHPTX_STAMP(trace_lane, trace::kReleaseK, k_read.stage);
-      k_read.advance();
-      float alpha[2];
-      FLASHPTX_STAMP(trace_lane, trace::kSoftmaxBegin, n);
-      softmax(n, alpha);
-      FLASHPTX_STAMP(trace_lane, trace::kSoftmaxEnd, n);
-      ptx::wgmma_wait_group<0>();  // PV(j-1) complete: O readable, P and V[j-1] reusable
+      issue_pv(v_read.stage, n_max > 1);
+      FLASHPTX_STAMP(trace_lane, trace::kPVIssue, 0);
+      ptx::wgmma_wait_group<0>();
       ptx::wgmma_fence_operand(o);
-      FLASHPTX_STAMP(trace_lane, trace::kPVDone, n + 1);
+      FLASHPTX_STAMP(trace_lane, trace::kPVDone, 0);
       release(bar_v_empty(v_read.stage));
       FLASHPTX_STAMP(trace_lane, trace::kReleaseV, v_read.stage);
       v_read.advance();
-      rescale_o(alpha);
-      convert_p();
+    } else {
+      // No admissible key for any row of this tile (causal, seqlen_q > seqlen_k): O = 0, LSE = -inf.
+      if (Cfg::kSeparateO) release(bar_q_empty);  // Q was loaded but has no reader
+#pragma unroll
+      for (int i = 0; i < kD / 2; ++i) o[i] = 0.f;
     }
 
-    // ---- drain: PV(J-1) ----------------------------------------------------------------------
-    FLASHPTX_MBAR_WAIT(bar_v_full(v_read.stage), v_read.phase, "fa3 consumer: v_full");
-    FLASHPTX_STAMP(trace_lane, trace::kFullV, v_read.stage);
-    issue_pv(v_read.stage, n_max > 1);
-    FLASHPTX_STAMP(trace_lane, trace::kPVIssue, 0);
-    ptx::wgmma_wait_group<0>();
-    ptx::wgmma_fence_operand(o);
-    FLASHPTX_STAMP(trace_lane, trace::kPVDone, 0);
-    release(bar_v_empty(v_read.stage));
-    FLASHPTX_STAMP(trace_lane, trace::kReleaseV, v_read.stage);
-    v_read.advance();
-  } else {
-    // No admissible key for any row of this tile (causal, seqlen_q > seqlen_k): O = 0, LSE = -inf.
-#pragma unroll
-    for (int i = 0; i < kD / 2; ++i) o[i] = 0.f;
-  }
-
-  // ================================== EPILOGUE ==================================================
-  FLASHPTX_STAMP(trace_lane, trace::kEpilogueBegin, m_block);
-  float inv[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const float l = quad_sum(row_sum[h]);
-    inv[h] = l > 0.f ? 1.f / l : 0.f;
-    const int row = row0 + 8 * h;
-    if (p.lse != nullptr && q4 == 0 && row < p.seqlen_q) {
-      const float lse = l > 0.f ? row_max[h] * p.softmax_scale + logf(l) : -INFINITY;
-      p.lse[(static_cast<int64_t>(batch) * p.heads_q + head) * p.seqlen_q + row] = lse;
-    }
-  }
-  // O tile of this warpgroup -> its own Q rows in shared memory (its last QK retired long ago; the
-  // other warpgroups read only their own rows), in the 128B-swizzled layout of the O tensor map:
-  // row r at r*128 B, 16-byte unit u stored at u ^ (r % 8).
-  const uint32_t s_o = sQ + 64 * g * 128;
-#pragma unroll
-  for (int i = 0; i < kD / 8; ++i) {
-    const uint32_t chunk = s_o + (i / 8) * kBlockM * 128;
-    const int u = i % 8;
+    // ================================ EPILOGUE ==================================================
+    FLASHPTX_STAMP(trace_lane, trace::kEpilogueBegin, m_block);
+    float inv[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int r = r0 + 8 * h;
-      const uint32_t addr = chunk + r * 128 + ((u ^ (r % 8)) * 16) + q4 * 4;
-      const uint32_t v = pack2<Cfg::kBf16>(o[4 * i + 2 * h] * inv[h], o[4 * i + 2 * h + 1] * inv[h]);
-      asm volatile("st.shared.b32 [%0], %1;" :: "r"(addr), "r"(v) : "memory");
+      const float l = quad_sum(row_sum[h]);
+      inv[h] = l > 0.f ? 1.f / l : 0.f;
+      const int row = row0 + 8 * h;
+      if (p.lse != nullptr && q4 == 0 && row < p.seqlen_q) {
+        const float lse = l > 0.f ? row_max[h] * p.softmax_scale + logf(l) : -INFINITY;
+        p.lse[(static_cast<int64_t>(batch) * p.heads_q + head) * p.seqlen_q + row] = lse;
+      }
     }
+    // O tile of this warpgroup -> its rows of the O staging buffer (the Q buffer for head dim 256:
+    // its last QK has retired, and the other warpgroups read only their own rows), in the
+    // 128B-swizzled layout of the O tensor map: row r at r*128 B, 16-byte unit u stored at u ^ (r % 8).
+    const uint32_t s_o = sO + 64 * g * 128;
+    if constexpr (Cfg::kSeparateO) {
+      // The previous tile's store from this buffer must have read it before it is overwritten.
+      if (tid_in_wg == 0) ptx::cp_async_bulk_wait_group_read<0>();
+      ptx::bar_sync(kBarEpilogueWG0 + g, 128);
+    }
+#pragma unroll
+    for (int i = 0; i < kD / 8; ++i) {
+      const uint32_t chunk = s_o + (i / 8) * kBlockM * 128;
+      const int u = i % 8;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = r0 + 8 * h;
+        const uint32_t addr = chunk + r * 128 + ((u ^ (r % 8)) * 16) + q4 * 4;
+        const uint32_t v = pack2<Cfg::kBf16>(o[4 * i + 2 * h] * inv[h], o[4 * i + 2 * h + 1] * inv[h]);
+        asm volatile("st.shared.b32 [%0], %1;" :: "r"(addr), "r"(v) : "memory");
+      }
+    }
+    // Generic-proxy writes -> async-proxy read by the TMA store: fence in every writer, then the
+    // warpgroup's own barrier, then one thread stores (0x02).
+    ptx::fence_proxy_async_shared_cta();
+    ptx::bar_sync(kBarEpilogueWG0 + g, 128);
+    if (tid_in_wg == 0) {
+      for (int c = 0; c < kChunks; ++c)
+        ptx::cp_async_bulk_tensor_4d_store(&p.tma_o, s_o + c * kBlockM * 128, c * 64, m_block * kBlockM + 64 * g,
+                                           head, batch);
+      ptx::cp_async_bulk_commit_group();
+      if constexpr (!Cfg::kSeparateO) {
+        // The store reads the Q buffer: only once it has, may the producer load the next tile's Q
+        // into it.
+        ptx::cp_async_bulk_wait_group_read<0>();
+        ptx::mbarrier_arrive(bar_q_empty);
+      }
+    }
+    FLASHPTX_STAMP(trace_lane, trace::kEpilogueEnd, m_block);
+    FLASHPTX_STAMP(trace_lane, trace::kTileEnd, tile);
   }
-  // Generic-proxy writes -> async-proxy read by the TMA store: fence in every writer, then the
-  // warpgroup's own barrier, then one thread stores (0x02).
-  ptx::fence_proxy_async_shared_cta();
-  ptx::bar_sync(kBarEpilogueWG0 + g, 128);
-  if (tid_in_wg == 0) {
-    for (int c = 0; c < kChunks; ++c)
-      ptx::cp_async_bulk_tensor_4d_store(&p.tma_o, s_o + c * kBlockM * 128, c * 64, m_block * kBlockM + 64 * g,
-                                         head, batch);
-    ptx::cp_async_bulk_commit_group();
-    // The source lives in this CTA's shared memory: wait until it has been read before exiting.
-    ptx::cp_async_bulk_wait_group_read<0>();
-  }
-  FLASHPTX_STAMP(trace_lane, trace::kEpilogueEnd, m_block);
-  FLASHPTX_STAMP(trace_lane, trace::kTileEnd, tile);
+  // The last store's source is this CTA's shared memory: it must have been read before exit.
+  if (tid_in_wg == 0) ptx::cp_async_bulk_wait_group_read<0>();
 }
 
 }  // namespace flashptx::fa3

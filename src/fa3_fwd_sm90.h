@@ -14,14 +14,15 @@ struct KernelDesc {
   flashptx_dtype dtype;
   int block_m, block_n, stages, consumer_wgs;
   bool pingpong;
+  bool persistent;        // grid = min(tiles, SMs), each CTA loops over tiles
   int threads;
   int smem_bytes;         // dynamic shared memory per CTA
   const void* fn;         // the __global__ function
 };
 
-// The specialization for (head_dim, dtype), or nullptr. `traced` selects the instrumented build
-// (FLASHPTX_TRACE=1), which exists for bf16 head dim 128 only.
-const KernelDesc* find_kernel(int head_dim, flashptx_dtype dtype, bool traced = false);
+// The specialization a (validated) problem dispatches to, or nullptr. `traced` selects the
+// instrumented build (FLASHPTX_TRACE=1), which exists for bf16 head dim 128 only.
+const KernelDesc* find_kernel(const flashptx_fwd_params& a, bool traced = false);
 int num_kernels();
 const KernelDesc& kernel_at(int i);
 

@@ -5,7 +5,7 @@
 #define FLASHPTX_TRACE 1
 #include "src/fa3_fwd_sm90.cuh"
 
-extern "C" __global__ void __launch_bounds__(flashptx::fa3::Config<128, 128, 2, 2, true, true>::kThreads, 1)
+extern "C" __global__ void __launch_bounds__(flashptx::fa3::Config<128, 128, 2, 2, true, true, true>::kThreads, 1)
     fa3_fwd_sm90_bf16_d128_trace(const __grid_constant__ flashptx::fa3::FwdParams p) {
-  flashptx::fa3::fwd_kernel_body<flashptx::fa3::Config<128, 128, 2, 2, true, true>>(p);
+  flashptx::fa3::fwd_kernel_body<flashptx::fa3::Config<128, 128, 2, 2, true, true, true>>(p);
 }

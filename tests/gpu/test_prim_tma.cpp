@@ -90,6 +90,16 @@ bool encode(CUtensorMap* map, const Geometry& g, CUtensorMapDataType dt, uint32_
 }
 
 // The three coordinate sets: inside; reaching past the far edges; starting before the near edges.
+// Stores and reductions take only boxes that start inside the tensor (clipping at the far edges):
+// on the H200 (driver 580, 2026-11-29) a tensor store whose box starts at negative coordinates
+// stopped the grid with cudaErrorIllegalInstruction (715), while loads accept such boxes and fill
+// zeros. The kernels never store such boxes; this keeps the tests to what the hardware does.
+bool starts_before_tensor(const TmaCoords& co, int rank) {
+  for (int i = 0; i < rank; ++i)
+    if (co.c[i] < 0) return true;
+  return false;
+}
+
 std::vector<TmaCoords> coordinate_sets(const Geometry& g) {
   auto dim = [&](int d) { return static_cast<int32_t>(g.dims[d]); };
   return {TmaCoords{{8, 5, 1, 1, 0}},
@@ -169,6 +179,7 @@ TEST_CASE("TMA tile stores, 2D-4D, every swizzle mode, clipped boxes write nothi
       CUtensorMap map;
       REQUIRE(encode(&map, g, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, tensor.p, swz));
       for (const TmaCoords& co : coordinate_sets(g)) {
+        if (starts_before_tensor(co, rank)) continue;
         INFO("swizzle " << swizzle_name(swz) << ", rank " << rank << ", coordinates " << coords_str(co, rank));
         std::vector<uint16_t> before(g.alloc), values(g.box_elems());
         for (auto& v : before) v = static_cast<uint16_t>(rng());
@@ -207,6 +218,7 @@ TEST_CASE("TMA 2D reduce-add f32 (global += tile), swizzle none and 128B, clippe
     CUtensorMap map;
     REQUIRE(encode(&map, g, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, tensor.p, swz));
     for (const TmaCoords& co : coordinate_sets(g)) {
+      if (starts_before_tensor(co, 2)) continue;
       INFO("swizzle " << swizzle_name(swz) << ", coordinates " << coords_str(co, 2));
       std::vector<float> before(g.alloc), values(g.box_elems());
       for (auto& v : before) v = U(rng);

@@ -31,7 +31,7 @@ extern "C" __global__ void __launch_bounds__(128) sm100_clc_kernel(uint32_t* vis
       ptx::mbarrier_arrive_expect_tx(bar, sizeof(uint4));
       ptx::clusterlaunchcontrol_try_cancel(resp, bar);
     }
-    ptx::mbarrier_wait_bounded(bar, phase, "clc.response", 2000000000LL);
+    FLASHPTX_MBAR_WAIT(bar, phase, "clc.response");
     phase ^= 1u;
     const ptx::ClcResponse r = ptx::clc_response_load(resp);
     const bool stolen = ptx::clusterlaunchcontrol_query_cancel_is_canceled(r);

@@ -25,7 +25,6 @@ namespace {
 constexpr uint32_t kTmemCols = 128;   // D: [0, 64), A (TS): [64, 96)
 constexpr uint32_t kDCol = 0, kACol = 64;
 constexpr int kKSteps = kUmmaRowBytes / kKStepBytes;  // 4
-constexpr long long kWaitCycles = 2000000000LL;        // traps instead of hanging a broken test
 
 constexpr uint32_t kIdescF16 = ptx::make_umma_idesc_f16<ptx::UmmaF16Type::kBF16, ptx::UmmaDType::kF32, 128, 64>();
 constexpr uint32_t kIdescF8 = ptx::make_umma_idesc_f8f6f4<ptx::UmmaF8F6F4Type::kE4M3, ptx::UmmaF8F6F4Type::kE4M3,
@@ -105,7 +104,7 @@ __device__ __forceinline__ void umma_cta1_body(const uint8_t* a, const uint8_t* 
     ptx::tcgen05_commit<1>(bar);
   }
 
-  ptx::mbarrier_wait_bounded(bar, 0, "umma_cta1.mma_done", kWaitCycles);
+  FLASHPTX_MBAR_WAIT(bar, 0, "umma_cta1.mma_done");
   ptx::tcgen05_fence_after_thread_sync();
   d_from_tmem(tmem, d);
 
@@ -163,7 +162,7 @@ __device__ __forceinline__ void umma_cta2_body(const uint8_t* a, const uint8_t* 
     ptx::tcgen05_commit_multicast<2>(bar, 0b11);  // both CTAs' mma_done
   }
 
-  ptx::mbarrier_wait_bounded(bar, 0, "umma_cta2.mma_done", kWaitCycles);
+  FLASHPTX_MBAR_WAIT(bar, 0, "umma_cta2.mma_done");
   ptx::tcgen05_fence_after_thread_sync();
   d_from_tmem(tmem, d + rank * 128 * kUmmaN);
 
