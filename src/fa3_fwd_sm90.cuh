@@ -41,6 +41,7 @@
 #pragma once
 #include <cuda.h>
 #include <cstdint>
+#include <type_traits>
 
 #include "flashptx/pingpong.h"
 #include "flashptx/ring.h"
@@ -326,23 +327,31 @@ __device__ __forceinline__ void fwd_kernel_body(const FwdParams& p) {
     if (lane == 0) ptx::mbarrier_arrive(bar);
   };
 
-  // Online softmax on S of block n (0x05, base 2). Returns the rescale factors of the two rows
-  // (to apply to O once the PV that still accumulates into O has retired).
-  auto softmax = [&](int n, float (&alpha)[2]) {
-    const bool need_mask = (n + 1) * kBlockN > p.seqlen_k ||
-                           (p.causal && (n + 1) * kBlockN - 1 > m_block * kBlockM + diag);
-    if (need_mask) {
+  // Whether block n holds a masked key for some row of this tile: keys past seqlen_k, or keys
+  // right of the causal diagonal of the tile's first row. True exactly for a suffix of the blocks.
+  auto block_needs_mask = [&](int n) {
+    return (n + 1) * kBlockN > p.seqlen_k || (p.causal && (n + 1) * kBlockN - 1 > m_block * kBlockM + diag);
+  };
+  auto apply_mask = [&](int n) {
 #pragma unroll
-      for (int i = 0; i < kBlockN / 8; ++i) {
+    for (int i = 0; i < kBlockN / 8; ++i) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int col = n * kBlockN + 8 * i + 2 * q4 + (e & 1);
-          const int row = row0 + 8 * (e >> 1);
-          const bool masked = col >= p.seqlen_k || (p.causal && col > row + diag);
-          if (masked) s_acc[4 * i + e] = -INFINITY;
-        }
+      for (int e = 0; e < 4; ++e) {
+        const int col = n * kBlockN + 8 * i + 2 * q4 + (e & 1);
+        const int row = row0 + 8 * (e >> 1);
+        const bool masked = col >= p.seqlen_k || (p.causal && col > row + diag);
+        s_acc[4 * i + e] = masked ? -INFINITY : s_acc[4 * i + e];
       }
     }
+  };
+
+  // Online softmax on S of block n (0x05, base 2), masked or not as the caller knows at compile
+  // time: a branch between wait_group(1) and wait_group(0) makes ptxas wait for every wgmma at the
+  // join (seen in our SASS: WARPGROUP.DEPBAR.LE gsb0, 0x0 hoisted above the exponentials), so the
+  // steady loop is split into a masked and an unmasked loop, each without control flow there.
+  // Returns the rescale factors of the two rows (to apply to O once the PV into O has retired).
+  auto softmax = [&](int n, float (&alpha)[2], auto masked_c) {
+    if constexpr (decltype(masked_c)::value) apply_mask(n);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float mx = row_max[h];
@@ -416,13 +425,14 @@ __device__ __forceinline__ void fwd_kernel_body(const FwdParams& p) {
         if (Cfg::kSeparateO && n_max == 1) release(bar_q_empty);  // the tile's last QK retired
         float alpha[2];
         FLASHPTX_STAMP(trace_lane, trace::kSoftmaxBegin, n_max - 1);
-        softmax(n_max - 1, alpha);
+        if (block_needs_mask(n_max - 1)) softmax(n_max - 1, alpha, std::true_type{});
+        else softmax(n_max - 1, alpha, std::false_type{});
         convert_p();
         FLASHPTX_STAMP(trace_lane, trace::kSoftmaxEnd, n_max - 1);
       }
 
       // ---- steady state: QK(j) and PV(j-1) in flight together --------------------------------
-      for (int j = 1; j < n_max; ++j) {
+      auto steady = [&](int j, auto masked_c) {
         const int n = n_max - 1 - j;
         FLASHPTX_MBAR_WAIT(bar_k_full(k_read.stage), k_read.phase, "fa3 consumer: k_full");
         FLASHPTX_STAMP(trace_lane, trace::kFullK, k_read.stage);
@@ -450,7 +460,11 @@ __device__ __forceinline__ void fwd_kernel_body(const FwdParams& p) {
         if (Cfg::kSeparateO && j == n_max - 1) release(bar_q_empty);  // the tile's last QK retired
         float alpha[2];
         FLASHPTX_STAMP(trace_lane, trace::kSoftmaxBegin, n);
-        softmax(n, alpha);
+        softmax(n, alpha, masked_c);
+        // Pin the exponentials here, before the wait below: they are plain register arithmetic, and
+        // without a volatile use of S the compiler sinks them past wgmma.wait_group 0, which
+        // serialises softmax(j) after PV(j-1) and loses the overlap this loop exists for (0x05).
+        ptx::wgmma_fence_operand(s_acc);
         FLASHPTX_STAMP(trace_lane, trace::kSoftmaxEnd, n);
         ptx::wgmma_wait_group<0>();  // PV(j-1) complete: O readable, P and V[j-1] reusable
         ptx::wgmma_fence_operand(o);
@@ -460,7 +474,14 @@ __device__ __forceinline__ void fwd_kernel_body(const FwdParams& p) {
         v_read.advance();
         rescale_o(alpha);
         convert_p();
-      }
+      };
+      // Blocks [n_unmasked_end, n_max) need the mask: the first steps of the right-to-left walk.
+      int n_unmasked_end = n_max;
+      while (n_unmasked_end > 0 && block_needs_mask(n_unmasked_end - 1)) --n_unmasked_end;
+      const int j_unmasked = max(1, n_max - n_unmasked_end);
+      for (int j = 1; j < j_unmasked && j < n_max; ++j) steady(j, std::true_type{});
+      for (int j = j_unmasked; j < n_max; ++j) steady(j, std::false_type{});
+
 
       // ---- drain: PV(J-1) --------------------------------------------------------------------
       FLASHPTX_MBAR_WAIT(bar_v_full(v_read.stage), v_read.phase, "fa3 consumer: v_full");

@@ -25,14 +25,16 @@ for s in $steps; do
     tests)
       run tests 420 "$BIN/run_tests" ;;
     gputests)  # one process per suite: a trapped kernel poisons its CUDA context, not the others'
-      for suite in "gpu_sm90 fa3 forward" "gpu_sm90 numerics" "gpu_sm90 primitives mbarrier" \
+      for suite in "gpu_sm90 fa3 forward" "gpu_sm90 fa3 trace" "gpu_sm90 numerics" "gpu_sm90 primitives mbarrier" \
                    "gpu_sm90 primitives named barriers" "gpu_sm90 primitives setmaxnreg" "gpu_sm90 primitives tma" \
                    "gpu_sm90 primitives wgmma" "gpu_sm90 primitives ldst" "gpu_sm90 primitives cluster"; do
         run "gpu_${suite// /_}" 300 "$BIN/run_tests" -ts="$suite"
       done ;;
     sanitize)
-      run memcheck 240 compute-sanitizer --tool memcheck "$BIN/run_tests" -ts='gpu_sm90 fa3*' -tc='small*,bad*,seqlen_k*'
-      run racecheck 240 compute-sanitizer --tool racecheck "$BIN/run_tests" -ts='gpu_sm90 fa3*' -tc='small*' ;;
+      run memcheck 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/run_tests" -ts='gpu_sm90 fa3 forward' \
+        -tc='strided*,seqlen_k*,bad input*'
+      run racecheck 100 compute-sanitizer --tool racecheck --error-exitcode 9 "$BIN/run_tests" -ts='gpu_sm90 fa3 forward' \
+        -tc='seqlen_k*' ;;
     bench)
       for d in 64 128 256; do for c in "" "--causal"; do
         run "bench_d${d}${c:+_causal}" 60 "$BIN/flashptx" bench --batch 2 --seqlen 8192 --heads $((2048 / d)) --hdim $d $c \
@@ -56,7 +58,7 @@ for s in $steps; do
         done; done
       done ;;
     grid)
-      run grid 400 "$BIN/flashptx" bench --grid fa3-grid --out "$OUT/grid.json" ;;
+      run grid 300 "$BIN/flashptx" bench --grid fa3-grid --check-rows 4 --out "$OUT/grid.json" ;;
     side)
       PYTHONUNBUFFERED=1 run side 500 python3 tools/bench/side_by_side.py --lib "$BIN/libflashptx.so" \
         --out "$OUT/h200-latest.json" --plot "$OUT/h200-latest" --table ;;

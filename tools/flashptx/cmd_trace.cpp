@@ -44,7 +44,7 @@ int usage() {
       "usage: flashptx trace [--hdim 128] [--seqlen 8192] [--batch 1] [--heads 16] [--heads-kv H]\n"
       "                      [--dtype bf16|fp16] [--causal] [--cta N (render the first N traced CTAs)]\n"
       "                      [--out trace.svg] [--json trace.json]\n"
-      "       flashptx trace --from-json trace.json [--out trace.svg] [--cta N]\n");
+      "       flashptx trace --from-json trace.json [--out trace.svg] [--cta N] [--window-us T0 T1]\n");
   return 2;
 }
 
@@ -53,6 +53,29 @@ bool write_file(const std::string& path, const std::string& text) {
   f << text;
   return static_cast<bool>(f);
 }
+
+// The window [t0, t1] (microseconds from the first stamp) of a timeline, for a readable SVG of a
+// long run; the summary is always computed over the whole timeline.
+rd::Timeline window(const rd::Timeline& tl, double t0, double t1) {
+  rd::Timeline w = tl;
+  const double a = tl.t_begin + t0, b = tl.t_begin + t1;
+  w.spans.clear();
+  for (rd::Span s : tl.spans) {
+    if (s.t1 < a || s.t0 > b) continue;
+    s.t0 = std::max(s.t0, a);
+    s.t1 = std::min(s.t1, b);
+    w.spans.push_back(s);
+  }
+  w.instants.clear();
+  for (const rd::Instant& i : tl.instants)
+    if (i.t >= a && i.t <= b) w.instants.push_back(i);
+  for (auto& x : w.active) { x.t0 = std::max(x.t0, a); x.t1 = std::min(x.t1, b); }
+  w.t_begin = a;
+  w.t_end = b;
+  return w;
+}
+
+double g_window_t0 = 0, g_window_t1 = 0;  // --window-us; both 0: the whole run
 
 int render(rd::RawTrace raw, int ctas, const std::string& out) {
   if (ctas > 0)
@@ -65,7 +88,11 @@ int render(rd::RawTrace raw, int ctas, const std::string& out) {
                    static_cast<unsigned long long>(l.count), l.records.size());
   const rd::Timeline tl = rd::build_timeline(raw);
   const std::string title = "flashptx FA3 forward pipeline trace: " + raw.shape;
-  if (!write_file(out, rd::render_svg(tl, title))) { std::fprintf(stderr, "trace: cannot write %s\n", out.c_str()); return 1; }
+  const bool windowed = g_window_t1 > g_window_t0;
+  const std::string wtitle = windowed ? title + " (window " + std::to_string(static_cast<int>(g_window_t0)) + "-" +
+                                            std::to_string(static_cast<int>(g_window_t1)) + " us)"
+                                      : title;
+  if (!write_file(out, rd::render_svg(windowed ? window(tl, g_window_t0, g_window_t1) : tl, wtitle))) { std::fprintf(stderr, "trace: cannot write %s\n", out.c_str()); return 1; }
   std::printf("%s\n", raw.shape.c_str());
   std::printf("%s", rd::summary_text(rd::summarize(tl)).c_str());
   if (tl.unmatched_ends) std::printf("(%d end stamps had no begin)\n", tl.unmatched_ends);
@@ -94,6 +121,7 @@ int cmd_trace(int argc, char** argv) {
     else if (a == "--out" && has) out = argv[++i];
     else if (a == "--json" && has) json_out = argv[++i];
     else if (a == "--from-json" && has) from = argv[++i];
+    else if (a == "--window-us" && i + 2 < argc) { g_window_t0 = std::atof(argv[++i]); g_window_t1 = std::atof(argv[++i]); }
     else if (a == "--help" || a == "-h") { usage(); return 0; }
     else { std::fprintf(stderr, "trace: unknown option '%s'\n", a.c_str()); return usage(); }
   }
