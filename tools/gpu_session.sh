@@ -2,13 +2,17 @@
 # One device session on the H200: everything that needs the GPU, in one call, logs under $OUT.
 #
 #   tools/gpu_session.sh BIN OUT [steps...]
-# BIN holds run_tests, flashptx and libflashptx.so built here (CUDA runtime linked statically);
+# BIN holds run_tests, flashptx and libflashptx.so built here (CUDA runtime linked statically) and
+# COMMIT (`git rev-parse HEAD` of the build);
 # steps (default: tests bench): info tests sanitize bench grid side quick trace ncu
 # Every step writes its own log; the last lines printed are a short summary.
 set -u
 BIN=${1:?BIN}; OUT=${2:?OUT}; shift 2
 steps=${*:-"info tests bench"}
 mkdir -p "$OUT"
+# The commit the binaries in BIN were built from (written there by the caller; the GPU machine's copy
+# of the tree has no .git), recorded in every manifest.
+[ -f "$BIN/COMMIT" ] && export FLASHPTX_GIT_COMMIT=$(cat "$BIN/COMMIT")
 summary=()
 run() {  # run NAME TIMEOUT CMD...: logs to $OUT/NAME.log, records the exit code
   local name=$1 t=$2; shift 2

@@ -112,6 +112,10 @@ def time_fn(torch, fn, flush, warmup, reps):
 
 
 def git_commit():
+    # The GPU machine's copy of the tree has no .git: tools/gpu_session.sh passes the commit the
+    # binaries were built from in FLASHPTX_GIT_COMMIT.
+    if os.environ.get("FLASHPTX_GIT_COMMIT"):
+        return os.environ["FLASHPTX_GIT_COMMIT"]
     try:
         return subprocess.check_output(["git", "-C", REPO, "rev-parse", "HEAD"], text=True).strip()
     except Exception:  # noqa: BLE001 - any failure means "unknown"

@@ -134,6 +134,9 @@ void fill_meta(Meta* m, const std::string& cmdline, int warmup) {
   const std::string git = "git -C '" + root_dir() + "' ";
   const std::string head = run_capture(git + "rev-parse HEAD", nullptr);
   m->git_commit = head.size() == 40 ? head : "unknown";
+  // Where the tree has no .git (the GPU machine's copy), tools/gpu_session.sh passes the commit the
+  // binaries were built from.
+  if (m->git_commit == "unknown" && std::getenv("FLASHPTX_GIT_COMMIT")) m->git_commit = std::getenv("FLASHPTX_GIT_COMMIT");
   m->git_dirty = m->git_commit != "unknown" &&
                  run_capture(git + "status --porcelain --untracked-files=no", nullptr) != "unknown";
   m->timing_protocol =
