@@ -10,7 +10,9 @@
 #include "flashptx/online_softmax.h"
 
 namespace flashptx_test::numerics {
-namespace {
+// A named namespace, not an anonymous one: an anonymous namespace puts a hash of the build path into
+// the kernels' mangled names, and the golden-SASS audit would see other kernels in another clone.
+namespace kernels {
 
 __global__ void exp2_degree3_kernel(const float* __restrict__ x, uint32_t* __restrict__ bits, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -52,7 +54,8 @@ __global__ void e4m3_encode_kernel(const float* __restrict__ x, uint8_t* __restr
 
 int grid_for(int n, int threads) { return (n + threads - 1) / threads; }
 
-}  // namespace
+}  // namespace kernels
+using namespace kernels;
 
 cudaError_t launch_exp2_degree3(const float* x, uint32_t* bits, int n) {
   if (n > 0) exp2_degree3_kernel<<<grid_for(n, 256), 256>>>(x, bits, n);
