@@ -77,8 +77,6 @@ static const KernelDesc kKernels[] = {
 static const KernelDesc kTraced =
     desc<CfgBf16D128N128>("fa3_fwd_sm90_bf16_d128_trace", reinterpret_cast<const void*>(&fa3_fwd_sm90_bf16_d128_trace));
 
-int num_kernels() { return static_cast<int>(sizeof(kKernels) / sizeof(kKernels[0])); }
-const KernelDesc& kernel_at(int i) { return kKernels[i]; }
 
 static const KernelDesc* by_symbol(const char* symbol) {
   for (const KernelDesc& k : kKernels)

@@ -23,8 +23,6 @@ struct KernelDesc {
 // The specialization a (validated) problem dispatches to, or nullptr. `traced` selects the
 // instrumented build (FLASHPTX_TRACE=1), which exists for bf16 head dim 128 only.
 const KernelDesc* find_kernel(const flashptx_fwd_params& a, bool traced = false);
-int num_kernels();
-const KernelDesc& kernel_at(int i);
 
 // Encodes the tensor maps and launches. The parameters must already be validated (api.cpp).
 // `trace` is a device buffer laid out as include/flashptx/trace.h, or nullptr.

@@ -19,7 +19,7 @@ namespace flashptx {
 // Named-barrier ids of the forward kernels (PTX: 16 per CTA, 0..15).
 enum NamedBarrier : uint32_t {
   kBarCta = 0,            // reserved: __syncthreads / bar.sync 0
-  kBarEpilogue = 1,       // per-warpgroup epilogue (ids 1 is shared by nobody else)
+  kBarReserved1 = 1,      // unused by the forward kernels (FA3's enum reserves it for its epilogue)
   kBarSchedulerWG1 = 2,   // B_0: consumer 0 waits its turn here
   kBarSchedulerWG2 = 3,   // B_1
   kBarSchedulerWG3 = 4,   // B_2
