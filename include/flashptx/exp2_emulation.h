@@ -22,7 +22,7 @@
 #include <cstring>
 #include <cmath>
 
-#include "flashptx/ring.h"  // FLASHPTX_HD
+#include "flashptx/hd.h"  // FLASHPTX_HD
 
 namespace flashptx::exp2emu {
 

@@ -10,13 +10,7 @@
 #pragma once
 #include <cstdint>
 
-#ifndef FLASHPTX_HD
-#if defined(__CUDACC__)
-#define FLASHPTX_HD __host__ __device__ __forceinline__
-#else
-#define FLASHPTX_HD inline
-#endif
-#endif
+#include "flashptx/hd.h"
 
 namespace flashptx {
 

@@ -12,7 +12,7 @@
 #pragma once
 #include <cstdint>
 
-#include "flashptx/ring.h"
+#include "flashptx/hd.h"
 
 namespace flashptx {
 

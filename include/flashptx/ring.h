@@ -14,11 +14,7 @@
 #pragma once
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define FLASHPTX_HD __host__ __device__ __forceinline__
-#else
-#define FLASHPTX_HD inline
-#endif
+#include "flashptx/hd.h"
 
 namespace flashptx {
 

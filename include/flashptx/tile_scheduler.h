@@ -10,13 +10,7 @@
 // (src/models/scheduling_model.cpp) drives the same functions through the spec's worked examples.
 #pragma once
 
-#ifndef FLASHPTX_HD
-#if defined(__CUDACC__)
-#define FLASHPTX_HD __host__ __device__ __forceinline__
-#else
-#define FLASHPTX_HD inline
-#endif
-#endif
+#include "flashptx/hd.h"
 
 namespace flashptx {
 

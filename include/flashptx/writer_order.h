@@ -18,7 +18,7 @@
 #pragma once
 #include <cstdint>
 
-#include "flashptx/ring.h"  // FLASHPTX_HD
+#include "flashptx/hd.h"  // FLASHPTX_HD
 
 namespace flashptx::writer_order {
 
