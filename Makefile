@@ -1,25 +1,33 @@
 # flashptx build.
 #
-#   make            set-up (installs what is missing, and says so), then builds
-#                   libflashptx.a, libflashptx.so, ./flashptx and ./run_tests
-#   make audit      runs the golden-SASS audit (also part of ./run_tests)
-#   make regen-golden  rewrites sass_golden/ from the current build (deliberate; commit it alone)
+#   make              set-up (installs what is missing, and says so), then builds libflashptx.a,
+#                     libflashptx.so, ./flashptx and ./run_tests (about 2.5 min on 2 cores; -j2: 1.5)
+#   make audit        runs the golden-SASS audit (also part of ./run_tests)
+#   make regen-golden rewrites sass_golden/ from the current build (deliberate; commit it alone)
 #   make clean
 #
-# Layout of the build (nothing of it is committed):
-#   build/rel/...   the release flavour: the library, the CLI, the goldens are taken from it
-#   build/test/...  the test flavour: the same kernels with -DFLASHPTX_BOUNDED_WAIT=1, so a
-#                   protocol bug traps with the barrier's name instead of hanging the test run
+# The layers and what each product holds:
+#   libflashptx.{a,so}    the library users link: src/*.cpp (C ABI, validation, launch plans, tensor
+#                         maps), src/sm90/*.cu (Hopper kernels, sm_90a), src/sm100/*.cu (Blackwell
+#                         kernels, sm_100a). The .so exports the flashptx_* API only (src/libflashptx.map).
+#   build/libflashptx_support.a   tool support the CLI and the tests link, never the library:
+#                         tools/support/*.{cpp,cu} (JSON, SVG trace renderer, bench host side, the CPU
+#                         fp64 reference, the GPU reference kernel)
+#   src/models/*.cpp      CPU protocol models (flashptx ledger, oracle tests), linked as objects so
+#                         that their static ledger registrations are never dropped
+#   tools/sass/*.cpp      the SASS normaliser, differ, order checker and audit
+#   ./flashptx            tools/flashptx/*.cpp + the above
+#   ./run_tests           tests/main.cpp, tests/host/*.cpp, tests/gpu/*.cpp, the test-flavour library,
+#                         tests/kernels/*.cu (sm_90a test kernels), tests/kernels_sm100/*.cu (sm_100a,
+#                         compiled and audited, never run here)
 #
-# Every file is found by its folder; adding a file needs no edit here:
-#   src/*.cu, src/*.cpp            the library (kernels, host side, reference)
-#   src/models/*.cpp               the CPU protocol models (flashptx ledger, oracle tests)
-#   tests/kernels/*.cu             sm_90a test kernels and their launchers (test flavour linked,
-#                                  release flavour audited)
-#   tests/kernels_sm100/*.cu       sm_100a test kernels (compiled and audited, never run here)
-#   tests/host/*.cpp, tests/gpu/*.cpp, tests/main.cpp   the doctest suites
-#   tools/sass/*.cpp               the SASS normaliser, differ and order checker
-#   tools/flashptx/*.cpp           the command line
+# Flavours (nothing of the build is committed):
+#   build/rel/...   the release flavour: the library users link; the goldens are taken from it
+#   build/test/...  the same kernels with -DFLASHPTX_BOUNDED_WAIT=1, so that a protocol bug traps
+#                   with the barrier's name instead of hanging the test run. The GPU suites run this
+#                   flavour and compare it bit for bit with the release libflashptx.so.
+# Every file is found by its folder; adding a file needs no edit here. Every object has a
+# dependency file (g++ and nvcc -MMD -MP): touching a header rebuilds what includes it, only.
 
 CUDA      ?= /usr/local/cuda
 NVCC      := $(CUDA)/bin/nvcc
@@ -43,13 +51,17 @@ ARCH100   := -gencode arch=compute_100a,code=sm_100a
 
 COMMON    := -std=c++17 -O3 -I$(ROOT) -I$(ROOT)/include -DFLASHPTX_ROOT='"$(ROOT)"' -DFLASHPTX_BUILD_DIR='"$(BUILD_ABS)"' \
              -DFLASHPTX_CUOBJDUMP='"$(CUOBJDUMP)"'
+# -diag-suppress 177: "declared but never referenced" for constexpr layout fields some kernels skip.
 NVFLAGS   := $(COMMON) --expt-relaxed-constexpr -Xcompiler -fPIC -Xptxas -warn-spills \
-             -Xcompiler -Wall -diag-suppress 177
-CXXFLAGS  := $(COMMON) -fPIC -Wall -Wextra -I$(CUDA)/include
+             -Xcompiler -Wall -diag-suppress 177 -MMD -MP
+CXXFLAGS  := $(COMMON) -fPIC -Wall -Wextra -I$(CUDA)/include -MMD -MP
 LDLIBS    := -L$(CUDA)/lib64 -lcudart_static -ldl -lpthread -lrt
 
-LIB_CU      := $(wildcard src/*.cu)
 LIB_CPP     := $(wildcard src/*.cpp)
+LIB_CU90    := $(wildcard src/sm90/*.cu)
+LIB_CU100   := $(wildcard src/sm100/*.cu)
+SUP_CPP     := $(wildcard tools/support/*.cpp)
+SUP_CU      := $(wildcard tools/support/*.cu)
 MODEL_CPP   := $(wildcard src/models/*.cpp)
 TK_CU       := $(wildcard tests/kernels/*.cu)
 TK100_CU    := $(wildcard tests/kernels_sm100/*.cu)
@@ -57,20 +69,26 @@ TEST_CPP    := tests/main.cpp $(wildcard tests/host/*.cpp tests/gpu/*.cpp)
 SASS_CPP    := $(wildcard tools/sass/*.cpp)
 CLI_CPP     := $(wildcard tools/flashptx/*.cpp)
 
-REL_LIB_OBJ  := $(LIB_CU:%.cu=$(BUILD)/rel/%.o) $(LIB_CPP:%.cpp=$(BUILD)/rel/%.o)
-TEST_LIB_OBJ := $(LIB_CU:%.cu=$(BUILD)/test/%.o) $(LIB_CPP:%.cpp=$(BUILD)/test/%.o)
+# Library objects, per flavour. nvcc objects of sm_100a code go to their own folders.
+lib_objs = $(LIB_CPP:%.cpp=$(BUILD)/$(1)/%.o) $(LIB_CU90:%.cu=$(BUILD)/$(1)/%.o) $(LIB_CU100:%.cu=$(BUILD)/$(1)100/%.o)
+REL_LIB_OBJ  := $(call lib_objs,rel)
+TEST_LIB_OBJ := $(call lib_objs,test)
+SUP_OBJ      := $(SUP_CPP:%.cpp=$(BUILD)/host/%.o) $(SUP_CU:%.cu=$(BUILD)/rel/%.o)
 MODEL_OBJ    := $(MODEL_CPP:%.cpp=$(BUILD)/host/%.o)
 TK_OBJ       := $(TK_CU:%.cu=$(BUILD)/test/%.o)
 TK_REL_OBJ   := $(TK_CU:%.cu=$(BUILD)/rel/%.o)
-TK100_OBJ    := $(TK100_CU:%.cu=$(BUILD)/sm100/%.o)
-TK100_TEST_OBJ := $(TK100_CU:%.cu=$(BUILD)/sm100test/%.o)
+TK100_OBJ    := $(TK100_CU:%.cu=$(BUILD)/rel100/%.o)
+TK100_TEST_OBJ := $(TK100_CU:%.cu=$(BUILD)/test100/%.o)
 TEST_OBJ     := $(TEST_CPP:%.cpp=$(BUILD)/host/%.o)
 SASS_OBJ     := $(SASS_CPP:%.cpp=$(BUILD)/host/%.o)
 CLI_OBJ      := $(CLI_CPP:%.cpp=$(BUILD)/host/%.o)
+SUPPORT_LIB  := $(BUILD)/libflashptx_support.a
 
 # The objects whose kernels the audit reads, one per line: "arch object". All release flavour:
 # the goldens show the instruction stream users run, without the test build's bounded waits.
 AUDIT_LIST   := $(BUILD)/audit_objects.txt
+AUDIT_SM90   := $(filter $(BUILD)/rel/%,$(REL_LIB_OBJ)) $(TK_REL_OBJ) $(filter $(BUILD)/rel/%,$(SUP_OBJ))
+AUDIT_SM100  := $(filter $(BUILD)/rel100/%,$(REL_LIB_OBJ)) $(TK100_OBJ)
 
 .PHONY: all setup audit regen-golden clean
 .DEFAULT_GOAL := all
@@ -109,50 +127,59 @@ $(CUOBJDUMP):
 $(BUILD)/rel/%.o: %.cu | setup
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) $(ARCH90) -c $< -o $@
-$(BUILD)/rel/%.o: %.cpp | setup
-	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -c $< -o $@
 $(BUILD)/test/%.o: %.cu | setup
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -DFLASHPTX_BOUNDED_WAIT=1 $(ARCH90) -c $< -o $@
-$(BUILD)/test/%.o: %.cpp | setup
-	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -DFLASHPTX_BOUNDED_WAIT=1 -c $< -o $@
-$(BUILD)/sm100/%.o: %.cu | setup
+$(BUILD)/rel100/%.o: %.cu | setup
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) $(ARCH100) -c $< -o $@
-$(BUILD)/sm100test/%.o: %.cu | setup
+$(BUILD)/test100/%.o: %.cu | setup
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -DFLASHPTX_BOUNDED_WAIT=1 $(ARCH100) -c $< -o $@
+# Host C++ of the library: the same in both flavours (no device code), compiled once per flavour
+# only so that each flavour's archive is self-contained.
+$(BUILD)/rel/%.o: %.cpp | setup
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -c $< -o $@
+$(BUILD)/test/%.o: %.cpp | setup
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -c $< -o $@
 $(BUILD)/host/%.o: %.cpp | setup
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -MMD -MP -c $< -o $@
+	$(CXX) $(CXXFLAGS) -c $< -o $@
 
-# Header dependencies for nvcc objects (ptx/, include/, src/*.cuh): coarse but safe.
-HDRS := $(wildcard ptx/*.cuh include/*.h include/flashptx/*.h src/*.cuh src/*.h tests/kernels/*.cuh tests/kernels/*.h \
-          tests/kernels_sm100/*.cuh tests/kernels_sm100/*.h)
-$(REL_LIB_OBJ) $(TEST_LIB_OBJ) $(TK_OBJ) $(TK_REL_OBJ) $(TK100_OBJ) $(TK100_TEST_OBJ): $(HDRS)
--include $(wildcard $(BUILD)/host/*.d $(BUILD)/host/*/*.d $(BUILD)/host/*/*/*.d)
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # ---- products -----------------------------------------------------------------------------
 $(BIN)/libflashptx.a: $(REL_LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BIN)/libflashptx.so: $(REL_LIB_OBJ)
-	$(NVCC) -shared -o $@ $^ -cudart static $(filter-out -L% -lcudart_static,$(LDLIBS))
+# The shared library exports the C ABI only; the CUDA runtime inside it (static) stays hidden.
+$(BIN)/libflashptx.so: $(REL_LIB_OBJ) src/libflashptx.map
+	$(NVCC) -shared -o $@ $(REL_LIB_OBJ) -cudart static -Xlinker --version-script=src/libflashptx.map \
+	  -Xlinker -Bsymbolic $(filter-out -L% -lcudart_static,$(LDLIBS))
 
-$(BIN)/flashptx: $(CLI_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(BIN)/libflashptx.a
-	$(CXX) -o $@ $(CLI_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(BIN)/libflashptx.a $(LDLIBS)
+$(BUILD)/libflashptx_test.a: $(TEST_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
 
-$(BIN)/run_tests: $(TEST_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(TEST_LIB_OBJ) $(TK_OBJ) $(TK100_TEST_OBJ)
-	$(NVCC) -o $@ $^ -cudart static $(ARCH90) $(ARCH100)
+$(SUPPORT_LIB): $(SUP_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
 
-$(AUDIT_LIST): $(REL_LIB_OBJ) $(TK_REL_OBJ) $(TK100_OBJ)
+$(BIN)/flashptx: $(CLI_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(SUPPORT_LIB) $(BIN)/libflashptx.a
+	$(CXX) -o $@ $(CLI_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(SUPPORT_LIB) $(BIN)/libflashptx.a $(LDLIBS)
+
+$(BIN)/run_tests: $(TEST_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(SUPPORT_LIB) $(BUILD)/libflashptx_test.a $(TK_OBJ) $(TK100_TEST_OBJ)
+	$(NVCC) -o $@ $(TEST_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(TK_OBJ) $(TK100_TEST_OBJ) $(SUPPORT_LIB) \
+	  $(BUILD)/libflashptx_test.a -cudart static -ldl $(ARCH90) $(ARCH100)
+
+$(AUDIT_LIST): $(AUDIT_SM90) $(AUDIT_SM100)
 	@mkdir -p $(dir $@)
 	@rm -f $@.tmp
-	@for o in $(REL_LIB_OBJ) $(TK_REL_OBJ); do echo "sm_90a $$o" >> $@.tmp; done
-	@for o in $(TK100_OBJ); do echo "sm_100a $$o" >> $@.tmp; done
+	@for o in $(AUDIT_SM90); do echo "sm_90a $$o" >> $@.tmp; done
+	@for o in $(AUDIT_SM100); do echo "sm_100a $$o" >> $@.tmp; done
 	@touch $@.tmp && mv $@.tmp $@
 
 audit: all

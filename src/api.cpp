@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string>
 
-#include "src/fa3_fwd_sm90.h"
+#include "src/sm90/fa3_fwd.h"
 
 namespace {
 

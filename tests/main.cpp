@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "tests/test_env.h"
+#include "tools/sass/audit.h"
 
 namespace {
 
@@ -85,7 +86,7 @@ int main(int argc, char** argv) {
                            : "needs an sm_100 GPU (found sm_" + std::to_string(cc) + ")"});
   for (const char* arch : {"sm_90a", "sm_100a"}) {
     std::string why;
-    bool ok = flashptx_test::audit_available(arch, &why);
+    bool ok = flashptx::sass::audit_available(arch, &why);
     rules.push_back({arch[3] == '9' ? "audit_sm90*" : "audit_sm100*", ok, why});
   }
   for (const Rule& r : rules) {

@@ -17,7 +17,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "flashptx/flops.h"
+#include "src/models/flops.h"
 #include "flashptx/tile_scheduler.h"
 #include "src/models/ledger.h"
 

@@ -24,9 +24,9 @@
 #include <vector>
 
 #include "flashptx.h"
-#include "src/dtype.h"
-#include "src/gpu_reference.h"
-#include "src/reference.h"
+#include "tools/support/dtype.h"
+#include "tools/support/gpu_reference.h"
+#include "tools/support/reference.h"
 
 namespace {
 

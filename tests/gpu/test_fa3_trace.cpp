@@ -12,7 +12,7 @@
 
 #include "flashptx.h"
 #include "flashptx/trace.h"
-#include "src/gpu_reference.h"
+#include "tools/support/gpu_reference.h"
 #include "src/trace_api.h"
 
 #define CUDA_REQUIRE(x)                                                           \

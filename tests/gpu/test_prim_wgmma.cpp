@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "src/dtype.h"
+#include "tools/support/dtype.h"
 #include "tests/kernels/prim_host_util.h"
 #include "tests/kernels/prim_wgmma.h"
 

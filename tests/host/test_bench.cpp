@@ -5,10 +5,10 @@
 #include <cmath>
 #include <string>
 
-#include "src/bench.h"
-#include "src/bench_flops.h"
-#include "src/json.h"
-#include "src/reference.h"
+#include "tools/support/bench.h"
+#include "tools/support/bench_flops.h"
+#include "tools/support/json.h"
+#include "tools/support/reference.h"
 
 using namespace flashptx;
 using namespace flashptx::bench;

@@ -6,7 +6,7 @@
 #include <set>
 #include <tuple>
 
-#include "flashptx/flops.h"
+#include "src/models/flops.h"
 #include "flashptx/tile_scheduler.h"
 #include "src/models/scheduling_model.h"
 

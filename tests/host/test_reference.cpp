@@ -8,8 +8,8 @@
 #include <random>
 #include <vector>
 
-#include "src/dtype.h"
-#include "src/reference.h"
+#include "tools/support/dtype.h"
+#include "tools/support/reference.h"
 
 using namespace flashptx;
 using namespace flashptx::ref;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "flashptx/trace.h"
-#include "src/trace_render.h"
+#include "tools/support/trace_render.h"
 
 namespace tr = flashptx::trace;
 using namespace flashptx::trace_render;

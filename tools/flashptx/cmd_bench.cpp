@@ -28,10 +28,10 @@
 #include <vector>
 
 #include "flashptx.h"
-#include "src/bench.h"
-#include "src/bench_flops.h"
-#include "src/gpu_reference.h"
-#include "src/reference.h"
+#include "tools/support/bench.h"
+#include "tools/support/bench_flops.h"
+#include "tools/support/gpu_reference.h"
+#include "tools/support/reference.h"
 #include "tools/flashptx/commands.h"
 
 #ifndef FLASHPTX_ROOT

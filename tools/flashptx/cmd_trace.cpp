@@ -21,10 +21,10 @@
 
 #include "flashptx.h"
 #include "flashptx/trace.h"
-#include "src/dtype.h"
-#include "src/gpu_reference.h"
+#include "tools/support/dtype.h"
+#include "tools/support/gpu_reference.h"
 #include "src/trace_api.h"
-#include "src/trace_render.h"
+#include "tools/support/trace_render.h"
 #include "tools/flashptx/commands.h"
 
 // Weak, so that a library built without the traced kernel still links; the command then says so.

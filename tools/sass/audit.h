@@ -64,6 +64,11 @@ std::string golden_text(const KernelReport& k, const Toolchain& tc, const Listin
 
 AuditReport run_audit(const AuditOptions& opt);
 
+// Whether the audit can run for `arch` ("sm_90a" or "sm_100a") here: the disassembler exists and
+// runs, the build's audit list names objects of that architecture, and it decodes one of them.
+// On false, *why says what is missing (the test runner prints it when it skips the audit suites).
+bool audit_available(const char* arch, std::string* why);
+
 // The per-kernel table; then, unless summary_only, each failure with its diff or check messages.
 void print_report(const AuditReport& r, bool summary_only, std::ostream& os);
 

@@ -1,4 +1,4 @@
-// Whether the golden-SASS audit can run for one architecture on this machine (tests/test_env.h):
+// Whether the golden-SASS audit can run for one architecture on this machine (tools/sass/audit.h):
 // the disassembler exists and runs, the build's audit list exists and names objects of that
 // architecture, and the disassembler decodes them (cuobjdump needs nvdisasm beside it or on PATH).
 // The test runner skips the audit_sm90* / audit_sm100* suites, with the reason, when it does not.
@@ -6,14 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "tests/test_env.h"
 #include "tools/sass/audit.h"
 
-namespace flashptx_test {
+namespace flashptx::sass {
 
 bool audit_available(const char* arch, std::string* why) {
   namespace fs = std::filesystem;
-  using namespace flashptx::sass;
   const AuditOptions opt;
   std::error_code ec;
   if (!fs::exists(opt.cuobjdump, ec)) {
@@ -45,4 +43,4 @@ bool audit_available(const char* arch, std::string* why) {
   return false;
 }
 
-}  // namespace flashptx_test
+}  // namespace flashptx::sass

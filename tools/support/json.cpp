@@ -1,5 +1,5 @@
 // Tiny JSON writer and reader: see src/json.h.
-#include "src/json.h"
+#include "tools/support/json.h"
 
 #include <cctype>
 #include <cmath>

@@ -12,8 +12,8 @@
 //   d256       128 x 80           2       2          no        no          in Q       225 KiB
 // d256: the FA3 admission table disables the scheduler above d = 128 (0x04); the persistent tile
 // loop's carried state spills there (O alone is 128 registers), so one tile per CTA.
-#include "src/fa3_fwd_sm90.cuh"
-#include "src/fa3_fwd_sm90.h"
+#include "src/sm90/fa3_fwd.cuh"
+#include "src/sm90/fa3_fwd.h"
 #include "src/tensormap.h"
 
 #include <cuda_runtime.h>

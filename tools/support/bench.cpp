@@ -1,11 +1,11 @@
 // Host side of `flashptx bench`: see src/bench.h.
-#include "src/bench.h"
+#include "tools/support/bench.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-#include "src/json.h"
+#include "tools/support/json.h"
 
 namespace flashptx::bench {
 

@@ -1,5 +1,5 @@
 // Pipeline trace decoding, summary and SVG: see src/trace_render.h.
-#include "src/trace_render.h"
+#include "tools/support/trace_render.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include <tuple>
 
 #include "flashptx/trace.h"
-#include "src/json.h"
+#include "tools/support/json.h"
 
 namespace flashptx::trace_render {
 

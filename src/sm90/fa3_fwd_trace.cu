@@ -3,7 +3,7 @@
 // in src/fa3_fwd_sm90.cuh records a protocol event (include/flashptx/trace.h). The release kernels
 // are compiled without it; their goldens show no trace code.
 #define FLASHPTX_TRACE 1
-#include "src/fa3_fwd_sm90.cuh"
+#include "src/sm90/fa3_fwd.cuh"
 
 extern "C" __global__ void __launch_bounds__(flashptx::fa3::Config<128, 128, 2, 2, true, true, true>::kThreads, 1)
     fa3_fwd_sm90_bf16_d128_trace(const __grid_constant__ flashptx::fa3::FwdParams p) {

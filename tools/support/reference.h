@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "src/dtype.h"
+#include "tools/support/dtype.h"
 
 namespace flashptx::ref {
 

@@ -11,7 +11,7 @@
 #pragma once
 #include <cstdint>
 
-#include "flashptx/flops.h"
+#include "src/models/flops.h"
 
 namespace flashptx::bench {
 

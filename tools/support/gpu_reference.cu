@@ -1,5 +1,5 @@
 // Simple GPU attention reference and random fill: see src/gpu_reference.h.
-#include "src/gpu_reference.h"
+#include "tools/support/gpu_reference.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

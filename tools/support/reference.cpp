@@ -1,5 +1,5 @@
 // CPU fp64 attention reference: see src/reference.h for the semantics and what it does not prove.
-#include "src/reference.h"
+#include "tools/support/reference.h"
 
 #include <algorithm>
 #include <cmath>
