@@ -49,7 +49,7 @@ CUOBJDUMP         := $(DEPS)/cuobjdump-$(CUOBJDUMP_VERSION)/nvidia/cu13/bin/cuob
 ARCH90    := -gencode arch=compute_90a,code=sm_90a
 ARCH100   := -gencode arch=compute_100a,code=sm_100a
 
-COMMON    := -std=c++17 -O3 -I$(ROOT) -I$(ROOT)/include -DFLASHPTX_ROOT='"$(ROOT)"' -DFLASHPTX_BUILD_DIR='"$(BUILD_ABS)"' \
+COMMON    := -std=c++20 -O3 -I$(ROOT) -I$(ROOT)/include -DFLASHPTX_ROOT='"$(ROOT)"' -DFLASHPTX_BUILD_DIR='"$(BUILD_ABS)"' \
              -DFLASHPTX_CUOBJDUMP='"$(CUOBJDUMP)"'
 # -diag-suppress 177: "declared but never referenced" for constexpr layout fields some kernels skip.
 NVFLAGS   := $(COMMON) --expt-relaxed-constexpr -Xcompiler -fPIC -Xptxas -warn-spills \

@@ -33,7 +33,9 @@ typedef enum flashptx_status {
   FLASHPTX_ERR_BAD_SHAPE = 8,           /* a negative size, or a non-finite / non-positive scale */
   FLASHPTX_ERR_UNSUPPORTED_DEVICE = 9,  /* the current device is not sm_90 */
   FLASHPTX_ERR_CUDA = 10,               /* a CUDA call failed; the message names it */
-  FLASHPTX_ERR_NULL_PARAMS = 11
+  FLASHPTX_ERR_NULL_PARAMS = 11,
+  FLASHPTX_ERR_BAD_OPTION = 12          /* a variant selection (the CLI's --kernel/--schedule, internal
+                                           API) that does not fit the problem */
 } flashptx_status;
 
 typedef enum flashptx_dtype {
@@ -80,14 +82,19 @@ flashptx_status flashptx_fwd_check(const flashptx_fwd_params* p);
 const char* flashptx_last_error(void);
 const char* flashptx_status_name(flashptx_status s);
 
-/* The kernel a call would launch, for manifests: its symbol, registers per thread, static plus
- * dynamic shared memory per CTA, threads per CTA. FLASHPTX_OK or the validation status. */
+/* What a call would launch, from the same launch plan the call uses (so a manifest cannot disagree
+ * with what ran): the kernel's symbol, registers per thread, static plus dynamic shared memory per
+ * CTA, threads per CTA, the grid (CTAs), the work tiles it covers and the schedule ("persistent":
+ * grid = min(tiles, SMs), each CTA loops over tiles; "one-per-tile"). Needs the device (the grid
+ * depends on it): FLASHPTX_OK, a validation status, or FLASHPTX_ERR_UNSUPPORTED_DEVICE. */
 typedef struct flashptx_kernel_info {
   const char* symbol;
   int registers;
   int shared_bytes;
   int threads;
   int ctas;
+  int64_t tiles;
+  const char* schedule;
 } flashptx_kernel_info;
 flashptx_status flashptx_fwd_kernel_info(const flashptx_fwd_params* p, flashptx_kernel_info* info);
 

@@ -221,4 +221,19 @@ __device__ __forceinline__ Elected elect_sync(uint32_t membermask = 0xFFFFFFFFu)
 // The common use: is this thread the elected one of the full warp?
 __device__ __forceinline__ bool elect_one_sync() { return elect_sync(0xFFFFFFFFu).is_elected; }
 
+// ---- st.shared ----------------------------------------------------------------------------------
+
+// st.shared.b32 [addr], v;
+// A plain 4-byte store to shared::cta (`addr` a 32-bit shared-state-space address). Certifies the
+// store in program order for this thread (generic proxy) only. Does not make it visible to the async
+// proxy (TMA, wgmma): the writer must execute fence.proxy.async.shared::cta (ptx/fence.cuh) before
+// the barrier that hands the bytes to an async-proxy reader.
+__device__ __forceinline__ void st_shared_b32(uint32_t addr, uint32_t v) {
+#if FLASHPTX_HAS_SM90
+  asm volatile("st.shared.b32 [%0], %1;" :: "r"(addr), "r"(v) : "memory");
+#else
+  FLASHPTX_ARCH_UNSUPPORTED("st.shared is only built for sm_90+ in flashptx");
+#endif
+}
+
 }  // namespace flashptx::ptx

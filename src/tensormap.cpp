@@ -57,4 +57,18 @@ bool encode_tensor_map(CUtensorMap* map, CUtensorMapDataType dtype, int rank, co
   return true;
 }
 
+bool encode_bshd(CUtensorMap* map, CUtensorMapDataType dtype, const void* ptr, int64_t batch, int64_t seqlen,
+                 int64_t heads, int64_t d, int64_t sb, int64_t ss, int64_t sh, uint32_t box_rows, std::string* err) {
+  const uint64_t esz = 2;
+  uint64_t dims[4] = {static_cast<uint64_t>(d), static_cast<uint64_t>(seqlen), static_cast<uint64_t>(heads),
+                      static_cast<uint64_t>(batch)};
+  uint64_t strides[3] = {static_cast<uint64_t>(ss) * esz, static_cast<uint64_t>(sh) * esz,
+                         static_cast<uint64_t>(sb) * esz};
+  if (seqlen == 1) strides[0] = static_cast<uint64_t>(d) * esz;
+  if (heads == 1) strides[1] = strides[0] * static_cast<uint64_t>(seqlen);
+  if (batch == 1) strides[2] = strides[1] * static_cast<uint64_t>(heads);
+  uint32_t box[4] = {64, box_rows, 1, 1};
+  return encode_tensor_map(map, dtype, 4, ptr, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B, err);
+}
+
 }  // namespace flashptx

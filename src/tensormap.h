@@ -17,4 +17,11 @@ bool encode_tensor_map(CUtensorMap* map, CUtensorMapDataType dtype, int rank, co
                        const uint64_t* dims, const uint64_t* strides_bytes, const uint32_t* box,
                        CUtensorMapSwizzle swizzle, std::string* err);
 
+// One [batch, seqlen, heads, d] tensor of 2-byte elements (strides in elements) as a 4-D tensor
+// map, d innermost, box (64, box_rows, 1, 1), 128B swizzle: the layout every FA3 kernel loads and
+// stores. A dimension of extent 1 gets a harmless stride (TMA wants each a multiple of 16 bytes).
+bool encode_bshd(CUtensorMap* map, CUtensorMapDataType dtype, const void* ptr, int64_t batch, int64_t seqlen,
+                 int64_t heads, int64_t d, int64_t batch_stride, int64_t row_stride, int64_t head_stride,
+                 uint32_t box_rows, std::string* err);
+
 }  // namespace flashptx

@@ -4,8 +4,10 @@
 // machine can execute; the rest are excluded by doctest's suite filter and so counted as skipped,
 // each with its reason printed:
 //   gpu_sm90*   needs a CUDA device of compute capability 9.0 (Hopper; sm_90a code)
+//   gpu_sm90 release*  also needs the release libflashptx.so (tests/gpu/release_lib.h)
 //   gpu_sm100*  needs a CUDA device of compute capability 10.0 (Blackwell; sm_100a code)
 //   audit_sm90*, audit_sm100*  need a disassembler that decodes that architecture
+//   nogpu*      what a machine without an sm_90 device must answer (refusals): skipped on an sm_90 one
 // Everything else (host suites) always runs. The last line printed is exactly
 // "N passed, N failed, N skipped", counted in test cases.
 #define DOCTEST_CONFIG_IMPLEMENT
@@ -16,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/gpu/release_lib.h"
 #include "tests/test_env.h"
 #include "tools/sass/audit.h"
 
@@ -84,6 +87,12 @@ int main(int argc, char** argv) {
   rules.push_back({"gpu_sm100*", cc == 100,
                    cc == 0 ? "needs an sm_100 GPU (" + device + ")"
                            : "needs an sm_100 GPU (found sm_" + std::to_string(cc) + ")"});
+  if (cc == 90) {
+    const auto& rel = flashptx_test::release_lib();
+    rules.push_back({"gpu_sm90 release*", rel.loaded(), rel.why});
+    if (rel.loaded()) std::printf("flashptx run_tests: release flavour: %s\n", rel.path.c_str());
+  }
+  rules.push_back({"nogpu*", cc != 90, "an sm_90 GPU is present: the GPU suites test the launch path instead"});
   for (const char* arch : {"sm_90a", "sm_100a"}) {
     std::string why;
     bool ok = flashptx::sass::audit_available(arch, &why);

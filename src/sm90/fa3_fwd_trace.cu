@@ -1,11 +1,33 @@
-// The instrumented build of FA3 forward (bf16, head dim 128) behind `flashptx trace`.
-// Same source as the release kernel, compiled with FLASHPTX_TRACE=1 so that every FLASHPTX_STAMP
-// in src/fa3_fwd_sm90.cuh records a protocol event (include/flashptx/trace.h). The release kernels
-// are compiled without it; their goldens show no trace code.
+// The instrumented build of the FA3 forward (bf16, head dim 128) behind `flashptx trace`.
+// The same source and configuration as the release kernel fa3_fwd_sm90_bf16_d128_n128, compiled
+// with FLASHPTX_TRACE=1 so that the protocol helpers of src/sm90/fa3_fwd.cuh record each event
+// (include/flashptx/trace.h). The release kernels are compiled without it; their goldens show no
+// trace code. A row of the kernel table like every other kernel, in its own family.
 #define FLASHPTX_TRACE 1
+#include "src/kernels.h"
 #include "src/sm90/fa3_fwd.cuh"
 
-extern "C" __global__ void __launch_bounds__(flashptx::fa3::Config<128, 128, 2, 2, true, true, true>::kThreads, 1)
+namespace flashptx::fa3 {
+constexpr FwdConfig kTracedD128N128 = {.head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2,
+                                       .pingpong = true, .persistent = true, .bf16 = true};
+}  // namespace flashptx::fa3
+
+extern "C" __global__ void __launch_bounds__(flashptx::fa3::FwdLayout<flashptx::fa3::kTracedD128N128>::kThreads, 1)
     fa3_fwd_sm90_bf16_d128_trace(const __grid_constant__ flashptx::fa3::FwdParams p) {
-  flashptx::fa3::fwd_kernel_body<flashptx::fa3::Config<128, 128, 2, 2, true, true, true>>(p);
+  flashptx::fa3::fwd_kernel_body<flashptx::fa3::kTracedD128N128>(p);
 }
+
+namespace flashptx {
+
+std::span<const KernelEntry> fa3_fwd_traced_kernels() {
+  using L = fa3::FwdLayout<fa3::kTracedD128N128>;
+  constexpr fa3::FwdConfig C = fa3::kTracedD128N128;
+  static const KernelEntry rows[] = {
+      {"fa3_fwd_sm90_bf16_d128_trace", Family::kFa3FwdTraced, FLASHPTX_BF16, C.head_dim, L::kBlockM, C.block_n,
+       C.stages, C.consumer_wgs, C.pingpong, C.persistent, L::kThreads, L::kSmemBytes,
+       reinterpret_cast<const void*>(&fa3_fwd_sm90_bf16_d128_trace)},
+  };
+  return rows;
+}
+
+}  // namespace flashptx

@@ -27,6 +27,7 @@
 #include "tools/support/dtype.h"
 #include "tools/support/gpu_reference.h"
 #include "tools/support/reference.h"
+#include "tests/gpu/release_lib.h"
 
 namespace {
 
@@ -148,6 +149,15 @@ struct Problem {
   void run() {
     flashptx_status s = flashptx_fwd(&params, nullptr);
     REQUIRE_MESSAGE(s == FLASHPTX_OK, flashptx_last_error());
+    CUDA_REQUIRE(cudaGetLastError());
+    CUDA_REQUIRE(cudaDeviceSynchronize());
+  }
+  // The same problem through the release libflashptx.so (tests/gpu/release_lib.h).
+  void run_release() {
+    const auto& rel = flashptx_test::release_lib();
+    REQUIRE_MESSAGE(rel.loaded(), rel.why);
+    flashptx_status s = rel.fwd(&params, nullptr);
+    REQUIRE_MESSAGE(s == FLASHPTX_OK, rel.last_error());
     CUDA_REQUIRE(cudaGetLastError());
     CUDA_REQUIRE(cudaDeviceSynchronize());
   }
@@ -280,6 +290,16 @@ void check_case(const Case& c, uint64_t seed, int64_t max_rows = 4096) {
   CHECK_MESSAGE(e.o <= o_tol, c.str() << ": max|O - ref| = " << e.o << " > " << o_tol << " (same-dtype "
                                       << e.o_same << ", " << e.rows << " rows)");
   CHECK_MESSAGE(e.lse <= lse_tol, c.str() << ": max|LSE - ref| = " << e.lse << " > " << lse_tol);
+  // The kernels users link (release flavour) compute the same bits: the wait loop is the only
+  // difference between the flavours.
+  if (flashptx_test::release_lib().loaded()) {
+    pb.poison();
+    pb.run_release();
+    CHECK_MESSAGE(pb.out() == o, c.str() << ": the release library's O differs from the test build's");
+    const auto lr = pb.lse();
+    CHECK_MESSAGE(std::memcmp(lr.data(), l.data(), l.size() * 4) == 0,
+                  c.str() << ": the release library's LSE differs from the test build's");
+  }
 }
 
 }  // namespace
@@ -439,6 +459,53 @@ TEST_CASE("bad input on the device path: nothing launched, O untouched") {
   CUDA_REQUIRE(cudaDeviceSynchronize());
   const auto o = pb.out();
   for (uint16_t x : o) REQUIRE(x == kPoison);
+}
+
+}  // TEST_SUITE
+
+// The kernels users link: the release libflashptx.so (tests/gpu/release_lib.h). Every correctness
+// case above already compares it bit for bit with the test build; here the shapes whose K/V ring
+// wraps many times (where racecheck reported trouble on the release build only) and a race stress
+// through the release library itself. The runner skips this suite, with the reason, when the
+// library cannot be found.
+TEST_SUITE("gpu_sm90 release flavour") {
+
+TEST_CASE("release library: ring-wrapping shapes equal the test build bit for bit and the fp64 rule holds") {
+  uint64_t seed = 9000;
+  const Case cases[] = {
+      {1, 1, 4096, 2, 2, 64, false, FLASHPTX_BF16},   {1, 4096, 4096, 2, 2, 64, false, FLASHPTX_BF16},
+      {1, 1000, 1000, 8, 4, 128, false, FLASHPTX_BF16}, {1, 1024, 1024, 2, 2, 128, false, FLASHPTX_FP16},
+      {1, 1000, 1000, 2, 2, 256, false, FLASHPTX_BF16, Layout::kHeadMajor},
+      {2, 2049, 63, 2, 2, 128, true, FLASHPTX_BF16},
+  };
+  for (const Case& c : cases) check_case(c, seed++, 512);
+}
+
+TEST_CASE("release library: 1000 launches of a ring-wrapping shape are bitwise identical") {
+  const auto& rel = flashptx_test::release_lib();
+  REQUIRE_MESSAGE(rel.loaded(), rel.why);
+  for (bool causal : {false, true}) {
+    Problem st(Case{2, 1500, 1500, 4, 2, 128, causal, FLASHPTX_BF16}, 9100 + causal);
+    st.poison();
+    st.run_release();
+    const auto ref = st.out();
+    const size_t bytes = st.dout->bytes;
+    DeviceBuf all(bytes * 100);
+    int mismatches = 0;
+    for (int round = 0; round < 10; ++round) {
+      for (int i = 0; i < 100; ++i) {
+        REQUIRE_MESSAGE(rel.fwd(&st.params, nullptr) == FLASHPTX_OK, rel.last_error());
+        CUDA_REQUIRE(cudaMemcpyAsync(static_cast<char*>(all.p) + i * bytes, st.dout->p, bytes,
+                                     cudaMemcpyDeviceToDevice, nullptr));
+      }
+      CUDA_REQUIRE(cudaDeviceSynchronize());
+      std::vector<uint16_t> h(bytes / 2 * 100);
+      CUDA_REQUIRE(cudaMemcpy(h.data(), all.p, bytes * 100, cudaMemcpyDeviceToHost));
+      for (int i = 0; i < 100; ++i)
+        if (std::memcmp(h.data() + i * (bytes / 2), ref.data(), bytes) != 0) ++mismatches;
+    }
+    CHECK_MESSAGE(mismatches == 0, mismatches << " of 1000 release launches differed (causal " << causal << ")");
+  }
 }
 
 }  // TEST_SUITE

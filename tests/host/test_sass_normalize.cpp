@@ -171,7 +171,7 @@ TEST_CASE("diff: identical inputs give nothing; a change shows -/+ with context"
   const std::vector<std::string> a = {"a", "b", "c", "d", "e", "f", "g", "h"};
   CHECK(render_diff(a, a, "g", "c").empty());
   std::vector<std::string> b = a;
-  b[4] = "E";
+  b[4].assign(1, 'E');
   b.insert(b.begin() + 1, "x");
   const std::string d = render_diff(a, b, "golden", "current", 1);
   CHECK(d.find("--- golden\n+++ current\n") == 0);

@@ -1,6 +1,6 @@
 // `flashptx trace`: the measured pipeline timeline of the instrumented forward kernel (issue 4).
 //
-// With a GPU: launches flashptx_fwd_traced (src/trace_api.h) once on random inputs after one
+// With a GPU: launches the traced kernel (fa3_fwd_sm90_bf16_d128_trace, through src/internal.h) once on random inputs after one
 // untraced warm-up call, reads the trace buffer back, writes the raw trace as JSON (--json), the
 // SVG Gantt chart (--out) and prints the per-consumer summary. It also compares the traced call's
 // output with the simple GPU reference, so a trace of a wrong kernel does not pass unnoticed.
@@ -23,15 +23,13 @@
 #include "flashptx/trace.h"
 #include "tools/support/dtype.h"
 #include "tools/support/gpu_reference.h"
-#include "src/trace_api.h"
+#include "src/internal.h"
 #include "tools/support/trace_render.h"
 #include "tools/flashptx/commands.h"
 
-// Weak, so that a library built without the traced kernel still links; the command then says so.
-// (With a static archive the definition is pulled in only if its object is linked for another
-// reason: the lead defines flashptx_fwd_traced beside flashptx_fwd.)
-extern "C" flashptx_status flashptx_fwd_traced(const flashptx_fwd_params*, uint64_t*, cudaStream_t)
-    __attribute__((weak));
+// The traced kernel is a row of the kernel table like any other: selected by name through the
+// library's internal API (src/internal.h), with the trace buffer it needs.
+constexpr const char* kTracedKernel = "fa3_fwd_sm90_bf16_d128_trace";
 
 using namespace flashptx;
 namespace tr = flashptx::trace;
@@ -138,10 +136,6 @@ int cmd_trace(int argc, char** argv) {
     return render(raw, ctas, out);
   }
 
-  if (flashptx_fwd_traced == nullptr) {
-    std::fprintf(stderr, "trace: this build has no flashptx_fwd_traced (the traced kernel was not linked)\n");
-    return 1;
-  }
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
     std::fprintf(stderr, "trace: no CUDA device; use --from-json FILE to render a saved trace\n");
@@ -174,8 +168,11 @@ int cmd_trace(int argc, char** argv) {
     if (st != FLASHPTX_OK) { std::fprintf(stderr, "trace: flashptx_fwd: %s: %s\n", flashptx_status_name(st), flashptx_last_error()); break; }
     if (!ck(cudaMemset(o, 0xff, 2 * nq), "poison o") || !ck(cudaMemset(tb, 0, sizeof(uint64_t) * tr::kWordsTotal), "zero trace"))
       break;
-    st = flashptx_fwd_traced(&p, tb, 0);
-    if (st != FLASHPTX_OK) { std::fprintf(stderr, "trace: flashptx_fwd_traced: %s: %s\n", flashptx_status_name(st), flashptx_last_error()); break; }
+    FwdOptions traced;
+    traced.kernel = kTracedKernel;
+    traced.trace = tb;
+    st = flashptx::fwd(&p, traced, 0);
+    if (st != FLASHPTX_OK) { std::fprintf(stderr, "trace: traced forward: %s: %s\n", flashptx_status_name(st), flashptx_last_error()); break; }
     if (!ck(cudaDeviceSynchronize(), "traced launch")) break;
     std::vector<uint64_t> words(tr::kWordsTotal);
     if (!ck(cudaMemcpy(words.data(), tb, sizeof(uint64_t) * tr::kWordsTotal, cudaMemcpyDeviceToHost), "copy trace")) break;

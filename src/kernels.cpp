@@ -1,0 +1,31 @@
+// The kernel table (src/kernels.h): the families' rows, concatenated once.
+#include "src/kernels.h"
+
+#include <vector>
+
+namespace flashptx {
+
+const char* family_name(Family f) {
+  switch (f) {
+    case Family::kFa3Fwd: return "fa3_fwd";
+    case Family::kFa3FwdTraced: return "fa3_fwd_traced";
+  }
+  return "unknown";
+}
+
+std::span<const KernelEntry> kernel_table() {
+  static const std::vector<KernelEntry> table = [] {
+    std::vector<KernelEntry> t;
+    for (auto rows : {fa3_fwd_kernels(), fa3_fwd_traced_kernels()}) t.insert(t.end(), rows.begin(), rows.end());
+    return t;
+  }();
+  return table;
+}
+
+const KernelEntry* kernel_by_name(std::string_view name) {
+  for (const KernelEntry& k : kernel_table())
+    if (name == k.name) return &k;
+  return nullptr;
+}
+
+}  // namespace flashptx

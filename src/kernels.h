@@ -1,0 +1,44 @@
+// The kernel table: every kernel the library can launch, one row each, in one table.
+//
+// Rows come from the files that instantiate the kernels (src/sm90/fa3_fwd.cu, ...): each lists its
+// specializations once and returns them as a span; kernel_table() is their concatenation. The
+// launch plans (src/plan.h) choose a row by its fields, never by spelling a symbol, so a kernel
+// that does not exist is a plan error a host test sees, not a null pointer at launch.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "flashptx.h"
+
+namespace flashptx {
+
+enum class Family : uint8_t {
+  kFa3Fwd,        // FA3 forward (src/sm90/fa3_fwd.cu)
+  kFa3FwdTraced,  // the instrumented FA3 forward behind `flashptx trace` (src/sm90/fa3_fwd_trace.cu)
+};
+const char* family_name(Family f);
+
+struct KernelEntry {
+  const char* name;  // the extern "C" symbol, also its golden's name (sass_golden/<arch>/<name>.sass)
+  Family family;
+  flashptx_dtype dtype;
+  int head_dim;
+  int block_m, block_n;   // query rows and keys per tile / stage
+  int stages;             // depth of the K/V (or Q/dO) rings
+  int consumer_wgs;       // MMA warpgroups
+  bool pingpong;
+  bool persistent;        // loops over work tiles: a grid smaller than the tile count is legal
+  int threads;            // per CTA
+  int smem_bytes;         // dynamic shared memory per CTA
+  const void* fn;         // the __global__ function
+};
+
+std::span<const KernelEntry> kernel_table();
+const KernelEntry* kernel_by_name(std::string_view name);
+
+// Per-family rows (defined beside the instantiations).
+std::span<const KernelEntry> fa3_fwd_kernels();
+std::span<const KernelEntry> fa3_fwd_traced_kernels();
+
+}  // namespace flashptx

@@ -1,0 +1,75 @@
+// Launch plans: from a validated problem to {kernel row, grid, block, shared memory, schedule,
+// kernel arguments}, in one function per kernel family. flashptx_fwd launches the plan;
+// flashptx_fwd_kernel_info reports the same plan; the CLI selects variants through FwdOptions
+// (never through environment variables). Host code only; plan_fwd itself makes no CUDA call, so
+// the dispatch rule is testable on any machine.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "flashptx.h"
+#include "src/kernels.h"
+#include "src/sm90/fa3_fwd_config.h"
+
+namespace flashptx {
+
+// How a launch covers its work tiles.
+enum class Schedule : uint8_t {
+  kAuto,        // the plan's rule (measured; src/plan.cpp)
+  kOnePerTile,  // grid = tiles; the hardware's block dispatch orders them
+  kPersistent,  // grid = min(tiles, SMs); each CTA walks tiles blockIdx.x + k * gridDim.x
+};
+const char* schedule_name(Schedule s);
+bool parse_schedule(std::string_view name, Schedule* s);  // "auto", "one-per-tile", "persistent"
+
+// What the plan needs to know about the device.
+struct Device {
+  int ordinal = -1;
+  int cc = 0;        // major * 10 + minor
+  int sm_count = 0;
+};
+// The current device (cudaGetDevice), attributes cached per ordinal. FLASHPTX_OK, or
+// FLASHPTX_ERR_UNSUPPORTED_DEVICE with *err saying why (no driver, no device, not sm_90).
+flashptx_status current_device(Device* d, std::string* err);
+
+struct Launch {
+  const KernelEntry* kernel = nullptr;
+  dim3 grid{1, 1, 1};
+  dim3 block{1, 1, 1};
+  int smem_bytes = 0;
+  Schedule schedule = Schedule::kOnePerTile;
+  int64_t tiles = 0;  // work tiles the launch covers
+};
+
+// Variant selection for benchmarks and tests (`flashptx bench --kernel NAME --schedule S`).
+// The C ABI uses the defaults.
+struct FwdOptions {
+  const char* kernel = nullptr;        // a kernel table name of the forward families, or nullptr: the rule
+  Schedule schedule = Schedule::kAuto;
+  uint64_t* trace = nullptr;           // device trace buffer: required by, and only for, the traced kernel
+};
+
+struct FwdPlan {
+  Launch launch;
+  fa3::FwdParams args{};  // filled by encode_fwd_args
+};
+
+// Chooses the kernel and sizes the launch. `p` must be valid (flashptx_fwd_check). Errors: an
+// unknown or mismatched forced kernel, a schedule the kernel cannot run, a missing trace buffer.
+flashptx_status plan_fwd(const flashptx_fwd_params& p, const FwdOptions& opt, const Device& dev, FwdPlan* plan,
+                         std::string* err);
+// Encodes the four tensor maps (the driver's cuTensorMapEncodeTiled) and the scalar arguments.
+flashptx_status encode_fwd_args(const flashptx_fwd_params& p, const FwdOptions& opt, FwdPlan* plan,
+                                std::string* err);
+
+// Raises the kernel's dynamic shared-memory limit and launches it with `args` as its one parameter.
+// Records the launch for last_launch().
+flashptx_status launch(const Launch& l, void* args, cudaStream_t stream, std::string* err);
+
+// The last launch of this host thread (tests check that kernel_info describes what launched).
+Launch last_launch();
+
+}  // namespace flashptx

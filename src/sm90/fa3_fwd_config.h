@@ -1,0 +1,96 @@
+// FA3 forward: what the host, the kernel and the CPU models share (plain C++, no device code).
+//
+//   FwdParams     the kernel's one argument (passed by value as a __grid_constant__ parameter)
+//   FwdConfig     the compile-time shape of one specialization, with named fields
+//   FwdLayout<C>  everything derived from a config: tile sizes, the register split, the shared-
+//                 memory plan (offsets of Q, the K and V rings, the O staging buffer, the barriers)
+//                 and the barrier slots with their arrival counts. The kernel carves shared memory
+//                 from it, the launch plan sizes the launch from it, and the ring model's ledger
+//                 prints it (src/models/ring_model.cpp): one definition, three readers.
+// The specializations that exist are listed once, in src/sm90/fa3_fwd.cu.
+#pragma once
+#include <cuda.h>
+#include <cstdint>
+
+namespace flashptx::fa3 {
+
+struct FwdParams {
+  CUtensorMap tma_q;  // [batch, seqlen_q, heads_q, d]  box (64, block_m, 1, 1), 128B swizzle
+  CUtensorMap tma_k;  // [batch, seqlen_k, heads_kv, d] box (64, block_n, 1, 1), 128B swizzle
+  CUtensorMap tma_v;  // [batch, seqlen_k, heads_kv, d] box (64, block_n, 1, 1), 128B swizzle
+  CUtensorMap tma_o;  // [batch, seqlen_q, heads_q, d]  box (64, 64, 1, 1),      128B swizzle
+  float* lse;         // [batch, heads_q, seqlen_q] or nullptr
+  uint64_t* trace;    // trace buffer (include/flashptx/trace.h), traced builds only
+  int seqlen_q, seqlen_k, heads_q, heads_kv, batch;
+  int num_m_blocks;
+  int causal;
+  float softmax_scale;       // natural-log scale (for LSE)
+  float softmax_scale_log2;  // softmax_scale * log2(e)
+};
+
+struct FwdConfig {
+  int head_dim;      // 64, 128 or 256
+  int block_n;       // keys per K (and V) ring stage
+  int stages;        // depth of the K and V rings
+  int consumer_wgs;  // consumer warpgroups; each owns 64 query rows, so block_m = 64 * consumer_wgs
+  bool pingpong;     // consumers take turns issuing through the named-barrier token ring
+  bool persistent;   // the kernel loops over work tiles (grid may be smaller than the tile count)
+  bool bf16;         // bf16 in and out; fp16 otherwise
+};
+
+template <FwdConfig C>
+struct FwdLayout {
+  static constexpr int kHeadDim = C.head_dim;
+  static constexpr int kBlockN = C.block_n;
+  static constexpr int kStages = C.stages;
+  static constexpr int kConsumerWGs = C.consumer_wgs;
+  static constexpr int kBlockM = 64 * C.consumer_wgs;
+  static constexpr int kThreads = 128 * (C.consumer_wgs + 1);  // warpgroup 0 is the producer
+  static constexpr int kChunks = C.head_dim / 64;  // 64-element (128-byte) columns of a swizzled tile
+
+  // Register split (setmaxnreg; PTX ISA "setmaxnreg"): 128 x 24 + 256 x 240 = 64,512 of 65,536
+  // with two consumers; 128 x 32 + 384 x 160 = 65,536 with three.
+  static constexpr int kProducerRegs = C.consumer_wgs == 2 ? 24 : 32;
+  static constexpr int kConsumerRegs = C.consumer_wgs == 2 ? 240 : 160;
+
+  // Shared-memory plan, in bytes from a 1024-aligned base (the 128B swizzle repeats every
+  // 8 rows x 128 B, so every tile starts 1024-aligned).
+  static constexpr int kQBytes = kBlockM * C.head_dim * 2;
+  static constexpr int kKVBytes = C.block_n * C.head_dim * 2;  // one stage of K (or of V)
+  static constexpr int kNumBarriers = 2 + 4 * C.stages;         // q_full, q_empty, k/v full/empty rings
+  // O is staged for its TMA store in a buffer of its own where it fits (the next tile's Q can then
+  // load while this tile drains); otherwise (head dim 256) in the Q buffer, which stays taken until
+  // the store has read it.
+  static constexpr bool kSeparateO =
+      2 * kQBytes + 2 * C.stages * kKVBytes + 8 * kNumBarriers + 1024 <= 227 * 1024;
+  static constexpr int kOffQ = 0;
+  static constexpr int kOffK = kOffQ + kQBytes;
+  static constexpr int kOffV = kOffK + C.stages * kKVBytes;
+  static constexpr int kOffO = kOffV + C.stages * kKVBytes;
+  static constexpr int kOffBar = kOffO + (kSeparateO ? kQBytes : 0);
+  static constexpr int kSmemBytes = kOffBar + 8 * kNumBarriers + 1024;  // + alignment slack
+
+  // Barrier slots: mbarrier i lives at kOffBar + 8 i. Arrival counts beside each.
+  static constexpr uint32_t kBarQFull = 0;                      // 1: producer arrive.expect_tx
+  static constexpr uint32_t kBarQEmpty = 1;                     // kQEmptyArrivals (below)
+  static constexpr uint32_t kBarKFull = 2;                      // + stage; 1: producer expect_tx
+  static constexpr uint32_t kBarKEmpty = 2 + C.stages;          // + stage; 4G: one per consumer warp
+  static constexpr uint32_t kBarVFull = 2 + 2 * C.stages;       // + stage; 1
+  static constexpr uint32_t kBarVEmpty = 2 + 3 * C.stages;      // + stage; 4G
+  static constexpr uint32_t kFullArrivals = 1;
+  static constexpr uint32_t kEmptyArrivals = 4 * C.consumer_wgs;
+  // q_empty: with O in its own buffer, every consumer warp arrives once the wait that retires the
+  // tile's last QK has passed; with O in the Q buffer, every consumer warpgroup's storing thread
+  // arrives once its TMA store has read the buffer.
+  static constexpr uint32_t kQEmptyArrivals = kSeparateO ? 4 * C.consumer_wgs : C.consumer_wgs;
+
+  static_assert(C.head_dim % 64 == 0 && C.head_dim <= 256, "head dims are multiples of 64 up to 256");
+  static_assert(C.block_n % 16 == 0 && C.block_n <= 256, "block_n is a multiple of 16 (wgmma k16)");
+  static_assert(C.consumer_wgs == 2 || C.consumer_wgs == 3, "two or three consumer warpgroups");
+  static_assert(!C.pingpong || C.consumer_wgs >= 2, "pingpong needs two or three consumer warpgroups");
+  static_assert(kQBytes % 1024 == 0 && kKVBytes % 1024 == 0, "tiles keep 1024-byte alignment");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
+  static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * C.consumer_wgs <= 65536, "register file");
+};
+
+}  // namespace flashptx::fa3

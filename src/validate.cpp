@@ -1,0 +1,98 @@
+// Validation of the C ABI's parameters (src/validate.h).
+#include "src/validate.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace flashptx {
+
+namespace {
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+flashptx_status bad(flashptx_status s, std::string* msg, std::string text) {
+  *msg = std::move(text);
+  return s;
+}
+}  // namespace
+
+flashptx_status check_strides(const char* name, int64_t batch, int64_t seqlen, int64_t heads, int64_t d, int64_t sb,
+                              int64_t ss, int64_t sh, bool must_not_overlap, std::string* msg) {
+  const int64_t extent[3] = {batch, seqlen, heads};
+  const int64_t stride[3] = {sb, ss, sh};
+  const char* what[3] = {"batch", "row", "head"};
+  for (int i = 0; i < 3; ++i) {
+    if (stride[i] < 0) return bad(FLASHPTX_ERR_BAD_STRIDES, msg, std::string(name) + " " + what[i] + " stride is negative");
+    if (extent[i] > 1 && stride[i] == 0)
+      return bad(FLASHPTX_ERR_BAD_STRIDES, msg,
+                 std::string(name) + " " + what[i] + " stride is 0 (broadcast is not supported)");
+    if (extent[i] > 1 && stride[i] % 8 != 0)
+      return bad(FLASHPTX_ERR_MISALIGNED, msg,
+                 std::string(name) + " " + what[i] + " stride " + std::to_string(stride[i]) +
+                     " is not a multiple of 8 elements (16 bytes)");
+    if (extent[i] > 1 && stride[i] >= (int64_t(1) << 39))
+      return bad(FLASHPTX_ERR_BAD_STRIDES, msg, std::string(name) + " " + what[i] + " stride is 2^39 elements or more");
+  }
+  if (must_not_overlap) {
+    // Sufficient condition for distinct (b, s, h) rows never to share an element: sorted by stride,
+    // each stride covers the previous stride times its extent (the innermost row is d elements).
+    struct Dim { int64_t stride, extent; };
+    Dim dims[3] = {{sb, batch}, {ss, seqlen}, {sh, heads}};
+    std::sort(dims, dims + 3, [](const Dim& a, const Dim& b) { return a.stride < b.stride; });
+    int64_t covered = d;
+    for (const Dim& x : dims) {
+      if (x.extent <= 1) continue;
+      if (x.stride < covered)
+        return bad(FLASHPTX_ERR_BAD_STRIDES, msg,
+                   std::string(name) + " strides make rows overlap (a stride of " + std::to_string(x.stride) +
+                       " inside a span of " + std::to_string(covered) + " elements)");
+      covered = x.stride * x.extent;
+    }
+  }
+  return FLASHPTX_OK;
+}
+
+flashptx_status validate_fwd(const flashptx_fwd_params& p, std::string* msg) {
+  if (p.batch < 0 || p.seqlen_q < 0 || p.seqlen_k < 0 || p.heads_q < 0 || p.heads_kv < 0 || p.head_dim < 0)
+    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "a size is negative");
+  if (!std::isfinite(p.softmax_scale) || p.softmax_scale < 0.f)
+    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "softmax_scale must be finite and positive (0 selects 1/sqrt(d))");
+  if (p.batch == 0 || p.seqlen_q == 0) return FLASHPTX_OK;  // nothing to compute
+
+  if (p.q_dtype != FLASHPTX_BF16 && p.q_dtype != FLASHPTX_FP16)
+    return bad(FLASHPTX_ERR_UNSUPPORTED_DTYPE, msg, "q dtype must be FLASHPTX_BF16 or FLASHPTX_FP16");
+  if (p.k_dtype != p.q_dtype || p.v_dtype != p.q_dtype || p.o_dtype != p.q_dtype)
+    return bad(FLASHPTX_ERR_DTYPE_MISMATCH, msg, "q, k, v and o must share one dtype");
+  if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256)
+    return bad(FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, msg,
+               "head_dim " + std::to_string(p.head_dim) + " is not one of 64, 128, 256");
+  if (p.heads_q <= 0 || p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0)
+    return bad(FLASHPTX_ERR_BAD_HEADS, msg,
+               "heads_q (" + std::to_string(p.heads_q) + ") must be a positive multiple of heads_kv (" +
+                   std::to_string(p.heads_kv) + ")");
+  if (p.q == nullptr || p.k == nullptr || p.v == nullptr || p.o == nullptr)
+    return bad(FLASHPTX_ERR_NULL_POINTER, msg, "q, k, v and o must be non-NULL");
+  if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.o))
+    return bad(FLASHPTX_ERR_MISALIGNED, msg, "q, k, v and o must be 16-byte aligned");
+  if (p.lse != nullptr && reinterpret_cast<uintptr_t>(p.lse) % 4 != 0)
+    return bad(FLASHPTX_ERR_MISALIGNED, msg, "lse must be 4-byte aligned");
+  const int64_t kMaxInt = 0x7fffffff;
+  if (p.seqlen_q > kMaxInt - 256 || p.seqlen_k > kMaxInt - 256 || p.heads_q > 65535 || p.batch > kMaxInt)
+    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "seqlen must stay below 2^31 - 256, heads_q below 65536");
+  if ((p.seqlen_q + 63) / 64 * p.heads_q * p.batch > kMaxInt)
+    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "too many output tiles for one grid (2^31 - 1)");
+
+  flashptx_status s;
+  const int64_t d = p.head_dim;
+  if ((s = check_strides("q", p.batch, p.seqlen_q, p.heads_q, d, p.q_batch_stride, p.q_row_stride, p.q_head_stride,
+                         false, msg)) != FLASHPTX_OK)
+    return s;
+  if ((s = check_strides("k", p.batch, p.seqlen_k, p.heads_kv, d, p.k_batch_stride, p.k_row_stride, p.k_head_stride,
+                         false, msg)) != FLASHPTX_OK)
+    return s;
+  if ((s = check_strides("v", p.batch, p.seqlen_k, p.heads_kv, d, p.v_batch_stride, p.v_row_stride, p.v_head_stride,
+                         false, msg)) != FLASHPTX_OK)
+    return s;
+  return check_strides("o", p.batch, p.seqlen_q, p.heads_q, d, p.o_batch_stride, p.o_row_stride, p.o_head_stride, true,
+                       msg);
+}
+
+}  // namespace flashptx

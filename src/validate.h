@@ -1,0 +1,22 @@
+// Validation of the C ABI's parameters, in one place: pure host code, no CUDA call, so every bad
+// input is testable on any machine. Each function returns FLASHPTX_OK or the status of the first
+// problem found, with *msg naming it.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "flashptx.h"
+
+namespace flashptx {
+
+// Sizes, scale, dtypes, head dim, heads, pointers, alignment and strides of a forward problem.
+// Batch or seqlen_q 0 is valid (nothing to compute) and skips the pointer and stride checks.
+flashptx_status validate_fwd(const flashptx_fwd_params& p, std::string* msg);
+
+// The strides of one [batch, seqlen, heads, d] tensor of 2-byte elements: non-negative, non-zero
+// where the extent is above one, rows 16-byte aligned, below 2^39 elements; with must_not_overlap
+// (outputs), distinct (b, s, h) rows never share an element.
+flashptx_status check_strides(const char* name, int64_t batch, int64_t seqlen, int64_t heads, int64_t d, int64_t sb,
+                              int64_t ss, int64_t sh, bool must_not_overlap, std::string* msg);
+
+}  // namespace flashptx

@@ -1,0 +1,158 @@
+// The launch plans (src/plan.h) and the kernel table (src/kernels.h), on any machine: plan_fwd makes
+// no CUDA call, so the dispatch rule, the grid and every option error are checked here with a
+// stated device (132 SMs, sm_90, as the H200).
+#include <doctest/doctest.h>
+
+#include <set>
+#include <string>
+
+#include "flashptx.h"
+#include "src/kernels.h"
+#include "src/plan.h"
+#include "src/sm90/fa3_fwd_config.h"
+
+namespace {
+
+alignas(16) unsigned char g_fake[4][64];
+const flashptx::Device kH200{0, 90, 132};
+
+flashptx_fwd_params problem(int64_t b, int64_t sq, int64_t sk, int64_t h, int64_t d, flashptx_dtype t, int causal) {
+  flashptx_fwd_params p;
+  flashptx_fwd_params_contiguous(&p, g_fake[0], g_fake[1], g_fake[2], g_fake[3], nullptr, b, sq, sk, h, h, d, t, causal);
+  return p;
+}
+
+flashptx::FwdPlan plan_or_fail(const flashptx_fwd_params& p, const flashptx::FwdOptions& o = {}) {
+  flashptx::FwdPlan plan;
+  std::string err;
+  const flashptx_status s = flashptx::plan_fwd(p, o, kH200, &plan, &err);
+  REQUIRE_MESSAGE(s == FLASHPTX_OK, err);
+  REQUIRE(plan.launch.kernel != nullptr);
+  return plan;
+}
+
+}  // namespace
+
+TEST_SUITE("host plan") {
+
+TEST_CASE("the kernel table: unique names, rows consistent with their layouts") {
+  std::set<std::string> names;
+  for (const flashptx::KernelEntry& k : flashptx::kernel_table()) {
+    INFO(k.name);
+    CHECK(names.insert(k.name).second);
+    CHECK(flashptx::kernel_by_name(k.name) == &k);
+    CHECK(k.fn != nullptr);
+    CHECK(k.threads == 128 * (k.consumer_wgs + 1));
+    CHECK(k.block_m == 64 * k.consumer_wgs);
+    CHECK(k.smem_bytes > 0);
+    CHECK(k.smem_bytes <= 227 * 1024);
+  }
+  CHECK(flashptx::kernel_by_name("fa3_fwd_sm90_bf16_d128_n128x") == nullptr);
+  // The traced kernel is a row of the same table.
+  const flashptx::KernelEntry* t = flashptx::kernel_by_name("fa3_fwd_sm90_bf16_d128_trace");
+  REQUIRE(t != nullptr);
+  CHECK(t->family == flashptx::Family::kFa3FwdTraced);
+}
+
+TEST_CASE("the forward rule resolves every head dim, dtype and mask to a kernel of that problem") {
+  for (int64_t d : {64, 128, 256})
+    for (flashptx_dtype t : {FLASHPTX_BF16, FLASHPTX_FP16})
+      for (int causal : {0, 1})
+        for (int64_t s : {1, 100, 1024, 2048, 8192}) {
+          INFO("d=" << d << " causal=" << causal << " s=" << s);
+          const auto plan = plan_or_fail(problem(2, s, s, 8, d, t, causal));
+          const flashptx::KernelEntry& k = *plan.launch.kernel;
+          CHECK(k.family == flashptx::Family::kFa3Fwd);
+          CHECK(k.head_dim == d);
+          CHECK(k.dtype == t);
+          const int64_t tiles = (s + k.block_m - 1) / k.block_m * 8 * 2;
+          CHECK(plan.launch.tiles == tiles);
+          CHECK(plan.launch.block.x == static_cast<unsigned>(k.threads));
+          CHECK(plan.launch.smem_bytes == k.smem_bytes);
+          if (plan.launch.schedule == flashptx::Schedule::kPersistent) {
+            CHECK(k.persistent);
+            CHECK(plan.launch.grid.x == static_cast<unsigned>(std::min<int64_t>(tiles, 132)));
+          } else {
+            CHECK(plan.launch.grid.x == static_cast<unsigned>(tiles));
+          }
+        }
+  // The measured rule (src/plan.cpp): d64 causal below 2k rows takes the 128-row tile.
+  CHECK(plan_or_fail(problem(1, 1024, 1024, 8, 64, FLASHPTX_BF16, 1)).launch.kernel->block_m == 128);
+  CHECK(plan_or_fail(problem(1, 4096, 4096, 8, 64, FLASHPTX_BF16, 1)).launch.kernel->block_m == 192);
+  CHECK(plan_or_fail(problem(1, 1024, 1024, 8, 64, FLASHPTX_BF16, 0)).launch.kernel->block_m == 192);
+  // Persistent (grid = SMs) for non-causal masks where the kernel loops; one CTA per tile otherwise.
+  CHECK(plan_or_fail(problem(2, 8192, 8192, 16, 128, FLASHPTX_BF16, 0)).launch.grid.x == 132);
+  CHECK(plan_or_fail(problem(2, 8192, 8192, 16, 128, FLASHPTX_BF16, 1)).launch.grid.x == 64 * 16 * 2);
+  CHECK(plan_or_fail(problem(2, 8192, 8192, 8, 256, FLASHPTX_BF16, 0)).launch.grid.x == 64 * 8 * 2);
+}
+
+TEST_CASE("variant selection: a forced kernel and schedule, and every misuse named") {
+  const flashptx_fwd_params p = problem(2, 4096, 4096, 16, 128, FLASHPTX_BF16, 1);
+  flashptx::FwdOptions o;
+  o.schedule = flashptx::Schedule::kPersistent;
+  auto plan = plan_or_fail(p, o);
+  CHECK(plan.launch.schedule == flashptx::Schedule::kPersistent);
+  CHECK(plan.launch.grid.x == 132);
+
+  o = {};
+  o.kernel = "fa3_fwd_sm90_bf16_d128_n128";
+  o.schedule = flashptx::Schedule::kOnePerTile;
+  plan = plan_or_fail(problem(2, 4096, 4096, 16, 128, FLASHPTX_BF16, 0), o);
+  CHECK(std::string(plan.launch.kernel->name) == "fa3_fwd_sm90_bf16_d128_n128");
+  CHECK(plan.launch.grid.x == 32 * 16 * 2);
+
+  struct Bad { const char* what; flashptx::FwdOptions opt; flashptx_fwd_params p; const char* needle; };
+  flashptx::FwdOptions unknown, wrong_d, wrong_t, persist256, traced_no_buf, buf_untraced;
+  unknown.kernel = "fa3_fwd_sm90_bf16_d96";
+  wrong_d.kernel = "fa3_fwd_sm90_bf16_d64_m128";
+  wrong_t.kernel = "fa3_fwd_sm90_fp16_d128_n128";
+  persist256.schedule = flashptx::Schedule::kPersistent;
+  traced_no_buf.kernel = "fa3_fwd_sm90_bf16_d128_trace";
+  static uint64_t fake_trace[4];
+  buf_untraced.trace = fake_trace;
+  const Bad bad[] = {
+      {"unknown kernel", unknown, p, "no forward kernel named"},
+      {"kernel of another head dim", wrong_d, p, "head_dim 64"},
+      {"kernel of another dtype", wrong_t, p, "fp16"},
+      {"persistent schedule on d256", persist256, problem(1, 1000, 1000, 2, 256, FLASHPTX_BF16, 0), "cannot loop"},
+      {"traced kernel without a buffer", traced_no_buf, p, "needs a trace buffer"},
+      {"a buffer without the traced kernel", buf_untraced, p, "only for the traced kernel"},
+  };
+  for (const Bad& b : bad) {
+    INFO(b.what);
+    flashptx::FwdPlan pl;
+    std::string err;
+    CHECK(flashptx::plan_fwd(b.p, b.opt, kH200, &pl, &err) == FLASHPTX_ERR_BAD_OPTION);
+    CHECK_MESSAGE(err.find(b.needle) != std::string::npos, err);
+  }
+}
+
+TEST_CASE("schedule names round-trip and unknown names are refused") {
+  for (auto s : {flashptx::Schedule::kAuto, flashptx::Schedule::kOnePerTile, flashptx::Schedule::kPersistent}) {
+    flashptx::Schedule back{};
+    CHECK(flashptx::parse_schedule(flashptx::schedule_name(s), &back));
+    CHECK(back == s);
+  }
+  flashptx::Schedule x{};
+  CHECK_FALSE(flashptx::parse_schedule("persistant", &x));
+}
+
+TEST_CASE("the layout object: the shared-memory plan of every shipped forward fits and is 1024-aligned") {
+  using flashptx::fa3::FwdLayout;
+  constexpr flashptx::fa3::FwdConfig c{.head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2,
+                                       .pingpong = true, .persistent = true, .bf16 = true};
+  using L = FwdLayout<c>;
+  static_assert(L::kOffK % 1024 == 0 && L::kOffV % 1024 == 0 && L::kOffO % 1024 == 0);
+  CHECK(L::kQBytes == 128 * 128 * 2);
+  CHECK(L::kKVBytes == 128 * 128 * 2);
+  CHECK(L::kSeparateO);
+  CHECK(L::kSmemBytes == 6 * 32768 + 8 * (2 + 4 * 2) + 1024);  // Q, 2 K, 2 V, O; 10 barriers; slack
+  for (const flashptx::KernelEntry& k : flashptx::fa3_fwd_kernels()) {
+    INFO(k.name);
+    const int q = k.block_m * k.head_dim * 2, kv = k.block_n * k.head_dim * 2;
+    const bool separate_o = 2 * q + 2 * k.stages * kv + 8 * (2 + 4 * k.stages) + 1024 <= 227 * 1024;
+    CHECK(k.smem_bytes == q + 2 * k.stages * kv + (separate_o ? q : 0) + 8 * (2 + 4 * k.stages) + 1024);
+  }
+}
+
+}  // TEST_SUITE
