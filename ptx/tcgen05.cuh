@@ -92,8 +92,10 @@ __device__ __forceinline__ void tcgen05_relinquish_alloc_permit() {
 // D[M x N] (TMEM, f32 or f16 cells) = A[M x K] * B[K x N] + (accumulate ? D : 0), K = 16 for
 // kind::f16, 32 for kind::f8f6f4. SS: A and B from shared memory (64-bit descriptors,
 // make_umma_smem_desc). TS: A from TMEM at `a_tmem` (K-major, two 16-bit or four 8-bit elements per
-// 32-bit cell, row i in lane i), B from shared memory. `idesc` from make_umma_idesc_*; its CtaGroup
-// must match. The enable-input-d predicate is `accumulate`.
+// 32-bit cell, row i in lane i; the idesc's transpose-A bit clear, umma_a_tmem_ok), B from shared
+// memory. `idesc` from make_umma_idesc_*; its CtaGroup must match. The enable-input-d predicate is
+// `accumulate`. Consecutive K steps advance the descriptors by the layout's own K-step offset
+// (flashptx::umma::kstep_offset), never by a literal.
 // @pre issued by ONE thread (cta_group::2: one thread of the pair, in the CTA of even rank, both
 //      CTAs' operands ready and both CTAs running); the shared-memory operands were written by the
 //      async proxy (TMA, waited on) or fenced with fence.proxy.async.shared::cta + barrier; D and a
