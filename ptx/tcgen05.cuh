@@ -29,6 +29,11 @@ namespace flashptx::ptx {
 // tcgen05.alloc.cta_group::{1,2}.sync.aligned.shared::cta.b32 [dst], ncols;
 // @pre executed by all 32 threads of one warp, convergently (for cta_group::2: one warp in each of
 //      the two peer CTAs, with the same NCols); NCols a power of two in [32, 512].
+// @pre cta_group::2: the peer CTA is known to be running, i.e. a cluster barrier (barrier.cluster
+//      arrive + wait, ptx::barrier_cluster_sync) separates kernel entry from the alloc. A cluster
+//      launch does not promise both CTAs start together, and the pair allocation touches the peer
+//      ("Cluster of Cooperative Thread Arrays": a CTA must make sure its peer exists before acting
+//      on it; CUTLASS syncs the cluster before its pair allocation).
 // Certifies: once the instruction completes, the 32-bit TMEM base address (lane 0, first column) of
 // NCols freshly allocated columns is written to shared memory at `dst_smem` (shared::cta address).
 // It may block until columns are free. Does not certify: visibility of that address to other warps

@@ -129,6 +129,8 @@ __device__ __forceinline__ void umma_cta2_body(const uint8_t* a, const uint8_t* 
   const uint8_t* b_mine = b + rank * (kUmmaN / 2) * kUmmaRowBytes;
   constexpr flashptx::umma::SmemTile tile = plan::operand_tile(false);
 
+  // The pair allocation acts on the peer CTA: it must be known to be running first.
+  ptx::barrier_cluster_sync();
   if (threadIdx.x / 32 == 0) ptx::tcgen05_alloc<2, plan::kTmemCols>(ptx::smem_u32(&tmem_base_slot));
   if (threadIdx.x == 0) {
     ptx::mbarrier_init(bar, 1);
