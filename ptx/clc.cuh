@@ -7,9 +7,18 @@
 //   all readers wait on `bar` (the phase completes when the 16-byte response has landed);
 //   clusterlaunchcontrol_query_cancel_is_canceled(resp) -> false: no cluster left, stop;
 //                                                          true: get_first_ctaid is the stolen work.
+//   every reader, after its last read of `resp`: fence.proxy.async.shared::cta
+//     (ptx::fence_proxy_async_shared_cta, ptx/fence.cuh), then a barrier with the requesting thread,
+//     then the next try_cancel.
+// Why the fence: the response is written by the async proxy (try_cancel is an asynchronous
+// operation, like a TMA load) and read with generic ld.shared. The next try_cancel overwrites the
+// same bytes through the async proxy; without a proxy fence between a thread's generic reads and
+// that async write, the write is not ordered after the reads (the ISA's memory consistency model:
+// "Proxies", a generic-proxy access and an async-proxy access to the same location need a proxy
+// fence), so a reader could observe the next response. The barrier alone orders threads, not proxies.
 // Rules the wrappers cannot check: after observing a failed request, issuing another is undefined;
-// reading the ctaid of a failed response is undefined; all readers of `resp` must be done (a barrier)
-// before the next request overwrites it.
+// reading the ctaid of a failed response is undefined; all readers of `resp` must be done (proxy
+// fence, then a barrier) before the next request overwrites it.
 #pragma once
 #include <cstdint>
 

@@ -29,6 +29,11 @@ namespace flashptx::ptx {
 // tcgen05.alloc.cta_group::{1,2}.sync.aligned.shared::cta.b32 [dst], ncols;
 // @pre executed by all 32 threads of one warp, convergently (for cta_group::2: one warp in each of
 //      the two peer CTAs, with the same NCols); NCols a power of two in [32, 512].
+// @pre cta_group::2: the peer CTA is known to be running, i.e. a cluster barrier (barrier.cluster
+//      arrive + wait, ptx::barrier_cluster_sync) separates kernel entry from the alloc. A cluster
+//      launch does not promise both CTAs start together, and the pair allocation touches the peer
+//      ("Cluster of Cooperative Thread Arrays": a CTA must make sure its peer exists before acting
+//      on it; CUTLASS syncs the cluster before its pair allocation).
 // Certifies: once the instruction completes, the 32-bit TMEM base address (lane 0, first column) of
 // NCols freshly allocated columns is written to shared memory at `dst_smem` (shared::cta address).
 // It may block until columns are free. Does not certify: visibility of that address to other warps
@@ -92,8 +97,10 @@ __device__ __forceinline__ void tcgen05_relinquish_alloc_permit() {
 // D[M x N] (TMEM, f32 or f16 cells) = A[M x K] * B[K x N] + (accumulate ? D : 0), K = 16 for
 // kind::f16, 32 for kind::f8f6f4. SS: A and B from shared memory (64-bit descriptors,
 // make_umma_smem_desc). TS: A from TMEM at `a_tmem` (K-major, two 16-bit or four 8-bit elements per
-// 32-bit cell, row i in lane i), B from shared memory. `idesc` from make_umma_idesc_*; its CtaGroup
-// must match. The enable-input-d predicate is `accumulate`.
+// 32-bit cell, row i in lane i; the idesc's transpose-A bit clear, umma_a_tmem_ok), B from shared
+// memory. `idesc` from make_umma_idesc_*; its CtaGroup must match. The enable-input-d predicate is
+// `accumulate`. Consecutive K steps advance the descriptors by the layout's own K-step offset
+// (flashptx::umma::kstep_offset), never by a literal.
 // @pre issued by ONE thread (cta_group::2: one thread of the pair, in the CTA of even rank, both
 //      CTAs' operands ready and both CTAs running); the shared-memory operands were written by the
 //      async proxy (TMA, waited on) or fenced with fence.proxy.async.shared::cta + barrier; D and a

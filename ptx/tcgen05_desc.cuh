@@ -61,22 +61,26 @@ FLASHPTX_DESC_HD constexpr uint32_t umma_idesc_pack(uint32_t d_fmt, uint32_t a_f
        | (0u << 30);                       // bits 30-31: max shift (.ws only; 0)
 }
 
-// Dense MMA shape legality, per CTA group, as the ISA's "Matrix shape" table gives it for
-// .kind::f16 / .kind::f8f6f4. M is the instruction's M: for cta_group::2 it spans the CTA pair
-// (M = 256 is 128 rows per CTA).
+// Dense MMA shape legality, per CTA group, from the ISA's "Matrix Shape" table ("Various
+// combinations of .kind and shapes"), rows .kind::f16 and .kind::f8f6f4, no .ws, dense:
+//   cta_group::1: M = 64 or 128, N = 8, 16, 24, ... 256 (steps of 8), K = 16 (f16) / 32 (f8f6f4)
+//   cta_group::2: M = 128 or 256, N = 16, 32, ... 256 (steps of 16)
+// M is the instruction's M: for cta_group::2 it spans the CTA pair (M = 256 is 128 rows per CTA).
+// The table makes no distinction between A in shared memory (SS) and A in Tensor Memory (TS); the
+// TS-only limit on the operand itself is umma_a_tmem_ok() below.
 FLASHPTX_DESC_HD constexpr bool umma_shape_ok(int cta_group, int m, int n) {
-  if (cta_group == 1) {
-    if (m == 64) return n >= 8 && n <= 256 && n % 8 == 0;
-    if (m == 128) return n >= 16 && n <= 256 && n % 16 == 0;
-    return false;
-  }
-  if (cta_group == 2) {
-    if (m == 128) return n >= 32 && n <= 256 && n % 32 == 0;
-    if (m == 256) return n >= 16 && n <= 256 && n % 16 == 0;
-    return false;
-  }
+  if (cta_group == 1) return (m == 64 || m == 128) && n >= 8 && n <= 256 && n % 8 == 0;
+  if (cta_group == 2) return (m == 128 || m == 256) && n >= 16 && n <= 256 && n % 16 == 0;
   return false;
 }
+
+// Where tcgen05.mma reads A from: a shared-memory descriptor (SS form) or a TMEM address (TS form).
+enum class UmmaASource : uint32_t { kSmem = 0, kTmem = 1 };
+
+// TS form: A read from Tensor Memory has no layout choice: it must be K-major (the "transpose A"
+// bit 15 of the instruction descriptor clear). Stated by CUTLASS's SM100 TS atoms ("A from TMEM
+// can't be transposed"); the ISA's shape table does not list it, so this rests on that reading.
+FLASHPTX_DESC_HD constexpr bool umma_a_tmem_ok(uint32_t idesc) { return ((idesc >> 15) & 1u) == 0u; }
 
 // .kind::f16: A/B f16 or bf16 (both the same), D f16 or f32. K per instruction: 16.
 template <UmmaF16Type AB, UmmaDType D, int M, int N, UmmaMajor AMajor = UmmaMajor::kK,
@@ -114,16 +118,23 @@ enum class UmmaSwizzle : uint32_t {
   k32B = 6,             // 32-byte swizzle
 };
 
-// LBO / SBO: as for wgmma. K-major without swizzle: LBO = byte distance between adjacent core
-// matrices along K, SBO = along M/N (8-row groups). K-major swizzled: LBO unused (write 16 B -> 1),
-// SBO = distance between 8-row groups (8 x swizzle width). MN-major: LBO = distance between
-// swizzle-width chunks along MN, SBO = between 8-row groups along K.
-// base_offset: 0 when the start address's swizzle-pattern repeat (1024 B for 128B swizzle) is aligned.
-// lbo_absolute: the "leading dimension stride mode" (0 relative offset; 1 absolute address, used only
-// for the 48-byte K tile of sub-byte formats).
-FLASHPTX_DESC_HD constexpr uint64_t make_umma_smem_desc(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes,
-                                                        UmmaSwizzle swizzle, uint32_t base_offset = 0,
-                                                        bool lbo_absolute = false) {
+// LBO / SBO, in bytes, as the ISA's "Leading Dimension Stride" and "Stride Dimension Byte Offset"
+// tables define them (128-bit-normalised rows; "Canonical Layouts" gives the same as CuTe layouts):
+//   K-major, no swizzle:  LBO = distance between the two core matrices of an 8x2 tile along K
+//                         (adjacent 16-byte K chunks); SBO = distance between 8-row groups (M/N).
+//   K-major, swizzled:    LBO unused (write 16 B, encoded 1); SBO = distance between 8-row groups.
+//   MN-major, no swizzle: LBO = distance between groups of 8 K rows; SBO = distance between
+//                         adjacent 16-byte chunks along M/N.
+//   MN-major, swizzled:   LBO = distance between swizzle-width chunks along M/N; SBO = distance
+//                         between groups of 8 K rows.
+// base_offset: 0 when the swizzle pattern starts on its repeat boundary (1024 B for 128B swizzle,
+// 512 B for 64B, 256 B for 32B); otherwise (pattern start >> 7) & 7. Unused without swizzle.
+// Bit 52 (leading-dimension stride mode, LBO as an absolute address) is an sm_103a feature (the
+// ISA's "Target ISA Note" of "Shared Memory Descriptor"): on sm_100a it must stay 0, so the builder
+// the sm_100a kernels use has no parameter for it. umma_smem_desc_pack() writes every field.
+FLASHPTX_DESC_HD constexpr uint64_t umma_smem_desc_pack(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes,
+                                                        uint32_t swizzle_code, uint32_t base_offset,
+                                                        uint32_t lbo_mode) {
   return (static_cast<uint64_t>((smem_addr & 0x3FFFFu) >> 4) << 0)           // bits  0-13: start address >> 4
        | (static_cast<uint64_t>(0) << 14)                                     // bits 14-15: reserved
        | (static_cast<uint64_t>((lbo_bytes & 0x3FFFFu) >> 4) << 16)           // bits 16-29: LBO >> 4
@@ -131,13 +142,28 @@ FLASHPTX_DESC_HD constexpr uint64_t make_umma_smem_desc(uint32_t smem_addr, uint
        | (static_cast<uint64_t>((sbo_bytes & 0x3FFFFu) >> 4) << 32)           // bits 32-45: SBO >> 4
        | (static_cast<uint64_t>(1) << 46)                                     // bits 46-48: fixed 0b001 (version)
        | (static_cast<uint64_t>(base_offset & 0x7u) << 49)                    // bits 49-51: matrix base offset
-       | (static_cast<uint64_t>(lbo_absolute ? 1 : 0) << 52)                 // bit  52   : LBO mode
+       | (static_cast<uint64_t>(lbo_mode & 0x1u) << 52)                       // bit  52   : LBO mode (sm_103a)
        | (static_cast<uint64_t>(0) << 53)                                     // bits 53-60: fixed 0
-       | (static_cast<uint64_t>(static_cast<uint32_t>(swizzle) & 0x7u) << 61);  // bits 61-63: swizzle mode
+       | (static_cast<uint64_t>(swizzle_code & 0x7u) << 61);                  // bits 61-63: swizzle mode
 }
 
-// Advances the start address field by `bytes` (a multiple of 16), e.g. to the next K step inside a
-// tile. Valid while the address does not carry out of bits 0-13 (shared memory < 256 KiB: it can't).
+// The sm_100a descriptor: LBO relative (bit 52 clear).
+FLASHPTX_DESC_HD constexpr uint64_t make_umma_smem_desc(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes,
+                                                        UmmaSwizzle swizzle, uint32_t base_offset = 0) {
+  return umma_smem_desc_pack(smem_addr, lbo_bytes, sbo_bytes, static_cast<uint32_t>(swizzle), base_offset, 0);
+}
+
+// Adds `bytes` (a multiple of 16) to the start-address field; nothing else changes. Valid while the
+// address does not carry out of bits 0-13 (shared memory < 256 KiB: it cannot).
+// How many bytes one K step is depends on the layout, and only the layout's owner knows it:
+//   K-major, swizzled (32B/64B/128B):  K bytes (32 per tcgen05.mma of kind::f16 / f8f6f4) while the
+//                                      step stays inside the swizzle width (the hardware swizzles
+//                                      the advanced address itself);
+//   K-major, no swizzle:               (K bytes / 16) x LBO: 32 bytes of K span two core matrices,
+//                                      so one step is 2 x LBO, NOT 32;
+//   MN-major:                          (K elements / 8) x (SBO swizzled, LBO not swizzled).
+// flashptx::umma::kstep_offset() (include/flashptx/umma_plan.h) computes it from the layout; use
+// that, not a literal.
 FLASHPTX_DESC_HD constexpr uint64_t umma_smem_desc_advance(uint64_t desc, uint32_t bytes) {
   return desc + static_cast<uint64_t>(bytes >> 4);
 }

@@ -9,7 +9,8 @@
 //   - kColumns * kLanes * kCellBytes = 256 KiB, the granule 32 columns = 16 KiB: the per-CTA view
 //     (never a flat pair-wide pool: a CTA pair has two 512-column views, not one 1024-column one).
 //   - TmemAllocator: the allocation-size rule (power of two in [32, 512]), the non-increasing rule,
-//     the relinquish permit, and "every column freed before exit".
+//     the relinquish permit, "a dealloc frees exactly one allocation", and "every column freed
+//     before exit".
 //   - taddr(): lane << 16 | column, the 32-bit address inside one CTA's view.
 //   - Fa4FwdColumnPlan: c_S0 = 0, c_S1 = N, c_Oi = 2N + i*d_v, P_i in the tail half of S_i; the
 //     capacity equation 2N + q_stage*d_v <= 512.
@@ -58,6 +59,7 @@ enum class TmemError : uint8_t {
   kLaneOwnership,         // a warp touches a lane outside its 32-lane band
   kNotFreedAtExit,        // allocated columns still live at kernel exit
   kFreeUnallocated,       // deallocation of a block that is not allocated
+  kPartialDealloc,        // deallocation that is not exactly one earlier allocation (base and size)
 };
 
 FLASHPTX_HD constexpr const char* tmem_error_name(TmemError e) {
@@ -77,6 +79,7 @@ FLASHPTX_HD constexpr const char* tmem_error_name(TmemError e) {
     case TmemError::kLaneOwnership: return "lane-ownership violation";
     case TmemError::kNotFreedAtExit: return "TMEM not deallocated before exit";
     case TmemError::kFreeUnallocated: return "deallocation of unallocated columns";
+    case TmemError::kPartialDealloc: return "deallocation does not match one allocation";
   }
   return "?";
 }
@@ -90,9 +93,13 @@ FLASHPTX_HD constexpr bool legal_alloc_columns(uint32_t cols) {
 // The allocator of one CTA view. tcgen05.alloc hands out a column base aligned to its size; this
 // model keeps a 16-bit occupancy mask of 32-column granules and places each block at the lowest
 // size-aligned free base (so a full 512-column allocation starts at column 0, which is what lets
-// the FA4 fragment code treat the base as known).
+// the FA4 fragment code treat the base as known). It also remembers each block's extent:
+// tcgen05.dealloc frees exactly one earlier allocation, its address and column count as returned by
+// and given to tcgen05.alloc ("tcgen05.dealloc"), never a part of one or several at once.
 struct TmemAllocator {
+  static constexpr uint32_t kGranules = kColumns / kGranuleColumns;  // 16
   uint32_t granules_used = 0;   // bit g: granule g (columns [32g, 32g+32)) is allocated
+  uint8_t block_granules[kGranules] = {};  // at a block's first granule: its size in granules, else 0
   uint32_t last_cols = 0;       // previous allocation amount (0: none yet)
   bool permit_open = true;      // cleared by relinquish_alloc_permit
 
@@ -102,9 +109,10 @@ struct TmemAllocator {
     if (last_cols != 0u && cols > last_cols) return TmemError::kSizeIncreases;
     const uint32_t g = cols / kGranuleColumns;
     const uint32_t mask = (g >= 32u) ? 0xFFFFFFFFu : ((1u << g) - 1u);
-    for (uint32_t base = 0; base + g <= kColumns / kGranuleColumns; base += g) {
+    for (uint32_t base = 0; base + g <= kGranules; base += g) {
       if ((granules_used & (mask << base)) == 0u) {
         granules_used |= mask << base;
+        block_granules[base] = static_cast<uint8_t>(g);
         last_cols = cols;
         if (base_out) *base_out = base * kGranuleColumns;
         return TmemError::kOk;
@@ -115,12 +123,14 @@ struct TmemAllocator {
   // Closes the right to allocate again; live blocks stay live.
   FLASHPTX_HD void relinquish() { permit_open = false; }
   FLASHPTX_HD TmemError deallocate(uint32_t base, uint32_t cols) {
-    if (!legal_alloc_columns(cols) || base % cols != 0u || base + cols > kColumns)
+    if (!legal_alloc_columns(cols) || base % kGranuleColumns != 0u || base + cols > kColumns)
       return TmemError::kFreeUnallocated;
-    const uint32_t g = cols / kGranuleColumns;
-    const uint32_t mask = ((g >= 32u) ? 0xFFFFFFFFu : ((1u << g) - 1u)) << (base / kGranuleColumns);
-    if ((granules_used & mask) != mask) return TmemError::kFreeUnallocated;
-    granules_used &= ~mask;
+    const uint32_t first = base / kGranuleColumns, g = cols / kGranuleColumns;
+    if (((granules_used >> first) & 1u) == 0u) return TmemError::kFreeUnallocated;
+    // Inside a live block, or covering a different extent than the block that starts here.
+    if (block_granules[first] != g) return TmemError::kPartialDealloc;
+    granules_used &= ~(((g >= 32u) ? 0xFFFFFFFFu : ((1u << g) - 1u)) << first);
+    block_granules[first] = 0;
     return TmemError::kOk;
   }
   FLASHPTX_HD uint32_t live_columns() const {

@@ -58,18 +58,46 @@ TEST_CASE("tcgen05 instruction descriptor: every field in its own bits, reserved
   CHECK(ptx::umma_idesc_pack(0, 0, 0, 15, 7, 0, 0) == 0u);
 }
 
-TEST_CASE("tcgen05 MMA shape legality") {
-  CHECK(ptx::umma_shape_ok(1, 64, 8));
-  CHECK(ptx::umma_shape_ok(1, 128, 16));
-  CHECK(ptx::umma_shape_ok(1, 128, 256));
-  CHECK_FALSE(ptx::umma_shape_ok(1, 128, 8));    // M=128 needs N % 16 == 0
-  CHECK_FALSE(ptx::umma_shape_ok(1, 256, 64));   // M=256 is cta_group::2 only
-  CHECK_FALSE(ptx::umma_shape_ok(1, 64, 264));
-  CHECK(ptx::umma_shape_ok(2, 256, 16));
-  CHECK(ptx::umma_shape_ok(2, 128, 32));
-  CHECK_FALSE(ptx::umma_shape_ok(2, 128, 48));   // M=128 pair needs N % 32 == 0
-  CHECK_FALSE(ptx::umma_shape_ok(2, 64, 64));
-  CHECK_FALSE(ptx::umma_shape_ok(3, 128, 64));
+TEST_CASE("tcgen05 MMA shape legality, from the ISA's Matrix Shape table") {
+  // Rows .kind::f16 / .kind::f8f6f4, no .ws, dense. cta_group::1: M in {64, 128}, N = 8..256 in
+  // steps of 8. cta_group::2: M in {128, 256}, N = 16..256 in steps of 16.
+  struct Row { int cta_group, m, n; bool legal; const char* why; };
+  const Row rows[] = {
+      {1, 64, 8, true, "smallest N"},          {1, 64, 256, true, "largest N"},
+      {1, 128, 8, true, "M=128 also steps by 8"}, {1, 128, 24, true, "M=128, N=24"},
+      {1, 128, 200, true, "M=128, N=200"},     {1, 128, 256, true, "largest"},
+      {1, 64, 12, false, "N not a multiple of 8"}, {1, 128, 0, false, "N=0"},
+      {1, 64, 264, false, "N > 256"},          {1, 256, 64, false, "M=256 is cta_group::2 only"},
+      {1, 32, 64, false, "M=32 is .ws only"},  {2, 128, 16, true, "pair M=128, N=16"},
+      {2, 128, 48, true, "pair M=128, N=48"},  {2, 256, 16, true, "pair M=256, smallest N"},
+      {2, 256, 256, true, "pair, largest"},    {2, 256, 8, false, "pair N must step by 16"},
+      {2, 256, 24, false, "pair N=24"},        {2, 128, 272, false, "N > 256"},
+      {2, 64, 64, false, "M=64 is cta_group::1 only"}, {3, 128, 64, false, "no cta_group::3"},
+  };
+  for (const Row& r : rows) {
+    INFO(r.why << ": cta_group " << r.cta_group << " M " << r.m << " N " << r.n);
+    CHECK(ptx::umma_shape_ok(r.cta_group, r.m, r.n) == r.legal);
+  }
+  // Every N the table allows, and no other, for each (cta_group, M).
+  for (int g = 1; g <= 2; ++g)
+    for (int m : {64, 128, 256})
+      for (int n = 0; n <= 320; ++n) {
+        const bool m_ok = g == 1 ? (m == 64 || m == 128) : (m == 128 || m == 256);
+        const int step = g == 1 ? 8 : 16;
+        INFO("cta_group " << g << " M " << m << " N " << n);
+        CHECK(ptx::umma_shape_ok(g, m, n) == (m_ok && n >= step && n <= 256 && n % step == 0));
+      }
+}
+
+TEST_CASE("tcgen05 TS form: A from TMEM must be K-major") {
+  constexpr uint32_t k_major = ptx::make_umma_idesc_f16<UmmaF16Type::kBF16, UmmaDType::kF32, 128, 64>();
+  constexpr uint32_t a_mn_major =
+      ptx::make_umma_idesc_f16<UmmaF16Type::kBF16, UmmaDType::kF32, 128, 64, UmmaMajor::kMN, UmmaMajor::kK>();
+  constexpr uint32_t b_mn_major =
+      ptx::make_umma_idesc_f16<UmmaF16Type::kBF16, UmmaDType::kF32, 128, 64, UmmaMajor::kK, UmmaMajor::kMN>();
+  CHECK(ptx::umma_a_tmem_ok(k_major));
+  CHECK_FALSE(ptx::umma_a_tmem_ok(a_mn_major));  // transpose-A (bit 15) set
+  CHECK(ptx::umma_a_tmem_ok(b_mn_major));        // B's major-ness is free in the TS form
 }
 
 TEST_CASE("tcgen05 shared-memory descriptor") {
@@ -84,9 +112,11 @@ TEST_CASE("tcgen05 shared-memory descriptor") {
   CHECK(ptx::make_umma_smem_desc(0, 0, 0, UmmaSwizzle::k64B) == 0x8000400000000000ull);
   CHECK(ptx::make_umma_smem_desc(0, 0, 0, UmmaSwizzle::k32B) == 0xC000400000000000ull);
   CHECK(ptx::make_umma_smem_desc(0, 0, 0, UmmaSwizzle::k128BBase32B) == 0x2000400000000000ull);
-  // Highest address, base offset 3 (bits 49-51), LBO absolute mode (bit 52), 32B swizzle:
+  // Highest address, base offset 3 (bits 49-51), LBO absolute mode (bit 52, sm_103a only: the raw
+  // packer writes it, the sm_100a builder cannot), 32B swizzle:
   // low 0x3FFF0>>4 = 0x3FFF; high 0x4000 | 3<<17 | 1<<20 | 6<<29 = 0xC0164000.
-  CHECK(ptx::make_umma_smem_desc(0x3FFF0, 0, 0, UmmaSwizzle::k32B, 3, true) == 0xC016400000003FFFull);
+  CHECK(ptx::umma_smem_desc_pack(0x3FFF0, 0, 0, 6, 3, 1) == 0xC016400000003FFFull);
+  CHECK(ptx::make_umma_smem_desc(0x3FFF0, 0, 0, UmmaSwizzle::k32B, 3) == 0xC006400000003FFFull);
   // The address is taken modulo 256 KiB and its low 4 bits are dropped.
   CHECK(ptx::make_umma_smem_desc(0x4001F, 0, 0, UmmaSwizzle::kNone) == 0x0000400000000001ull);
   // Advancing by 256 bytes adds 16 to the start-address field only.

@@ -57,8 +57,16 @@ TEST_SUITE("host models tmem 0x07") {
     CHECK(base == 256u);
     CHECK(b.allocate(128, &base) == TmemError::kSizeIncreases);
     CHECK(b.allocate(96, &base) == TmemError::kIllegalSize);
-    CHECK(b.deallocate(64, 64) == TmemError::kOk);  // part of the first 128 block's granules
-    CHECK(b.deallocate(64, 64) == TmemError::kFreeUnallocated);
+    // tcgen05.dealloc frees exactly one allocation: never a part of one, never two at once.
+    CHECK(b.deallocate(64, 64) == TmemError::kPartialDealloc);   // second half of the first block
+    CHECK(b.deallocate(0, 64) == TmemError::kPartialDealloc);    // first half of it
+    CHECK(b.deallocate(0, 256) == TmemError::kPartialDealloc);   // the first two blocks together
+    CHECK(b.live_columns() == 320u);                             // none of those freed anything
+    CHECK(b.deallocate(0, 128) == TmemError::kOk);
+    CHECK(b.deallocate(0, 128) == TmemError::kFreeUnallocated);
+    CHECK(b.deallocate(256, 64) == TmemError::kOk);
+    CHECK(b.deallocate(128, 128) == TmemError::kOk);
+    CHECK(b.at_exit() == TmemError::kOk);
   }
 
   TEST_CASE("S/P/O column map and capacity equation") {

@@ -1,11 +1,14 @@
 // sm_100a test kernel: cluster launch control work stealing (clusterlaunchcontrol.try_cancel and
 // query_cancel). Each CTA processes its own blockIdx.x, then thread 0 requests the cancellation of
 // a not-yet-launched CTA; on success the whole CTA processes the stolen index and asks again, on
-// failure it exits. "Processing" counts a visit per block index, so a correct protocol visits every
-// index exactly once however many CTAs actually launched. Semantics: tests/gpu/test_sm100_primitives.cpp.
+// failure it exits. Every reader of a response fences the async proxy before the barrier that
+// precedes the next request (ptx/clc.cuh). "Processing" counts a visit per block index, so a
+// correct protocol visits every index exactly once however many CTAs actually launched.
+// Semantics: tests/gpu/test_sm100_primitives.cpp.
 #include <cstdint>
 
 #include "ptx/clc.cuh"
+#include "ptx/fence.cuh"
 #include "ptx/mbarrier.cuh"
 #include "tests/kernels_sm100/sm100_common.cuh"
 #include "tests/kernels_sm100/sm100_launchers.h"
@@ -36,7 +39,10 @@ extern "C" __global__ void __launch_bounds__(128) sm100_clc_kernel(uint32_t* vis
     const ptx::ClcResponse r = ptx::clc_response_load(resp);
     const bool stolen = ptx::clusterlaunchcontrol_query_cancel_is_canceled(r);
     if (stolen) block = ptx::clusterlaunchcontrol_query_cancel_get_first_ctaid(r).x;
-    __syncthreads();  // every thread read `response` before the next request overwrites it
+    // This thread's generic reads of `response`, ordered before the next try_cancel's async-proxy
+    // write of it (ptx/clc.cuh), then the barrier that orders every reader before the requester.
+    ptx::fence_proxy_async_shared_cta();
+    __syncthreads();
     if (!stolen) break;
   }
 }

@@ -20,6 +20,7 @@ sm100_tcgen05_forms_kernel(uint64_t a_desc, uint64_t b_desc, uint32_t* out) {
   constexpr uint32_t idesc = ptx::make_umma_idesc_f8f6f4<ptx::UmmaF8F6F4Type::kE4M3, ptx::UmmaF8F6F4Type::kE5M2,
                                                          ptx::UmmaDType::kF32, 256, 128, ptx::UmmaMajor::kK,
                                                          ptx::UmmaMajor::kK, 2>();
+  ptx::barrier_cluster_sync();  // the pair allocation acts on the peer: it must be running
   if (threadIdx.x / 32 == 0) ptx::tcgen05_alloc<2, 256>(ptx::smem_u32(&tmem_base_slot));
   if (threadIdx.x == 0) {
     ptx::mbarrier_init(bar, 1);

@@ -7,7 +7,10 @@
 // i, 4 bytes per column) and read by the MMA from there.
 // cta_group::2 (cluster of 2): D[256 x 64], CTA r owning A rows [128r, 128r+128) and B rows
 // [32r, 32r+32) at identical shared-memory offsets; the even CTA's thread 0 issues; the commit is
-// multicast to the mbarrier of both CTAs. Semantics: tests/gpu/test_sm100_primitives.cpp.
+// multicast to the mbarrier of both CTAs.
+// Every descriptor, K-step advance and TMEM column comes from the issue plan
+// (tests/kernels_sm100/umma_issue.h), which the host replays through the tcgen05 emulator
+// (tests/host/test_tcgen05_emulator.cpp). Semantics on a GPU: tests/gpu/test_sm100_primitives.cpp.
 #include <cstdint>
 
 #include "ptx/cluster.cuh"
@@ -16,22 +19,16 @@
 #include "ptx/tcgen05.cuh"
 #include "tests/kernels_sm100/sm100_common.cuh"
 #include "tests/kernels_sm100/sm100_launchers.h"
+#include "tests/kernels_sm100/umma_issue.h"
 
 namespace ptx = flashptx::ptx;
+namespace plan = flashptx_test::umma_plan;
 using namespace flashptx_test;
 
 namespace {
 
-constexpr uint32_t kTmemCols = 128;   // D: [0, 64), A (TS): [64, 96)
-constexpr uint32_t kDCol = 0, kACol = 64;
-constexpr int kKSteps = kUmmaRowBytes / kKStepBytes;  // 4
-
-constexpr uint32_t kIdescF16 = ptx::make_umma_idesc_f16<ptx::UmmaF16Type::kBF16, ptx::UmmaDType::kF32, 128, 64>();
-constexpr uint32_t kIdescF8 = ptx::make_umma_idesc_f8f6f4<ptx::UmmaF8F6F4Type::kE4M3, ptx::UmmaF8F6F4Type::kE4M3,
-                                                          ptx::UmmaDType::kF32, 128, 64>();
-constexpr uint32_t kIdescF16Pair =
-    ptx::make_umma_idesc_f16<ptx::UmmaF16Type::kBF16, ptx::UmmaDType::kF32, 256, 64, ptx::UmmaMajor::kK,
-                             ptx::UmmaMajor::kK, 2>();
+static_assert(plan::kM == kUmmaM && plan::kN == kUmmaN && plan::kRowBytes == kUmmaRowBytes && plan::kPairM == kUmma2M,
+              "the issue plan and the launchers describe the same tiles");
 
 // Stores this warp's 32 rows of A (128 bytes each) into TMEM columns [kACol, kACol + 32).
 __device__ __forceinline__ void a_to_tmem(uint32_t tmem_base, const uint8_t* a_rows) {
@@ -43,7 +40,7 @@ __device__ __forceinline__ void a_to_tmem(uint32_t tmem_base, const uint8_t* a_r
     const uint4 v = src[q];
     r[4 * q] = v.x; r[4 * q + 1] = v.y; r[4 * q + 2] = v.z; r[4 * q + 3] = v.w;
   }
-  ptx::tcgen05_st_32x32b_x32(tmem_base + ptx::tmem_addr(32 * warp, kACol), r);
+  ptx::tcgen05_st_32x32b_x32(tmem_base + ptx::tmem_addr(32 * warp, plan::kACol), r);
   ptx::tcgen05_wait_st();
 }
 
@@ -51,10 +48,26 @@ __device__ __forceinline__ void a_to_tmem(uint32_t tmem_base, const uint8_t* a_r
 __device__ __forceinline__ void d_from_tmem(uint32_t tmem_base, float* d_rows) {
   const uint32_t warp = threadIdx.x / 32;
   uint32_t r[64];
-  ptx::tcgen05_ld_32x32b_x64(tmem_base + ptx::tmem_addr(32 * warp, kDCol), r);
+  ptx::tcgen05_ld_32x32b_x64(tmem_base + ptx::tmem_addr(32 * warp, plan::kDCol), r);
   ptx::tcgen05_wait_ld_bind(r);
 #pragma unroll
   for (int j = 0; j < 64; ++j) d_rows[threadIdx.x * kUmmaN + j] = __uint_as_float(r[j]);
+}
+
+// Issues the plan's K steps from one thread.
+template <bool kFp8, bool kTs, int kCtaGroup>
+__device__ __forceinline__ void issue_ksteps(uint32_t tmem, uint32_t a_smem, uint32_t b_smem) {
+#pragma unroll
+  for (uint32_t s = 0; s < plan::kKSteps; ++s) {
+    const plan::Issue is = plan::issue(kFp8, kTs, kCtaGroup, tmem, a_smem, b_smem, s);
+    if constexpr (kTs) {
+      if constexpr (kFp8) ptx::tcgen05_mma_f8f6f4_ts<kCtaGroup>(is.d_tmem, is.a_tmem, is.b_desc, is.idesc, is.accumulate);
+      else ptx::tcgen05_mma_f16_ts<kCtaGroup>(is.d_tmem, is.a_tmem, is.b_desc, is.idesc, is.accumulate);
+    } else {
+      if constexpr (kFp8) ptx::tcgen05_mma_f8f6f4_ss<kCtaGroup>(is.d_tmem, is.a_desc, is.b_desc, is.idesc, is.accumulate);
+      else ptx::tcgen05_mma_f16_ss<kCtaGroup>(is.d_tmem, is.a_desc, is.b_desc, is.idesc, is.accumulate);
+    }
+  }
 }
 
 template <bool kFp8, bool kTs>
@@ -64,14 +77,15 @@ __device__ __forceinline__ void umma_cta1_body(const uint8_t* a, const uint8_t* 
   __shared__ __align__(8) uint64_t mma_done;
   __shared__ uint32_t tmem_base_slot;
   const uint32_t bar = ptx::smem_u32(&mma_done);
+  constexpr flashptx::umma::SmemTile tile = plan::operand_tile(kFp8);
 
-  if (threadIdx.x / 32 == 0) ptx::tcgen05_alloc<1, kTmemCols>(ptx::smem_u32(&tmem_base_slot));
+  if (threadIdx.x / 32 == 0) ptx::tcgen05_alloc<1, plan::kTmemCols>(ptx::smem_u32(&tmem_base_slot));
   if (threadIdx.x == 0) {
     ptx::mbarrier_init(bar, 1);
     ptx::fence_mbarrier_init();
   }
-  if (!kTs) tile_to_smem_kmajor(a_smem, a, kUmmaM);
-  tile_to_smem_kmajor(b_smem, b, kUmmaN);
+  if (!kTs) tile_to_smem(a_smem, a, kUmmaM, tile);
+  tile_to_smem(b_smem, b, kUmmaN, tile);
   ptx::fence_proxy_async_shared_cta();  // generic st.shared -> the MMA's async-proxy reads
   ptx::tcgen05_fence_before_thread_sync();
   __syncthreads();
@@ -86,21 +100,7 @@ __device__ __forceinline__ void umma_cta1_body(const uint8_t* a, const uint8_t* 
   }
 
   if (threadIdx.x == 0) {
-    constexpr uint32_t idesc = kFp8 ? kIdescF8 : kIdescF16;
-    for (int s = 0; s < kKSteps; ++s) {
-      const uint64_t bd = ptx::make_umma_smem_desc(ptx::smem_u32(b_smem) + s * kKStepBytes, kCoreLbo, kCoreSbo,
-                                                   ptx::UmmaSwizzle::kNone);
-      if constexpr (kTs) {
-        const uint32_t at = tmem + kACol + s * (kKStepBytes / 4);
-        if constexpr (kFp8) ptx::tcgen05_mma_f8f6f4_ts<1>(tmem + kDCol, at, bd, idesc, s > 0);
-        else ptx::tcgen05_mma_f16_ts<1>(tmem + kDCol, at, bd, idesc, s > 0);
-      } else {
-        const uint64_t ad = ptx::make_umma_smem_desc(ptx::smem_u32(a_smem) + s * kKStepBytes, kCoreLbo, kCoreSbo,
-                                                     ptx::UmmaSwizzle::kNone);
-        if constexpr (kFp8) ptx::tcgen05_mma_f8f6f4_ss<1>(tmem + kDCol, ad, bd, idesc, s > 0);
-        else ptx::tcgen05_mma_f16_ss<1>(tmem + kDCol, ad, bd, idesc, s > 0);
-      }
-    }
+    issue_ksteps<kFp8, kTs, 1>(tmem, ptx::smem_u32(a_smem), ptx::smem_u32(b_smem));
     ptx::tcgen05_commit<1>(bar);
   }
 
@@ -112,7 +112,7 @@ __device__ __forceinline__ void umma_cta1_body(const uint8_t* a, const uint8_t* 
   __syncthreads();
   if (threadIdx.x / 32 == 0) {
     ptx::tcgen05_fence_after_thread_sync();
-    ptx::tcgen05_dealloc<1, kTmemCols>(tmem);
+    ptx::tcgen05_dealloc<1, plan::kTmemCols>(tmem);
     ptx::tcgen05_relinquish_alloc_permit<1>();
   }
 }
@@ -127,14 +127,17 @@ __device__ __forceinline__ void umma_cta2_body(const uint8_t* a, const uint8_t* 
   const uint32_t rank = ptx::cluster_ctarank();
   const uint8_t* a_mine = a + rank * 128 * kUmmaRowBytes;
   const uint8_t* b_mine = b + rank * (kUmmaN / 2) * kUmmaRowBytes;
+  constexpr flashptx::umma::SmemTile tile = plan::operand_tile(false);
 
-  if (threadIdx.x / 32 == 0) ptx::tcgen05_alloc<2, kTmemCols>(ptx::smem_u32(&tmem_base_slot));
+  // The pair allocation acts on the peer CTA: it must be known to be running first.
+  ptx::barrier_cluster_sync();
+  if (threadIdx.x / 32 == 0) ptx::tcgen05_alloc<2, plan::kTmemCols>(ptx::smem_u32(&tmem_base_slot));
   if (threadIdx.x == 0) {
     ptx::mbarrier_init(bar, 1);
     ptx::fence_mbarrier_init();
   }
-  if (!kTs) tile_to_smem_kmajor(a_smem, a_mine, 128);
-  tile_to_smem_kmajor(b_smem, b_mine, kUmmaN / 2);
+  if (!kTs) tile_to_smem(a_smem, a_mine, 128, tile);
+  tile_to_smem(b_smem, b_mine, kUmmaN / 2, tile);
   ptx::fence_proxy_async_shared_cta();
   ptx::tcgen05_fence_before_thread_sync();
   __syncthreads();
@@ -148,17 +151,7 @@ __device__ __forceinline__ void umma_cta2_body(const uint8_t* a, const uint8_t* 
   ptx::tcgen05_fence_after_thread_sync();
 
   if (rank == 0 && threadIdx.x == 0) {
-    for (int s = 0; s < kKSteps; ++s) {
-      const uint64_t bd = ptx::make_umma_smem_desc(ptx::smem_u32(b_smem) + s * kKStepBytes, kCoreLbo, kCoreSbo,
-                                                   ptx::UmmaSwizzle::kNone);
-      if constexpr (kTs) {
-        ptx::tcgen05_mma_f16_ts<2>(tmem + kDCol, tmem + kACol + s * (kKStepBytes / 4), bd, kIdescF16Pair, s > 0);
-      } else {
-        const uint64_t ad = ptx::make_umma_smem_desc(ptx::smem_u32(a_smem) + s * kKStepBytes, kCoreLbo, kCoreSbo,
-                                                     ptx::UmmaSwizzle::kNone);
-        ptx::tcgen05_mma_f16_ss<2>(tmem + kDCol, ad, bd, kIdescF16Pair, s > 0);
-      }
-    }
+    issue_ksteps<false, kTs, 2>(tmem, ptx::smem_u32(a_smem), ptx::smem_u32(b_smem));
     ptx::tcgen05_commit_multicast<2>(bar, 0b11);  // both CTAs' mma_done
   }
 
@@ -171,7 +164,7 @@ __device__ __forceinline__ void umma_cta2_body(const uint8_t* a, const uint8_t* 
   ptx::barrier_cluster_sync();
   if (threadIdx.x / 32 == 0) {
     ptx::tcgen05_fence_after_thread_sync();
-    ptx::tcgen05_dealloc<2, kTmemCols>(tmem);
+    ptx::tcgen05_dealloc<2, plan::kTmemCols>(tmem);
     ptx::tcgen05_relinquish_alloc_permit<2>();
   }
   ptx::barrier_cluster_sync();
