@@ -12,6 +12,22 @@
 #pragma once
 #include <cstdint>
 
+// Any device pass (CUDA 13 compiles sm_75 and later): instructions every such target has, e.g. the
+// named barriers bar.sync / bar.arrive with a thread count (sm_20+), ex2.approx.ftz.f32 and trap (all
+// targets). Their guard is inert in the host pass, like every other.
+#if defined(__CUDA_ARCH__)
+#define FLASHPTX_HAS_ANY_SM 1
+#else
+#define FLASHPTX_HAS_ANY_SM 0
+#endif
+
+// sm_80 and later: cvt.rn.bf16x2.f32 and cvt.rn.f16x2.f32 (the packed conversions, PTX ISA 7.0).
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 800)
+#define FLASHPTX_HAS_SM80 1
+#else
+#define FLASHPTX_HAS_SM80 0
+#endif
+
 // sm_90 and later: mbarrier try_wait.parity, cp.async.bulk(.tensor), clusters, fence.proxy.async.
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
 #define FLASHPTX_HAS_SM90 1
