@@ -11,11 +11,17 @@
 // Until the wait retires a group, its accumulator registers must not be read or written, its
 // A-fragment registers not modified, and its shared-memory operands not overwritten. In SASS:
 // WARPGROUP.ARRIVE, HGMMA.64xNx16.F32.BF16 ..., WARPGROUP.DEPBAR.LE gsb0, N.
+//
+// The descriptor builders are plain constexpr C++ (FLASHPTX_HD): a host compiler that includes this
+// header sees only them (the host tests check their bits, tests/host/test_wgmma_desc.cpp); the
+// instruction wrappers are compiled by CUDA compilers only.
 #pragma once
 #include <cstdint>
 
 #include "ptx/arch.cuh"
+#if defined(__CUDACC__)
 #include "ptx/wgmma_mma.cuh"
+#endif
 
 namespace flashptx::ptx {
 
@@ -48,6 +54,7 @@ FLASHPTX_HD constexpr uint64_t smem_desc_advance(uint64_t desc, uint32_t bytes) 
   return desc + static_cast<uint64_t>(bytes >> 4);
 }
 
+#if defined(__CUDACC__)
 // ---- ordering ------------------------------------------------------------------------------------
 // wgmma.fence.sync.aligned;
 // Certifies: this warpgroup's prior writes to registers used as accumulators or A fragments, and to
@@ -98,5 +105,6 @@ __device__ __forceinline__ void wgmma_fence_operand(uint32_t (&r)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i]) :: "memory");
 }
+#endif  // defined(__CUDACC__): the instruction wrappers
 
 }  // namespace flashptx::ptx
