@@ -8,11 +8,20 @@
 //   bits 62-63  swizzle: 0 none (interleave), 1 128B, 2 64B, 3 32B
 // and every other bit 0. The arithmetic for each literal is written beside it. The descriptors the
 // FA3 forward builds (src/sm90/fa3_fwd.cuh) are spelled out for a carve-up based at 0x400.
+//
+// Second suite: ptx/wgmma_mma.cuh is exactly what its generator (tools/support/wgmma_gen.cpp)
+// writes, i.e. `make regen-wgmma` is a no-op on a clean tree.
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
 
 #include "ptx/wgmma.cuh"  // a host compiler sees the descriptor builders only
+#include "tools/support/wgmma_gen.h"
 
 namespace ptx = flashptx::ptx;
 using ptx::Swizzle;
@@ -186,6 +195,92 @@ TEST_CASE("the primitive test kernels' descriptors (tests/kernels/prim_wgmma.cu)
   const uint64_t b = ptx::make_smem_desc(0x2400, 8192, 1024, Swizzle::k128B);
   CHECK(b == 0x4000'0040'0200'0240ull);
   CHECK(ptx::smem_desc_advance(b, 16 * 128 * 3) == 0x4000'0040'0200'03C0ull);
+}
+
+}  // TEST_SUITE
+
+// ---- the generated header ------------------------------------------------------------------------
+
+namespace {
+
+std::string committed_header_path() { return std::string(FLASHPTX_ROOT) + "/" + flashptx::gen::kWgmmaMmaHeader; }
+
+// Decided once, before the run: the comparison needs the source tree this binary was built from.
+// Run from a copy of the binaries without it, the case is skipped (counted as skipped by
+// tests/main.cpp's listener), and the reason is printed like the runner's own skip lines.
+bool source_tree_missing() {
+  static const bool missing = [] {
+    std::error_code ec;
+    const bool m = !std::filesystem::is_regular_file(committed_header_path(), ec);
+    if (m)
+      std::printf("flashptx run_tests: skipping the ptx/wgmma_mma.cuh regeneration test: %s not found "
+                  "(run outside the source tree it was built from)\n",
+                  committed_header_path().c_str());
+    return m;
+  }();
+  return missing;
+}
+
+// Where a and b first differ: line and column (1-based), and both lines around that column.
+std::string first_difference(const std::string& a, const std::string& b) {
+  std::istringstream ia(a), ib(b);
+  std::string la, lb;
+  for (int n = 1;; ++n) {
+    const bool ga = static_cast<bool>(std::getline(ia, la)), gb = static_cast<bool>(std::getline(ib, lb));
+    if (!ga && !gb) return "the end (no line differs; the final newline does)";
+    if (ga == gb && la == lb) continue;
+    size_t col = 0;
+    while (col < la.size() && col < lb.size() && la[col] == lb[col]) ++col;
+    const size_t from = col > 60 ? col - 60 : 0;
+    auto excerpt = [&](bool got, const std::string& l) {
+      return got ? "[" + l.substr(from, 120) + "]" : std::string("<end of file>");
+    };
+    return "line " + std::to_string(n) + ", column " + std::to_string(col + 1) + " (excerpts from column " +
+           std::to_string(from + 1) + "):\n  committed: " + excerpt(ga, la) + "\n  generated: " + excerpt(gb, lb);
+  }
+}
+
+}  // namespace
+
+TEST_SUITE("host ptx wgmma generated header") {
+
+TEST_CASE("the generator's arms follow the PTX operand order of wgmma.mma_async") {
+  const std::string h = flashptx::gen::wgmma_mma_header();
+  // m64n128k16, A in shared memory: d = %0..%63, a-desc %64, b-desc %65, scale-d %66 (as predicate
+  // p), imm-scale-a 1, imm-scale-b 1, imm-trans-a %67, imm-trans-b %68.
+  CHECK(h.find("setp.ne.b32 p, %66, 0;\\n\"\n"
+               "                 \"wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 \"\n"
+               "                 \"{%0, %1, ") != std::string::npos);
+  CHECK(h.find("%62, %63}, \"\n                 \"%64, %65, p, 1, 1, %67, %68;\\n}\\n\"") != std::string::npos);
+  // A in registers: a = {%64..%67}, b-desc %68, scale-d %69, imm-trans-b %70 (no imm-trans-a).
+  CHECK(h.find("\"{%64, %65, %66, %67}, %68, p, 1, 1, %70;\\n}\\n\"") != std::string::npos);
+  // FP8 (m64nNk32): no transpose immediates at all.
+  CHECK(h.find("m64n256k32.f32.e5m2.e4m3") != std::string::npos);
+  CHECK(h.find("\"%128, %129, p, 1, 1;\\n}\\n\"") != std::string::npos);
+  // Every function the kernels and tests call is there, with its signature.
+  for (const char* sig :
+       {"template <int N, int TransA, int TransB>\n__device__ __forceinline__ void wgmma_m64k16_f32_bf16_ss(",
+        "template <int N, int TransB>\n__device__ __forceinline__ void wgmma_m64k16_f32_bf16_rs(",
+        "template <int N, int TransA, int TransB>\n__device__ __forceinline__ void wgmma_m64k16_f32_f16_ss(",
+        "template <int N, int TransB>\n__device__ __forceinline__ void wgmma_m64k16_f32_f16_rs(",
+        "template <int N, int TypeA, int TypeB>\n__device__ __forceinline__ void wgmma_m64k32_f32_fp8_ss(",
+        "template <int N, int TypeA, int TypeB>\n__device__ __forceinline__ void wgmma_m64k32_f32_fp8_rs("}) {
+    CAPTURE(sig);
+    CHECK(h.find(sig) != std::string::npos);
+  }
+}
+
+TEST_CASE("ptx/wgmma_mma.cuh is what make regen-wgmma writes" * doctest::skip(source_tree_missing())) {
+  std::ifstream in(committed_header_path(), std::ios::binary);
+  REQUIRE_MESSAGE(in, "cannot read " << committed_header_path());
+  std::ostringstream committed;
+  committed << in.rdbuf();
+  const std::string generated = flashptx::gen::wgmma_mma_header();
+  INFO("ptx/wgmma_mma.cuh differs from tools/support/wgmma_gen.cpp's output at "
+       << first_difference(committed.str(), generated)
+       << "\nEdit the generator, never the header, then run make regen-wgmma.");
+  const bool identical = committed.str() == generated;  // not CHECK(a == b): doctest would print both
+  CHECK(identical);
 }
 
 }  // TEST_SUITE
