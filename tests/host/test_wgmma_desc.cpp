@@ -257,6 +257,13 @@ TEST_CASE("the generator's arms follow the PTX operand order of wgmma.mma_async"
   // FP8 (m64nNk32): no transpose immediates at all.
   CHECK(h.find("m64n256k32.f32.e5m2.e4m3") != std::string::npos);
   CHECK(h.find("\"%128, %129, p, 1, 1;\\n}\\n\"") != std::string::npos);
+  // The 16-bit forms have every N the ISA allows for m64nNk16: 8..256 in steps of 8.
+  for (int n = 8; n <= 256; n += 8)
+    for (const char* types : {".f32.bf16.bf16 ", ".f32.f16.f16 "}) {
+      const std::string mnemonic = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k16" + types;
+      CAPTURE(mnemonic);
+      CHECK(h.find(mnemonic) != std::string::npos);
+    }
   // Every function the kernels and tests call is there, with its signature.
   for (const char* sig :
        {"template <int N, int TransA, int TransB>\n__device__ __forceinline__ void wgmma_m64k16_f32_bf16_ss(",
