@@ -190,3 +190,15 @@ regen-golden: all
 
 clean:
 	rm -rf $(BUILD) $(BIN)/libflashptx.a $(BIN)/libflashptx.so $(BIN)/flashptx $(BIN)/run_tests
+
+# ---- generated code: ptx/wgmma_mma.cuh ------------------------------------------------------
+# The header is committed (ptx/ stays vendorable alone); tools/support/wgmma_gen.cpp is its source,
+# and the host test "host ptx wgmma generated header" fails when the two differ. The generator is
+# plain C++ built here only (its library part is also in libflashptx_support.a, for that test).
+WGMMA_GEN := $(BUILD)/gen/gen_wgmma
+.PHONY: regen-wgmma
+$(WGMMA_GEN): tools/gen/gen_wgmma.cpp tools/support/wgmma_gen.cpp tools/support/wgmma_gen.h
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 -O1 -Wall -Wextra -I$(ROOT) -o $@ tools/gen/gen_wgmma.cpp tools/support/wgmma_gen.cpp
+regen-wgmma: $(WGMMA_GEN)
+	$(WGMMA_GEN) ptx/wgmma_mma.cuh

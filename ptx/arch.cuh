@@ -1,4 +1,4 @@
-// Architecture guards for the ptx/ layer.
+// Architecture guards for the ptx/ layer, and its one host/device qualifier.
 //
 // Every wrapper in ptx/ is written
 //     #if FLASHPTX_HAS_<FAMILY>   asm volatile("<the PTX>" ...);
@@ -9,8 +9,40 @@
 // compiled for that target), so e.g. setmaxnreg built for plain sm_90 stops the build with the
 // message instead of vanishing. In the host pass (__CUDA_ARCH__ undefined) device bodies are not
 // code-generated and the guard is inert.
+//
+// This header is also read by plain C++ compilers (g++ builds the host tests and the CPU models,
+// which use the constexpr descriptor builders of ptx/ and the protocol objects of include/flashptx/):
+// everything in it but smem_u32 is plain C++.
 #pragma once
 #include <cstdint>
+
+// ---- the host/device qualifier ---------------------------------------------------------------
+// FLASHPTX_HD: for code that one source compiles for both sides: the descriptor builders of ptx/
+// (device code folds them to immediates, the host tests check their bits) and the protocol objects
+// of include/flashptx/ that kernels and CPU models share. Defined here, the lowest layer, so that
+// ptx/ copied alone still compiles; include/flashptx/hd.h includes this header.
+#if defined(__CUDACC__)
+#define FLASHPTX_HD __host__ __device__ __forceinline__
+#else
+#define FLASHPTX_HD inline
+#endif
+
+// ---- capability macros -------------------------------------------------------------------------
+// Any device pass (CUDA 13 compiles sm_75 and later): instructions every such target has, e.g. the
+// named barriers bar.sync / bar.arrive with a thread count (sm_20+), ex2.approx.ftz.f32 and trap (all
+// targets). Their guard is inert in the host pass, like every other.
+#if defined(__CUDA_ARCH__)
+#define FLASHPTX_HAS_ANY_SM 1
+#else
+#define FLASHPTX_HAS_ANY_SM 0
+#endif
+
+// sm_80 and later: cvt.rn.bf16x2.f32 and cvt.rn.f16x2.f32 (the packed conversions, PTX ISA 7.0).
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 800)
+#define FLASHPTX_HAS_SM80 1
+#else
+#define FLASHPTX_HAS_SM80 0
+#endif
 
 // sm_90 and later: mbarrier try_wait.parity, cp.async.bulk(.tensor), clusters, fence.proxy.async.
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
@@ -48,10 +80,12 @@ namespace flashptx::ptx {
 // false; named so that the static_assert above reads as what it is.
 inline constexpr bool kArchMismatch = false;
 
+#if defined(__CUDACC__)
 // A generic pointer into shared memory as a 32-bit shared-state-space address, which is what the
 // shared::cta / shared::cluster operands of the instructions below take. Converted once, at the
-// call site, never inside a loop.
+// call site, never inside a loop. (CUDA compilers only: __cvta_generic_to_shared is a CUDA builtin.)
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
+#endif
 }  // namespace flashptx::ptx

@@ -4,6 +4,7 @@
 // A named barrier counts threads (a warp contributes 32 at a time), not agents: a generation
 // completes when `count` threads have executed bar.sync or bar.arrive on it, then it re-arms for the
 // next generation by itself. Threads of one warp must execute it convergently (.aligned).
+// Every device target has them (bar.sync / bar.arrive with a thread count: sm_20 and later).
 #pragma once
 #include <cstdint>
 
@@ -17,7 +18,11 @@ namespace flashptx::ptx {
 // (CTA-level, generic proxy only: not TMA or wgmma operand reads of shared memory).
 // `count` must be a multiple of 32 and equal for every participant of the generation.
 __device__ __forceinline__ void bar_sync(uint32_t id, uint32_t count) {
+#if FLASHPTX_HAS_ANY_SM
   asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(count) : "memory");
+#else
+  FLASHPTX_ARCH_UNSUPPORTED("bar.sync needs a device target");
+#endif
 }
 
 // bar.arrive id, count;   (barrier.arrive.aligned)
@@ -25,7 +30,11 @@ __device__ __forceinline__ void bar_sync(uint32_t id, uint32_t count) {
 // Releases nothing by itself to the waiters beyond the barrier's ordering of the arriving threads'
 // prior accesses (PTX memory model: bar.arrive has release semantics for the waiting side).
 __device__ __forceinline__ void bar_arrive(uint32_t id, uint32_t count) {
+#if FLASHPTX_HAS_ANY_SM
   asm volatile("bar.arrive %0, %1;" :: "r"(id), "r"(count) : "memory");
+#else
+  FLASHPTX_ARCH_UNSUPPORTED("bar.arrive needs a device target");
+#endif
 }
 
 // Compile-time-id forms, so that the SASS shows the id and the count as immediates.
@@ -33,13 +42,21 @@ template <uint32_t Id, uint32_t Count>
 __device__ __forceinline__ void bar_sync() {
   static_assert(Id < 16, "named barrier ids are 0..15");
   static_assert(Count % 32 == 0 && Count > 0 && Count <= 1024, "named barrier counts are warps");
+#if FLASHPTX_HAS_ANY_SM
   asm volatile("bar.sync %0, %1;" :: "n"(Id), "n"(Count) : "memory");
+#else
+  FLASHPTX_ARCH_UNSUPPORTED("bar.sync needs a device target");
+#endif
 }
 template <uint32_t Id, uint32_t Count>
 __device__ __forceinline__ void bar_arrive() {
   static_assert(Id < 16, "named barrier ids are 0..15");
   static_assert(Count % 32 == 0 && Count > 0 && Count <= 1024, "named barrier counts are warps");
+#if FLASHPTX_HAS_ANY_SM
   asm volatile("bar.arrive %0, %1;" :: "n"(Id), "n"(Count) : "memory");
+#else
+  FLASHPTX_ARCH_UNSUPPORTED("bar.arrive needs a device target");
+#endif
 }
 
 }  // namespace flashptx::ptx

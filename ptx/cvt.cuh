@@ -9,24 +9,37 @@ namespace flashptx::ptx {
 
 // cvt.rn.bf16x2.f32 d, hi, lo;   d = {bf16(hi) in bits 31..16, bf16(lo) in bits 15..0}, round to
 // nearest even. One instruction per pair: the packed register is a wgmma A-fragment register.
+// The packed f32 -> bf16x2 / f16x2 conversions exist from sm_80 (PTX ISA 7.0).
 __device__ __forceinline__ uint32_t cvt_rn_bf16x2_f32(float lo, float hi) {
-  uint32_t d;
+  uint32_t d = 0;
+#if FLASHPTX_HAS_SM80
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+#else
+  FLASHPTX_ARCH_UNSUPPORTED("cvt.rn.bf16x2.f32 needs sm_80");
+#endif
   return d;
 }
 
 // cvt.rn.f16x2.f32 d, hi, lo;   as above for fp16 (overflow to +-inf, not saturated).
 __device__ __forceinline__ uint32_t cvt_rn_f16x2_f32(float lo, float hi) {
-  uint32_t d;
+  uint32_t d = 0;
+#if FLASHPTX_HAS_SM80
   asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+#else
+  FLASHPTX_ARCH_UNSUPPORTED("cvt.rn.f16x2.f32 needs sm_80");
+#endif
   return d;
 }
 
 // ex2.approx.ftz.f32 d, a;   2^a on the MUFU (special-function) unit; subnormal results flush to
 // zero; ex2(-inf) = +0. Maximum relative error 2^-22 over the normal range (PTX ISA).
 __device__ __forceinline__ float ex2_approx_ftz_f32(float a) {
-  float d;
+  float d = 0.0f;
+#if FLASHPTX_HAS_ANY_SM
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(d) : "f"(a));
+#else
+  FLASHPTX_ARCH_UNSUPPORTED("ex2.approx.ftz.f32 needs a device target");
+#endif
   return d;
 }
 

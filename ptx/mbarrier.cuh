@@ -138,7 +138,11 @@ __device__ __noinline__ __attribute__((noreturn)) inline void mbarrier_wait_time
                                                                                    const char* name) {
   printf("flashptx: mbarrier wait timed out: barrier %s (smem 0x%x) parity %u, block (%d,%d,%d) thread %d\n",
          name, bar, parity, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x);
+#if FLASHPTX_HAS_ANY_SM
   asm volatile("trap;");
+#else
+  FLASHPTX_ARCH_UNSUPPORTED("trap needs a device target");
+#endif
   __builtin_unreachable();
 }
 __device__ __forceinline__ void mbarrier_wait_bounded(uint32_t bar, uint32_t parity, const char* name,

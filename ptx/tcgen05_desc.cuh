@@ -11,22 +11,18 @@
 #pragma once
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define FLASHPTX_DESC_HD __host__ __device__
-#else
-#define FLASHPTX_DESC_HD
-#endif
+#include "ptx/arch.cuh"  // FLASHPTX_HD
 
 namespace flashptx::ptx {
 
 // ---- TMEM addresses -----------------------------------------------------------------------------
 // A TMEM address is lane in bits 31-16 and column in bits 15-0 (the allocation base returned by
 // tcgen05.alloc has lane 0). Per CTA: 128 lanes x 512 columns of 32-bit cells.
-FLASHPTX_DESC_HD constexpr uint32_t tmem_addr(uint32_t lane, uint32_t column) { return (lane << 16) | column; }
-FLASHPTX_DESC_HD constexpr uint32_t tmem_addr_lane(uint32_t a) { return a >> 16; }
-FLASHPTX_DESC_HD constexpr uint32_t tmem_addr_column(uint32_t a) { return a & 0xFFFFu; }
+FLASHPTX_HD constexpr uint32_t tmem_addr(uint32_t lane, uint32_t column) { return (lane << 16) | column; }
+FLASHPTX_HD constexpr uint32_t tmem_addr_lane(uint32_t a) { return a >> 16; }
+FLASHPTX_HD constexpr uint32_t tmem_addr_column(uint32_t a) { return a & 0xFFFFu; }
 // Legal tcgen05.alloc sizes: a power of two in [32, 512] columns.
-FLASHPTX_DESC_HD constexpr bool tmem_alloc_cols_ok(uint32_t n) { return n >= 32 && n <= 512 && (n & (n - 1)) == 0; }
+FLASHPTX_HD constexpr bool tmem_alloc_cols_ok(uint32_t n) { return n >= 32 && n <= 512 && (n & (n - 1)) == 0; }
 
 // ---- instruction descriptor (32 bits; .kind::f16 and .kind::f8f6f4, dense) ----------------------
 
@@ -40,7 +36,7 @@ enum class UmmaF8F6F4Type : uint32_t { kE4M3 = 0, kE5M2 = 1, kE2M3 = 3, kE3M2 = 
 enum class UmmaMajor : uint32_t { kK = 0, kMN = 1 };
 
 // The raw packing, every field of the dense layout. No legality checks: see make_umma_idesc_*.
-FLASHPTX_DESC_HD constexpr uint32_t umma_idesc_pack(uint32_t d_fmt, uint32_t a_fmt, uint32_t b_fmt, uint32_t m,
+FLASHPTX_HD constexpr uint32_t umma_idesc_pack(uint32_t d_fmt, uint32_t a_fmt, uint32_t b_fmt, uint32_t m,
                                                     uint32_t n, uint32_t a_major, uint32_t b_major,
                                                     uint32_t negate_a = 0, uint32_t negate_b = 0) {
   return (0u << 0)                         // bits  0-1 : sparsity selector (dense: 0)
@@ -68,7 +64,7 @@ FLASHPTX_DESC_HD constexpr uint32_t umma_idesc_pack(uint32_t d_fmt, uint32_t a_f
 // M is the instruction's M: for cta_group::2 it spans the CTA pair (M = 256 is 128 rows per CTA).
 // The table makes no distinction between A in shared memory (SS) and A in Tensor Memory (TS); the
 // TS-only limit on the operand itself is umma_a_tmem_ok() below.
-FLASHPTX_DESC_HD constexpr bool umma_shape_ok(int cta_group, int m, int n) {
+FLASHPTX_HD constexpr bool umma_shape_ok(int cta_group, int m, int n) {
   if (cta_group == 1) return (m == 64 || m == 128) && n >= 8 && n <= 256 && n % 8 == 0;
   if (cta_group == 2) return (m == 128 || m == 256) && n >= 16 && n <= 256 && n % 16 == 0;
   return false;
@@ -80,12 +76,12 @@ enum class UmmaASource : uint32_t { kSmem = 0, kTmem = 1 };
 // TS form: A read from Tensor Memory has no layout choice: it must be K-major (the "transpose A"
 // bit 15 of the instruction descriptor clear). Stated by CUTLASS's SM100 TS atoms ("A from TMEM
 // can't be transposed"); the ISA's shape table does not list it, so this rests on that reading.
-FLASHPTX_DESC_HD constexpr bool umma_a_tmem_ok(uint32_t idesc) { return ((idesc >> 15) & 1u) == 0u; }
+FLASHPTX_HD constexpr bool umma_a_tmem_ok(uint32_t idesc) { return ((idesc >> 15) & 1u) == 0u; }
 
 // .kind::f16: A/B f16 or bf16 (both the same), D f16 or f32. K per instruction: 16.
 template <UmmaF16Type AB, UmmaDType D, int M, int N, UmmaMajor AMajor = UmmaMajor::kK,
           UmmaMajor BMajor = UmmaMajor::kK, int CtaGroup = 1>
-FLASHPTX_DESC_HD constexpr uint32_t make_umma_idesc_f16() {
+FLASHPTX_HD constexpr uint32_t make_umma_idesc_f16() {
   static_assert(CtaGroup == 1 || CtaGroup == 2, "cta_group is 1 or 2");
   static_assert(umma_shape_ok(CtaGroup, M, N), "tcgen05.mma kind::f16: illegal M x N for this cta_group");
   static_assert(!(AB == UmmaF16Type::kBF16 && D == UmmaDType::kF16), "bf16 inputs accumulate in f32 only");
@@ -97,7 +93,7 @@ FLASHPTX_DESC_HD constexpr uint32_t make_umma_idesc_f16() {
 // 32. MN-major operands are allowed only for the 8-bit formats (e4m3, e5m2).
 template <UmmaF8F6F4Type A, UmmaF8F6F4Type B, UmmaDType D, int M, int N, UmmaMajor AMajor = UmmaMajor::kK,
           UmmaMajor BMajor = UmmaMajor::kK, int CtaGroup = 1>
-FLASHPTX_DESC_HD constexpr uint32_t make_umma_idesc_f8f6f4() {
+FLASHPTX_HD constexpr uint32_t make_umma_idesc_f8f6f4() {
   static_assert(CtaGroup == 1 || CtaGroup == 2, "cta_group is 1 or 2");
   static_assert(umma_shape_ok(CtaGroup, M, N), "tcgen05.mma kind::f8f6f4: illegal M x N for this cta_group");
   static_assert(AMajor == UmmaMajor::kK || A == UmmaF8F6F4Type::kE4M3 || A == UmmaF8F6F4Type::kE5M2,
@@ -132,7 +128,7 @@ enum class UmmaSwizzle : uint32_t {
 // Bit 52 (leading-dimension stride mode, LBO as an absolute address) is an sm_103a feature (the
 // ISA's "Target ISA Note" of "Shared Memory Descriptor"): on sm_100a it must stay 0, so the builder
 // the sm_100a kernels use has no parameter for it. umma_smem_desc_pack() writes every field.
-FLASHPTX_DESC_HD constexpr uint64_t umma_smem_desc_pack(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes,
+FLASHPTX_HD constexpr uint64_t umma_smem_desc_pack(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes,
                                                         uint32_t swizzle_code, uint32_t base_offset,
                                                         uint32_t lbo_mode) {
   return (static_cast<uint64_t>((smem_addr & 0x3FFFFu) >> 4) << 0)           // bits  0-13: start address >> 4
@@ -148,7 +144,7 @@ FLASHPTX_DESC_HD constexpr uint64_t umma_smem_desc_pack(uint32_t smem_addr, uint
 }
 
 // The sm_100a descriptor: LBO relative (bit 52 clear).
-FLASHPTX_DESC_HD constexpr uint64_t make_umma_smem_desc(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes,
+FLASHPTX_HD constexpr uint64_t make_umma_smem_desc(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes,
                                                         UmmaSwizzle swizzle, uint32_t base_offset = 0) {
   return umma_smem_desc_pack(smem_addr, lbo_bytes, sbo_bytes, static_cast<uint32_t>(swizzle), base_offset, 0);
 }
@@ -164,7 +160,7 @@ FLASHPTX_DESC_HD constexpr uint64_t make_umma_smem_desc(uint32_t smem_addr, uint
 //   MN-major:                          (K elements / 8) x (SBO swizzled, LBO not swizzled).
 // flashptx::umma::kstep_offset() (include/flashptx/umma_plan.h) computes it from the layout; use
 // that, not a literal.
-FLASHPTX_DESC_HD constexpr uint64_t umma_smem_desc_advance(uint64_t desc, uint32_t bytes) {
+FLASHPTX_HD constexpr uint64_t umma_smem_desc_advance(uint64_t desc, uint32_t bytes) {
   return desc + static_cast<uint64_t>(bytes >> 4);
 }
 

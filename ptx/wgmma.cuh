@@ -11,11 +11,17 @@
 // Until the wait retires a group, its accumulator registers must not be read or written, its
 // A-fragment registers not modified, and its shared-memory operands not overwritten. In SASS:
 // WARPGROUP.ARRIVE, HGMMA.64xNx16.F32.BF16 ..., WARPGROUP.DEPBAR.LE gsb0, N.
+//
+// The descriptor builders are plain constexpr C++ (FLASHPTX_HD): a host compiler that includes this
+// header sees only them (the host tests check their bits, tests/host/test_wgmma_desc.cpp); the
+// instruction wrappers are compiled by CUDA compilers only.
 #pragma once
 #include <cstdint>
 
 #include "ptx/arch.cuh"
+#if defined(__CUDACC__)
 #include "ptx/wgmma_mma.cuh"
+#endif
 
 namespace flashptx::ptx {
 
@@ -32,8 +38,8 @@ namespace flashptx::ptx {
 // consecutive swizzle-width chunks along MN, and SBO the distance between 8-row groups along K.
 enum class Swizzle : uint32_t { kNone = 0, k128B = 1, k64B = 2, k32B = 3 };
 
-__host__ __device__ constexpr uint64_t make_smem_desc(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes,
-                                                       Swizzle swizzle) {
+FLASHPTX_HD constexpr uint64_t make_smem_desc(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes,
+                                               Swizzle swizzle) {
   return (static_cast<uint64_t>((smem_addr & 0x3FFFF) >> 4))                 // bits 0-13: start address
        | (static_cast<uint64_t>((lbo_bytes & 0x3FFFF) >> 4) << 16)           // bits 16-29: LBO
        | (static_cast<uint64_t>((sbo_bytes & 0x3FFFF) >> 4) << 32)           // bits 32-45: SBO
@@ -44,10 +50,11 @@ __host__ __device__ constexpr uint64_t make_smem_desc(uint32_t smem_addr, uint32
 // Advances a descriptor's start address by `bytes` (a multiple of 16). Used to step along K inside a
 // swizzled tile: the hardware applies the swizzle to the final address, so +32 B is the next k16 of
 // a 128B-swizzled bf16 K-major row.
-__host__ __device__ constexpr uint64_t smem_desc_advance(uint64_t desc, uint32_t bytes) {
+FLASHPTX_HD constexpr uint64_t smem_desc_advance(uint64_t desc, uint32_t bytes) {
   return desc + static_cast<uint64_t>(bytes >> 4);
 }
 
+#if defined(__CUDACC__)
 // ---- ordering ------------------------------------------------------------------------------------
 // wgmma.fence.sync.aligned;
 // Certifies: this warpgroup's prior writes to registers used as accumulators or A fragments, and to
@@ -98,5 +105,6 @@ __device__ __forceinline__ void wgmma_fence_operand(uint32_t (&r)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i]) :: "memory");
 }
+#endif  // defined(__CUDACC__): the instruction wrappers
 
 }  // namespace flashptx::ptx

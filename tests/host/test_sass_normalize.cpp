@@ -1,15 +1,17 @@
 // Unit tests of the golden-SASS audit's pieces on fixed text: the normaliser (registers, immediates,
 // protocol immediates, labels, NOP/self-loop removal), the resource parser and spill detection, the
 // zero-instruction error, the file-name sanitiser, the line diff, and every checker directive
-// passing and failing. The fixture tests/host/fixtures/audit_fixture_sm90a.*.txt is real
+// (CHECK-DEFINE and CHECK-INCLUDE included) passing and failing. The fixture tests/host/fixtures/audit_fixture_sm90a.*.txt is real
 // cuobjdump 13.2 output for tests/kernels/audit_fixture.cu built by nvcc 13.0 for sm_90a.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
+#include <unistd.h>
 
 #include "tools/sass/sass_check.h"
 #include "tools/sass/sass_diff.h"
@@ -237,6 +239,58 @@ TEST_CASE("checker: {{regex}} patterns, and malformed files") {
   CHECK_FALSE(check("CHECK: {{[}}\n").ok);
   CHECK_FALSE(check("no directives here\n").ok);
   CHECK_FALSE(check("CHECK:\n").ok);
+}
+
+TEST_CASE("checker: CHECK-DEFINE and [[NAME]]") {
+  CHECK(check("CHECK-DEFINE: BAR = BAR.SYNC.DEFER_BLOCKING\nCHECK-DEFINE: N=0x80\nCHECK: [[BAR]] 0x1, [[N]]\n").ok);
+  // The value is literal text that may hold {{regex}}; a define reaches every later directive.
+  CHECK(check("CHECK-DEFINE: WAIT = TRANS64.{{TRY}}WAIT\nCHECK: SYNCS.ARRIVE\nCHECK-NEXT: [[WAIT]]\n"
+              "CHECK-NOT: [[WAIT]]\nCHECK: STG.E\n").ok);
+  const CheckResult wrong = check("CHECK-DEFINE: N = 0x100\nCHECK: BAR.SYNC.DEFER_BLOCKING 0x1, [[N]]\n");
+  CHECK_FALSE(wrong.ok);
+  CHECK(any_error_contains(wrong, "t.check:2: CHECK: BAR.SYNC.DEFER_BLOCKING 0x1, 0x100: not found"));
+  // Used before (or without) its definition, defined twice, or malformed: errors naming the line.
+  const CheckResult undefined = check("CHECK: [[BAR]]\nCHECK-DEFINE: BAR = BAR.SYNC\n");
+  CHECK_FALSE(undefined.ok);
+  CHECK(any_error_contains(undefined, "t.check:1: CHECK: [[BAR]]: [[BAR]] is not defined"));
+  CHECK(any_error_contains(check("CHECK-DEFINE: A = 1\nCHECK-DEFINE: A = 2\nCHECK: EXIT\n"),
+                           "t.check:2: CHECK-DEFINE: A is already defined"));
+  CHECK(any_error_contains(check("CHECK-DEFINE: no equals sign\nCHECK: EXIT\n"), "expected NAME = value"));
+  // "[[" not around an identifier is literal (no listing line holds it, so the CHECK fails).
+  CHECK_FALSE(check("CHECK: [[R.64]]\n").ok);
+}
+
+TEST_CASE("checker: CHECK-INCLUDE, relative to the including file, errors naming the included file") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("flashptx-check-" + std::to_string(getpid()));
+  fs::create_directories(dir / "sub");
+  struct Cleanup {
+    fs::path d;
+    ~Cleanup() { std::error_code ec; fs::remove_all(d, ec); }
+  } cleanup{dir};
+  auto write = [&](const fs::path& p, const std::string& text) { std::ofstream(p) << text; };
+  // A shared protocol with one kernel-specific name; a nested include from the subfolder.
+  write(dir / "sub" / "proto.check.inc", "# shared\nCHECK: SYNCS.EXCH.64\nCHECK: BAR.SYNC.DEFER_BLOCKING 0x1, [[N]]\n"
+                                         "CHECK-INCLUDE: tail.check.inc\n");
+  write(dir / "sub" / "tail.check.inc", "CHECK-NOT: TRYWAIT\nCHECK: SYNCS.ARRIVE\n");
+  const std::string main_name = (dir / "k.check").string();
+  CHECK(run_checks("CHECK-DEFINE: N = 0x80\nCHECK-INCLUDE: sub/proto.check.inc\nCHECK: EXIT\n", main_name, kListing).ok);
+  // A failing directive inside the included file is reported at that file's line.
+  const CheckResult r = run_checks("CHECK-DEFINE: N = 0x100\nCHECK-INCLUDE: sub/proto.check.inc\n", main_name, kListing);
+  CHECK_FALSE(r.ok);
+  CHECK(any_error_contains(r, (dir / "sub" / "proto.check.inc").string() +
+                                  ":3: CHECK: BAR.SYNC.DEFER_BLOCKING 0x1, 0x100: not found"));
+  // An included CHECK-NOT is pending until the next positive match, which may be the includer's.
+  write(dir / "not.check.inc", "CHECK-NOT: TRYWAIT\n");
+  const CheckResult n = run_checks("CHECK: SYNCS.ARRIVE\nCHECK-INCLUDE: not.check.inc\nCHECK: STG.E\n", main_name, kListing);
+  CHECK_FALSE(n.ok);
+  CHECK(any_error_contains(n, "not.check.inc:1: CHECK-NOT: TRYWAIT: found at listing line 5"));
+  // Missing file; an include of itself ends at the depth limit.
+  CHECK(any_error_contains(run_checks("CHECK-INCLUDE: nosuch.check.inc\n", main_name, kListing),
+                           "k.check:1: CHECK-INCLUDE: nosuch.check.inc: cannot read"));
+  write(dir / "loop.check.inc", "CHECK: EXIT\nCHECK-INCLUDE: loop.check.inc\n");
+  CHECK(any_error_contains(run_checks("CHECK-INCLUDE: loop.check.inc\n", main_name, kListing),
+                           "includes nested deeper than"));
 }
 
 }  // TEST_SUITE

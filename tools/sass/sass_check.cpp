@@ -1,6 +1,9 @@
 // The minimal FileCheck of the golden-SASS audit; the directives are defined in sass_check.h.
 #include "tools/sass/sass_check.h"
 
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -9,15 +12,19 @@
 namespace flashptx::sass {
 namespace {
 
-enum class Kind { Check, Next, Not, Count, Label };
+enum class Kind { Check, Next, Not, Count, Label, Define, Include };
 
 struct Directive {
   Kind kind;
   int count = 0;       // CHECK-COUNT-N
   int line = 0;        // 1-based line in the check file
+  std::string source;  // the check file (or included file) it comes from, for messages
   std::string spelling, pattern;
   std::regex re;
 };
+
+// Included files may include others, up to this depth (a cycle ends here with an error).
+constexpr int kMaxIncludeDepth = 8;
 
 // A searchable line of the listing: its text without leading blanks and its 1-based line number.
 struct Line {
@@ -66,17 +73,93 @@ bool parse_directive(const std::string& raw, int line_no, Directive* d) {
   std::string s = ltrim(raw);
   for (const char* leader : {"//", ";", "#"})
     if (s.compare(0, std::string(leader).size(), leader) == 0) { s = ltrim(s.substr(std::string(leader).size())); break; }
-  static const std::regex head(R"(^(CHECK(-NEXT|-NOT|-LABEL|-COUNT-([0-9]+))?):(.*)$)");
+  static const std::regex head(R"(^(CHECK(-NEXT|-NOT|-LABEL|-DEFINE|-INCLUDE|-COUNT-([0-9]+))?):(.*)$)");
   std::smatch m;
   if (!std::regex_match(s, m, head)) return false;
   const std::string suffix = m[2];
   d->kind = suffix.empty() ? Kind::Check : suffix == "-NEXT" ? Kind::Next : suffix == "-NOT" ? Kind::Not
-          : suffix == "-LABEL" ? Kind::Label : Kind::Count;
+          : suffix == "-LABEL" ? Kind::Label : suffix == "-DEFINE" ? Kind::Define
+          : suffix == "-INCLUDE" ? Kind::Include : Kind::Count;
   if (d->kind == Kind::Count) d->count = std::stoi(m[3]);
   d->line = line_no;
   d->spelling = m[1];
   d->pattern = rtrim(ltrim(m[4]));
   return true;
+}
+
+bool is_identifier(const std::string& s) {
+  static const std::regex id("^[A-Za-z_][A-Za-z0-9_]*$");
+  return std::regex_match(s, id);
+}
+
+// Replaces every [[NAME]] of `pat` by NAME's value; false (with the reason) for an undefined NAME.
+// A "[[" not followed by an identifier and "]]" is literal text.
+bool substitute(const std::string& pat, const std::map<std::string, std::string>& defines, std::string* out,
+                std::string* why) {
+  out->clear();
+  size_t i = 0;
+  while (i < pat.size()) {
+    const size_t open = pat.find("[[", i);
+    const size_t close = open == std::string::npos ? std::string::npos : pat.find("]]", open + 2);
+    if (close == std::string::npos) { *out += pat.substr(i); break; }
+    const std::string name = pat.substr(open + 2, close - open - 2);
+    if (!is_identifier(name)) { *out += pat.substr(i, open + 2 - i); i = open + 2; continue; }
+    const auto it = defines.find(name);
+    if (it == defines.end()) { *why = "[[" + name + "]] is not defined (CHECK-DEFINE: " + name + " = ...)"; return false; }
+    *out += pat.substr(i, open - i) + it->second;
+    i = close + 2;
+  }
+  return true;
+}
+
+// Reads the directives of `text` (named `source`) into `out`, in order: CHECK-DEFINE lines update
+// `defines`, CHECK-INCLUDE lines splice in the directives of the named file (relative to the
+// directory of `source`), every other directive gets its [[NAME]]s substituted and its pattern
+// compiled. Problems go to r->errors.
+void load(const std::string& text, const std::string& source, int depth, std::map<std::string, std::string>* defines,
+          std::vector<Directive>* out, CheckResult* r) {
+  std::istringstream in(text);
+  std::string raw;
+  for (int n = 1; std::getline(in, raw); ++n) {
+    Directive d;
+    if (!parse_directive(raw, n, &d)) continue;
+    d.source = source;
+    const std::string at = source + ":" + std::to_string(n) + ": " + d.spelling + ": ";
+    auto error = [&](const std::string& what) {
+      r->ok = false;
+      r->errors.push_back(at + what);
+    };
+    if (d.pattern.empty()) { error("empty pattern"); continue; }
+    if (d.kind == Kind::Define) {
+      const size_t eq = d.pattern.find('=');
+      const std::string name = eq == std::string::npos ? "" : rtrim(d.pattern.substr(0, eq));
+      if (!is_identifier(name)) { error(d.pattern + ": expected NAME = value"); continue; }
+      if (defines->count(name)) { error(name + " is already defined"); continue; }
+      (*defines)[name] = ltrim(d.pattern.substr(eq + 1));
+      continue;
+    }
+    if (d.kind == Kind::Include) {
+      if (depth >= kMaxIncludeDepth) { error(d.pattern + ": includes nested deeper than " + std::to_string(kMaxIncludeDepth)); continue; }
+      const std::string path = (std::filesystem::path(source).parent_path() / d.pattern).string();
+      std::ifstream f(path);
+      if (!f) { error(d.pattern + ": cannot read " + path); continue; }
+      std::ostringstream body;
+      body << f.rdbuf();
+      load(body.str(), path, depth + 1, defines, out, r);
+      continue;
+    }
+    if (d.kind == Kind::Count && d.count <= 0) { error("count must be >= 1"); continue; }
+    std::string expanded, why;
+    if (!substitute(d.pattern, *defines, &expanded, &why)) { error(d.pattern + ": " + why); continue; }
+    d.pattern = expanded;
+    try {
+      d.re = compile_pattern(d.pattern);
+    } catch (const std::regex_error& e) {
+      error(d.pattern + ": bad {{regex}}: " + e.what());
+      continue;
+    }
+    out->push_back(d);
+  }
 }
 
 bool matches(const Directive& d, const Line& l) { return std::regex_search(l.text, d.re); }
@@ -88,8 +171,7 @@ std::string where(const std::vector<Line>& lines, size_t i) {
 
 class Checker {
  public:
-  Checker(const std::string& name, const std::vector<Line>& lines, CheckResult* r)
-      : name_(name), lines_(lines), r_(r) {}
+  Checker(const std::vector<Line>& lines, CheckResult* r) : lines_(lines), r_(r) {}
 
   // Runs one directive; false when the run must stop (a positive directive failed).
   bool run(const Directive& d) {
@@ -107,7 +189,7 @@ class Checker {
  private:
   void fail(const Directive& d, const std::string& what) {
     r_->ok = false;
-    r_->errors.push_back(name_ + ":" + std::to_string(d.line) + ": " + d.spelling + ": " + d.pattern + ": " + what);
+    r_->errors.push_back(d.source + ":" + std::to_string(d.line) + ": " + d.spelling + ": " + d.pattern + ": " + what);
   }
 
   bool find_positive(const Directive& d, size_t* first, size_t* next) {
@@ -149,7 +231,6 @@ class Checker {
     nots_.clear();
   }
 
-  const std::string& name_;
   const std::vector<Line>& lines_;
   CheckResult* r_;
   size_t pos_ = 0;
@@ -162,23 +243,8 @@ CheckResult run_checks(const std::string& check_text, const std::string& check_n
                        const std::vector<std::string>& listing) {
   CheckResult r;
   std::vector<Directive> directives;
-  std::istringstream in(check_text);
-  std::string raw;
-  for (int n = 1; std::getline(in, raw); ++n) {
-    Directive d;
-    if (!parse_directive(raw, n, &d)) continue;
-    const std::string at = check_name + ":" + std::to_string(n) + ": " + d.spelling + ": ";
-    if (d.pattern.empty()) { r.ok = false; r.errors.push_back(at + "empty pattern"); continue; }
-    if (d.kind == Kind::Count && d.count <= 0) { r.ok = false; r.errors.push_back(at + "count must be >= 1"); continue; }
-    try {
-      d.re = compile_pattern(d.pattern);
-    } catch (const std::regex_error& e) {
-      r.ok = false;
-      r.errors.push_back(at + d.pattern + ": bad {{regex}}: " + e.what());
-      continue;
-    }
-    directives.push_back(d);
-  }
+  std::map<std::string, std::string> defines;
+  load(check_text, check_name, 0, &defines, &directives, &r);
   if (!r.ok) return r;
   if (directives.empty()) {
     r.ok = false;
@@ -191,7 +257,7 @@ CheckResult run_checks(const std::string& check_text, const std::string& check_n
     if (t.empty() || t[0] == '#') continue;
     lines.push_back({t, static_cast<int>(i + 1), is_instruction_line(t)});
   }
-  Checker c(check_name, lines, &r);
+  Checker c(lines, &r);
   for (const Directive& d : directives)
     if (!c.run(d)) return r;
   c.finish();

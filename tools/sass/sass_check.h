@@ -15,6 +15,15 @@
 //                       (FileCheck's CHECK-COUNT means "N times in a row, more allowed"; ours is
 //                       "exactly N from here on", which is what an audit wants: e.g. exactly 4 BAR.)
 //   CHECK-LABEL: pat    the same as CHECK; it reads as a section heading of the check file
+//   CHECK-DEFINE: NAME = value
+//                       from here on, [[NAME]] in a pattern stands for value (literal text, which
+//                       may hold {{regex}}); NAME is an identifier, defined once per run
+//   CHECK-INCLUDE: file the directives of `file` (a path relative to the directory of the check
+//                       file that includes it) run here, in order, seeing the names defined so far;
+//                       errors name the included file and its line. Kernels that share a protocol
+//                       share one included file and define what differs (a count, an MMA shape).
+//                       Included files are named *.check.inc so that the audit does not take them
+//                       for a kernel's check file.
 // pat is a literal substring; {{regex}} inside it is a std::regex (ECMAScript) fragment, e.g.
 // "BAR.SYNC{{(\.DEFER_BLOCKING)?}} 0x1, 0x80". Lines are matched with leading blanks removed.
 // Lines of the listing: labels ("L3:") and instructions; the header ("#" lines) is not searched.
@@ -30,8 +39,9 @@ struct CheckResult {
   std::vector<std::string> errors;  // one message per failure: file:line, directive, pattern, where
 };
 
-// Runs the directives of `check_text` (named `check_name` in messages) against `listing` (the lines
-// of a normalised listing; "#" header lines allowed and ignored).
+// Runs the directives of `check_text` (named `check_name` in messages; CHECK-INCLUDE paths are
+// relative to its directory) against `listing` (the lines of a normalised listing; "#" header lines
+// allowed and ignored).
 CheckResult run_checks(const std::string& check_text, const std::string& check_name,
                        const std::vector<std::string>& listing);
 
