@@ -37,8 +37,8 @@ enum class UmmaMajor : uint32_t { kK = 0, kMN = 1 };
 
 // The raw packing, every field of the dense layout. No legality checks: see make_umma_idesc_*.
 FLASHPTX_HD constexpr uint32_t umma_idesc_pack(uint32_t d_fmt, uint32_t a_fmt, uint32_t b_fmt, uint32_t m,
-                                                    uint32_t n, uint32_t a_major, uint32_t b_major,
-                                                    uint32_t negate_a = 0, uint32_t negate_b = 0) {
+                                               uint32_t n, uint32_t a_major, uint32_t b_major,
+                                               uint32_t negate_a = 0, uint32_t negate_b = 0) {
   return (0u << 0)                         // bits  0-1 : sparsity selector (dense: 0)
        | (0u << 2)                         // bit   2   : sparsity enable (0 = dense)
        | (0u << 3)                         // bit   3   : saturate (integer kinds only; 0)
@@ -129,8 +129,8 @@ enum class UmmaSwizzle : uint32_t {
 // ISA's "Target ISA Note" of "Shared Memory Descriptor"): on sm_100a it must stay 0, so the builder
 // the sm_100a kernels use has no parameter for it. umma_smem_desc_pack() writes every field.
 FLASHPTX_HD constexpr uint64_t umma_smem_desc_pack(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes,
-                                                        uint32_t swizzle_code, uint32_t base_offset,
-                                                        uint32_t lbo_mode) {
+                                                   uint32_t swizzle_code, uint32_t base_offset,
+                                                   uint32_t lbo_mode) {
   return (static_cast<uint64_t>((smem_addr & 0x3FFFFu) >> 4) << 0)           // bits  0-13: start address >> 4
        | (static_cast<uint64_t>(0) << 14)                                     // bits 14-15: reserved
        | (static_cast<uint64_t>((lbo_bytes & 0x3FFFFu) >> 4) << 16)           // bits 16-29: LBO >> 4
@@ -145,7 +145,7 @@ FLASHPTX_HD constexpr uint64_t umma_smem_desc_pack(uint32_t smem_addr, uint32_t 
 
 // The sm_100a descriptor: LBO relative (bit 52 clear).
 FLASHPTX_HD constexpr uint64_t make_umma_smem_desc(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes,
-                                                        UmmaSwizzle swizzle, uint32_t base_offset = 0) {
+                                                   UmmaSwizzle swizzle, uint32_t base_offset = 0) {
   return umma_smem_desc_pack(smem_addr, lbo_bytes, sbo_bytes, static_cast<uint32_t>(swizzle), base_offset, 0);
 }
 
