@@ -161,7 +161,7 @@ struct RaceLayout {
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
 };
 
-// Semantics: one producer thread streams kRaceIters tiles of K (and of V for kFa3Kv) through an
+// Semantics: one producer thread streams `iters` tiles of K (and of V for kFa3Kv) through an
 // S-stage ring with the FA3 protocol: wait empty[s] (parity one generation ahead), arrive.expect_tx
 // on full[s] with the tile's bytes, issue the copy, advance; then the producer tail waits until every
 // slot has been released. Each consumer warpgroup waits full[s], reads the slot (Reader), and each of
@@ -173,7 +173,7 @@ struct RaceLayout {
 template <Reader R, Wait WP, Wait WC, Copy C, bool Regs, bool Serial, int Stages>
 __global__ void __launch_bounds__(kRaceThreads, 1)
     race_ring_kernel(const __grid_constant__ CUtensorMap map_k, const __grid_constant__ CUtensorMap map_v,
-                     const __grid_constant__ CUtensorMap map_q, const uint8_t* k_raw, float* out) {
+                     const __grid_constant__ CUtensorMap map_q, const uint8_t* k_raw, float* out, int iters) {
   static_assert(C == Copy::kTensor || R == Reader::kLds, "the bulk copy lands unswizzled: ld.shared readers only");
   static_assert(!Serial || R != Reader::kLds, "serial_wgmma needs a wgmma reader");
   constexpr bool kKv = R == Reader::kFa3Kv;
@@ -216,7 +216,7 @@ __global__ void __launch_bounds__(kRaceThreads, 1)
         fp::cp_async_bulk_tensor_2d_load(sQ, &map_q, q_full, 0, 0);
       }
       Ring w = Ring::producer_start();
-      for (int i = 0; i < kRaceIters; ++i) {
+      for (int i = 0; i < iters; ++i) {
         race_wait<WP>(empty_k(w.stage), w.phase);
         fp::mbarrier_arrive_expect_tx(full_k(w.stage), kRaceTileBytes);
         if constexpr (C == Copy::kTensor)
@@ -253,7 +253,7 @@ __global__ void __launch_bounds__(kRaceThreads, 1)
     // Thread t reads half a row (4 x 16 B) of row t/2: a 128B-swizzled row keeps its 16-byte chunks
     // inside its own 128 bytes, so the pair's sum is the row's sum whatever the swizzle.
     const int row = tid >> 1, half = tid & 1;
-    for (int i = 0; i < kRaceIters; ++i) {
+    for (int i = 0; i < iters; ++i) {
       race_wait<WC>(full_k(kr.stage), kr.phase);
       const uint32_t src = sK + kr.stage * kRaceTileBytes + row * 128 + half * 64;
       float sum = 0.f;
@@ -298,7 +298,7 @@ __global__ void __launch_bounds__(kRaceThreads, 1)
     };
 
     if constexpr (R == Reader::kWgmma) {
-      for (int i = 0; i < kRaceIters; ++i) {
+      for (int i = 0; i < iters; ++i) {
         race_wait<WC>(full_k(kr.stage), kr.phase);
         issue_qk(kr.stage);
         fp::wgmma_wait_group<0>();
@@ -367,7 +367,7 @@ __global__ void __launch_bounds__(kRaceThreads, 1)
       if (lane == 0) fp::mbarrier_arrive(empty_k(kr.stage));
       kr.advance();
       convert_p();
-      for (int j = 1; j < kRaceIters; ++j) {
+      for (int j = 1; j < iters; ++j) {
         race_wait<WC>(full_k(kr.stage), kr.phase);
         issue_qk(kr.stage);
         race_wait<WC>(full_v(vr.stage), vr.phase);
@@ -383,7 +383,7 @@ __global__ void __launch_bounds__(kRaceThreads, 1)
         convert_p();
       }
       race_wait<WC>(full_v(vr.stage), vr.phase);
-      issue_pv(vr.stage, kRaceIters > 1);
+      issue_pv(vr.stage, iters > 1);
       fp::wgmma_wait_group<0>();
       fp::wgmma_fence_operand(o);
       if (lane == 0) fp::mbarrier_arrive(empty_v(vr.stage));
@@ -406,16 +406,16 @@ __global__ void __launch_bounds__(kRaceThreads, 1)
 
 namespace {
 
-using LaunchFn = cudaError_t (*)(const CUtensorMap&, const CUtensorMap&, const CUtensorMap&, const void*, float*);
+using LaunchFn = cudaError_t (*)(const CUtensorMap&, const CUtensorMap&, const CUtensorMap&, const void*, float*, int);
 
 template <Reader R, Wait WP, Wait WC, Copy C, bool Regs, bool Serial, int Stages>
 cudaError_t launch_one(const CUtensorMap& map_k, const CUtensorMap& map_v, const CUtensorMap& map_q,
-                       const void* k_raw, float* out) {
+                       const void* k_raw, float* out, int iters) {
   constexpr int smem = RaceLayout<Stages, R == Reader::kFa3Kv, R != Reader::kLds>::kSmemBytes;
   auto* kernel = race_ring_kernel<R, WP, WC, C, Regs, Serial, Stages>;
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
-  kernel<<<1, kRaceThreads, smem>>>(map_k, map_v, map_q, static_cast<const uint8_t*>(k_raw), out);
+  kernel<<<1, kRaceThreads, smem>>>(map_k, map_v, map_q, static_cast<const uint8_t*>(k_raw), out, iters);
   return cudaGetLastError();
 }
 
@@ -424,9 +424,11 @@ struct Entry {
   LaunchFn launch;
 };
 
-#define RACE_VARIANT(name, R, WP, WC, C, REGS, SERIAL, STAGES, WHAT)                                  \
+#define RACE_VARIANT(name, R, WP, WC, C, REGS, SERIAL, STAGES, WHAT) \
+  RACE_VARIANT_N(name, R, WP, WC, C, REGS, SERIAL, STAGES, kRaceIters, WHAT)
+#define RACE_VARIANT_N(name, R, WP, WC, C, REGS, SERIAL, STAGES, ITERS, WHAT)                         \
   Entry {                                                                                             \
-    Variant{name, Reader::R, Wait::WP, Wait::WC, Copy::C, REGS, SERIAL, STAGES, WHAT},                \
+    Variant{name, Reader::R, Wait::WP, Wait::WC, Copy::C, REGS, SERIAL, STAGES, ITERS, WHAT},         \
         &launch_one<Reader::R, Wait::WP, Wait::WC, Copy::C, REGS, SERIAL, STAGES>                     \
   }
 
@@ -445,6 +447,12 @@ const Entry kEntries[] = {
                  "the test build's bounded loop with wgmma left asynchronous (no printf: no C7510)"),
     RACE_VARIANT("fa3kv_regs_wrap_spin_serial", kFa3Kv, kSpin, kSpin, kTensor, true, true, kWrap,
                  "the release spin with every wgmma waited at once (the test build's wgmma schedule)"),
+    // Wrap or overlap? In the finding, every failing FA3 shape had >= 8 K/V blocks, every passing one a
+    // single block: with one block FA3's steady loop never runs, so no wgmma is ever in flight across
+    // a wait. 3 tiles through 3 stages: the steady loop runs (QK in flight across the V waits), the
+    // ring never wraps.
+    RACE_VARIANT_N("fa3kv_regs_nowrap_spin", kFa3Kv, kSpin, kSpin, kTensor, true, false, kWrap, 3,
+                   "no wrap (3 tiles, 3 stages) but FA3's steady loop runs: wgmma in flight across V waits"),
     // One ring, QK only: is the V ring / the wgmma in flight across a wait needed?
     RACE_VARIANT("wgmma_regs_wrap_spin", kWgmma, kSpin, kSpin, kTensor, true, false, kWrap,
                  "one TMA ring, wgmma SS readers (no wgmma in flight across a wait), setmaxnreg, spin"),
@@ -475,10 +483,13 @@ const Entry kEntries[] = {
                  "minimal ring with the bounded loop"),
     RACE_VARIANT("lds_nowrap_spin", kLds, kSpin, kSpin, kTensor, false, false, kNoWrap,
                  "control for the minimal ring: never wraps"),
+    RACE_VARIANT_N("fa3kv_regs_single_spin", kFa3Kv, kSpin, kSpin, kTensor, true, false, kWrap, 1,
+                   "one tile (FA3's passing short shapes): no steady loop, no wgmma in flight across a wait"),
     RACE_VARIANT("bulk_lds_wrap_boundednp", kLds, kBoundedNoPrintf, kBoundedNoPrintf, kBulk, false, false, kWrap,
                  "non-tensor cp.async.bulk: racecheck attributes its writes to a thread (reported false positive)"),
 };
 #undef RACE_VARIANT
+#undef RACE_VARIANT_N
 
 }  // namespace
 
@@ -495,7 +506,7 @@ const Variant* find_race_variant(const char* name) {
 cudaError_t launch_race_variant(const char* name, const CUtensorMap& map_k, const CUtensorMap& map_v,
                                 const CUtensorMap& map_q, const void* k_raw, float* out) {
   for (const Entry& e : kEntries)
-    if (std::strcmp(e.v.name, name) == 0) return e.launch(map_k, map_v, map_q, k_raw, out);
+    if (std::strcmp(e.v.name, name) == 0) return e.launch(map_k, map_v, map_q, k_raw, out, e.v.iters);
   return cudaErrorInvalidValue;
 }
 

@@ -6,7 +6,7 @@
 // One kernel template, one CTA of 384 threads (the FA3 d64 shape): warpgroup 0 is the producer (one
 // thread issues every TMA), warpgroups 1 and 2 are consumers. A ring of `stages` slots of one tile
 // each (64 rows x 64 bf16 = 8 KB, 128B swizzle), `full`/`empty` mbarriers per slot (flashptx::RingState,
-// the FA3 protocol), kRaceIters tiles, so a 3-stage ring wraps 8 times. Every variant is compiled
+// the FA3 protocol), `iters` tiles (mostly kRaceIters = 24: a 3-stage ring wraps 8 times). Every variant is compiled
 // into both build flavours with the same code: the wait loop is a template parameter here, never
 // FLASHPTX_BOUNDED_WAIT, so the test build's run_tests runs the release wait where a variant asks.
 // Launchers return the launch's error (cudaGetLastError); the caller synchronises and checks.
@@ -60,11 +60,12 @@ struct Variant {
   bool setmaxnreg;     // producer setmaxnreg.dec 24, consumers .inc 240 (FA3 with two consumers)
   bool serial_wgmma;   // every wgmma waited at once (wait_group 0 after each), as ptxas serializes
                        // the test build's kernels; no wgmma in flight across a wait or an arrive
-  int stages;          // ring depth; >= kRaceIters: the ring never wraps (the control)
+  int stages;          // ring depth; >= iters: the ring never wraps (the control)
+  int iters;           // tiles through the ring (K/V blocks in FA3 terms), 1..kRaceIters
   const char* isolates;  // one line: what this variant changes against its neighbours
 };
 
-constexpr int kRaceIters = 24;        // tiles through the ring per launch
+constexpr int kRaceIters = 24;        // tiles through the ring per launch (most variants; the maximum)
 constexpr int kRaceTileRows = 64;     // rows of a tile (keys, in FA3 terms)
 constexpr int kRaceCols = 64;         // bf16 columns (head dim 64: one 128-byte swizzle row)
 constexpr int kRaceTileBytes = kRaceTileRows * kRaceCols * 2;  // 8192
@@ -82,7 +83,7 @@ const Variant& race_variant(int i);
 // The variant named `name`, or nullptr.
 const Variant* find_race_variant(const char* name);
 
-// Runs variant `name` once (one CTA). map_k / map_v: bf16 [kRaceIters * 64 rows][64], box 64 x 64,
+// Runs variant `name` once (one CTA, its `iters` tiles). map_k / map_v: bf16 [kRaceIters * 64 rows][64], box 64 x 64,
 // 128B swizzle; map_q: bf16 [128][64], box 64 x 128, 128B swizzle; k_raw: the same K bytes, dense
 // (Copy::kBulk reads it); out: kRaceOutFloats floats. Unused maps may be any valid map.
 cudaError_t launch_race_variant(const char* name, const CUtensorMap& map_k, const CUtensorMap& map_v,
