@@ -7,7 +7,7 @@
  * strides are given in elements, are arbitrary (64-bit), and must keep every row 16-byte aligned.
  * LSE, when asked for, is fp32 [batch, heads_q, seqlen_q], contiguous, natural log.
  *
- * Supported (forward, Hopper sm_90 only): bf16 or fp16 in and out (all four tensors one dtype);
+ * Supported (forward and backward, Hopper sm_90 only): bf16 or fp16 in and out (all tensors one dtype);
  * head_dim 64, 128, 256; causal masks aligned to the bottom-right when seqlen_q != seqlen_k (as
  * FlashAttention does); heads_q a multiple of heads_kv (GQA, MQA).
  */
@@ -34,8 +34,10 @@ typedef enum flashptx_status {
   FLASHPTX_ERR_UNSUPPORTED_DEVICE = 9,  /* the current device is not sm_90 */
   FLASHPTX_ERR_CUDA = 10,               /* a CUDA call failed; the message names it */
   FLASHPTX_ERR_NULL_PARAMS = 11,
-  FLASHPTX_ERR_BAD_OPTION = 12          /* a variant selection (the CLI's --kernel/--schedule, internal
+  FLASHPTX_ERR_BAD_OPTION = 12,         /* a variant selection (the CLI's --kernel/--schedule, internal
                                            API) that does not fit the problem */
+  FLASHPTX_ERR_WORKSPACE = 13           /* backward: workspace NULL, misaligned or smaller than
+                                           flashptx_bwd_workspace_size */
 } flashptx_status;
 
 typedef enum flashptx_dtype {
@@ -97,6 +99,77 @@ typedef struct flashptx_kernel_info {
   const char* schedule;
 } flashptx_kernel_info;
 flashptx_status flashptx_fwd_kernel_info(const flashptx_fwd_params* p, flashptx_kernel_info* info);
+
+/* ---- backward ---------------------------------------------------------------------------------
+ *
+ * Gradients of L = sum(O * dO) with respect to q, k and v, for the forward above: dq, dk, dv with
+ * the shapes and dtype of q, k, v. Needs the forward's O and its LSE (fp32 [batch, heads_q,
+ * seqlen_q], natural log, as flashptx_fwd writes it). GQA/MQA: dk and dv of a kv head sum over the
+ * query heads of its group (accumulated in fp32, converted once; no atomics on 16-bit values).
+ *
+ * The caller provides a device workspace of flashptx_bwd_workspace_size bytes (256-byte aligned):
+ * the fp32 dQ (and under GQA dK/dV) accumulators, the per-row delta and base-2 LSE, and the
+ * semaphores of the deterministic mode. The library allocates nothing.
+ *
+ * deterministic != 0: dq, dk and dv are bitwise identical across runs and launches (the fp32
+ * accumulations add in a fixed writer order, waited on through semaphores). Otherwise the add order
+ * follows arrival and may vary in the last bits.
+ *
+ * Supported: bf16 or fp16 (all tensors one dtype), head_dim 64 or 128, causal or not (bottom-right
+ * aligned), any seqlen_q, seqlen_k >= 0, strides as for the forward (last dim contiguous, rows
+ * 16-byte aligned), 64-bit offsets. Batch 0 is a successful no-op; seqlen_q 0 writes dk = dv = 0;
+ * seqlen_k 0 writes dq = 0.
+ */
+typedef struct flashptx_bwd_params {
+  const void* q;      /* [batch, seqlen_q, heads_q, head_dim] */
+  const void* k;      /* [batch, seqlen_k, heads_kv, head_dim] */
+  const void* v;      /* [batch, seqlen_k, heads_kv, head_dim] */
+  const void* o;      /* [batch, seqlen_q, heads_q, head_dim]: the forward's output */
+  const float* lse;   /* [batch, heads_q, seqlen_q], contiguous: the forward's LSE */
+  const void* dout;   /* [batch, seqlen_q, heads_q, head_dim]: dL/dO */
+  void* dq;           /* [batch, seqlen_q, heads_q, head_dim] */
+  void* dk;           /* [batch, seqlen_k, heads_kv, head_dim] */
+  void* dv;           /* [batch, seqlen_k, heads_kv, head_dim] */
+
+  int64_t batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim;
+
+  /* strides in elements: batch, row, head */
+  int64_t q_batch_stride, q_row_stride, q_head_stride;
+  int64_t k_batch_stride, k_row_stride, k_head_stride;
+  int64_t v_batch_stride, v_row_stride, v_head_stride;
+  int64_t o_batch_stride, o_row_stride, o_head_stride;
+  int64_t do_batch_stride, do_row_stride, do_head_stride;
+  int64_t dq_batch_stride, dq_row_stride, dq_head_stride;
+  int64_t dk_batch_stride, dk_row_stride, dk_head_stride;
+  int64_t dv_batch_stride, dv_row_stride, dv_head_stride;
+
+  flashptx_dtype dtype;  /* of q, k, v, o, dout, dq, dk, dv */
+  int causal;            /* nonzero: causal, bottom-right aligned */
+  float softmax_scale;   /* 0 means 1/sqrt(head_dim); must equal the forward's */
+  int deterministic;     /* nonzero: bitwise reproducible gradients */
+  void* workspace;       /* device memory, 256-byte aligned */
+  int64_t workspace_bytes;
+} flashptx_bwd_params;
+
+/* Fills *p for contiguous tensors of one dtype (workspace left NULL: set it after sizing). */
+void flashptx_bwd_params_contiguous(flashptx_bwd_params* p, const void* q, const void* k, const void* v,
+                                    const void* o, const float* lse, const void* dout, void* dq, void* dk,
+                                    void* dv, int64_t batch, int64_t seqlen_q, int64_t seqlen_k,
+                                    int64_t heads_q, int64_t heads_kv, int64_t head_dim,
+                                    flashptx_dtype dtype, int causal);
+
+/* The workspace a call with these sizes, dtype and head dim needs (pointers, strides and the
+ * workspace fields are not read). FLASHPTX_OK with *bytes, or the validation status. */
+flashptx_status flashptx_bwd_workspace_size(const flashptx_bwd_params* p, int64_t* bytes);
+
+/* Validates, then runs the backward on `stream` (preprocess, main kernel, postprocess). */
+flashptx_status flashptx_bwd(const flashptx_bwd_params* p, cudaStream_t stream);
+
+/* Validation alone (what flashptx_bwd checks before launching), without the device check. */
+flashptx_status flashptx_bwd_check(const flashptx_bwd_params* p);
+
+/* The main backward kernel a call would launch (as flashptx_fwd_kernel_info). */
+flashptx_status flashptx_bwd_kernel_info(const flashptx_bwd_params* p, flashptx_kernel_info* info);
 
 #ifdef __cplusplus
 }

@@ -236,4 +236,27 @@ __device__ __forceinline__ void st_shared_b32(uint32_t addr, uint32_t v) {
 #endif
 }
 
+// st.shared.v4.f32 [addr], {a, b, c, d};   (addr 16-byte aligned)
+// Same contract as st_shared_b32: generic proxy, this thread only.
+__device__ __forceinline__ void st_shared_v4_f32(uint32_t addr, float a, float b, float c, float d) {
+#if FLASHPTX_HAS_SM90
+  asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" :: "r"(addr), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
+#else
+  FLASHPTX_ARCH_UNSUPPORTED("st.shared is only built for sm_90+ in flashptx");
+#endif
+}
+
+// ld.shared.v2.f32 {a, b}, [addr];   (addr 8-byte aligned)
+// A plain load (generic proxy). Bytes written by TMA are visible to it once the mbarrier phase
+// their complete_tx signalled has been observed complete by this thread (mbarrier try_wait).
+__device__ __forceinline__ float2 ld_shared_v2_f32(uint32_t addr) {
+  float2 v = make_float2(0.f, 0.f);
+#if FLASHPTX_HAS_SM90
+  asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(addr) : "memory");
+#else
+  FLASHPTX_ARCH_UNSUPPORTED("ld.shared is only built for sm_90+ in flashptx");
+#endif
+  return v;
+}
+
 }  // namespace flashptx::ptx

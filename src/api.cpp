@@ -78,6 +78,70 @@ flashptx_status fwd_kernel_info(const flashptx_fwd_params* p, const FwdOptions& 
   return ok();
 }
 
+// ---- backward -------------------------------------------------------------------------------------
+static flashptx_status bwd_workspace_needed(const flashptx_bwd_params& p, int64_t* bytes, std::string* msg) {
+  BwdPlan plan;
+  const flashptx_status s = plan_bwd(p, BwdOptions{}, Device{}, &plan, msg);
+  if (s != FLASHPTX_OK) return s;
+  *bytes = plan.workspace.total;
+  return FLASHPTX_OK;
+}
+
+static flashptx_status bwd_plan_checked(const flashptx_bwd_params* p, const BwdOptions& opt, BwdPlan* plan) {
+  if (p == nullptr) return fail(FLASHPTX_ERR_NULL_PARAMS, "params is NULL");
+  std::string msg;
+  flashptx_status s = validate_bwd_shape(*p, &msg);
+  if (s != FLASHPTX_OK) return fail(s, msg);
+  Device dev;
+  if (p->batch > 0) {
+    int64_t need = 0;
+    if ((s = bwd_workspace_needed(*p, &need, &msg)) != FLASHPTX_OK) return fail(s, msg);
+    if ((s = validate_bwd(*p, need, &msg)) != FLASHPTX_OK) return fail(s, msg);
+  }
+  if ((s = current_device(&dev, &msg)) != FLASHPTX_OK) return fail(s, msg);
+  if ((s = plan_bwd(*p, opt, dev, plan, &msg)) != FLASHPTX_OK) return fail(s, msg);
+  return FLASHPTX_OK;
+}
+
+flashptx_status bwd(const flashptx_bwd_params* p, const BwdOptions& opt, cudaStream_t stream) {
+  if (p != nullptr && p->batch == 0) {
+    std::string msg;
+    const flashptx_status s = validate_bwd_shape(*p, &msg);
+    return s == FLASHPTX_OK ? ok() : fail(s, msg);
+  }
+  BwdPlan plan;
+  flashptx_status s = bwd_plan_checked(p, opt, &plan);
+  if (s != FLASHPTX_OK) return s;
+  std::string msg;
+  if ((s = encode_bwd_args(*p, &plan, &msg)) != FLASHPTX_OK) return fail(s, msg);
+  if ((s = launch_bwd(*p, &plan, stream, &msg)) != FLASHPTX_OK) return fail(s, msg);
+  return ok();
+}
+
+flashptx_status bwd_kernel_info(const flashptx_bwd_params* p, const BwdOptions& opt, flashptx_kernel_info* info) {
+  if (info == nullptr) return fail(FLASHPTX_ERR_NULL_POINTER, "info is NULL");
+  if (p != nullptr && p->batch == 0) return fail(FLASHPTX_ERR_BAD_SHAPE, "batch is 0: nothing would launch");
+  BwdPlan plan;
+  const flashptx_status s = bwd_plan_checked(p, opt, &plan);
+  if (s != FLASHPTX_OK) return s;
+  const Launch& l = plan.main;
+  info->symbol = l.kernel->name;
+  info->threads = static_cast<int>(l.block.x);
+  info->ctas = static_cast<int>(l.grid.x * l.grid.y * l.grid.z);
+  info->tiles = l.tiles;
+  info->schedule = schedule_name(l.schedule);
+  info->shared_bytes = l.smem_bytes;
+  info->registers = 0;
+  cudaFuncAttributes attr{};
+  if (cudaFuncGetAttributes(&attr, l.kernel->fn) == cudaSuccess) {
+    info->registers = attr.numRegs;
+    info->shared_bytes = l.smem_bytes + static_cast<int>(attr.sharedSizeBytes);
+  } else {
+    cudaGetLastError();
+  }
+  return ok();
+}
+
 }  // namespace flashptx
 
 extern "C" {
@@ -99,6 +163,7 @@ const char* flashptx_status_name(flashptx_status s) {
     case FLASHPTX_ERR_CUDA: return "FLASHPTX_ERR_CUDA";
     case FLASHPTX_ERR_NULL_PARAMS: return "FLASHPTX_ERR_NULL_PARAMS";
     case FLASHPTX_ERR_BAD_OPTION: return "FLASHPTX_ERR_BAD_OPTION";
+    case FLASHPTX_ERR_WORKSPACE: return "FLASHPTX_ERR_WORKSPACE";
   }
   return "FLASHPTX_ERR_UNKNOWN";
 }
@@ -134,6 +199,59 @@ flashptx_status flashptx_fwd(const flashptx_fwd_params* p, cudaStream_t stream) 
 
 flashptx_status flashptx_fwd_kernel_info(const flashptx_fwd_params* p, flashptx_kernel_info* info) {
   return flashptx::fwd_kernel_info(p, flashptx::FwdOptions{}, info);
+}
+
+void flashptx_bwd_params_contiguous(flashptx_bwd_params* p, const void* q, const void* k, const void* v, const void* o,
+                                    const float* lse, const void* dout, void* dq, void* dk, void* dv, int64_t batch,
+                                    int64_t seqlen_q, int64_t seqlen_k, int64_t heads_q, int64_t heads_kv,
+                                    int64_t head_dim, flashptx_dtype dtype, int causal) {
+  *p = flashptx_bwd_params{};
+  p->q = q; p->k = k; p->v = v; p->o = o; p->lse = lse; p->dout = dout; p->dq = dq; p->dk = dk; p->dv = dv;
+  p->batch = batch; p->seqlen_q = seqlen_q; p->seqlen_k = seqlen_k;
+  p->heads_q = heads_q; p->heads_kv = heads_kv; p->head_dim = head_dim;
+  const int64_t qs = heads_q * head_dim, ks = heads_kv * head_dim;
+  p->q_row_stride = p->o_row_stride = p->do_row_stride = p->dq_row_stride = qs;
+  p->q_head_stride = p->o_head_stride = p->do_head_stride = p->dq_head_stride = head_dim;
+  p->q_batch_stride = p->o_batch_stride = p->do_batch_stride = p->dq_batch_stride = seqlen_q * qs;
+  p->k_row_stride = p->v_row_stride = p->dk_row_stride = p->dv_row_stride = ks;
+  p->k_head_stride = p->v_head_stride = p->dk_head_stride = p->dv_head_stride = head_dim;
+  p->k_batch_stride = p->v_batch_stride = p->dk_batch_stride = p->dv_batch_stride = seqlen_k * ks;
+  p->dtype = dtype;
+  p->causal = causal;
+  p->softmax_scale = 0.f;
+  p->deterministic = 0;
+}
+
+flashptx_status flashptx_bwd_workspace_size(const flashptx_bwd_params* p, int64_t* bytes) {
+  if (p == nullptr) return fail(FLASHPTX_ERR_NULL_PARAMS, "params is NULL");
+  if (bytes == nullptr) return fail(FLASHPTX_ERR_NULL_POINTER, "bytes is NULL");
+  std::string msg;
+  flashptx_status s = flashptx::validate_bwd_shape(*p, &msg);
+  if (s != FLASHPTX_OK) return fail(s, msg);
+  *bytes = 0;
+  if (p->batch == 0) return ok();
+  if ((s = flashptx::bwd_workspace_needed(*p, bytes, &msg)) != FLASHPTX_OK) return fail(s, msg);
+  return ok();
+}
+
+flashptx_status flashptx_bwd_check(const flashptx_bwd_params* p) {
+  if (p == nullptr) return fail(FLASHPTX_ERR_NULL_PARAMS, "params is NULL");
+  std::string msg;
+  flashptx_status s = flashptx::validate_bwd_shape(*p, &msg);
+  if (s != FLASHPTX_OK) return fail(s, msg);
+  if (p->batch == 0) return ok();
+  int64_t need = 0;
+  if ((s = flashptx::bwd_workspace_needed(*p, &need, &msg)) != FLASHPTX_OK) return fail(s, msg);
+  if ((s = flashptx::validate_bwd(*p, need, &msg)) != FLASHPTX_OK) return fail(s, msg);
+  return ok();
+}
+
+flashptx_status flashptx_bwd(const flashptx_bwd_params* p, cudaStream_t stream) {
+  return flashptx::bwd(p, flashptx::BwdOptions{}, stream);
+}
+
+flashptx_status flashptx_bwd_kernel_info(const flashptx_bwd_params* p, flashptx_kernel_info* info) {
+  return flashptx::bwd_kernel_info(p, flashptx::BwdOptions{}, info);
 }
 
 }  // extern "C"

@@ -16,6 +16,10 @@ namespace flashptx {
 enum class Family : uint8_t {
   kFa3Fwd,        // FA3 forward (src/sm90/fa3_fwd.cu)
   kFa3FwdTraced,  // the instrumented FA3 forward behind `flashptx trace` (src/sm90/fa3_fwd_trace.cu)
+  kFa3Bwd,        // FA3 backward, main kernel (src/sm90/fa3_bwd.cu)
+  kFa3BwdPre,     // FA3 backward preprocess: delta, LSE2, dQ accumulator zeroed (any head dim)
+  kFa3BwdPostDq,  // FA3 backward postprocess: dQ from its fp32 accumulator
+  kFa3BwdPostDkv, // FA3 backward postprocess under GQA: dK and dV from their fp32 accumulators
 };
 const char* family_name(Family f);
 
@@ -23,7 +27,7 @@ struct KernelEntry {
   const char* name;  // the extern "C" symbol, also its golden's name (sass_golden/<arch>/<name>.sass)
   Family family;
   flashptx_dtype dtype;
-  int head_dim;
+  int head_dim;           // 0: any (the backward's pre/postprocess)
   int block_m, block_n;   // query rows and keys per tile / stage
   int stages;             // depth of the K/V (or Q/dO) rings
   int consumer_wgs;       // MMA warpgroups
@@ -40,5 +44,6 @@ const KernelEntry* kernel_by_name(std::string_view name);
 // Per-family rows (defined beside the instantiations).
 std::span<const KernelEntry> fa3_fwd_kernels();
 std::span<const KernelEntry> fa3_fwd_traced_kernels();
+std::span<const KernelEntry> fa3_bwd_kernels();
 
 }  // namespace flashptx

@@ -13,6 +13,8 @@
 
 namespace flashptx {
 
+static thread_local Launch g_last_launch;  // for last_launch(): the forward's kernel, the backward's main
+
 const char* schedule_name(Schedule s) {
   switch (s) {
     case Schedule::kAuto: return "auto";
@@ -161,9 +163,151 @@ flashptx_status encode_fwd_args(const flashptx_fwd_params& p, const FwdOptions& 
   return FLASHPTX_OK;
 }
 
-// ---- launch ------------------------------------------------------------------------------------
-static thread_local Launch g_last_launch;
+// ---- FA3 backward --------------------------------------------------------------------------------
+// One main kernel per head dim and dtype (src/sm90/fa3_bwd.cu); the pre/postprocess kernels per dtype.
+static const KernelEntry* row_of(Family f, flashptx_dtype t, int head_dim) {
+  for (const KernelEntry& k : fa3_bwd_kernels())
+    if (k.family == f && k.dtype == t && (f != Family::kFa3Bwd || k.head_dim == head_dim)) return &k;
+  return nullptr;
+}
 
+flashptx_status plan_bwd(const flashptx_bwd_params& p, const BwdOptions& opt, const Device& dev, BwdPlan* plan,
+                         std::string* err) {
+  (void)dev;
+  const KernelEntry* k = nullptr;
+  if (opt.kernel != nullptr) {
+    k = kernel_by_name(opt.kernel);
+    if (k == nullptr || k->family != Family::kFa3Bwd || k->head_dim != p.head_dim || k->dtype != p.dtype) {
+      *err = std::string("no backward kernel named '") + opt.kernel + "' for this head dim and dtype";
+      return FLASHPTX_ERR_BAD_OPTION;
+    }
+  } else {
+    k = row_of(Family::kFa3Bwd, p.dtype, static_cast<int>(p.head_dim));
+  }
+  const KernelEntry* pre = row_of(Family::kFa3BwdPre, p.dtype, 0);
+  const KernelEntry* post_dq = row_of(Family::kFa3BwdPostDq, p.dtype, 0);
+  const KernelEntry* post_dkv = row_of(Family::kFa3BwdPostDkv, p.dtype, 0);
+  if (k == nullptr || pre == nullptr || post_dq == nullptr || post_dkv == nullptr) {
+    *err = "no backward kernel for head_dim " + std::to_string(p.head_dim) + " in this dtype";
+    return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
+  }
+  const int64_t m_blocks = (p.seqlen_q + k->block_m - 1) / k->block_m;
+  const int64_t n_blocks = (p.seqlen_k + k->block_n - 1) / k->block_n;
+  auto grid3 = [](int64_t x, int64_t y, int64_t z) {
+    return dim3(static_cast<unsigned>(x), static_cast<unsigned>(y), static_cast<unsigned>(z));
+  };
+  plan->gqa = p.heads_q != p.heads_kv;
+  plan->workspace = fa3::bwd_workspace(p.batch, p.heads_q, p.heads_kv, p.seqlen_q, p.seqlen_k, p.head_dim, k->block_m,
+                                       k->block_n);
+  plan->pre = Launch{pre, grid3((m_blocks * k->block_m + 7) / 8, p.heads_q, p.batch), dim3(256), 0,
+                     Schedule::kOnePerTile, m_blocks * k->block_m * p.heads_q * p.batch};
+  plan->main = Launch{k, grid3(n_blocks, p.heads_q, p.batch), dim3(static_cast<unsigned>(k->threads)), k->smem_bytes,
+                      Schedule::kOnePerTile, n_blocks * p.heads_q * p.batch};
+  plan->post_dq = Launch{post_dq, grid3(m_blocks, p.heads_q, p.batch), dim3(256), 0, Schedule::kOnePerTile,
+                         m_blocks * p.heads_q * p.batch};
+  plan->post_dkv = Launch{post_dkv, grid3(plan->gqa ? n_blocks : 0, p.heads_kv, p.batch), dim3(256), 0,
+                          Schedule::kOnePerTile, plan->gqa ? n_blocks * p.heads_kv * p.batch : 0};
+  return FLASHPTX_OK;
+}
+
+flashptx_status encode_bwd_args(const flashptx_bwd_params& p, BwdPlan* plan, std::string* err) {
+  const KernelEntry& k = *plan->main.kernel;
+  const fa3::BwdWorkspace& w = plan->workspace;
+  char* ws = static_cast<char*>(p.workspace);
+  auto at = [&](int64_t off) { return ws == nullptr ? nullptr : ws + off; };
+  const CUtensorMapDataType type =
+      p.dtype == FLASHPTX_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const int64_t sq = std::max<int64_t>(p.seqlen_q, 1), sk = std::max<int64_t>(p.seqlen_k, 1);
+  const int64_t m_blocks = (p.seqlen_q + k.block_m - 1) / k.block_m;
+  const int64_t n_blocks = (p.seqlen_k + k.block_n - 1) / k.block_n;
+
+  fa3::BwdParams& a = plan->args;
+  a = fa3::BwdParams{};
+  if (plan->main.grid.x > 0) {
+    // Without query rows the kernel runs no step and never reads Q or dO: their maps stay zero.
+    const bool ok =
+        (p.seqlen_q == 0 ||
+         (encode_bshd(&a.tma_q, type, p.q, p.batch, sq, p.heads_q, p.head_dim, p.q_batch_stride, p.q_row_stride,
+                      p.q_head_stride, static_cast<uint32_t>(k.block_m), err) &&
+          encode_bshd(&a.tma_do, type, p.dout, p.batch, sq, p.heads_q, p.head_dim, p.do_batch_stride,
+                      p.do_row_stride, p.do_head_stride, static_cast<uint32_t>(k.block_m), err))) &&
+        encode_bshd(&a.tma_k, type, p.k, p.batch, sk, p.heads_kv, p.head_dim, p.k_batch_stride, p.k_row_stride,
+                    p.k_head_stride, static_cast<uint32_t>(k.block_n), err) &&
+        encode_bshd(&a.tma_v, type, p.v, p.batch, sk, p.heads_kv, p.head_dim, p.v_batch_stride, p.v_row_stride,
+                    p.v_head_stride, static_cast<uint32_t>(k.block_n), err) &&
+        encode_bshd(&a.tma_dk, type, p.dk, p.batch, sk, p.heads_kv, p.head_dim, p.dk_batch_stride, p.dk_row_stride,
+                    p.dk_head_stride, 64u, err) &&
+        encode_bshd(&a.tma_dv, type, p.dv, p.batch, sk, p.heads_kv, p.head_dim, p.dv_batch_stride, p.dv_row_stride,
+                    p.dv_head_stride, 64u, err);
+    if (!ok) return FLASHPTX_ERR_BAD_STRIDES;
+  }
+  a.dq_accum = reinterpret_cast<float*>(at(w.dq_accum));
+  a.lse2 = reinterpret_cast<const float*>(at(w.lse2));
+  a.delta = reinterpret_cast<const float*>(at(w.delta));
+  a.dk_accum = reinterpret_cast<float*>(at(w.dk_accum));
+  a.dv_accum = reinterpret_cast<float*>(at(w.dv_accum));
+  a.dq_sem = reinterpret_cast<uint32_t*>(at(w.dq_sem));
+  a.dkv_sem = reinterpret_cast<uint32_t*>(at(w.dkv_sem));
+  a.seqlen_q = static_cast<int>(p.seqlen_q);
+  a.seqlen_k = static_cast<int>(p.seqlen_k);
+  a.heads_q = static_cast<int>(p.heads_q);
+  a.heads_kv = static_cast<int>(p.heads_kv);
+  a.batch = static_cast<int>(p.batch);
+  a.m_blocks = static_cast<int>(m_blocks);
+  a.n_blocks = static_cast<int>(n_blocks);
+  a.causal = p.causal ? 1 : 0;
+  a.deterministic = p.deterministic ? 1 : 0;
+  const float scale = p.softmax_scale != 0.f ? p.softmax_scale : 1.f / std::sqrt(static_cast<float>(p.head_dim));
+  a.softmax_scale = scale;
+  a.softmax_scale_log2 = scale * 1.4426950408889634f;
+
+  fa3::BwdAuxParams& x = plan->aux;
+  x = fa3::BwdAuxParams{};
+  x.o = p.o; x.dout = p.dout; x.lse = p.lse;
+  x.dq = p.dq; x.dk = p.dk; x.dv = p.dv;
+  x.dq_accum = a.dq_accum;
+  x.lse2 = reinterpret_cast<float*>(at(w.lse2));
+  x.delta = reinterpret_cast<float*>(at(w.delta));
+  x.dk_accum = a.dk_accum;
+  x.dv_accum = a.dv_accum;
+  x.o_sb = p.o_batch_stride; x.o_ss = p.o_row_stride; x.o_sh = p.o_head_stride;
+  x.do_sb = p.do_batch_stride; x.do_ss = p.do_row_stride; x.do_sh = p.do_head_stride;
+  x.dq_sb = p.dq_batch_stride; x.dq_ss = p.dq_row_stride; x.dq_sh = p.dq_head_stride;
+  x.dk_sb = p.dk_batch_stride; x.dk_ss = p.dk_row_stride; x.dk_sh = p.dk_head_stride;
+  x.dv_sb = p.dv_batch_stride; x.dv_ss = p.dv_row_stride; x.dv_sh = p.dv_head_stride;
+  x.seqlen_q = a.seqlen_q; x.seqlen_k = a.seqlen_k; x.heads_q = a.heads_q; x.heads_kv = a.heads_kv;
+  x.batch = a.batch; x.head_dim = static_cast<int>(p.head_dim);
+  x.block_m = k.block_m; x.block_n = k.block_n; x.m_blocks = a.m_blocks; x.n_blocks = a.n_blocks;
+  x.dq_split_rows = k.block_m == 128 ? 1 : 0;
+  x.softmax_scale = scale;
+  return FLASHPTX_OK;
+}
+
+flashptx_status launch_bwd(const flashptx_bwd_params& p, BwdPlan* plan, cudaStream_t stream, std::string* err) {
+  const fa3::BwdWorkspace& w = plan->workspace;
+  if (w.zeroed_end > w.zeroed_begin) {
+    const cudaError_t e = cudaMemsetAsync(static_cast<char*>(p.workspace) + w.zeroed_begin, 0,
+                                          static_cast<size_t>(w.zeroed_end - w.zeroed_begin), stream);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      *err = std::string("cudaMemsetAsync(workspace): ") + cudaGetErrorString(e);
+      return FLASHPTX_ERR_CUDA;
+    }
+  }
+  flashptx_status s;
+  auto run = [&](const Launch& l, void* args) {
+    if (l.grid.x == 0 || l.grid.y == 0 || l.grid.z == 0) return FLASHPTX_OK;
+    return launch(l, args, stream, err);
+  };
+  if ((s = run(plan->pre, &plan->aux)) != FLASHPTX_OK) return s;
+  if ((s = run(plan->main, &plan->args)) != FLASHPTX_OK) return s;
+  if ((s = run(plan->post_dq, &plan->aux)) != FLASHPTX_OK) return s;
+  if ((s = run(plan->post_dkv, &plan->aux)) != FLASHPTX_OK) return s;
+  g_last_launch = plan->main;
+  return FLASHPTX_OK;
+}
+
+// ---- launch ------------------------------------------------------------------------------------
 Launch last_launch() { return g_last_launch; }
 
 flashptx_status launch(const Launch& l, void* args, cudaStream_t stream, std::string* err) {

@@ -12,6 +12,7 @@
 
 #include "flashptx.h"
 #include "src/kernels.h"
+#include "src/sm90/fa3_bwd_config.h"
 #include "src/sm90/fa3_fwd_config.h"
 
 namespace flashptx {
@@ -64,6 +65,29 @@ flashptx_status plan_fwd(const flashptx_fwd_params& p, const FwdOptions& opt, co
 // Encodes the four tensor maps (the driver's cuTensorMapEncodeTiled) and the scalar arguments.
 flashptx_status encode_fwd_args(const flashptx_fwd_params& p, const FwdOptions& opt, FwdPlan* plan,
                                 std::string* err);
+
+// ---- backward -------------------------------------------------------------------------------------
+// Four launches on one stream, after one memset of the workspace's zeroed section (semaphores and,
+// under GQA, the dK/dV accumulators): preprocess, main kernel, dQ postprocess, and under GQA the
+// dK/dV postprocess. A launch with an empty grid is skipped (e.g. seqlen_k 0: no main kernel).
+struct BwdPlan {
+  Launch pre, main, post_dq, post_dkv;
+  bool gqa = false;
+  fa3::BwdWorkspace workspace;
+  fa3::BwdParams args{};        // main kernel (filled by encode_bwd_args)
+  fa3::BwdAuxParams aux{};      // pre/postprocess
+};
+struct BwdOptions {
+  const char* kernel = nullptr;  // a kernel table name of family kFa3Bwd, or nullptr: the rule
+};
+// Chooses the kernels and sizes the launches and the workspace. `p`'s shape must be valid
+// (validate_bwd_shape). No CUDA call.
+flashptx_status plan_bwd(const flashptx_bwd_params& p, const BwdOptions& opt, const Device& dev, BwdPlan* plan,
+                         std::string* err);
+// Carves the workspace and encodes the tensor maps and scalars.
+flashptx_status encode_bwd_args(const flashptx_bwd_params& p, BwdPlan* plan, std::string* err);
+// The launch sequence.
+flashptx_status launch_bwd(const flashptx_bwd_params& p, BwdPlan* plan, cudaStream_t stream, std::string* err);
 
 // Raises the kernel's dynamic shared-memory limit and launches it with `args` as its one parameter.
 // Records the launch for last_launch().

@@ -95,4 +95,71 @@ flashptx_status validate_fwd(const flashptx_fwd_params& p, std::string* msg) {
                        msg);
 }
 
+flashptx_status validate_bwd_shape(const flashptx_bwd_params& p, std::string* msg) {
+  if (p.batch < 0 || p.seqlen_q < 0 || p.seqlen_k < 0 || p.heads_q < 0 || p.heads_kv < 0 || p.head_dim < 0)
+    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "a size is negative");
+  if (!std::isfinite(p.softmax_scale) || p.softmax_scale < 0.f)
+    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "softmax_scale must be finite and positive (0 selects 1/sqrt(d))");
+  if (p.batch == 0) return FLASHPTX_OK;  // nothing to compute
+  if (p.dtype != FLASHPTX_BF16 && p.dtype != FLASHPTX_FP16)
+    return bad(FLASHPTX_ERR_UNSUPPORTED_DTYPE, msg, "dtype must be FLASHPTX_BF16 or FLASHPTX_FP16");
+  if (p.head_dim != 64 && p.head_dim != 128)
+    return bad(FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, msg,
+               "head_dim " + std::to_string(p.head_dim) + " is not one of the backward's 64, 128");
+  if (p.heads_q <= 0 || p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0)
+    return bad(FLASHPTX_ERR_BAD_HEADS, msg,
+               "heads_q (" + std::to_string(p.heads_q) + ") must be a positive multiple of heads_kv (" +
+                   std::to_string(p.heads_kv) + ")");
+  const int64_t kMaxInt = 0x7fffffff;
+  if (p.seqlen_q > kMaxInt - 256 || p.seqlen_k > kMaxInt - 256 || p.heads_q > 65535 || p.batch > 65535)
+    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "seqlen must stay below 2^31 - 256, heads_q and batch below 65536");
+  return FLASHPTX_OK;
+}
+
+flashptx_status validate_bwd(const flashptx_bwd_params& p, int64_t workspace_needed, std::string* msg) {
+  flashptx_status s = validate_bwd_shape(p, msg);
+  if (s != FLASHPTX_OK || p.batch == 0) return s;
+  struct T { const char* name; const void* ptr; bool used; };
+  const bool rows_q = p.seqlen_q > 0, rows_k = p.seqlen_k > 0;
+  const T tensors[] = {{"q", p.q, rows_q},   {"k", p.k, rows_k},   {"v", p.v, rows_k},
+                       {"o", p.o, rows_q},   {"dout", p.dout, rows_q}, {"dq", p.dq, rows_q},
+                       {"dk", p.dk, rows_k}, {"dv", p.dv, rows_k}};
+  for (const T& t : tensors) {
+    if (!t.used) continue;
+    if (t.ptr == nullptr) return bad(FLASHPTX_ERR_NULL_POINTER, msg, std::string(t.name) + " is NULL");
+    if (!aligned16(t.ptr)) return bad(FLASHPTX_ERR_MISALIGNED, msg, std::string(t.name) + " is not 16-byte aligned");
+  }
+  if (rows_q && p.lse == nullptr) return bad(FLASHPTX_ERR_NULL_POINTER, msg, "lse is NULL (the forward's LSE is needed)");
+  if (rows_q && reinterpret_cast<uintptr_t>(p.lse) % 4 != 0)
+    return bad(FLASHPTX_ERR_MISALIGNED, msg, "lse must be 4-byte aligned");
+  const int64_t d = p.head_dim;
+  struct S { const char* name; int64_t seq, heads, sb, ss, sh; bool out; };
+  const S strides[] = {
+      {"q", p.seqlen_q, p.heads_q, p.q_batch_stride, p.q_row_stride, p.q_head_stride, false},
+      {"k", p.seqlen_k, p.heads_kv, p.k_batch_stride, p.k_row_stride, p.k_head_stride, false},
+      {"v", p.seqlen_k, p.heads_kv, p.v_batch_stride, p.v_row_stride, p.v_head_stride, false},
+      {"o", p.seqlen_q, p.heads_q, p.o_batch_stride, p.o_row_stride, p.o_head_stride, false},
+      {"dout", p.seqlen_q, p.heads_q, p.do_batch_stride, p.do_row_stride, p.do_head_stride, false},
+      {"dq", p.seqlen_q, p.heads_q, p.dq_batch_stride, p.dq_row_stride, p.dq_head_stride, true},
+      {"dk", p.seqlen_k, p.heads_kv, p.dk_batch_stride, p.dk_row_stride, p.dk_head_stride, true},
+      {"dv", p.seqlen_k, p.heads_kv, p.dv_batch_stride, p.dv_row_stride, p.dv_head_stride, true},
+  };
+  for (const S& x : strides) {
+    if (x.seq == 0) continue;
+    if ((s = check_strides(x.name, p.batch, x.seq, x.heads, d, x.sb, x.ss, x.sh, x.out, msg)) != FLASHPTX_OK) return s;
+  }
+  if (workspace_needed > 0) {
+    if (p.workspace == nullptr)
+      return bad(FLASHPTX_ERR_WORKSPACE, msg,
+                 "workspace is NULL (" + std::to_string(workspace_needed) + " bytes needed: flashptx_bwd_workspace_size)");
+    if (reinterpret_cast<uintptr_t>(p.workspace) % 256 != 0)
+      return bad(FLASHPTX_ERR_WORKSPACE, msg, "workspace must be 256-byte aligned");
+    if (p.workspace_bytes < workspace_needed)
+      return bad(FLASHPTX_ERR_WORKSPACE, msg,
+                 "workspace_bytes " + std::to_string(p.workspace_bytes) + " is below the " +
+                     std::to_string(workspace_needed) + " bytes this problem needs");
+  }
+  return FLASHPTX_OK;
+}
+
 }  // namespace flashptx

@@ -13,6 +13,12 @@ namespace flashptx {
 // Batch or seqlen_q 0 is valid (nothing to compute) and skips the pointer and stride checks.
 flashptx_status validate_fwd(const flashptx_fwd_params& p, std::string* msg);
 
+// The backward's sizes, dtype, head dim and heads (what flashptx_bwd_workspace_size needs).
+flashptx_status validate_bwd_shape(const flashptx_bwd_params& p, std::string* msg);
+// Everything: the shape, pointers, alignment, strides and the workspace (whose size the caller
+// computes from the plan: `workspace_needed`).
+flashptx_status validate_bwd(const flashptx_bwd_params& p, int64_t workspace_needed, std::string* msg);
+
 // The strides of one [batch, seqlen, heads, d] tensor of 2-byte elements: non-negative, non-zero
 // where the extent is above one, rows 16-byte aligned, below 2^39 elements; with must_not_overlap
 // (outputs), distinct (b, s, h) rows never share an element.

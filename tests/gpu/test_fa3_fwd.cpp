@@ -28,19 +28,11 @@
 #include "tools/support/gpu_reference.h"
 #include "tools/support/reference.h"
 #include "tests/gpu/release_lib.h"
+#include "tests/gpu/test_util.h"
 
 namespace {
 
-#define CUDA_REQUIRE(x)                                                                   \
-  do {                                                                                    \
-    cudaError_t e_ = (x);                                                                 \
-    REQUIRE_MESSAGE(e_ == cudaSuccess, #x " failed: " << cudaGetErrorString(e_));         \
-  } while (0)
-
-constexpr uint16_t kPoison = 0xFFFF;  // NaN in both bf16 and fp16
-constexpr int64_t kGuard = 4096;      // elements after each output that must stay poisoned
-
-enum class Layout { kContiguous, kPadded, kHeadMajor };
+using namespace flashptx_test;
 
 struct Case {
   int64_t batch, sq, sk, hq, hkv, d;
@@ -53,46 +45,9 @@ struct Case {
     return "B=" + std::to_string(batch) + " Sq=" + std::to_string(sq) + " Sk=" + std::to_string(sk) +
            " Hq=" + std::to_string(hq) + " Hkv=" + std::to_string(hkv) + " d=" + std::to_string(d) +
            (causal ? " causal" : "") + (dtype == FLASHPTX_BF16 ? " bf16" : " fp16") +
-           (layout == Layout::kPadded ? " padded" : layout == Layout::kHeadMajor ? " head-major" : "") +
+           layout_name(layout) +
            (input_scale != 1.f ? " qscale=" + std::to_string(input_scale) : "");
   }
-};
-
-struct Strides { int64_t b, s, h, total; };
-Strides make_strides(Layout l, int64_t batch, int64_t seq, int64_t heads, int64_t d) {
-  switch (l) {
-    case Layout::kPadded: {  // [B, S, H, d + 8] plus 64 elements between batches
-      const int64_t hs = d + 8, rs = heads * hs, bs = seq * rs + 64;
-      return {bs, rs, hs, batch * bs};
-    }
-    case Layout::kHeadMajor: {  // [B, H, S, d]
-      const int64_t rs = d, hs = seq * d, bs = heads * seq * d;
-      return {bs, rs, hs, batch * bs};
-    }
-    default: {
-      const int64_t rs = heads * d, bs = seq * rs;
-      return {bs, rs, d, batch * bs};
-    }
-  }
-}
-
-uint16_t to_storage(flashptx_dtype t, float x) {
-  return t == FLASHPTX_BF16 ? flashptx::float_to_bf16(x) : flashptx::float_to_fp16(x);
-}
-float from_storage(flashptx_dtype t, uint16_t x) {
-  return t == FLASHPTX_BF16 ? flashptx::bf16_to_float(x) : flashptx::fp16_to_float(x);
-}
-
-struct DeviceBuf {
-  void* p = nullptr;
-  size_t bytes = 0;
-  explicit DeviceBuf(size_t n) : bytes(n) {
-    cudaError_t e = cudaMalloc(&p, n);
-    REQUIRE_MESSAGE(e == cudaSuccess, "cudaMalloc(" << n << "): " << cudaGetErrorString(e));
-  }
-  ~DeviceBuf() { if (p) cudaFree(p); }
-  DeviceBuf(const DeviceBuf&) = delete;
-  DeviceBuf& operator=(const DeviceBuf&) = delete;
 };
 
 // Host copies of one problem's tensors (16-bit storage) and the device buffers behind them.

@@ -115,3 +115,79 @@ TEST_CASE("every status has a distinct name") {
 }
 
 }  // TEST_SUITE
+
+// The backward's C ABI: validation, the workspace size, on any machine.
+namespace {
+alignas(256) unsigned char g_bwd_fake[10][256];
+flashptx_bwd_params valid_bwd() {
+  flashptx_bwd_params p;
+  flashptx_bwd_params_contiguous(&p, g_bwd_fake[0], g_bwd_fake[1], g_bwd_fake[2], g_bwd_fake[3],
+                                 reinterpret_cast<const float*>(g_bwd_fake[4]), g_bwd_fake[5], g_bwd_fake[6],
+                                 g_bwd_fake[7], g_bwd_fake[8], 2, 100, 120, 8, 2, 128, FLASHPTX_BF16, 1);
+  int64_t ws = 0;
+  REQUIRE(flashptx_bwd_workspace_size(&p, &ws) == FLASHPTX_OK);
+  p.workspace = g_bwd_fake[9];
+  p.workspace_bytes = ws;
+  return p;
+}
+}  // namespace
+
+TEST_SUITE("host api") {
+
+TEST_CASE("backward: a valid problem passes; each bad input has its own status and message") {
+  CHECK(flashptx_bwd_check(nullptr) == FLASHPTX_ERR_NULL_PARAMS);
+  const flashptx_bwd_params ok = valid_bwd();
+  CHECK(flashptx_bwd_check(&ok) == FLASHPTX_OK);
+  struct Bad { const char* what; flashptx_status want; void (*mutate)(flashptx_bwd_params&); const char* needle; };
+  const Bad bad[] = {
+      {"head_dim 256 (not in the backward yet)", FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM,
+       [](flashptx_bwd_params& p) { p.head_dim = 256; }, "head_dim 256"},
+      {"fp32", FLASHPTX_ERR_UNSUPPORTED_DTYPE, [](flashptx_bwd_params& p) { p.dtype = FLASHPTX_FP32; }, "dtype"},
+      {"heads 7/2", FLASHPTX_ERR_BAD_HEADS, [](flashptx_bwd_params& p) { p.heads_q = 7; }, "multiple"},
+      {"negative seqlen", FLASHPTX_ERR_BAD_SHAPE, [](flashptx_bwd_params& p) { p.seqlen_q = -3; }, "negative"},
+      {"NaN scale", FLASHPTX_ERR_BAD_SHAPE, [](flashptx_bwd_params& p) { p.softmax_scale = NAN; }, "softmax_scale"},
+      {"null dout", FLASHPTX_ERR_NULL_POINTER, [](flashptx_bwd_params& p) { p.dout = nullptr; }, "dout is NULL"},
+      {"null dk", FLASHPTX_ERR_NULL_POINTER, [](flashptx_bwd_params& p) { p.dk = nullptr; }, "dk is NULL"},
+      {"null lse", FLASHPTX_ERR_NULL_POINTER, [](flashptx_bwd_params& p) { p.lse = nullptr; }, "lse is NULL"},
+      {"misaligned o", FLASHPTX_ERR_MISALIGNED,
+       [](flashptx_bwd_params& p) { p.o = static_cast<const char*>(p.o) + 2; }, "o is not 16-byte"},
+      {"dq row stride", FLASHPTX_ERR_MISALIGNED, [](flashptx_bwd_params& p) { p.dq_row_stride += 4; }, "dq row stride"},
+      {"overlapping dv rows", FLASHPTX_ERR_BAD_STRIDES, [](flashptx_bwd_params& p) { p.dv_row_stride = 64; }, "overlap"},
+      {"no workspace", FLASHPTX_ERR_WORKSPACE, [](flashptx_bwd_params& p) { p.workspace = nullptr; }, "workspace is NULL"},
+      {"small workspace", FLASHPTX_ERR_WORKSPACE, [](flashptx_bwd_params& p) { p.workspace_bytes -= 1; }, "below"},
+      {"misaligned workspace", FLASHPTX_ERR_WORKSPACE,
+       [](flashptx_bwd_params& p) { p.workspace = static_cast<char*>(p.workspace) + 16; }, "256-byte"},
+  };
+  for (const Bad& b : bad) {
+    INFO(b.what);
+    flashptx_bwd_params p = valid_bwd();
+    b.mutate(p);
+    CHECK(flashptx_bwd_check(&p) == b.want);
+    const std::string msg = flashptx_last_error();
+    CHECK_MESSAGE(msg.find(flashptx_status_name(b.want)) == 0, msg);
+    CHECK_MESSAGE(msg.find(b.needle) != std::string::npos, msg);
+  }
+}
+
+TEST_CASE("backward: batch 0 is a successful no-op; the workspace size follows the shape") {
+  flashptx_bwd_params p = valid_bwd();
+  p.batch = 0;
+  p.q = nullptr;
+  CHECK(flashptx_bwd(&p, nullptr) == FLASHPTX_OK);
+  int64_t a = 0, b = 0;
+  p = valid_bwd();
+  REQUIRE(flashptx_bwd_workspace_size(&p, &a) == FLASHPTX_OK);
+  p.seqlen_q *= 2;
+  REQUIRE(flashptx_bwd_workspace_size(&p, &b) == FLASHPTX_OK);
+  CHECK(b > a);
+  CHECK(a % 256 == 0);
+  // MHA needs no dK/dV accumulators; GQA does (fp32 [b, h_kv, n_pad, d] each).
+  p = valid_bwd();
+  p.heads_kv = p.heads_q;
+  p.k_row_stride = p.v_row_stride = p.dk_row_stride = p.dv_row_stride = p.heads_kv * p.head_dim;
+  REQUIRE(flashptx_bwd_workspace_size(&p, &b) == FLASHPTX_OK);
+  CHECK(b < a);
+  CHECK(flashptx_bwd_workspace_size(&p, nullptr) == FLASHPTX_ERR_NULL_POINTER);
+}
+
+}  // TEST_SUITE

@@ -5,6 +5,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "flashptx.h"
 #include "src/kernels.h"
@@ -42,10 +43,24 @@ TEST_CASE("the kernel table: unique names, rows consistent with their layouts") 
     CHECK(names.insert(k.name).second);
     CHECK(flashptx::kernel_by_name(k.name) == &k);
     CHECK(k.fn != nullptr);
-    CHECK(k.threads == 128 * (k.consumer_wgs + 1));
-    CHECK(k.block_m == 64 * k.consumer_wgs);
-    CHECK(k.smem_bytes > 0);
     CHECK(k.smem_bytes <= 227 * 1024);
+    switch (k.family) {
+      case flashptx::Family::kFa3Fwd:
+      case flashptx::Family::kFa3FwdTraced:  // a producer warpgroup + consumers of 64 query rows each
+        CHECK(k.threads == 128 * (k.consumer_wgs + 1));
+        CHECK(k.block_m == 64 * k.consumer_wgs);
+        CHECK(k.smem_bytes > 0);
+        break;
+      case flashptx::Family::kFa3Bwd:  // a producer warpgroup + MMA warpgroups of 64 keys each
+        CHECK(k.threads == 128 * (k.consumer_wgs + 1));
+        CHECK(k.block_n == 64 * k.consumer_wgs);
+        CHECK(k.smem_bytes > 0);
+        break;
+      default:  // the backward's pre/postprocess: plain 256-thread kernels, any head dim
+        CHECK(k.threads == 256);
+        CHECK(k.head_dim == 0);
+        CHECK(k.smem_bytes == 0);
+    }
   }
   CHECK(flashptx::kernel_by_name("fa3_fwd_sm90_bf16_d128_n128x") == nullptr);
   // The traced kernel is a row of the same table.
@@ -153,6 +168,80 @@ TEST_CASE("the layout object: the shared-memory plan of every shipped forward fi
     const bool separate_o = 2 * q + 2 * k.stages * kv + 8 * (2 + 4 * k.stages) + 1024 <= 227 * 1024;
     CHECK(k.smem_bytes == q + 2 * k.stages * kv + (separate_o ? q : 0) + 8 * (2 + 4 * k.stages) + 1024);
   }
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("host plan") {
+
+TEST_CASE("backward plan: kernels of the problem, grids, workspace carve-up") {
+  alignas(16) static unsigned char fake[9][64];
+  for (int64_t d : {64, 128})
+    for (flashptx_dtype t : {FLASHPTX_BF16, FLASHPTX_FP16})
+      for (int64_t hkv : {8, 2}) {
+        INFO("d=" << d << " hkv=" << hkv);
+        flashptx_bwd_params p;
+        flashptx_bwd_params_contiguous(&p, fake[0], fake[1], fake[2], fake[3], reinterpret_cast<const float*>(fake[4]),
+                                       fake[5], fake[6], fake[7], fake[8], 2, 1000, 777, 8, hkv, d, t, 1);
+        flashptx::BwdPlan plan;
+        std::string err;
+        REQUIRE_MESSAGE(flashptx::plan_bwd(p, {}, kH200, &plan, &err) == FLASHPTX_OK, err);
+        const flashptx::KernelEntry& k = *plan.main.kernel;
+        CHECK(k.family == flashptx::Family::kFa3Bwd);
+        CHECK(k.head_dim == d);
+        CHECK(k.dtype == t);
+        const int64_t m_blocks = (1000 + k.block_m - 1) / k.block_m, n_blocks = (777 + 127) / 128;
+        CHECK(plan.main.grid.x == n_blocks);
+        CHECK(plan.main.grid.y == 8);
+        CHECK(plan.main.grid.z == 2);
+        CHECK(plan.post_dq.grid.x == m_blocks);
+        CHECK(plan.pre.grid.x == (m_blocks * k.block_m + 7) / 8);
+        CHECK(plan.gqa == (hkv != 8));
+        CHECK(plan.post_dkv.grid.x == (hkv != 8 ? n_blocks : 0));
+        CHECK(plan.pre.kernel->dtype == t);
+        CHECK(plan.post_dq.kernel->dtype == t);
+        // Sections in order, 256-aligned, sized as documented in src/sm90/fa3_bwd_config.h.
+        const auto& w = plan.workspace;
+        const int64_t rows = 2 * 8 * m_blocks * k.block_m;
+        CHECK(w.dq_accum == 0);
+        CHECK(w.lse2 >= rows * d * 4);
+        CHECK(w.delta >= w.lse2 + rows * 4);
+        CHECK(w.dq_sem >= w.delta + rows * 4);
+        CHECK(w.zeroed_begin == w.dq_sem);
+        for (int64_t off : {w.lse2, w.delta, w.dq_sem, w.dkv_sem, w.dk_accum, w.dv_accum, w.total}) CHECK(off % 256 == 0);
+        if (hkv != 8) CHECK(w.dv_accum - w.dk_accum >= 2 * hkv * n_blocks * 128 * d * 4);
+        else CHECK(w.dv_accum == w.dk_accum);
+      }
+}
+
+TEST_CASE("the dQ accumulator's fragment order is a bijection onto the tile") {
+  for (int d : {64, 128})
+    for (bool split_rows : {false, true}) {
+      const int block_m = split_rows ? 128 : 64;
+      std::vector<int> seen(block_m * d, 0);
+      for (int f = 0; f < block_m * d; ++f) {
+        const auto c = flashptx::fa3::dq_accum_coord(f, d, split_rows);
+        REQUIRE(c.row >= 0);
+        REQUIRE(c.row < block_m);
+        REQUIRE(c.col >= 0);
+        REQUIRE(c.col < d);
+        ++seen[c.row * d + c.col];
+        if (f % 2 == 1) {  // pairs of adjacent floats are adjacent columns of one row (bf16x2 stores)
+          const auto p = flashptx::fa3::dq_accum_coord(f - 1, d, split_rows);
+          CHECK(p.row == c.row);
+          CHECK(p.col + 1 == c.col);
+        }
+      }
+      for (int x : seen) CHECK(x == 1);
+    }
+  // Thread 0 of warpgroup 0, registers 0..3: rows 0 and 8, columns 0 and 1 (the wgmma D layout).
+  CHECK(flashptx::fa3::dq_accum_coord(0, 128, false).row == 0);
+  CHECK(flashptx::fa3::dq_accum_coord(1, 128, false).col == 1);
+  CHECK(flashptx::fa3::dq_accum_coord(2, 128, false).row == 8);
+  // Float 4 is thread 1: lane 1 holds columns 2, 3 of row 0.
+  CHECK(flashptx::fa3::dq_accum_coord(4, 128, false).col == 2);
+  // Warpgroup 1 (column split): columns 64 and up.
+  CHECK(flashptx::fa3::dq_accum_coord(64 * 64, 128, false).col == 64);
 }
 
 }  // TEST_SUITE

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""flashptx side by side with cuDNN and FA2 (PyTorch SDPA backends), forward, on the FA3 grid.
+"""flashptx side by side with cuDNN and FA2 (PyTorch SDPA backends), forward and backward, FA3 grid.
 
 Runs only on the GPU machine (PyTorch with CUDA, cuDNN); nothing in the build depends on it.
 
@@ -9,10 +9,15 @@ Runs only on the GPU machine (PyTorch with CUDA, cuDNN); nothing in the build de
 What is measured: for each grid point, flashptx (through its C ABI, ctypes), cuDNN
 (SDPBackend.CUDNN_ATTENTION) and FA2 (SDPBackend.FLASH_ATTENTION) run in one process on the same
 tensors: ours in [B, S, H, D]; PyTorch sees .transpose(1, 2) views of them ([B, H, S, D], no copy).
-Each timed call is preceded by an L2 flush (a write of a 256 MB buffer, outside the timed
-interval) and bracketed by CUDA events; warm-up calls first; the median of --reps is reported with
-min/p10/p90. TFLOP/s = 4*B*H*S*S*d / median time, halved when causal (spec 0x0D). Outputs are
-compared with cuDNN's (max abs diff). PyTorch's is_causal is top-left aligned; on this grid
+--lib-b adds a second flashptx build (e.g. the previous version) as "flashptx_b", for A/B runs.
+Implementations are interleaved rep by rep (the order rotates every rep), so that clock and thermal
+drift fall on all of them alike. Each timed call is preceded by an L2 flush (a write of a 256 MB
+buffer, outside the timed interval) and bracketed by CUDA events; warm-up calls first; the median of
+--reps is reported with min/p10/p90. Forward FLOPs = 4*B*H*S*S*d, halved when causal (spec 0x0D);
+backward FLOPs = 2.5 x forward. The backward timed is: flashptx_bwd (preprocess, main kernel,
+postprocess; O and LSE from flashptx_fwd, untimed); for cuDNN and FA2, torch.autograd.grad of the
+SDPA output with retain_graph (the backward kernels PyTorch launches for it). Outputs (O; dQ, dK, dV)
+are compared with cuDNN's (max abs diff). PyTorch's is_causal is top-left aligned; on this grid
 seqlen_q == seqlen_k, where it equals flashptx's bottom-right alignment.
 What it does not prove: end-to-end model speed (no framework overhead is timed), or anything about
 other GPUs, clocks, or library versions than those recorded in "meta".
@@ -31,7 +36,7 @@ import traceback
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HDIMS = [64, 128, 256]
 SEQLENS = [512, 1024, 2048, 4096, 8192, 16384]
-IMPLS = ["flashptx", "cudnn", "fa2"]
+IMPLS = ["flashptx", "cudnn", "fa2"]  # plus "flashptx_b" with --lib-b
 
 # ---- the C ABI mirror (include/flashptx.h) -------------------------------------------------------
 FLASHPTX_BF16, FLASHPTX_FP16 = 0, 1
@@ -53,6 +58,15 @@ class FwdParams(ctypes.Structure):
     ]
 
 
+class BwdParams(ctypes.Structure):
+    _fields_ = ([(n, ctypes.c_void_p) for n in ("q", "k", "v", "o", "lse", "dout", "dq", "dk", "dv")] +
+                [(n, ctypes.c_int64) for n in ("batch", "seqlen_q", "seqlen_k", "heads_q", "heads_kv", "head_dim")] +
+                [(t + "_" + x + "_stride", ctypes.c_int64) for t in ("q", "k", "v", "o", "do", "dq", "dk", "dv")
+                 for x in ("batch", "row", "head")] +
+                [("dtype", ctypes.c_int), ("causal", ctypes.c_int), ("softmax_scale", ctypes.c_float),
+                 ("deterministic", ctypes.c_int), ("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_int64)])
+
+
 def load_lib(path):
     lib = ctypes.CDLL(path)
     lib.flashptx_fwd.argtypes = [ctypes.POINTER(FwdParams), ctypes.c_void_p]
@@ -60,7 +74,32 @@ def load_lib(path):
     lib.flashptx_last_error.restype = ctypes.c_char_p
     lib.flashptx_status_name.argtypes = [ctypes.c_int]
     lib.flashptx_status_name.restype = ctypes.c_char_p
+    if hasattr(lib, "flashptx_bwd"):
+        lib.flashptx_bwd.argtypes = [ctypes.POINTER(BwdParams), ctypes.c_void_p]
+        lib.flashptx_bwd.restype = ctypes.c_int
+        lib.flashptx_bwd_workspace_size.argtypes = [ctypes.POINTER(BwdParams), ctypes.POINTER(ctypes.c_int64)]
+        lib.flashptx_bwd_workspace_size.restype = ctypes.c_int
     return lib
+
+
+def bwd_params_for(q, k, v, o, lse, do, dq, dk, dv, causal, dtype_code, deterministic):
+    p = BwdParams()
+    for name, t in (("q", q), ("k", k), ("v", v), ("o", o), ("dout", do), ("dq", dq), ("dk", dk), ("dv", dv)):
+        setattr(p, name, t.data_ptr())
+        sb, sr, sh, sd = t.stride()
+        assert sd == 1, "last dim must be contiguous"
+        key = "do" if name == "dout" else name
+        setattr(p, key + "_batch_stride", sb)
+        setattr(p, key + "_row_stride", sr)
+        setattr(p, key + "_head_stride", sh)
+    p.lse = lse.data_ptr()
+    p.batch, p.seqlen_q, p.heads_q, p.head_dim = q.shape
+    p.seqlen_k, p.heads_kv = k.shape[1], k.shape[2]
+    p.dtype = dtype_code
+    p.causal = 1 if causal else 0
+    p.softmax_scale = 0.0
+    p.deterministic = 1 if deterministic else 0
+    return p
 
 
 def params_for(q, k, v, o, causal, dtype_code):
@@ -94,20 +133,25 @@ def percentile(xs, p):
     return xs[lo] + (pos - lo) * (xs[hi] - xs[lo])
 
 
-def time_fn(torch, fn, flush, warmup, reps):
+def time_interleaved(torch, fns, flush, warmup, reps):
+    """{impl: [ms, ...]}: every rep times each implementation once, in an order rotated per rep."""
+    names = list(fns)
     for _ in range(warmup):
-        fn()
+        for n in names:
+            fns[n]()
     torch.cuda.synchronize()
-    ms = []
-    for _ in range(reps):
-        flush.zero_()  # evicts the inputs from L2; not inside the events
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        ms.append(start.elapsed_time(end))
+    ms = {n: [] for n in names}
+    for rep in range(reps):
+        order = names[rep % len(names):] + names[:rep % len(names)]
+        for n in order:
+            flush.zero_()  # evicts the inputs from L2; not inside the events
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            fns[n]()
+            end.record()
+            end.synchronize()
+            ms[n].append(start.elapsed_time(end))
     return ms
 
 
@@ -122,12 +166,20 @@ def git_commit():
         return "unknown"
 
 
+def check(lib, st):
+    if st != 0:
+        raise RuntimeError("%s: %s" % (lib.flashptx_status_name(st).decode(), lib.flashptx_last_error().decode()))
+
+
 def run(args):
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    lib = load_lib(args.lib)
+    libs = {"flashptx": load_lib(args.lib)}
+    if args.lib_b:
+        libs["flashptx_b"] = load_lib(args.lib_b)
+    impls = list(libs) + ["cudnn", "fa2"]
     dev = torch.device("cuda")
     props = torch.cuda.get_device_properties(dev)
     meta = {
@@ -140,12 +192,16 @@ def run(args):
         "cudnn": torch.backends.cudnn.version(),
         "flashptx_commit": git_commit(),
         "flashptx_lib": os.path.abspath(args.lib),
+        "flashptx_lib_b": os.path.abspath(args.lib_b) if args.lib_b else None,
         "dtype": args.dtype,
         "warmup": args.warmup,
         "reps": args.reps,
+        "directions": args.direction,
+        "deterministic_bwd": args.deterministic,
         "timing_protocol": "CUDA events around one call; 256 MB L2 flush before each rep (untimed); "
-                           "median of reps after warm-up; same tensors for every impl",
-        "flops": "4*B*H*S*S*d, halved when causal (spec 0x0D)",
+                           "implementations interleaved rep by rep (rotating order); median of reps after "
+                           "warm-up; same tensors for every impl",
+        "flops": "fwd 4*B*H*S*S*d, halved when causal (spec 0x0D); bwd 2.5 x fwd",
         "command_line": " ".join(sys.argv),
     }
     tdtype = torch.bfloat16 if args.dtype == "bf16" else torch.float16
@@ -153,68 +209,113 @@ def run(args):
     flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device=dev)
     stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
     rows = []
-    points = [(d, c, s) for d in args.hdims for c in (False, True) for s in args.seqlens]
-    for n, (d, causal, s) in enumerate(points, 1):
+    dirs = ["fwd", "bwd"] if args.direction == "both" else [args.direction]
+    points = [(dr, d, c, s) for dr in dirs for d in args.hdims for c in (False, True) for s in args.seqlens]
+    for n, (direction, d, causal, s) in enumerate(points, 1):
         b, h = args.tokens // s, args.hidden // d
         torch.manual_seed(n)
         q = torch.randn(b, s, h, d, dtype=tdtype, device=dev)
         k = torch.randn(b, s, h, d, dtype=tdtype, device=dev)
         v = torch.randn(b, s, h, d, dtype=tdtype, device=dev)
-        o = torch.empty_like(q)
-        qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-        p = params_for(q, k, v, o, causal, code)
+        do = torch.randn(b, s, h, d, dtype=tdtype, device=dev)
+        fns, results = {}, {}
+        if direction == "fwd":
+            for name, lib in libs.items():
+                o = torch.empty_like(q)
+                p = params_for(q, k, v, o, causal, code)
 
-        def ours():
-            st = lib.flashptx_fwd(ctypes.byref(p), stream)
-            if st != 0:
-                raise RuntimeError("%s: %s" % (lib.flashptx_status_name(st).decode(), lib.flashptx_last_error().decode()))
-            return o
+                def ours(lib=lib, p=p, o=o):
+                    check(lib, lib.flashptx_fwd(ctypes.byref(p), stream))
+                    return o
+                fns[name] = ours
+            qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
 
-        def sdpa(backend):
-            def f():
+            def sdpa(backend):
+                def f():
+                    with sdpa_kernel(backend):
+                        return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal).transpose(1, 2)
+                return f
+            fns["cudnn"], fns["fa2"] = sdpa(SDPBackend.CUDNN_ATTENTION), sdpa(SDPBackend.FLASH_ATTENTION)
+            flops = fwd_flops(b, h, s, d, causal)
+        else:
+            for name, lib in libs.items():
+                if not hasattr(lib, "flashptx_bwd"):
+                    continue
+                o = torch.empty_like(q)
+                lse = torch.empty(b, h, s, dtype=torch.float32, device=dev)
+                pf = params_for(q, k, v, o, causal, code)
+                pf.lse = lse.data_ptr()
+                check(lib, lib.flashptx_fwd(ctypes.byref(pf), stream))
+                dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+                pb = bwd_params_for(q, k, v, o, lse, do, dq, dk, dv, causal, code, args.deterministic)
+                ws_bytes = ctypes.c_int64(0)
+                check(lib, lib.flashptx_bwd_workspace_size(ctypes.byref(pb), ctypes.byref(ws_bytes)))
+                ws = torch.empty(max(ws_bytes.value, 256), dtype=torch.uint8, device=dev)
+                pb.workspace, pb.workspace_bytes = ws.data_ptr(), ws_bytes.value
+
+                def ours(lib=lib, pb=pb, keep=(o, lse, ws), out=(dq, dk, dv)):
+                    check(lib, lib.flashptx_bwd(ctypes.byref(pb), stream))
+                    return out
+                fns[name] = ours
+
+            def sdpa_bwd(backend):
+                qg, kg, vg = (t.detach().transpose(1, 2).requires_grad_(True) for t in (q, k, v))
                 with sdpa_kernel(backend):
-                    return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
-            return f
+                    out = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal)
+                dot = do.transpose(1, 2)
 
-        fns = {"flashptx": ours, "cudnn": sdpa(SDPBackend.CUDNN_ATTENTION), "fa2": sdpa(SDPBackend.FLASH_ATTENTION)}
+                def f():
+                    with sdpa_kernel(backend):
+                        g = torch.autograd.grad(out, (qg, kg, vg), dot, retain_graph=True)
+                    return tuple(x.transpose(1, 2) for x in g)
+                return f
+            for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("fa2", SDPBackend.FLASH_ATTENTION)):
+                try:
+                    fns[name] = sdpa_bwd(backend)
+                except Exception as e:  # noqa: BLE001
+                    results[name] = "%s: %s" % (type(e).__name__, e)
+            flops = 2.5 * fwd_flops(b, h, s, d, causal)
         outs = {}
-        flops = fwd_flops(b, h, s, d, causal)
-        for impl in IMPLS:
-            row = {"impl": impl, "direction": "fwd", "hdim": d, "seqlen": s, "batch": b, "heads": h,
-                   "causal": causal, "dtype": args.dtype, "flops": flops}
+        for impl in list(fns):
             try:
-                out = fns[impl]()
+                outs[impl] = fns[impl]()
                 torch.cuda.synchronize()
-                outs[impl] = out.transpose(1, 2) if impl != "flashptx" else out  # all as [B, S, H, D]
-                ms = time_fn(torch, fns[impl], flush, args.warmup, args.reps)
-                med = statistics.median(ms)
-                row.update({"ms": med, "ms_min": min(ms), "ms_p10": percentile(ms, 10),
-                            "ms_p90": percentile(ms, 90), "ms_max": max(ms), "reps": len(ms),
-                            "tflops": flops / (med * 1e-3) / 1e12, "error": None})
-            except Exception as e:  # noqa: BLE001 - record and continue with the next backend
-                row.update({"ms": None, "tflops": None, "error": "%s: %s" % (type(e).__name__, e)})
+            except Exception as e:  # noqa: BLE001 - record, drop from timing
+                results[impl] = "%s: %s" % (type(e).__name__, e)
+                del fns[impl]
                 if args.verbose:
                     traceback.print_exc()
-            rows.append(row)
+        ms = time_interleaved(torch, fns, flush, args.warmup, args.reps) if fns else {}
         ref = outs.get("cudnn")
-        for row in rows[-len(IMPLS):]:
-            out = outs.get(row["impl"])
-            row["max_abs_diff_vs_cudnn"] = (float((out.float() - ref.float()).abs().max())
-                                            if out is not None and ref is not None else None)
-        line = "  ".join("%s %s" % (r["impl"], "%.1f" % r["tflops"] if r["tflops"] else "ERR") for r in rows[-len(IMPLS):])
-        print("[%d/%d] d%d s%d b%d h%d %s: %s TFLOP/s" % (n, len(points), d, s, b, h,
+        for impl in impls:
+            row = {"impl": impl, "direction": direction, "hdim": d, "seqlen": s, "batch": b, "heads": h,
+                   "causal": causal, "dtype": args.dtype, "flops": flops}
+            if impl in ms:
+                t = ms[impl]
+                med = statistics.median(t)
+                row.update({"ms": med, "ms_min": min(t), "ms_p10": percentile(t, 10), "ms_p90": percentile(t, 90),
+                            "ms_max": max(t), "reps": len(t), "tflops": flops / (med * 1e-3) / 1e12, "error": None})
+            else:
+                row.update({"ms": None, "tflops": None, "error": results.get(impl, "not run")})
+            out = outs.get(impl)
+            if out is not None and ref is not None:
+                pairs = [(out, ref)] if direction == "fwd" else list(zip(out, ref))
+                row["max_abs_diff_vs_cudnn"] = max(float((a.float() - r.float()).abs().max()) for a, r in pairs)
+            rows.append(row)
+        line = "  ".join("%s %s" % (r["impl"], "%.1f" % r["tflops"] if r["tflops"] else "ERR") for r in rows[-len(impls):])
+        print("[%d/%d] %s d%d s%d b%d h%d %s: %s TFLOP/s" % (n, len(points), direction, d, s, b, h,
               "causal" if causal else "full", line), file=sys.stderr, flush=True)
-        del q, k, v, o, qt, kt, vt, outs
+        del q, k, v, do, outs, fns
         torch.cuda.empty_cache()
     return {"meta": meta, "rows": rows}
 
 
 # ---- reporting (no GPU needed) ---------------------------------------------------------------------
-def index(rows):
-    """{(hdim, causal): {seqlen: {impl: row}}} for forward rows."""
+def index(rows, direction="fwd"):
+    """{(hdim, causal): {seqlen: {impl: row}}} for the rows of one direction."""
     out = {}
     for r in rows:
-        if r.get("direction", "fwd") != "fwd":
+        if r.get("direction", "fwd") != direction:
             continue
         out.setdefault((r["hdim"], bool(r["causal"])), {}).setdefault(r["seqlen"], {})[r["impl"]] = r
     return out
@@ -224,32 +325,47 @@ def fmt_seqlen(s):
     return "%dk" % (s // 1024) if s >= 1024 and s % 1024 == 0 else str(s)
 
 
+def impls_of(rows):
+    names = {r["impl"] for r in rows}
+    return [i for i in ("flashptx", "flashptx_b", "cudnn", "fa2") if i in names]
+
+
 def markdown_table(result):
     meta = result.get("meta", {})
-    lines = ["Forward %s TFLOP/s on %s (cuDNN %s, torch %s, flashptx %s); ratio = flashptx / cuDNN."
-             % (meta.get("dtype", "bf16"), meta.get("device", "?"), meta.get("cudnn", "?"),
-                meta.get("torch", "?"), str(meta.get("flashptx_commit", "?"))[:12]), ""]
-    for (d, causal), by_s in sorted(index(result["rows"]).items()):
-        lines.append("**hdim %d, %s**" % (d, "causal" if causal else "non-causal"))
-        lines.append("")
-        lines.append("| seqlen | flashptx | cuDNN | FA2 | flashptx / cuDNN |")
-        lines.append("|---|---|---|---|---|")
-        for s in sorted(by_s):
-            cell = {i: by_s[s].get(i, {}).get("tflops") for i in IMPLS}
-            ratio = cell["flashptx"] / cell["cudnn"] if cell["flashptx"] and cell["cudnn"] else None
-            lines.append("| %s | %s | %s | %s | %s |" % (
-                fmt_seqlen(s), *["%.0f" % cell[i] if cell[i] else "err" for i in IMPLS],
-                "%.2fx" % ratio if ratio else "-"))
-        lines.append("")
+    lines = []
+    for direction in ("fwd", "bwd"):
+        idx = index(result["rows"], direction)
+        if not idx:
+            continue
+        impls = impls_of([r for r in result["rows"] if r.get("direction", "fwd") == direction])
+        lines += ["%s %s TFLOP/s on %s (cuDNN %s, torch %s, flashptx %s); ratio = flashptx / cuDNN."
+                  % ("Forward" if direction == "fwd" else "Backward", meta.get("dtype", "bf16"), meta.get("device", "?"),
+                     meta.get("cudnn", "?"), meta.get("torch", "?"), str(meta.get("flashptx_commit", "?"))[:12]), ""]
+        for (d, causal), by_s in sorted(idx.items()):
+            lines.append("**%s hdim %d, %s**" % (direction, d, "causal" if causal else "non-causal"))
+            lines.append("")
+            lines.append("| seqlen | " + " | ".join(impls) + " | flashptx / cuDNN |")
+            lines.append("|---|" + "---|" * len(impls) + "---|")
+            for s in sorted(by_s):
+                cell = {i: by_s[s].get(i, {}).get("tflops") for i in impls}
+                ratio = cell["flashptx"] / cell["cudnn"] if cell.get("flashptx") and cell.get("cudnn") else None
+                lines.append("| %s | %s | %s |" % (
+                    fmt_seqlen(s), " | ".join("%.0f" % cell[i] if cell[i] else "err" for i in impls),
+                    "%.2fx" % ratio if ratio else "-"))
+            lines.append("")
     return "\n".join(lines)
 
 
-def plot(result, prefix):
+def plot(result, prefix, direction="fwd"):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    idx = index(result["rows"])
+    idx = index(result["rows"], direction)
+    if not idx:
+        return []
+    IMPLS = [i for i in impls_of([r for r in result["rows"] if r.get("direction", "fwd") == direction])
+             if i != "flashptx_b"]
     hdims = sorted({d for d, _ in idx})
     fig, axes = plt.subplots(2, len(hdims), figsize=(6 * len(hdims), 9), squeeze=False)
     colors = {"flashptx": "#c0392b", "cudnn": "#2e86c1", "fa2": "#7f8c8d"}
@@ -277,16 +393,19 @@ def plot(result, prefix):
             ax.set_xticklabels([fmt_seqlen(s) for s in seqlens])
             ax.set_title("hdim %d, %s" % (d, "causal" if causal else "non-causal"))
             ax.set_xlabel("sequence length (batch x seqlen = 16k, hidden 2048)")
-            ax.set_ylabel("forward TFLOP/s")
+            ax.set_ylabel("%s TFLOP/s" % ("forward" if direction == "fwd" else "backward"))
             ymax = max([r.get("tflops") or 0 for v in by_s.values() for r in v.values()] + [1])
             ax.set_ylim(0, ymax * 1.2)
             ax.grid(axis="y", alpha=0.3)
             if row_i == 0 and col_i == 0:
                 ax.legend(loc="lower right", fontsize=8)
     meta = result.get("meta", {})
-    fig.suptitle("Attention forward, %s, %s: flashptx vs cuDNN %s vs FA2 (ratio = flashptx / cuDNN)"
-                 % (meta.get("dtype", "bf16"), meta.get("device", "?"), meta.get("cudnn", "?")))
+    fig.suptitle("Attention %s, %s, %s: flashptx vs cuDNN %s vs FA2 (ratio = flashptx / cuDNN)"
+                 % ("forward" if direction == "fwd" else "backward", meta.get("dtype", "bf16"), meta.get("device", "?"),
+                    meta.get("cudnn", "?")))
     fig.tight_layout(rect=(0, 0, 1, 0.96))
+    if direction != "fwd":
+        prefix = prefix + "-" + direction
     paths = [prefix + ".png", prefix + ".svg"]
     for pth in paths:
         fig.savefig(pth, dpi=110)
@@ -297,6 +416,9 @@ def plot(result, prefix):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lib", default=os.path.join(REPO, "libflashptx.so"), help="path to libflashptx.so")
+    ap.add_argument("--lib-b", help="a second libflashptx.so timed beside the first (\"flashptx_b\")")
+    ap.add_argument("--direction", choices=["fwd", "bwd", "both"], default="fwd")
+    ap.add_argument("--deterministic", action="store_true", help="time the backward's deterministic mode")
     ap.add_argument("--out", help="results JSON to write (default side-by-side-<UTC>.json)")
     ap.add_argument("--replot", metavar="JSON", help="do not measure: read this results JSON")
     ap.add_argument("--plot", metavar="PREFIX", help="write PREFIX.png and PREFIX.svg")
@@ -325,7 +447,8 @@ def main():
             f.write("\n")
         print("results written to %s" % out, file=sys.stderr)
     if args.plot:
-        print("plots: %s" % ", ".join(plot(result, args.plot)), file=sys.stderr)
+        paths = plot(result, args.plot, "fwd") + plot(result, args.plot, "bwd")
+        print("plots: %s" % ", ".join(paths), file=sys.stderr)
     if args.table:
         print(markdown_table(result))
 

@@ -21,6 +21,13 @@ namespace flashptx::gpuref {
 // Returns cudaErrorInvalidValue for a head_dim above 256 or another dtype; otherwise the launch status.
 cudaError_t attention_fwd(const flashptx_fwd_params& p, float* o, float* lse, cudaStream_t stream);
 
+// Backward reference, fp32, two passes (per query row: LSE, O, delta and dQ; per key row: dK and dV
+// over the query heads of its group), from p's q, k, v, dout (its dtype and strides); ignores p's o,
+// lse and outputs. dq [batch, seqlen_q, heads_q, d], dk and dv [batch, seqlen_k, heads_kv, d], fp32,
+// contiguous; scratch: 2 * batch * heads_q * seqlen_q floats (its LSE and delta).
+cudaError_t attention_bwd(const flashptx_bwd_params& p, float* dq, float* dk, float* dv, float* scratch,
+                          cudaStream_t stream);
+
 // Fills n elements of a bf16 or fp16 (or fp32) buffer with reproducible pseudo-random values,
 // uniform in [-scale, scale] from a counter-based hash of (seed, index) (never all zeros).
 cudaError_t fill_random(void* ptr, int64_t n, flashptx_dtype dtype, uint64_t seed, float scale,

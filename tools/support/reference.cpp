@@ -97,7 +97,7 @@ Forward forward(const Problem& p, const TensorView& q, const TensorView& k, cons
 }
 
 Backward backward(const Problem& p, const TensorView& q, const TensorView& k, const TensorView& v,
-                  const TensorView& dout) {
+                  const TensorView& dout, Round rd) {
   const int64_t D = p.head_dim;
   Backward g;
   g.dq.assign(static_cast<size_t>(p.batch * p.seqlen_q * p.heads_q * D), 0.0);
@@ -111,7 +111,8 @@ Backward backward(const Problem& p, const TensorView& q, const TensorView& k, co
       for (int64_t i = 0; i < p.seqlen_q; ++i) {
         const int64_t last = p.last_key(i);
         if (last < 0) continue;  // O = 0 does not depend on anything
-        const double lse = forward_row(p, q, k, v, b, i, h, o.data());
+        std::fill(o.begin(), o.end(), 0.0);
+        const double lse = forward_row(p, q, k, v, b, i, h, o.data(), rd);
         pr.assign(last + 1, 0.0);
         dp.assign(last + 1, 0.0);
         double delta = 0;  // D_i = sum_j P_ij dP_ij = dO_i . O_i
@@ -127,17 +128,21 @@ Backward backward(const Problem& p, const TensorView& q, const TensorView& k, co
         }
         double* dq = &g.dq[static_cast<size_t>(((b * p.seqlen_q + i) * p.heads_q + h) * D)];
         for (int64_t j = 0; j <= last; ++j) {
-          const double ds = pr[j] * (dp[j] - delta);  // dL/dS_ij (before the scale)
+          const double ds = round_to(rd, pr[j] * (dp[j] - delta));  // dL/dS_ij (before the scale)
+          const double pj = round_to(rd, pr[j]);
           double* dk = &g.dk[static_cast<size_t>(((b * p.seqlen_k + j) * p.heads_kv + hk) * D)];
           double* dv = &g.dv[static_cast<size_t>(((b * p.seqlen_k + j) * p.heads_kv + hk) * D)];
           for (int64_t d = 0; d < D; ++d) {
-            dv[d] += pr[j] * dout.at(b, i, h, d);
+            dv[d] += pj * dout.at(b, i, h, d);
             dq[d] += scale * ds * k.at(b, j, hk, d);
             dk[d] += scale * ds * q.at(b, i, h, d);
           }
         }
       }
     }
+  if (rd != Round::kNone)
+    for (auto* t : {&g.dq, &g.dk, &g.dv})
+      for (double& x : *t) x = round_to(rd, x);
   return g;
 }
 

@@ -77,8 +77,11 @@ Forward forward(const Problem& p, const TensorView& q, const TensorView& k, cons
 
 // Gradients of the loss L = sum(O * dO) (dO given, [batch, seqlen_q, heads_q, head_dim] view).
 // dK and dV of a kv head sum over the query heads of its group. Fully masked rows contribute 0.
+// Same-dtype mode (issue 9's rule, a plain backward in that dtype): the forward's O rounded (so
+// delta = dO . O uses it), P rounded before dV = P^T dO, dS rounded before dQ = dS K and
+// dK = dS^T Q, and dQ, dK, dV rounded; every sum in double.
 Backward backward(const Problem& p, const TensorView& q, const TensorView& k, const TensorView& v,
-                  const TensorView& dout);
+                  const TensorView& dout, Round same_dtype = Round::kNone);
 
 // max |out - ref| over every element of an O-shaped tensor (out through a view, ref contiguous).
 double max_abs_diff_o(const Problem& p, const TensorView& out, const std::vector<double>& ref);

@@ -1,0 +1,555 @@
+// FlashAttention-3 backward on Hopper (sm_90a), by hand: the main kernel.
+// Protocols: tools/guide/PROTOCOLS.md ("The backward relay", "Deterministic writer order"); the FA3
+// paper (Shah et al., arXiv 2407.08608, section 3 and appendix B); PTX ISA sections cited inline.
+// The preprocess (delta, LSE in base 2, dQ accumulator zeroed) and postprocess (dQ, and dK/dV under
+// GQA, converted to the output dtype) are in src/sm90/fa3_bwd_aux.cuh.
+//
+// A CTA owns one block of block_n = 128 keys of one (batch, query head) and walks the query blocks
+// that see any of its keys (all of them; under a bottom-right causal mask, those from the first row
+// that sees the block's first key). It loads K and V once and streams Q with its LSE and dO with its
+// delta through a ring. Roles:
+//
+//   warpgroup 0, warp 0   PRODUCER    setmaxnreg.dec; one thread: K and V by TMA once (kv_full),
+//                                     then per query block Q + LSE2 (q_full[s]) and dO + delta
+//                                     (do_full[s]) into an s-stage ring.
+//   warpgroup 0, warp 1   dQ WRITER   one thread: per query block, waits for the MMA warpgroups'
+//                                     fp32 dQ tile in shared memory (dq_full) and adds it to the
+//                                     global accumulator with one cp.reduce.async.bulk .add.f32;
+//                                     once the bulk add has read the tile, frees it (dq_empty).
+//                                     Deterministic mode: before the add, waits for its turn on the
+//                                     tile's semaphore; after the add completes, advances it.
+//   warpgroups 1, 2       MMA         setmaxnreg.inc; warpgroup g owns keys [64g, 64g+64), holds dK
+//                                     and dV (fp32) for them across the loop:
+//     S^T  = K_g Q^T         wgmma SS      (64 x block_m, fp32)
+//     dP^T = V_g dO^T        wgmma SS
+//     P^T  = exp2(S^T scale log2e - LSE2)  (masked: 0)
+//     dV  += P^T dO          wgmma RS (P^T from registers; dO MN-major)
+//     dS^T = P^T (dP^T - delta)            -> registers (for dK) and shared memory (for dQ)
+//     dK  += dS^T Q          wgmma RS
+//     dQ   = dS K            wgmma SS (dS^T MN-major, K MN-major), once both halves of dS^T are in
+//                            shared memory; warpgroup g computes its half of dQ (columns for
+//                            block_m 64, rows for block_m 128: BwdLayout::kDqSplitRows)
+//   Epilogue: dK scaled by softmax_scale; without GQA dK and dV are staged in the K and V buffers
+//   and stored by TMA; under GQA they are added (fp32) to the caller's workspace accumulators.
+//
+// Barriers (slots and arrival counts in BwdLayout, src/sm90/fa3_bwd_config.h):
+//   kv_full         producer expect_tx(K + V bytes) + TMA complete_tx; waited once
+//   q_full[s]       producer expect_tx(Q + LSE2 bytes) + TMA/bulk complete_tx
+//   do_full[s]      producer expect_tx(dO + delta bytes)
+//   qdo_empty[s]    one arrive per MMA warp, after the wgmma wait that retires dK and dV (the last
+//                   readers of Q and dO) and the LSE2/delta reads
+//   dq_full         every MMA thread, after its dQ stores and its proxy fence
+//   dq_empty        the dQ writer, after cp.async.bulk.wait_group.read 0
+// Named barriers: 2 = both MMA warpgroups' halves of dS^T are in shared memory (256 threads);
+//   3 = both MMA warpgroups retired every wgmma reading K/V (epilogue, 256); 4 + g = warpgroup g's
+//   dK/dV staging written (128).
+// wgmma groups in one step, oldest first: S^T, dP^T | wait 1 -> S^T read (P^T) | wait 0 -> dP^T
+//   read (dS^T) | dV, dK, then (after the dS^T barrier) dQ | wait 0 -> all retired: the Q/dO stage is
+//   released and dQ handed to the writer.
+#pragma once
+#include <cuda.h>
+#include <cstdint>
+
+#include "flashptx/ring.h"
+#include "flashptx/tile_scheduler.h"
+#include "flashptx/writer_order.h"
+#include "ptx/atomic.cuh"
+#include "ptx/barrier.cuh"
+#include "ptx/cvt.cuh"
+#include "ptx/fence.cuh"
+#include "ptx/ldst.cuh"
+#include "ptx/mbarrier.cuh"
+#include "ptx/setmaxnreg.cuh"
+#include "ptx/tma.cuh"
+#include "ptx/wgmma.cuh"
+#include "src/sm90/fa3_bwd_config.h"
+
+#if defined(__CUDA_ARCH__) && !FLASHPTX_HAS_SM90A
+#error "src/sm90/fa3_bwd.cuh is Hopper code: compile it with -gencode arch=compute_90a,code=sm_90a"
+#endif
+
+namespace flashptx::fa3::bwd {
+
+// Named barriers of the backward (PTX: 16 per CTA; 0 is __syncthreads).
+enum BwdNamedBarrier : uint32_t {
+  kBarDsReady = 2,     // 256: both halves of dS^T stored (and fenced) before the dQ GEMM reads them
+  kBarKVRetired = 3,   // 256: every wgmma reading K and V retired, before the epilogue reuses them
+  kBarStagedWG0 = 4,   // 128 (+g): warpgroup g's dK/dV staging written, before its TMA store
+};
+
+// ---- shared memory, carved from BwdLayout ----------------------------------------------------
+template <BwdConfig C>
+struct BwdSmem {
+  using L = BwdLayout<C>;
+  uint32_t base;
+  __device__ __forceinline__ uint32_t k() const { return base + L::kOffK; }
+  __device__ __forceinline__ uint32_t v() const { return base + L::kOffV; }
+  __device__ __forceinline__ uint32_t q(uint32_t s) const { return base + L::kOffQ + s * L::kQBytes; }
+  __device__ __forceinline__ uint32_t dO(uint32_t s) const { return base + L::kOffDo + s * L::kQBytes; }
+  __device__ __forceinline__ uint32_t ds(uint32_t buf) const { return base + L::kOffDs + buf * L::kDsBytes; }
+  __device__ __forceinline__ uint32_t dq() const { return base + L::kOffDq; }
+  __device__ __forceinline__ uint32_t lse(uint32_t s) const { return base + L::kOffLse + s * L::kRowBytes; }
+  __device__ __forceinline__ uint32_t delta(uint32_t s) const { return base + L::kOffDelta + s * L::kRowBytes; }
+  __device__ __forceinline__ uint32_t bar(uint32_t slot) const { return base + L::kOffBar + 8u * slot; }
+  __device__ __forceinline__ uint32_t kv_full() const { return bar(L::kBarKV); }
+  __device__ __forceinline__ uint32_t q_full(uint32_t s) const { return bar(L::kBarQFull + s); }
+  __device__ __forceinline__ uint32_t do_full(uint32_t s) const { return bar(L::kBarDoFull + s); }
+  __device__ __forceinline__ uint32_t qdo_empty(uint32_t s) const { return bar(L::kBarQdoEmpty + s); }
+  __device__ __forceinline__ uint32_t dq_full() const { return bar(L::kBarDqFull); }
+  __device__ __forceinline__ uint32_t dq_empty() const { return bar(L::kBarDqEmpty); }
+};
+
+// ---- this CTA's work -----------------------------------------------------------------------
+// Grid (n_blocks, heads_q, batch). Causal masks in deterministic mode visit key blocks in reverse
+// (the largest n first: the dQ writer order "shortest first", include/flashptx/writer_order.h), so
+// that every writer a dQ tile waits for was dispatched earlier.
+struct KeyBlock {
+  int n_block, head, head_kv, batch;
+  int m_begin, m_end;  // query blocks [m_begin, m_end) see at least one key of this block
+  int m_unmasked;      // first query block from which no mask is needed (>= m_end: all masked)
+};
+
+template <BwdConfig C>
+__device__ __forceinline__ KeyBlock key_block(const BwdParams& p) {
+  constexpr int kBm = C.block_m, kBn = BwdLayout<C>::kBlockN;
+  KeyBlock kb;
+  kb.n_block = (p.causal && p.deterministic) ? p.n_blocks - 1 - static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x);
+  kb.head = blockIdx.y;
+  kb.batch = blockIdx.z;
+  kb.head_kv = kb.head / (p.heads_q / p.heads_kv);
+  const int diag = p.seqlen_k - p.seqlen_q;  // query row r sees key c iff c <= r + diag
+  kb.m_end = p.m_blocks;
+  kb.m_begin = 0;
+  if (p.causal) {
+    const int first_row = kb.n_block * kBn - diag;  // the first row that sees the block's first key
+    kb.m_begin = first_row <= 0 ? 0 : min(first_row / kBm, p.m_blocks);
+  }
+  // No mask where every row of the query block sees every key of the block: the block's last key
+  // is below seqlen_k, and (causal) the query block's first row sees it.
+  const int last_key = (kb.n_block + 1) * kBn - 1;
+  if (last_key >= p.seqlen_k) {
+    kb.m_unmasked = kb.m_end;
+  } else if (p.causal) {
+    const int first_row = last_key - diag;  // the first row that sees the last key
+    kb.m_unmasked = first_row <= 0 ? 0 : min((first_row + kBm - 1) / kBm, kb.m_end);
+  } else {
+    kb.m_unmasked = 0;
+  }
+  kb.m_unmasked = max(kb.m_unmasked, kb.m_begin);
+  return kb;
+}
+
+// ---- small helpers ---------------------------------------------------------------------------
+template <bool IsBf16>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  if constexpr (IsBf16) return ptx::cvt_rn_bf16x2_f32(lo, hi);
+  else return ptx::cvt_rn_f16x2_f32(lo, hi);
+}
+template <int N, int TransA, int TransB, bool IsBf16>
+__device__ __forceinline__ void mma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, uint32_t scale_d) {
+  if constexpr (IsBf16) ptx::wgmma_m64k16_f32_bf16_ss<N, TransA, TransB>(d, da, db, scale_d);
+  else ptx::wgmma_m64k16_f32_f16_ss<N, TransA, TransB>(d, da, db, scale_d);
+}
+template <int N, bool IsBf16>
+__device__ __forceinline__ void mma_rs_transb(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db,
+                                              uint32_t scale_d) {
+  if constexpr (IsBf16) ptx::wgmma_m64k16_f32_bf16_rs<N, 1>(d, a, db, scale_d);
+  else ptx::wgmma_m64k16_f32_f16_rs<N, 1>(d, a, db, scale_d);
+}
+// The wgmma D fragment as the next wgmma's A fragment (16-bit): two adjacent n8 blocks per k16.
+template <int N, bool IsBf16>
+__device__ __forceinline__ void to_a_fragments(const float (&acc)[N / 2], uint32_t (&frag)[N / 16][4]) {
+#pragma unroll
+  for (int k = 0; k < N / 16; ++k) {
+    frag[k][0] = pack2<IsBf16>(acc[8 * k + 0], acc[8 * k + 1]);
+    frag[k][1] = pack2<IsBf16>(acc[8 * k + 2], acc[8 * k + 3]);
+    frag[k][2] = pack2<IsBf16>(acc[8 * k + 4], acc[8 * k + 5]);
+    frag[k][3] = pack2<IsBf16>(acc[8 * k + 6], acc[8 * k + 7]);
+  }
+}
+// A descriptor the compiler must treat as produced here: keeps it from hoisting the k-step
+// advances of every GEMM out of the query-block loop (8 precomputed 64-bit descriptors per GEMM
+// would hold ~80 registers across the loop and spill the accumulators; recomputing them is a few
+// uniform-register adds per step).
+__device__ __forceinline__ uint64_t opaque(uint64_t desc) {
+  asm volatile("" : "+l"(desc));
+  return desc;
+}
+// Byte offset of element pair (row, col..col+1) in a 128B-swizzled tile of 2-byte elements stored
+// as 64-column chunks of `rows` rows of 128 B (the TMA 128B-swizzle layout: 16-byte unit u of row r
+// at u ^ (r % 8)).
+__device__ __forceinline__ uint32_t swizzled_pair_offset(int rows, int row, int col) {
+  return (col / 64) * rows * 128 + row * 128 + ((((col % 64) / 8) ^ (row % 8)) * 16) + (col % 8) * 2;
+}
+
+// ==================================== PRODUCER ====================================================
+template <BwdConfig C>
+struct Producer {
+  using L = BwdLayout<C>;
+  const BwdParams& p;
+  const BwdSmem<C>& sm;
+  const KeyBlock& kb;
+
+  __device__ __forceinline__ void run() {
+    // K and V of this key block, once.
+    ptx::mbarrier_arrive_expect_tx(sm.kv_full(), 2 * L::kKVBytes);
+    for (int c = 0; c < L::kChunks; ++c) {
+      ptx::cp_async_bulk_tensor_4d_load(sm.k() + c * L::kBlockN * 128, &p.tma_k, sm.kv_full(), c * 64,
+                                        kb.n_block * L::kBlockN, kb.head_kv, kb.batch);
+      ptx::cp_async_bulk_tensor_4d_load(sm.v() + c * L::kBlockN * 128, &p.tma_v, sm.kv_full(), c * 64,
+                                        kb.n_block * L::kBlockN, kb.head_kv, kb.batch);
+    }
+    // Q + LSE2 and dO + delta of every query block, through the ring (one generation ahead).
+    RingState<C.stages> write = RingState<C.stages>::producer_start();
+    const int64_t rows0 = (static_cast<int64_t>(kb.batch) * p.heads_q + kb.head) * p.m_blocks * C.block_m;
+    for (int m = kb.m_begin; m < kb.m_end; ++m) {
+      const uint32_t s = write.stage;
+      FLASHPTX_MBAR_WAIT(sm.qdo_empty(s), write.phase, "fa3 bwd producer: qdo_empty");
+      ptx::mbarrier_arrive_expect_tx(sm.q_full(s), L::kQBytes + L::kRowBytes);
+      for (int c = 0; c < L::kChunks; ++c)
+        ptx::cp_async_bulk_tensor_4d_load(sm.q(s) + c * C.block_m * 128, &p.tma_q, sm.q_full(s), c * 64,
+                                          m * C.block_m, kb.head, kb.batch);
+      ptx::cp_async_bulk_load(sm.lse(s), p.lse2 + rows0 + m * C.block_m, L::kRowBytes, sm.q_full(s));
+      ptx::mbarrier_arrive_expect_tx(sm.do_full(s), L::kQBytes + L::kRowBytes);
+      for (int c = 0; c < L::kChunks; ++c)
+        ptx::cp_async_bulk_tensor_4d_load(sm.dO(s) + c * C.block_m * 128, &p.tma_do, sm.do_full(s), c * 64,
+                                          m * C.block_m, kb.head, kb.batch);
+      ptx::cp_async_bulk_load(sm.delta(s), p.delta + rows0 + m * C.block_m, L::kRowBytes, sm.do_full(s));
+      write.advance();
+    }
+    // Producer tail: every stage it filled has been released before it leaves.
+    for (int i = 0; i < C.stages; ++i) {
+      FLASHPTX_MBAR_WAIT(sm.qdo_empty(write.stage), write.phase, "fa3 bwd producer tail: qdo_empty");
+      write.advance();
+    }
+  }
+};
+
+// ==================================== dQ WRITER ===================================================
+// Adds each dQ tile to the global fp32 accumulator with one bulk reduce (PTX ISA
+// "cp.reduce.async.bulk"). The MMA threads' generic stores reach the async proxy through their
+// fence.proxy.async.shared::cta before they arrive on dq_full; this thread's wait on dq_full
+// acquires them.
+template <BwdConfig C>
+struct DqWriter {
+  using L = BwdLayout<C>;
+  const BwdParams& p;
+  const BwdSmem<C>& sm;
+  const KeyBlock& kb;
+
+  __device__ __forceinline__ void run() {
+    RingState<1> full = RingState<1>::consumer_start();
+    const int64_t tiles0 = (static_cast<int64_t>(kb.batch) * p.heads_q + kb.head) * p.m_blocks;
+    for (int m = kb.m_begin; m < kb.m_end; ++m) {
+      FLASHPTX_MBAR_WAIT(sm.dq_full(), full.phase, "fa3 bwd dq writer: dq_full");
+      uint32_t* sem = p.dq_sem + tiles0 + m;
+      if (p.deterministic) {
+        // This tile's writers add in a declared order: key blocks ascending, or (causal) from the
+        // last key block that reaches the tile downwards.
+        const int lock = p.causal ? writer_order::lock_causal_spt(
+                                        kb.n_block, causal_n_blocks(m, C.block_m, L::kBlockN, p.seqlen_q, p.seqlen_k))
+                                  : writer_order::lock_dense(kb.n_block);
+        while (ptx::ld_acquire_gpu_u32(sem) != static_cast<uint32_t>(lock)) {
+        }
+        ptx::fence_proxy_async_global();  // the acquire orders the bulk add below after the earlier writers'
+      }
+      ptx::cp_reduce_async_bulk_add_f32(p.dq_accum + (tiles0 + m) * (C.block_m * C.head_dim), sm.dq(), L::kDqBytes);
+      ptx::cp_async_bulk_commit_group();
+      ptx::cp_async_bulk_wait_group_read<0>();  // the tile has been read: the buffer is free
+      ptx::mbarrier_arrive(sm.dq_empty());
+      if (p.deterministic) {
+        ptx::cp_async_bulk_wait_group<0>();  // the adds are complete in global memory
+        ptx::fence_proxy_async_global();
+        ptx::red_release_gpu_add_u32(sem, 1u);  // the next writer's turn
+      }
+      full.advance();
+    }
+    ptx::cp_async_bulk_wait_group<0>();
+  }
+};
+
+// ==================================== MMA WARPGROUP ===============================================
+template <BwdConfig C>
+struct Mma {
+  using L = BwdLayout<C>;
+  static constexpr int kD = C.head_dim, kBm = C.block_m, kBn = L::kBlockN, kDqN = L::kDqN;
+
+  const BwdParams& p;
+  const BwdSmem<C>& sm;
+  const KeyBlock& kb;
+  const int g;       // 0 or 1: keys [64g, 64g+64) of the block
+  const int t;       // thread in the warpgroup
+  const int lane, q4, r0;
+  const int seqlen_k, diag;
+  const bool causal;
+  const float scale_log2;
+  const uint64_t desc_k, desc_v;  // A operands of S^T and dP^T: this warpgroup's 64 keys, K-major
+
+  // Registers.
+  float dv[kD / 2], dk[kD / 2];       // across the loop
+  float s[kBm / 2], dp[kBm / 2];      // S^T then P^T; dP^T then dS^T (fp32)
+  uint32_t pfrag[kBm / 16][4];        // P^T as the A fragment of dV
+  uint32_t dsfrag[kBm / 16][4];       // dS^T as the A fragment of dK (and the bytes stored for dQ)
+  float dq[kDqN / 2];                 // this warpgroup's part of dQ
+  RingState<C.stages> ring = RingState<C.stages>::consumer_start();
+  RingState<1> dq_buf = RingState<1>::producer_start();  // the dQ staging buffer starts free
+  uint32_t ds_buf = 0;
+
+  __device__ __forceinline__ Mma(const BwdParams& p_, const BwdSmem<C>& sm_, const KeyBlock& kb_, int g_)
+      : p(p_), sm(sm_), kb(kb_), g(g_), t(threadIdx.x % 128), lane(threadIdx.x % 32), q4(lane % 4),
+        r0(16 * ((threadIdx.x % 128) / 32) + lane / 4), seqlen_k(p_.seqlen_k), diag(p_.seqlen_k - p_.seqlen_q),
+        causal(p_.causal != 0), scale_log2(p_.softmax_scale_log2),
+        desc_k(ptx::make_smem_desc(sm_.k() + 64 * g_ * 128, 0, 1024, ptx::Swizzle::k128B)),
+        desc_v(ptx::make_smem_desc(sm_.v() + 64 * g_ * 128, 0, 1024, ptx::Swizzle::k128B)) {}
+
+  // ---- the five GEMMs ----------------------------------------------------------------------
+  // acc (64 keys x block_m) = A (this warpgroup's keys, K-major) x B^T (block_m rows, K-major),
+  // over the head dim: 4 k16 steps per 128-byte chunk (+32 B each), chunks kBn*128 (A) and
+  // kBm*128 (B) apart. S^T (A = K, B = Q) and dP^T (A = V, B = dO).
+  __device__ __forceinline__ void issue_keys_x_rows(float (&acc)[kBm / 2], uint64_t desc_a_base, uint32_t b_tile) {
+    const uint64_t desc_a = opaque(desc_a_base);
+    const uint64_t desc_b = opaque(ptx::make_smem_desc(b_tile, 0, 1024, ptx::Swizzle::k128B));
+    ptx::wgmma_fence_operand(acc);
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < kD / 16; ++k)
+      mma_ss<kBm, 0, 0, C.bf16>(acc, ptx::smem_desc_advance(desc_a, (k / 4) * kBn * 128 + (k % 4) * 32),
+                                ptx::smem_desc_advance(desc_b, (k / 4) * kBm * 128 + (k % 4) * 32), k > 0 ? 1u : 0u);
+    ptx::wgmma_commit_group();
+    ptx::wgmma_fence_operand(acc);
+  }
+  // acc (64 keys x d) += frag (64 keys x block_m, registers) x B (block_m rows x d, MN-major: d
+  // contiguous; LBO = kBm*128 between 64-column chunks, SBO = 1024, +2048 B per k16 of rows).
+  // dV (frag = P^T, B = dO) and dK (frag = dS^T, B = Q).
+  __device__ __forceinline__ void issue_rows_to_keys(float (&acc)[kD / 2], const uint32_t (&frag)[kBm / 16][4],
+                                                     uint32_t b_tile) {
+    const uint64_t desc_b = opaque(ptx::make_smem_desc(b_tile, kBm * 128, 1024, ptx::Swizzle::k128B));
+    ptx::wgmma_fence_operand(acc);
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < kBm / 16; ++k)
+      mma_rs_transb<kD, C.bf16>(acc, frag[k], ptx::smem_desc_advance(desc_b, k * 2048), 1u);
+    ptx::wgmma_commit_group();
+    ptx::wgmma_fence_operand(acc);
+  }
+  // dQ (64 x kDqN) = dS (A: 64 query rows x 128 keys, MN-major: dS^T rows of 64 query rows) x
+  // K (B: 128 keys x kDqN columns, MN-major), over the keys: 8 k16 steps of +2048 B in both.
+  __device__ __forceinline__ void issue_dq() {
+    const uint32_t a_tile = sm.ds(ds_buf) + (L::kDqSplitRows ? g * kBn * 128 : 0);
+    const uint32_t b_tile = sm.k() + (L::kDqSplitRows ? 0 : ((kD / 2) * g / 64) * kBn * 128);
+    const uint64_t desc_a = opaque(ptx::make_smem_desc(a_tile, kBn * 128, 1024, ptx::Swizzle::k128B));
+    const uint64_t desc_b = opaque(ptx::make_smem_desc(b_tile, kBn * 128, 1024, ptx::Swizzle::k128B));
+    ptx::wgmma_fence_operand(dq);
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < kBn / 16; ++k)
+      mma_ss<kDqN, 1, 1, C.bf16>(dq, ptx::smem_desc_advance(desc_a, k * 2048), ptx::smem_desc_advance(desc_b, k * 2048),
+                                 k > 0 ? 1u : 0u);
+    ptx::wgmma_commit_group();
+    ptx::wgmma_fence_operand(dq);
+  }
+
+  // ---- elementwise ----------------------------------------------------------------------------
+  // Accumulator element x = 4i + e of S^T / dP^T: key 64g + r0 + 8(e>>1), query row 8i + 2q4 + (e&1).
+  // P^T = exp2(S^T scale log2e - LSE2(row)); 0 where masked (keys past seqlen_k; causal: key >
+  // row + diag). LSE2 is +inf on padded rows, so they give 0 without a mask.
+  template <bool kMasked>
+  __device__ __forceinline__ void probabilities(int m, uint32_t stage) {
+    const int key = kb.n_block * kBn + 64 * g + r0;
+    const int row0 = m * kBm + 2 * q4;
+#pragma unroll
+    for (int i = 0; i < kBm / 8; ++i) {
+      const float2 lse = ptx::ld_shared_v2_f32(sm.lse(stage) + (8 * i + 2 * q4) * 4);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float& x = s[4 * i + e];
+        x = ptx::ex2_approx_ftz_f32(fmaf(x, scale_log2, -((e & 1) ? lse.y : lse.x)));
+        if constexpr (kMasked) {
+          const int kk = key + 8 * (e >> 1), row = row0 + 8 * i + (e & 1);
+          if (kk >= seqlen_k || (causal && kk > row + diag)) x = 0.f;
+        }
+      }
+    }
+  }
+  // dS^T = P^T (dP^T - delta(row)), in place in dp[].
+  __device__ __forceinline__ void score_gradients(uint32_t stage) {
+#pragma unroll
+    for (int i = 0; i < kBm / 8; ++i) {
+      const float2 dl = ptx::ld_shared_v2_f32(sm.delta(stage) + (8 * i + 2 * q4) * 4);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) dp[4 * i + e] = s[4 * i + e] * (dp[4 * i + e] - ((e & 1) ? dl.y : dl.x));
+    }
+  }
+  // dS^T (bf16, the dsfrag registers) -> dS^T [128 keys][block_m] in shared memory, 128B swizzle,
+  // 64-row chunks of block_m: the MN-major A operand of dQ. dsfrag[k][h + 2c] holds rows
+  // 64g + r0 + 8h, columns 16k + 8c + 2q4 (+1).
+  __device__ __forceinline__ void store_ds() {
+    const uint32_t tile = sm.ds(ds_buf);
+#pragma unroll
+    for (int k = 0; k < kBm / 16; ++k)
+#pragma unroll
+      for (int c = 0; c < 2; ++c)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          ptx::st_shared_b32(tile + swizzled_pair_offset(kBn, 64 * g + r0 + 8 * h, 16 * k + 8 * c + 2 * q4),
+                             dsfrag[k][h + 2 * c]);
+    // Generic stores -> async-proxy reads by the other warpgroup's dQ wgmma: fence in every writer
+    // before the barrier that hands the tile over (PTX ISA "Memory Consistency Model: proxies").
+    ptx::fence_proxy_async_shared_cta();
+  }
+  // This warpgroup's dQ registers -> the staging tile, in fragment order (fa3_bwd_config.h
+  // dq_accum_coord): 16-byte stores, consecutive threads consecutive addresses.
+  __device__ __forceinline__ void hand_dq_to_writer() {
+    FLASHPTX_MBAR_WAIT(sm.dq_empty(), dq_buf.phase, "fa3 bwd mma: dq_empty");
+#pragma unroll
+    for (int j = 0; j < kDqN / 8; ++j)
+      ptx::st_shared_v4_f32(sm.dq() + ((g * (kDqN / 8) + j) * 128 + t) * 16, dq[4 * j], dq[4 * j + 1], dq[4 * j + 2],
+                            dq[4 * j + 3]);
+    ptx::fence_proxy_async_shared_cta();  // the bulk add reads through the async proxy
+    ptx::mbarrier_arrive(sm.dq_full());
+    dq_buf.advance();
+  }
+
+  // ---- one step: the query block m -------------------------------------------------------------
+  // P^T and dS^T are both computed before dV and dK are issued, so that P^T (fp32) and dP^T never
+  // live beside the A fragments of an MMA in flight: at block_m 128 that would not fit in 240
+  // registers. The dS^T stores then overlap the dV and dK GEMMs.
+  template <bool kMasked>
+  __device__ __forceinline__ void step(int m) {
+    const uint32_t st = ring.stage;
+    FLASHPTX_MBAR_WAIT(sm.q_full(st), ring.phase, "fa3 bwd mma: q_full");
+    issue_keys_x_rows(s, desc_k, sm.q(st));    // S^T = K Q^T
+    FLASHPTX_MBAR_WAIT(sm.do_full(st), ring.phase, "fa3 bwd mma: do_full");
+    issue_keys_x_rows(dp, desc_v, sm.dO(st));  // dP^T = V dO^T
+    ptx::wgmma_wait_group<1>();                // S^T complete; dP^T may run
+    ptx::wgmma_fence_operand(s);
+    probabilities<kMasked>(m, st);
+    ptx::wgmma_fence_operand(s);               // P^T computed while dP^T runs
+    ptx::wgmma_wait_group<0>();                // dP^T complete
+    ptx::wgmma_fence_operand(dp);
+    score_gradients(st);
+    to_a_fragments<kBm, C.bf16>(s, pfrag);
+    to_a_fragments<kBm, C.bf16>(dp, dsfrag);
+    issue_rows_to_keys(dv, pfrag, sm.dO(st));  // dV += P^T dO
+    issue_rows_to_keys(dk, dsfrag, sm.q(st));  // dK += dS^T Q
+    store_ds();                                // while dV and dK run
+    ptx::bar_sync(kBarDsReady, 256);           // both halves of dS^T stored and fenced
+    issue_dq();                                // dQ = dS K
+    ptx::wgmma_wait_group<0>();                // dV, dK, dQ complete: Q, dO, LSE2, delta no longer read
+    ptx::wgmma_fence_operand(dv);
+    ptx::wgmma_fence_operand(dk);
+    if (lane == 0) ptx::mbarrier_arrive(sm.qdo_empty(st));
+    ring.advance();
+    hand_dq_to_writer();
+    ds_buf ^= 1u;
+  }
+
+  // ---- epilogue -------------------------------------------------------------------------------
+  // dK = softmax_scale dS^T Q. Accumulator element x = 4i + e of dK/dV: key 64g + r0 + 8(e>>1),
+  // column 8i + 2q4 + (e&1).
+  __device__ __forceinline__ void epilogue() {
+#pragma unroll
+    for (int x = 0; x < kD / 2; ++x) dk[x] *= p.softmax_scale;
+    if (p.heads_q == p.heads_kv) {
+      // Stage in the K and V buffers (every wgmma reading them retired in both warpgroups), then
+      // one TMA store per 64-column chunk; the store clips keys past seqlen_k.
+      ptx::bar_sync(kBarKVRetired, 256);
+#pragma unroll
+      for (int i = 0; i < kD / 8; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const uint32_t off = swizzled_pair_offset(kBn, 64 * g + r0 + 8 * h, 8 * i + 2 * q4);
+          ptx::st_shared_b32(sm.k() + off, pack2<C.bf16>(dk[4 * i + 2 * h], dk[4 * i + 2 * h + 1]));
+          ptx::st_shared_b32(sm.v() + off, pack2<C.bf16>(dv[4 * i + 2 * h], dv[4 * i + 2 * h + 1]));
+        }
+      ptx::fence_proxy_async_shared_cta();
+      ptx::bar_sync(kBarStagedWG0 + g, 128);
+      if (t == 0) {
+        for (int c = 0; c < L::kChunks; ++c) {
+          const uint32_t off = c * kBn * 128 + 64 * g * 128;
+          ptx::cp_async_bulk_tensor_4d_store(&p.tma_dk, sm.k() + off, c * 64, kb.n_block * kBn + 64 * g, kb.head_kv,
+                                             kb.batch);
+          ptx::cp_async_bulk_tensor_4d_store(&p.tma_dv, sm.v() + off, c * 64, kb.n_block * kBn + 64 * g, kb.head_kv,
+                                             kb.batch);
+        }
+        ptx::cp_async_bulk_commit_group();
+        ptx::cp_async_bulk_wait_group_read<0>();  // the source is this CTA's shared memory
+      }
+      return;
+    }
+    // GQA: fp32 adds into the group's accumulators. Deterministic mode: the query heads of a group
+    // add in ascending order (writer_order::lock_gqa), one CTA at a time per key block.
+    const int group = p.heads_q / p.heads_kv;
+    const int64_t blk = (static_cast<int64_t>(kb.batch) * p.heads_kv + kb.head_kv) * p.n_blocks + kb.n_block;
+    uint32_t* sem = p.dkv_sem + blk;
+    if (p.deterministic) {
+      if (threadIdx.x == 128) {
+        while (ptx::ld_acquire_gpu_u32(sem) != static_cast<uint32_t>(writer_order::lock_gqa(kb.head, group))) {
+        }
+      }
+      ptx::bar_sync(kBarKVRetired, 256);  // the turn, observed by thread 128, for both warpgroups
+    }
+    float* dk_rows = p.dk_accum + blk * kBn * kD;
+    float* dv_rows = p.dv_accum + blk * kBn * kD;
+#pragma unroll
+    for (int i = 0; i < kD / 8; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int64_t at = static_cast<int64_t>(64 * g + r0 + 8 * (e >> 1)) * kD + 8 * i + 2 * q4 + (e & 1);
+        ptx::red_global_add_f32(dk_rows + at, dk[4 * i + e]);
+        ptx::red_global_add_f32(dv_rows + at, dv[4 * i + e]);
+      }
+    if (p.deterministic) {
+      ptx::fence_acq_rel_gpu();               // this thread's adds before the release below
+      ptx::bar_sync(kBarKVRetired, 256);      // every thread's adds
+      if (threadIdx.x == 128) ptx::red_release_gpu_add_u32(sem, 1u);
+    }
+  }
+
+  __device__ __forceinline__ void run() {
+#pragma unroll
+    for (int x = 0; x < kD / 2; ++x) dv[x] = dk[x] = 0.f;
+    // K and V have landed (also when there is no step: the epilogue reuses their buffers).
+    FLASHPTX_MBAR_WAIT(sm.kv_full(), 0, "fa3 bwd mma: kv_full");
+    int m = kb.m_begin;
+    for (; m < kb.m_unmasked; ++m) step<true>(m);
+    for (; m < kb.m_end; ++m) step<false>(m);
+    epilogue();
+  }
+};
+
+// ==================================== THE KERNEL ==================================================
+template <BwdConfig C>
+__device__ __forceinline__ void bwd_kernel_body(const BwdParams& p) {
+  using L = BwdLayout<C>;
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  const BwdSmem<C> sm{(ptx::smem_u32(smem_raw) + 1023u) & ~1023u};
+  const KeyBlock kb = key_block<C>(p);
+  const int warpgroup = threadIdx.x / 128;
+
+  // Barrier initialisation by one thread, the init fence, a CTA barrier (PTX ISA "mbarrier.init",
+  // "fence.mbarrier_init"): every role and the TMA unit see initialised barriers before first use.
+  if (threadIdx.x == 0) {
+    ptx::mbarrier_init(sm.kv_full(), L::kFullArrivals);
+    for (uint32_t s = 0; s < C.stages; ++s) {
+      ptx::mbarrier_init(sm.q_full(s), L::kFullArrivals);
+      ptx::mbarrier_init(sm.do_full(s), L::kFullArrivals);
+      ptx::mbarrier_init(sm.qdo_empty(s), L::kEmptyArrivals);
+    }
+    ptx::mbarrier_init(sm.dq_full(), L::kDqFullArrivals);
+    ptx::mbarrier_init(sm.dq_empty(), L::kDqEmptyArrivals);
+    ptx::fence_mbarrier_init();
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    ptx::setmaxnreg_dec<L::kProducerRegs>();
+    if (threadIdx.x == 0) Producer<C>{p, sm, kb}.run();
+    else if (threadIdx.x == 32) DqWriter<C>{p, sm, kb}.run();
+    return;
+  }
+  ptx::setmaxnreg_inc<L::kMmaRegs>();
+  Mma<C>(p, sm, kb, warpgroup - 1).run();
+}
+
+}  // namespace flashptx::fa3::bwd

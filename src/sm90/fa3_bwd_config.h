@@ -1,0 +1,180 @@
+// FA3 backward: what the host, the kernels and the tests share (plain C++, no device code).
+//
+//   BwdParams       the main kernel's one argument (__grid_constant__)
+//   BwdAuxParams    the preprocess and postprocess kernels' argument
+//   BwdConfig       the compile-time shape of one main-kernel specialization, named fields
+//   BwdLayout<C>    tiles, register split, shared-memory plan, barrier slots and arrival counts
+//   BwdWorkspace    where the fp32 accumulators, per-row scratch and semaphores live in the
+//                   caller's workspace (flashptx_bwd_workspace_size)
+//   dq_accum_coord  the element order of one dQ accumulator tile (the MMA fragment order, so that
+//                   the kernel stages it with conflict-free 16-byte stores and reduces it with one
+//                   bulk add); the postprocess kernel and the tests read it back through this map
+// The specializations that exist are listed once, in src/sm90/fa3_bwd.cu.
+#pragma once
+#include <cuda.h>
+#include <cstdint>
+
+#include "flashptx/hd.h"
+
+namespace flashptx::fa3 {
+
+struct BwdParams {
+  CUtensorMap tma_q;   // [batch, seqlen_q, heads_q, d]   box (64, block_m, 1, 1), 128B swizzle
+  CUtensorMap tma_do;  // [batch, seqlen_q, heads_q, d]   box (64, block_m, 1, 1)
+  CUtensorMap tma_k;   // [batch, seqlen_k, heads_kv, d]  box (64, block_n, 1, 1)
+  CUtensorMap tma_v;   // [batch, seqlen_k, heads_kv, d]  box (64, block_n, 1, 1)
+  CUtensorMap tma_dk;  // [batch, seqlen_k, heads_kv, d]  box (64, 64, 1, 1): stores (no GQA)
+  CUtensorMap tma_dv;  // [batch, seqlen_k, heads_kv, d]  box (64, 64, 1, 1)
+  float* dq_accum;     // [batch, heads_q, m_blocks, block_m * d] fp32, fragment order (dq_accum_coord)
+  const float* lse2;   // [batch, heads_q, m_blocks * block_m]: LSE * log2(e); +inf on padded rows
+  const float* delta;  // [batch, heads_q, m_blocks * block_m]: rowsum(dO * O); 0 on padded rows
+  float* dk_accum;     // GQA only: [batch, heads_kv, n_blocks * block_n, d] fp32 row-major
+  float* dv_accum;     // GQA only
+  uint32_t* dq_sem;    // deterministic: [batch, heads_q, m_blocks] writers done per dQ tile
+  uint32_t* dkv_sem;   // deterministic GQA: [batch, heads_kv, n_blocks]
+  int seqlen_q, seqlen_k, heads_q, heads_kv, batch;
+  int m_blocks, n_blocks;
+  int causal;
+  int deterministic;
+  float softmax_scale;       // applied to dK here and to dQ in the postprocess
+  float softmax_scale_log2;  // softmax_scale * log2(e)
+};
+
+struct BwdAuxParams {
+  const void* o;      // preprocess: [batch, seqlen_q, heads_q, d] (strides below)
+  const void* dout;   // preprocess
+  const float* lse;   // preprocess: [batch, heads_q, seqlen_q], natural log
+  void* dq;           // postprocess: [batch, seqlen_q, heads_q, d]
+  void* dk;           // postprocess (GQA): [batch, seqlen_k, heads_kv, d]
+  void* dv;
+  float* dq_accum;
+  float* lse2;
+  float* delta;
+  const float* dk_accum;
+  const float* dv_accum;
+  int64_t o_sb, o_ss, o_sh, do_sb, do_ss, do_sh;      // strides in elements
+  int64_t dq_sb, dq_ss, dq_sh, dk_sb, dk_ss, dk_sh, dv_sb, dv_ss, dv_sh;
+  int seqlen_q, seqlen_k, heads_q, heads_kv, batch, head_dim;
+  int block_m, block_n, m_blocks, n_blocks;
+  int dq_split_rows;  // dq_accum_coord's split (see below)
+  float softmax_scale;
+};
+
+struct BwdConfig {
+  int head_dim;  // 64 or 128
+  int block_m;   // query rows per step (a Q / dO ring stage)
+  int stages;    // depth of the Q / dO ring
+  bool bf16;     // bf16 in and out; fp16 otherwise
+};
+
+// Every main kernel has two MMA warpgroups; MMA warpgroup g owns keys [64g, 64g+64) of the CTA's
+// block_n = 128 keys, holds dK and dV of those keys in registers across the loop over query
+// blocks, and computes S^T = K Q^T and dP^T = V dO^T for them (so that P^T and dS^T, in the
+// accumulator layout, are directly the A operands of dV += P^T dO and dK += dS^T Q).
+// dQ = dS K needs all 128 keys: dS^T goes through shared memory, and the two warpgroups split dQ
+// by columns (block_m 64: warpgroup g computes columns [d/2 g, d/2 (g+1))) or by rows (block_m 128:
+// rows [64g, 64g+64)).
+template <BwdConfig C>
+struct BwdLayout {
+  static constexpr int kHeadDim = C.head_dim;
+  static constexpr int kBlockM = C.block_m;
+  static constexpr int kBlockN = 128;
+  static constexpr int kStages = C.stages;
+  static constexpr int kMmaWGs = 2;
+  static constexpr int kThreads = 128 * (kMmaWGs + 1);  // warpgroup 0: producer and dQ writer
+  static constexpr int kChunks = C.head_dim / 64;        // 64-column (128-byte) chunks of a row
+  static constexpr bool kDqSplitRows = C.block_m == 128;
+  static constexpr int kDqN = kDqSplitRows ? C.head_dim : C.head_dim / 2;  // dQ columns per warpgroup
+
+  // Register split (setmaxnreg): 128 x 24 + 256 x 240 = 64,512 of 65,536.
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kMmaRegs = 240;
+
+  // Shared-memory plan, bytes from a 1024-aligned base.
+  static constexpr int kKVBytes = kBlockN * C.head_dim * 2;  // K (or V): all 128 keys of the CTA
+  static constexpr int kQBytes = C.block_m * C.head_dim * 2;  // one stage of Q (or dO)
+  static constexpr int kRowBytes = C.block_m * 4;              // one stage of LSE2 (or delta)
+  static constexpr int kDsBytes = kBlockN * C.block_m * 2;     // dS^T [128 keys][block_m], bf16
+  static constexpr int kDqBytes = C.block_m * C.head_dim * 4;  // dQ tile, fp32
+  static constexpr int kOffK = 0;
+  static constexpr int kOffV = kOffK + kKVBytes;
+  static constexpr int kOffQ = kOffV + kKVBytes;
+  static constexpr int kOffDo = kOffQ + C.stages * kQBytes;
+  static constexpr int kOffDs = kOffDo + C.stages * kQBytes;   // two buffers (step parity)
+  static constexpr int kOffDq = kOffDs + 2 * kDsBytes;
+  static constexpr int kOffLse = kOffDq + kDqBytes;
+  static constexpr int kOffDelta = kOffLse + C.stages * kRowBytes;
+  static constexpr int kOffBar = kOffDelta + C.stages * kRowBytes;
+
+  // Barrier slots (mbarrier i at kOffBar + 8 i) and arrival counts.
+  static constexpr uint32_t kBarKV = 0;                     // 1: producer expect_tx (K and V bytes)
+  static constexpr uint32_t kBarQFull = 1;                  // + stage; 1: expect_tx (Q + LSE2 bytes)
+  static constexpr uint32_t kBarDoFull = 1 + C.stages;      // + stage; 1: expect_tx (dO + delta bytes)
+  static constexpr uint32_t kBarQdoEmpty = 1 + 2 * C.stages;  // + stage; 8: one per MMA warp
+  static constexpr uint32_t kBarDqFull = 1 + 3 * C.stages;  // 256: every MMA thread, after its stores
+  static constexpr uint32_t kBarDqEmpty = 2 + 3 * C.stages;  // 1: the dQ writer, once the bulk add read it
+  static constexpr int kNumBarriers = 3 + 3 * C.stages;
+  static constexpr uint32_t kFullArrivals = 1;
+  static constexpr uint32_t kEmptyArrivals = 4 * kMmaWGs;
+  static constexpr uint32_t kDqFullArrivals = 128 * kMmaWGs;
+  static constexpr uint32_t kDqEmptyArrivals = 1;
+  static constexpr int kSmemBytes = kOffBar + 8 * kNumBarriers + 1024;  // + alignment slack
+
+  static_assert(C.head_dim == 64 || C.head_dim == 128, "this kernel is for head dims 64 and 128");
+  static_assert(C.block_m == 64 || C.block_m == 128, "block_m is 64 or 128");
+  static_assert(kKVBytes % 1024 == 0 && kQBytes % 1024 == 0 && kDsBytes % 1024 == 0, "1024-byte tiles");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
+  static_assert(kProducerRegs * 128 + kMmaRegs * 128 * kMmaWGs <= 65536, "register file");
+};
+
+// One dQ accumulator tile holds block_m * d floats in the MMA warpgroups' fragment order: float4
+// number (g * kDqN / 8 + j) * 128 + t is registers 4j..4j+3 of thread t of MMA warpgroup g.
+// Register x of the m64nNk16 accumulator is row 16 w + l/4 + 8 ((x%4) >> 1), column
+// 8 (x/4) + 2 (l%4) + (x%2) of the warpgroup's 64 x kDqN block (w = t/32, l = t%32).
+// Returns (row, col) of float f of the tile.
+struct TileCoord2 {
+  int row, col;
+};
+FLASHPTX_HD TileCoord2 dq_accum_coord(int f, int head_dim, bool split_rows) {
+  const int dq_n = split_rows ? head_dim : head_dim / 2;
+  const int chunk = f / 512;  // 128 threads x 4 floats
+  const int t = (f / 4) % 128;
+  const int e = f % 4;
+  const int g = chunk / (dq_n / 8);
+  const int j = chunk % (dq_n / 8);
+  const int w = t / 32, l = t % 32;
+  const int row = 16 * w + l / 4 + 8 * (e >> 1);
+  const int col = 8 * j + 2 * (l % 4) + (e & 1);
+  return split_rows ? TileCoord2{64 * g + row, col} : TileCoord2{row, (head_dim / 2) * g + col};
+}
+
+// The caller's workspace, carved in this order, each section 256-byte aligned. Sizes in bytes.
+struct BwdWorkspace {
+  int64_t dq_accum = 0, lse2 = 0, delta = 0, dq_sem = 0, dkv_sem = 0, dk_accum = 0, dv_accum = 0;  // offsets
+  int64_t zeroed_begin = 0, zeroed_end = 0;  // [dq_sem, end): what the launch zeroes with one memset
+  int64_t total = 0;
+};
+FLASHPTX_HD int64_t align256(int64_t x) { return (x + 255) / 256 * 256; }
+// GQA (heads_q > heads_kv) accumulates dK and dV in fp32 across the query heads of a group.
+FLASHPTX_HD BwdWorkspace bwd_workspace(int64_t batch, int64_t heads_q, int64_t heads_kv, int64_t seqlen_q,
+                                       int64_t seqlen_k, int64_t head_dim, int block_m, int block_n) {
+  BwdWorkspace w;
+  const int64_t m_blocks = (seqlen_q + block_m - 1) / block_m, n_blocks = (seqlen_k + block_n - 1) / block_n;
+  const int64_t rows = batch * heads_q * m_blocks * block_m;
+  const bool gqa = heads_q != heads_kv;
+  int64_t at = 0;
+  w.dq_accum = at; at = align256(at + rows * head_dim * 4);
+  w.lse2 = at;     at = align256(at + rows * 4);
+  w.delta = at;    at = align256(at + rows * 4);
+  w.zeroed_begin = at;
+  w.dq_sem = at;   at = align256(at + batch * heads_q * m_blocks * 4);
+  w.dkv_sem = at;  at = align256(at + (gqa ? batch * heads_kv * n_blocks * 4 : 0));
+  const int64_t kv_rows = gqa ? batch * heads_kv * n_blocks * block_n : 0;
+  w.dk_accum = at; at = align256(at + kv_rows * head_dim * 4);
+  w.dv_accum = at; at = align256(at + kv_rows * head_dim * 4);
+  w.zeroed_end = at;
+  w.total = at;
+  return w;
+}
+
+}  // namespace flashptx::fa3

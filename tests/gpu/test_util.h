@@ -1,0 +1,67 @@
+// Helpers the GPU suites share: CUDA checks, poisoned device buffers, tensor layouts, 16-bit storage.
+#pragma once
+#include <doctest/doctest.h>
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "flashptx.h"
+#include "tools/support/dtype.h"
+
+#define CUDA_REQUIRE(x)                                                                   \
+  do {                                                                                    \
+    cudaError_t e_ = (x);                                                                 \
+    REQUIRE_MESSAGE(e_ == cudaSuccess, #x " failed: " << cudaGetErrorString(e_));         \
+  } while (0)
+
+namespace flashptx_test {
+
+constexpr uint16_t kPoison = 0xFFFF;  // NaN in both bf16 and fp16
+constexpr int64_t kGuard = 4096;      // elements after each output that must stay poisoned
+
+// [batch, seqlen, heads, d] with: contiguous rows; rows padded by 8 elements and batches by 64
+// (strides that are not the dense ones); head-major [batch, heads, seqlen, d].
+enum class Layout { kContiguous, kPadded, kHeadMajor };
+
+struct Strides { int64_t b, s, h, total; };
+inline Strides make_strides(Layout l, int64_t batch, int64_t seq, int64_t heads, int64_t d) {
+  switch (l) {
+    case Layout::kPadded: {
+      const int64_t hs = d + 8, rs = heads * hs, bs = seq * rs + 64;
+      return {bs, rs, hs, batch * bs};
+    }
+    case Layout::kHeadMajor: {
+      const int64_t rs = d, hs = seq * d, bs = heads * seq * d;
+      return {bs, rs, hs, batch * bs};
+    }
+    default: {
+      const int64_t rs = heads * d, bs = seq * rs;
+      return {bs, rs, d, batch * bs};
+    }
+  }
+}
+inline const char* layout_name(Layout l) {
+  return l == Layout::kPadded ? " padded" : l == Layout::kHeadMajor ? " head-major" : "";
+}
+
+inline uint16_t to_storage(flashptx_dtype t, float x) {
+  return t == FLASHPTX_BF16 ? flashptx::float_to_bf16(x) : flashptx::float_to_fp16(x);
+}
+inline float from_storage(flashptx_dtype t, uint16_t x) {
+  return t == FLASHPTX_BF16 ? flashptx::bf16_to_float(x) : flashptx::fp16_to_float(x);
+}
+
+struct DeviceBuf {
+  void* p = nullptr;
+  size_t bytes = 0;
+  explicit DeviceBuf(size_t n) : bytes(n) {
+    cudaError_t e = cudaMalloc(&p, n > 0 ? n : 16);
+    REQUIRE_MESSAGE(e == cudaSuccess, "cudaMalloc(" << n << "): " << cudaGetErrorString(e));
+  }
+  ~DeviceBuf() { if (p) cudaFree(p); }
+  DeviceBuf(const DeviceBuf&) = delete;
+  DeviceBuf& operator=(const DeviceBuf&) = delete;
+};
+
+}  // namespace flashptx_test
