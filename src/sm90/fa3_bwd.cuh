@@ -49,6 +49,7 @@
 #pragma once
 #include <cuda.h>
 #include <cstdint>
+#include <cstdio>
 
 #include "flashptx/ring.h"
 #include "flashptx/tile_scheduler.h"
@@ -182,6 +183,30 @@ __device__ __forceinline__ uint32_t swizzled_pair_offset(int rows, int row, int 
   return (col / 64) * rows * 128 + row * 128 + ((((col % 64) / 8) ^ (row % 8)) * 16) + (col % 8) * 2;
 }
 
+// ---- the deterministic writer order's turn (include/flashptx/writer_order.h) ----------------------
+// Spins until the semaphore shows `lock` writers done. Test builds bound the wait like every mbarrier
+// wait (FLASHPTX_BOUNDED_WAIT): a writer order that can never complete traps with a message.
+__device__ __noinline__ __attribute__((noreturn)) inline void turn_timeout(const uint32_t* sem, uint32_t lock,
+                                                                        const char* name) {
+  printf("flashptx: semaphore wait timed out: %s (at %p) waiting for %u, holds %u, block (%d,%d,%d)\n", name,
+         static_cast<const void*>(sem), lock, *const_cast<volatile const uint32_t*>(sem), blockIdx.x, blockIdx.y,
+         blockIdx.z);
+  asm volatile("trap;");
+  __builtin_unreachable();
+}
+__device__ __forceinline__ void wait_for_turn(const uint32_t* sem, uint32_t lock, const char* name) {
+#if defined(FLASHPTX_BOUNDED_WAIT) && FLASHPTX_BOUNDED_WAIT
+  if (ptx::ld_acquire_gpu_u32(sem) == lock) return;
+  const long long start = clock64();
+  while (ptx::ld_acquire_gpu_u32(sem) != lock)
+    if (clock64() - start > 20000000000LL) turn_timeout(sem, lock, name);
+#else
+  (void)name;
+  while (ptx::ld_acquire_gpu_u32(sem) != lock) {
+  }
+#endif
+}
+
 // ==================================== PRODUCER ====================================================
 template <BwdConfig C>
 struct Producer {
@@ -249,8 +274,7 @@ struct DqWriter {
         const int lock = p.causal ? writer_order::lock_causal_spt(
                                         kb.n_block, causal_n_blocks(m, C.block_m, L::kBlockN, p.seqlen_q, p.seqlen_k))
                                   : writer_order::lock_dense(kb.n_block);
-        while (ptx::ld_acquire_gpu_u32(sem) != static_cast<uint32_t>(lock)) {
-        }
+        wait_for_turn(sem, static_cast<uint32_t>(lock), "fa3 bwd dq writer: dq_sem");
         ptx::fence_proxy_async_global();  // the acquire orders the bulk add below after the earlier writers'
       }
       ptx::cp_reduce_async_bulk_add_f32(p.dq_accum + (tiles0 + m) * (C.block_m * C.head_dim), sm.dq(), L::kDqBytes);
@@ -438,6 +462,12 @@ struct Mma {
     ptx::wgmma_wait_group<0>();                // dV, dK, dQ complete: Q, dO, LSE2, delta no longer read
     ptx::wgmma_fence_operand(dv);
     ptx::wgmma_fence_operand(dk);
+    // LSE2 and delta were read with generic loads from bytes the async proxy wrote, and the
+    // producer's next bulk copy into this stage is async-proxy again: order the reads before it
+    // (PTX ISA "Memory Consistency Model: proxies"; on the H200 a ring of ld.shared readers that
+    // released without this fence read overwritten bytes: tools/race/README.md).
+    ptx::fence_proxy_async_shared_cta();
+    __syncwarp();
     if (lane == 0) ptx::mbarrier_arrive(sm.qdo_empty(st));
     ring.advance();
     hand_dq_to_writer();
@@ -483,10 +513,8 @@ struct Mma {
     const int64_t blk = (static_cast<int64_t>(kb.batch) * p.heads_kv + kb.head_kv) * p.n_blocks + kb.n_block;
     uint32_t* sem = p.dkv_sem + blk;
     if (p.deterministic) {
-      if (threadIdx.x == 128) {
-        while (ptx::ld_acquire_gpu_u32(sem) != static_cast<uint32_t>(writer_order::lock_gqa(kb.head, group))) {
-        }
-      }
+      if (threadIdx.x == 128)
+        wait_for_turn(sem, static_cast<uint32_t>(writer_order::lock_gqa(kb.head, group)), "fa3 bwd epilogue: dkv_sem");
       ptx::bar_sync(kBarKVRetired, 256);  // the turn, observed by thread 128, for both warpgroups
     }
     float* dk_rows = p.dk_accum + blk * kBn * kD;

@@ -7,6 +7,9 @@
 //   max|g - g_ref| <= 2 * max|g_same - g_ref| + 1e-5,
 // g_ref the fp64 backward, g_same a plain backward in the dtype (tools/support/reference.h: O, P and
 // dS rounded to the dtype, the gradients rounded). O and LSE come from flashptx_fwd, as in training.
+// To dQ and dK's tolerance we add the fp32 envelope of dS = P (dP - delta) (reference.h, Backward):
+// the kernel forms dP and delta as fp32 sums in different orders, and where they cancel (a query row
+// that sees one key: exactly) the gradient is fp32 noise the double-precision references lack.
 #include <doctest/doctest.h>
 
 #include <cuda_runtime.h>
@@ -231,15 +234,20 @@ void check_case(const BCase& c, uint64_t seed) {
   const auto ref = flashptx::ref::backward(rp, qv, kv, vv, dov);
   const auto same = flashptx::ref::backward(rp, qv, kv, vv, dov,
                                             c.dtype == FLASHPTX_BF16 ? flashptx::Round::kBF16 : flashptx::Round::kFP16);
-  struct G { const char* name; const std::vector<uint16_t>& x; const Strides& st; int64_t seq, heads;
-             const std::vector<double>& r; const std::vector<double>& s; };
-  const G gs[] = {{"dQ", g.dq, pb.sq_, c.sq, c.hq, ref.dq, same.dq},
-                  {"dK", g.dk, pb.sk_, c.sk, c.hkv, ref.dk, same.dk},
-                  {"dV", g.dv, pb.sk_, c.sk, c.hkv, ref.dv, same.dv}};
+  static const std::vector<double> kNoEnvelope;
+  struct G { std::string name; const std::vector<uint16_t>& x; const Strides& st; int64_t seq, heads;
+             const std::vector<double>& r; const std::vector<double>& s; const std::vector<double>& env; };
+  const G gs[] = {{"dQ", g.dq, pb.sq_, c.sq, c.hq, ref.dq, same.dq, ref.dq_env},
+                  {"dK", g.dk, pb.sk_, c.sk, c.hkv, ref.dk, same.dk, ref.dk_env},
+                  {"dV", g.dv, pb.sk_, c.sk, c.hkv, ref.dv, same.dv, kNoEnvelope}};
   for (const G& x : gs) {
     const double err = max_err(pb, x.x, x.st, x.seq, x.heads, x.r);
-    const double tol = 2 * max_diff(x.s, x.r) + 1e-5;
-    CHECK_MESSAGE(err <= tol, c.str() << ": max|" << x.name << " - ref| = " << err << " > " << tol);
+    double env = 0;
+    for (double e : x.env) env = std::max(env, e);
+    // FlashAttention's rule, plus the fp32 envelope of dS's cancellation (reference.h Backward).
+    const double tol = 2 * max_diff(x.s, x.r) + 1e-5 + env;
+    CHECK_MESSAGE(err <= tol, c.str() << ": max|" << x.name << " - ref| = " << err << " > " << tol << " (same-dtype "
+                                      << max_diff(x.s, x.r) << ", fp32 envelope " << env << ")");
   }
   // The release library: in deterministic mode it must give the test build's bits.
   if (c.deterministic && release_lib().loaded()) {
@@ -270,7 +278,7 @@ void check_large(const BCase& c, uint64_t seed) {
     REQUIRE(cudaMemcpy(h.data(), b.p, n * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
     return std::vector<double>(h.begin(), h.end());
   };
-  struct G { const char* name; const std::vector<uint16_t>& x; const Strides& st; int64_t seq, heads; std::vector<double> r; };
+  struct G { std::string name; const std::vector<uint16_t>& x; const Strides& st; int64_t seq, heads; std::vector<double> r; };
   const G gs[] = {{"dQ", g.dq, pb.sq_, c.sq, c.hq, fetch(rq, nq)},
                   {"dK", g.dk, pb.sk_, c.sk, c.hkv, fetch(rk, nk)},
                   {"dV", g.dv, pb.sk_, c.sk, c.hkv, fetch(rv, nk)}};

@@ -263,6 +263,10 @@ __global__ void __launch_bounds__(kRaceThreads, 1)
         sum += bf16x2_sum(v.x) + bf16x2_sum(v.y) + bf16x2_sum(v.z) + bf16x2_sum(v.w);
       }
       sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      // Generic reads of bytes the async proxy wrote, before the slot goes back to the async proxy
+      // (the next TMA): a proxy fence in every reader. Without it the plain runs of the three
+      // non-setmaxnreg ld.shared variants read overwritten data on the H200 (2026-11-30).
+      fp::fence_proxy_async_shared_cta();
       __syncwarp();                              // every lane's reads before the warp's release
       if (lane == 0) fp::mbarrier_arrive(empty_k(kr.stage));
       kr.advance();

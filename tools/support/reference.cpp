@@ -96,46 +96,94 @@ Forward forward(const Problem& p, const TensorView& q, const TensorView& k, cons
   return f;
 }
 
+// The inputs of one tensor as contiguous doubles [batch, seq, heads, d], rounded to the dtype once.
+static std::vector<double> dense(const TensorView& t, int64_t batch, int64_t seq, int64_t heads, int64_t d, Round rd) {
+  std::vector<double> x(static_cast<size_t>(batch * seq * heads * d));
+  size_t n = 0;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t s = 0; s < seq; ++s)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t e = 0; e < d; ++e) x[n++] = round_to(rd, t.at(b, s, h, e));
+  return x;
+}
+
 Backward backward(const Problem& p, const TensorView& q, const TensorView& k, const TensorView& v,
                   const TensorView& dout, Round rd) {
-  const int64_t D = p.head_dim;
+  const int64_t D = p.head_dim, Hq = p.heads_q, Hk = p.heads_kv, Sq = p.seqlen_q, Sk = p.seqlen_k;
   Backward g;
-  g.dq.assign(static_cast<size_t>(p.batch * p.seqlen_q * p.heads_q * D), 0.0);
-  g.dk.assign(static_cast<size_t>(p.batch * p.seqlen_k * p.heads_kv * D), 0.0);
+  g.dq.assign(static_cast<size_t>(p.batch * Sq * Hq * D), 0.0);
+  g.dk.assign(static_cast<size_t>(p.batch * Sk * Hk * D), 0.0);
   g.dv.assign(g.dk.size(), 0.0);
+  g.dq_env.assign(g.dq.size(), 0.0);
+  g.dk_env.assign(g.dk.size(), 0.0);
   const double scale = p.scale();
-  std::vector<double> o(D), pr, dp;
+  const auto Q = dense(q, p.batch, Sq, Hq, D, rd), K = dense(k, p.batch, Sk, Hk, D, rd),
+             V = dense(v, p.batch, Sk, Hk, D, rd), dO = dense(dout, p.batch, Sq, Hq, D, Round::kNone);
+  auto row = [&](const std::vector<double>& x, int64_t b, int64_t s, int64_t h, int64_t seq, int64_t heads) {
+    return &x[static_cast<size_t>(((b * seq + s) * heads + h) * D)];
+  };
+  std::vector<double> o(D), sc, pr, dp;
   for (int64_t b = 0; b < p.batch; ++b)
-    for (int64_t h = 0; h < p.heads_q; ++h) {
+    for (int64_t h = 0; h < Hq; ++h) {
       const int64_t hk = h / p.group();
-      for (int64_t i = 0; i < p.seqlen_q; ++i) {
+      for (int64_t i = 0; i < Sq; ++i) {
         const int64_t last = p.last_key(i);
         if (last < 0) continue;  // O = 0 does not depend on anything
-        std::fill(o.begin(), o.end(), 0.0);
-        const double lse = forward_row(p, q, k, v, b, i, h, o.data(), rd);
-        pr.assign(last + 1, 0.0);
-        dp.assign(last + 1, 0.0);
-        double delta = 0;  // D_i = sum_j P_ij dP_ij = dO_i . O_i
-        for (int64_t d = 0; d < D; ++d) delta += dout.at(b, i, h, d) * o[d];
+        const double* qi = row(Q, b, i, h, Sq, Hq);
+        const double* doi = row(dO, b, i, h, Sq, Hq);
+        // The forward row: scores, LSE, O (rounded to the dtype in same-dtype mode, as a plain
+        // forward's output would be).
+        sc.assign(last + 1, 0.0);
+        double m = -std::numeric_limits<double>::infinity();
         for (int64_t j = 0; j <= last; ++j) {
-          double s = 0, dpj = 0;
-          for (int64_t d = 0; d < D; ++d) {
-            s += q.at(b, i, h, d) * k.at(b, j, hk, d);
-            dpj += dout.at(b, i, h, d) * v.at(b, j, hk, d);
-          }
-          pr[j] = std::exp(s * scale - lse);
-          dp[j] = dpj;
+          const double* kj = row(K, b, j, hk, Sk, Hk);
+          double acc = 0;
+          for (int64_t e = 0; e < D; ++e) acc += qi[e] * kj[e];
+          sc[j] = acc * scale;
+          m = std::max(m, sc[j]);
         }
-        double* dq = &g.dq[static_cast<size_t>(((b * p.seqlen_q + i) * p.heads_q + h) * D)];
+        double l = 0;
+        for (int64_t j = 0; j <= last; ++j) l += std::exp(sc[j] - m);
+        const double lse = m + std::log(l);
+        std::fill(o.begin(), o.end(), 0.0);
+        pr.assign(last + 1, 0.0);
         for (int64_t j = 0; j <= last; ++j) {
-          const double ds = round_to(rd, pr[j] * (dp[j] - delta));  // dL/dS_ij (before the scale)
+          pr[j] = std::exp(sc[j] - lse);
           const double pj = round_to(rd, pr[j]);
-          double* dk = &g.dk[static_cast<size_t>(((b * p.seqlen_k + j) * p.heads_kv + hk) * D)];
-          double* dv = &g.dv[static_cast<size_t>(((b * p.seqlen_k + j) * p.heads_kv + hk) * D)];
-          for (int64_t d = 0; d < D; ++d) {
-            dv[d] += pj * dout.at(b, i, h, d);
-            dq[d] += scale * ds * k.at(b, j, hk, d);
-            dk[d] += scale * ds * q.at(b, i, h, d);
+          const double* vj = row(V, b, j, hk, Sk, Hk);
+          for (int64_t e = 0; e < D; ++e) o[e] += pj * vj[e];
+        }
+        for (int64_t e = 0; e < D; ++e) o[e] = round_to(rd, o[e]);
+        double delta = 0, delta_abs = 0;  // D_i = sum_j P_ij dP_ij = dO_i . O_i
+        for (int64_t e = 0; e < D; ++e) {
+          delta += doi[e] * o[e];
+          delta_abs += std::fabs(doi[e] * o[e]);
+        }
+        dp.assign(last + 1, 0.0);
+        double* dqi = &g.dq[static_cast<size_t>(((b * Sq + i) * Hq + h) * D)];
+        double* dqe = &g.dq_env[static_cast<size_t>(((b * Sq + i) * Hq + h) * D)];
+        for (int64_t j = 0; j <= last; ++j) {
+          const double* kj = row(K, b, j, hk, Sk, Hk);
+          const double* vj = row(V, b, j, hk, Sk, Hk);
+          double dpj = 0, dp_abs = 0;
+          for (int64_t e = 0; e < D; ++e) {
+            dpj += doi[e] * vj[e];
+            dp_abs += std::fabs(doi[e] * vj[e]);
+          }
+          const double ds = round_to(rd, pr[j] * (dpj - delta));  // dL/dS_ij (before the scale)
+          const double pj = round_to(rd, pr[j]);
+          // fp32 envelope of dP_ij - delta_i: both are fp32 sums of d products in a kernel, in
+          // different orders (tensor cores; the preprocess), and they cancel where P_ij ~ 1.
+          const double eps = std::ldexp(dp_abs + delta_abs, -20) * pr[j] * scale;
+          double* dkj = &g.dk[static_cast<size_t>(((b * Sk + j) * Hk + hk) * D)];
+          double* dke = &g.dk_env[static_cast<size_t>(((b * Sk + j) * Hk + hk) * D)];
+          double* dvj = &g.dv[static_cast<size_t>(((b * Sk + j) * Hk + hk) * D)];
+          for (int64_t e = 0; e < D; ++e) {
+            dvj[e] += pj * doi[e];
+            dqi[e] += scale * ds * kj[e];
+            dkj[e] += scale * ds * qi[e];
+            dqe[e] += eps * std::fabs(kj[e]);
+            dke[e] += eps * std::fabs(qi[e]);
           }
         }
       }

@@ -66,6 +66,12 @@ struct Backward {
   std::vector<double> dq;  // [batch, seqlen_q, heads_q, head_dim]
   std::vector<double> dk;  // [batch, seqlen_k, heads_kv, head_dim]
   std::vector<double> dv;  // [batch, seqlen_k, heads_kv, head_dim]
+  // The fp32 envelope of dQ and dK: sum over the (i, j) pairs of 2^-20 (sum_d |dO_id V_jd| +
+  // sum_d |dO_id O_id|) P_ij scale |K_j| (resp. |Q_i|). dS = P (dP - delta) subtracts two fp32 dot
+  // products a kernel computes in different orders; where they cancel (a row with one visible key:
+  // exactly) the result is fp32 noise that neither the fp64 nor the same-dtype reference has. The
+  // GPU tests add max(env) to FlashAttention's tolerance, visibly.
+  std::vector<double> dq_env, dk_env;
 };
 
 // One output row (batch b, query row i, query head h): writes head_dim values to o_row, returns LSE.
