@@ -171,8 +171,26 @@ $(SUPPORT_LIB): $(SUP_OBJ)
 $(BIN)/flashptx: $(CLI_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(SUPPORT_LIB) $(BIN)/libflashptx.a
 	$(CXX) -o $@ $(CLI_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(SUPPORT_LIB) $(BIN)/libflashptx.a $(LDLIBS)
 
-$(BIN)/run_tests: $(TEST_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(SUPPORT_LIB) $(BUILD)/libflashptx_test.a $(TK_OBJ) $(TK100_TEST_OBJ)
-	$(NVCC) -o $@ $(TEST_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(TK_OBJ) $(TK100_TEST_OBJ) $(SUPPORT_LIB) \
+# ---- files the host tests read, compiled into ./run_tests ----------------------------------
+# So that ./run_tests runs the same from a copy of the binaries without the source tree: the SASS
+# fixtures, the committed raw trace and its summary (the README's re-render), and README.md (its
+# command table is checked against each command's --help). tests/embed.cpp writes the source;
+# tests/embedded.h is the lookup.
+EMBED_FILES := $(sort $(wildcard tests/host/fixtures/*)) tools/trace/h200-d128-s8192-b2-h16.json.gz \
+               tools/trace/h200-d128-s8192-summary.txt README.md
+EMBED_SRC   := $(BUILD)/gen/embedded_files.cpp
+EMBED_OBJ   := $(BUILD)/gen/embedded_files.o
+$(BUILD)/gen/embed: tests/embed.cpp | setup
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++20 -O1 -o $@ $<
+$(EMBED_SRC): $(BUILD)/gen/embed $(EMBED_FILES)
+	$(BUILD)/gen/embed $@ $(EMBED_FILES)
+$(EMBED_OBJ): $(EMBED_SRC)
+	$(CXX) $(CXXFLAGS) -O1 -c $< -o $@
+
+$(BIN)/run_tests: $(TEST_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(EMBED_OBJ) $(SUPPORT_LIB) $(BUILD)/libflashptx_test.a $(TK_OBJ) \
+                  $(TK100_TEST_OBJ)
+	$(NVCC) -o $@ $(TEST_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(EMBED_OBJ) $(TK_OBJ) $(TK100_TEST_OBJ) $(SUPPORT_LIB) \
 	  $(BUILD)/libflashptx_test.a -cudart static -ldl $(ARCH90) $(ARCH100)
 
 $(AUDIT_LIST): $(AUDIT_SM90) $(AUDIT_SM100)
