@@ -188,10 +188,12 @@ $(EMBED_SRC): $(BUILD)/gen/embed $(EMBED_FILES)
 $(EMBED_OBJ): $(EMBED_SRC)
 	$(CXX) $(CXXFLAGS) -O1 -c $< -o $@
 
-$(BIN)/run_tests: $(TEST_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(EMBED_OBJ) $(SUPPORT_LIB) $(BUILD)/libflashptx_test.a $(TK_OBJ) \
-                  $(TK100_TEST_OBJ)
-	$(NVCC) -o $@ $(TEST_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(EMBED_OBJ) $(TK_OBJ) $(TK100_TEST_OBJ) $(SUPPORT_LIB) \
-	  $(BUILD)/libflashptx_test.a -cudart static -ldl $(ARCH90) $(ARCH100)
+# ./run_tests also links the commands (not main.cpp): the tests call their parse-and-validate steps.
+CLI_TEST_OBJ := $(filter-out $(BUILD)/host/tools/flashptx/main.o,$(CLI_OBJ))
+$(BIN)/run_tests: $(TEST_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(CLI_TEST_OBJ) $(EMBED_OBJ) $(SUPPORT_LIB) $(BUILD)/libflashptx_test.a \
+                  $(TK_OBJ) $(TK100_TEST_OBJ)
+	$(NVCC) -o $@ $(TEST_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(CLI_TEST_OBJ) $(EMBED_OBJ) $(TK_OBJ) $(TK100_TEST_OBJ) \
+	  $(SUPPORT_LIB) $(BUILD)/libflashptx_test.a -cudart static -ldl $(ARCH90) $(ARCH100)
 
 $(AUDIT_LIST): $(AUDIT_SM90) $(AUDIT_SM100)
 	@mkdir -p $(dir $@)
