@@ -1,7 +1,8 @@
 // The command line, without a GPU: the one option parser (tools/flashptx/options.h) with its exact
 // messages and exit codes; each command's parse-and-validate step (parse_*_args, and the commands
 // run in-process with their stdout and stderr captured, for the cases that must end before any
-// device work); the plain-words reason when there is no GPU.
+// device work); the plain-words reason when there is no GPU; the README's command table against
+// each command's --help (the README embedded by the build, tests/embedded.h).
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
@@ -122,7 +123,27 @@ void check_error(const Parsed& p, const std::string& command, const std::string&
   CHECK(p.text == error_text(command, message));
 }
 
+// The option names a help text lists in its option column ("  --name ...").
+std::vector<std::string> help_options(const std::string& help) {
+  std::vector<std::string> names;
+  std::istringstream in(help);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("  --", 0) != 0) continue;
+    size_t e = 2;
+    while (e < line.size() && (std::isalnum(static_cast<unsigned char>(line[e])) || line[e] == '-')) ++e;
+    names.push_back(line.substr(2, e - 2));
+  }
+  return names;
+}
 
+// Whether `text` holds `opt` as a whole option name ("--seqlen" not inside "--seqlen-q").
+bool mentions(const std::string& text, const std::string& opt) {
+  for (size_t p = text.find(opt); p != std::string::npos; p = text.find(opt, p + 1)) {
+    const size_t e = p + opt.size();
+    if (e >= text.size() || !(std::isalnum(static_cast<unsigned char>(text[e])) || text[e] == '-')) return true;
+  }
+  return false;
+}
 
 std::string help_of(const std::string& command) {
   Argv a({"--help"});
@@ -442,6 +463,48 @@ TEST_CASE("no GPU: the reason in plain words, not the runtime's 'driver version 
         "no NVIDIA GPU found (the driver is installed but sees no device)");
   CHECK(no_gpu_reason(cudaSuccess, 0, 13000, 13000) == "no NVIDIA GPU found (the driver is installed but sees no device)");
   CHECK(no_gpu_reason(cudaErrorDevicesUnavailable, 0, 13000, 13000).rfind("the CUDA runtime cannot use the GPU: ", 0) == 0);
+}
+
+TEST_CASE("README: the command table lists every option of every command's --help") {
+  const std::string readme(flashptx_test::embedded_file("README.md"));
+  REQUIRE_MESSAGE(!readme.empty(), "README.md is not embedded in this binary (the Makefile's EMBED_FILES)");
+  const size_t at = readme.find("\n## The command line\n");
+  REQUIRE(at != std::string::npos);
+  const size_t end = readme.find("\n## ", at + 1);
+  std::vector<std::string> rows;  // the table's rows
+  std::istringstream in(readme.substr(at, end - at));
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("| `flashptx", 0) == 0) rows.push_back(line);
+  REQUIRE(!rows.empty());
+  // A command's rows: those whose first cell names it; run's row points at bench's options.
+  auto rows_of = [&](const std::string& c) {
+    std::string text;
+    for (const std::string& r : rows) {
+      const std::string cell = r.substr(0, r.find(" | "));
+      if (cell.find("`flashptx " + c + " ") != std::string::npos || cell.find("`flashptx " + c + "`") != std::string::npos)
+        text += r + "\n";
+    }
+    return text;
+  };
+  const std::string main = main_help();
+  for (const std::string c : {"run", "audit", "ledger", "bench", "trace"}) {
+    INFO("flashptx " << c);
+    CHECK(main.find(" " + c + " ") != std::string::npos);
+    std::string mine = rows_of(c);
+    REQUIRE(!mine.empty());
+    if (c == "run") {
+      CHECK(mine.find("[bench options]") != std::string::npos);
+      mine += rows_of("bench");
+    }
+    const std::vector<std::string> opts = help_options(help_of(c));
+    CHECK(!opts.empty());
+    for (const std::string& o : opts) {
+      if (o == "--help") continue;  // every command's; said once above the table
+      CHECK_MESSAGE(mentions(mine, o), o << " (in `flashptx " << c << " --help`) is missing from the README's row:\n"
+                                         << mine);
+    }
+  }
+  CHECK(readme.substr(at, end - at).find("`--help`") != std::string::npos);
 }
 
 }  // TEST_SUITE
