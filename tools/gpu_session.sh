@@ -4,7 +4,9 @@
 #   tools/gpu_session.sh BIN OUT [steps...]
 # BIN holds run_tests, flashptx and libflashptx.so built here (CUDA runtime linked statically) and
 # COMMIT (`git rev-parse HEAD` of the build);
-# steps (default: tests bench): info tests sanitize bench grid side quick trace ncu
+# steps (default: info tests bench): info tests gputests sanitize bench ab variants grid side quick trace ncu
+# Variants are chosen with flashptx's own options (bench --kernel NAME --schedule S), never with
+# environment variables: the library reads none.
 # Every step writes its own log; the last lines printed are a short summary.
 set -u
 BIN=${1:?BIN}; OUT=${2:?OUT}; shift 2
@@ -44,21 +46,22 @@ for s in $steps; do
         run "bench_d${d}${c:+_causal}" 60 "$BIN/flashptx" bench --batch 2 --seqlen 8192 --heads $((2048 / d)) --hdim $d $c \
           --out "$OUT/bench_d${d}${c:+_causal}.json"
       done; done ;;
-    ab)  # the same kernels launched one CTA per tile (FLASHPTX_PERSISTENT=0)
+    ab)  # the same kernels under both schedules: one CTA per tile, and persistent CTAs looping over tiles
       for d in 64 128; do for c in "" "--causal"; do for sl in 1024 8192; do
-        FLASHPTX_PERSISTENT=0 run "ab_np_d${d}_s${sl}${c:+_causal}" 60 "$BIN/flashptx" bench --batch $((16384 / sl)) --seqlen $sl \
-          --heads $((2048 / d)) --hdim $d $c --check-rows 0 --no-gpu-ref --out "$OUT/ab_np_d${d}_s${sl}${c:+_causal}.json"
-        run "ab_p_d${d}_s${sl}${c:+_causal}" 60 "$BIN/flashptx" bench --batch $((16384 / sl)) --seqlen $sl \
-          --heads $((2048 / d)) --hdim $d $c --check-rows 0 --no-gpu-ref --out "$OUT/ab_p_d${d}_s${sl}${c:+_causal}.json"
+        for sch in one-per-tile persistent; do
+          run "ab_${sch}_d${d}_s${sl}${c:+_causal}" 60 "$BIN/flashptx" bench --batch $((16384 / sl)) --seqlen $sl \
+            --heads $((2048 / d)) --hdim $d $c --schedule $sch --check-rows 0 --no-gpu-ref \
+            --out "$OUT/ab_${sch}_d${d}_s${sl}${c:+_causal}.json"
+        done
       done; done; done ;;
-    variants)  # every specialization of d64/d128 (FLASHPTX_KERNEL) and the causal persistent grid (FLASHPTX_PERSISTENT=2)
-      for k in bf16_d64_m128 bf16_d64_m192 bf16_d128_n128 bf16_d128_n176; do
+    variants)  # every forward kernel of d64/d128 (--kernel), and for causal masks the persistent schedule too
+      for k in bf16_d64_m128 bf16_d64_m192 bf16_d128_n128; do
         d=${k#bf16_d}; d=${d%_*}
         for c in "" "--causal"; do for sl in 1024 8192; do
-          FLASHPTX_KERNEL=fa3_fwd_sm90_$k run "k_${k}_s${sl}${c:+_causal}" 60 "$BIN/flashptx" bench --batch $((16384 / sl)) \
-            --seqlen $sl --heads $((2048 / d)) --hdim $d $c --check-rows 8 --out "$OUT/k_${k}_s${sl}${c:+_causal}.json"
-          [ -n "$c" ] && FLASHPTX_PERSISTENT=2 FLASHPTX_KERNEL=fa3_fwd_sm90_$k run "kp_${k}_s${sl}_causal" 60 "$BIN/flashptx" bench \
-            --batch $((16384 / sl)) --seqlen $sl --heads $((2048 / d)) --hdim $d $c --check-rows 8 --out "$OUT/kp_${k}_s${sl}_causal.json"
+          run "k_${k}_s${sl}${c:+_causal}" 60 "$BIN/flashptx" bench --kernel fa3_fwd_sm90_$k --batch $((16384 / sl)) \
+            --seqlen $sl --heads $((2048 / d)) $c --check-rows 8 --out "$OUT/k_${k}_s${sl}${c:+_causal}.json"
+          [ -n "$c" ] && run "kp_${k}_s${sl}_causal" 60 "$BIN/flashptx" bench --kernel fa3_fwd_sm90_$k --schedule persistent \
+            --batch $((16384 / sl)) --seqlen $sl --heads $((2048 / d)) $c --check-rows 8 --out "$OUT/kp_${k}_s${sl}_causal.json"
         done; done
       done ;;
     grid)

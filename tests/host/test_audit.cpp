@@ -2,7 +2,9 @@
 // the reason, where no disassembler can decode the architecture or nothing of it is built):
 // the audit must pass against sass_golden/; and it must be able to fail: goldens regenerated into a
 // scratch directory, with one instruction line corrupted or an impossible .check expectation
-// added, must fail naming that kernel; an empty golden directory fails with "no golden".
+// added, must fail naming that kernel; an empty golden directory fails with "no golden"; a kernel
+// filter that selects nothing fails. On any machine ("host audit"): without a disassembler the audit
+// says so in one line and nothing else; the summary leaves out the notes and diffs of the full report.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -138,4 +140,76 @@ TEST_CASE("audit sm_100a: the built kernels match their goldens and checks") { a
 TEST_CASE("audit sm_100a: a corrupted golden line fails, naming the kernel") { corrupt_golden_fails("sm_100a"); }
 TEST_CASE("audit sm_100a: a corrupted .check expectation fails") { corrupt_check_fails("sm_100a"); }
 TEST_CASE("audit sm_100a: a missing golden fails") { missing_golden_fails("sm_100a"); }
+}
+
+TEST_SUITE("host audit") {
+
+TEST_CASE("no disassembler: one line saying so, no stale-golden notes, no per-object failures") {
+  AuditOptions opt;
+  opt.cuobjdump = "/nonexistent/cuobjdump";
+  const AuditReport r = run_audit(opt);
+  CHECK(r.cannot_run);
+  CHECK_FALSE(r.ok());
+  CHECK(r.kernels.empty());
+  CHECK(r.notes.empty());
+  REQUIRE(r.errors.size() == 1);
+  const std::string line =
+      "audit: cannot run: no disassembler at /nonexistent/cuobjdump (make fetches it into .deps/; the audit needs it)\n";
+  CHECK(report_text(r) == line);
+  std::ostringstream summary;
+  print_report(r, true, summary);
+  CHECK(summary.str() == line);
+  std::string why;
+  CHECK_FALSE(disassembler_runs("/nonexistent/cuobjdump", &why));
+  CHECK(why == "no disassembler at /nonexistent/cuobjdump (make fetches it into .deps/; the audit needs it)");
+}
+
+TEST_CASE("--summary: the table, the failures and the verdict; the full report adds notes and diffs") {
+  AuditReport r;
+  KernelReport ok;
+  ok.name = "k_ok";
+  ok.arch = "sm_90a";
+  ok.golden = "match";
+  ok.notes.push_back("toolchain mismatch: nvcc golden \"a\", current \"b\"");
+  KernelReport bad;
+  bad.name = "k_bad";
+  bad.arch = "sm_90a";
+  bad.golden = "DIFF";
+  bad.problems.push_back("kernel k_bad (sm_90a) differs from its golden g.sass");
+  bad.diff = "--- g.sass\n+++ current\n-    OLD\n+    NEW\n";
+  r.kernels = {ok, bad};
+  r.notes.push_back("toolchain: nvcc X");
+  std::ostringstream full, summary;
+  print_report(r, false, full);
+  print_report(r, true, summary);
+  for (const std::string& t : {full.str(), summary.str()}) {
+    CHECK(t.find("k_ok") != std::string::npos);
+    CHECK(t.find("FAIL: kernel k_bad (sm_90a) differs from its golden g.sass") != std::string::npos);
+    CHECK(t.find("audit: 2 kernels, 1 failing, 0 other errors: FAIL") != std::string::npos);
+  }
+  CHECK(full.str().find("note: toolchain: nvcc X") != std::string::npos);
+  CHECK(full.str().find("note: k_ok (sm_90a): toolchain mismatch") != std::string::npos);
+  CHECK(full.str().find("-    OLD\n+    NEW\n") != std::string::npos);
+  CHECK(summary.str().find("note:") == std::string::npos);
+  CHECK(summary.str().find("OLD") == std::string::npos);
+  CHECK(summary.str().find("(flashptx audit prints the diffs and the notes)") != std::string::npos);
+  CHECK(full.str() != summary.str());
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("audit_sm90 filters") {
+TEST_CASE("audit: a --kernel filter that selects no built kernel is an error") {
+  AuditOptions opt;
+  opt.kernel = "no_such_kernel_anywhere";
+  const AuditReport r = run_audit(opt);
+  CHECK(r.matched_nothing);
+  CHECK_FALSE(r.ok());
+  REQUIRE(!r.errors.empty());
+  CHECK(r.errors.back() == "no built kernel matches --kernel 'no_such_kernel_anywhere'");
+  opt.kernel = "fa3_fwd_sm90_bf16_d128";
+  const AuditReport some = run_audit(opt);
+  CHECK_FALSE(some.matched_nothing);
+  CHECK(!some.kernels.empty());
+}
 }

@@ -116,6 +116,12 @@ TEST_CASE("manifest is well-formed and carries meta and per-row keys") {
   r.flops = fwd_flops(2, 16, 8192, 8192, 128, true);
   r.tflops = tflops(r.flops, r.ms.median);
   r.err_o_cpu = 1e-3;
+  r.kernel_symbol = "fa3_fwd_sm90_bf16_d128_n128";
+  r.schedule = "persistent";
+  r.ctas = 132;
+  r.tiles = 2 * 16 * 64;
+  m.kernel_requested = "fa3_fwd_sm90_bf16_d128_n128";
+  m.schedule_requested = "persistent";
   Row bad = r;
   bad.status = "FLASHPTX_ERR_UNSUPPORTED_DEVICE: not sm_90";
   const std::string text = manifest_json(m, {r, bad});
@@ -137,6 +143,21 @@ TEST_CASE("manifest is well-formed and carries meta and per-row keys") {
                         "time_ms", "flops", "valid_pairs_per_head", "dtype", "mask", "check"})
     CHECK_MESSAGE(r0.get(k) != nullptr, k);
   CHECK(r0.num_or("ms", 0) == 2);
+  // what launched: kernel, schedule, grid and tiles (flashptx::fwd_kernel_info for the run's options)
+  CHECK(r0.str_or("kernel", "") == "fa3_fwd_sm90_bf16_d128_n128");
+  CHECK(r0.str_or("schedule", "") == "persistent");
+  CHECK(r0.num_or("ctas", 0) == 132);
+  CHECK(r0.num_or("tiles", 0) == 2048);
+  // what was asked for (`flashptx bench --kernel --schedule`); the defaults are null and "auto"
+  REQUIRE(meta->get("variant"));
+  CHECK(meta->get("variant")->str_or("kernel", "") == "fa3_fwd_sm90_bf16_d128_n128");
+  CHECK(meta->get("variant")->str_or("schedule", "") == "persistent");
+  {
+    json::Value d;
+    REQUIRE(json::parse(manifest_json(Meta(), {}), &d, &err));
+    CHECK(d.get("meta")->get("variant")->get("kernel")->kind == json::Value::kNull);
+    CHECK(d.get("meta")->get("variant")->str_or("schedule", "") == "auto");
+  }
   CHECK(r0.get("check")->num_or("err_o_vs_fp64", -1) == 1e-3);
   CHECK(r0.get("check")->get("err_o_vs_gpu_ref")->kind == json::Value::kNull);  // not measured
   CHECK(rows->arr[1].str_or("status", "") == bad.status);

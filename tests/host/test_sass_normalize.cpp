@@ -1,8 +1,10 @@
 // Unit tests of the golden-SASS audit's pieces on fixed text: the normaliser (registers, immediates,
 // protocol immediates, labels, NOP/self-loop removal), the resource parser and spill detection, the
 // zero-instruction error, the file-name sanitiser, the line diff, and every checker directive
-// (CHECK-DEFINE and CHECK-INCLUDE included) passing and failing. The fixture tests/host/fixtures/audit_fixture_sm90a.*.txt is real
-// cuobjdump 13.2 output for tests/kernels/audit_fixture.cu built by nvcc 13.0 for sm_90a.
+// (CHECK-DEFINE and CHECK-INCLUDE included) passing and failing. The fixture
+// tests/host/fixtures/audit_fixture_sm90a.*.txt is real cuobjdump 13.2 output for
+// tests/kernels/audit_fixture.cu built by nvcc 13.0 for sm_90a; the build embeds it in ./run_tests
+// (tests/embedded.h), so these tests run from a copy of the binaries too.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -13,6 +15,7 @@
 #include <vector>
 #include <unistd.h>
 
+#include "tests/embedded.h"
 #include "tools/sass/sass_check.h"
 #include "tools/sass/sass_diff.h"
 #include "tools/sass/sass_listing.h"
@@ -22,10 +25,10 @@ using namespace flashptx::sass;
 namespace {
 
 std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(FLASHPTX_ROOT) + "/tests/host/fixtures/" + name);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
+  const std::string path = "tests/host/fixtures/" + name;
+  const std::string_view bytes = flashptx_test::embedded_file(path);
+  REQUIRE_MESSAGE(!bytes.empty(), path << " is not embedded in this binary (the Makefile's EMBED_FILES)");
+  return std::string(bytes);
 }
 
 // A synthetic dump: one function, instructions at 16-byte steps, encodings after each.

@@ -1,13 +1,22 @@
 // `flashptx trace` host side on a synthetic buffer: span pairing, the summary fractions on a
 // hand-computable timeline, JSON round trip, and the SVG's lanes. No GPU; proves the renderer and
-// the arithmetic, not that a kernel stamps the right events.
+// the arithmetic, not that a kernel stamps the right events. Then the committed H200 trace
+// (tools/trace/h200-d128-s8192-b2-h16.json.gz, embedded in ./run_tests by the build) read as the
+// README's `flashptx trace --from-json tools/trace/*.json.gz` reads it (gzip included), with the
+// committed summary's numbers (the README's) reproduced from it.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <tuple>
+#include <unistd.h>
 #include <vector>
 
 #include "flashptx/trace.h"
+#include "tests/embedded.h"
 #include "tools/support/trace_render.h"
 
 namespace tr = flashptx::trace;
@@ -39,6 +48,21 @@ std::vector<uint64_t> synthetic() {
             {8, tr::kQKDone, 0}, {8, tr::kTokenPass, 2}, {10, tr::kTileEnd, 1}});
   return buf;
 }
+
+const char* const kTraceGz = "tools/trace/h200-d128-s8192-b2-h16.json.gz";
+const char* const kTraceSummary = "tools/trace/h200-d128-s8192-summary.txt";
+
+// A file in a scratch folder, removed at the end of the scope.
+struct ScratchFile {
+  std::filesystem::path path;
+  explicit ScratchFile(const std::string& name, std::string_view bytes) {
+    static int n = 0;
+    path = std::filesystem::temp_directory_path() /
+           ("flashptx-trace-" + std::to_string(getpid()) + "-" + std::to_string(n++) + "-" + name);
+    std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  ~ScratchFile() { std::error_code ec; std::filesystem::remove(path, ec); }
+};
 
 const Span* find(const Timeline& tl, int lane, Kind k) {
   for (const auto& s : tl.spans)
@@ -155,6 +179,80 @@ TEST_CASE("an overflowing lane keeps kMaxRecords records; an unclosed span is ma
   const Span* qk = find(tl, 1, Kind::kQK);
   REQUIRE(qk);
   CHECK(qk->open);
+}
+
+TEST_CASE("the committed H200 trace re-renders from its .json.gz, with the committed summary's numbers") {
+  const std::string_view gz = flashptx_test::embedded_file(kTraceGz);
+  const std::string_view committed = flashptx_test::embedded_file(kTraceSummary);
+  REQUIRE_MESSAGE(gz.size() > 2, kTraceGz << " is not embedded in this binary (the Makefile's EMBED_FILES)");
+  REQUIRE(!committed.empty());
+  const ScratchFile file("h200.json.gz", gz);
+  std::string text, err;
+  REQUIRE_MESSAGE(read_trace_file(file.path.string(), &text, &err), err);
+  CHECK(text.rfind("{", 0) == 0);
+  RawTrace raw;
+  REQUIRE_MESSAGE(from_json(text, &raw, &err), err);
+  CHECK(raw.shape == "b2 s8192 h16/16 d128 bf16 non-causal (clock axis at 1980 MHz)");
+  // The committed summary (and the README's numbers) are CTA 0's: `--cta 1`.
+  std::erase_if(raw.lanes, [](const Lane& l) { return l.cta >= 1; });
+  REQUIRE(raw.lanes.size() == 3);
+  const Timeline tl = build_timeline(raw);
+  const std::string summary = summary_text(summarize(tl));
+  int rows = 0;
+  std::istringstream in{std::string(committed)};
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("0    ", 0) == 0) {  // "0    0             650.22     68.7 ..." : CTA 0's consumers
+      ++rows;
+      CHECK_MESSAGE(summary.find(line + "\n") != std::string::npos, "committed: " << line << "\nnow:\n" << summary);
+    }
+  CHECK(rows == 2);
+  const std::string svg = render_svg(tl, raw.shape);
+  CHECK(svg.rfind("<svg", 0) == 0);
+  CHECK(svg.find("CTA 0 consumer 1") != std::string::npos);
+}
+
+// Counted as skipped (doctest's skip decorator, decided at start-up) where the binaries run without
+// their source tree; the embedded copy is checked above in any case.
+bool no_source_tree() { return !std::filesystem::exists(std::string(FLASHPTX_ROOT) + "/" + kTraceGz); }
+
+TEST_CASE("the committed trace in the source tree is the embedded one (skipped without the source tree)" *
+          doctest::skip(no_source_tree())) {
+  const std::string path = std::string(FLASHPTX_ROOT) + "/" + kTraceGz;
+  std::string from_tree, from_binary, err;
+  REQUIRE_MESSAGE(read_trace_file(path, &from_tree, &err), err);
+  const ScratchFile file("embedded.json.gz", flashptx_test::embedded_file(kTraceGz));
+  REQUIRE_MESSAGE(read_trace_file(file.path.string(), &from_binary, &err), err);
+  CHECK(from_tree == from_binary);
+}
+
+TEST_CASE("trace files: plain JSON as is; a damaged gzip, a missing gzip program, a missing file named") {
+  std::string text, err;
+  {
+    const ScratchFile plain("plain.json", "{\"format\": \"flashptx-trace-v1\"}\n");
+    REQUIRE_MESSAGE(read_trace_file(plain.path.string(), &text, &err), err);
+    CHECK(text == "{\"format\": \"flashptx-trace-v1\"}\n");
+  }
+  const std::string_view gz = flashptx_test::embedded_file(kTraceGz);
+  REQUIRE(gz.size() > 1000);
+  {
+    const ScratchFile truncated("truncated.json.gz", gz.substr(0, 1000));
+    CHECK_FALSE(read_trace_file(truncated.path.string(), &text, &err));
+    CHECK(err.find("gzip could not decompress " + truncated.path.string()) != std::string::npos);
+    CHECK(text.empty());
+  }
+  {
+    const ScratchFile whole("whole.json.gz", gz);
+    const char* old = std::getenv("PATH");
+    const std::string saved = old ? old : "";
+    setenv("PATH", "/nonexistent-flashptx-test", 1);
+    const bool ok = read_trace_file(whole.path.string(), &text, &err);
+    setenv("PATH", saved.c_str(), 1);
+    CHECK_FALSE(ok);
+    CHECK(err == whole.path.string() + " is gzip-compressed and reading it needs the gzip program, which is not on "
+                                       "PATH (or decompress it first: gzip -dk " + whole.path.string() + ")");
+  }
+  CHECK_FALSE(read_trace_file("/nonexistent/trace.json", &text, &err));
+  CHECK(err == "cannot read /nonexistent/trace.json");
 }
 
 }  // TEST_SUITE

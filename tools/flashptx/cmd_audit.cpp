@@ -1,48 +1,53 @@
 // `flashptx audit`: the golden-SASS audit of the built kernels (tools/sass/audit.h), and the
 // summary table that `flashptx` prints when there is no GPU.
 //
-//   flashptx audit [--golden-dir DIR] [--list FILE] [--arch sm_90a|sm_100a] [--kernel SUBSTR]
-//                  [--regenerate] [--summary]
-// Exit status: 0 when every kernel passes, 1 on any failure, 2 on a usage error.
+//   flashptx audit [--arch sm_90a|sm_100a] [--kernel SUBSTR] [--summary] [--regenerate]
+//                  [--golden-dir DIR] [--list FILE]
+// Exit status: 0 when every kernel passes; 1 on a failure, or when the audit cannot run here (no
+// disassembler, no build: one line says which); 2 on a usage error, including a --kernel or --arch
+// filter that selects no built kernel.
 #include <cstdio>
-#include <cstring>
 #include <iostream>
 #include <string>
 
 #include "tools/flashptx/commands.h"
 #include "tools/sass/audit.h"
 
-namespace {
+namespace flashptx::cli {
 
-int usage() {
-  std::fprintf(stderr,
-               "usage: flashptx audit [--golden-dir DIR] [--list FILE] [--arch sm_90a|sm_100a]\n"
-               "                      [--kernel SUBSTR] [--regenerate] [--summary]\n"
-               "  compares the normalised SASS of every built kernel with sass_golden/<arch>/<kernel>.sass,\n"
-               "  runs the ordering checks of <kernel>.check, fails on spills or local memory.\n"
-               "  --regenerate rewrites the .sass goldens from the current build (never the .check files).\n");
-  return 2;
+Parsed parse_audit_args(int argc, const char* const* argv, AuditArgs* a) {
+  *a = AuditArgs();
+  Options o("audit", "flashptx audit [options]",
+            "Compares the normalised SASS of every built kernel with sass_golden/<arch>/<kernel>.sass,\n"
+            "runs the ordering checks of <kernel>.check, and fails on spills or local memory.");
+  o.text("--arch", &a->opt.arch, {"sm_90a", "sm_100a"}, "only the kernels of one architecture")
+      .text("--kernel", &a->opt.kernel, {}, "only the kernels whose name contains SUBSTR", "SUBSTR")
+      .flag("--summary", &a->summary, "one line per kernel and the verdict (no notes, no diffs)")
+      .flag("--regenerate", &a->opt.regenerate,
+            "rewrite the .sass goldens from the current build (never the\n"
+            ".check files); commit them alone, saying why the order changed")
+      .text("--golden-dir", &a->opt.golden_dir, {}, "the goldens (default: sass_golden/ of the source tree)", "DIR")
+      .text("--list", &a->opt.list_file, {}, "the build's audit list (default: build/audit_objects.txt)", "FILE");
+  return o.parse(argc, argv);
 }
 
-}  // namespace
+}  // namespace flashptx::cli
 
 int cmd_audit(int argc, char** argv) {
-  flashptx::sass::AuditOptions opt;
-  bool summary = false;
-  for (int i = 0; i < argc; ++i) {
-    const std::string a = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (a == "--golden-dir" && has_value) opt.golden_dir = argv[++i];
-    else if (a == "--list" && has_value) opt.list_file = argv[++i];
-    else if (a == "--arch" && has_value) opt.arch = argv[++i];
-    else if (a == "--kernel" && has_value) opt.kernel = argv[++i];
-    else if (a == "--regenerate") opt.regenerate = true;
-    else if (a == "--summary") summary = true;
-    else return usage();
+  using namespace flashptx::cli;
+  AuditArgs a;
+  const Parsed p = parse_audit_args(argc, argv, &a);
+  if (!p.run()) return finish(p);
+  const flashptx::sass::AuditReport r = flashptx::sass::run_audit(a.opt);
+  if (r.cannot_run) {
+    std::fprintf(stderr, "flashptx audit: cannot run: %s\n", r.errors.front().c_str());
+    return 1;
   }
-  if (!opt.arch.empty() && opt.arch != "sm_90a" && opt.arch != "sm_100a") return usage();
-  const flashptx::sass::AuditReport r = flashptx::sass::run_audit(opt);
-  flashptx::sass::print_report(r, summary, std::cout);
+  if (r.matched_nothing) {
+    std::fprintf(stderr, "flashptx audit: %s\n", r.errors.back().c_str());
+    return 2;
+  }
+  flashptx::sass::print_report(r, a.summary, std::cout);
   return r.ok() ? 0 : 1;
 }
 

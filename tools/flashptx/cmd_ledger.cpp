@@ -3,6 +3,7 @@
 //   flashptx ledger            every registered table, by spec section (0x02, 0x03, ...)
 //   flashptx ledger 0x03       the tables of one section (also "03", "3", "0x3")
 //   flashptx ledger --list     section, title, one line each
+// A SECTION that is not a section id, or names no table, is an error (exit 2).
 //
 // Each model registers its printers with FLASHPTX_LEDGER (src/models/ledger.h); nothing here knows
 // the models by name. Sections print in ascending spec order; tables within a section in the order
@@ -46,42 +47,47 @@ void print_one(const LedgerSection& s) {
   std::printf("\n");
 }
 
-int usage() {
-  std::fprintf(stderr, "usage: flashptx ledger [SECTION | --list]\n"
-                       "  SECTION  a spec section id such as 0x03; prints only its tables\n"
-                       "  --list   one line per table: section and title\n");
-  return 2;
-}
-
 }  // namespace
 
+namespace flashptx::cli {
+
+Parsed parse_ledger_args(int argc, const char* const* argv, LedgerArgs* a) {
+  *a = LedgerArgs();
+  Options o("ledger", "flashptx ledger [SECTION] [--list]",
+            "The spec's protocol tables, computed by the models in src/models/, by spec section.");
+  o.positional("SECTION", &a->section, "a section id such as 0x03 (also 03, 3): only its tables")
+      .flag("--list", &a->list, "one line per table: section and title");
+  const Parsed p = o.parse(argc, argv);
+  if (!p.run() || a->section.empty()) return p;
+  const long want = section_number(a->section.c_str());
+  if (want < 0) return o.error("'" + a->section + "' is not a section id (such as 0x03)");
+  for (const LedgerSection& s : flashptx::models::ledger_registry())
+    if (section_number(s.section) == want) return p;
+  return o.error("no table for section " + a->section + " (flashptx ledger --list lists them)");
+}
+
+}  // namespace flashptx::cli
+
 int cmd_ledger(int argc, char** argv) {
+  using namespace flashptx::cli;
+  LedgerArgs a;
+  const Parsed p = parse_ledger_args(argc, argv, &a);
+  if (!p.run()) return finish(p);
   const std::vector<LedgerSection> all = sorted_sections();
   if (all.empty()) {
     std::printf("flashptx ledger: no model registered a table\n");
     return 1;
   }
-  if (argc == 0) {
-    std::printf("flashptx ledger: %zu tables from the protocol models; section ids follow the spec "
-                "(shared/seed/000_ef2f13dec32d4c62.txt)\n\n", all.size());
-    for (const LedgerSection& s : all) print_one(s);
+  const long want = a.section.empty() ? -1 : section_number(a.section.c_str());
+  if (a.list) {
+    for (const LedgerSection& s : all)
+      if (want < 0 || section_number(s.section) == want) std::printf("%-5s %s\n", s.section, s.title);
     return 0;
   }
-  if (argc > 1) return usage();
-  const char* a = argv[0];
-  if (!std::strcmp(a, "--list") || !std::strcmp(a, "-l")) {
-    for (const LedgerSection& s : all) std::printf("%-5s %s\n", s.section, s.title);
-    return 0;
-  }
-  if (!std::strcmp(a, "--help") || !std::strcmp(a, "-h")) { usage(); return 0; }
-  const long want = section_number(a);
-  if (want < 0) return usage();
-  int n = 0;
+  if (want < 0)
+    std::printf("flashptx ledger: %zu tables from the protocol models, by spec section (0x02, 0x03, ...)\n\n",
+                all.size());
   for (const LedgerSection& s : all)
-    if (section_number(s.section) == want) { print_one(s); ++n; }
-  if (!n) {
-    std::fprintf(stderr, "flashptx ledger: no table for section %s; `flashptx ledger --list` lists them\n", a);
-    return 1;
-  }
+    if (want < 0 || section_number(s.section) == want) print_one(s);
   return 0;
 }

@@ -2,39 +2,47 @@
 // With a Hopper GPU: the flagship FA3 forward (bf16, head dim 128, batch 2 x seqlen 8192 x 16 heads
 // unless options say otherwise), its error against the fp64 reference on sampled rows and against
 // the GPU reference on every element, and its TFLOP/s (the `flashptx bench` path, one shape).
-// Without one: says so, and prints the audit summary of the built kernels.
-#include <cuda_runtime_api.h>
-
+// Without one: says why in one line, and prints the audit summary of the built kernels.
+// The options are checked first, GPU or not.
 #include <cstdio>
 #include <string>
-#include <vector>
 
 #include "tools/flashptx/commands.h"
+#include "tools/flashptx/device.h"
+
+namespace flashptx::cli {
+
+std::string main_help() {
+  return "usage: flashptx [COMMAND] [options]      (flashptx COMMAND --help: the command's options)\n"
+         "  (none), run  the flagship FA3 forward on a default shape when a Hopper GPU is present\n"
+         "               (error against the fp64 reference, TFLOP/s); otherwise say why and print\n"
+         "               the audit summary of the built kernels. run takes the options of bench\n"
+         "  audit        golden-SASS audit of every built kernel (--regenerate rewrites the goldens)\n"
+         "  ledger       the spec's protocol tables, computed by the models in src/models/\n"
+         "  bench        time the forward on a shape or a named grid (--grid fa3-grid), with a\n"
+         "               forced kernel or schedule if asked; JSON manifest\n"
+         "  trace        measured pipeline timeline of the instrumented forward kernel, as SVG;\n"
+         "               --from-json re-renders a saved trace without a GPU\n";
+}
+
+}  // namespace flashptx::cli
 
 int cmd_run(int argc, char** argv) {
-  int n = 0, major = 0, minor = 0;
-  cudaError_t e = cudaGetDeviceCount(&n);
-  if (e == cudaSuccess && n > 0) {
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
-    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
-  } else {
-    cudaGetLastError();
+  using namespace flashptx::cli;
+  BenchArgs a;
+  const Parsed p = parse_bench_args("run", argc, argv, &a);
+  if (!p.run()) return finish(p);
+  if (a.direction == "bwd") {
+    std::fprintf(stderr, "flashptx run: the backward is not in this build yet\n");
+    return 2;
   }
-  if (major == 9 && minor == 0) {
-    std::vector<std::string> args = {"--batch", "2", "--seqlen", "8192", "--heads", "16", "--hdim", "128",
-                                     "--dtype", "bf16", "--out", "flashptx-run.json"};
-    for (int i = 0; i < argc; ++i) args.push_back(argv[i]);
-    std::vector<char*> av;
-    for (std::string& s : args) av.push_back(&s[0]);
-    std::printf("flashptx: flagship FA3 forward on the Hopper GPU (use `flashptx bench --help` for shapes)\n");
-    return cmd_bench(static_cast<int>(av.size()), av.data());
+  const Gpu g = probe_gpu();
+  if (g.hopper) {
+    std::printf("flashptx: flagship FA3 forward on %s (`flashptx run --help` for the options)\n", g.name.c_str());
+    return run_bench(a);
   }
-  if (e != cudaSuccess || n == 0)
-    std::printf("flashptx: no CUDA device here (%s); the kernels are compiled and audited, not run.\n",
-                e != cudaSuccess ? cudaGetErrorString(e) : "no device");
-  else
-    std::printf("flashptx: device 0 is sm_%d%d, not Hopper sm_90: the forward kernels do not run on it.\n", major,
-                minor);
+  std::printf("flashptx: %s. The kernels are compiled and audited here, not run.\n", g.why.c_str());
+  if (argc > 0) std::printf("(the options given are for the GPU run; nothing else uses them)\n");
   std::printf("Audit summary of the built kernels (flashptx audit for the full check):\n\n");
   return print_audit_summary();
 }

@@ -1,10 +1,12 @@
-// `flashptx trace`: the measured pipeline timeline of the instrumented forward kernel (issue 4).
+// `flashptx trace`: the measured pipeline timeline of the instrumented forward kernel.
 //
 // With a GPU: launches the traced kernel (fa3_fwd_sm90_bf16_d128_trace, through src/internal.h) once on random inputs after one
 // untraced warm-up call, reads the trace buffer back, writes the raw trace as JSON (--json), the
 // SVG Gantt chart (--out) and prints the per-consumer summary. It also compares the traced call's
 // output with the simple GPU reference, so a trace of a wrong kernel does not pass unnoticed.
-// Without a GPU: `--from-json FILE` re-renders a saved raw trace.
+// Without a GPU: `--from-json FILE` re-renders a saved raw trace (plain or gzip-compressed JSON).
+// Every option is checked first (parse_trace_args: no CUDA call): the shape as the library
+// validates it, for the traced kernel of the kernel table.
 // What it shows: the order and overlap of protocol events in the traced CTAs of one launch, on one
 // SM clock. What it does not prove: that untraced builds time the same (stamps cost a few cycles
 // and a global store each), or that other CTAs behave like the traced ones.
@@ -15,21 +17,21 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "flashptx.h"
 #include "flashptx/trace.h"
+#include "src/internal.h"
+#include "src/kernels.h"
+#include "src/plan.h"
+#include "src/validate.h"
+#include "tools/flashptx/commands.h"
+#include "tools/flashptx/device.h"
 #include "tools/support/dtype.h"
 #include "tools/support/gpu_reference.h"
-#include "src/internal.h"
 #include "tools/support/trace_render.h"
-#include "tools/flashptx/commands.h"
-
-// The traced kernel is a row of the kernel table like any other: selected by name through the
-// library's internal API (src/internal.h), with the trace buffer it needs.
-constexpr const char* kTracedKernel = "fa3_fwd_sm90_bf16_d128_trace";
 
 using namespace flashptx;
 namespace tr = flashptx::trace;
@@ -37,13 +39,13 @@ namespace rd = flashptx::trace_render;
 
 namespace {
 
-int usage() {
-  std::fprintf(stderr,
-      "usage: flashptx trace [--hdim 128] [--seqlen 8192] [--batch 1] [--heads 16] [--heads-kv H]\n"
-      "                      [--dtype bf16|fp16] [--causal] [--cta N (render the first N traced CTAs)]\n"
-      "                      [--out trace.svg] [--json trace.json]\n"
-      "       flashptx trace --from-json trace.json [--out trace.svg] [--cta N] [--window-us T0 T1]\n");
-  return 2;
+// The traced kernels are rows of the kernel table like any other, selected by name through the
+// library's internal API (src/internal.h), with the trace buffer they need.
+const KernelEntry* traced_kernel(int64_t hdim, const std::string& dtype) {
+  for (const KernelEntry& k : kernel_table())
+    if (k.family == Family::kFa3FwdTraced && k.head_dim == hdim && (k.dtype == FLASHPTX_FP16) == (dtype == "fp16"))
+      return &k;
+  return nullptr;
 }
 
 bool write_file(const std::string& path, const std::string& text) {
@@ -73,24 +75,23 @@ rd::Timeline window(const rd::Timeline& tl, double t0, double t1) {
   return w;
 }
 
-double g_window_t0 = 0, g_window_t1 = 0;  // --window-us; both 0: the whole run
-
-int render(rd::RawTrace raw, int ctas, const std::string& out) {
+int render(rd::RawTrace raw, int ctas, const std::string& out, const std::vector<double>& window_us) {
   if (ctas > 0)
     raw.lanes.erase(std::remove_if(raw.lanes.begin(), raw.lanes.end(), [&](const rd::Lane& l) { return l.cta >= ctas; }),
                     raw.lanes.end());
-  if (raw.lanes.empty()) { std::fprintf(stderr, "trace: no stamped lanes (was the kernel built with -DFLASHPTX_TRACE=1?)\n"); return 1; }
+  if (raw.lanes.empty()) { std::fprintf(stderr, "flashptx trace: no stamped lanes (was the kernel built with -DFLASHPTX_TRACE=1?)\n"); return 1; }
   for (const auto& l : raw.lanes)
     if (l.count > l.records.size())
-      std::fprintf(stderr, "trace: CTA %d lane %d stamped %llu records, kept %zu\n", l.cta, l.lane,
+      std::fprintf(stderr, "flashptx trace: CTA %d lane %d stamped %llu records, kept %zu\n", l.cta, l.lane,
                    static_cast<unsigned long long>(l.count), l.records.size());
   const rd::Timeline tl = rd::build_timeline(raw);
   const std::string title = "flashptx FA3 forward pipeline trace: " + raw.shape;
+  const double g_window_t0 = window_us.empty() ? 0 : window_us[0], g_window_t1 = window_us.empty() ? 0 : window_us[1];
   const bool windowed = g_window_t1 > g_window_t0;
   const std::string wtitle = windowed ? title + " (window " + std::to_string(static_cast<int>(g_window_t0)) + "-" +
                                             std::to_string(static_cast<int>(g_window_t1)) + " us)"
                                       : title;
-  if (!write_file(out, rd::render_svg(windowed ? window(tl, g_window_t0, g_window_t1) : tl, wtitle))) { std::fprintf(stderr, "trace: cannot write %s\n", out.c_str()); return 1; }
+  if (!write_file(out, rd::render_svg(windowed ? window(tl, g_window_t0, g_window_t1) : tl, wtitle))) { std::fprintf(stderr, "flashptx trace: cannot write %s\n", out.c_str()); return 1; }
   std::printf("%s\n", raw.shape.c_str());
   std::printf("%s", rd::summary_text(rd::summarize(tl)).c_str());
   if (tl.unmatched_ends) std::printf("(%d end stamps had no begin)\n", tl.unmatched_ends);
@@ -100,48 +101,98 @@ int render(rd::RawTrace raw, int ctas, const std::string& out) {
 
 }  // namespace
 
-int cmd_trace(int argc, char** argv) {
-  int64_t hdim = 128, seqlen = 8192, batch = 1, heads = 16, heads_kv = -1;
-  bool causal = false;
-  int ctas = 0;
-  std::string dtype = "bf16", out = "trace.svg", json_out = "trace.json", from;
-  for (int i = 0; i < argc; ++i) {
-    const std::string a = argv[i];
-    const bool has = i + 1 < argc;
-    if (a == "--hdim" && has) hdim = std::atoll(argv[++i]);
-    else if (a == "--seqlen" && has) seqlen = std::atoll(argv[++i]);
-    else if (a == "--batch" && has) batch = std::atoll(argv[++i]);
-    else if (a == "--heads" && has) heads = std::atoll(argv[++i]);
-    else if (a == "--heads-kv" && has) heads_kv = std::atoll(argv[++i]);
-    else if (a == "--dtype" && has) dtype = argv[++i];
-    else if (a == "--causal") causal = true;
-    else if (a == "--cta" && has) ctas = std::atoi(argv[++i]);
-    else if (a == "--out" && has) out = argv[++i];
-    else if (a == "--json" && has) json_out = argv[++i];
-    else if (a == "--from-json" && has) from = argv[++i];
-    else if (a == "--window-us" && i + 2 < argc) { g_window_t0 = std::atof(argv[++i]); g_window_t1 = std::atof(argv[++i]); }
-    else if (a == "--help" || a == "-h") { usage(); return 0; }
-    else { std::fprintf(stderr, "trace: unknown option '%s'\n", a.c_str()); return usage(); }
+namespace flashptx::cli {
+
+Parsed parse_trace_args(int argc, const char* const* argv, TraceArgs* a) {
+  constexpr int64_t kAny = std::numeric_limits<int64_t>::max();
+  *a = TraceArgs();
+  std::vector<int64_t> hdims;
+  std::vector<std::string> dtypes;
+  for (const KernelEntry& k : kernel_table())
+    if (k.family == Family::kFa3FwdTraced) {
+      if (std::find(hdims.begin(), hdims.end(), k.head_dim) == hdims.end()) hdims.push_back(k.head_dim);
+      const std::string t = k.dtype == FLASHPTX_FP16 ? "fp16" : "bf16";
+      if (std::find(dtypes.begin(), dtypes.end(), t) == dtypes.end()) dtypes.push_back(t);
+    }
+  Options o("trace",
+            "flashptx trace [shape options] [--cta N] [--out trace.svg] [--json trace.json]\n"
+            "       flashptx trace --from-json FILE [--out trace.svg] [--cta N] [--window-us T0 T1]",
+            "The measured pipeline timeline of the instrumented forward kernel (one launch on the GPU),\n"
+            "as an SVG Gantt chart, the raw trace as JSON, and a per-consumer summary; or the same\n"
+            "from a saved raw trace (plain or gzip-compressed JSON), without a GPU.");
+  o.group("GPU run (the traced kernels: " + std::to_string(hdims.size()) + " of the kernel table)")
+      .integer_of("--hdim", &a->hdim, hdims, "head dimension (a traced kernel's)")
+      .integer("--seqlen", &a->seqlen, 1, kAny, "query and key length (default 8192)")
+      .integer("--batch", &a->batch, 1, kAny, "batch size (default 1)")
+      .integer("--heads", &a->heads, 1, 65535, "query heads (default 16)")
+      .integer("--heads-kv", &a->heads_kv, 1, 65535, "key/value heads (default: --heads)")
+      .text("--dtype", &a->dtype, dtypes, "element type (a traced kernel's)")
+      .flag("--causal", &a->causal, "causal mask")
+      .text("--json", &a->json_out, {}, "the raw trace written (default trace.json)", "FILE")
+      .group("rendering")
+      .text("--from-json", &a->from_json, {}, "render this saved raw trace instead of running the GPU", "FILE")
+      .integer("--cta", &a->ctas, 0, trace::kMaxCtas,
+               "render only the first N traced CTAs (0, the default: all " + std::to_string(trace::kMaxCtas) + ")")
+      .reals("--window-us", &a->window_us, 2, 0, 1e9, "the SVG shows only this window (us from the first stamp)",
+             "T0 T1")
+      .text("--out", &a->out, {}, "the SVG written (default trace.svg)", "FILE");
+  const Parsed p = o.parse(argc, argv);
+  if (!p.run()) return p;
+  if (!a->window_us.empty() && !(a->window_us[1] > a->window_us[0]))
+    return o.error("--window-us needs T0 < T1");
+  if (!a->from_json.empty()) {
+    for (const char* gpu_opt : {"--hdim", "--seqlen", "--batch", "--heads", "--heads-kv", "--dtype", "--causal", "--json"})
+      if (o.given(gpu_opt))
+        return o.error(std::string(gpu_opt) + " is for a GPU run; with --from-json the trace is the file's");
+    return p;
   }
-  if (heads_kv <= 0) heads_kv = heads;
+  if (a->heads_kv == 0) a->heads_kv = a->heads;
+  if (a->heads % a->heads_kv != 0)
+    return o.error("--heads " + std::to_string(a->heads) + " is not a multiple of --heads-kv " +
+                   std::to_string(a->heads_kv));
+  // The shape as the library will check it, for the traced kernel (stand-in pointers, no CUDA call).
+  const KernelEntry* k = traced_kernel(a->hdim, a->dtype);
+  if (k == nullptr) return o.error("no traced kernel for --hdim " + std::to_string(a->hdim) + " --dtype " + a->dtype);
+  alignas(16) static unsigned char stand_in[4][16];
+  static uint64_t stand_in_trace[1];
+  flashptx_fwd_params fp;
+  flashptx_fwd_params_contiguous(&fp, stand_in[0], stand_in[1], stand_in[2], stand_in[3], nullptr, a->batch, a->seqlen,
+                                 a->seqlen, a->heads, a->heads_kv, a->hdim,
+                                 a->dtype == "fp16" ? FLASHPTX_FP16 : FLASHPTX_BF16, a->causal ? 1 : 0);
+  FwdOptions fo;
+  fo.kernel = k->name;
+  fo.trace = stand_in_trace;
+  std::string msg;
+  FwdPlan plan;
+  if (validate_fwd(fp, &msg) != FLASHPTX_OK || plan_fwd(fp, fo, Device{0, 90, 132}, &plan, &msg) != FLASHPTX_OK)
+    return o.error(msg);
+  return p;
+}
+
+}  // namespace flashptx::cli
+
+int cmd_trace(int argc, char** argv) {
+  cli::TraceArgs a;
+  const cli::Parsed parsed = cli::parse_trace_args(argc, argv, &a);
+  if (!parsed.run()) return cli::finish(parsed);
+  const int64_t hdim = a.hdim, seqlen = a.seqlen, batch = a.batch, heads = a.heads, heads_kv = a.heads_kv;
+  const bool causal = a.causal;
+  const int ctas = static_cast<int>(a.ctas);
+  const std::string &dtype = a.dtype, &out = a.out, &json_out = a.json_out, &from = a.from_json;
 
   if (!from.empty()) {
-    std::ifstream f(from);
-    if (!f) { std::fprintf(stderr, "trace: cannot read %s\n", from.c_str()); return 1; }
-    std::stringstream ss;
-    ss << f.rdbuf();
+    std::string text, err;
+    if (!rd::read_trace_file(from, &text, &err)) { std::fprintf(stderr, "flashptx trace: %s\n", err.c_str()); return 1; }
     rd::RawTrace raw;
-    std::string err;
-    if (!rd::from_json(ss.str(), &raw, &err)) { std::fprintf(stderr, "trace: %s: %s\n", from.c_str(), err.c_str()); return 1; }
-    return render(raw, ctas, out);
+    if (!rd::from_json(text, &raw, &err)) { std::fprintf(stderr, "flashptx trace: %s: %s\n", from.c_str(), err.c_str()); return 1; }
+    return render(raw, ctas, out, a.window_us);
   }
 
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-    std::fprintf(stderr, "trace: no CUDA device; use --from-json FILE to render a saved trace\n");
+  const cli::Gpu g = cli::probe_gpu();
+  if (!g.hopper) {
+    std::fprintf(stderr, "flashptx trace: %s; `flashptx trace --from-json FILE` renders a saved trace\n", g.why.c_str());
     return 1;
   }
-  if (dtype != "bf16" && dtype != "fp16") return usage();
   const flashptx_dtype dt = dtype == "fp16" ? FLASHPTX_FP16 : FLASHPTX_BF16;
   const int64_t nq = batch * seqlen * heads * hdim, nkv = batch * seqlen * heads_kv * hdim;
   void *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr;
@@ -149,7 +200,7 @@ int cmd_trace(int argc, char** argv) {
   float* ro = nullptr;
   int rc = 1;
   auto ck = [](cudaError_t e, const char* what) {
-    if (e != cudaSuccess) std::fprintf(stderr, "trace: %s: %s\n", what, cudaGetErrorString(e));
+    if (e != cudaSuccess) std::fprintf(stderr, "flashptx trace: %s: %s\n", what, cudaGetErrorString(e));
     return e == cudaSuccess;
   };
   do {
@@ -165,14 +216,14 @@ int cmd_trace(int argc, char** argv) {
     flashptx_fwd_params_contiguous(&p, q, k, v, o, nullptr, batch, seqlen, seqlen, heads, heads_kv, hdim, dt, causal);
     // one untraced call first: module load and clocks ramp outside the trace
     flashptx_status st = flashptx_fwd(&p, 0);
-    if (st != FLASHPTX_OK) { std::fprintf(stderr, "trace: flashptx_fwd: %s: %s\n", flashptx_status_name(st), flashptx_last_error()); break; }
+    if (st != FLASHPTX_OK) { std::fprintf(stderr, "flashptx trace: flashptx_fwd: %s: %s\n", flashptx_status_name(st), flashptx_last_error()); break; }
     if (!ck(cudaMemset(o, 0xff, 2 * nq), "poison o") || !ck(cudaMemset(tb, 0, sizeof(uint64_t) * tr::kWordsTotal), "zero trace"))
       break;
     FwdOptions traced;
-    traced.kernel = kTracedKernel;
+    traced.kernel = traced_kernel(hdim, dtype)->name;
     traced.trace = tb;
     st = flashptx::fwd(&p, traced, 0);
-    if (st != FLASHPTX_OK) { std::fprintf(stderr, "trace: traced forward: %s: %s\n", flashptx_status_name(st), flashptx_last_error()); break; }
+    if (st != FLASHPTX_OK) { std::fprintf(stderr, "flashptx trace: traced forward: %s: %s\n", flashptx_status_name(st), flashptx_last_error()); break; }
     if (!ck(cudaDeviceSynchronize(), "traced launch")) break;
     std::vector<uint64_t> words(tr::kWordsTotal);
     if (!ck(cudaMemcpy(words.data(), tb, sizeof(uint64_t) * tr::kWordsTotal, cudaMemcpyDeviceToHost), "copy trace")) break;
@@ -200,11 +251,11 @@ int cmd_trace(int argc, char** argv) {
                   static_cast<long long>(heads_kv), static_cast<long long>(hdim), dtype.c_str(),
                   causal ? "causal" : "non-causal", clk / 1000);
     const rd::RawTrace raw = rd::decode(words.data(), clk, shape);
-    if (!write_file(json_out, rd::to_json(raw))) { std::fprintf(stderr, "trace: cannot write %s\n", json_out.c_str()); break; }
+    if (!write_file(json_out, rd::to_json(raw))) { std::fprintf(stderr, "flashptx trace: cannot write %s\n", json_out.c_str()); break; }
     std::printf("traced output vs GPU fp32 reference: max |diff| = %.3e%s\n", err,
                 err < (dt == FLASHPTX_FP16 ? 4e-3 : 3e-2) ? "" : "  (LARGE: check the traced build)");
     std::printf("raw trace written to %s\n", json_out.c_str());
-    rc = render(raw, ctas, out);
+    rc = render(raw, ctas, out, a.window_us);
   } while (false);
   cudaFree(q); cudaFree(k); cudaFree(v); cudaFree(o); cudaFree(tb); cudaFree(ro);
   return rc;

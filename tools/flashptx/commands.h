@@ -1,5 +1,17 @@
 // The subcommands of the `flashptx` command line, one file each in tools/flashptx/.
+//
+// Each command first parses and validates its whole command line (parse_*_args: no CUDA call, no
+// disassembler, no file written), then works. The parse functions are what the host tests call
+// (tests/host/test_cli_options.cpp): they return kRun with the arguments filled, kHelp with the
+// help text, or kError with the message (options.h has the rules and the wording).
 #pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tools/flashptx/options.h"
+#include "tools/sass/audit.h"
+#include "tools/support/bench.h"
 
 int cmd_run(int argc, char** argv);     // no arguments: flagship forward on a default shape, or the audit summary
 int cmd_audit(int argc, char** argv);   // golden-SASS audit (tools/sass/)
@@ -10,3 +22,51 @@ int cmd_trace(int argc, char** argv);   // measured pipeline timeline (instrumen
 // Shared by `flashptx` (no arguments, no GPU) and `flashptx audit --summary`: per kernel, registers,
 // shared memory, spills and golden status. Implemented by the audit (tools/flashptx/cmd_audit.cpp).
 int print_audit_summary();
+
+namespace flashptx::cli {
+
+// `flashptx` itself: the list of commands (what `flashptx --help` prints).
+std::string main_help();
+
+// `flashptx bench` and `flashptx run` (the same options; run has the flagship's defaults and
+// writes flashptx-run.json unless --out says otherwise).
+struct BenchArgs {
+  std::vector<bench::Shape> shapes;  // what will be timed, after --grid / the shape options
+  std::string grid;
+  std::string kernel;                // a forward kernel of the kernel table; empty: the library's rule
+  std::string schedule = "auto";     // auto | one-per-tile | persistent
+  std::string direction = "fwd";     // fwd | bwd
+  int64_t reps = 0, warmup = 5, check_rows = 32;
+  double min_ms = 200, mem_cap_gb = 8;
+  bool gpu_ref = true, quiet = false;
+  std::string out;
+  std::string command_line;          // "flashptx bench ..." as given, for the manifest
+};
+// command: "bench" or "run".
+Parsed parse_bench_args(const std::string& command, int argc, const char* const* argv, BenchArgs* a);
+// Times a.shapes on the GPU (the GPU must be there: the caller checked).
+int run_bench(const BenchArgs& a);
+
+struct AuditArgs {
+  sass::AuditOptions opt;
+  bool summary = false;
+};
+Parsed parse_audit_args(int argc, const char* const* argv, AuditArgs* a);
+
+struct LedgerArgs {
+  std::string section;  // empty: every table
+  bool list = false;
+};
+Parsed parse_ledger_args(int argc, const char* const* argv, LedgerArgs* a);
+
+struct TraceArgs {
+  int64_t hdim = 128, seqlen = 8192, batch = 1, heads = 16, heads_kv = 0;  // heads_kv 0: = heads
+  std::string dtype = "bf16";
+  bool causal = false;
+  int64_t ctas = 0;  // render the first N traced CTAs; 0: all
+  std::string out = "trace.svg", json_out = "trace.json", from_json;
+  std::vector<double> window_us;  // empty, or {T0, T1}
+};
+Parsed parse_trace_args(int argc, const char* const* argv, TraceArgs* a);
+
+}  // namespace flashptx::cli

@@ -322,14 +322,31 @@ std::string golden_text(const KernelReport& k, const Toolchain& tc, const Listin
   return os.str();
 }
 
+bool disassembler_runs(const std::string& cuobjdump, std::string* why) {
+  std::error_code ec;
+  if (!fs::exists(cuobjdump, ec)) {
+    *why = "no disassembler at " + cuobjdump + " (make fetches it into .deps/; the audit needs it)";
+    return false;
+  }
+  std::string out;
+  if (run_command(quote(cuobjdump) + " --version", &out) != 0) {
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    *why = "the disassembler " + cuobjdump + " does not run: " + out;
+    return false;
+  }
+  return true;
+}
+
 AuditReport run_audit(const AuditOptions& opt) {
-  Audit a{opt, current_toolchain(opt.cuobjdump), {}, {}, {}};
   std::vector<std::pair<std::string, std::string>> entries;
   std::string why;
-  if (!read_audit_list(opt.list_file, &entries, &why)) {
-    a.report.errors.push_back(why);
-    return a.report;
+  if (!disassembler_runs(opt.cuobjdump, &why) || !read_audit_list(opt.list_file, &entries, &why)) {
+    AuditReport r;
+    r.errors.push_back(why);
+    r.cannot_run = true;
+    return r;
   }
+  Audit a{opt, current_toolchain(opt.cuobjdump), {}, {}, {}};
   a.report.notes.push_back("toolchain: nvcc " + a.tc.nvcc + "; ptxas " + a.tc.ptxas + "; " + a.tc.disassembler);
   std::set<std::string> archs;
   for (const auto& [arch, obj] : entries) {
@@ -338,10 +355,20 @@ AuditReport run_audit(const AuditOptions& opt) {
     a.object(arch, obj);
   }
   a.stale(archs);
+  if (a.report.kernels.empty() && (!opt.kernel.empty() || !opt.arch.empty())) {
+    a.report.matched_nothing = true;
+    a.report.errors.push_back(
+        "no built kernel matches" + (opt.kernel.empty() ? std::string() : " --kernel '" + opt.kernel + "'") +
+        (opt.arch.empty() ? std::string() : " --arch " + opt.arch));
+  }
   return a.report;
 }
 
 void print_report(const AuditReport& r, bool summary_only, std::ostream& os) {
+  if (r.cannot_run) {
+    os << "audit: cannot run: " << (r.errors.empty() ? std::string("?") : r.errors.front()) << "\n";
+    return;
+  }
   os << std::left << std::setw(44) << "kernel" << std::setw(9) << "arch" << std::setw(6) << "REG" << std::setw(8)
      << "SHARED" << std::setw(13) << "LOCAL/STACK" << std::setw(20) << "golden" << "check\n";
   for (const KernelReport& k : r.kernels) {
@@ -351,9 +378,11 @@ void print_report(const AuditReport& r, bool summary_only, std::ostream& os) {
        << (std::to_string(k.res.get("LOCAL")) + "/" + std::to_string(k.res.get("STACK"))) << std::setw(20)
        << k.golden << k.check << "\n";
   }
-  for (const std::string& n : r.notes) os << "note: " << n << "\n";
-  for (const KernelReport& k : r.kernels)
-    for (const std::string& n : k.notes) os << "note: " << k.name << " (" << k.arch << "): " << n << "\n";
+  if (!summary_only) {
+    for (const std::string& n : r.notes) os << "note: " << n << "\n";
+    for (const KernelReport& k : r.kernels)
+      for (const std::string& n : k.notes) os << "note: " << k.name << " (" << k.arch << "): " << n << "\n";
+  }
   for (const std::string& e : r.errors) os << "FAIL: " << e << "\n";
   for (const KernelReport& k : r.kernels) {
     for (const std::string& p : k.problems) os << "FAIL: " << p << "\n";
@@ -363,6 +392,7 @@ void print_report(const AuditReport& r, bool summary_only, std::ostream& os) {
   for (const KernelReport& k : r.kernels) failed += k.failed();
   os << "audit: " << r.kernels.size() << " kernels, " << failed << " failing, " << r.errors.size()
      << " other errors: " << (r.ok() ? "PASS" : "FAIL") << "\n";
+  if (summary_only && !r.ok()) os << "(flashptx audit prints the diffs and the notes)\n";
 }
 
 }  // namespace flashptx::sass

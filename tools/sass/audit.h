@@ -43,6 +43,8 @@ struct AuditReport {
   std::vector<KernelReport> kernels;
   std::vector<std::string> errors;  // failures not tied to one kernel
   std::vector<std::string> notes;   // stale goldens, skipped objects, the toolchain
+  bool cannot_run = false;          // no disassembler or no audit list: errors holds the one reason
+  bool matched_nothing = false;     // a --kernel / --arch filter selected no built kernel (an error)
   bool ok() const;
 };
 
@@ -51,6 +53,9 @@ struct Toolchain {
   std::string nvcc, ptxas, disassembler;
 };
 Toolchain current_toolchain(const std::string& cuobjdump);
+
+// Whether `cuobjdump` exists and runs; on false, *why is one line saying what is missing.
+bool disassembler_runs(const std::string& cuobjdump, std::string* why);
 
 // Runs a shell command, capturing stdout and stderr together; returns its exit status.
 int run_command(const std::string& cmd, std::string* output);
@@ -62,6 +67,7 @@ bool read_audit_list(const std::string& path, std::vector<std::pair<std::string,
 // The full text of a golden file for a kernel: header then listing.
 std::string golden_text(const KernelReport& k, const Toolchain& tc, const Listing& listing);
 
+// Without a disassembler or an audit list, one error saying so and nothing else (cannot_run).
 AuditReport run_audit(const AuditOptions& opt);
 
 // Whether the audit can run for `arch` ("sm_90a" or "sm_100a") here: the disassembler exists and
@@ -69,7 +75,9 @@ AuditReport run_audit(const AuditOptions& opt);
 // On false, *why says what is missing (the test runner prints it when it skips the audit suites).
 bool audit_available(const char* arch, std::string* why);
 
-// The per-kernel table; then, unless summary_only, each failure with its diff or check messages.
+// The full report: the per-kernel table, the notes, each failure with its diff or check messages,
+// and the closing "audit: N kernels, ..." line. summary_only: the table, one line per failure,
+// and the closing line (no notes, no diffs). A report that cannot_run prints its one reason.
 void print_report(const AuditReport& r, bool summary_only, std::ostream& os);
 
 }  // namespace flashptx::sass

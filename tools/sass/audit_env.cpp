@@ -2,7 +2,6 @@
 // the disassembler exists and runs, the build's audit list exists and names objects of that
 // architecture, and the disassembler decodes them (cuobjdump needs nvdisasm beside it or on PATH).
 // The test runner skips the audit_sm90* / audit_sm100* suites, with the reason, when it does not.
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -11,18 +10,9 @@
 namespace flashptx::sass {
 
 bool audit_available(const char* arch, std::string* why) {
-  namespace fs = std::filesystem;
   const AuditOptions opt;
-  std::error_code ec;
-  if (!fs::exists(opt.cuobjdump, ec)) {
-    *why = "no disassembler at " + opt.cuobjdump + " (make installs it)";
-    return false;
-  }
+  if (!disassembler_runs(opt.cuobjdump, why)) return false;
   std::string out;
-  if (run_command("'" + opt.cuobjdump + "' --version", &out) != 0) {
-    *why = "the disassembler " + opt.cuobjdump + " does not run: " + out;
-    return false;
-  }
   std::vector<std::pair<std::string, std::string>> entries;
   if (!read_audit_list(opt.list_file, &entries, why)) return false;
   bool any = false;

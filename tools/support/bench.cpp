@@ -1,4 +1,4 @@
-// Host side of `flashptx bench`: see src/bench.h.
+// Host side of `flashptx bench`: see tools/support/bench.h.
 #include "tools/support/bench.h"
 
 #include <algorithm>
@@ -106,6 +106,11 @@ std::string manifest_json(const Meta& m, const std::vector<Row>& rows) {
   w.kv("git_commit", m.git_commit).kv("git_dirty", m.git_dirty);
   w.end_object();
   w.kv("timing_protocol", m.timing_protocol).kv("warmup", m.warmup);
+  w.key("variant").begin_object();
+  w.key("kernel");
+  if (m.kernel_requested.empty()) w.null(); else w.value(m.kernel_requested);
+  w.kv("schedule", m.schedule_requested);
+  w.end_object();
   w.key("flop_numerators").begin_object();
   w.kv("fwd", "4*B*H*Sq*Sk*d, halved when causal (spec 0x0D, the papers' convention)");
   w.kv("fwd_useful", "4*B*H*valid_pairs*d, valid_pairs exact for the bottom-right causal mask");
@@ -130,7 +135,8 @@ std::string manifest_json(const Meta& m, const std::vector<Row>& rows) {
     w.kv("seqlen", s.seqlen_q).kv("heads", s.heads_q).kv("heads_kv", s.heads_kv).kv("hdim", s.head_dim);
     w.kv("dtype", s.dtype).kv("causal", s.causal).kv("mask", s.causal ? "causal_bottom_right" : "none");
     w.kv("kernel", r.kernel_symbol).kv("registers", r.registers).kv("shared_bytes", r.shared_bytes);
-    w.kv("threads", r.threads).kv("ctas", r.ctas).kv("buffer_sets", r.buffer_sets);
+    w.kv("schedule", r.schedule).kv("threads", r.threads).kv("ctas", r.ctas).kv("tiles", r.tiles);
+    w.kv("buffer_sets", r.buffer_sets);
     w.key("time_ms");
     write_stats(w, r.ms);
     w.kv("ms", r.ms.median);

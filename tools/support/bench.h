@@ -1,5 +1,5 @@
 // The host side of `flashptx bench` that needs no GPU: timing statistics, the named grids, and the
-// JSON manifest (issue 4). The CUDA part is tools/flashptx/cmd_bench.cpp.
+// JSON manifest. The CUDA part is tools/flashptx/cmd_bench.cpp.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -47,9 +47,12 @@ struct Row {
   double err_o_gpuref = -1;                    // max |out - gpu fp32 ref| over every element
   double err_lse_gpuref = -1;
   bool check_passed = true;
-  // kernel facts (flashptx_fwd_kernel_info)
+  // kernel facts (flashptx::fwd_kernel_info for the run's options: what launched)
   std::string kernel_symbol;
-  int registers = 0, shared_bytes = 0, threads = 0, ctas = 0;
+  std::string schedule;       // "one-per-tile" or "persistent" (the plan's, after "auto")
+  int registers = 0, shared_bytes = 0, threads = 0, ctas = 0;  // ctas: the grid
+  int64_t tiles = 0;          // work tiles the grid covers
+
 };
 
 struct Meta {
@@ -65,6 +68,8 @@ struct Meta {
   std::string command_line;
   std::string timing_protocol;  // prose: what was timed
   int warmup = 0;
+  // the variant options of the run (`flashptx bench --kernel --schedule`): "" / "auto" by default
+  std::string kernel_requested, schedule_requested = "auto";
   // one kernel record per distinct symbol seen in the rows
   struct Kernel { std::string symbol, sass_hash = "unknown"; int registers = 0, shared_bytes = 0, threads = 0; };
   std::vector<Kernel> kernels;

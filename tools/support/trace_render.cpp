@@ -1,11 +1,16 @@
-// Pipeline trace decoding, summary and SVG: see src/trace_render.h.
+// Pipeline trace decoding, summary and SVG: see tools/support/trace_render.h.
 #include "tools/support/trace_render.h"
+
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <tuple>
 
 #include "flashptx/trace.h"
@@ -89,6 +94,44 @@ bool from_json(const std::string& text, RawTrace* t, std::string* err) {
                            static_cast<uint32_t>(r.arr[2].num)});
     }
     t->lanes.push_back(std::move(l));
+  }
+  return true;
+}
+
+namespace {
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+}  // namespace
+
+bool read_trace_file(const std::string& path, std::string* text, std::string* err) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) { *err = "cannot read " + path; return false; }
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  *text = ss.str();
+  const bool gzip = text->size() >= 2 && static_cast<unsigned char>((*text)[0]) == 0x1f &&
+                    static_cast<unsigned char>((*text)[1]) == 0x8b;
+  if (!gzip) return true;
+  text->clear();
+  if (std::system("command -v gzip >/dev/null 2>&1") != 0) {
+    *err = path + " is gzip-compressed and reading it needs the gzip program, which is not on PATH "
+                  "(or decompress it first: gzip -dk " + path + ")";
+    return false;
+  }
+  FILE* p = popen(("gzip -dc -- " + shell_quote(path) + " 2>/dev/null").c_str(), "r");
+  if (!p) { *err = "cannot start gzip for " + path; return false; }
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) text->append(buf, n);
+  const int st = pclose(p);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    *err = "gzip could not decompress " + path + " (exit status " +
+           std::to_string(WIFEXITED(st) ? WEXITSTATUS(st) : -1) + "): a damaged or truncated file";
+    text->clear();
+    return false;
   }
   return true;
 }

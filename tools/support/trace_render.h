@@ -1,4 +1,4 @@
-// Decoding, summarising and rendering a pipeline trace (issue 4, `flashptx trace`). Host-only; the
+// Decoding, summarising and rendering a pipeline trace (`flashptx trace`). Host-only; the
 // buffer layout and event ids are include/flashptx/trace.h's.
 //
 // Time base: within a CTA every lane runs on one SM, so clock64 stamps are compared directly and
@@ -44,6 +44,11 @@ RawTrace decode(const uint64_t* words, double clock_khz, const std::string& shap
 // Raw traces as JSON, so they can be committed and re-rendered without a GPU.
 std::string to_json(const RawTrace& t);
 bool from_json(const std::string& text, RawTrace* t, std::string* err);
+
+// The text of a saved trace file, plain or gzip-compressed (recognised by its magic bytes, 1f 8b,
+// whatever its name; decompressed by the `gzip` program, so no library is needed to build). False
+// with *err saying why: the file cannot be read, gzip is not on PATH, or gzip fails on it.
+bool read_trace_file(const std::string& path, std::string* text, std::string* err);
 
 enum class Kind { kTmaK, kTmaV, kQK, kSoftmax, kPV, kToken, kEpilogue };
 const char* kind_name(Kind k);
