@@ -315,13 +315,20 @@ TEST_CASE("run and bench: the issue's cases are refused before any device work")
     CHECK(p.text.rfind("flashptx bench: --kernel must be one of fa3_fwd_sm90_bf16_d64_m128, ", 0) == 0);
     CHECK(p.text.find(std::string(", got '") + bad + "'\n") != std::string::npos);
   }
-  // The backward is parsed, and refused plainly until it lands.
-  REQUIRE(bench({"--direction", "bwd"}, &b).run());
+  // The backward: parsed; its shapes checked as flashptx_bwd will check them, before any device
+  // work; forward-only variant options refused.
+  REQUIRE(bench({"--direction", "bwd", "--deterministic"}, &b).run());
   CHECK(b.direction == "bwd");
-  const Run bwd = run_cmd(cmd_bench, {"--direction", "bwd"});
-  CHECK(bwd.rc == 2);
-  CHECK(bwd.out.empty());
-  CHECK(bwd.err == "flashptx bench: the backward is not in this build yet\n");
+  CHECK(b.deterministic);
+  Parsed q = bench({"--direction", "bwd", "--hdim", "256"}, &b);
+  CHECK(q.kind == Parsed::kError);
+  CHECK(q.text.find("backward: head_dim 256 is not one of the backward's 64, 128") != std::string::npos);
+  q = bench({"--direction", "bwd", "--schedule", "persistent"}, &b);
+  CHECK(q.kind == Parsed::kError);
+  CHECK(q.text.find("select forward variants") != std::string::npos);
+  q = bench({"--deterministic"}, &b);
+  CHECK(q.kind == Parsed::kError);
+  CHECK(q.text.find("--deterministic is a backward mode") != std::string::npos);
 }
 
 TEST_CASE("bench: shapes, variants and defaults as parsed") {

@@ -356,6 +356,21 @@ bool check_shape(const Shape& s, const FwdOptions& fo, std::string* err) {
   return true;
 }
 
+// The same for the backward (validate_bwd_shape, then plan_bwd).
+bool check_shape_bwd(const Shape& s, std::string* err) {
+  flashptx_bwd_params p;
+  flashptx_bwd_params_contiguous(&p, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                 s.batch, s.seqlen_q, s.seqlen_k, s.heads_q, s.heads_kv, s.head_dim,
+                                 s.dtype == "fp16" ? FLASHPTX_FP16 : FLASHPTX_BF16, s.causal ? 1 : 0);
+  std::string msg;
+  BwdPlan plan;
+  if (validate_bwd_shape(p, &msg) != FLASHPTX_OK || plan_bwd(p, BwdOptions{}, kNominalSm90, &plan, &msg) != FLASHPTX_OK) {
+    *err = s.label() + ": backward: " + msg;
+    return false;
+  }
+  return true;
+}
+
 FwdOptions fwd_options(const cli::BenchArgs& a) {
   FwdOptions fo;
   fo.kernel = a.kernel.empty() ? nullptr : a.kernel.c_str();
@@ -412,6 +427,7 @@ Parsed parse_bench_args(const std::string& command, int argc, const char* const*
             "auto: the rule; one CTA per tile; or min(tiles, SMs) CTAs\n"
             "looping over tiles")
       .text("--direction", &a->direction, {"fwd", "bwd"}, "forward (default) or backward")
+      .flag("--deterministic", &a->deterministic, "backward: the deterministic mode (bitwise reproducible)")
       .group("run")
       .integer("--reps", &a->reps, 0, 100000, "timed repetitions (default 0: >= 30 and >= --min-ms)")
       .real("--min-ms", &a->min_ms, 1, 1e6, "GPU time to aim for per shape (default 200)", "MS")
@@ -460,13 +476,178 @@ Parsed parse_bench_args(const std::string& command, int argc, const char* const*
     a->shapes = {one};
   }
 
-  const FwdOptions fo = fwd_options(*a);
-  for (const Shape& s : a->shapes) {
-    std::string err;
-    if (!check_shape(s, fo, &err)) return o.error(err);
+  if (a->direction == "bwd") {
+    if (!a->kernel.empty() || a->schedule != "auto")
+      return o.error("--kernel and --schedule select forward variants; the backward has one plan per head dim");
+    for (const Shape& s : a->shapes) {
+      std::string err;
+      if (!check_shape_bwd(s, &err)) return o.error(err);
+    }
+  } else {
+    if (a->deterministic) return o.error("--deterministic is a backward mode (--direction bwd)");
+    const FwdOptions fo = fwd_options(*a);
+    for (const Shape& s : a->shapes) {
+      std::string err;
+      if (!check_shape(s, fo, &err)) return o.error(err);
+    }
   }
   if (a->out.empty()) a->out = run ? "flashptx-run.json" : "bench-" + utc_now("%Y%m%dT%H%M%SZ") + ".json";
   return p;
+}
+
+// The backward of one shape: O and LSE from flashptx_fwd per input set (untimed), then flashptx_bwd
+// timed like the forward (CUDA events around each call, input sets rotated, cold L2). FLOPs are
+// 2.5 x the forward's. Correctness of set 0: every element of dQ, dK, dV against the fp32 GPU
+// reference backward (tools/support/gpu_reference.h), |g - ref| <= 2^-5 max|ref| + 1e-4 (the GPU
+// suite's large-shape bound); err_o_gpuref holds the largest error over the three gradients.
+void bench_shape_bwd(const cli::BenchArgs& opt, const Meta& meta, Row& row) {
+  const Shape& s = row.shape;
+  row.direction = "bwd";
+  const flashptx_dtype dt = s.dtype == "fp16" ? FLASHPTX_FP16 : FLASHPTX_BF16;
+  const int64_t nq = s.batch * s.seqlen_q * s.heads_q * s.head_dim;
+  const int64_t nkv = s.batch * s.seqlen_k * s.heads_kv * s.head_dim;
+  const int64_t nlse = s.batch * s.heads_q * s.seqlen_q;
+  row.flops = bench::bwd_flops(s.batch, s.heads_q, s.seqlen_q, s.seqlen_k, s.head_dim, s.causal);
+  row.flops_dense = 2.5 * bench::fwd_flops_dense(s.batch, s.heads_q, s.seqlen_q, s.seqlen_k, s.head_dim);
+  row.flops_useful = 2.5 * bench::fwd_flops_useful(s.batch, s.heads_q, s.seqlen_q, s.seqlen_k, s.head_dim, s.causal);
+  row.valid_pairs = valid_pairs(s.seqlen_q, s.seqlen_k, s.causal);
+
+  struct BSet { void *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr, *dout = nullptr, *dq = nullptr,
+                *dk = nullptr, *dv = nullptr; float* lse = nullptr; };
+  const double set_bytes = 2.0 * (4 * nq + 4 * nkv) + 4.0 * nlse;
+  const double l2 = meta.l2_bytes > 0 ? meta.l2_bytes : 60e6;
+  int nsets = std::clamp(static_cast<int>(std::ceil(3.0 * l2 / set_bytes)), 2, 32);
+  nsets = std::min<int>(nsets, static_cast<int>(opt.mem_cap_gb * 1e9 / set_bytes));
+  if (nsets < 1) { row.status = "shape exceeds --mem-cap-gb"; return; }
+  row.buffer_sets = nsets;
+  std::vector<BSet> sets(nsets);
+  void* ws = nullptr;
+  struct Guard {
+    std::vector<BSet>& s; void*& w;
+    ~Guard() {
+      for (auto& x : s)
+        for (void* p : {x.q, x.k, x.v, x.o, x.dout, x.dq, x.dk, x.dv, static_cast<void*>(x.lse)}) cudaFree(p);
+      cudaFree(w);
+    }
+  } guard{sets, ws};
+  flashptx_fwd_params fp;
+  flashptx_fwd_params_contiguous(&fp, nullptr, nullptr, nullptr, nullptr, nullptr, s.batch, s.seqlen_q, s.seqlen_k,
+                                 s.heads_q, s.heads_kv, s.head_dim, dt, s.causal ? 1 : 0);
+  flashptx_bwd_params bp;
+  flashptx_bwd_params_contiguous(&bp, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                 s.batch, s.seqlen_q, s.seqlen_k, s.heads_q, s.heads_kv, s.head_dim, dt,
+                                 s.causal ? 1 : 0);
+  bp.deterministic = opt.deterministic ? 1 : 0;
+  int64_t ws_bytes = 0;
+  if (flashptx_bwd_workspace_size(&bp, &ws_bytes) != FLASHPTX_OK) { row.status = flashptx_last_error(); return; }
+  CK(cudaMalloc(&ws, static_cast<size_t>(std::max<int64_t>(ws_bytes, 256))));
+  for (int i = 0; i < nsets; ++i) {
+    BSet& x = sets[i];
+    for (void** p : {&x.q, &x.o, &x.dout, &x.dq}) CK(cudaMalloc(p, 2 * nq));
+    for (void** p : {&x.k, &x.v, &x.dk, &x.dv}) CK(cudaMalloc(p, 2 * nkv));
+    CK(cudaMalloc(&x.lse, 4 * std::max<int64_t>(nlse, 1)));
+    CK(gpuref::fill_random(x.q, nq, dt, 2000 + 4 * i, 1.0f, 0));
+    CK(gpuref::fill_random(x.k, nkv, dt, 2001 + 4 * i, 1.0f, 0));
+    CK(gpuref::fill_random(x.v, nkv, dt, 2002 + 4 * i, 1.0f, 0));
+    CK(gpuref::fill_random(x.dout, nq, dt, 2003 + 4 * i, 1.0f, 0));
+    flashptx_fwd_params f = fp;
+    f.q = x.q; f.k = x.k; f.v = x.v; f.o = x.o; f.lse = x.lse;
+    if (flashptx_fwd(&f, 0) != FLASHPTX_OK) { row.status = std::string("forward: ") + flashptx_last_error(); return; }
+  }
+  CK(cudaDeviceSynchronize());
+  auto params_for = [&](int i) {
+    flashptx_bwd_params b = bp;
+    const BSet& x = sets[i];
+    b.q = x.q; b.k = x.k; b.v = x.v; b.o = x.o; b.lse = x.lse; b.dout = x.dout; b.dq = x.dq; b.dk = x.dk; b.dv = x.dv;
+    b.workspace = ws;
+    b.workspace_bytes = ws_bytes;
+    return b;
+  };
+  {
+    const flashptx_bwd_params b0 = params_for(0);
+    flashptx_kernel_info info{};
+    if (flashptx_bwd_kernel_info(&b0, &info) == FLASHPTX_OK) {
+      row.kernel_symbol = info.symbol ? info.symbol : "";
+      row.registers = info.registers;
+      row.shared_bytes = info.shared_bytes;
+      row.threads = info.threads;
+      row.ctas = info.ctas;
+      row.tiles = info.tiles;
+      row.schedule = opt.deterministic ? "deterministic" : "one-per-tile";
+    }
+    if (flashptx_bwd(&b0, 0) != FLASHPTX_OK) { row.status = flashptx_last_error(); return; }
+    CK(cudaDeviceSynchronize());
+  }
+  const int warmup = static_cast<int>(std::max<int64_t>(1, opt.warmup));
+  cudaEvent_t w0, w1;
+  CK(cudaEventCreate(&w0));
+  CK(cudaEventCreate(&w1));
+  CK(cudaEventRecord(w0, 0));
+  for (int r = 0; r < warmup; ++r) {
+    const flashptx_bwd_params b = params_for(r % nsets);
+    flashptx_bwd(&b, 0);
+  }
+  CK(cudaEventRecord(w1, 0));
+  CK(cudaEventSynchronize(w1));
+  float warm_ms = 0;
+  CK(cudaEventElapsedTime(&warm_ms, w0, w1));
+  cudaEventDestroy(w0);
+  cudaEventDestroy(w1);
+  int reps = static_cast<int>(opt.reps);
+  if (reps <= 0) reps = std::clamp(static_cast<int>(std::ceil(opt.min_ms / std::max(1e-3, double(warm_ms) / warmup))), 30, 2000);
+  std::vector<cudaEvent_t> ev(2 * reps);
+  for (auto& e : ev) CK(cudaEventCreate(&e));
+  for (int r = 0; r < reps; ++r) {
+    const flashptx_bwd_params b = params_for(r % nsets);
+    cudaEventRecord(ev[2 * r], 0);
+    flashptx_bwd(&b, 0);
+    cudaEventRecord(ev[2 * r + 1], 0);
+  }
+  CK(cudaDeviceSynchronize());
+  std::vector<double> ms(reps);
+  for (int r = 0; r < reps; ++r) {
+    float t = 0;
+    CK(cudaEventElapsedTime(&t, ev[2 * r], ev[2 * r + 1]));
+    ms[r] = t;
+  }
+  for (auto& e : ev) cudaEventDestroy(e);
+  row.ms = summarize(ms);
+  row.tflops = tflops(row.flops, row.ms.median);
+  row.tflops_useful = tflops(row.flops_useful, row.ms.median);
+
+  if (!opt.gpu_ref) return;
+  const flashptx_bwd_params b0 = params_for(0);
+  if (flashptx_bwd(&b0, 0) != FLASHPTX_OK) { row.status = std::string("check run: ") + flashptx_last_error(); return; }
+  float *rq = nullptr, *rk = nullptr, *rv = nullptr, *scratch = nullptr;
+  struct F { float** p[4]; ~F() { for (auto* x : p) cudaFree(*x); } } fg{{&rq, &rk, &rv, &scratch}};
+  CK(cudaMalloc(&rq, 4 * nq));
+  CK(cudaMalloc(&rk, 4 * nkv));
+  CK(cudaMalloc(&rv, 4 * nkv));
+  CK(cudaMalloc(&scratch, 8 * std::max<int64_t>(nlse, 1)));
+  CK(gpuref::attention_bwd(b0, rq, rk, rv, scratch, 0));
+  CK(cudaDeviceSynchronize());
+  double worst = 0;
+  bool ok = true;
+  auto compare = [&](const void* got_dev, const float* ref_dev, int64_t n) {
+    std::vector<uint16_t> got(n);
+    std::vector<float> ref(n);
+    if (cudaMemcpy(got.data(), got_dev, 2 * n, cudaMemcpyDeviceToHost) != cudaSuccess ||
+        cudaMemcpy(ref.data(), ref_dev, 4 * n, cudaMemcpyDeviceToHost) != cudaSuccess) { ok = false; return; }
+    double mag = 0, err = 0;
+    for (int64_t x = 0; x < n; ++x) {
+      mag = std::max(mag, std::fabs(double(ref[x])));
+      const double g = dt == FLASHPTX_FP16 ? fp16_to_float(got[x]) : bf16_to_float(got[x]);
+      const double e = std::fabs(g - ref[x]);
+      err = std::isnan(e) ? INFINITY : std::max(err, e);
+    }
+    worst = std::max(worst, err);
+    ok = ok && err <= std::ldexp(mag, -5) + 1e-4;
+  };
+  compare(sets[0].dq, rq, nq);
+  compare(sets[0].dk, rk, nkv);
+  compare(sets[0].dv, rv, nkv);
+  row.err_o_gpuref = worst;
+  row.check_passed = ok;
 }
 
 int run_bench(const BenchArgs& opt) {
@@ -486,7 +667,8 @@ int run_bench(const BenchArgs& opt) {
   for (size_t n = 0; n < opt.shapes.size(); ++n) {
     Row row;
     row.shape = opt.shapes[n];
-    bench_shape(opt, fo, meta, row);
+    if (opt.direction == "bwd") bench_shape_bwd(opt, meta, row);
+    else bench_shape(opt, fo, meta, row);
     cudaGetLastError();  // a failure is recorded in the row; do not let it poison the next one
     all_ok = all_ok && row.status == "ok" && row.check_passed;
     if (!opt.quiet)
@@ -527,12 +709,6 @@ int cmd_bench(int argc, char** argv) {
   BenchArgs a;
   const Parsed p = parse_bench_args("bench", argc, argv, &a);
   if (!p.run()) return finish(p);
-  if (a.direction == "bwd") {
-    // The hook for the backward: when flashptx_bwd lands, time it here (a bench_shape for the
-    // backward, with bwd_flops from tools/support/bench_flops.h and Row::direction = "bwd").
-    std::fprintf(stderr, "flashptx bench: the backward is not in this build yet\n");
-    return 2;
-  }
   const Gpu g = probe_gpu();
   if (!g.hopper) {
     std::fprintf(stderr, "flashptx bench: %s; nothing was timed\n", g.why.c_str());

@@ -32,10 +32,6 @@ int cmd_run(int argc, char** argv) {
   BenchArgs a;
   const Parsed p = parse_bench_args("run", argc, argv, &a);
   if (!p.run()) return finish(p);
-  if (a.direction == "bwd") {
-    std::fprintf(stderr, "flashptx run: the backward is not in this build yet\n");
-    return 2;
-  }
   const Gpu g = probe_gpu();
   if (g.hopper) {
     std::printf("flashptx: flagship FA3 forward on %s (`flashptx run --help` for the options)\n", g.name.c_str());

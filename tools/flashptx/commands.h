@@ -36,6 +36,7 @@ struct BenchArgs {
   std::string kernel;                // a forward kernel of the kernel table; empty: the library's rule
   std::string schedule = "auto";     // auto | one-per-tile | persistent
   std::string direction = "fwd";     // fwd | bwd
+  bool deterministic = false;        // backward: the deterministic mode
   int64_t reps = 0, warmup = 5, check_rows = 32;
   double min_ms = 200, mem_cap_gb = 8;
   bool gpu_ref = true, quiet = false;
