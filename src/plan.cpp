@@ -137,14 +137,20 @@ flashptx_status encode_fwd_args(const flashptx_fwd_params& p, const FwdOptions& 
   auto type = [](flashptx_dtype t) {
     return t == FLASHPTX_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   };
-  const int64_t sk = std::max<int64_t>(p.seqlen_k, 1);  // a map needs extent >= 1; no block is read then
+  // Without keys no K/V block is read, but a map needs an extent >= 1 and valid strides: one row,
+  // dense strides (the caller's may be zero then).
+  const bool no_keys = p.seqlen_k == 0;
+  const int64_t sk = std::max<int64_t>(p.seqlen_k, 1);
+  const int64_t kv_ss = no_keys ? p.heads_kv * p.head_dim : 0, kv_sb = no_keys ? p.heads_kv * p.head_dim : 0;
   const bool ok =
       encode_bshd(&a.tma_q, type(p.q_dtype), p.q, p.batch, p.seqlen_q, p.heads_q, p.head_dim, p.q_batch_stride,
                   p.q_row_stride, p.q_head_stride, static_cast<uint32_t>(k.block_m), err) &&
-      encode_bshd(&a.tma_k, type(p.k_dtype), p.k, p.batch, sk, p.heads_kv, p.head_dim, p.k_batch_stride,
-                  p.k_row_stride, p.k_head_stride, static_cast<uint32_t>(k.block_n), err) &&
-      encode_bshd(&a.tma_v, type(p.v_dtype), p.v, p.batch, sk, p.heads_kv, p.head_dim, p.v_batch_stride,
-                  p.v_row_stride, p.v_head_stride, static_cast<uint32_t>(k.block_n), err) &&
+      encode_bshd(&a.tma_k, type(p.k_dtype), p.k, p.batch, sk, p.heads_kv, p.head_dim,
+                  no_keys ? kv_sb : p.k_batch_stride, no_keys ? kv_ss : p.k_row_stride,
+                  no_keys ? p.head_dim : p.k_head_stride, static_cast<uint32_t>(k.block_n), err) &&
+      encode_bshd(&a.tma_v, type(p.v_dtype), p.v, p.batch, sk, p.heads_kv, p.head_dim,
+                  no_keys ? kv_sb : p.v_batch_stride, no_keys ? kv_ss : p.v_row_stride,
+                  no_keys ? p.head_dim : p.v_head_stride, static_cast<uint32_t>(k.block_n), err) &&
       encode_bshd(&a.tma_o, type(p.o_dtype), p.o, p.batch, p.seqlen_q, p.heads_q, p.head_dim, p.o_batch_stride,
                   p.o_row_stride, p.o_head_stride, 64u, err);
   if (!ok) return FLASHPTX_ERR_BAD_STRIDES;

@@ -85,10 +85,14 @@ flashptx_status validate_fwd(const flashptx_fwd_params& p, std::string* msg) {
   if ((s = check_strides("q", p.batch, p.seqlen_q, p.heads_q, d, p.q_batch_stride, p.q_row_stride, p.q_head_stride,
                          false, msg)) != FLASHPTX_OK)
     return s;
-  if ((s = check_strides("k", p.batch, p.seqlen_k, p.heads_kv, d, p.k_batch_stride, p.k_row_stride, p.k_head_stride,
+  // Without keys, K and V are never read: their strides (dense ones have a zero batch stride then)
+  // do not matter.
+  if (p.seqlen_k > 0 &&
+      (s = check_strides("k", p.batch, p.seqlen_k, p.heads_kv, d, p.k_batch_stride, p.k_row_stride, p.k_head_stride,
                          false, msg)) != FLASHPTX_OK)
     return s;
-  if ((s = check_strides("v", p.batch, p.seqlen_k, p.heads_kv, d, p.v_batch_stride, p.v_row_stride, p.v_head_stride,
+  if (p.seqlen_k > 0 &&
+      (s = check_strides("v", p.batch, p.seqlen_k, p.heads_kv, d, p.v_batch_stride, p.v_row_stride, p.v_head_stride,
                          false, msg)) != FLASHPTX_OK)
     return s;
   return check_strides("o", p.batch, p.seqlen_q, p.heads_q, d, p.o_batch_stride, p.o_row_stride, p.o_head_stride, true,

@@ -73,6 +73,16 @@ TEST_CASE("each bad input has its own status and a message naming it") {
   CHECK(flashptx_fwd(nullptr, nullptr) == FLASHPTX_ERR_NULL_PARAMS);
 }
 
+TEST_CASE("seqlen_k 0: K and V strides are not checked (dense ones have a zero batch stride)") {
+  flashptx_fwd_params p;
+  flashptx_fwd_params_contiguous(&p, g_fake[0], g_fake[1], g_fake[2], g_fake[3], nullptr, 2, 55, 0, 4, 2, 128,
+                                 FLASHPTX_FP16, 1);
+  CHECK(p.k_batch_stride == 0);
+  CHECK(check(p) == FLASHPTX_OK);
+  p.seqlen_k = 10;  // with keys, the same zero stride is refused
+  CHECK(check(p) == FLASHPTX_ERR_BAD_STRIDES);
+}
+
 TEST_CASE("batch 0 or seqlen_q 0 is a successful no-op, even with null pointers") {
   flashptx_fwd_params p = valid();
   p.batch = 0;
