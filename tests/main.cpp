@@ -7,6 +7,7 @@
 //   gpu_sm90 release*  also needs the release libflashptx.so (tests/gpu/release_lib.h)
 //   gpu_sm100*  needs a CUDA device of compute capability 10.0 (Blackwell; sm_100a code)
 //   audit_sm90*, audit_sm100*  need a disassembler that decodes that architecture
+//   vendoring compile*  needs nvcc and the source tree (it compiles the README's vendored files)
 //   nogpu*      what a machine without an sm_90 device must answer (refusals): skipped on an sm_90 one
 // Everything else (host suites) always runs. The last line printed is exactly
 // "N passed, N failed, N skipped", counted in test cases.
@@ -15,6 +16,8 @@
 
 #include <cuda_runtime.h>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -55,6 +58,15 @@ int g_device_cc = 0;  // major*10+minor of device 0, 0 when there is none
 
 int device_cc() { return g_device_cc; }
 
+std::string nvcc_path() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (const char* e = std::getenv("FLASHPTX_NVCC"); e && *e && fs::exists(e, ec)) return e;
+  for (const char* c : {"/usr/local/cuda/bin/nvcc"})
+    if (fs::exists(c, ec)) return c;
+  return "";
+}
+
 static std::string probe_device() {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
@@ -91,6 +103,15 @@ int main(int argc, char** argv) {
     const auto& rel = flashptx_test::release_lib();
     rules.push_back({"gpu_sm90 release*", rel.loaded(), rel.why});
     if (rel.loaded()) std::printf("flashptx run_tests: release flavour: %s\n", rel.path.c_str());
+  }
+  {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const bool tree = fs::exists(fs::path(FLASHPTX_ROOT) / "src/sm90/fa3_fwd.cuh", ec);
+    const std::string nvcc = flashptx_test::nvcc_path();
+    rules.push_back({"vendoring compile*", tree && !nvcc.empty(),
+                     !tree ? std::string("the source tree is not at ") + FLASHPTX_ROOT
+                           : std::string("no nvcc (set FLASHPTX_NVCC)")});
   }
   rules.push_back({"nogpu*", cc != 90, "an sm_90 GPU is present: the GPU suites test the launch path instead"});
   for (const char* arch : {"sm_90a", "sm_100a"}) {
