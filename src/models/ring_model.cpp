@@ -25,6 +25,7 @@
 
 #include "flashptx/ring.h"
 #include "src/models/ledger.h"
+#include "src/sm90/fa3_fwd_config.h"
 
 namespace flashptx::models::ring {
 
@@ -663,3 +664,29 @@ FLASHPTX_LEDGER("0x03", "K/V ring failure matrix", print_matrix);
 FLASHPTX_LEDGER("0x03", "finite-J load/compute overlap", print_overlap);
 
 }  // namespace flashptx::models::ring
+
+// ===================================================================================================
+// The shipped kernels' layouts, from the kernels' own FwdLayout (src/sm90/fa3_fwd_config.h): the
+// liveness ledger above is the article's formula for its example; this is what each shipped forward
+// allocates (one definition, read by the kernel, the launch plan and this table).
+// ===================================================================================================
+namespace {
+template <flashptx::fa3::FwdConfig C>
+void print_layout_row(std::FILE* o, const char* name) {
+  using L = flashptx::fa3::FwdLayout<C>;
+  std::fprintf(o, "%-10s %4d x %-4d %6d %6d %6d %7d %7s %8d  128*%d + %d*128*%d = %d\n", name, L::kBlockM, C.block_n,
+               C.stages, L::kQBytes / 1024, L::kKVBytes / 1024, L::kSmemBytes, L::kSeparateO ? "own" : "in Q",
+               L::kNumBarriers, L::kProducerRegs, C.consumer_wgs, L::kConsumerRegs,
+               128 * L::kProducerRegs + 128 * C.consumer_wgs * L::kConsumerRegs);
+}
+void print_shipped_layouts(std::FILE* o) {
+  using namespace flashptx::fa3;
+  std::fprintf(o, "kernel     tile        stages  Q KiB  KV KiB   smem B  O stage  barriers  registers (producer + consumers)\n");
+  print_layout_row<kD64M128>(o, "d64_m128");
+  print_layout_row<kD64M192>(o, "d64_m192");
+  print_layout_row<kD128N128>(o, "d128_n128");
+  print_layout_row<kD256>(o, "d256");
+}
+}  // namespace
+
+FLASHPTX_LEDGER("0x02", "The shipped FA3 forward layouts (src/sm90/fa3_fwd_config.h FwdLayout)", print_shipped_layouts);

@@ -16,24 +16,7 @@
 #include "src/kernels.h"
 #include "src/sm90/fa3_fwd.cuh"
 
-namespace flashptx::fa3 {
-
-constexpr FwdConfig kD64M128 = {.head_dim = 64, .block_n = 128, .stages = 3, .consumer_wgs = 2,
-                                .pingpong = true, .persistent = true, .bf16 = true};
-constexpr FwdConfig kD64M192 = {.head_dim = 64, .block_n = 128, .stages = 3, .consumer_wgs = 3,
-                                .pingpong = true, .persistent = true, .bf16 = true};
-constexpr FwdConfig kD128N128 = {.head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2,
-                                 .pingpong = true, .persistent = true, .bf16 = true};
-constexpr FwdConfig kD256 = {.head_dim = 256, .block_n = 80, .stages = 2, .consumer_wgs = 2,
-                             .pingpong = false, .persistent = false, .bf16 = true};
-
-// The same shape in fp16.
-constexpr FwdConfig fp16(FwdConfig c) {
-  c.bf16 = false;
-  return c;
-}
-
-}  // namespace flashptx::fa3
+// The configurations (kD64M128, ...) are named in src/sm90/fa3_fwd_config.h.
 
 #define FLASHPTX_FA3_FWD_KERNEL(name, config)                                                        \
   extern "C" __global__ void __launch_bounds__(flashptx::fa3::FwdLayout<config>::kThreads, 1)        \

@@ -93,4 +93,19 @@ struct FwdLayout {
   static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * C.consumer_wgs <= 65536, "register file");
 };
 
+// The shipped configurations (their kernels are instantiated in src/sm90/fa3_fwd.cu; the ring model
+// prints their layouts, src/models/ring_model.cpp). Each in bf16; fp16() gives the fp16 twin.
+constexpr FwdConfig kD64M128 = {.head_dim = 64, .block_n = 128, .stages = 3, .consumer_wgs = 2,
+                                .pingpong = true, .persistent = true, .bf16 = true};
+constexpr FwdConfig kD64M192 = {.head_dim = 64, .block_n = 128, .stages = 3, .consumer_wgs = 3,
+                                .pingpong = true, .persistent = true, .bf16 = true};
+constexpr FwdConfig kD128N128 = {.head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2,
+                                 .pingpong = true, .persistent = true, .bf16 = true};
+constexpr FwdConfig kD256 = {.head_dim = 256, .block_n = 80, .stages = 2, .consumer_wgs = 2,
+                             .pingpong = false, .persistent = false, .bf16 = true};
+constexpr FwdConfig fp16(FwdConfig c) {
+  c.bf16 = false;
+  return c;
+}
+
 }  // namespace flashptx::fa3

@@ -8,8 +8,7 @@
 #include "src/sm90/fa3_fwd.cuh"
 
 namespace flashptx::fa3 {
-constexpr FwdConfig kTracedD128N128 = {.head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2,
-                                       .pingpong = true, .persistent = true, .bf16 = true};
+constexpr FwdConfig kTracedD128N128 = kD128N128;  // the release configuration, traced
 }  // namespace flashptx::fa3
 
 extern "C" __global__ void __launch_bounds__(flashptx::fa3::FwdLayout<flashptx::fa3::kTracedD128N128>::kThreads, 1)

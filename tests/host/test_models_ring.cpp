@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "flashptx/ring.h"
+#include "src/sm90/fa3_fwd_config.h"
 #include "src/models/ring_model.h"
 
 using namespace flashptx::models::ring;
@@ -138,3 +139,25 @@ TEST_SUITE("host models ring") {
     CHECK(std::string(fault_name(Fault::kMissingVRelease)) == "missing_v_release");
   }
 }
+
+TEST_SUITE("host models ring") {
+
+TEST_CASE("the article's liveness ledger and the shipped d128 kernel's FwdLayout agree") {
+  using L = flashptx::fa3::FwdLayout<flashptx::fa3::kD128N128>;
+  const flashptx::models::ring::SmemLedger l = flashptx::models::ring::smem_ledger(128, 128, 128, 128, 2, 2, false);
+  CHECK(l.q == L::kQBytes);
+  CHECK(l.k == 2 * L::kKVBytes);
+  CHECK(l.v == 2 * L::kKVBytes);
+  CHECK(l.barriers == L::kNumBarriers);
+  // The two-consumer register row of setmaxnreg_table() is the kernel's split.
+  bool found = false;
+  for (const auto& r : flashptx::models::ring::setmaxnreg_table())
+    if (r.mma_wgs == 2) {
+      found = true;
+      CHECK(r.producer_max == L::kProducerRegs);
+      CHECK(r.consumer_max == L::kConsumerRegs);
+    }
+  CHECK(found);
+}
+
+}  // TEST_SUITE
