@@ -31,12 +31,28 @@ bool parse_schedule(std::string_view name, Schedule* s) {
 }
 
 // ---- the device ------------------------------------------------------------------------------
+static std::string cuda_version(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+
+std::string no_gpu_reason(cudaError_t e, int count, int driver_version, int runtime_version) {
+  if (driver_version == 0)
+    return "no NVIDIA driver found (libcuda.so.1 is not installed or cannot be loaded), so no GPU to run on";
+  if (e == cudaErrorInsufficientDriver)
+    return "the NVIDIA driver supports CUDA " + cuda_version(driver_version) + ", older than the CUDA " +
+           cuda_version(runtime_version) + " runtime of this build: update the driver";
+  if (e == cudaErrorNoDevice || (e == cudaSuccess && count == 0))
+    return "no NVIDIA GPU found (the driver is installed but sees no device)";
+  return std::string("the CUDA runtime cannot use the GPU: ") + cudaGetErrorString(e);
+}
+
 flashptx_status current_device(Device* d, std::string* err) {
   int dev = 0;
   cudaError_t e = cudaGetDevice(&dev);
   if (e != cudaSuccess) {
     cudaGetLastError();
-    *err = std::string("no usable CUDA device (") + cudaGetErrorString(e) + ")";
+    int drv = 0, rt = 0;
+    cudaDriverGetVersion(&drv);
+    cudaRuntimeGetVersion(&rt);
+    *err = no_gpu_reason(e, 0, drv, rt);
     return FLASHPTX_ERR_UNSUPPORTED_DEVICE;
   }
   static std::mutex mu;

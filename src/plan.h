@@ -32,6 +32,12 @@ struct Device {
   int cc = 0;        // major * 10 + minor
   int sm_count = 0;
 };
+// Why no GPU is usable, in plain words, from what the runtime said: `e` from cudaGetDeviceCount or
+// cudaGetDevice, `count` devices, `driver_version` from cudaDriverGetVersion (0: no driver loaded),
+// `runtime_version` from cudaRuntimeGetVersion. (The runtime answers "CUDA driver version is
+// insufficient" both when the driver is too old and when there is none; this says which.) Pure.
+std::string no_gpu_reason(cudaError_t e, int count, int driver_version, int runtime_version);
+
 // The current device (cudaGetDevice), attributes cached per ordinal. FLASHPTX_OK, or
 // FLASHPTX_ERR_UNSUPPORTED_DEVICE with *err saying why (no driver, no device, not sm_90).
 flashptx_status current_device(Device* d, std::string* err);

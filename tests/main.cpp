@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "src/plan.h"
 #include "tests/gpu/release_lib.h"
 #include "tests/test_env.h"
 #include "tools/sass/audit.h"
@@ -70,12 +71,13 @@ std::string nvcc_path() {
 static std::string probe_device() {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) {
-    std::string why = std::string("no CUDA device (cudaGetDeviceCount: ") + cudaGetErrorString(e) + ")";
+  if (e != cudaSuccess || n == 0) {
     cudaGetLastError();
-    return why;
+    int drv = 0, rt = 0;
+    cudaDriverGetVersion(&drv);
+    cudaRuntimeGetVersion(&rt);
+    return flashptx::no_gpu_reason(e, n, drv, rt);
   }
-  if (n == 0) return "no CUDA device";
   cudaDeviceProp p{};
   if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) return "cudaGetDeviceProperties failed";
   g_device_cc = p.major * 10 + p.minor;

@@ -1,21 +1,12 @@
 // The GPU the commands run on: see device.h.
 #include "tools/flashptx/device.h"
 
+#include "src/plan.h"
+
 namespace flashptx::cli {
 
-namespace {
-std::string cuda_version(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
-}  // namespace
-
 std::string no_gpu_reason(cudaError_t e, int count, int driver_version, int runtime_version) {
-  if (driver_version == 0)
-    return "no NVIDIA driver found (libcuda.so.1 is not installed or cannot be loaded), so no GPU to run on";
-  if (e == cudaErrorInsufficientDriver)
-    return "the NVIDIA driver supports CUDA " + cuda_version(driver_version) + ", older than the CUDA " +
-           cuda_version(runtime_version) + " runtime of this build: update the driver";
-  if (e == cudaErrorNoDevice || (e == cudaSuccess && count == 0))
-    return "no NVIDIA GPU found (the driver is installed but sees no device)";
-  return std::string("the CUDA runtime cannot use the GPU: ") + cudaGetErrorString(e);
+  return flashptx::no_gpu_reason(e, count, driver_version, runtime_version);  // the library's wording
 }
 
 Gpu probe_gpu() {
