@@ -53,17 +53,11 @@ flashptx_status fwd(const flashptx_fwd_params* p, const FwdOptions& opt, cudaStr
   return ok();
 }
 
-flashptx_status fwd_kernel_info(const flashptx_fwd_params* p, const FwdOptions& opt, flashptx_kernel_info* info) {
-  if (info == nullptr) return fail(FLASHPTX_ERR_NULL_POINTER, "info is NULL");
-  if (p != nullptr && (p->batch == 0 || p->seqlen_q == 0))
-    return fail(FLASHPTX_ERR_BAD_SHAPE, "batch or seqlen_q is 0: nothing would launch");
-  FwdPlan plan;
-  flashptx_status s = plan_checked(p, opt, &plan);
-  if (s != FLASHPTX_OK) return s;
-  const Launch& l = plan.launch;
+// kernel_info from a plan's launch (the forward's kernel, the backward's main kernel).
+static void fill_info(const Launch& l, flashptx_kernel_info* info) {
   info->symbol = l.kernel->name;
   info->threads = static_cast<int>(l.block.x);
-  info->ctas = static_cast<int>(l.grid.x);
+  info->ctas = static_cast<int>(l.grid.x * l.grid.y * l.grid.z);
   info->tiles = l.tiles;
   info->schedule = schedule_name(l.schedule);
   info->shared_bytes = l.smem_bytes;
@@ -75,6 +69,16 @@ flashptx_status fwd_kernel_info(const flashptx_fwd_params* p, const FwdOptions& 
   } else {
     cudaGetLastError();
   }
+}
+
+flashptx_status fwd_kernel_info(const flashptx_fwd_params* p, const FwdOptions& opt, flashptx_kernel_info* info) {
+  if (info == nullptr) return fail(FLASHPTX_ERR_NULL_POINTER, "info is NULL");
+  if (p != nullptr && (p->batch == 0 || p->seqlen_q == 0))
+    return fail(FLASHPTX_ERR_BAD_SHAPE, "batch or seqlen_q is 0: nothing would launch");
+  FwdPlan plan;
+  flashptx_status s = plan_checked(p, opt, &plan);
+  if (s != FLASHPTX_OK) return s;
+  fill_info(plan.launch, info);
   return ok();
 }
 
@@ -124,21 +128,7 @@ flashptx_status bwd_kernel_info(const flashptx_bwd_params* p, const BwdOptions& 
   BwdPlan plan;
   const flashptx_status s = bwd_plan_checked(p, opt, &plan);
   if (s != FLASHPTX_OK) return s;
-  const Launch& l = plan.main;
-  info->symbol = l.kernel->name;
-  info->threads = static_cast<int>(l.block.x);
-  info->ctas = static_cast<int>(l.grid.x * l.grid.y * l.grid.z);
-  info->tiles = l.tiles;
-  info->schedule = schedule_name(l.schedule);
-  info->shared_bytes = l.smem_bytes;
-  info->registers = 0;
-  cudaFuncAttributes attr{};
-  if (cudaFuncGetAttributes(&attr, l.kernel->fn) == cudaSuccess) {
-    info->registers = attr.numRegs;
-    info->shared_bytes = l.smem_bytes + static_cast<int>(attr.sharedSizeBytes);
-  } else {
-    cudaGetLastError();
-  }
+  fill_info(plan.main, info);
   return ok();
 }
 

@@ -149,6 +149,51 @@ void free_sets(std::vector<Set>& sets) {
   sets.clear();
 }
 
+// Times `call(i)` (launch on the legacy stream with input set i % nsets): `warmup` untimed calls,
+// then CUDA events around each of `reps` calls (reps <= 0: enough for min_ms, at least 30). Fills
+// row.ms; false with row.status on a CUDA error.
+template <class Call>
+bool time_calls(const cli::BenchArgs& opt, int nsets, Row& row, Call call) {
+  auto ck = [&](cudaError_t e, const char* what) {
+    if (e != cudaSuccess) row.status = std::string(what) + ": " + cudaGetErrorString(e);
+    return e == cudaSuccess;
+  };
+  const int warmup = static_cast<int>(std::max<int64_t>(1, opt.warmup));
+  cudaEvent_t w0, w1;
+  if (!ck(cudaEventCreate(&w0), "cudaEventCreate") || !ck(cudaEventCreate(&w1), "cudaEventCreate")) return false;
+  cudaEventRecord(w0, 0);
+  for (int r = 0; r < warmup; ++r) call(r % nsets);
+  cudaEventRecord(w1, 0);
+  float warm_ms = 0;
+  const bool warm_ok = ck(cudaEventSynchronize(w1), "warm-up") && ck(cudaEventElapsedTime(&warm_ms, w0, w1), "timing");
+  cudaEventDestroy(w0);
+  cudaEventDestroy(w1);
+  if (!warm_ok) return false;
+  int reps = static_cast<int>(opt.reps);
+  if (reps <= 0) {
+    const double per = std::max(1e-3, static_cast<double>(warm_ms) / warmup);
+    reps = std::clamp(static_cast<int>(std::ceil(opt.min_ms / per)), 30, 2000);
+  }
+  std::vector<cudaEvent_t> ev(2 * reps);
+  for (auto& e : ev)
+    if (!ck(cudaEventCreate(&e), "cudaEventCreate")) return false;
+  for (int r = 0; r < reps; ++r) {
+    cudaEventRecord(ev[2 * r], 0);
+    call(r % nsets);
+    cudaEventRecord(ev[2 * r + 1], 0);
+  }
+  bool ok = ck(cudaDeviceSynchronize(), "timed calls");
+  std::vector<double> ms(reps);
+  for (int r = 0; ok && r < reps; ++r) {
+    float t = 0;
+    ok = ck(cudaEventElapsedTime(&t, ev[2 * r], ev[2 * r + 1]), "timing");
+    ms[r] = t;
+  }
+  for (auto& e : ev) cudaEventDestroy(e);
+  if (ok) row.ms = summarize(ms);
+  return ok;
+}
+
 // Fills `row` for one shape: timing, numerators and the error checks.
 void bench_shape(const cli::BenchArgs& opt, const FwdOptions& fo, const Meta& meta, Row& row) {
   const Shape& s = row.shape;
@@ -216,45 +261,12 @@ void bench_shape(const cli::BenchArgs& opt, const FwdOptions& fo, const Meta& me
     CK(cudaDeviceSynchronize());
   }
 
-  // Warm-up, timed as a whole to size the run.
-  cudaEvent_t w0, w1;
-  CK(cudaEventCreate(&w0));
-  CK(cudaEventCreate(&w1));
-  CK(cudaEventRecord(w0, 0));
-  const int warmup = static_cast<int>(std::max<int64_t>(1, opt.warmup));
-  for (int r = 0; r < warmup; ++r) {
-    const flashptx_fwd_params pr = params_for(r % nsets, nullptr);
-    flashptx::fwd(&pr, fo, 0);
-  }
-  CK(cudaEventRecord(w1, 0));
-  CK(cudaEventSynchronize(w1));
-  float warm_ms = 0;
-  CK(cudaEventElapsedTime(&warm_ms, w0, w1));
-  cudaEventDestroy(w0);
-  cudaEventDestroy(w1);
-  int reps = static_cast<int>(opt.reps);
-  if (reps <= 0) {
-    const double per = std::max(1e-3, static_cast<double>(warm_ms) / warmup);
-    reps = std::clamp(static_cast<int>(std::ceil(opt.min_ms / per)), 30, 2000);
-  }
-
-  std::vector<cudaEvent_t> ev(2 * reps);
-  for (auto& e : ev) CK(cudaEventCreate(&e));
-  for (int r = 0; r < reps; ++r) {
-    const flashptx_fwd_params pr = params_for(r % nsets, nullptr);
-    cudaEventRecord(ev[2 * r], 0);
-    flashptx::fwd(&pr, fo, 0);
-    cudaEventRecord(ev[2 * r + 1], 0);
-  }
-  CK(cudaDeviceSynchronize());
-  std::vector<double> ms(reps);
-  for (int r = 0; r < reps; ++r) {
-    float t = 0;
-    CK(cudaEventElapsedTime(&t, ev[2 * r], ev[2 * r + 1]));
-    ms[r] = t;
-  }
-  for (auto& e : ev) cudaEventDestroy(e);
-  row.ms = summarize(ms);
+  // Warm-up, then the timed calls.
+  if (!time_calls(opt, nsets, row, [&](int i) {
+        const flashptx_fwd_params pr = params_for(i, nullptr);
+        flashptx::fwd(&pr, fo, 0);
+      }))
+    return;
   row.tflops = tflops(row.flops, row.ms.median);
   row.tflops_useful = tflops(row.flops_useful, row.ms.median);
 
@@ -578,40 +590,11 @@ void bench_shape_bwd(const cli::BenchArgs& opt, const Meta& meta, Row& row) {
     if (flashptx_bwd(&b0, 0) != FLASHPTX_OK) { row.status = flashptx_last_error(); return; }
     CK(cudaDeviceSynchronize());
   }
-  const int warmup = static_cast<int>(std::max<int64_t>(1, opt.warmup));
-  cudaEvent_t w0, w1;
-  CK(cudaEventCreate(&w0));
-  CK(cudaEventCreate(&w1));
-  CK(cudaEventRecord(w0, 0));
-  for (int r = 0; r < warmup; ++r) {
-    const flashptx_bwd_params b = params_for(r % nsets);
-    flashptx_bwd(&b, 0);
-  }
-  CK(cudaEventRecord(w1, 0));
-  CK(cudaEventSynchronize(w1));
-  float warm_ms = 0;
-  CK(cudaEventElapsedTime(&warm_ms, w0, w1));
-  cudaEventDestroy(w0);
-  cudaEventDestroy(w1);
-  int reps = static_cast<int>(opt.reps);
-  if (reps <= 0) reps = std::clamp(static_cast<int>(std::ceil(opt.min_ms / std::max(1e-3, double(warm_ms) / warmup))), 30, 2000);
-  std::vector<cudaEvent_t> ev(2 * reps);
-  for (auto& e : ev) CK(cudaEventCreate(&e));
-  for (int r = 0; r < reps; ++r) {
-    const flashptx_bwd_params b = params_for(r % nsets);
-    cudaEventRecord(ev[2 * r], 0);
-    flashptx_bwd(&b, 0);
-    cudaEventRecord(ev[2 * r + 1], 0);
-  }
-  CK(cudaDeviceSynchronize());
-  std::vector<double> ms(reps);
-  for (int r = 0; r < reps; ++r) {
-    float t = 0;
-    CK(cudaEventElapsedTime(&t, ev[2 * r], ev[2 * r + 1]));
-    ms[r] = t;
-  }
-  for (auto& e : ev) cudaEventDestroy(e);
-  row.ms = summarize(ms);
+  if (!time_calls(opt, nsets, row, [&](int i) {
+        const flashptx_bwd_params b = params_for(i);
+        flashptx_bwd(&b, 0);
+      }))
+    return;
   row.tflops = tflops(row.flops, row.ms.median);
   row.tflops_useful = tflops(row.flops_useful, row.ms.median);
 
