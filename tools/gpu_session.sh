@@ -4,7 +4,9 @@
 #   tools/gpu_session.sh BIN OUT [steps...]
 # BIN holds run_tests, flashptx and libflashptx.so built here (CUDA runtime linked statically) and
 # COMMIT (`git rev-parse HEAD` of the build);
-# steps (default: info tests bench): info tests gputests sanitize bench ab variants grid side quick trace ncu
+# steps (default: info tests bench): info tests gputests sanitize bench bwdbench ab variants grid side quick
+#   trace ncu racematrix
+# (what the 2026-11-30 sessions ran, step by step, is in tools/NOTES.md)
 # Variants are chosen with flashptx's own options (bench --kernel NAME --schedule S), never with
 # environment variables: the library reads none.
 # Every step writes its own log; the last lines printed are a short summary.
@@ -31,7 +33,8 @@ for s in $steps; do
     tests)
       run tests 420 "$BIN/run_tests" ;;
     gputests)  # one process per suite: a trapped kernel poisons its CUDA context, not the others'
-      for suite in "gpu_sm90 fa3 forward" "gpu_sm90 fa3 trace" "gpu_sm90 numerics" "gpu_sm90 primitives mbarrier" \
+      for suite in "gpu_sm90 fa3 forward" "gpu_sm90 fa3 backward" "gpu_sm90 release flavour" "gpu_sm90 launch plan" \
+                   "gpu_sm90 fa3 trace" "gpu_sm90 numerics" "gpu_sm90 race repro" "gpu_sm90 primitives mbarrier" \
                    "gpu_sm90 primitives named barriers" "gpu_sm90 primitives setmaxnreg" "gpu_sm90 primitives tma" \
                    "gpu_sm90 primitives wgmma" "gpu_sm90 primitives ldst" "gpu_sm90 primitives cluster"; do
         run "gpu_${suite// /_}" 300 "$BIN/run_tests" -ts="$suite"
@@ -40,7 +43,21 @@ for s in $steps; do
       run memcheck 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/run_tests" -ts='gpu_sm90 fa3 forward' \
         -tc='strided*,seqlen_k*,bad input*'
       run racecheck 100 compute-sanitizer --tool racecheck --error-exitcode 9 "$BIN/run_tests" -ts='gpu_sm90 fa3 forward' \
-        -tc='seqlen_k*' ;;
+        -tc='seqlen_k*'
+      run memcheck_bwd 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/run_tests" -ts='gpu_sm90 fa3 backward' \
+        -tc='medium*,strided*,edge*,bad*'
+      run synccheck_bwd 90 compute-sanitizer --tool synccheck --error-exitcode 9 "$BIN/run_tests" -ts='gpu_sm90 fa3 backward' \
+        -tc='medium*'
+      run racecheck_release 90 compute-sanitizer --tool racecheck --error-exitcode 9 "$BIN/run_tests" \
+        -ts='gpu_sm90 release flavour' -tc='release library: ring*' ;;
+    bwdbench)  # the backward, default and deterministic modes
+      for d in 64 128; do for c in "" "--causal"; do for sl in 1024 8192; do for m in "" "--deterministic"; do
+        run "bwd_d${d}_s${sl}${c:+_causal}${m:+_det}" 60 "$BIN/flashptx" bench --direction bwd --batch $((16384 / sl)) \
+          --seqlen $sl --heads $((2048 / d)) --hdim $d $c $m --reps 20 --no-gpu-ref \
+          --out "$OUT/bwd_d${d}_s${sl}${c:+_causal}${m:+_det}.json"
+      done; done; done; done ;;
+    racematrix)
+      run racematrix 120 tools/race/racecheck_matrix.sh "$BIN" "$OUT/race" ;;
     bench)
       for d in 64 128 256; do for c in "" "--causal"; do
         run "bench_d${d}${c:+_causal}" 60 "$BIN/flashptx" bench --batch 2 --seqlen 8192 --heads $((2048 / d)) --hdim $d $c \
@@ -67,8 +84,8 @@ for s in $steps; do
     grid)
       run grid 300 "$BIN/flashptx" bench --grid fa3-grid --check-rows 4 --out "$OUT/grid.json" ;;
     side)
-      PYTHONUNBUFFERED=1 run side 500 python3 tools/bench/side_by_side.py --lib "$BIN/libflashptx.so" \
-        --out "$OUT/h200-latest.json" --plot "$OUT/h200-latest" --table ;;
+      PYTHONUNBUFFERED=1 run side 500 python3 tools/bench/side_by_side.py --lib "$BIN/libflashptx.so" --direction both \
+        --reps 20 --out "$OUT/h200-latest.json" --plot "$OUT/h200-latest" --table ;;
     quick)
       PYTHONUNBUFFERED=1 run quick 200 python3 tools/bench/side_by_side.py --quick --lib "$BIN/libflashptx.so" \
         --out "$OUT/quick.json" --table ;;
