@@ -9,6 +9,7 @@ const char* family_name(Family f) {
   switch (f) {
     case Family::kFa3Fwd: return "fa3_fwd";
     case Family::kFa3FwdTraced: return "fa3_fwd_traced";
+    case Family::kFa4Fwd: return "fa4_fwd";
   }
   return "unknown";
 }
@@ -16,7 +17,7 @@ const char* family_name(Family f) {
 std::span<const KernelEntry> kernel_table() {
   static const std::vector<KernelEntry> table = [] {
     std::vector<KernelEntry> t;
-    for (auto rows : {fa3_fwd_kernels(), fa3_fwd_traced_kernels()}) t.insert(t.end(), rows.begin(), rows.end());
+    for (auto rows : {fa3_fwd_kernels(), fa3_fwd_traced_kernels(), fa4_fwd_kernels()}) t.insert(t.end(), rows.begin(), rows.end());
     return t;
   }();
   return table;

@@ -16,6 +16,7 @@ namespace flashptx {
 enum class Family : uint8_t {
   kFa3Fwd,        // FA3 forward (src/sm90/fa3_fwd.cu)
   kFa3FwdTraced,  // the instrumented FA3 forward behind `flashptx trace` (src/sm90/fa3_fwd_trace.cu)
+  kFa4Fwd,        // FA4 forward, sm_100a (src/sm100/fa4_fwd.cu); compiled and audited, never run here
 };
 const char* family_name(Family f);
 
@@ -32,6 +33,7 @@ struct KernelEntry {
   int threads;            // per CTA
   int smem_bytes;         // dynamic shared memory per CTA
   const void* fn;         // the __global__ function
+  int cluster_ctas = 1;   // CTAs per cluster (2: the cta_group::2 pair; the kernel declares it)
 };
 
 std::span<const KernelEntry> kernel_table();
@@ -40,5 +42,6 @@ const KernelEntry* kernel_by_name(std::string_view name);
 // Per-family rows (defined beside the instantiations).
 std::span<const KernelEntry> fa3_fwd_kernels();
 std::span<const KernelEntry> fa3_fwd_traced_kernels();
+std::span<const KernelEntry> fa4_fwd_kernels();
 
 }  // namespace flashptx

@@ -42,6 +42,7 @@ TEST_CASE("the kernel table: unique names, rows consistent with their layouts") 
     CHECK(names.insert(k.name).second);
     CHECK(flashptx::kernel_by_name(k.name) == &k);
     CHECK(k.fn != nullptr);
+    if (k.family == flashptx::Family::kFa4Fwd) continue;  // sm_100 rows: tests/host/test_plan_fa4.cpp
     CHECK(k.threads == 128 * (k.consumer_wgs + 1));
     CHECK(k.block_m == 64 * k.consumer_wgs);
     CHECK(k.smem_bytes > 0);
