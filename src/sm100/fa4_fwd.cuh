@@ -462,11 +462,16 @@ struct Softmax {
     publish_stats();
     // The exponentials, one warpgroup at a time (H, L, H, ...): P_i over the tail half of S_i.
     ptx::bar_sync(Tokens::barrier_of(i), Tokens::kParticipants);
+    // Every exponent is fma(s, lambda, bias): tie bias to the token so that no exponential is hoisted
+    // above the wait (the ex2 asm is not volatile; without this ptxas computes most of them before the
+    // BAR.SYNC, and the two warpgroups' exponentials overlap).
+    float bias = rs.bias;
+    asm volatile("" : "+f"(bias));
     float psum = 0.0f;
 #pragma unroll
     for (int c = 0; c < kFragments; ++c) {
       uint32_t packed[kFragment / 2];
-      psum = exp_pack_fragment<C.emu, DeviceMath<C.bf16>>(s + kFragment * c, c, lambda, rs.bias, packed, psum);
+      psum = exp_pack_fragment<C.emu, DeviceMath<C.bf16>>(s + kFragment * c, c, lambda, bias, packed, psum);
       ptx::tcgen05_st_32x32b_x16(Plan::p_taddr(tmem, warp, i, c), packed);
     }
     ptx::bar_arrive(Tokens::barrier_of(Tokens::next(i)), Tokens::kParticipants);
