@@ -100,6 +100,9 @@ struct FwdSmem {
   __device__ __forceinline__ float2* final_stats(int i) const {
     return reinterpret_cast<float2*>(ptr + L::kOffFinal) + i * kStageRows;
   }
+  __device__ __forceinline__ volatile float* bias(int i) const {
+    return reinterpret_cast<volatile float*>(ptr + L::kOffBias) + i * kStageRows;
+  }
   __device__ __forceinline__ int sched_tile(int s) const {
     return *reinterpret_cast<volatile const int*>(ptr + L::kOffSched + 4 * s);
   }
@@ -461,12 +464,13 @@ struct Softmax {
     sm.scale(i)[t] = rs.gamma;
     publish_stats();
     // The exponentials, one warpgroup at a time (H, L, H, ...): P_i over the tail half of S_i.
+    // Every exponent is fma(s, lambda, bias), and bias makes a round trip through this thread's shared-
+    // memory slot across the token wait: a load cannot move above bar.sync, so neither can any
+    // exponential. (ex2.approx is plain arithmetic to the compilers: without this, ptxas computed most of
+    // them before the BAR.SYNC, and an empty volatile asm on bias does not reach ptxas.)
+    sm.bias(i)[t] = rs.bias;
     ptx::bar_sync(Tokens::barrier_of(i), Tokens::kParticipants);
-    // Every exponent is fma(s, lambda, bias): tie bias to the token so that no exponential is hoisted
-    // above the wait (the ex2 asm is not volatile; without this ptxas computes most of them before the
-    // BAR.SYNC, and the two warpgroups' exponentials overlap).
-    float bias = rs.bias;
-    asm volatile("" : "+f"(bias));
+    const float bias = sm.bias(i)[t];
     float psum = 0.0f;
 #pragma unroll
     for (int c = 0; c < kFragments; ++c) {

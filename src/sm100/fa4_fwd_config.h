@@ -72,7 +72,8 @@ struct FwdLayout {
   static constexpr uint32_t kOffO = kOffKv + kSlots * kSlotBytes;
   static constexpr uint32_t kOffScale = kOffO + kOBytes;                     // float [2][128]: gamma
   static constexpr uint32_t kOffFinal = kOffScale + kQStages * kStageRows * 4;  // float2 [2][128]: D, a
-  static constexpr uint32_t kOffSched = kOffFinal + kQStages * kStageRows * 8;  // int [2] tile ring
+  static constexpr uint32_t kOffBias = kOffFinal + kQStages * kStageRows * 8;   // float [2][128]: see Softmax
+  static constexpr uint32_t kOffSched = kOffBias + kQStages * kStageRows * 4;   // int [2] tile ring
   static constexpr uint32_t kOffTmemBase = kOffSched + 8;                     // uint32: tcgen05.alloc's result
   static constexpr uint32_t kOffClc = kOffSched + 16;                         // 16 bytes, 16-aligned
   static constexpr uint32_t kOffBar = kOffClc + 16;
