@@ -7,9 +7,9 @@
 // None of these has run: there is no Blackwell GPU here. They compile, audit and replay (see the .cuh).
 //
 //   kernel        cta_group  rows/tile  K/V ring slots      exp2 emulation (freq/res/start)  smem
-//   d64           1          256        6 x 16 KiB          16/4/1: 16 of 128 (12.5%)        ~145 KiB
-//   d128          1          256        3 x 32 KiB          16/4/1: 16 of 128 (12.5%)        ~197 KiB
-//   d128_2cta     2 (pair)   512        6 x 16 KiB          10/4/1: 24 of 128 (18.75%)       ~197 KiB
+//   d64           1          256        6 x 16 KiB          16/4/1: 16 of 128 (12.5%)        149.3 KiB
+//   d128          1          256        3 x 32 KiB          16/4/1: 16 of 128 (12.5%)        197.3 KiB
+//   d128_2cta     2 (pair)   512        6 x 16 KiB          10/4/1: 24 of 128 (18.75%)       197.3 KiB
 // The configs (FwdConfig objects) are in src/sm100/fa4_fwd_config.h, which the CPU replay includes.
 // The pair form exists for head dim 128 only: each CTA holds half of V's head dim, and 64 columns of a
 // 64-wide V would need a 64-byte swizzle (and its tensor map) that this plan does not have.
