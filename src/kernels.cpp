@@ -13,6 +13,7 @@ const char* family_name(Family f) {
     case Family::kFa3BwdPre: return "fa3_bwd_pre";
     case Family::kFa3BwdPostDq: return "fa3_bwd_post_dq";
     case Family::kFa3BwdPostDkv: return "fa3_bwd_post_dkv";
+    case Family::kFa4Fwd: return "fa4_fwd";
   }
   return "unknown";
 }
@@ -20,7 +21,7 @@ const char* family_name(Family f) {
 std::span<const KernelEntry> kernel_table() {
   static const std::vector<KernelEntry> table = [] {
     std::vector<KernelEntry> t;
-    for (auto rows : {fa3_fwd_kernels(), fa3_fwd_traced_kernels(), fa3_bwd_kernels()})
+    for (auto rows : {fa3_fwd_kernels(), fa3_fwd_traced_kernels(), fa3_bwd_kernels(), fa4_fwd_kernels()})
       t.insert(t.end(), rows.begin(), rows.end());
     return t;
   }();

@@ -20,6 +20,7 @@ enum class Family : uint8_t {
   kFa3BwdPre,     // FA3 backward preprocess: delta, LSE2, dQ accumulator zeroed (any head dim)
   kFa3BwdPostDq,  // FA3 backward postprocess: dQ from its fp32 accumulator
   kFa3BwdPostDkv, // FA3 backward postprocess under GQA: dK and dV from their fp32 accumulators
+  kFa4Fwd,        // FA4 forward, sm_100a (src/sm100/fa4_fwd.cu); compiled and audited, never run here
 };
 const char* family_name(Family f);
 
@@ -36,6 +37,7 @@ struct KernelEntry {
   int threads;            // per CTA
   int smem_bytes;         // dynamic shared memory per CTA
   const void* fn;         // the __global__ function
+  int cluster_ctas = 1;   // CTAs per cluster (2: the cta_group::2 pair; the kernel declares it)
 };
 
 std::span<const KernelEntry> kernel_table();
@@ -45,5 +47,6 @@ const KernelEntry* kernel_by_name(std::string_view name);
 std::span<const KernelEntry> fa3_fwd_kernels();
 std::span<const KernelEntry> fa3_fwd_traced_kernels();
 std::span<const KernelEntry> fa3_bwd_kernels();
+std::span<const KernelEntry> fa4_fwd_kernels();
 
 }  // namespace flashptx

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "src/sm100/fa4_fwd_config.h"
 #include "src/tensormap.h"
 
 namespace flashptx {
@@ -20,12 +21,13 @@ const char* schedule_name(Schedule s) {
     case Schedule::kAuto: return "auto";
     case Schedule::kOnePerTile: return "one-per-tile";
     case Schedule::kPersistent: return "persistent";
+    case Schedule::kClusterLaunchControl: return "clc";
   }
   return "unknown";
 }
 
 bool parse_schedule(std::string_view name, Schedule* s) {
-  for (Schedule x : {Schedule::kAuto, Schedule::kOnePerTile, Schedule::kPersistent})
+  for (Schedule x : {Schedule::kAuto, Schedule::kOnePerTile, Schedule::kPersistent, Schedule::kClusterLaunchControl})
     if (name == schedule_name(x)) { *s = x; return true; }
   return false;
 }
@@ -72,9 +74,12 @@ flashptx_status current_device(Device* d, std::string* err) {
     *d = Device{dev, major * 10 + minor, sms};
     if (dev < 64) cache[dev] = *d;
   }
-  if (d->cc != 90) {
+  // sm_100 runs the FA4 kernels (src/sm100), when this build has them. NOT YET RUN ON ONE: they are
+  // compiled, audited and emulator-replayed only (no Blackwell GPU was available).
+  const bool sm100_ok = d->cc == 100 && !fa4_fwd_kernels().empty();
+  if (d->cc != 90 && !sm100_ok) {
     *err = "device " + std::to_string(dev) + " is sm_" + std::to_string(d->cc) +
-           "; the kernels of this build are sm_90a (Hopper)";
+           "; the kernels of this build are sm_90a (Hopper) and sm_100a (Blackwell)";
     return FLASHPTX_ERR_UNSUPPORTED_DEVICE;
   }
   return FLASHPTX_OK;
@@ -101,8 +106,54 @@ static const KernelEntry* fwd_kernel_for(const flashptx_fwd_params& p, int block
   return nullptr;
 }
 
+// ---- FA4 forward (sm_100) --------------------------------------------------------------------------
+// The rule (NOT MEASURED: no Blackwell GPU was available; it follows the pinned FA4 source's admission
+// of its 2-CTA path, seed 0x07): head dim 128, non-causal, and at least one pair tile of query rows
+// (512) -> the cta_group::2 pair; otherwise one CTA per tile. Every FA4 kernel schedules itself with
+// cluster launch control: grid = tiles x cluster size.
+static const KernelEntry* fa4_kernel_for(const flashptx_fwd_params& p) {
+  const int cluster = (p.head_dim == 128 && !p.causal && p.seqlen_q >= 512) ? 2 : 1;
+  for (const KernelEntry& k : fa4_fwd_kernels())
+    if (k.dtype == p.q_dtype && k.head_dim == p.head_dim && k.cluster_ctas == cluster) return &k;
+  return nullptr;
+}
+
+static flashptx_status plan_fa4_fwd(const flashptx_fwd_params& p, const FwdOptions& opt, FwdPlan* plan,
+                                    std::string* err) {
+  const KernelEntry* k = nullptr;
+  if (opt.kernel != nullptr) {
+    k = kernel_by_name(opt.kernel);
+    if (k == nullptr || k->family != Family::kFa4Fwd) {
+      *err = std::string("no sm_100 forward kernel named '") + opt.kernel + "'";
+      return FLASHPTX_ERR_BAD_OPTION;
+    }
+    if (k->head_dim != p.head_dim || k->dtype != p.q_dtype) {
+      *err = std::string("kernel ") + k->name + " is for head_dim " + std::to_string(k->head_dim) + " " +
+             (k->dtype == FLASHPTX_BF16 ? "bf16" : "fp16") + ", not this problem's";
+      return FLASHPTX_ERR_BAD_OPTION;
+    }
+  } else if ((k = fa4_kernel_for(p)) == nullptr) {
+    *err = "no sm_100 forward kernel for head_dim " + std::to_string(p.head_dim) + " (FA4: 64 and 128)";
+    return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
+  }
+  if (opt.trace != nullptr) {
+    *err = "a trace buffer is only for the traced kernel (sm_90)";
+    return FLASHPTX_ERR_BAD_OPTION;
+  }
+  if (opt.schedule != Schedule::kAuto && opt.schedule != Schedule::kClusterLaunchControl) {
+    *err = std::string("kernel ") + k->name + " schedules its tiles with cluster launch control (schedule clc)";
+    return FLASHPTX_ERR_BAD_OPTION;
+  }
+  const int64_t m_blocks = (p.seqlen_q + k->block_m - 1) / k->block_m;
+  const int64_t tiles = m_blocks * p.heads_q * p.batch;
+  plan->launch = Launch{k, dim3(static_cast<unsigned>(tiles * k->cluster_ctas)), dim3(static_cast<unsigned>(k->threads)),
+                        k->smem_bytes, Schedule::kClusterLaunchControl, tiles};
+  return FLASHPTX_OK;
+}
+
 flashptx_status plan_fwd(const flashptx_fwd_params& p, const FwdOptions& opt, const Device& dev, FwdPlan* plan,
                          std::string* err) {
+  if (dev.cc == 100) return plan_fa4_fwd(p, opt, plan, err);
   const KernelEntry* k = nullptr;
   if (opt.kernel != nullptr) {
     k = kernel_by_name(opt.kernel);
@@ -131,6 +182,10 @@ flashptx_status plan_fwd(const flashptx_fwd_params& p, const FwdOptions& opt, co
 
   Schedule sched = opt.schedule;
   if (sched == Schedule::kAuto) sched = (k->persistent && !p.causal) ? Schedule::kPersistent : Schedule::kOnePerTile;
+  if (sched == Schedule::kClusterLaunchControl) {
+    *err = std::string("kernel ") + k->name + " has no cluster launch control (an sm_100 schedule)";
+    return FLASHPTX_ERR_BAD_OPTION;
+  }
   if (sched == Schedule::kPersistent && !k->persistent) {
     *err = std::string("kernel ") + k->name + " cannot loop over tiles (schedule persistent)";
     return FLASHPTX_ERR_BAD_OPTION;
@@ -158,17 +213,23 @@ flashptx_status encode_fwd_args(const flashptx_fwd_params& p, const FwdOptions& 
   const bool no_keys = p.seqlen_k == 0;
   const int64_t sk = std::max<int64_t>(p.seqlen_k, 1);
   const int64_t kv_ss = no_keys ? p.heads_kv * p.head_dim : 0, kv_sb = no_keys ? p.heads_kv * p.head_dim : 0;
+  // Box rows: FA3 loads Q per tile and stores O per 64-row consumer; FA4 (src/sm100/fa4_fwd.cuh) loads
+  // and stores per 128-row Q stage, and a cta_group::2 CTA loads half of each K block.
+  const bool fa4 = k.family == Family::kFa4Fwd;
+  const uint32_t q_box = fa4 ? static_cast<uint32_t>(fa4::kStageRows) : static_cast<uint32_t>(k.block_m);
+  const uint32_t k_box = static_cast<uint32_t>(k.block_n / k.cluster_ctas);
+  const uint32_t o_box = fa4 ? static_cast<uint32_t>(fa4::kStageRows) : 64u;
   const bool ok =
       encode_bshd(&a.tma_q, type(p.q_dtype), p.q, p.batch, p.seqlen_q, p.heads_q, p.head_dim, p.q_batch_stride,
-                  p.q_row_stride, p.q_head_stride, static_cast<uint32_t>(k.block_m), err) &&
+                  p.q_row_stride, p.q_head_stride, q_box, err) &&
       encode_bshd(&a.tma_k, type(p.k_dtype), p.k, p.batch, sk, p.heads_kv, p.head_dim,
                   no_keys ? kv_sb : p.k_batch_stride, no_keys ? kv_ss : p.k_row_stride,
-                  no_keys ? p.head_dim : p.k_head_stride, static_cast<uint32_t>(k.block_n), err) &&
+                  no_keys ? p.head_dim : p.k_head_stride, k_box, err) &&
       encode_bshd(&a.tma_v, type(p.v_dtype), p.v, p.batch, sk, p.heads_kv, p.head_dim,
                   no_keys ? kv_sb : p.v_batch_stride, no_keys ? kv_ss : p.v_row_stride,
                   no_keys ? p.head_dim : p.v_head_stride, static_cast<uint32_t>(k.block_n), err) &&
       encode_bshd(&a.tma_o, type(p.o_dtype), p.o, p.batch, p.seqlen_q, p.heads_q, p.head_dim, p.o_batch_stride,
-                  p.o_row_stride, p.o_head_stride, 64u, err);
+                  p.o_row_stride, p.o_head_stride, o_box, err);
   if (!ok) return FLASHPTX_ERR_BAD_STRIDES;
   a.lse = p.lse;
   a.trace = opt.trace;

@@ -22,9 +22,11 @@ enum class Schedule : uint8_t {
   kAuto,        // the plan's rule (measured; src/plan.cpp)
   kOnePerTile,  // grid = tiles; the hardware's block dispatch orders them
   kPersistent,  // grid = min(tiles, SMs); each CTA walks tiles blockIdx.x + k * gridDim.x
+  kClusterLaunchControl,  // grid = tiles (x cluster size); a running CTA steals the tiles of CTAs not
+                          // yet launched (clusterlaunchcontrol.try_cancel): the FA4 kernels, sm_100
 };
 const char* schedule_name(Schedule s);
-bool parse_schedule(std::string_view name, Schedule* s);  // "auto", "one-per-tile", "persistent"
+bool parse_schedule(std::string_view name, Schedule* s);  // "auto", "one-per-tile", "persistent", "clc"
 
 // What the plan needs to know about the device.
 struct Device {
@@ -39,7 +41,8 @@ struct Device {
 std::string no_gpu_reason(cudaError_t e, int count, int driver_version, int runtime_version);
 
 // The current device (cudaGetDevice), attributes cached per ordinal. FLASHPTX_OK, or
-// FLASHPTX_ERR_UNSUPPORTED_DEVICE with *err saying why (no driver, no device, not sm_90).
+// FLASHPTX_ERR_UNSUPPORTED_DEVICE with *err saying why (no driver, no device, neither sm_90 nor an
+// sm_100 with the FA4 kernels built).
 flashptx_status current_device(Device* d, std::string* err);
 
 struct Launch {

@@ -6,10 +6,13 @@
 //      Certifies: 1024/768/1024 at 128^3, 2048/1536/2048 at (256,128,128), 1440/2048/1152 at
 //      (192,96,160); max() is a lower bound, the sum a no-overlap subtotal, neither a runtime.
 //   2. the sensitivity table and d* = R_MMA / (4 R_exp) = 128.
-//   3. the beta23 warp roles (a partition of warps 0..15) and 2*192 + 80 + 48 = 512.
+//   3. the warp roles (the kernel's table, include/flashptx/fa4_plan.h: a partition of warps 0..15) and
+//      2*192 + 80 + 48 = 512.
 //   4. split P: 32 * floor((3N/4)/32) = 96 of 128 columns; an issue point, not a completion.
 //   5. issue_order() / check_order(): the startup/steady/drain MMA order and every handoff edge;
-//      each schedule mutation is rejected with its own FwdError.
+//      each schedule mutation is rejected with its own FwdError. kernel_issue_order(): the same events
+//      from the kernel's own walk (fa4::mma_tile_schedule); check_barrier_plan(): the kernel's barrier
+//      table against its roles and that walk.
 //   6. H/L exponential critical sections never overlap (the paper serializes MUFU work).
 //   7. ledger tables.
 #include "src/models/fa4_forward.h"
@@ -17,6 +20,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "flashptx/fa4_plan.h"
 #include "src/models/ledger.h"
 
 namespace flashptx::models::fa4fwd {
@@ -76,12 +80,14 @@ const std::vector<SensitivityRow>& sensitivity_rows() {
 
 // ---- 3. roles and register targets --------------------------------------------------------------
 const std::vector<Role>& roles() {
-  static const std::vector<Role> r = {
-      {"softmax stage H", 0, 3, 192},   {"softmax stage L", 4, 7, 192},
-      {"correction", 8, 11, 80},        {"MMA issuer", 12, 12, 48},
-      {"epilogue", 13, 13, 48},         {"load", 14, 14, 48},
-      {"empty or CLC scheduler", 15, 15, 48},
-  };
+  static const std::vector<Role> r = [] {
+    std::vector<Role> v;
+    for (int i = 0; i < fa4::kRoleCount; ++i) {
+      const fa4::RoleSpec s = fa4::role_spec(static_cast<fa4::Role>(i));
+      v.push_back({s.name, s.first_warp, s.last_warp, s.regs});
+    }
+    return v;
+  }();
   return r;
 }
 
@@ -152,7 +158,7 @@ FwdError check_order(const std::vector<Event>& ev, int blocks) {
   Grid s_pub = grid(), p_early = grid(), o_resc = grid(), p_final = grid(), pv_issued = grid(),
        pv_done = grid();
   std::vector<char> k_ready(static_cast<size_t>(blocks), 0), v_ready(k_ready);
-  bool q_ready[2] = {false, false}, q_released = false, o_pub[2] = {false, false};
+  bool q_ready[2] = {false, false}, q_released[2] = {false, false}, o_pub[2] = {false, false};
 
   for (const auto& x : ev) {
     const size_t s = static_cast<size_t>(x.stage < 0 ? 0 : x.stage);
@@ -162,7 +168,7 @@ FwdError check_order(const std::vector<Event>& ev, int blocks) {
       case Op::kWaitK: k_ready[j] = 1; break;
       case Op::kWaitV: v_ready[j] = 1; break;
       case Op::kIssueQK:
-        if (q_released) return FwdError::kQReleasedEarly;
+        if (q_released[s]) return FwdError::kQReleasedEarly;
         if (!q_ready[s]) return FwdError::kQkBeforeQ;
         if (!k_ready[j]) return FwdError::kQkBeforeK;
         // S_i / P_i alias: the next score may land only after PV consumed P_i completely.
@@ -184,7 +190,10 @@ FwdError check_order(const std::vector<Event>& ev, int blocks) {
         pv_done[s][j] = 1;
         break;
       case Op::kPublishO: o_pub[s] = true; break;
-      case Op::kReleaseQ: q_released = true; break;
+      case Op::kReleaseQ:
+        if (x.stage < 0) q_released[0] = q_released[1] = true;
+        else q_released[s] = true;
+        break;
     }
   }
   for (size_t s = 0; s < 2; ++s) {
@@ -209,6 +218,8 @@ const char* fwd_error_name(FwdError e) {
     case FwdError::kMissingDrain: return "drain incomplete";
     case FwdError::kQReleasedEarly: return "Q released before its last QK";
     case FwdError::kExpOverlap: return "H and L exponential sections overlap";
+    case FwdError::kBarrierRoles: return "hand-off barrier of the wrong roles";
+    case FwdError::kBarrierCount: return "barrier arrival count is not one per producing agent";
   }
   return "?";
 }
@@ -264,6 +275,112 @@ std::vector<Event> mutated_order(size_t i, int blocks) {
     }
   }
   return e;
+}
+
+// ---- 5b. the kernel's walk and its barrier plan ---------------------------------------------------------
+namespace {
+// fa4::mma_tile_schedule's visitor, writing the events the walk implies.
+struct EventWriter {
+  int blocks;
+  Op drop;
+  std::vector<Event> ev;
+  void add(Op op, int stage, int block) {
+    if (op != drop) ev.push_back({op, stage, block});
+  }
+  void wait_q(int i) { add(Op::kWaitQ, i, -1); }
+  void wait_kv(bool is_v, int j) { add(is_v ? Op::kWaitV : Op::kWaitK, -1, j); }
+  void wait_p_ready(int i, int j) { add(Op::kWaitPEarly, i, j); }  // unsplit P: the only P signal
+  void wait_o_rescaled(int i, int j) { add(Op::kWaitORescaled, i, j); }
+  void wait_s_free(int i, int j) {
+    if (j > 0) add(Op::kCompletePV, i, j - 1);  // the PV that read P_i, before S_i is overwritten
+  }
+  void issue_qk(int i, int j) { add(Op::kIssueQK, i, j); }
+  void issue_pv(int i, int j) {
+    add(Op::kIssuePV, i, j);
+    add(Op::kWaitPFinal, i, j);  // unsplit P: already complete when the PV was issued
+  }
+  void commit_s_full(int i, int j) { add(Op::kPublishS, i, j); }
+  void commit_o_ready(int i, int j) {
+    if (j == blocks - 1) {  // the tile's last PV: the correction observes its completion (o_ready)
+      add(Op::kCompletePV, i, j);
+      add(Op::kPublishO, i, -1);
+    }
+  }
+  void commit_q_empty(int i) { add(Op::kReleaseQ, i, -1); }
+  void release_kv(bool, int) {}
+};
+
+// The barrier behind each hand-off event of the walk, and the roles it connects (producer, consumer).
+struct Edge {
+  Op op;
+  fa4::Bar bar;
+  fa4::Role producer, consumer;
+};
+constexpr Edge kEdges[] = {
+    {Op::kWaitQ, fa4::Bar::kQFull, fa4::Role::kLoad, fa4::Role::kMma},
+    {Op::kWaitK, fa4::Bar::kKvFull, fa4::Role::kLoad, fa4::Role::kMma},
+    {Op::kWaitV, fa4::Bar::kKvFull, fa4::Role::kLoad, fa4::Role::kMma},
+    {Op::kPublishS, fa4::Bar::kSFull, fa4::Role::kMma, fa4::Role::kSoftmaxH},
+    {Op::kWaitPEarly, fa4::Bar::kPReady, fa4::Role::kSoftmaxH, fa4::Role::kMma},
+    {Op::kWaitPFinal, fa4::Bar::kPReady, fa4::Role::kSoftmaxH, fa4::Role::kMma},
+    {Op::kWaitORescaled, fa4::Bar::kORescaled, fa4::Role::kCorrection, fa4::Role::kMma},
+    {Op::kCompletePV, fa4::Bar::kOReady, fa4::Role::kMma, fa4::Role::kCorrection},
+    {Op::kPublishO, fa4::Bar::kOReady, fa4::Role::kMma, fa4::Role::kCorrection},
+    {Op::kReleaseQ, fa4::Bar::kQEmpty, fa4::Role::kMma, fa4::Role::kLoad},
+};
+}  // namespace
+
+std::vector<Event> kernel_issue_order(int blocks, Op drop) {
+  EventWriter w{blocks, drop, {}};
+  fa4::mma_tile_schedule(blocks, w);
+  return w.ev;
+}
+
+FwdError check_barrier_plan(int cta_group, int rank, const uint32_t* counts) {
+  // Every event of the walk that hands something from one role to another names a barrier of the plan
+  // that connects exactly those roles.
+  for (const Event& e : kernel_issue_order(3)) {
+    if (e.op == Op::kIssueQK || e.op == Op::kIssuePV) continue;
+    const Edge* edge = nullptr;
+    for (const Edge& x : kEdges)
+      if (x.op == e.op) edge = &x;
+    if (edge == nullptr) return FwdError::kBarrierRoles;
+    const fa4::BarrierSpec s = fa4::barrier_spec(edge->bar);
+    if (s.producer != edge->producer || s.consumer != edge->consumer) return FwdError::kBarrierRoles;
+  }
+  // Arrival counts: one per producing agent. The agents of each signal kind, from the role table: a
+  // TMA phase is one expect_tx arrival (plus, on a pair's leader, the peer's relay); a commit, one
+  // (multicast: one in each CTA); per warp, every warp of the producing role (the tile readers: every
+  // warp of the multi-warp roles and each single-thread role); per thread, one.
+  for (int b = 0; b < fa4::kBarCount; ++b) {
+    const fa4::Bar bar = static_cast<fa4::Bar>(b);
+    const fa4::BarrierSpec s = fa4::barrier_spec(bar);
+    const uint32_t pair = (cta_group == 2 && rank == 0 && s.pair_to_leader) ? 2u : 1u;
+    uint32_t want = 1;
+    switch (s.signal) {
+      case fa4::Signal::kTmaBytes: want = pair; break;
+      case fa4::Signal::kCommit:
+      case fa4::Signal::kPerThread: want = 1; break;
+      case fa4::Signal::kPerWarp: {
+        uint32_t agents = 0;
+        if (s.producer == fa4::Role::kCount) {  // every role that reads tiles
+          for (int r = 0; r < fa4::kRoleCount; ++r) {
+            const fa4::Role role = static_cast<fa4::Role>(r);
+            if (role == fa4::Role::kScheduler) continue;
+            const int warps = fa4::role_warps(role);
+            agents += warps > 1 ? static_cast<uint32_t>(warps) : 1u;
+          }
+        } else {
+          agents = static_cast<uint32_t>(fa4::role_warps(s.producer));
+        }
+        want = agents * pair;
+        break;
+      }
+    }
+    const uint32_t have = counts ? counts[b] : fa4::arrival_count(bar, cta_group, rank);
+    if (have != want) return FwdError::kBarrierCount;
+  }
+  return FwdError::kOk;
 }
 
 // ---- 6. H/L exponential critical sections -------------------------------------------------------
@@ -353,6 +470,11 @@ void print_order(std::FILE* o) {
   for (size_t i = 0; i < order_mutations().size(); ++i)
     std::fprintf(o, "%-40s %s\n", order_mutations()[i].name,
                  fwd_error_name(check_order(mutated_order(i, blocks), blocks)));
+  std::fprintf(o, "%-40s %s\n", "kernel walk (fa4::mma_tile_schedule)",
+               fwd_error_name(check_order(kernel_issue_order(blocks), blocks)));
+  std::fprintf(o, "%-40s %s / %s / %s\n", "kernel barrier plan (1-CTA / leader / peer)",
+               fwd_error_name(check_barrier_plan(1, 0)), fwd_error_name(check_barrier_plan(2, 0)),
+               fwd_error_name(check_barrier_plan(2, 1)));
   auto ov = paper_exp_sections(blocks);
   for (auto& x : ov)
     if (x.stage == 1) { x.begin -= 512; x.end -= 512; }

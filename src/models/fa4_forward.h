@@ -35,7 +35,9 @@ double d_star(Rates r = {});  // R_MMA / (4 R_exp)
 struct SensitivityRow { const char* mutation; Rates rates; };
 const std::vector<SensitivityRow>& sensitivity_rows();
 
-// ---- beta23 roles and register targets ----------------------------------------------------------
+// ---- roles and register targets ------------------------------------------------------------------
+// The kernel's own role table (include/flashptx/fa4_plan.h role_spec, which src/sm100/fa4_fwd.cuh
+// dispatches on): beta23's warp ids and setmaxnreg targets.
 struct Role { const char* name; int first_warp, last_warp; int setmaxnreg; };
 const std::vector<Role>& roles();  // 16 warps, ids 0..15
 // True when the roles cover 0..15 exactly once.
@@ -52,7 +54,7 @@ enum class Op : uint8_t {
   kIssueQK, kPublishS,               // MMA -> softmax (pipeline_s_p_o, S side)
   kWaitPEarly, kWaitORescaled,       // softmax 75% P / correction rescaled O -> MMA
   kIssuePV, kWaitPFinal, kCompletePV,// PV issue, last 25% of P, PV completion
-  kPublishO, kReleaseQ,              // drain: final O to correction, Q stage released
+  kPublishO, kReleaseQ,              // drain: final O to correction, Q stage released (stage -1: both)
 };
 struct Event {
   Op op;
@@ -74,11 +76,26 @@ enum class FwdError : uint8_t {
   kMissingDrain,         // a (stage, block) PV never completed, or O never published
   kQReleasedEarly,       // Q released while a QK on it may still be issued
   kExpOverlap,           // H and L exponential critical sections overlap
+  kBarrierRoles,         // a hand-off backed by a barrier whose producer / consumer is another role
+  kBarrierCount,         // a barrier's arrival count is not one arrival per producing agent
 };
 const char* fwd_error_name(FwdError e);
 
 // The pinned beta23 MMA-warp order for q_stage = 2 and `blocks` K/V blocks.
 std::vector<Event> issue_order(int blocks);
+// The order the kernel's MMA thread walks (fa4::mma_tile_schedule, the function src/sm100/fa4_fwd.cuh
+// runs), as events: unsplit P (one p_ready per PV: the early and the final signal are one phase), Q
+// released per stage after its last QK, a PV's completion observed before the next QK into the aliased
+// S/P slot (wait_s_free) and, for the tile's last PVs, by the correction (o_ready). `drop` removes one
+// kind of event from the walk (the mutation tests; kCount: none).
+std::vector<Event> kernel_issue_order(int blocks, Op drop = static_cast<Op>(255));
+
+// The kernel's barrier plan (fa4_plan.h barrier_spec / arrival_count) against its roles and its walk:
+// every hand-off event of kernel_issue_order is backed by a barrier whose producer and consumer are the
+// roles the event names, and every per-warp barrier counts one arrival per warp of its producing role
+// (twice on a pair's leader where the peer's warps arrive too). `counts[b]`: the arrival counts to
+// check (nullptr: the kernel's, fa4::arrival_count), so a test can hand it a wrong table.
+FwdError check_barrier_plan(int cta_group, int rank, const uint32_t* counts = nullptr);
 // Just the tensor issues, e.g. "QK_H_0", "QK_L_0", "PV_H_0", "QK_H_1", ...
 std::vector<std::string> mma_order(const std::vector<Event>& ev);
 FwdError check_order(const std::vector<Event>& ev, int blocks);

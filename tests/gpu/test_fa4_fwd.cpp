@@ -1,0 +1,133 @@
+// FA4 forward on a Blackwell GPU (sm_100): the first-run test. NEVER RUN: no Blackwell GPU was
+// available when it was written; the runner skips the gpu_sm100 suites elsewhere. What the kernel has
+// been through instead: compile, golden SASS with order checks, and the emulator replay of its issue
+// sequence and arithmetic (tests/host/test_fa4_replay.cpp).
+//
+// Every FA4 specialization (forced by name, so the pair kernels run at sizes the rule would not pick)
+// against the CPU fp64 reference under FlashAttention's rule, max|O - ref| <= 2 max|O_same - ref| + 1e-5,
+// LSE within 5e-4; O and LSE poisoned with NaN first; plus the C ABI's own choice on one problem.
+#include <doctest/doctest.h>
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "flashptx.h"
+#include "src/internal.h"
+#include "tools/support/dtype.h"
+#include "tools/support/reference.h"
+
+namespace {
+
+#define FA4_CUDA_REQUIRE(x)                                                       \
+  do {                                                                            \
+    cudaError_t e_ = (x);                                                         \
+    REQUIRE_MESSAGE(e_ == cudaSuccess, #x " failed: " << cudaGetErrorString(e_)); \
+  } while (0)
+
+struct Case {
+  const char* kernel;  // nullptr: the plan's rule
+  int64_t batch, sq, sk, hq, hkv, d;
+  bool causal;
+  flashptx_dtype dtype;
+};
+
+void run_case(const Case& c) {
+  INFO((c.kernel ? c.kernel : "(rule)") << " B=" << c.batch << " Sq=" << c.sq << " Sk=" << c.sk << " Hq=" << c.hq
+                                        << " Hkv=" << c.hkv << " d=" << c.d << (c.causal ? " causal" : ""));
+  const bool bf16 = c.dtype == FLASHPTX_BF16;
+  std::mt19937 rng(std::random_device{}());
+  std::normal_distribution<float> nd(0.f, 1.f);
+  auto make = [&](int64_t n) {
+    std::vector<uint16_t> v(static_cast<size_t>(n));
+    for (auto& x : v) x = bf16 ? flashptx::float_to_bf16(nd(rng)) : flashptx::float_to_fp16(nd(rng));
+    return v;
+  };
+  const int64_t nq = c.batch * c.sq * c.hq * c.d, nk = c.batch * c.sk * c.hkv * c.d;
+  const std::vector<uint16_t> q = make(nq), k = make(nk), v = make(nk);
+  uint16_t *dq = nullptr, *dk = nullptr, *dv = nullptr, *dout = nullptr;
+  float* dlse = nullptr;
+  FA4_CUDA_REQUIRE(cudaMalloc(&dq, nq * 2));
+  FA4_CUDA_REQUIRE(cudaMalloc(&dk, nk * 2));
+  FA4_CUDA_REQUIRE(cudaMalloc(&dv, nk * 2));
+  FA4_CUDA_REQUIRE(cudaMalloc(&dout, nq * 2));
+  FA4_CUDA_REQUIRE(cudaMalloc(&dlse, c.batch * c.hq * c.sq * sizeof(float)));
+  FA4_CUDA_REQUIRE(cudaMemcpy(dq, q.data(), nq * 2, cudaMemcpyHostToDevice));
+  FA4_CUDA_REQUIRE(cudaMemcpy(dk, k.data(), nk * 2, cudaMemcpyHostToDevice));
+  FA4_CUDA_REQUIRE(cudaMemcpy(dv, v.data(), nk * 2, cudaMemcpyHostToDevice));
+  FA4_CUDA_REQUIRE(cudaMemset(dout, 0xFF, nq * 2));
+  FA4_CUDA_REQUIRE(cudaMemset(dlse, 0xFF, c.batch * c.hq * c.sq * sizeof(float)));
+
+  flashptx_fwd_params p;
+  flashptx_fwd_params_contiguous(&p, dq, dk, dv, dout, dlse, c.batch, c.sq, c.sk, c.hq, c.hkv, c.d, c.dtype,
+                                 c.causal ? 1 : 0);
+  flashptx::FwdOptions opt;
+  opt.kernel = c.kernel;
+  flashptx_kernel_info info{};
+  REQUIRE_MESSAGE(flashptx::fwd_kernel_info(&p, opt, &info) == FLASHPTX_OK, flashptx_last_error());
+  CHECK(std::string(info.symbol).rfind("fa4_fwd_sm100_", 0) == 0);
+  CHECK(std::string(info.schedule) == "clc");
+  REQUIRE_MESSAGE(flashptx::fwd(&p, opt, nullptr) == FLASHPTX_OK, flashptx_last_error());
+  FA4_CUDA_REQUIRE(cudaDeviceSynchronize());
+  std::vector<uint16_t> out(static_cast<size_t>(nq));
+  std::vector<float> lse(static_cast<size_t>(c.batch * c.hq * c.sq));
+  FA4_CUDA_REQUIRE(cudaMemcpy(out.data(), dout, nq * 2, cudaMemcpyDeviceToHost));
+  FA4_CUDA_REQUIRE(cudaMemcpy(lse.data(), dlse, lse.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  cudaFree(dq);
+  cudaFree(dk);
+  cudaFree(dv);
+  cudaFree(dout);
+  cudaFree(dlse);
+
+  flashptx::ref::Problem rp;
+  rp.batch = c.batch;
+  rp.seqlen_q = c.sq;
+  rp.seqlen_k = c.sk;
+  rp.heads_q = c.hq;
+  rp.heads_kv = c.hkv;
+  rp.head_dim = c.d;
+  rp.causal = c.causal;
+  const auto et = bf16 ? flashptx::ref::Elem::kBF16 : flashptx::ref::Elem::kFP16;
+  const auto qv = flashptx::ref::contiguous_q(q.data(), et, rp), kv = flashptx::ref::contiguous_kv(k.data(), et, rp),
+             vv = flashptx::ref::contiguous_kv(v.data(), et, rp);
+  const auto exact = flashptx::ref::forward(rp, qv, kv, vv);
+  const auto same = flashptx::ref::forward(rp, qv, kv, vv, bf16 ? flashptx::Round::kBF16 : flashptx::Round::kFP16);
+  const double err = flashptx::ref::max_abs_diff_o(rp, flashptx::ref::contiguous_q(out.data(), et, rp), exact.o);
+  std::vector<double> same_rounded(same.o.size());
+  for (size_t i = 0; i < same.o.size(); ++i) same_rounded[i] = flashptx::round_to(bf16 ? flashptx::Round::kBF16 : flashptx::Round::kFP16, same.o[i]);
+  const double same_err =
+      flashptx::ref::max_abs_diff_o(rp, flashptx::ref::contiguous_q(same_rounded.data(), flashptx::ref::Elem::kF64, rp),
+                                    exact.o);
+  INFO("max|O-ref| " << err << ", max|O_same-ref| " << same_err);
+  CHECK(err <= 2.0 * same_err + 1e-5);
+  CHECK(flashptx::ref::max_abs_diff_lse(rp, lse.data(), exact.lse) <= 5e-4);
+}
+
+}  // namespace
+
+TEST_SUITE("gpu_sm100 fa4 forward") {
+
+TEST_CASE("every FA4 specialization against fp64 (first run on a Blackwell GPU)") {
+  for (flashptx_dtype t : {FLASHPTX_BF16, FLASHPTX_FP16}) {
+    const char* d64 = t == FLASHPTX_BF16 ? "fa4_fwd_sm100_bf16_d64" : "fa4_fwd_sm100_fp16_d64";
+    const char* d128 = t == FLASHPTX_BF16 ? "fa4_fwd_sm100_bf16_d128" : "fa4_fwd_sm100_fp16_d128";
+    const char* pair = t == FLASHPTX_BF16 ? "fa4_fwd_sm100_bf16_d128_2cta" : "fa4_fwd_sm100_fp16_d128_2cta";
+    for (int causal : {0, 1}) {
+      run_case({d64, 2, 300, 333, 4, 2, 64, causal != 0, t});
+      run_case({d128, 2, 300, 333, 4, 2, 128, causal != 0, t});
+      run_case({pair, 1, 556, 333, 4, 2, 128, causal != 0, t});
+      run_case({d128, 1, 300, 200, 2, 1, 128, causal != 0, t});  // causal: rows that see no key
+    }
+  }
+}
+
+TEST_CASE("the C ABI's rule on sm_100 picks an FA4 kernel, and it computes attention") {
+  run_case({nullptr, 1, 1024, 1024, 4, 4, 128, false, FLASHPTX_BF16});
+  run_case({nullptr, 1, 1024, 1024, 4, 4, 64, true, FLASHPTX_BF16});
+}
+
+}  // TEST_SUITE

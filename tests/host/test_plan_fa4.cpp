@@ -1,0 +1,133 @@
+// The sm_100 launch plan (src/plan.cpp, plan_fa4_fwd) and the FA4 rows of the kernel table, on any
+// machine: plan_fwd makes no CUDA call, so the dispatch to the FA4 kernels is checked here with a stated
+// device (148 SMs, sm_100, as a B200). Nothing here launches anything: no Blackwell GPU was available,
+// and the FA4 kernels have never run.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "flashptx.h"
+#include "src/kernels.h"
+#include "src/plan.h"
+#include "src/sm100/fa4_fwd_config.h"
+
+namespace {
+
+alignas(16) unsigned char g_fake[4][64];
+const flashptx::Device kB200{0, 100, 148};
+const flashptx::Device kH200{0, 90, 132};
+
+flashptx_fwd_params problem(int64_t b, int64_t sq, int64_t sk, int64_t h, int64_t hkv, int64_t d, flashptx_dtype t,
+                            int causal) {
+  flashptx_fwd_params p;
+  flashptx_fwd_params_contiguous(&p, g_fake[0], g_fake[1], g_fake[2], g_fake[3], nullptr, b, sq, sk, h, hkv, d, t,
+                                 causal);
+  return p;
+}
+
+template <flashptx::fa4::FwdConfig C>
+void check_row(const char* name) {
+  INFO(name);
+  const flashptx::KernelEntry* k = flashptx::kernel_by_name(name);
+  REQUIRE(k != nullptr);
+  using L = flashptx::fa4::FwdLayout<C>;
+  CHECK(k->family == flashptx::Family::kFa4Fwd);
+  CHECK(k->head_dim == C.head_dim);
+  CHECK(k->dtype == (C.bf16 ? FLASHPTX_BF16 : FLASHPTX_FP16));
+  CHECK(k->block_m == L::kBlockM);
+  CHECK(k->block_m == 256 * C.cta_group);
+  CHECK(k->block_n == flashptx::fa4::kBlockN);
+  CHECK(k->stages == C.kv_slots);
+  CHECK(k->threads == 512);
+  CHECK(k->cluster_ctas == C.cta_group);
+  CHECK(k->smem_bytes == static_cast<int>(L::kSmemBytes));
+  CHECK(k->smem_bytes <= 227 * 1024);
+  CHECK(k->persistent);
+}
+
+}  // namespace
+
+TEST_SUITE("host plan fa4") {
+
+TEST_CASE("the FA4 rows of the kernel table are the configs the replay runs") {
+  using namespace flashptx::fa4;
+  check_row<kD64>("fa4_fwd_sm100_bf16_d64");
+  check_row<fp16(kD64)>("fa4_fwd_sm100_fp16_d64");
+  check_row<kD128>("fa4_fwd_sm100_bf16_d128");
+  check_row<fp16(kD128)>("fa4_fwd_sm100_fp16_d128");
+  check_row<kD128Pair>("fa4_fwd_sm100_bf16_d128_2cta");
+  check_row<fp16(kD128Pair)>("fa4_fwd_sm100_fp16_d128_2cta");
+  CHECK(flashptx::fa4_fwd_kernels().size() == 6u);
+  CHECK(std::string(flashptx::family_name(flashptx::Family::kFa4Fwd)) == "fa4_fwd");
+}
+
+TEST_CASE("on sm_100 the forward rule picks an FA4 kernel of the problem, scheduled by cluster launch control") {
+  for (int64_t d : {64, 128})
+    for (flashptx_dtype t : {FLASHPTX_BF16, FLASHPTX_FP16})
+      for (int causal : {0, 1})
+        for (int64_t s : {1, 100, 511, 512, 4096}) {
+          INFO("d=" << d << " causal=" << causal << " s=" << s);
+          flashptx::FwdPlan plan;
+          std::string err;
+          REQUIRE_MESSAGE(flashptx::plan_fwd(problem(2, s, s, 8, 2, d, t, causal), {}, kB200, &plan, &err) ==
+                              FLASHPTX_OK,
+                          err);
+          const flashptx::KernelEntry& k = *plan.launch.kernel;
+          CHECK(k.family == flashptx::Family::kFa4Fwd);
+          CHECK(k.head_dim == d);
+          CHECK(k.dtype == t);
+          // The pair form for head dim 128, non-causal, at least one pair tile of rows (the rule's words).
+          CHECK(k.cluster_ctas == ((d == 128 && !causal && s >= 512) ? 2 : 1));
+          const int64_t tiles = (s + k.block_m - 1) / k.block_m * 8 * 2;
+          CHECK(plan.launch.tiles == tiles);
+          CHECK(plan.launch.grid.x == static_cast<unsigned>(tiles * k.cluster_ctas));
+          CHECK(plan.launch.block.x == 512u);
+          CHECK(plan.launch.smem_bytes == k.smem_bytes);
+          CHECK(plan.launch.schedule == flashptx::Schedule::kClusterLaunchControl);
+        }
+  // The same problems on sm_90 still take FA3.
+  flashptx::FwdPlan plan;
+  std::string err;
+  REQUIRE(flashptx::plan_fwd(problem(2, 4096, 4096, 8, 8, 128, FLASHPTX_BF16, 0), {}, kH200, &plan, &err) ==
+          FLASHPTX_OK);
+  CHECK(plan.launch.kernel->family == flashptx::Family::kFa3Fwd);
+}
+
+TEST_CASE("sm_100 refusals name their reason") {
+  struct Bad {
+    const char* what;
+    flashptx::FwdOptions opt;
+    flashptx_fwd_params p;
+    flashptx::Device dev;
+    flashptx_status want;
+    const char* needle;
+  };
+  flashptx::FwdOptions fa3_on_100, persist, fa4_wrong_d, fa4_on_90, clc_on_90;
+  fa3_on_100.kernel = "fa3_fwd_sm90_bf16_d128_n128";
+  persist.schedule = flashptx::Schedule::kPersistent;
+  fa4_wrong_d.kernel = "fa4_fwd_sm100_bf16_d64";
+  fa4_on_90.kernel = "fa4_fwd_sm100_bf16_d128";
+  clc_on_90.schedule = flashptx::Schedule::kClusterLaunchControl;
+  const flashptx_fwd_params p = problem(1, 1024, 1024, 4, 4, 128, FLASHPTX_BF16, 0);
+  const Bad bad[] = {
+      {"head dim 256 has no FA4 kernel", {}, problem(1, 1024, 1024, 4, 4, 256, FLASHPTX_BF16, 0), kB200,
+       FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, "FA4: 64 and 128"},
+      {"an sm_90 kernel forced on sm_100", fa3_on_100, p, kB200, FLASHPTX_ERR_BAD_OPTION, "no sm_100 forward kernel"},
+      {"a persistent schedule forced on FA4", persist, p, kB200, FLASHPTX_ERR_BAD_OPTION, "cluster launch control"},
+      {"an FA4 kernel of another head dim", fa4_wrong_d, p, kB200, FLASHPTX_ERR_BAD_OPTION, "head_dim 64"},
+      {"an FA4 kernel forced on sm_90", fa4_on_90, p, kH200, FLASHPTX_ERR_BAD_OPTION, "no forward kernel named"},
+      {"the clc schedule on sm_90", clc_on_90, p, kH200, FLASHPTX_ERR_BAD_OPTION, "no cluster launch control"},
+  };
+  for (const Bad& b : bad) {
+    INFO(b.what);
+    flashptx::FwdPlan pl;
+    std::string err;
+    CHECK(flashptx::plan_fwd(b.p, b.opt, b.dev, &pl, &err) == b.want);
+    CHECK_MESSAGE(err.find(b.needle) != std::string::npos, err);
+  }
+  flashptx::Schedule back{};
+  CHECK(flashptx::parse_schedule("clc", &back));
+  CHECK(back == flashptx::Schedule::kClusterLaunchControl);
+}
+
+}  // TEST_SUITE
