@@ -103,6 +103,9 @@ static flashptx_status bwd_plan_checked(const flashptx_bwd_params* p, const BwdO
     if ((s = validate_bwd(*p, need, &msg)) != FLASHPTX_OK) return fail(s, msg);
   }
   if ((s = current_device(&dev, &msg)) != FLASHPTX_OK) return fail(s, msg);
+  if (dev.cc != 90)
+    return fail(FLASHPTX_ERR_UNSUPPORTED_DEVICE, "device " + std::to_string(dev.ordinal) + " is sm_" +
+                                                     std::to_string(dev.cc) + "; the backward kernels are sm_90a (Hopper)");
   if ((s = plan_bwd(*p, opt, dev, plan, &msg)) != FLASHPTX_OK) return fail(s, msg);
   return FLASHPTX_OK;
 }

@@ -8,7 +8,8 @@
 //   gpu_sm100*  needs a CUDA device of compute capability 10.0 (Blackwell; sm_100a code)
 //   audit_sm90*, audit_sm100*  need a disassembler that decodes that architecture
 //   vendoring compile*  needs nvcc and the source tree (it compiles the README's vendored files)
-//   nogpu*      what a machine without an sm_90 device must answer (refusals): skipped on an sm_90 one
+//   nogpu*      what a machine without a device of this build must answer (refusals): skipped on an
+//               sm_90 or sm_100 one
 // Everything else (host suites) always runs. The last line printed is exactly
 // "N passed, N failed, N skipped", counted in test cases.
 #define DOCTEST_CONFIG_IMPLEMENT
@@ -115,7 +116,8 @@ int main(int argc, char** argv) {
                      !tree ? std::string("the source tree is not at ") + FLASHPTX_ROOT
                            : std::string("no nvcc (set FLASHPTX_NVCC)")});
   }
-  rules.push_back({"nogpu*", cc != 90, "an sm_90 GPU is present: the GPU suites test the launch path instead"});
+  rules.push_back({"nogpu*", cc != 90 && cc != 100,
+                   "an sm_" + std::to_string(cc) + " GPU is present: the GPU suites test the launch path instead"});
   for (const char* arch : {"sm_90a", "sm_100a"}) {
     std::string why;
     bool ok = flashptx::sass::audit_available(arch, &why);
