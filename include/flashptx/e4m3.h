@@ -1,4 +1,5 @@
-// The E4M3FN codebook (spec 0x06, "E4M3 Names The Operand, Not The Whole Arithmetic Path").
+// The E4M3FN codebook (tools/guide/PROTOCOLS.md, "FP8 layouts"; PTX ISA "Alternate Floating-Point
+// Data Formats" for the e4m3 format).
 //
 // One sign bit, four exponent bits (bias 7), three fraction bits; finite-only ("FN"): no infinity,
 // S.1111.111 is NaN. Largest finite magnitude 1.75 * 2^8 = 448 (0x7E); smallest positive subnormal

@@ -1,4 +1,5 @@
-// Degree-3 software exp2 (spec 0x09, "Derive The Software exp2 Path").
+// Degree-3 software exp2 (tools/guide/PROTOCOLS.md, "The FA4 roles"; the FA4 paper, Zadouri et al.,
+// arXiv 2603.05451, section 3.1.3).
 //
 // FA4 moves a share of the softmax exponentials off the MUFU.EX2 unit onto FP32 FMA/ALU issue. For
 // one base-2 argument x the pinned helper (utils.ex2_emulation) does:
@@ -26,7 +27,7 @@
 
 namespace flashptx::exp2emu {
 
-// Pinned degree-3 coefficients, lowest power first (spec 0x09). The decimal strings are the FP32
+// The pinned helper's degree-3 coefficients, lowest power first. The decimal strings are the FP32
 // values printed to double precision, so the float literals are exact.
 constexpr float kP0 = 1.0f;
 constexpr float kP1 = 0.6951461434364319f;
@@ -143,9 +144,10 @@ FLASHPTX_HD uint16_t bf16_bits_rne(float x) {
 }
 FLASHPTX_HD float bf16_to_float(uint16_t b) { return u2f(static_cast<uint32_t>(b) << 16); }
 
-// Hardware/software dispatch inside one score row (spec 0x09, "Partial Emulation Is A Fragment
-// Predicate", SoftmaxSm100.apply_exp2_convert). A row is cut into F fragments of 32 elements; the
-// loop visits element pairs (k, k+1), k even, inside fragment j. The pair is emulated only when
+// Hardware/software dispatch inside one score row (tools/guide/PROTOCOLS.md, "The FA4 roles";
+// SoftmaxSm100.apply_exp2_convert in flash-attention fa4-v4.0.0.beta23). A row is cut into F
+// fragments of 32 elements; the loop visits element pairs (k, k+1), k even, inside fragment j. The
+// pair is emulated only when
 //   k mod freq >= freq - res,   j >= start,   j < F - 1.
 // The last fragment always uses MUFU.EX2; freq = 0 means all hardware (the SM103 tuning).
 FLASHPTX_HD bool pair_uses_emulation(int k, int j, int F, int freq, int res, int start) {

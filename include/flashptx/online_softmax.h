@@ -1,8 +1,7 @@
-// Online softmax with a retained reference and conditional rescaling (spec 0x09, "Conditional
-// Rescaling Is An Arbitrary-Reference Recurrence" and "Final Normalization And LSE Use The
-// Retained Frame").
+// Online softmax with a retained reference and conditional rescaling (tools/guide/PROTOCOLS.md,
+// "The FA4 roles"; the FA4 paper, Zadouri et al., arXiv 2603.05451, section 3.1.4).
 //
-// Coordinates (spec 0x09, "One Score Has Raw, Natural, And Base-2 Coordinates"):
+// Coordinates:
 //   s      raw score (after QK, masking, score mod; before the softmax scale sigma)
 //   lambda sigma * log2(e)                       (softmax_scale_log2)
 //   a      retained reference, raw coordinate    (SoftmaxSm100.row_max)
@@ -22,8 +21,8 @@
 // running this code produce identical bits for r, D and N. (LSE uses log2f, which is not bit-equal
 // between glibc and CUDA; it is compared with a tolerance.)
 //
-// The Mutation argument exists only for the failure lab (spec 0x09, "Softmax-Numerics Failure
-// Matrix"); kernels use Mutation::none.
+// The Mutation argument exists only for the failure lab (tools/guide/PROTOCOLS.md, "The FA4 roles",
+// failure lab); kernels use Mutation::none.
 #pragma once
 #include <cstdint>
 #include <cmath>
@@ -32,8 +31,8 @@
 
 namespace flashptx::softmax {
 
-// The pinned dtype envelopes (spec 0x09, "Threshold And Probability Offset Form One Range
-// Contract"): a reference stale by at most tau bounds the unnormalised probability by 2^(tau+omega).
+// The pinned dtype envelopes (thresholds and offsets of flash-attention fa4-v4.0.0.beta23): a
+// reference stale by at most tau bounds the unnormalised probability by 2^(tau+omega).
 struct DtypeEnvelope {
   const char* dtype;
   float tau;         // rescale threshold, base-2

@@ -1,4 +1,5 @@
-// The (stage, phase) coordinate of a circular shared-memory ring (spec 0x02, 0x03).
+// The (stage, phase) coordinate of a circular shared-memory ring (tools/guide/PROTOCOLS.md, "Hopper
+// prerequisites" and "The K/V rings"; PTX ISA "mbarrier" for the phase and parity semantics).
 //
 // A ring of S stages is a set of S slots, each guarded by a "full" mbarrier (producer -> consumer:
 // the bytes of this slot have landed) and an "empty" mbarrier (consumer -> producer: every reader of
@@ -10,7 +11,7 @@
 // once: the producer runs one generation ahead. RingState::producer_start() encodes exactly that.
 //
 // This object is __host__ __device__: the kernels run it, and the CPU oracles (src/models/) drive the
-// same code through every table and mutation of the spec.
+// same code through every ring table and mutation of the guide's "The K/V rings".
 #pragma once
 #include <cstdint>
 

@@ -1,13 +1,14 @@
-// Tile order and per-tile work of the forward kernels (spec 0x0B).
+// Tile order and per-tile work of the forward kernels (tools/guide/PROTOCOLS.md, "Scheduling"; the
+// FA4 paper, Zadouri et al., arXiv 2603.05451, section 3.3).
 //
 // A forward launch covers num_m_blocks x heads x batch output tiles. Causal attention gives tile
 // m_block a K/V trip count J_m that grows with m_block, so the order in which tiles are handed out
 // decides the makespan: lexical order leaves the longest tiles for the last wave, longest-
-// processing-time-first (LPT) order starts them first and fills the tail with short ones (0x0B:
-// costs [1..6] on 3 workers, makespan 9 lexical, 7 LPT, lower bound 7).
+// processing-time-first (LPT) order starts them first and fills the tail with short ones (the
+// worked example: costs [1..6] on 3 workers, makespan 9 lexical, 7 LPT, lower bound 7).
 //
 // __host__ __device__: the kernel's persistent loop calls tile_from_linear(); the CPU oracle
-// (src/models/scheduling_model.cpp) drives the same functions through the spec's worked examples.
+// (src/models/scheduling_model.cpp) drives the same functions through the guide's worked examples.
 #pragma once
 
 #include "flashptx/hd.h"
@@ -45,7 +46,7 @@ FLASHPTX_HD int n_blocks(int block_n, int seqlen_k) { return seqlen_k > 0 ? ceil
 // K/V blocks a causal query block visits, bottom-right aligned (query row i sees keys
 // j <= i + seqlen_k - seqlen_q). The visible key range of the block's last row is
 // [0, min(seqlen_k, (m_block+1)*block_m + seqlen_k - seqlen_q)), rounded up to whole blocks;
-// 0 when empty. For seqlen_q == seqlen_k this is the spec's
+// 0 when empty. For seqlen_q == seqlen_k this is the aligned causal cost
 // J_m = min(ceil(S_k/N), ceil(min((m+1)M, S_q)/N)), and J_m = m+1 when M == N.
 FLASHPTX_HD int causal_n_blocks(int m_block, int block_m, int block_n, int seqlen_q, int seqlen_k) {
   int hi = (m_block + 1) * block_m + seqlen_k - seqlen_q;
@@ -54,8 +55,9 @@ FLASHPTX_HD int causal_n_blocks(int m_block, int block_m, int block_n, int seqle
   return ceil_div(hi, block_n);
 }
 
-// L2 section rule (0x0B): heads whose K/V working sets, S_k (d_qk + d_v) b bytes each, fit the L2
-// budget together. Rounded down to a power of two (the head swizzle), at least 1, at most `heads`.
+// L2 section rule (the FA4 paper, section 3.3): heads whose K/V working sets, S_k (d_qk + d_v) b
+// bytes each, fit the L2 budget together. Rounded down to a power of two (the head swizzle), at
+// least 1, at most `heads`.
 FLASHPTX_HD int heads_per_l2_section(long long seqlen_k, int d_qk, int d_v, int bytes_per_elem,
                                      long long l2_budget_bytes, int heads) {
   const long long per_head = seqlen_k * (long long)(d_qk + d_v) * bytes_per_elem;
@@ -67,7 +69,7 @@ FLASHPTX_HD int heads_per_l2_section(long long seqlen_k, int d_qk, int d_v, int 
   return p;
 }
 
-// The paper's L2-aware LPT hierarchy (0x0B):
+// The FA4 paper's L2-aware LPT hierarchy:
 //   for batch: for head_section: for m_block descending: for head in section
 // A residual section (heads % section) comes last in each batch. Linear index -> coordinate.
 FLASHPTX_HD TileCoord tile_from_linear_sectioned(int idx, int num_m_blocks, int heads, int batch,
@@ -87,7 +89,7 @@ FLASHPTX_HD TileCoord tile_from_linear_sectioned(int idx, int num_m_blocks, int 
   return t;
 }
 
-// Varlen LPT preprocessing (0x0B, the FA4 paper's design): virtual batch v -> actual batch, sorted
+// Varlen LPT preprocessing (the FA4 paper's design): virtual batch v -> actual batch, sorted
 // by query work tiles descending (stable: ties keep metadata order). out[v] = actual batch index.
 FLASHPTX_HD void varlen_virtual_to_actual(const int* seqlens_q, int n, int block_m, int* out) {
   for (int i = 0; i < n; ++i) out[i] = i;

@@ -1,9 +1,11 @@
 // Blackwell Tensor Memory (TMEM): capacity, allocator rules, address packing, the FA4 S/P/O column
-// plan, alias legality and lane ownership (spec 0x07).
+// plan, alias legality and lane ownership (tools/guide/PROTOCOLS.md, "TMEM planning"; PTX ISA
+// "Tensorcore 5th Generation Family Instructions", "Tensor Memory").
 //
 // This is the code an sm_100a kernel uses to lay out its TMEM and the code the CPU oracle
-// (src/models/tmem.cpp) drives through every table and negative fixture of 0x07: one source, written
-// __host__ __device__ (FLASHPTX_HD), no allocation, no exceptions, no std:: containers.
+// (src/models/tmem.cpp) drives through every table and negative fixture of that guide section: one
+// source, written __host__ __device__ (FLASHPTX_HD), no allocation, no exceptions, no std::
+// containers.
 //
 // What each piece certifies:
 //   - kColumns * kLanes * kCellBytes = 256 KiB, the granule 32 columns = 16 KiB: the per-CTA view
@@ -23,7 +25,7 @@
 
 namespace flashptx::tmem {
 
-// ---- capacity (0x07 "Derive Capacity, Granularity, And Address") ---------------------------------
+// ---- capacity, granule, address ------------------------------------------------------------------
 constexpr uint32_t kColumns = 512;     // per-CTA addressable columns on sm_100
 constexpr uint32_t kLanes = 128;       // lanes per column
 constexpr uint32_t kCellBytes = 4;     // one 32-bit cell per (lane, column)
@@ -40,7 +42,7 @@ FLASHPTX_HD constexpr uint32_t taddr_column(uint32_t a) { return a & 0xFFFFu; }
 FLASHPTX_HD constexpr bool taddr_in_view(uint32_t lane, uint32_t column) {
   return lane < kLanes && column < kColumns;
 }
-static_assert(taddr(37, 384) == 2425216u, "spec 0x07: lane 37, column 384 -> 2,425,216");
+static_assert(taddr(37, 384) == 2425216u, "TMEM address: lane 37, column 384 -> 2,425,216");
 
 // ---- named reasons, shared by the allocator, the plan and the oracle's event checker ----------
 enum class TmemError : uint8_t {
@@ -143,7 +145,7 @@ struct TmemAllocator {
   }
 };
 
-// ---- column intervals, live intervals, alias legality ("Alias Legality Requires Address And Time")
+// ---- column intervals, live intervals, alias legality (tools/guide/PROTOCOLS.md, "TMEM planning")
 struct Interval {  // half-open [begin, end)
   uint32_t begin = 0, end = 0;
   FLASHPTX_HD constexpr uint32_t width() const { return end - begin; }
@@ -169,7 +171,7 @@ FLASHPTX_HD constexpr bool warp_owns_lane(uint32_t warp, uint32_t lane) {
   return lane >= warp_lane_band(warp).begin && lane < warp_lane_band(warp).end;
 }
 
-// ---- the FA4 forward column plan ("Derive The Pinned Beta23 TMEM Map") -------------------------
+// ---- the FA4 forward column plan (as flash-attention fa4-v4.0.0.beta23 lays it out) ----------
 // For K/V tile width N, value width d_v and q_stage output slots:
 //   c_S0 = 0, c_S1 = N, c_Oi = 2N + i*d_v; P_i (BF16, N/2 FP32 columns) sits in the tail half of S_i.
 struct Fa4FwdColumnPlan {

@@ -1,5 +1,5 @@
-// Deterministic writer order for global gradient accumulation (spec 0x0A, "Determinism Requires A
-// Writer Order").
+// Deterministic writer order for global gradient accumulation (tools/guide/PROTOCOLS.md,
+// "Deterministic writer order"; the FA4 paper, Zadouri et al., arXiv 2603.05451, section 3.2).
 //
 // FP32 addition is not associative, so a deterministic backward needs a declared physical order of
 // reduce-adds into each dQ (or dK/dV) accumulator. Each writer owns a lock value; a per-tile
@@ -14,7 +14,8 @@
 // whose writer does not exist (sparse / truncated schedules) must be bridged, or every later writer
 // waits forever: bridge() is that tail bridge.
 //
-// __host__ __device__: the sm_100a backward and the CPU oracle (src/models/fa4_backward.cpp) share it.
+// __host__ __device__: the FA3 backward (src/sm90/fa3_bwd.cuh) takes its lock values from here, and
+// the CPU model (src/models/fa4_backward.cpp) drives the whole protocol.
 #pragma once
 #include <cstdint>
 
@@ -34,7 +35,7 @@ FLASHPTX_HD constexpr int lock_gqa(int head_idx, int qhead_per_kvhead) {
   return head_idx % qhead_per_kvhead;
 }
 static_assert(lock_causal_spt(3, 4) == 0 && lock_causal_spt(2, 4) == 1 && lock_causal_spt(1, 4) == 2,
-              "spec 0x0A: causal SPT locks {3:0, 2:1, 1:2}");
+              "causal SPT locks {3:0, 2:1, 1:2} for valid writers 1..3 of 4");
 
 // ---- the semaphore -------------------------------------------------------------------------------
 struct OrderedSemaphore {

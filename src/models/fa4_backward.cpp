@@ -1,4 +1,5 @@
-// Spec 0x0A, "FA4 Backward: Five MMAs, TMEM Lifetimes, And Ordered Reductions".
+// The FA4 backward oracle (tools/guide/PROTOCOLS.md, "The backward relay" and "Deterministic writer
+// order"; the FA4 paper, Zadouri et al., arXiv 2603.05451, section 3.2).
 //
 // Read top to bottom:
 //   1. the cycle ledger: five MMAs 10MNd/8192 = 2560, SMEM operands (4Md+3Nd+MN)/64 = 2048,
@@ -40,8 +41,8 @@ Ledger ledger_1cta(double m, double n, double d) {
 }
 
 Ledger ledger_2cta(double m, double n, double d) {
-  // The paper's normalized pair, against the same 2560-cycle MMA budget. The spec states the 2CTA
-  // entries (1536, 256, 384, 512) without deriving all of them; this is our reconstruction:
+  // The paper's normalized pair, against the same 2560-cycle MMA budget. The 2CTA entries (1536,
+  // 256, 384, 512) are the FA4 paper's (section 3.2); their derivation here is our reconstruction:
   //   - SMEM operands: the paired MMA shares the four M*d operand reads across the pair,
   //     (4Md/2 + 3Nd + MN)/64 = 1536 at 128^3 (a reconstruction that matches the paper's entry);
   //   - dS write: unchanged, dS is still an MMA operand;

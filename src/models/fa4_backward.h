@@ -1,4 +1,5 @@
-// CPU oracle for spec 0x0A (FA4 backward): the five-MMA cycle ledger (1CTA and 2CTA), the softmax
+// CPU oracle of the FA4 backward (tools/guide/PROTOCOLS.md, "The backward relay" and "Deterministic
+// writer order"; `flashptx ledger 0x0A`): the five-MMA cycle ledger (1CTA and 2CTA), the softmax
 // backward algebra on a tiled fp64 model against direct formulas, the 2CTA dS repack and its wrong
 // variants, the DSMEM relay event order, TMEM live intervals, and deterministic writer orders.
 #pragma once
@@ -93,7 +94,7 @@ std::vector<flashptx::tmem::TmemObject> tmem_objects_1cta_forced_concurrent();  
 std::string first_illegal_alias(const std::vector<flashptx::tmem::TmemObject>& objs);
 
 // ---- writer orders ---------------------------------------------------------------------------------
-// The 0x0A example: contributions [1e8, 1, -1e8, 3] summed in FP32 in a given order.
+// The worked example: contributions [1e8, 1, -1e8, 3] summed in FP32 in a given order.
 float fp32_sum_in_order(const std::vector<float>& contrib, const std::vector<int>& order);
 const std::vector<float>& fp32_example();
 

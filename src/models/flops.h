@@ -1,12 +1,14 @@
-// FLOP numerators of the benchmarks (spec 0x0D). TFLOP/s is an accounting throughput: counted
-// FLOPs over a timed interval. Which FLOPs are counted is a convention; these functions name each.
+// FLOP numerators of the benchmarks (tools/guide/PROTOCOLS.md, "Evidence"). TFLOP/s is an
+// accounting throughput: counted FLOPs over a timed interval. Which FLOPs are counted is a
+// convention; these functions name each.
 //
 //   dense forward       2 B H S_q S_k (d_qk + d_v)      (= 4 B H S^2 d when square, d_qk = d_v = d)
 //   causal forward      dense / 2                       (the FA3/FA4 papers' convention)
 //   causal exact        2 B H N_pairs (d_qk + d_v)      (valid score pairs, bottom-right aligned)
 //   backward            2.5 x forward                   (five dominant matmuls against two)
 //
-// Doubles throughout: 274,877,906,944 (the 0x0D reconciliation) is exact in a double.
+// Doubles throughout: 274,877,906,944 (the worked example of `flashptx ledger 0x0D`) is exact in a
+// double.
 #pragma once
 #include <cstdint>
 

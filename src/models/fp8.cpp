@@ -1,14 +1,13 @@
-// FA3 FP8 oracle (spec 0x06, "FA3 FP8: Layout Is Part Of The Numerical Path").
+// FA3 FP8 oracle (tools/guide/PROTOCOLS.md, "FP8 layouts"; the FA3 paper, Shah et al., arXiv
+// 2407.08608, section 3.3 and appendix B).
 //
 // Read top to bottom:
-//   1. the E4M3FN codebook, checked over all 256 codes ("E4M3 Names The Operand");
-//   2. where every descale enters ("Derive Where Every Scale Must Enter") and the 2^8 probability
-//      offset ("Why The Source Raises Softmax Probabilities By 2^8"), with the failure-matrix rows
-//      that concern scales detected by named reasons;
+//   1. the E4M3FN codebook, checked over all 256 codes;
+//   2. where every descale enters and the 2^8 probability offset, with the failure-lab rows that
+//      concern scales detected by named reasons;
 //   3. the exact identities: Q/K orthogonal transform, paired P/V permutation, offset cancellation
-//      ("The Physical Transpose Includes A Paired Mathematical Permutation", "Incoherent Processing
-//      Is Exact Before Quantization Only");
-//   4. the seeded experiment ("Executable Oracle: Exact Identities And Geometry-Dependent Error").
+//      (each exact before E4M3 rounding only);
+//   4. the seeded quantization-error experiment.
 // All arithmetic is binary64 except E4M3 rounding, which uses include/flashptx/e4m3.h.
 #include "src/models/fp8.h"
 
@@ -171,7 +170,7 @@ ScaleRun reference_attention(const ScaleFixture& fx) {
   return attention(fx.q_hat, fx.k_hat, fx.v_hat, fx.alpha);
 }
 
-// The pinned scale path (spec 0x06 "Renderer-safe scale path"), block by block, in binary64:
+// The scale path (FP8 layouts in the guide), block by block, in binary64:
 //   C = q8 k8^T;  S = alpha dQ_i dK_j C;  u = 2^8 exp(S - m);  O = sum_j dV_j (u v8_j) / sum u.
 ScaleRun run_scaled(const ScaleFixture& fx, ScaleMutation m, bool offset) {
   const double off = offset ? 256.0 : 1.0;

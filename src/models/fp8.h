@@ -1,7 +1,8 @@
-// FA3 FP8 oracle (spec 0x06): the E4M3FN codebook, descale placement and its failure lab, the 2^8
-// probability offset, the Q/K orthogonal (signed Hadamard) identity, the paired P/V permutation,
-// and the seeded quantization-error experiment. Codes come from include/flashptx/e4m3.h, the
-// encoder the device uses (checked against the hardware conversion by tests/gpu).
+// FA3 FP8 oracle (tools/guide/PROTOCOLS.md, "FP8 layouts"): the E4M3FN codebook, descale placement
+// and its failure lab, the 2^8 probability offset, the Q/K orthogonal (signed Hadamard) identity,
+// the paired P/V permutation, and the seeded quantization-error experiment. Codes come from
+// include/flashptx/e4m3.h, the encoder the device uses (checked against the hardware conversion by
+// tests/gpu).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -38,7 +39,7 @@ CodebookSummary codebook_check();
 // matrix d * decode(codes), and the codes and descales if asked.
 Mat quantize_rows(const Mat& x, int block_rows, Mat* codes = nullptr, std::vector<double>* d = nullptr);
 
-// ---- scale placement (spec 0x06 "Derive Where Every Scale Must Enter") ------------------------
+// ---- scale placement (the FA3 paper, Shah et al., arXiv 2407.08608, section 3.3) --------------
 enum class ScaleMutation {
   none,
   qk_descale_after_softmax,   // d^Q d^K multiplied into P after softmax
@@ -85,7 +86,7 @@ Identities identities(uint64_t seed);
 // "ok" or "unpaired permutation changes PV" for a P/V permutation result
 std::string check_permutation(double err);
 
-// ---- the seeded experiment (spec 0x06 "Executable Oracle") ------------------------------------
+// ---- the seeded experiment ------------------------------------------------------------------
 // N(0,1) + N(0,100) * Bernoulli(0.001) over 32 x 32 Q/K/V; output RMSE versus binary64 attention
 // for per-tensor, per-8-row-block, and signed-Hadamard + per-block E4M3 Q/K/V.
 struct ExperimentRow {

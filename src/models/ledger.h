@@ -1,7 +1,9 @@
-// The ledger: each protocol model registers the tables it reproduces, under its spec section, and
-// `flashptx ledger [section]` prints them. Models live in src/models/*.cpp, one spec section or
-// protocol per file; they are linked into ./flashptx and ./run_tests as objects (not an archive), so
-// a static registration is never dropped by the linker.
+// The ledger: each protocol model registers the tables it reproduces, under a section code, and
+// `flashptx ledger [section]` prints them. The codes (0x02 ... 0x0D) are the section numbers of the
+// design write-up the models were checked against; tools/guide/PROTOCOLS.md, "The ledger's section
+// codes", maps each to the guide section that explains it. Models live in src/models/*.cpp, one
+// section or protocol per file; they are linked into ./flashptx and ./run_tests as objects (not an
+// archive), so a static registration is never dropped by the linker.
 #pragma once
 #include <cstdio>
 #include <vector>
@@ -9,7 +11,7 @@
 namespace flashptx::models {
 
 struct LedgerSection {
-  const char* section;  // spec section, e.g. "0x03"
+  const char* section;  // section code, e.g. "0x03"
   const char* title;    // e.g. "FA3 ring: (stage, phase) table, s=2, J=5"
   void (*print)(std::FILE* out);
 };

@@ -1,4 +1,5 @@
-// FA3 pingpong token ring: the CPU oracle of spec 0x04.
+// FA3 pingpong token ring: the CPU oracle behind `flashptx ledger 0x04` (tools/guide/PROTOCOLS.md,
+// "Pingpong").
 //
 // What this file certifies:
 //   1. The ring as the kernel builds it from TokenRing<G> (include/flashptx/pingpong.h): consumer g

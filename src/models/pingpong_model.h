@@ -1,5 +1,5 @@
-// FA3 pingpong: the named-barrier token ring of the consumer warpgroups (spec 0x04); see
-// pingpong_model.cpp.
+// FA3 pingpong: the named-barrier token ring of the consumer warpgroups (tools/guide/PROTOCOLS.md,
+// "Pingpong"); see pingpong_model.cpp.
 #pragma once
 #include <string>
 #include <vector>
@@ -50,7 +50,7 @@ struct Result {
 
 Result simulate(const Config& cfg);
 
-// Flow-shop bounds (0x04): N consumer quanta, tensor bundle M then softmax E each.
+// Flow-shop bounds: N consumer quanta, tensor bundle M then softmax E each.
 double flow_shop_makespan(int n, double m, double e);  // M + E + (N-1) max(M, E), by recurrence
 double flow_shop_speedup(int n, double m, double e);   // N (M + E) / makespan
 

@@ -1,15 +1,16 @@
-// FA3 producer/consumer rings over shared memory: the CPU oracle of spec 0x02 and 0x03.
+// FA3 producer/consumer rings over shared memory: the CPU oracle (tools/guide/PROTOCOLS.md, "Hopper
+// prerequisites" and "The K/V rings"; `flashptx ledger 0x02` and `0x03`).
 //
 // What this file certifies, top to bottom:
 //   1. The (stage, phase) coordinate of RingState<S> (include/flashptx/ring.h, the object the kernel
-//      runs): the producer starts one generation ahead, parity flips only on wrap (0x03 table, s=2 J=5).
+//      runs): the producer starts one generation ahead, parity flips only on wrap (table s=2 J=5).
 //   2. An event-level simulator of one producer and G consumer warpgroups over separate K and V
 //      full/empty mbarrier rings. The barriers follow PTX semantics (arrival count, transaction
 //      bytes, phase completion, try_wait.parity). Every shared-memory slot remembers which logical
 //      payload it holds and who still reads it, so the simulator names the first violation:
 //      stale read, overwrite of a live stage, release while the WGMMA still reads, release of an
 //      unproduced stage, the deadlock's root cause, a dangling arrive after the producer exited.
-//      Each mutation of the 0x03 failure matrix is one switch of the script builder.
+//      Each mutation of the ring failure lab is one switch of the script builder.
 //   3. Conservation A = C = W = R = J and 0 <= P - R <= s on every clean run.
 //   4. The wait-for graph: produce(r) <- release(r-s) <- consume(r-s) <- produce(r-s); acyclic
 //      because the ordinal strictly decreases (and cyclic if the producer were not one generation
@@ -201,7 +202,7 @@ class Sim {
   bool mut(Mutation m) const { return cfg.mutation == m; }
   bool at(int t, int r) const { return t == cfg.mutation_tile && r == cfg.mutation_r; }
 
-  // ---- scripts: the non-overlapped body of 0x03, both agents persistent across work tiles ----------
+  // ---- scripts: the non-overlapped consumer body, both agents persistent across work tiles --------
   void build_scripts() {
     prod.st = RingState<S>::producer_start();
     int64_t q = 0;
@@ -532,7 +533,7 @@ int64_t overlap_formula(int J, int64_t tl, int64_t tc) {
 }
 
 // ===================================================================================================
-// 6. Ledgers of 0x02.
+// 6. Shared-memory and register ledgers.
 // ===================================================================================================
 SmemLedger smem_ledger(int bm, int bn, int d, int dv, int b, int s, bool p_in_smem) {
   SmemLedger l;

@@ -1,4 +1,5 @@
-// FA3 K/V mbarrier rings: the CPU oracle of spec 0x02 and 0x03 (see ring_model.cpp).
+// FA3 K/V mbarrier rings: the CPU oracle (tools/guide/PROTOCOLS.md, "Hopper prerequisites" and "The
+// K/V rings"; `flashptx ledger 0x02` and `0x03`); see ring_model.cpp.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -64,7 +65,7 @@ struct Config {
   int consumers = 1;              // consumer warpgroups; each empty phase needs one release from each
   std::vector<int> tiles = {5};   // J of each persistent work tile, in order
   int tma_latency = 20;           // ticks from TMA issue to complete_tx
-  int64_t tx_bytes = 32768;       // X_K = X_V = 128 * 128 * 2 (0x02)
+  int64_t tx_bytes = 32768;       // X_K = X_V = 128 * 128 * 2: one bf16 128 x 128 tile
   Mutation mutation = Mutation::kNone;
   int mutation_tile = 0;
   int mutation_r = 0;
@@ -81,7 +82,7 @@ struct Result {
 
 Result simulate(const Config& cfg);
 
-// ---- (stage, phase) table (0x03: s=2, J=5) ----------------------------------------------------------
+// ---- (stage, phase) table (s=2, J=5) ---------------------------------------------------------------
 struct CoordRow { int r, n, stage, consumer_raw, consumer_parity, producer_raw, producer_parity; };
 // Coordinates of traversal ordinals 0..J-1 (dense, right to left: n_r = J-1-r), from RingState.
 std::vector<CoordRow> coordinate_table(int stages, int J);
@@ -90,7 +91,7 @@ std::vector<CoordRow> coordinate_table(int stages, int J);
 // stage 0 (ordinal r = s). Returns true if the wait passes (the stale generation is accepted).
 bool aba_wait_passes(int stages, bool use_parity);
 
-// ---- wait-for graph (0x03) ------------------------------------------------------------------------
+// ---- wait-for graph ------------------------------------------------------------------------------
 // Nodes P_r (produce), C_r (consume), R_r (release) for r < J. produce(r) waits release(r - lead)
 // when r >= lead (lead = s for the correct ring: the producer starts one generation ahead);
 // consume(r) waits produce(r); release(r) follows consume(r). Returns true if acyclic.
@@ -98,13 +99,13 @@ bool wait_for_graph_acyclic(int J, int lead);
 // The chain followed backward from P_r: the ordinals visited (r, r-s, r-2s, ...), base case < s.
 std::vector<int> wait_chain(int r, int stages);
 
-// ---- finite-J overlap (0x03) ------------------------------------------------------------------------
+// ---- finite-J overlap ------------------------------------------------------------------------------
 // Timed two-resource schedule over an s-stage ring: load(r) starts after load(r-1) and after the
 // release of r-s; compute(r) after load(r) and compute(r-1); release(r) = end of compute(r).
 int64_t overlap_makespan(int stages, int J, int64_t t_load, int64_t t_compute);
 int64_t overlap_formula(int J, int64_t t_load, int64_t t_compute);  // T_L + T_C + (J-1) max
 
-// ---- shared-memory and register ledgers (0x02) --------------------------------------------------------
+// ---- shared-memory and register ledgers ----------------------------------------------------------
 struct SmemLedger { int64_t q, k, v, p, no_alias, alias, barriers, barrier_bytes; };
 SmemLedger smem_ledger(int block_m, int block_n, int d, int d_v, int bytes, int stages, bool p_in_smem);
 

@@ -1,6 +1,7 @@
-// Persistent scheduling, LPT and variable-work geometry: the CPU oracle of spec 0x0B, and the FLOP
-// accounting of 0x0D. Both drive the headers the kernels and the bench use
-// (include/flashptx/tile_scheduler.h, include/flashptx/flops.h).
+// Persistent scheduling, LPT and variable-work geometry: the CPU oracle behind `flashptx ledger 0x0B`
+// (tools/guide/PROTOCOLS.md, "Scheduling"), and the FLOP accounting behind `flashptx ledger 0x0D`
+// (the guide's "Evidence"). Both drive the headers the kernels and the bench use
+// (include/flashptx/tile_scheduler.h, src/models/flops.h).
 //
 // What this file certifies:
 //   1. Causal J_m = causal_n_blocks(): m+1 for M = N on a square sequence, clipped at the last K/V
@@ -10,7 +11,7 @@
 //      tile_from_linear(longest_first = false / true), the kernel's own tile map.
 //   3. The L2 section rule H_section * S_k (d_qk + d_v) b <= budget, as heads_per_l2_section().
 //   4. The varlen virtual-to-actual map [1, 3, 2, 0] for lengths [128, 768, 256, 512], M = 128.
-//   5. 0x0D: 4 * 32 * 1024^2 * 16 * 128 = 274,877,906,944 FLOPs and 1374.39 / 687.19 / 1527.10 /
+//   5. FLOPs: 4 * 32 * 1024^2 * 16 * 128 = 274,877,906,944 FLOPs and 1374.39 / 687.19 / 1527.10 /
 //      763.55 TFLOP/s at 0.20 ms (forward) and 0.45 ms (backward).
 #include "src/models/scheduling_model.h"
 

@@ -1,4 +1,5 @@
-// Scheduling (spec 0x0B) and FLOP accounting (0x0D) oracles; see scheduling_model.cpp.
+// Scheduling and FLOP accounting oracles (tools/guide/PROTOCOLS.md, "Scheduling" and "Evidence");
+// see scheduling_model.cpp.
 #pragma once
 #include <vector>
 

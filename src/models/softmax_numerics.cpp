@@ -1,13 +1,13 @@
-// FA4 softmax numerics oracle (spec 0x09, "FA4 Softmax: Use More Than The Exponential Unit").
+// FA4 softmax numerics oracle (tools/guide/PROTOCOLS.md, "The FA4 roles"; the FA4 paper, Zadouri et
+// al., arXiv 2603.05451, sections 3.1.3 and 3.1.4).
 //
 // Read top to bottom:
-//   1. the degree-3 exp2 on the deterministic 65,536-point grid ("Raw FP32 Error And BF16-Consumed
-//      Error Are Different Claims"): raw and post-BF16 relative errors, exact/one-step BF16 codes;
-//   2. the fragment-dispatch table ("Partial Emulation Is A Fragment Predicate");
-//   3. the retained-reference recurrence, its deterministic fixture and its failure lab
-//      ("Conditional Rescaling Is An Arbitrary-Reference Recurrence", "Softmax-Numerics Failure
-//      Matrix"), checked against a direct FP64 softmax;
-//   4. the dtype envelopes ("Threshold And Probability Offset Form One Range Contract").
+//   1. the degree-3 exp2 on the deterministic 65,536-point grid: raw and post-BF16 relative errors
+//      (two different claims), exact/one-step BF16 codes;
+//   2. the hardware/software fragment-dispatch table;
+//   3. the retained-reference recurrence, its deterministic fixture and its failure lab, checked
+//      against a direct FP64 softmax;
+//   4. the dtype threshold/offset envelopes.
 // The exp2 and the recurrence are the __host__ __device__ code of include/flashptx/, not copies.
 #include "src/models/softmax_numerics.h"
 

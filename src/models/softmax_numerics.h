@@ -1,7 +1,7 @@
-// FA4 softmax numerics oracle (spec 0x09): the degree-3 exp2 grid, the fragment-dispatch table, the
-// retained-reference recurrence fixture and its failure lab, the dtype envelopes. The arithmetic
-// itself lives in include/flashptx/exp2_emulation.h and include/flashptx/online_softmax.h, the same
-// code the device runs.
+// FA4 softmax numerics oracle (tools/guide/PROTOCOLS.md, "The FA4 roles"): the degree-3 exp2 grid,
+// the fragment-dispatch table, the retained-reference recurrence fixture and its failure lab, the
+// dtype envelopes. The arithmetic itself lives in include/flashptx/exp2_emulation.h and
+// include/flashptx/online_softmax.h, the same code the device runs.
 #pragma once
 #include <string>
 #include <vector>
@@ -48,7 +48,7 @@ struct RowFixture {
   std::vector<std::vector<float>> v;  // per block: B * kDV values
   float lambda = 1.0f, tau = 8.0f, omega = 0.0f;
 };
-RowFixture deterministic_fixture(float omega = 0.0f);     // the spec's "first three blocks" fixture
+RowFixture deterministic_fixture(float omega = 0.0f);     // the retained-reference worked example
 RowFixture random_fixture(unsigned seed, int blocks, int block_len, float omega);
 
 struct RecurrenceRun {

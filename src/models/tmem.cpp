@@ -1,4 +1,5 @@
-// Spec 0x07, "Blackwell Changes The Machine Again": the TMEM and CTA-group oracle.
+// The TMEM and CTA-group oracle (tools/guide/PROTOCOLS.md, "TMEM planning"; PTX ISA "Tensorcore 5th
+// Generation Family Instructions").
 //
 // Read top to bottom:
 //   1. check_trace(): one state machine for the tcgen05 contracts. Each rule names the invariant it
@@ -10,7 +11,7 @@
 //        - a warp loads only its 32-lane band
 //        - group-2 dealloc only after the peer quiesced; every column freed before exit
 //   2. the positive traces (group 1 and group 2) that must pass;
-//   3. the eleven negative fixtures, each with the spec's required failure;
+//   3. the eleven negative fixtures, each with the failure it must be detected as;
 //   4. the S/P/O map and its live-interval alias audit, and the CTA-group contract;
 //   5. the ledger tables.
 #include "src/models/tmem.h"

@@ -1,7 +1,8 @@
-// CPU oracle for spec 0x07 (Blackwell TMEM and CTA groups): an event checker for tcgen05
-// allocation / issue / completion / visibility / CTA-group rules, driven over the positive traces
-// and the eleven negative fixtures of the spec. The column plan and allocator it drives are the
-// kernel's own code in include/flashptx/tmem_plan.h.
+// CPU oracle of Blackwell TMEM and CTA groups (tools/guide/PROTOCOLS.md, "TMEM planning"; its tables:
+// `flashptx ledger 0x07`): an event checker for tcgen05 allocation / issue / completion /
+// visibility / CTA-group rules, driven over the positive traces and the eleven negative fixtures of
+// its failure lab. The column plan and allocator it drives are the kernel's own code in
+// include/flashptx/tmem_plan.h.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -44,17 +45,17 @@ struct CheckResult {
   int at = -1;  // index of the offending event (-1: accepted, or the exit check)
 };
 
-// Runs the rules of 0x07 over a trace, stopping at the first violation.
+// Runs the rules over a trace, stopping at the first violation.
 CheckResult check_trace(const std::vector<Event>& trace);
 
 // Positive traces: full-width allocation, one MMA, completion chain, four warps loading their
 // 32-lane slices, relinquish, free, exit. cta_group 1 or 2.
 std::vector<Event> positive_trace(int cta_group);
 
-// The eleven negative fixtures of 0x07's oracle table.
+// The eleven negative fixtures (the guide's "TMEM planning", failure lab).
 struct Fixture {
-  const char* mutation;  // the spec's wording
-  TmemError expected;    // the spec's "required failure"
+  const char* mutation;  // the mutation, as the ledger prints it
+  TmemError expected;    // the failure it must be detected as
 };
 const std::vector<Fixture>& negative_fixtures();
 // Runs fixture i through the same checkers the positive cases pass; returns the reason it failed.

@@ -1,4 +1,5 @@
-// FA3 two-stage WGMMA-softmax pipeline: the CPU oracle of spec 0x05.
+// FA3 two-stage WGMMA-softmax pipeline: the CPU oracle (tools/guide/PROTOCOLS.md, "The two-stage
+// overlap"; the FA3 paper, Shah et al., arXiv 2407.08608, section 3.2; `flashptx ledger 0x05`).
 //
 // What this file certifies:
 //   1. The dependency bound of the peeled schedule: serial J(M_Q+E+M_V) = 15 against

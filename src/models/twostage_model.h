@@ -1,5 +1,6 @@
-// FA3 two-stage WGMMA-softmax pipeline (spec 0x05): schedule bound, register liveness, and the
-// wait_group legality checker over event traces; see twostage_model.cpp.
+// FA3 two-stage WGMMA-softmax pipeline (tools/guide/PROTOCOLS.md, "The two-stage overlap"): schedule
+// bound, register liveness, and the wait_group legality checker over event traces; see
+// twostage_model.cpp.
 #pragma once
 #include <cstdint>
 #include <string>

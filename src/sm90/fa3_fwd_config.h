@@ -5,8 +5,10 @@
 //   FwdLayout<C>  everything derived from a config: tile sizes, the register split, the shared-
 //                 memory plan (offsets of Q, the K and V rings, the O staging buffer, the barriers)
 //                 and the barrier slots with their arrival counts. The kernel carves shared memory
-//                 from it, the launch plan sizes the launch from it, and the ring model's ledger
-//                 prints it (src/models/ring_model.cpp): one definition, three readers.
+//                 from it, and the launch plan sizes the launch from it (through the kernel table
+//                 rows of src/sm90/fa3_fwd.cu); tests/host/test_plan.cpp checks it. (The ring
+//                 model's shared-memory ledger, `flashptx ledger 0x02`, prints the generic equation,
+//                 not this object.) Protocols: tools/guide/PROTOCOLS.md.
 // The specializations that exist are listed once, in src/sm90/fa3_fwd.cu.
 #pragma once
 #include <cuda.h>

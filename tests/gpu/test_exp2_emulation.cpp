@@ -1,4 +1,5 @@
-// GPU test (spec 0x09, 0x06): the same exp2 and rescale code runs as device functions on the H200
+// GPU test (tools/guide/PROTOCOLS.md, "The FA4 roles" and "FP8 layouts"): the same exp2 and rescale
+// code runs as device functions on the H200
 // and matches the host bit for bit; the E4M3FN codebook encoder matches the hardware conversion.
 // The host side is the CPU oracle of src/models/softmax_numerics.cpp; the device side is
 // tests/kernels/exp2_emulation_kernels.cu. Every CUDA call and launch is checked.
@@ -60,7 +61,7 @@ TEST_SUITE("gpu_sm90 numerics") {
 
 TEST_CASE("degree-3 exp2 on the device equals the host bit for bit (grid and full range)") {
   std::vector<float> x;
-  for (int i = 0; i < sn::kGridPoints; ++i) x.push_back(sn::grid_point(i));  // the spec's grid
+  for (int i = 0; i < sn::kGridPoints; ++i) x.push_back(sn::grid_point(i));  // the 65,536-point grid
   for (int i = 0; i < (1 << 17); ++i) x.push_back(-135.0f + i / 512.0f);    // [-135, 121)
   for (float e : {-INFINITY, NAN, -1e-30f, -0.0f, 1e-30f, 126.99f, 127.0f}) x.push_back(e);
   const int n = static_cast<int>(x.size());
@@ -77,7 +78,7 @@ TEST_CASE("degree-3 exp2 on the device equals the host bit for bit (grid and ful
       MESSAGE("x=" << x[i] << " host 0x" << std::hex << host << " device 0x" << dev[i]);
   }
   CHECK(mismatches == 0);
-  // the device grid reproduces the spec's error numbers too (same bits)
+  // the device grid reproduces the ledger's error numbers too (same bits)
   double raw_max = 0;
   for (int i = 0; i < sn::kGridPoints; ++i) {
     const double ref = std::exp2(static_cast<double>(x[i]));

@@ -1,7 +1,7 @@
-// FA3 backward on the GPU (issue 9): gradients against the fp64 reference (CPU) on small and medium
-// shapes and against an fp32 GPU reference on large ones, fresh random inputs and dO, outputs
-// poisoned; strides; GQA/MQA; edge sizes; the deterministic mode (100 launches bitwise equal); the
-// release library bit for bit; bad input.
+// FA3 backward on the GPU (tools/guide/PROTOCOLS.md, "The backward relay"): gradients against the
+// fp64 reference (CPU) on small and medium shapes and against an fp32 GPU reference on large ones,
+// fresh random inputs and dO, outputs poisoned; strides; GQA/MQA; edge sizes; the deterministic
+// mode (100 launches bitwise equal); the release library bit for bit; bad input.
 //
 // The rule (FlashAttention's): for each of dQ, dK, dV,
 //   max|g - g_ref| <= 2 * max|g_same - g_ref| + 1e-5,

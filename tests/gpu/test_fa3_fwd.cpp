@@ -1,11 +1,12 @@
-// FA3 forward on the GPU (issue 3): against the CPU fp64 reference, against the GPU reference on
+// FA3 forward on the GPU: against the CPU fp64 reference, against the GPU reference on
 // large shapes, determinism, a race stress, and bad input through the C ABI.
 //
 // The rule (FlashAttention's): max|out - ref| <= 2 * max|same_dtype_ref - ref| + 1e-5, where ref is
 // the fp64 reference and same_dtype_ref the reference that rounds inputs, P and O to the dtype as a
-// plain kernel would (src/reference.h). LSE is fp32 and its reference rounds nothing; it is held to
-// 2 * (the same-dtype LSE error) + 1e-5 + 2^-20 |lse|: the last term is the fp32 envelope of a value
-// computed from fp32 tensor-core scores (a few ulps of |lse|), stated here so the rule is visible.
+// plain kernel would (tools/support/reference.h). LSE is fp32 and its reference rounds nothing; it
+// is held to 2 * (the same-dtype LSE error) + 1e-5 + 2^-20 |lse|: the last term is the fp32
+// envelope of a value computed from fp32 tensor-core scores (a few ulps of |lse|), stated here so
+// the rule is visible.
 //
 // Inputs are fresh random values (never zeros); O and LSE are poisoned with NaN before every run,
 // padded layouts keep their pads poisoned, and a guard region after each output must stay poisoned.

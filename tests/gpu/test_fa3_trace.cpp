@@ -1,4 +1,4 @@
-// The instrumented build (flashptx trace, issue 4) computes what the release build computes: the
+// The instrumented build (`flashptx trace`) computes what the release build computes: the
 // same bf16 head-dim-128 problem through flashptx_fwd and through the traced kernel (selected by
 // name with the internal API, src/internal.h) gives bitwise equal O and LSE, and the trace buffer
 // holds stamps for the traced CTAs.

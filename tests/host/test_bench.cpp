@@ -1,5 +1,6 @@
-// The bench's host side: FLOP numerators (spec 0x0D), timing statistics, the fa3 grid, and the JSON
-// manifest (well-formed, parses back, carries the keys the side-by-side and README rely on).
+// The bench's host side: FLOP numerators (tools/guide/PROTOCOLS.md, "Evidence"), timing statistics,
+// the fa3 grid, and the JSON manifest (well-formed, parses back, carries the keys the side-by-side
+// and README rely on).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -16,12 +17,13 @@ using namespace flashptx::bench;
 TEST_SUITE("host bench") {
 
 TEST_CASE("forward numerators: 4*B*H*Sq*Sk*d, causal halved, the spec's worked example") {
-  // spec 0x0D: B=32, S=1024, H=16, d=128 -> 274,877,906,944 dense forward FLOPs.
+  // the worked example of `flashptx ledger 0x0D`: B=32, S=1024, H=16, d=128 -> 274,877,906,944
+  // dense forward FLOPs.
   CHECK(fwd_flops(32, 16, 1024, 1024, 128, false) == 274877906944.0);
   CHECK(fwd_flops(32, 16, 1024, 1024, 128, true) == 137438953472.0);
   CHECK(bwd_flops(32, 16, 1024, 1024, 128, false) == 2.5 * 274877906944.0);
   CHECK(bwd_flops(32, 16, 1024, 1024, 128, true) == 2.5 * 137438953472.0);
-  // the spec's derived throughputs: 0.20 ms -> 1374.39 / 687.19 TFLOP/s
+  // its derived throughputs: 0.20 ms -> 1374.39 / 687.19 TFLOP/s
   CHECK(tflops(fwd_flops(32, 16, 1024, 1024, 128, false), 0.20) == doctest::Approx(1374.39).epsilon(1e-5));
   CHECK(tflops(fwd_flops(32, 16, 1024, 1024, 128, true), 0.20) == doctest::Approx(687.19).epsilon(1e-5));
   CHECK(tflops(bwd_flops(32, 16, 1024, 1024, 128, false), 0.45) == doctest::Approx(1527.10).epsilon(1e-5));

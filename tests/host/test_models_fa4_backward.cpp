@@ -1,5 +1,7 @@
-// Spec 0x0A: FA4 backward ledger, algebra, tiled vs direct gradients, 2CTA repack, relay order,
-// TMEM intervals, deterministic writer orders. Every mutation is checked against its named reason.
+// The FA4 backward model (tools/guide/PROTOCOLS.md, "The backward relay", "Deterministic writer
+// order"; `flashptx ledger 0x0A`): ledger, algebra, tiled vs direct gradients, 2CTA repack, relay
+// order, TMEM intervals, deterministic writer orders. Every mutation is checked against its named
+// reason.
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -1,4 +1,5 @@
-// Spec 0x08: FA4 forward feeds and speeds, sensitivity, d*, roles, split P, issue order, H/L rule.
+// The FA4 forward model (tools/guide/PROTOCOLS.md, "The FA4 roles"): feeds and speeds, sensitivity,
+// d*, roles, split P, issue order, H/L rule.
 #include <doctest/doctest.h>
 
 #include <string>

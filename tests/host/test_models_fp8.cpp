@@ -1,4 +1,5 @@
-// Host tests for the FA3 FP8 oracle (spec 0x06).
+// Host tests for the FA3 FP8 oracle (tools/guide/PROTOCOLS.md, "FP8 layouts";
+// `flashptx ledger 0x06`).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -99,7 +100,7 @@ TEST_CASE("the 2^8 probability offset cancels in numerator, denominator and LSE"
   CHECK(f8::check_scaled(fx, f8::run_scaled(fx, ScaleMutation::offset_not_in_lse)) ==
         "LSE biased by the 2^8 offset");
   const f8::Identities id = f8::identities(f8::kHeadlineSeed);
-  CHECK(id.offset_err <= 1.2e-16);  // spec: 1.11e-16
+  CHECK(id.offset_err <= 1.2e-16);  // the design write-up: 1.11e-16
   // the offset moves probabilities up the E4M3 range: [0,1] uses codes up to 0x38, [0,256] up to 0x78
   CHECK(e4m3::encode(1.0f) == 0x38);
   CHECK(e4m3::encode(256.0f) == 0x78);
@@ -110,9 +111,9 @@ TEST_CASE("the 2^8 probability offset cancels in numerator, denominator and LSE"
 TEST_CASE("Q/K orthogonal transform is exact before quantization only; P/V permutation must be paired") {
   const f8::Identities id = f8::identities(f8::kHeadlineSeed);
   CHECK(id.rrt_err < 1e-15);
-  CHECK(id.qk_err < 1e-13);             // spec (its seed): 1.78e-14
+  CHECK(id.qk_err < 1e-13);             // the write-up (its seed): 1.78e-14
   CHECK(id.qk_quantized_err > 1e-3);     // after E4M3 the identity is not exact
-  CHECK(id.paired_err < 1e-13);          // spec (its seed): 2.22e-16
+  CHECK(id.paired_err < 1e-13);          // the write-up (its seed): 2.22e-16
   CHECK(f8::check_permutation(id.paired_err) == "ok");
   CHECK(f8::check_permutation(id.unpaired_p_err) == "unpaired permutation changes PV");
   CHECK(f8::check_permutation(id.unpaired_v_err) == "unpaired permutation changes PV");
@@ -126,8 +127,9 @@ TEST_CASE("Q/K orthogonal transform is exact before quantization only; P/V permu
 }
 
 TEST_CASE("seeded experiment: the spec's orderings (numbers of its Python oracle not reproducible)") {
-  // Seed 3406 of this oracle's generator; the spec's run (per-tensor 0.04762, per-block 0.04066,
-  // Hadamard 0.05024) used Python's generator and fixture code, which the spec does not give.
+  // Seed 3406 of this oracle's generator; the design write-up's run (per-tensor 0.04762, per-block
+  // 0.04066, Hadamard 0.05024) used Python's generator and fixture code, which it does not give
+  // (tools/guide/PROTOCOLS.md, "FP8 layouts", ledger).
   const f8::ExperimentRow h = f8::outlier_experiment(f8::kHeadlineSeed);
   CHECK(h.per_block < h.per_tensor);
   CHECK(h.hadamard_block > h.per_block);  // "The transform is worse on that seed"
@@ -146,7 +148,7 @@ TEST_CASE("seeded experiment: the spec's orderings (numbers of its Python oracle
   CHECK(had_wins < 90);
   // controlled fixture: persistent +-10 in Q/K channel 0; the Hadamard reliably helps
   const f8::ExperimentRow c = f8::channel_outlier_experiment(f8::kHeadlineSeed);
-  CHECK(c.hadamard_block < 0.5 * c.per_block);  // spec: 0.23677 -> 0.08066
+  CHECK(c.hadamard_block < 0.5 * c.per_block);  // the write-up: 0.23677 -> 0.08066
   int reliable = 0;
   for (uint64_t s = 0; s < 50; ++s) {
     const f8::ExperimentRow r = f8::channel_outlier_experiment(s);

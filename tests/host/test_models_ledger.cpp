@@ -1,5 +1,5 @@
 // Host test of the ledger registry behind `flashptx ledger`: every registered table prints, and the
-// sections of spec 0x02-0x05, 0x0B and 0x0D are present.
+// sections 0x02-0x05, 0x0B and 0x0D are present (tools/guide/PROTOCOLS.md maps the codes).
 #include <doctest/doctest.h>
 
 #include <cstdio>

@@ -1,4 +1,5 @@
-// Host oracle tests of spec 0x04: the pingpong token ring driven through TokenRing<G>.
+// Host oracle tests of the pingpong token ring (tools/guide/PROTOCOLS.md, "Pingpong"), driven
+// through TokenRing<G>.
 #include <doctest/doctest.h>
 
 #include "flashptx/pingpong.h"

@@ -1,4 +1,5 @@
-// Host oracle tests of spec 0x02/0x03: K/V mbarrier rings driven through RingState<S>.
+// Host oracle tests of the K/V mbarrier rings (tools/guide/PROTOCOLS.md, "The K/V rings"), driven
+// through RingState<S>.
 #include <doctest/doctest.h>
 
 #include "flashptx/ring.h"

@@ -1,4 +1,5 @@
-// Host oracle tests of spec 0x0B (tile_scheduler.h) and 0x0D (flops.h).
+// Host oracle tests of scheduling (tile_scheduler.h) and FLOP accounting (flops.h):
+// tools/guide/PROTOCOLS.md, "Scheduling" and "Evidence".
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -25,7 +26,7 @@ TEST_SUITE("host models scheduling") {
     CHECK(causal_n_blocks(3, 128, 128, 512, 128) == 1);
     CHECK(n_blocks(128, 1000) == 8);
     CHECK(n_blocks(128, 0) == 0);
-    // the spec's aligned formula J_m = min(ceil(Sk/N), ceil(min((m+1)M, Sq)/N)) when S_q == S_k
+    // the aligned causal cost J_m = min(ceil(Sk/N), ceil(min((m+1)M, Sq)/N)) when S_q == S_k
     for (int S : {100, 128, 777, 1024})
       for (int M : {64, 128})
         for (int N : {64, 128, 176})

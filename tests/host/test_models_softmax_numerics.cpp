@@ -1,4 +1,5 @@
-// Host tests for the FA4 softmax numerics oracle (spec 0x09).
+// Host tests for the FA4 softmax numerics oracle (tools/guide/PROTOCOLS.md, "The FA4 roles";
+// `flashptx ledger 0x09`).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -16,7 +17,8 @@ namespace emu = flashptx::exp2emu;
 using flashptx::softmax::Mutation;
 
 namespace {
-// The spec prints 8 significant digits; compare at that precision.
+// The design write-up prints 8 significant digits (`flashptx ledger 0x09` shows them beside ours);
+// compare at that precision.
 std::string sig8(double v) {
   char b[32];
   std::snprintf(b, sizeof b, "%.7e", v);

@@ -1,5 +1,6 @@
-// Spec 0x07: TMEM capacity, allocator, address packing, S/P/O map, alias legality, lane bands,
-// CTA-group rules, and the eleven negative fixtures (each with its named reason).
+// TMEM planning (tools/guide/PROTOCOLS.md, "TMEM planning"; `flashptx ledger 0x07`): capacity,
+// allocator, address packing, S/P/O map, alias legality, lane bands, CTA-group rules, and the
+// eleven negative fixtures (each with its named reason).
 #include <doctest/doctest.h>
 
 #include "flashptx/tmem_plan.h"

@@ -1,4 +1,5 @@
-// Host oracle tests of spec 0x05: two-stage WGMMA-softmax pipeline.
+// Host oracle tests of the two-stage WGMMA-softmax pipeline (tools/guide/PROTOCOLS.md, "The two-stage
+// overlap").
 #include <doctest/doctest.h>
 
 #include "src/models/twostage_model.h"

@@ -1,6 +1,6 @@
-// The CPU fp64 reference (src/reference.h) and the dtype conversions (src/dtype.h), against direct
-// formulas. These prove the reference computes what FlashAttention defines; they say nothing about
-// any kernel.
+// The CPU fp64 reference (tools/support/reference.h) and the dtype conversions
+// (tools/support/dtype.h), against direct formulas. These prove the reference computes what
+// FlashAttention defines; they say nothing about any kernel.
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -1,6 +1,7 @@
-// Device side of the host/device bit-equality tests for spec 0x09 (exp2 emulation and retained-
-// reference rescaling) and spec 0x06 (E4M3FN encoding). The kernels contain no arithmetic of their
-// own: they call the __host__ __device__ functions of include/flashptx/ that the CPU oracle calls.
+// Device side of the host/device bit-equality tests of the exp2 emulation and retained-reference
+// rescaling (tools/guide/PROTOCOLS.md, "The FA4 roles") and the E4M3FN encoding ("FP8 layouts").
+// The kernels contain no arithmetic of their own: they call the __host__ __device__ functions of
+// include/flashptx/ that the CPU oracle calls.
 #include "tests/kernels/exp2_emulation_kernels.h"
 
 #include <cuda_fp8.h>

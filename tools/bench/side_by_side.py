@@ -13,12 +13,12 @@ tensors: ours in [B, S, H, D]; PyTorch sees .transpose(1, 2) views of them ([B, 
 Implementations are interleaved rep by rep (the order rotates every rep), so that clock and thermal
 drift fall on all of them alike. Each timed call is preceded by an L2 flush (a write of a 256 MB
 buffer, outside the timed interval) and bracketed by CUDA events; warm-up calls first; the median of
---reps is reported with min/p10/p90. Forward FLOPs = 4*B*H*S*S*d, halved when causal (spec 0x0D);
-backward FLOPs = 2.5 x forward. The backward timed is: flashptx_bwd (preprocess, main kernel,
-postprocess; O and LSE from flashptx_fwd, untimed); for cuDNN and FA2, torch.autograd.grad of the
-SDPA output with retain_graph (the backward kernels PyTorch launches for it). Outputs (O; dQ, dK, dV)
-are compared with cuDNN's (max abs diff). PyTorch's is_causal is top-left aligned; on this grid
-seqlen_q == seqlen_k, where it equals flashptx's bottom-right alignment.
+--reps is reported with min/p10/p90. Forward FLOPs = 4*B*H*S*S*d, halved when causal (the papers'
+convention); backward FLOPs = 2.5 x forward. The backward timed is: flashptx_bwd (preprocess, main
+kernel, postprocess; O and LSE from flashptx_fwd, untimed); for cuDNN and FA2, torch.autograd.grad
+of the SDPA output with retain_graph (the backward kernels PyTorch launches for it). Outputs (O; dQ,
+dK, dV) are compared with cuDNN's (max abs diff). PyTorch's is_causal is top-left aligned; on this
+grid seqlen_q == seqlen_k, where it equals flashptx's bottom-right alignment.
 What it does not prove: end-to-end model speed (no framework overhead is timed), or anything about
 other GPUs, clocks, or library versions than those recorded in "meta".
 """
@@ -201,7 +201,7 @@ def run(args):
         "timing_protocol": "CUDA events around one call; 256 MB L2 flush before each rep (untimed); "
                            "implementations interleaved rep by rep (rotating order); median of reps after "
                            "warm-up; same tensors for every impl",
-        "flops": "fwd 4*B*H*S*S*d, halved when causal (spec 0x0D); bwd 2.5 x fwd",
+        "flops": "fwd 4*B*H*S*S*d, halved when causal (the papers' convention); bwd 2.5 x fwd",
         "command_line": " ".join(sys.argv),
     }
     tdtype = torch.bfloat16 if args.dtype == "bf16" else torch.float16

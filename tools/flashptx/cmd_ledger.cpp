@@ -1,12 +1,13 @@
-// flashptx ledger: the spec's tables, computed by the protocol models in src/models/.
+// flashptx ledger: the protocol tables of tools/guide/PROTOCOLS.md, computed by the models in
+// src/models/.
 //
-//   flashptx ledger            every registered table, by spec section (0x02, 0x03, ...)
+//   flashptx ledger            every registered table, by section code (0x02, 0x03, ...)
 //   flashptx ledger 0x03       the tables of one section (also "03", "3", "0x3")
 //   flashptx ledger --list     section, title, one line each
 // A SECTION that is not a section id, or names no table, is an error (exit 2).
 //
 // Each model registers its printers with FLASHPTX_LEDGER (src/models/ledger.h); nothing here knows
-// the models by name. Sections print in ascending spec order; tables within a section in the order
+// the models by name. Sections print in ascending code order; tables within a section in the order
 // their model file registers them.
 #include <algorithm>
 #include <cstdio>
@@ -54,7 +55,8 @@ namespace flashptx::cli {
 Parsed parse_ledger_args(int argc, const char* const* argv, LedgerArgs* a) {
   *a = LedgerArgs();
   Options o("ledger", "flashptx ledger [SECTION] [--list]",
-            "The spec's protocol tables, computed by the models in src/models/, by spec section.");
+            "The protocol tables of tools/guide/PROTOCOLS.md, computed by the models in src/models/, by\n"
+            "section code (the guide's \"The ledger's section codes\" maps them).");
   o.positional("SECTION", &a->section, "a section id such as 0x03 (also 03, 3): only its tables")
       .flag("--list", &a->list, "one line per table: section and title");
   const Parsed p = o.parse(argc, argv);
@@ -85,7 +87,8 @@ int cmd_ledger(int argc, char** argv) {
     return 0;
   }
   if (want < 0)
-    std::printf("flashptx ledger: %zu tables from the protocol models, by spec section (0x02, 0x03, ...)\n\n",
+    std::printf("flashptx ledger: %zu tables from the protocol models, by section code (0x02, 0x03, ...;\n"
+                "tools/guide/PROTOCOLS.md maps the codes to its sections)\n\n",
                 all.size());
   for (const LedgerSection& s : all)
     if (want < 0 || section_number(s.section) == want) print_one(s);

@@ -112,7 +112,7 @@ std::string manifest_json(const Meta& m, const std::vector<Row>& rows) {
   w.kv("schedule", m.schedule_requested);
   w.end_object();
   w.key("flop_numerators").begin_object();
-  w.kv("fwd", "4*B*H*Sq*Sk*d, halved when causal (spec 0x0D, the papers' convention)");
+  w.kv("fwd", "4*B*H*Sq*Sk*d, halved when causal (the papers' convention)");
   w.kv("fwd_useful", "4*B*H*valid_pairs*d, valid_pairs exact for the bottom-right causal mask");
   w.kv("bwd", "2.5 * fwd");
   w.end_object();

@@ -1,4 +1,5 @@
-// FLOP numerators for the bench (spec 0x0D): thin wrappers over include/flashptx/flops.h, so that
+// FLOP numerators for the bench (tools/guide/PROTOCOLS.md, "Evidence"): thin wrappers over
+// src/models/flops.h, so that
 // the bench and the accounting oracle share one implementation.
 //
 //   paper forward:   4 * B * H * Sq * Sk * d        (QK^T and PV, 2 FLOPs per multiply-add, d_qk = d_v)
@@ -15,8 +16,8 @@
 
 namespace flashptx::bench {
 
-// The bench's names for the numerators of include/flashptx/flops.h (the one implementation, which
-// the 0x0D accounting oracle tests): integer shapes, a causal flag.
+// The bench's names for the numerators of src/models/flops.h (the one implementation, which the
+// accounting oracle behind `flashptx ledger 0x0D` tests): integer shapes, a causal flag.
 inline int64_t valid_pairs(int64_t sq, int64_t sk, bool causal) {
   if (sq <= 0 || sk <= 0) return 0;
   return causal ? causal_valid_pairs(sq, sk) : sq * sk;

@@ -1,4 +1,4 @@
-// Simple GPU attention reference and random fill: see src/gpu_reference.h.
+// Simple GPU attention reference and random fill: see tools/support/gpu_reference.h.
 #include "tools/support/gpu_reference.h"
 
 #include <cuda_bf16.h>

@@ -1,10 +1,11 @@
-// A simple GPU attention reference for shapes too large for the CPU fp64 reference (issue 3's
-// "large shapes against a simple GPU reference kernel"; used by `flashptx bench` and the GPU tests).
+// A simple GPU attention reference for shapes too large for the CPU fp64 reference (used by
+// `flashptx bench` and the GPU tests on large shapes).
 //
-// What it is: one warp per (batch, query row, query head); lane l holds dims l, l+32, ... (d <= 256);
-// scores by a warp-shuffle dot product in fp32, online softmax in fp32 (natural base, expf), fp32
-// accumulation of PV, O written in fp32. Same semantics as src/reference.h (bottom-right causal,
-// GQA, strides from flashptx_fwd_params, fully masked rows O = 0 and LSE = -inf).
+// What it is: one warp per (batch, query row, query head); lane l holds dims l, l+32, ...
+// (d <= 256); scores by a warp-shuffle dot product in fp32, online softmax in fp32 (natural base,
+// expf), fp32 accumulation of PV, O written in fp32. Same semantics as tools/support/reference.h
+// (bottom-right causal, GQA, strides from flashptx_fwd_params, fully masked rows O = 0 and
+// LSE = -inf).
 // What it is not: fast (it does no tiling; about a second at 16k x 16k, 16 heads), or more accurate
 // than fp32 (its error against fp64 grows like sqrt(seqlen_k) * 2^-24 relative; far below bf16's).
 // It shares no code with the flashptx kernels.

@@ -1,4 +1,4 @@
-// A tiny JSON writer and reader for the bench manifest and the raw trace files (issue 4).
+// A tiny JSON writer and reader for the bench manifest and the raw trace files (`flashptx trace`).
 //
 // The writer escapes strings per RFC 8259 (quote, backslash, control characters as \u00XX) and
 // writes non-finite numbers as null (JSON has no inf/NaN; an LSE of -inf is written as null and

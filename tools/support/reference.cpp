@@ -1,4 +1,5 @@
-// CPU fp64 attention reference: see src/reference.h for the semantics and what it does not prove.
+// CPU fp64 attention reference: see tools/support/reference.h for the semantics and what it does
+// not prove.
 #include "tools/support/reference.h"
 
 #include <algorithm>

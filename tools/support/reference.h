@@ -1,4 +1,4 @@
-// CPU fp64 reference for attention forward and backward (issue 2; used by the tests and the bench).
+// CPU fp64 reference for attention forward and backward (used by the tests and the bench).
 //
 // Semantics (as FlashAttention defines them):
 //   S = softmax_scale * Q K^T; causal masks are aligned to the bottom-right: query i sees key j iff
@@ -9,13 +9,13 @@
 //
 // What it is: plain loops, O(B*H*Sq*Sk*d), every sum in double. What it is not: fast. A few thousand
 // rows at seqlen 4k, d 128 take a few seconds; the bench checks large shapes on a subset of rows or
-// against the GPU reference (src/gpu_reference.h).
+// against the GPU reference (tools/support/gpu_reference.h).
 //
-// "Same dtype" mode (Round::kBF16 / kFP16) models a plain kernel in that dtype, for the tolerance rule
-// of issue 3:  max|out - ref| <= 2 * max|same_dtype_ref - ref| + 1e-5.  It rounds the inputs to the
-// dtype, computes scores and the softmax in double, rounds the normalized P to the dtype before PV,
-// accumulates PV in double and rounds O to the dtype. LSE is returned unrounded (the kernels write
-// it in fp32; its tolerance comes from the rounded inputs).
+// "Same dtype" mode (Round::kBF16 / kFP16) models a plain kernel in that dtype, for
+// FlashAttention's tolerance rule:  max|out - ref| <= 2 * max|same_dtype_ref - ref| + 1e-5.  It
+// rounds the inputs to the dtype, computes scores and the softmax in double, rounds the normalized
+// P to the dtype before PV, accumulates PV in double and rounds O to the dtype. LSE is returned
+// unrounded (the kernels write it in fp32; its tolerance comes from the rounded inputs).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -83,9 +83,9 @@ Forward forward(const Problem& p, const TensorView& q, const TensorView& k, cons
 
 // Gradients of the loss L = sum(O * dO) (dO given, [batch, seqlen_q, heads_q, head_dim] view).
 // dK and dV of a kv head sum over the query heads of its group. Fully masked rows contribute 0.
-// Same-dtype mode (issue 9's rule, a plain backward in that dtype): the forward's O rounded (so
-// delta = dO . O uses it), P rounded before dV = P^T dO, dS rounded before dQ = dS K and
-// dK = dS^T Q, and dQ, dK, dV rounded; every sum in double.
+// Same-dtype mode (the same rule for gradients, a plain backward in that dtype): the forward's O
+// rounded (so delta = dO . O uses it), P rounded before dV = P^T dO, dS rounded before dQ = dS K
+// and dK = dS^T Q, and dQ, dK, dV rounded; every sum in double.
 Backward backward(const Problem& p, const TensorView& q, const TensorView& k, const TensorView& v,
                   const TensorView& dout, Round same_dtype = Round::kNone);
 
