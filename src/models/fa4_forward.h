@@ -1,4 +1,4 @@
-// CPU oracle for spec 0x08 (FA4 forward): the feeds-and-speeds ledger with instruction ceilings,
+// CPU oracle of the FA4 forward (tools/guide/PROTOCOLS.md, "The FA4 roles"; `flashptx ledger 0x08`): the feeds-and-speeds ledger with instruction ceilings,
 // the sensitivity table, the d* crossover, the beta23 warp roles and register targets, split P,
 // the startup/steady/drain MMA issue order with its handoff edges, and the H/L exponential
 // critical-section rule. Every checker reports a named reason.
