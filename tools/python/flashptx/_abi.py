@@ -85,6 +85,9 @@ class FlashptxError(Exception):
         self.function, self.status, self.status_name, self.message = function, status, status_name, message
         super().__init__("%s: %s" % (function, message))
 
+    def __reduce__(self):  # copy and pickle rebuild it from its parts, not from str(self)
+        return (type(self), (self.function, self.status, self.status_name, self.message))
+
 
 class FlashptxValueError(FlashptxError, ValueError):
     """The library rejected the input (bad shape, head dim, dtype, strides, alignment, workspace)."""

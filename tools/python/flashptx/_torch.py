@@ -13,6 +13,9 @@ import torch
 
 from . import _abi
 
+# Where the tensors must live. tests/test_torch_cpu.py adds "cpu" while it swaps the two C calls below
+# for a torch emulation, to check the op plumbing (fake tensors, autograd, torch.compile) without a GPU.
+_DEVICE_TYPES = ("cuda",)
 _DTYPES = {torch.bfloat16: _abi.FLASHPTX_BF16, torch.float16: _abi.FLASHPTX_FP16,
            torch.float32: _abi.FLASHPTX_FP32}  # fp32 is passed on so that the library says no itself
 
@@ -37,7 +40,7 @@ def _check_inputs(where, q, k, v):
         if t.dim() != 4:
             raise ValueError("%s: %s must be [batch, seqlen, heads, head_dim], got %d dims %s"
                              % (where, name, t.dim(), tuple(t.shape)))
-        if t.device.type != "cuda":
+        if t.device.type not in _DEVICE_TYPES:
             raise _device_error(where, name, t)
         if t.dtype not in _DTYPES:
             raise ValueError("%s: %s is %s; the kernels take torch.bfloat16 or torch.float16" % (where, name, t.dtype))
@@ -50,16 +53,16 @@ def _check_inputs(where, q, k, v):
 
 
 def _layout_ok(t):
-    """What the C ABI takes without a copy: last dim contiguous, the batch/row/head strides positive
-    multiples of 16 bytes (any order, any gaps), the first element 16-byte aligned within its
-    storage. (The storage's own base is checked on the real pointer, in the op.)"""
+    """The strides the C ABI takes without a copy: last dim contiguous, the batch, row and head
+    strides positive multiples of 16 bytes (in any order, with any gaps). Shapes and strides only,
+    so that torch.compile traces it; the data pointer's own alignment is checked in the op."""
     if t.size(3) > 1 and t.stride(3) != 1:
         return False
     es = t.element_size()
     for i in range(3):
         if t.size(i) > 1 and (t.stride(i) <= 0 or (t.stride(i) * es) % 16 != 0):
             return False
-    return (t.storage_offset() * es) % 16 == 0
+    return True
 
 
 def _prep(t):
@@ -67,8 +70,8 @@ def _prep(t):
 
 
 def _aligned(t):
-    """_prep, and a copy when the data pointer itself is not 16-byte aligned (a storage that torch
-    did not allocate)."""
+    """In the op, on real tensors: _prep, and a copy when the data pointer is not 16-byte aligned
+    (a view at an odd offset, or a storage that torch did not allocate)."""
     t = _prep(t)
     if t.data_ptr() % 16 != 0:
         t = t.clone(memory_format=torch.contiguous_format)
@@ -197,7 +200,8 @@ def attention(q, k, v, causal=False, softmax_scale=None, deterministic=False, re
 
     q: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim]
     (FlashAttention's layout, not SDPA's [batch, heads, seqlen, head_dim]). CUDA tensors, all
-    torch.bfloat16 or all torch.float16. heads_q a multiple of heads_kv: GQA, MQA (heads_kv 1).
+    torch.bfloat16 or all torch.float16 (under torch.autocast, fp32 inputs are first cast to the
+    autocast dtype, as SDPA does). heads_q a multiple of heads_kv: GQA, MQA (heads_kv 1).
     head_dim 64, 128 or 256 for the forward; the backward supports 64 and 128 (head_dim 256 raises
     the library's FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM when gradients are asked for).
 
@@ -220,6 +224,10 @@ def attention(q, k, v, causal=False, softmax_scale=None, deterministic=False, re
     library's message.
     """
     _check_inputs("flashptx.attention", q, k, v)
+    if torch.is_autocast_enabled(q.device.type):
+        # Under autocast, as SDPA: fp32 inputs run in the autocast dtype (bf16 or fp16).
+        dt = torch.get_autocast_dtype(q.device.type)
+        q, k, v = (t.to(dt) if t.dtype == torch.float32 else t for t in (q, k, v))
     if softmax_scale is None:
         scale = 0.0  # the library's 1/sqrt(head_dim)
     else:

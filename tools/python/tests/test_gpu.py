@@ -212,7 +212,6 @@ def test_layouts():
     assert not ft._layout_ok(wide)
     assert torch.equal(flashptx.attention(wide, wide, wide), flashptx.attention(*(wide.contiguous(),) * 3))
     flat = torch.randn(b * s * h * d + 1, device=DEV, dtype=torch.bfloat16)[1:].view(b, s, h, d)  # 2-byte offset
-    assert not ft._layout_ok(flat)
     assert torch.equal(flashptx.attention(flat, flat, flat), flashptx.attention(*(flat.contiguous(),) * 3))
 
 
