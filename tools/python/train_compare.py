@@ -95,6 +95,9 @@ def build_model(torch, args, attn):
     return GPT()
 
 
+sdpa_inputs = {"contiguous": False}
+
+
 def run_one(torch, args, impl, seed, data, train_offsets, eval_offsets):
     import flashptx
     import torch.nn.functional as F
@@ -105,14 +108,29 @@ def run_one(torch, args, impl, seed, data, train_offsets, eval_offsets):
             return flashptx.attention(q, k, v, causal=True)
     else:
         def attn(q, k, v):
-            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
-                                                   is_causal=True)
+            # [b, h, s, hd] views of the packed qkv, no copy (as flashptx gets them); should cuDNN
+            # refuse those strides, contiguous copies instead, recorded in the results
+            qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+            if sdpa_inputs["contiguous"]:
+                qt, kt, vt = qt.contiguous(), kt.contiguous(), vt.contiguous()
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION if args.device == "cuda" else SDPBackend.MATH):
+                try:
+                    o = F.scaled_dot_product_attention(qt, kt, vt, is_causal=True)
+                except RuntimeError as e:
+                    if sdpa_inputs["contiguous"]:
+                        raise
+                    print("  cuDNN SDPA refused the strided views (%s): contiguous copies from now on"
+                          % str(e).split("\n")[0], flush=True)
+                    sdpa_inputs["contiguous"] = True
+                    o = F.scaled_dot_product_attention(qt.contiguous(), kt.contiguous(), vt.contiguous(),
+                                                       is_causal=True)
             return o.transpose(1, 2)
 
     torch.manual_seed(seed)
-    model = build_model(torch, args, attn).cuda()  # initialised on the CPU: the seed alone decides
-    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1, fused=True)
+    dev = torch.device(args.device)
+    cuda = dev.type == "cuda"
+    model = build_model(torch, args, attn).to(dev)  # initialised on the CPU: the seed alone decides
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1, fused=cuda)
     warm = max(1, args.steps // 10)
 
     def lr_at(step):
@@ -121,18 +139,20 @@ def run_one(torch, args, impl, seed, data, train_offsets, eval_offsets):
         t = (step - warm) / max(1, args.steps - warm)
         return args.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
 
-    ar = torch.arange(args.seq + 1, device="cuda")
+    ar = torch.arange(args.seq + 1, device=dev)
     losses, events = [], []
-    torch.cuda.reset_peak_memory_stats()
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
     t0 = time.time()
     for step in range(args.steps):
         for g in opt.param_groups:
             g["lr"] = lr_at(step)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start, end = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) if cuda else (
+            Stamp(), Stamp())
         start.record()
         win = data[train_offsets[step][:, None] + ar].long()
         x, y = win[:, :-1], win[:, 1:]
-        with torch.autocast("cuda", dtype=torch.bfloat16):
+        with torch.autocast(dev.type, dtype=torch.bfloat16):
             logits = model(x)
         loss = F.cross_entropy(logits.float().reshape(-1, 256), y.reshape(-1))
         loss.backward()
@@ -142,11 +162,12 @@ def run_one(torch, args, impl, seed, data, train_offsets, eval_offsets):
         end.record()
         losses.append(loss.detach())
         events.append((start, end))
-    torch.cuda.synchronize()
+    if cuda:
+        torch.cuda.synchronize()
     wall = time.time() - t0
     losses = [float(x) for x in torch.stack(losses).cpu()]
     step_ms = [s.elapsed_time(e) for s, e in events]
-    with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+    with torch.no_grad(), torch.autocast(dev.type, dtype=torch.bfloat16):
         ev = []
         for offs in eval_offsets:
             win = data[offs[:, None] + ar].long()
@@ -154,13 +175,24 @@ def run_one(torch, args, impl, seed, data, train_offsets, eval_offsets):
     res = {"impl": impl, "seed": seed, "losses": losses, "step_ms": step_ms,
            "step_ms_median": statistics.median(step_ms[10:] if len(step_ms) > 20 else step_ms),
            "eval_loss": sum(ev) / len(ev), "wall_s": wall,
-           "peak_mem_gib": torch.cuda.max_memory_allocated() / 2**30,
+           "peak_mem_gib": torch.cuda.max_memory_allocated() / 2**30 if cuda else 0.0,
            "finite": all(math.isfinite(x) for x in losses)}
     del model, opt
-    torch.cuda.empty_cache()
+    if cuda:
+        torch.cuda.empty_cache()
     print("  %-8s seed %d: %.2f ms/step (median), final loss %.4f, eval %.4f, %.1f s, peak %.1f GiB"
           % (impl, seed, res["step_ms_median"], losses[-1], res["eval_loss"], wall, res["peak_mem_gib"]), flush=True)
     return res
+
+
+class Stamp:
+    """time.perf_counter with torch.cuda.Event's two methods, for a CPU smoke run."""
+
+    def record(self):
+        self.t = time.perf_counter()
+
+    def elapsed_time(self, other):
+        return (other.t - self.t) * 1e3
 
 
 def smooth(xs, w):
@@ -241,12 +273,13 @@ def main():
     ap.add_argument("--lr", type=float, default=6e-4)
     ap.add_argument("--smooth", type=int, default=20)
     ap.add_argument("--root", default=REPO, help="the tree whose text is the corpus")
+    ap.add_argument("--device", default="cuda", help=argparse.SUPPRESS)  # "cpu": smoke tests of this script only
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
 
     import torch
     import flashptx
-    if not flashptx.available():
+    if args.device == "cuda" and not flashptx.available():
         print("train_compare: flashptx cannot run here: %s" % flashptx.unavailable_reason(), file=sys.stderr)
         return 1
     files, corpus = load_corpus(args.root)
@@ -257,24 +290,25 @@ def main():
         return 1
     print("corpus: %d files, %d bytes (sha256 %s), train %d / held out %d"
           % (len(files), n, hashlib.sha256(corpus).hexdigest()[:16], split, n - split), flush=True)
-    data = torch.frombuffer(bytearray(corpus), dtype=torch.uint8).cuda()
+    data = torch.frombuffer(bytearray(corpus), dtype=torch.uint8).to(args.device)
     g = torch.Generator().manual_seed(1234)
-    train_offsets = torch.randint(0, split - args.seq - 1, (args.steps, args.batch), generator=g).cuda()
-    eval_offsets = (split + torch.randint(0, n - split - args.seq - 1, (4, args.batch), generator=g)).cuda()
+    train_offsets = torch.randint(0, split - args.seq - 1, (args.steps, args.batch), generator=g).to(args.device)
+    eval_offsets = (split + torch.randint(0, n - split - args.seq - 1, (4, args.batch), generator=g)).to(args.device)
 
     runs = {}
     for impl, seed in (("sdpa", 0), ("flashptx", 0), ("sdpa", 1)):
         runs["%s_seed%d" % (impl, seed)] = run_one(torch, args, impl, seed, data, train_offsets, eval_offsets)
     comparison, smoothed = compare(runs, args.smooth)
-    props = torch.cuda.get_device_properties(0)
+    device_name = torch.cuda.get_device_properties(0).name if args.device == "cuda" else args.device
     result = {
-        "meta": {"tool": "tools/python/train_compare.py", "device": props.name, "torch": torch.__version__,
+        "meta": {"tool": "tools/python/train_compare.py", "device": device_name, "torch": torch.__version__,
                  "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
                  "library": flashptx.library_path(), "commit": os.environ.get("FLASHPTX_GIT_COMMIT", "unknown"),
                  "command_line": " ".join(sys.argv)},
         "config": {k: getattr(args, k) for k in ("steps", "batch", "seq", "layers", "dmodel", "heads", "lr", "smooth")},
         "corpus": {"files": [os.path.relpath(f, args.root) for f in files], "bytes": n,
                    "sha256": hashlib.sha256(corpus).hexdigest(), "train_bytes": split},
+        "sdpa_inputs": "contiguous copies" if sdpa_inputs["contiguous"] else "strided views of the packed qkv",
         "comparison": comparison,
         "runs": runs,
     }
