@@ -14,6 +14,7 @@ import argparse
 import json
 import statistics
 import sys
+import time
 
 
 def main(argv=None):
@@ -26,17 +27,18 @@ def main(argv=None):
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--device", default="cuda", help=argparse.SUPPRESS)  # "cpu": smoke tests of this script only
     args = ap.parse_args(argv)
 
     import flashptx
-    if not flashptx.available():
+    if args.device == "cuda" and not flashptx.available():
         print("flashptx.bench: cannot run here: %s" % flashptx.unavailable_reason(), file=sys.stderr)
         return 1
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    dev = torch.device("cuda")
+    dev = torch.device(args.device)
     flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device=dev)
 
     def sdpa(backend):
@@ -51,12 +53,20 @@ def main(argv=None):
 
     def timed(fn):
         flush.zero_()
+        if dev.type != "cuda":
+            t0 = time.perf_counter()
+            fn()
+            return (time.perf_counter() - t0) * 1e3
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         fn()
         end.record()
         end.synchronize()
         return start.elapsed_time(end)
+
+    def sync():
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
 
     rows = []
     for d in [int(x) for x in args.hdims.split(",")]:
@@ -71,15 +81,15 @@ def main(argv=None):
                     fns, errors = {}, {}
                     for name, f in impls.items():
                         if direction == "fwd":
-                            def call(f=f):
+                            def call(f=f, args=(q, k, v, causal)):
                                 with torch.no_grad():
-                                    f(q, k, v, causal)
+                                    f(*args)
                         else:
-                            def call(f=f):
-                                torch.autograd.grad(f(qg, kg, vg, causal), (qg, kg, vg), do)
+                            def call(f=f, args=(qg, kg, vg, causal), do=do):
+                                torch.autograd.grad(f(*args), args[:3], do)
                         try:
                             call()
-                            torch.cuda.synchronize()
+                            sync()
                             fns[name] = call
                         except Exception as e:  # noqa: BLE001 - recorded as this impl's result
                             errors[name] = "%s: %s" % (type(e).__name__, str(e).split("\n")[0][:200])
@@ -105,14 +115,13 @@ def main(argv=None):
                                       for r in rows[-len(impls):])
                     print("d%-3d s%-5d b%-2d h%-2d %-6s %-7s TFLOP/s: %s" % (
                         d, s, b, h, "causal" if causal else "full", direction, cells), flush=True)
-                del q, k, v, do, qg, kg, vg
-    props = torch.cuda.get_device_properties(dev)
-    meta = {"device": props.name, "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
+    meta = {"device": torch.cuda.get_device_properties(dev).name if dev.type == "cuda" else str(dev), "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
             "library": flashptx.library_path(), "warmup": args.warmup, "reps": args.reps,
             "timing": "CUDA events around one call, 256 MB L2 flush before each (untimed), interleaved, median"}
     errs = [r for r in rows if r.get("error")]
     for r in errs:
-        print("error: %s d%d s%d %s: %s" % (r["impl"], r["hdim"], r["seqlen"], r["direction"], r["error"]))
+        print("error: %s d%d s%d %s %s: %s" % (r["impl"], r["hdim"], r["seqlen"], "causal" if r["causal"] else "full",
+                                              r["direction"], r["error"]))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"meta": meta, "rows": rows}, f, indent=1)
