@@ -8,6 +8,7 @@
 //   gpu_sm100*  needs a CUDA device of compute capability 10.0 (Blackwell; sm_100a code)
 //   audit_sm90*, audit_sm100*  need a disassembler that decodes that architecture
 //   vendoring compile*  needs nvcc and the source tree (it compiles the README's vendored files)
+//   python cpu*  needs python3 and the source tree (it runs tools/python/tests/test_cpu.py)
 //   nogpu*      what a machine without a device of this build must answer (refusals): skipped on an
 //               sm_90 or sm_100 one
 // Everything else (host suites) always runs. The last line printed is exactly
@@ -57,6 +58,8 @@ REGISTER_LISTENER("flashptx_counts", 1, CountingListener);
 namespace flashptx_test {
 
 int g_device_cc = 0;  // major*10+minor of device 0, 0 when there is none
+
+std::string python3_path();  // tests/host/test_python.cpp: $FLASHPTX_PYTHON, else python3 on PATH
 
 int device_cc() { return g_device_cc; }
 
@@ -115,6 +118,15 @@ int main(int argc, char** argv) {
     rules.push_back({"vendoring compile*", tree && !nvcc.empty(),
                      !tree ? std::string("the source tree is not at ") + FLASHPTX_ROOT
                            : std::string("no nvcc (set FLASHPTX_NVCC)")});
+  }
+  {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const bool tree = fs::exists(fs::path(FLASHPTX_ROOT) / "tools/python/tests/test_cpu.py", ec);
+    const std::string py = flashptx_test::python3_path();
+    rules.push_back({"python cpu*", tree && !py.empty(),
+                     !tree ? std::string("the source tree is not at ") + FLASHPTX_ROOT
+                           : std::string("no python3 on PATH (set FLASHPTX_PYTHON)")});
   }
   rules.push_back({"nogpu*", cc != 90 && cc != 100,
                    "an sm_" + std::to_string(cc) + " GPU is present: the GPU suites test the launch path instead"});

@@ -1,0 +1,310 @@
+"""The C ABI of include/flashptx.h in ctypes, the library lookup, and status codes as exceptions.
+
+Pure Python: nothing here imports torch or needs a GPU (tools/python/tests/test_cpu.py checks this
+file against the header: field names, order, offsets, enum values).
+"""
+import ctypes
+import os
+
+# ---- enums (include/flashptx.h) -------------------------------------------------------------------
+FLASHPTX_OK = 0
+STATUS_NAMES = {
+    0: "FLASHPTX_OK",
+    1: "FLASHPTX_ERR_NULL_POINTER",
+    2: "FLASHPTX_ERR_MISALIGNED",
+    3: "FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM",
+    4: "FLASHPTX_ERR_UNSUPPORTED_DTYPE",
+    5: "FLASHPTX_ERR_DTYPE_MISMATCH",
+    6: "FLASHPTX_ERR_BAD_STRIDES",
+    7: "FLASHPTX_ERR_BAD_HEADS",
+    8: "FLASHPTX_ERR_BAD_SHAPE",
+    9: "FLASHPTX_ERR_UNSUPPORTED_DEVICE",
+    10: "FLASHPTX_ERR_CUDA",
+    11: "FLASHPTX_ERR_NULL_PARAMS",
+    12: "FLASHPTX_ERR_BAD_OPTION",
+    13: "FLASHPTX_ERR_WORKSPACE",
+}
+# The statuses that say something about the machine rather than the input: RuntimeError. Every other
+# non-zero status is a rejected input: ValueError.
+RUNTIME_STATUSES = frozenset({9, 10})
+
+DTYPE_CODES = {"FLASHPTX_BF16": 0, "FLASHPTX_FP16": 1, "FLASHPTX_FP32": 2, "FLASHPTX_FP8_E4M3": 3}
+FLASHPTX_BF16, FLASHPTX_FP16, FLASHPTX_FP32 = 0, 1, 2
+
+_p, _i64, _int, _f32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_float
+
+
+def _strides(*tensors):
+    return [(t + "_" + x + "_stride", _i64) for t in tensors for x in ("batch", "row", "head")]
+
+
+class FwdParams(ctypes.Structure):
+    """flashptx_fwd_params."""
+    _fields_ = ([(n, _p) for n in ("q", "k", "v", "o", "lse")] +
+                [(n, _i64) for n in ("batch", "seqlen_q", "seqlen_k", "heads_q", "heads_kv", "head_dim")] +
+                _strides("q", "k", "v", "o") +
+                [(n, _int) for n in ("q_dtype", "k_dtype", "v_dtype", "o_dtype", "causal")] +
+                [("softmax_scale", _f32)])
+
+
+class BwdParams(ctypes.Structure):
+    """flashptx_bwd_params."""
+    _fields_ = ([(n, _p) for n in ("q", "k", "v", "o", "lse", "dout", "dq", "dk", "dv")] +
+                [(n, _i64) for n in ("batch", "seqlen_q", "seqlen_k", "heads_q", "heads_kv", "head_dim")] +
+                _strides("q", "k", "v", "o", "do", "dq", "dk", "dv") +
+                [("dtype", _int), ("causal", _int), ("softmax_scale", _f32), ("deterministic", _int),
+                 ("workspace", _p), ("workspace_bytes", _i64)])
+
+
+class KernelInfo(ctypes.Structure):
+    """flashptx_kernel_info."""
+    _fields_ = [("symbol", ctypes.c_char_p), ("registers", _int), ("shared_bytes", _int), ("threads", _int),
+                ("ctas", _int), ("tiles", _i64), ("schedule", ctypes.c_char_p)]
+
+
+# name: (restype, argtypes), for every function of the header the package binds.
+_P = ctypes.POINTER
+SIGNATURES = {
+    "flashptx_fwd": (_int, [_P(FwdParams), _p]),
+    "flashptx_fwd_check": (_int, [_P(FwdParams)]),
+    "flashptx_fwd_kernel_info": (_int, [_P(FwdParams), _P(KernelInfo)]),
+    "flashptx_bwd": (_int, [_P(BwdParams), _p]),
+    "flashptx_bwd_check": (_int, [_P(BwdParams)]),
+    "flashptx_bwd_workspace_size": (_int, [_P(BwdParams), _P(_i64)]),
+    "flashptx_last_error": (ctypes.c_char_p, []),
+    "flashptx_status_name": (ctypes.c_char_p, [_int]),
+}
+
+
+# ---- exceptions -------------------------------------------------------------------------------------
+class FlashptxError(Exception):
+    """A non-zero status of the library: .status (int), .status_name, .function; str() is the
+    library's own message (flashptx_last_error), prefixed with the function that returned it."""
+
+    def __init__(self, function, status, status_name, message):
+        self.function, self.status, self.status_name, self.message = function, status, status_name, message
+        super().__init__("%s: %s" % (function, message))
+
+    def __reduce__(self):  # copy and pickle rebuild it from its parts, not from str(self)
+        return (type(self), (self.function, self.status, self.status_name, self.message))
+
+
+class FlashptxValueError(FlashptxError, ValueError):
+    """The library rejected the input (bad shape, head dim, dtype, strides, alignment, workspace)."""
+
+
+class FlashptxRuntimeError(FlashptxError, RuntimeError):
+    """The machine cannot run it (FLASHPTX_ERR_UNSUPPORTED_DEVICE) or a CUDA call failed (FLASHPTX_ERR_CUDA)."""
+
+
+class LibraryNotFoundError(OSError):
+    """libflashptx.so was not found (the message lists every place looked, in order) or not loadable."""
+
+
+def error_for_status(function, status, message):
+    """The exception for a non-zero status: FlashptxRuntimeError for the device and CUDA statuses,
+    FlashptxValueError for every other one. `message` is the library's (it names the status)."""
+    name = STATUS_NAMES.get(status, "FLASHPTX_ERR_UNKNOWN(%d)" % status)
+    if not message:
+        message = name
+    cls = FlashptxRuntimeError if status in RUNTIME_STATUSES else FlashptxValueError
+    return cls(function, status, name, message)
+
+
+def check(lib, function, status):
+    """Raises the exception of a non-zero status, with flashptx_last_error (read on this thread)."""
+    if status != FLASHPTX_OK:
+        raise error_for_status(function, status, lib.flashptx_last_error().decode("utf-8", "replace"))
+
+
+# ---- finding and loading the library ----------------------------------------------------------------
+LIB_NAME = "libflashptx.so"
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def source_tree_root(package_dir=PACKAGE_DIR):
+    """The repository root when the package is the one in the source tree (tools/python/flashptx),
+    else None (an installed copy somewhere else)."""
+    root = os.path.abspath(os.path.join(package_dir, "..", "..", ".."))
+    return root if os.path.isfile(os.path.join(root, "include", "flashptx.h")) else None
+
+
+def candidates(env=None, package_dir=PACKAGE_DIR):
+    """The places looked at, in order: [(label, path or None, why it is or is not used)].
+
+    1. $FLASHPTX_LIB (a file, or a folder holding libflashptx.so). When it is set, it is the only
+       place looked at: an explicit path that does not exist is an error, not a reason to load
+       another build.
+    2. next to the package: <package>/libflashptx.so
+    3. the build tree: <repository root>/libflashptx.so, where `make` puts it (only for the package
+       in the source tree, tools/python/flashptx)
+    """
+    env = os.environ if env is None else env
+    out = []
+    explicit = env.get("FLASHPTX_LIB", "")
+    if explicit:
+        path = os.path.join(explicit, LIB_NAME) if os.path.isdir(explicit) else explicit
+        out.append(("$FLASHPTX_LIB", path, "found" if os.path.isfile(path) else "no such file"))
+        return out
+    out.append(("$FLASHPTX_LIB", None, "not set"))
+    here = os.path.join(package_dir, LIB_NAME)
+    out.append(("next to the package", here, "found" if os.path.isfile(here) else "no such file"))
+    root = source_tree_root(package_dir)
+    if root is None:
+        out.append(("the build tree", None, "the package is not inside the flashptx source tree"))
+    else:
+        built = os.path.join(root, LIB_NAME)
+        out.append(("the build tree, where `make` puts it", built,
+                    "found" if os.path.isfile(built) else "no such file (not built yet?)"))
+    return out
+
+
+def find_library(env=None, package_dir=PACKAGE_DIR):
+    """The path of libflashptx.so, or LibraryNotFoundError saying every place looked and how to fix it."""
+    looked = candidates(env, package_dir)
+    for _, path, why in looked:
+        if why == "found":
+            return path
+    lines = ["flashptx: cannot find %s. Looked, in this order:" % LIB_NAME]
+    for n, (label, path, why) in enumerate(looked, 1):
+        lines.append("  %d. %s%s: %s" % (n, label, " (%s)" % path if path else "", why))
+    root = source_tree_root(package_dir)
+    lines.append("Build it with `make` at the repository root%s, or set FLASHPTX_LIB to the path of a built %s."
+                 % (" (%s)" % root if root else "", LIB_NAME))
+    raise LibraryNotFoundError("\n".join(lines))
+
+
+def load_library(path):
+    """ctypes.CDLL of `path` with the signatures bound; LibraryNotFoundError when it cannot be loaded."""
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as e:
+        raise LibraryNotFoundError("flashptx: %s exists but cannot be loaded: %s" % (path, e)) from None
+    missing = []
+    for name, (restype, argtypes) in SIGNATURES.items():
+        fn = getattr(lib, name, None)
+        if fn is None:
+            missing.append(name)
+            continue
+        fn.restype, fn.argtypes = restype, argtypes
+    if missing:
+        raise LibraryNotFoundError("flashptx: %s lacks %s: it is older than this package; rebuild it with `make`"
+                                   % (path, ", ".join(missing)))
+    lib._flashptx_path = path
+    return lib
+
+
+_lib = None
+
+
+def library():
+    """The loaded libflashptx.so (found once per process, see candidates())."""
+    global _lib
+    if _lib is None:
+        _lib = load_library(find_library())
+    return _lib
+
+
+def library_path():
+    """The path of the libflashptx.so this process uses (loads it)."""
+    return library()._flashptx_path
+
+
+# ---- parameters from plain numbers (torch-free; the torch layer passes tensors' pointers) --------
+def fwd_params(ptrs, shape_q, shape_k, strides, dtype, causal, softmax_scale):
+    """FwdParams from pointers {q,k,v,o,lse}, q's and k's [batch, seqlen, heads, head_dim], strides
+    {q,k,v,o: (batch, row, head)} in elements, a dtype code, causal, and the scale (0: 1/sqrt(d))."""
+    p = FwdParams()
+    for n in ("q", "k", "v", "o", "lse"):
+        setattr(p, n, ptrs.get(n) or None)
+    p.batch, p.seqlen_q, p.heads_q, p.head_dim = shape_q
+    p.seqlen_k, p.heads_kv = shape_k[1], shape_k[2]
+    for n in ("q", "k", "v", "o"):
+        b, r, h = strides[n]
+        setattr(p, n + "_batch_stride", b)
+        setattr(p, n + "_row_stride", r)
+        setattr(p, n + "_head_stride", h)
+    dq, dk, dv, do = dtype if isinstance(dtype, tuple) else (dtype,) * 4
+    p.q_dtype, p.k_dtype, p.v_dtype, p.o_dtype = dq, dk, dv, do
+    p.causal = 1 if causal else 0
+    p.softmax_scale = softmax_scale
+    return p
+
+
+def bwd_params(ptrs, shape_q, shape_k, strides, dtype, causal, softmax_scale, deterministic):
+    """BwdParams from pointers {q,k,v,o,lse,dout,dq,dk,dv} and strides {q,k,v,o,do,dq,dk,dv}."""
+    p = BwdParams()
+    for n in ("q", "k", "v", "o", "lse", "dout", "dq", "dk", "dv"):
+        setattr(p, n, ptrs.get(n) or None)
+    p.batch, p.seqlen_q, p.heads_q, p.head_dim = shape_q
+    p.seqlen_k, p.heads_kv = shape_k[1], shape_k[2]
+    for n in ("q", "k", "v", "o", "do", "dq", "dk", "dv"):
+        b, r, h = strides[n]
+        setattr(p, n + "_batch_stride", b)
+        setattr(p, n + "_row_stride", r)
+        setattr(p, n + "_head_stride", h)
+    p.dtype = dtype
+    p.causal = 1 if causal else 0
+    p.softmax_scale = softmax_scale
+    p.deterministic = 1 if deterministic else 0
+    return p
+
+
+def probe_device(lib):
+    """(True, description) when this library can launch on the current CUDA device, else (False, the
+    library's own reason: no driver, no device, not sm_90...). Launches nothing and touches no
+    memory: flashptx_fwd_kernel_info of a small valid problem with placeholder pointers."""
+    fake = 1 << 20  # 16-byte aligned, never dereferenced: kernel_info only plans
+    p = fwd_params({n: fake for n in ("q", "k", "v", "o")}, (1, 128, 1, 128), (1, 128, 1, 128),
+                   {n: (128 * 128, 128, 128) for n in ("q", "k", "v", "o")}, FLASHPTX_BF16, False, 0.0)
+    info = KernelInfo()
+    st = lib.flashptx_fwd_kernel_info(ctypes.byref(p), ctypes.byref(info))
+    if st != FLASHPTX_OK:
+        return False, lib.flashptx_last_error().decode("utf-8", "replace") or STATUS_NAMES.get(st, str(st))
+    return True, "the current CUDA device runs %s" % (info.symbol or b"?").decode()
+
+
+def _torch_reason():
+    """None when torch with CUDA is importable here, else why not (imports torch when it is there)."""
+    try:
+        import torch
+    except ImportError as e:
+        if (e.name or "").split(".")[0] == "torch":
+            return "PyTorch is not installed (flashptx.attention takes torch tensors)"
+        return "PyTorch cannot be imported: %s" % e
+    except Exception as e:  # noqa: BLE001 - a broken install is a reason like any other
+        return "PyTorch cannot be imported: %s" % e
+    if not torch.cuda.is_available():
+        return "PyTorch sees no CUDA device (torch %s, built for CUDA %s)" % (torch.__version__, torch.version.cuda)
+    return None
+
+
+def unavailable_reasons():
+    """Every reason flashptx.attention cannot run here ([] when it can): the library, the device (as
+    the library itself says it), PyTorch."""
+    reasons = []
+    try:
+        lib = library()
+    except LibraryNotFoundError as e:
+        reasons.append(str(e))
+        lib = None
+    if lib is not None:
+        ok, why = probe_device(lib)
+        if not ok:
+            reasons.append("no usable GPU: " + why)
+    t = _torch_reason()
+    if t:
+        reasons.append(t)
+    return reasons
+
+
+def unavailable_reason():
+    """None when flashptx.attention can run here, else one message with every reason."""
+    r = unavailable_reasons()
+    return "; ".join(r) if r else None
+
+
+def available():
+    """True when flashptx.attention can run here: the library loads, the current device is an sm_90
+    GPU (the library's own check), and PyTorch with CUDA is installed. unavailable_reason() says why not."""
+    return not unavailable_reasons()

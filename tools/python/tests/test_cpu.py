@@ -1,0 +1,469 @@
+#!/usr/bin/env python3
+"""CPU-side checks of the Python package tools/python/flashptx: no torch, no GPU, no pytest needed.
+
+    python3 tools/python/tests/test_cpu.py      # exit 0 when nothing failed; last line "N passed, N failed, N skipped"
+
+Run by ./run_tests (suite "python cpu", tests/host/test_python.cpp). What it checks:
+- the ctypes mirrors of flashptx_fwd_params, flashptx_bwd_params and flashptx_kernel_info against
+  include/flashptx.h: field names and order (parsed from the header text), each field's type class,
+  offsets and sizes by the C layout rules, and, where a C compiler is on PATH, against offsetof()
+  of the real header; the status and dtype enums; the prototypes of the functions the package binds
+- status codes to exceptions: ValueError for rejected input, RuntimeError for device and CUDA ones,
+  the library's message kept
+- the lookup of libflashptx.so: $FLASHPTX_LIB (alone when set), next to the package, the build tree;
+  the message when it is nowhere
+- `import flashptx` without torch (and that it never imports torch by itself); available() is
+  False with a reason; attention without torch and attention_varlen raise informative errors
+- with the built library (skipped when there is none): every status name matches the library's,
+  the library's own validation messages come back as FlashptxValueError, and the device probe
+  (a GPU or the library's reason for there being none)
+"""
+import ctypes
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PKG_PARENT = os.path.dirname(HERE)  # tools/python
+REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+HEADER = os.path.join(REPO, "include", "flashptx.h")
+sys.path.insert(0, PKG_PARENT)
+
+from flashptx import _abi  # noqa: E402
+
+RESULTS = []  # (name, "ok" | "FAIL" | "skip", detail)
+CASES = []
+
+
+class Skip(Exception):
+    pass
+
+
+def case(fn):
+    CASES.append(fn)
+    return fn
+
+
+# ---- the header, parsed -------------------------------------------------------------------------------
+def header_text():
+    with open(HEADER) as f:
+        return f.read()
+
+
+def strip_comments(s):
+    return re.sub(r"//[^\n]*", "", re.sub(r"/\*.*?\*/", "", s, flags=re.S))
+
+
+DECL = re.compile(r"^(?P<type>(?:const\s+)?\w+(?:\s*\*)?)\s*(?P<names>\w+(?:\s*,\s*\w+)*)$")
+
+
+def parse_struct(text, name):
+    """[(field, C type)] of `typedef struct NAME { ... } NAME;`, in order."""
+    m = re.search(r"typedef\s+struct\s+%s\s*\{(.*?)\}\s*%s\s*;" % (name, name), text, re.S)
+    assert m, "no typedef struct %s in %s" % (name, HEADER)
+    fields = []
+    for decl in strip_comments(m.group(1)).split(";"):
+        decl = " ".join(decl.split())
+        if not decl:
+            continue
+        d = DECL.match(decl)
+        assert d, "cannot parse the declaration %r in %s" % (decl, name)
+        ctype = d.group("type").replace(" ", "")
+        fields += [(n.strip(), ctype) for n in d.group("names").split(",")]
+    return fields
+
+
+def parse_enum(text, name):
+    m = re.search(r"typedef\s+enum\s+%s\s*\{(.*?)\}\s*%s\s*;" % (name, name), text, re.S)
+    assert m, "no typedef enum %s" % name
+    return {k: int(v) for k, v in re.findall(r"(FLASHPTX_\w+)\s*=\s*(\d+)", strip_comments(m.group(1)))}
+
+
+# C type -> (class, size, alignment) on LP64 (x86-64, aarch64 Linux)
+def c_class(ctype):
+    if ctype.endswith("*"):
+        return ("pointer", 8, 8)
+    return {"int64_t": ("int64", 8, 8), "int": ("int32", 4, 4), "flashptx_dtype": ("int32", 4, 4),
+            "float": ("float", 4, 4)}[ctype]
+
+
+def ctypes_class(t):
+    if t in (ctypes.c_void_p, ctypes.c_char_p) or issubclass(t, ctypes._Pointer):
+        return "pointer"
+    return {ctypes.c_int64: "int64", ctypes.c_int: "int32", ctypes.c_float: "float"}[t]
+
+
+def c_layout(fields):
+    """{field: offset} and the struct's size by the C rules."""
+    off, align_max, out = 0, 1, {}
+    for n, t in fields:
+        _, size, align = c_class(t)
+        off = (off + align - 1) // align * align
+        out[n] = off
+        off += size
+        align_max = max(align_max, align)
+    return out, (off + align_max - 1) // align_max * align_max
+
+
+STRUCTS = [("flashptx_fwd_params", _abi.FwdParams), ("flashptx_bwd_params", _abi.BwdParams),
+           ("flashptx_kernel_info", _abi.KernelInfo)]
+
+
+@case
+def struct_fields_match_the_header():
+    text = header_text()
+    for cname, py in STRUCTS:
+        fields = parse_struct(text, cname)
+        names = [n for n, _ in fields]
+        pynames = [f[0] for f in py._fields_]
+        assert pynames == names, "%s: field order differs from the header:\n  header: %s\n  ctypes: %s" % (
+            cname, names, pynames)
+        for (n, ct), (_, pt) in zip(fields, py._fields_):
+            assert c_class(ct)[0] == ctypes_class(pt), "%s.%s: header %s, ctypes %s" % (cname, n, ct, pt.__name__)
+        offsets, size = c_layout(fields)
+        for n, _ in fields:
+            assert getattr(py, n).offset == offsets[n], "%s.%s at offset %d in ctypes, %d by the C rules" % (
+                cname, n, getattr(py, n).offset, offsets[n])
+        assert ctypes.sizeof(py) == size, "sizeof(%s): ctypes %d, C rules %d" % (cname, ctypes.sizeof(py), size)
+
+
+@case
+def struct_offsets_match_the_compiler():
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if not cc:
+        raise Skip("no C compiler on PATH")
+    text = header_text()
+    tmp = tempfile.mkdtemp(prefix="flashptx-pytest-")
+    try:
+        # A stand-in for the one thing the header takes from the CUDA runtime: no toolkit needed.
+        with open(os.path.join(tmp, "cuda_runtime_api.h"), "w") as f:
+            f.write("typedef struct CUstream_st* cudaStream_t;\n")
+        lines = ["#include <stddef.h>", "#include <stdio.h>", '#include "flashptx.h"', "int main(void) {"]
+        for cname, _ in STRUCTS:
+            lines.append('  printf("%s sizeof %%zu\\n", sizeof(%s));' % (cname, cname))
+            for n, _ in parse_struct(text, cname):
+                lines.append('  printf("%s %s %%zu\\n", offsetof(%s, %s));' % (cname, n, cname, n))
+        lines += ["  return 0;", "}"]
+        src, exe = os.path.join(tmp, "layout.c"), os.path.join(tmp, "layout")
+        with open(src, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        r = subprocess.run([cc, "-std=c99", "-I", tmp, "-I", os.path.join(REPO, "include"), src, "-o", exe],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, "compiling the offsetof probe failed:\n" + r.stderr
+        out = subprocess.run([exe], capture_output=True, text=True, check=True).stdout.split("\n")
+        got = {(a, b): int(c) for a, b, c in (ln.split() for ln in out if ln.strip())}
+        for cname, py in STRUCTS:
+            assert got[(cname, "sizeof")] == ctypes.sizeof(py), "sizeof(%s): C %d, ctypes %d" % (
+                cname, got[(cname, "sizeof")], ctypes.sizeof(py))
+            for n, _ in py._fields_:
+                assert got[(cname, n)] == getattr(py, n).offset, "%s.%s: C offset %d, ctypes %d" % (
+                    cname, n, got[(cname, n)], getattr(py, n).offset)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@case
+def enums_match_the_header():
+    text = header_text()
+    status = parse_enum(text, "flashptx_status")
+    assert status == {v: k for k, v in _abi.STATUS_NAMES.items()}, "flashptx_status differs:\n  header %s\n  package %s" % (
+        status, _abi.STATUS_NAMES)
+    assert parse_enum(text, "flashptx_dtype") == _abi.DTYPE_CODES
+    assert _abi.FLASHPTX_BF16 == _abi.DTYPE_CODES["FLASHPTX_BF16"]
+    assert _abi.FLASHPTX_FP16 == _abi.DTYPE_CODES["FLASHPTX_FP16"]
+
+
+def c_arg_type(decl):
+    """The ctypes type a C parameter declaration maps to."""
+    decl = " ".join(decl.split())
+    for struct, py in (("flashptx_fwd_params", _abi.FwdParams), ("flashptx_bwd_params", _abi.BwdParams),
+                       ("flashptx_kernel_info", _abi.KernelInfo)):
+        if struct in decl:
+            return ctypes.POINTER(py)
+    if re.match(r"^int64_t\s*\*", decl):
+        return ctypes.POINTER(ctypes.c_int64)
+    if decl.startswith("cudaStream_t"):
+        return ctypes.c_void_p
+    if decl.startswith("flashptx_status") or decl.startswith("int "):
+        return ctypes.c_int
+    raise AssertionError("unmapped C parameter %r" % decl)
+
+
+@case
+def bound_functions_match_the_prototypes():
+    text = strip_comments(header_text())
+    protos = {m.group(2): (" ".join(m.group(1).split()), m.group(3).strip())
+              for m in re.finditer(r"([A-Za-z_][\w\s\*]*?)\b(flashptx_\w+)\s*\(([^()]*)\)\s*;", text)}
+    for name, (restype, argtypes) in _abi.SIGNATURES.items():
+        assert name in protos, "%s is not declared in %s" % (name, HEADER)
+        ret, args = protos[name]
+        want_ret = ctypes.c_char_p if ret.replace(" ", "") == "constchar*" else ctypes.c_int
+        assert ret in ("flashptx_status", "const char*", "const char *"), "%s returns %s" % (name, ret)
+        assert restype is want_ret, "%s: restype %s for C %s" % (name, restype, ret)
+        c_args = [] if args in ("", "void") else [a.strip() for a in args.split(",")]
+        assert len(c_args) == len(argtypes), "%s: %d C parameters, %d bound" % (name, len(c_args), len(argtypes))
+        for a, t in zip(c_args, argtypes):
+            assert c_arg_type(a) == t, "%s: parameter %r bound as %s" % (name, a, t)
+
+
+# ---- statuses -> exceptions -------------------------------------------------------------------------
+@case
+def statuses_become_the_right_exceptions():
+    for code, name in _abi.STATUS_NAMES.items():
+        if code == 0:
+            continue
+        e = _abi.error_for_status("flashptx_fwd", code, name + ": the library's words")
+        assert isinstance(e, _abi.FlashptxError) and e.status == code and e.status_name == name
+        assert str(e) == "flashptx_fwd: " + name + ": the library's words", str(e)
+        if name in ("FLASHPTX_ERR_UNSUPPORTED_DEVICE", "FLASHPTX_ERR_CUDA"):
+            assert isinstance(e, RuntimeError) and not isinstance(e, ValueError), name
+        else:
+            assert isinstance(e, ValueError) and not isinstance(e, RuntimeError), name
+    e = _abi.error_for_status("flashptx_bwd", 3, "")
+    assert "FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM" in str(e)
+
+    class FakeLib:
+        @staticmethod
+        def flashptx_last_error():
+            return b"FLASHPTX_ERR_BAD_HEADS: heads_q (8) must be a positive multiple of heads_kv (3)"
+    _abi.check(FakeLib, "flashptx_fwd", 0)
+    try:
+        _abi.check(FakeLib, "flashptx_fwd", 7)
+    except ValueError as e:
+        assert "heads_q (8)" in str(e) and e.status_name == "FLASHPTX_ERR_BAD_HEADS"
+    else:
+        raise AssertionError("status 7 raised nothing")
+
+
+# ---- the library lookup -------------------------------------------------------------------------------
+class Tree:
+    """A throw-away source tree: <root>/include/flashptx.h and <root>/tools/python/flashptx/."""
+
+    def __init__(self, in_source_tree=True):
+        self.tmp = tempfile.mkdtemp(prefix="flashptx-lookup-")
+        self.root = os.path.join(self.tmp, "repo")
+        self.pkg = os.path.join(self.root, "tools", "python", "flashptx")
+        os.makedirs(self.pkg)
+        if in_source_tree:
+            os.makedirs(os.path.join(self.root, "include"))
+            self.touch(os.path.join(self.root, "include", "flashptx.h"))
+        self.custom = os.path.join(self.tmp, "custom")
+        os.makedirs(self.custom)
+
+    @staticmethod
+    def touch(p):
+        with open(p, "w") as f:
+            f.write("x")
+        return p
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def lookup_error(env, pkg):
+    try:
+        _abi.find_library(env, pkg)
+    except _abi.LibraryNotFoundError as e:
+        return str(e)
+    raise AssertionError("find_library found something")
+
+
+@case
+def lookup_order():
+    with Tree() as t:
+        beside = t.touch(os.path.join(t.pkg, "libflashptx.so"))
+        built = t.touch(os.path.join(t.root, "libflashptx.so"))
+        mine = t.touch(os.path.join(t.custom, "libflashptx.so"))
+        # 1. $FLASHPTX_LIB wins over both, as a file or as a folder
+        assert _abi.find_library({"FLASHPTX_LIB": mine}, t.pkg) == mine
+        assert _abi.find_library({"FLASHPTX_LIB": t.custom}, t.pkg) == mine
+        # ... and when it names nothing, nothing else is loaded in its place
+        missing = os.path.join(t.custom, "nope.so")
+        msg = lookup_error({"FLASHPTX_LIB": missing}, t.pkg)
+        assert "$FLASHPTX_LIB" in msg and missing in msg and "no such file" in msg, msg
+        # 2. next to the package, before 3. the build tree
+        assert _abi.find_library({}, t.pkg) == beside
+        assert _abi.find_library({"FLASHPTX_LIB": ""}, t.pkg) == beside
+        os.remove(beside)
+        assert _abi.find_library({}, t.pkg) == built
+        os.remove(built)
+        msg = lookup_error({}, t.pkg)
+        lines = msg.split("\n")
+        assert lines[0].startswith("flashptx: cannot find libflashptx.so"), msg
+        assert lines[1].strip() == "1. $FLASHPTX_LIB: not set", msg
+        assert lines[2].strip().startswith("2. next to the package (%s)" % os.path.join(t.pkg, "libflashptx.so")), msg
+        assert lines[3].strip().startswith("3. the build tree") and os.path.join(t.root, "libflashptx.so") in lines[3], msg
+        assert "make" in lines[4] and t.root in lines[4] and "FLASHPTX_LIB" in lines[4], msg
+    with Tree(in_source_tree=False) as t:  # an installed copy outside the tree: no build tree to look in
+        msg = lookup_error({}, t.pkg)
+        assert "not inside the flashptx source tree" in msg, msg
+        assert _abi.source_tree_root(t.pkg) is None
+
+
+@case
+def a_file_that_is_no_library_is_reported():
+    with Tree() as t:
+        bad = t.touch(os.path.join(t.custom, "libflashptx.so"))
+        try:
+            _abi.load_library(bad)
+        except _abi.LibraryNotFoundError as e:
+            assert bad in str(e) and "cannot be loaded" in str(e), str(e)
+        else:
+            raise AssertionError("loaded a text file")
+
+
+@case
+def the_real_package_finds_the_build_tree():
+    assert _abi.source_tree_root() == REPO, (_abi.source_tree_root(), REPO)
+
+
+# ---- import without torch ------------------------------------------------------------------------------
+def run_python(code, env_extra=None):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = PKG_PARENT + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(env_extra or {})
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, "python -c failed (%d):\n%s%s" % (r.returncode, r.stdout, r.stderr)
+    return r.stdout
+
+
+@case
+def import_never_imports_torch():
+    out = run_python("import sys, flashptx; print('torch' in sys.modules); print(sorted(flashptx.__all__))")
+    assert out.split("\n")[0] == "False", "import flashptx imported torch:\n" + out
+    assert "attention" in out and "available" in out
+
+
+@case
+def import_and_errors_without_torch():
+    code = r'''
+import sys
+sys.modules["torch"] = None          # as if torch were not installed: `import torch` fails
+import flashptx
+assert flashptx.available() is False
+reason = flashptx.unavailable_reason()
+assert "PyTorch is not installed" in reason, reason
+try:
+    flashptx.attention(1, 2, 3)
+except RuntimeError as e:
+    assert "needs PyTorch" in str(e) and "not installed" in str(e), str(e)
+else:
+    raise AssertionError("attention ran without torch")
+try:
+    flashptx.attention_varlen(1, 2, 3, None, None, 0, 0)
+except NotImplementedError as e:
+    assert "variable-length" in str(e) and "flashptx.attention" in str(e), str(e)
+else:
+    raise AssertionError("attention_varlen returned")
+print(reason)
+'''
+    run_python(code)
+
+
+# ---- with the built library ------------------------------------------------------------------------------
+def real_library():
+    try:
+        return _abi.library()
+    except _abi.LibraryNotFoundError as e:
+        raise Skip("no libflashptx.so here (%s)" % str(e).split("\n")[0])
+
+
+def params(head_dim=128, heads=(8, 8)):
+    fake = 1 << 20
+    s, d = 256, head_dim
+    return _abi.fwd_params({n: fake for n in ("q", "k", "v", "o")}, (2, s, heads[0], d), (2, s, heads[1], d),
+                           {"q": (s * heads[0] * d, heads[0] * d, d), "k": (s * heads[1] * d, heads[1] * d, d),
+                            "v": (s * heads[1] * d, heads[1] * d, d), "o": (s * heads[0] * d, heads[0] * d, d)},
+                           _abi.FLASHPTX_BF16, True, 0.0)
+
+
+def bparams(head_dim):
+    fake = 1 << 20
+    s, h, d = 256, 8, head_dim
+    st = (s * h * d, h * d, d)
+    return _abi.bwd_params({n: fake for n in ("q", "k", "v", "o", "lse", "dout", "dq", "dk", "dv")},
+                           (2, s, h, d), (2, s, h, d), {n: st for n in ("q", "k", "v", "o", "do", "dq", "dk", "dv")},
+                           _abi.FLASHPTX_BF16, True, 0.0, True)
+
+
+@case
+def library_status_names_match():
+    lib = real_library()
+    for code, name in _abi.STATUS_NAMES.items():
+        assert lib.flashptx_status_name(code).decode() == name, (code, name)
+
+
+@case
+def library_validation_comes_back_as_value_errors():
+    lib = real_library()
+    _abi.check(lib, "flashptx_fwd_check", lib.flashptx_fwd_check(ctypes.byref(params())))
+    for p, status, words in ((params(head_dim=96), "FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM", "head_dim 96"),
+                             (params(heads=(8, 3)), "FLASHPTX_ERR_BAD_HEADS", "heads_q (8)")):
+        try:
+            _abi.check(lib, "flashptx_fwd_check", lib.flashptx_fwd_check(ctypes.byref(p)))
+        except _abi.FlashptxValueError as e:
+            assert isinstance(e, ValueError) and e.status_name == status and words in str(e), str(e)
+        else:
+            raise AssertionError("accepted: " + status)
+    need = ctypes.c_int64(0)
+    _abi.check(lib, "flashptx_bwd_workspace_size", lib.flashptx_bwd_workspace_size(ctypes.byref(bparams(128)),
+                                                                                     ctypes.byref(need)))
+    assert need.value > 0, need.value
+    # head_dim 256 has no backward yet: the library's status and words, as they are
+    try:
+        _abi.check(lib, "flashptx_bwd_workspace_size",
+                   lib.flashptx_bwd_workspace_size(ctypes.byref(bparams(256)), ctypes.byref(need)))
+    except _abi.FlashptxValueError as e:
+        assert e.status_name == "FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM" and "backward" in str(e), str(e)
+    else:
+        raise AssertionError("the d256 backward was accepted")
+
+
+@case
+def device_probe_says_why():
+    lib = real_library()
+    ok, why = _abi.probe_device(lib)
+    assert why, "the probe gave no words"
+    if ok:
+        return  # a machine with an sm_90 GPU: nothing more to say here (tests/test_gpu.py runs there)
+    assert why.startswith("FLASHPTX_ERR_UNSUPPORTED_DEVICE: "), why
+    assert _abi.available() is False
+    assert why in _abi.unavailable_reason(), (why, _abi.unavailable_reason())
+    p = params()
+    info = _abi.KernelInfo()
+    st = lib.flashptx_fwd_kernel_info(ctypes.byref(p), ctypes.byref(info))
+    try:
+        _abi.check(lib, "flashptx_fwd_kernel_info", st)
+    except _abi.FlashptxRuntimeError as e:
+        assert isinstance(e, RuntimeError) and not isinstance(e, ValueError) and e.status == 9, str(e)
+    else:
+        raise AssertionError("no device, yet kernel_info succeeded")
+    print("      (no GPU here, as the library says: %s)" % why)
+
+
+def main():
+    for fn in CASES:
+        name = fn.__name__
+        try:
+            fn()
+            RESULTS.append((name, "ok", ""))
+        except Skip as e:
+            RESULTS.append((name, "skip", str(e)))
+        except Exception:  # noqa: BLE001 - report every failure, run every case
+            RESULTS.append((name, "FAIL", traceback.format_exc()))
+        status, detail = RESULTS[-1][1], RESULTS[-1][2]
+        print("%-4s %s%s" % (status, name, (": " + detail.rstrip()) if detail else ""), flush=True)
+    n = {s: sum(1 for r in RESULTS if r[1] == s) for s in ("ok", "FAIL", "skip")}
+    print("%d passed, %d failed, %d skipped" % (n["ok"], n["FAIL"], n["skip"]))
+    return 1 if n["FAIL"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

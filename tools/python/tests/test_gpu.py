@@ -1,0 +1,374 @@
+#!/usr/bin/env python3
+"""flashptx.attention on an sm_90 GPU (H200), through the package: numerics, gradients, layouts,
+errors, the deterministic mode, torch.compile.
+
+    PYTHONPATH=tools/python python3 tools/python/tests/test_gpu.py [--json results.json]
+    PYTHONPATH=tools/python python3 -m pytest -q tools/python/tests/test_gpu.py     # the same cases
+
+Tolerance (FlashAttention's rule): the reference is SDPA's math backend in fp64 on the same inputs
+(upcast), with GQA heads repeated and the causal mask aligned bottom-right as flashptx's; for each
+output g (O, dQ, dK, dV)
+    max|g - g_ref| <= 2 * max|g_same - g_ref| + 1e-5
+where g_same is SDPA's math backend run in the inputs' own dtype (bf16/fp16, with its reductions
+allowed in that dtype: a plain same-precision implementation). LSE against the fp64 log-sum-exp to
+1e-3. Every case prints its errors and bounds, so that a log shows the margins, not only pass/fail.
+"""
+import contextlib
+import json
+import math
+import os
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
+
+import flashptx  # noqa: E402
+from flashptx import _torch as ft  # noqa: E402
+
+DEV = "cuda"
+LOG = []
+
+
+def log(msg):
+    LOG.append(msg)
+    print(msg, flush=True)
+
+
+# ---- references --------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def same_dtype_reductions():
+    """SDPA's math backend computes bf16/fp16 in fp32 unless told otherwise: tell it otherwise."""
+    allow = getattr(torch.backends.cuda, "allow_fp16_bf16_reduction_math_sdp", None)
+    allowed = getattr(torch.backends.cuda, "fp16_bf16_reduction_math_sdp_allowed", None)
+    if allow is None or allowed is None:
+        yield
+        return
+    prev = allowed()
+    allow(True)
+    try:
+        yield
+    finally:
+        allow(prev)
+
+
+def sdpa_ref(q, k, v, causal, scale):
+    """SDPA math backend on [B, S, H, D] tensors (any dtype), GQA by repeating kv heads, causal
+    aligned bottom-right (flashptx's and FlashAttention's convention)."""
+    g = q.shape[2] // k.shape[2]
+    qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+    if g > 1:
+        kt, vt = kt.repeat_interleave(g, dim=1), vt.repeat_interleave(g, dim=1)
+    mask = None
+    if causal:
+        sq, sk = q.shape[1], k.shape[1]
+        mask = torch.ones(sq, sk, dtype=torch.bool, device=q.device).tril(sk - sq)
+    with sdpa_kernel(SDPBackend.MATH):
+        o = F.scaled_dot_product_attention(qt, kt, vt, attn_mask=mask, scale=scale)
+    return o.transpose(1, 2)
+
+
+def lse_ref(q, k, causal, scale):
+    g = q.shape[2] // k.shape[2]
+    s = torch.einsum("bqhd,bkhd->bhqk", q.double(), k.double().repeat_interleave(g, dim=2)) * scale
+    if causal:
+        sq, sk = q.shape[1], k.shape[1]
+        mask = torch.ones(sq, sk, dtype=torch.bool, device=q.device).tril(sk - sq)
+        s = s.masked_fill(~mask, float("-inf"))
+    return torch.logsumexp(s, dim=-1)
+
+
+def run_impl(fn, q, k, v, do, grads):
+    """Output (and dq, dk, dv when grads) of fn on leaf copies of q, k, v."""
+    q, k, v = (t.detach().clone().requires_grad_(grads) for t in (q, k, v))
+    o = fn(q, k, v)
+    if not grads:
+        return (o.detach(),)
+    dq, dk, dv = torch.autograd.grad(o, (q, k, v), do)
+    return o.detach(), dq, dk, dv
+
+
+def compare(label, got, ref64, same, problems):
+    """FlashAttention's rule for each tensor; appends a line per violation to problems."""
+    parts = []
+    for name, g, r, s in zip(("out", "dq", "dk", "dv"), got, ref64, same):
+        if not torch.isfinite(g).all():
+            problems.append("%s %s: non-finite values" % (label, name))
+            parts.append("%s NaN/inf" % name)
+            continue
+        err = (g.double() - r).abs().max().item()
+        bound = 2 * (s.double() - r).abs().max().item() + 1e-5
+        parts.append("%s %.2e<=%.2e" % (name, err, bound))
+        if err > bound:
+            problems.append("%s %s: max err %.3e > bound %.3e" % (label, name, err, bound))
+    return "  ".join(parts)
+
+
+def check_case(b, sq, sk, hq, hk, d, causal, grads, dtype=torch.bfloat16, scale=None, deterministic=False,
+               seed=0, problems=None):
+    torch.manual_seed(seed)
+    q = torch.randn(b, sq, hq, d, device=DEV, dtype=dtype)
+    k = torch.randn(b, sk, hk, d, device=DEV, dtype=dtype)
+    v = torch.randn(b, sk, hk, d, device=DEV, dtype=dtype)
+    do = torch.randn(b, sq, hq, d, device=DEV, dtype=dtype)
+    sc = scale if scale is not None else 1.0 / math.sqrt(d)
+    got = run_impl(lambda q, k, v: flashptx.attention(q, k, v, causal=causal, softmax_scale=scale,
+                                                      deterministic=deterministic), q, k, v, do, grads)
+    ref = run_impl(lambda q, k, v: sdpa_ref(q, k, v, causal, sc), q.double(), k.double(), v.double(),
+                   do.double(), grads)
+    with same_dtype_reductions():
+        same = run_impl(lambda q, k, v: sdpa_ref(q, k, v, causal, sc), q, k, v, do, grads)
+    label = "%s d%d %s b%d sq%d sk%d h%d/%d%s" % (str(dtype).replace("torch.", ""), d, "causal" if causal else "full",
+                                                 b, sq, sk, hq, hk, " scale %.3g" % scale if scale else "")
+    line = compare(label, got, [r.double() for r in ref], same, problems)
+    _, lse = flashptx.attention(q, k, v, causal=causal, softmax_scale=scale, return_lse=True)
+    lerr = (lse.double() - lse_ref(q, k, causal, sc)).abs().max().item()
+    if not lerr <= 1e-3:
+        problems.append("%s lse: max err %.3e > 1e-3" % (label, lerr))
+    log("  %-44s %s  lse %.1e" % (label, line, lerr))
+    return got
+
+
+# ---- cases ---------------------------------------------------------------------------------------------
+def test_forward_numerics():
+    """head_dim 64/128/256, causal or not, GQA 8/2 and MHA, odd lengths, seqlen_q <> seqlen_k."""
+    problems = []
+    for d in (64, 128, 256):
+        for causal in (False, True):
+            shapes = [(2, 113, 203, 8, 2), (1, 203, 203, 8, 8)] + ([] if causal else [(1, 203, 113, 8, 8)])
+            for shape in shapes:
+                check_case(*shape, d, causal, grads=False, problems=problems)
+    check_case(1, 1024, 1024, 8, 2, 128, True, grads=False, problems=problems)
+    check_case(2, 113, 203, 8, 2, 128, False, grads=False, scale=0.3, problems=problems)
+    assert not problems, "\n".join(problems)
+
+
+def test_backward_numerics():
+    """Gradients for head_dim 64/128 (the backward's), causal or not, GQA 8/2, MQA 8/1, odd lengths."""
+    problems = []
+    for d in (64, 128):
+        for causal in (False, True):
+            shapes = [(2, 113, 203, 8, 2), (1, 203, 203, 8, 8)] + ([] if causal else [(1, 203, 113, 8, 1)])
+            for shape in shapes:
+                check_case(*shape, d, causal, grads=True, problems=problems)
+    check_case(1, 1024, 1024, 8, 2, 128, True, grads=True, problems=problems)
+    check_case(2, 113, 203, 8, 2, 64, True, grads=True, dtype=torch.float16, problems=problems)
+    check_case(1, 203, 203, 8, 2, 128, False, grads=True, scale=0.3, problems=problems)
+    assert not problems, "\n".join(problems)
+
+
+def test_deterministic_bitwise():
+    """deterministic=True: dq, dk, dv bitwise equal across two calls (GQA, 8 key blocks per dq row)."""
+    problems = []
+    a = check_case(2, 1024, 1024, 8, 2, 128, False, grads=True, deterministic=True, problems=problems)
+    b = check_case(2, 1024, 1024, 8, 2, 128, False, grads=True, deterministic=True, problems=problems)
+    for name, x, y in zip(("out", "dq", "dk", "dv"), a, b):
+        if not torch.equal(x, y):
+            problems.append("deterministic %s differs between two calls (max |diff| %.3e)"
+                            % (name, (x.float() - y.float()).abs().max().item()))
+    assert not problems, "\n".join(problems)
+
+
+def test_head_dim_256_backward_is_the_librarys_error():
+    q, k, v = (torch.randn(1, 128, 4, 256, device=DEV, dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+    out = flashptx.attention(q, k, v)  # the forward supports 256
+    try:
+        out.sum().backward()
+    except ValueError as e:
+        assert isinstance(e, flashptx.FlashptxValueError), type(e)
+        assert e.status_name == "FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM" and "backward" in str(e), str(e)
+        log("  d256 backward: %s" % e)
+    else:
+        raise AssertionError("the head_dim 256 backward ran")
+
+
+def test_layouts():
+    """Strided q/k/v the ABI takes as they are (packed qkv, [B,H,S,D] transposed), and ones that
+    are copied first (non-contiguous last dim, misaligned offset): same results as contiguous."""
+    torch.manual_seed(1)
+    b, s, h, d = 2, 203, 4, 128
+    qkv = torch.randn(b, s, 3, h, d, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+    q, k, v = qkv.unbind(2)
+    assert ft._layout_ok(q) and ft._layout_ok(k), "packed qkv views should need no copy"
+    ref_q, ref_k, ref_v = (t.detach().contiguous().requires_grad_(True) for t in (q, k, v))
+    out = flashptx.attention(q, k, v, causal=True, deterministic=True)
+    ref = flashptx.attention(ref_q, ref_k, ref_v, causal=True, deterministic=True)
+    assert torch.equal(out, ref), "packed qkv gives another output"
+    do = torch.randn_like(out)
+    out.backward(do)
+    ref.backward(do)
+    for i, r in enumerate((ref_q, ref_k, ref_v)):
+        assert torch.equal(qkv.grad[:, :, i], r.grad), "packed qkv gradient %d differs" % i
+    bhsd = torch.randn(b, h, s, d, device=DEV, dtype=torch.bfloat16)
+    t = bhsd.transpose(1, 2)
+    assert ft._layout_ok(t)
+    assert torch.equal(flashptx.attention(t, t, t), flashptx.attention(*(t.contiguous(),) * 3))
+    wide = torch.randn(b, s, h, 2 * d, device=DEV, dtype=torch.bfloat16)[..., ::2]  # last dim stride 2
+    assert not ft._layout_ok(wide)
+    assert torch.equal(flashptx.attention(wide, wide, wide), flashptx.attention(*(wide.contiguous(),) * 3))
+    flat = torch.randn(b * s * h * d + 1, device=DEV, dtype=torch.bfloat16)[1:].view(b, s, h, d)  # 2-byte offset
+    assert torch.equal(flashptx.attention(flat, flat, flat), flashptx.attention(*(flat.contiguous(),) * 3))
+
+
+def test_current_stream_and_empty():
+    torch.manual_seed(2)
+    q = torch.randn(2, 512, 8, 128, device=DEV, dtype=torch.bfloat16)
+    want = flashptx.attention(q, q, q, causal=True)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        got = flashptx.attention(q, q, q, causal=True)
+    s.synchronize()
+    assert torch.equal(got, want), "side stream result differs"
+    e = torch.empty(0, 64, 8, 128, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+    o = flashptx.attention(e, e, e)
+    o.sum().backward()
+    assert o.shape == e.shape and e.grad.shape == e.shape
+
+
+def expect(exc, fn, *words):
+    try:
+        fn()
+    except exc as e:
+        for w in words:
+            assert w in str(e), "%r not in %r" % (w, str(e))
+        return e
+    raise AssertionError("no %s raised" % exc.__name__)
+
+
+def test_errors_carry_the_librarys_message():
+    def t(*shape, dtype=torch.bfloat16, device=DEV):
+        return torch.randn(*shape, device=device, dtype=dtype)
+    a = flashptx.attention
+    expect(ValueError, lambda: a(t(1, 64, 2, 64, device="cpu"), t(1, 64, 2, 64, device="cpu"),
+                                 t(1, 64, 2, 64, device="cpu")), "needs CUDA tensors")
+    e = expect(ValueError, lambda: a(*(t(1, 64, 2, 64, dtype=torch.float32),) * 3), "FLASHPTX_ERR_UNSUPPORTED_DTYPE")
+    assert isinstance(e, flashptx.FlashptxValueError)
+    expect(ValueError, lambda: a(*(t(1, 64, 2, 96),) * 3), "FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM", "head_dim 96")
+    expect(ValueError, lambda: a(t(1, 64, 8, 64), t(1, 64, 3, 64), t(1, 64, 3, 64)), "FLASHPTX_ERR_BAD_HEADS")
+    expect(ValueError, lambda: a(t(1, 64, 8, 64), t(1, 64, 2, 64), t(1, 32, 2, 64)), "k and v must have one shape")
+    expect(ValueError, lambda: a(*(t(1, 64, 2, 64),) * 3, softmax_scale=0.0), "softmax_scale")
+    expect(ValueError, lambda: a(*(t(1, 64, 2, 64),) * 3, softmax_scale=float("nan")), "FLASHPTX_ERR_BAD_SHAPE")
+    _, lse = a(*(t(1, 64, 2, 64).requires_grad_(True),) * 3, return_lse=True)
+    assert not lse.requires_grad and lse.dtype == torch.float32 and lse.shape == (1, 2, 64)
+
+
+def test_opcheck():
+    """torch.library.opcheck: schema, autograd registration, fake tensors, AOT dispatch (dynamic)."""
+    torch.manual_seed(3)
+    q = torch.randn(2, 113, 8, 64, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+    k = torch.randn(2, 203, 2, 64, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+    v = torch.randn(2, 203, 2, 64, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+    torch.library.opcheck(torch.ops.flashptx.fwd.default, (q, k, v, True, 0.0, True))
+    out, lse = torch.ops.flashptx.fwd(q, k, v, True, 0.0, True)
+    do = torch.randn_like(out)
+    torch.library.opcheck(torch.ops.flashptx.bwd.default,
+                          (do, q.detach(), k.detach(), v.detach(), out.detach(), lse, True, 0.0, True))
+
+
+class TinyBlock(torch.nn.Module):
+    def __init__(self, dim=512, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.qkv = torch.nn.Linear(dim, 3 * dim, bias=False)
+        self.proj = torch.nn.Linear(dim, dim, bias=False)
+
+    def forward(self, x):
+        b, s, dim = x.shape
+        q, k, v = self.qkv(x).view(b, s, 3, self.heads, dim // self.heads).unbind(2)
+        o = flashptx.attention(q, k, v, causal=True, deterministic=True)
+        return x + self.proj(o.reshape(b, s, dim))
+
+
+def test_torch_compile_fullgraph():
+    """torch.compile(fullgraph=True): the same output and gradients as eager (bitwise for the op
+    alone), one graph, no graph break (torch._dynamo.explain)."""
+    torch.manual_seed(4)
+    q, k, v, do = (torch.randn(2, 203, 8, 128, device=DEV, dtype=torch.bfloat16) for _ in range(4))
+
+    def f(q, k, v):
+        return flashptx.attention(q, k, v, causal=True, deterministic=True) * 2
+
+    torch._dynamo.reset()
+    t0 = time.time()
+    cf = torch.compile(f, fullgraph=True)
+    eager = run_impl(f, q, k, v, do, True)
+    comp = run_impl(cf, q, k, v, do, True)
+    for name, x, y in zip(("out", "dq", "dk", "dv"), eager, comp):
+        assert torch.equal(x, y), "compiled %s differs from eager (max %.3e)" % (name, (x.float() - y.float()).abs().max())
+    ex = torch._dynamo.explain(f)(q, k, v)
+    assert ex.graph_break_count == 0 and ex.graph_count == 1, str(ex)
+
+    torch._dynamo.reset()
+    m = TinyBlock().to(DEV, torch.bfloat16)
+    x = torch.randn(2, 256, 512, device=DEV, dtype=torch.bfloat16)
+    ex = torch._dynamo.explain(m)(x)
+    assert ex.graph_break_count == 0 and ex.graph_count == 1, str(ex)
+    torch._dynamo.reset()
+    cm = torch.compile(m, fullgraph=True)
+    xe, xc = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    ye, yc = m(xe), cm(xc)
+    tol = 0.02 * ye.abs().max().item()
+    assert (ye - yc).abs().max().item() <= tol, "compiled block output differs: %.3e" % (ye - yc).abs().max()
+    gy = torch.randn_like(ye)
+    ye.backward(gy)
+    ge, gw = xe.grad.clone(), m.qkv.weight.grad.clone()
+    m.zero_grad()
+    yc.backward(gy)
+    for name, a, b in (("dx", ge, xc.grad), ("dW_qkv", gw, m.qkv.weight.grad)):
+        assert torch.isfinite(b).all(), name
+        err = (a.float() - b.float()).abs().max().item()
+        assert err <= 0.02 * a.abs().max().item(), "compiled block %s differs: %.3e" % (name, err)
+    log("  torch.compile: op bitwise equal to eager; block fwd/bwd close; 0 graph breaks (%.0f s)" % (time.time() - t0))
+
+
+TESTS = [test_forward_numerics, test_backward_numerics, test_deterministic_bitwise,
+         test_head_dim_256_backward_is_the_librarys_error, test_layouts, test_current_stream_and_empty,
+         test_errors_carry_the_librarys_message, test_opcheck, test_torch_compile_fullgraph]
+
+
+def main():
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--json", help="write the results here")
+    ap.add_argument("-k", help="run only the tests whose name contains this")
+    args = ap.parse_args()
+    if not flashptx.available():
+        print("test_gpu: flashptx cannot run here: %s" % flashptx.unavailable_reason())
+        print("0 passed, 1 failed")
+        return 1
+    log("torch %s, CUDA %s, cuDNN %s, %s; library %s" % (torch.__version__, torch.version.cuda,
+                                                        torch.backends.cudnn.version(),
+                                                        torch.cuda.get_device_name(), flashptx.library_path()))
+    results = []
+    for fn in TESTS:
+        if args.k and args.k not in fn.__name__:
+            continue
+        t0 = time.time()
+        log("%s: %s" % (fn.__name__, (fn.__doc__ or "").strip().split("\n")[0]))
+        try:
+            fn()
+            status, detail = "ok", ""
+        except Exception:  # noqa: BLE001 - run every case, report every failure
+            status, detail = "FAIL", traceback.format_exc()
+        torch.cuda.synchronize()
+        results.append({"test": fn.__name__, "status": status, "seconds": round(time.time() - t0, 1), "detail": detail})
+        log("%-4s %s (%.1f s)%s" % (status, fn.__name__, time.time() - t0, "\n" + detail if detail else ""))
+    npass = sum(r["status"] == "ok" for r in results)
+    nfail = len(results) - npass
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"torch": torch.__version__, "device": torch.cuda.get_device_name(),
+                       "library": flashptx.library_path(), "commit": os.environ.get("FLASHPTX_GIT_COMMIT"),
+                       "results": results, "log": LOG}, f, indent=1)
+    print("%d passed, %d failed" % (npass, nfail))
+    return 1 if nfail else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
