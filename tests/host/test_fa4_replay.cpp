@@ -19,14 +19,16 @@
 // 128-byte swizzle on the shared-memory address, zeros outside the tensor: CUDA's
 // CU_TENSOR_MAP_SWIZZLE_128B, read from the documentation), and MUFU.EX2 (the correctly rounded 2^x,
 // flushed to zero below the normal range; the ISA allows 2^-22 relative error).
-// The result is compared with tools/support/reference.h (fp64) under FlashAttention's rule:
-// max|O - ref| <= 2 max|O_same_dtype - ref| + 1e-5, the same-dtype reference rounding P to the dtype.
+// The result is compared with tools/support/reference.h (fp64) under FlashAttention's rule,
+// max|O - ref| <= 2 max|O_same_dtype - ref| + 1e-5 (the same-dtype reference rounding P to the dtype),
+// widened by half an output ulp at the largest |O| (see Errors below for why).
 // Mutations of the plan (a K advance that ignores the swizzle atom, a V advance of 32 bytes, P read
 // from S's first columns, no rescale) must fail it.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -49,7 +51,11 @@ using emu::EmuError;
 
 namespace {
 
-uint32_t fresh_seed() { return std::random_device{}(); }
+// A fresh seed per run; FLASHPTX_TEST_SEED=N replays the run whose INFO printed "seed N".
+uint32_t fresh_seed() {
+  if (const char* s = std::getenv("FLASHPTX_TEST_SEED")) return static_cast<uint32_t>(std::strtoul(s, nullptr, 10));
+  return std::random_device{}();
+}
 
 using fa4::fp16;
 using fa4::kD128;
@@ -388,11 +394,29 @@ class Replay {
 };
 
 // ---- one problem: replay, references, the rule ------------------------------------------------------
+// The rule. O is checked against the fp64 reference with a bound built from a second reference that
+// rounds P to the kernel's 16-bit type and O to its output type ("same"): the kernel may be off by
+// twice what that rounding alone costs, plus half an output ulp at the largest |O|. The last term is
+// the output's own quantization: O is stored in 16 bits, and where the kernel's fp32 value lands a hair
+// across a rounding midpoint of the top binade its element is a full ulp from fp64 while the same
+// reference's worst element may be one that rounded closely. Without it the rule failed about once in
+// a few hundred runs on correct code (seed 2438598237, d64 fp16, b1 sq300 sk333 hq4 hkv2: max|O-ref|
+// 4.59e-4, 0.94 of the fp16 ulp in [0.5, 1) where max|O| lies, against 2 x 2.16e-4; 0.67 of the
+// widened bound). The plan mutations below stay about 90 times past the bound.
 struct Errors {
-  double o_err = 0, o_same = 0, lse_err = 0;
+  double o_err = 0, o_same = 0, o_half_ulp = 0, lse_err = 0;
   long rescale_warps = 0, correction_warps = 0, mmas = 0;
-  bool passes() const { return o_err <= 2.0 * o_same + 1e-5 && lse_err <= 5e-4; }
+  double bound() const { return 2.0 * o_same + o_half_ulp + 1e-5; }
+  bool passes() const { return o_err <= bound() && lse_err <= 5e-4; }
 };
+
+// Half an ulp of a 16-bit format (bf16: 8 significant bits, fp16: 11) at magnitude x.
+double half_ulp16(bool bf16, double x) {
+  if (!(x > 0)) return 0;
+  int exp2 = 0;
+  std::frexp(x, &exp2);  // x = f 2^exp2, f in [0.5, 1): the binade's ulp is 2^(exp2 - bits)
+  return std::ldexp(0.5, exp2 - (bf16 ? 8 : 11));
+}
 
 template <fa4::FwdConfig C>
 Errors run_problem(const Problem& pr, std::mt19937& rng, Mutation mut) {
@@ -424,6 +448,9 @@ Errors run_problem(const Problem& pr, std::mt19937& rng, Mutation mut) {
   std::vector<uint16_t> same16(same.o.size());
   for (size_t x = 0; x < same.o.size(); ++x) same16[x] = to16(C.bf16, same.o[x]);
   e.o_same = ref::max_abs_diff_o(rp, ref::contiguous_q(same16.data(), et, rp), exact.o);
+  double o_max = 0;
+  for (const double x : exact.o) o_max = std::max(o_max, std::fabs(x));
+  e.o_half_ulp = half_ulp16(C.bf16, o_max);
   e.lse_err = ref::max_abs_diff_lse(rp, out.lse.data(), exact.lse);
   e.rescale_warps = out.rescale_warps;
   e.correction_warps = out.correction_warps;
@@ -462,10 +489,11 @@ void replay_all(const char* name) {
   for (const Problem& pr : problems(C.cta_group)) {
     const Errors e = run_problem<C>(pr, rng, Mutation::kNone);
     const std::string what = describe(name, pr);
-    INFO(what << ": max|O-ref| " << e.o_err << ", max|O_same-ref| " << e.o_same << ", max|LSE-ref| " << e.lse_err);
-    CHECK(e.o_err <= 2.0 * e.o_same + 1e-5);
+    INFO(what << ": max|O-ref| " << e.o_err << ", max|O_same-ref| " << e.o_same << ", half ulp at max|O| "
+              << e.o_half_ulp << ", max|LSE-ref| " << e.lse_err);
+    CHECK(e.o_err <= e.bound());
     CHECK(e.lse_err <= 5e-4);
-    worst_ratio = std::max(worst_ratio, e.o_err / (2.0 * e.o_same + 1e-5));
+    worst_ratio = std::max(worst_ratio, e.o_err / e.bound());
     worst_lse = std::max(worst_lse, e.lse_err);
     rescaled += e.rescale_warps;
     steps += e.correction_warps;
@@ -473,7 +501,7 @@ void replay_all(const char* name) {
   }
   // One line of evidence per specialization: the worst error relative to the bound over its problems.
   MESSAGE(std::string(name) << ": " << problems(C.cta_group).size() << " problems, " << mmas
-                            << " tcgen05.mma replayed; worst max|O-ref| / (2 max|O_same-ref| + 1e-5) = " << worst_ratio
+                            << " tcgen05.mma replayed; worst max|O-ref| / bound = " << worst_ratio
                             << ", worst max|LSE-ref| = " << worst_lse << "; O rescaled in " << rescaled << " of "
                             << steps << " warp steps");
 }
@@ -591,10 +619,10 @@ TEST_CASE("mutations of the plan fail the rule") {
     CHECK_FALSE(e1.passes());
     const Errors e2 = run_problem<kD128Pair>(pair_pr, rng, c.m);
     CHECK_FALSE(e2.passes());
-    INFO("1-CTA max|O-ref| " << e1.o_err << " vs bound " << 2 * e1.o_same + 1e-5 << "; pair " << e2.o_err << " vs "
-                              << 2 * e2.o_same + 1e-5);
+    INFO("1-CTA max|O-ref| " << e1.o_err << " vs bound " << e1.bound() << "; pair " << e2.o_err << " vs "
+                              << e2.bound());
     if (c.m == Mutation::kNoRescale) CHECK(e1.rescale_warps > 0);  // the path the mutation removes is taken
-    least = std::min({least, e1.o_err / (2 * e1.o_same + 1e-5), e2.o_err / (2 * e2.o_same + 1e-5)});
+    least = std::min({least, e1.o_err / e1.bound(), e2.o_err / e2.bound()});
   }
   MESSAGE("plan mutations: the closest to passing is " << least << " x its bound");
   // At head dim 64 one 64-element atom holds all of K: +32 B per step is then right, and passes.
