@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""GPU kernel time of flashptx (bare C calls) and cuDNN (SDPA), with no host time in the number.
+
+    PYTHONPATH=tools/python FLASHPTX_LIB=path/to/libflashptx.so OUT=dir python3 tools/bench/kernel_time.py
+
+Why it exists: side_by_side.py times one call between two CUDA events after an untimed 256 MB flush.
+That counts whatever host time a call spends beyond the flush (roughly 70 us of GPU work, estimated from HBM bandwidth): about nothing for
+flashptx's bare ctypes call (9 us of host time per forward) but a large part of SDPA's (115 us per
+forward, 339 us per forward+backward through autograd; tools/python/profile_calls.py). Here each
+implementation runs 5 times (flush before each) under torch.profiler, and the number is the sum of
+the durations of the GPU work it launched (kernels, memsets), the flush's fill kernel left out, per
+call. Gaps between one call's kernels are not counted, for either implementation. Each pair is
+measured twice (the "2" columns). bf16, 16k tokens, hidden 2048, bottom-right causal as each
+library defines it (square here, so the same mask). This is the script that ran on the H200 on
+2026-11-30 (results/h200-2026-11-30-kernel-time.json); only this docstring was added.
+"""
+import ctypes, sys, os, json
+sys.path.insert(0, os.environ["PYTHONPATH"])
+import torch, torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.profiler import profile, ProfilerActivity
+from flashptx import _abi
+lib = _abi.library(); dev = torch.device("cuda")
+flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device=dev)
+st = lambda t: (t.stride(0), t.stride(1), t.stride(2))
+def gpu_us(fn, reps=5):
+    fn(); torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            flush.zero_(); fn()
+        torch.cuda.synchronize()
+    tot = 0.0
+    for e in prof.events():
+        if str(e.device_type).endswith("CUDA") and "unsigned char" not in e.name:
+            tot += e.time_range.elapsed_us()
+    return tot / reps
+rows = []
+for d in (64, 128):
+    for s in (1024, 4096, 8192):
+        for causal in (False, True):
+            b, h = 16384 // s, 2048 // d
+            g = torch.Generator(device=dev).manual_seed(0)
+            q, k, v, do = (torch.randn(b, s, h, d, device=dev, dtype=torch.bfloat16, generator=g) for _ in range(4))
+            o, lse = torch.empty_like(q), torch.empty(b, h, s, device=dev)
+            dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+            f = _abi.fwd_params({"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "o": o.data_ptr(), "lse": lse.data_ptr()}, tuple(q.shape), tuple(k.shape), {"q": st(q), "k": st(k), "v": st(v), "o": st(o)}, 0, causal, 0.0)
+            bp = _abi.bwd_params({"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "o": o.data_ptr(), "lse": lse.data_ptr(), "dout": do.data_ptr(), "dq": dq.data_ptr(), "dk": dk.data_ptr(), "dv": dv.data_ptr()}, tuple(q.shape), tuple(k.shape), {n: st(t) for n, t in (("q", q), ("k", k), ("v", v), ("o", o), ("do", do), ("dq", dq), ("dk", dk), ("dv", dv))}, 0, causal, 0.0, False)
+            need = ctypes.c_int64(0); lib.flashptx_bwd_workspace_size(ctypes.byref(bp), ctypes.byref(need))
+            ws = torch.empty(max(1, need.value), dtype=torch.uint8, device=dev); bp.workspace, bp.workspace_bytes = ws.data_ptr(), need.value
+            stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+            ours_f = lambda: lib.flashptx_fwd(ctypes.byref(f), stream)
+            ours_b = lambda: lib.flashptx_bwd(ctypes.byref(bp), stream)
+            assert ours_f() == 0 and ours_b() == 0
+            qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
+            def cud_f():
+                with torch.no_grad(), sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                    F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+            qg, kg, vg = (t.detach().transpose(1, 2).requires_grad_(True) for t in (q, k, v))
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                out = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal)
+            dot = do.transpose(1, 2)
+            def cud_b():
+                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                    torch.autograd.grad(out, (qg, kg, vg), dot, retain_graph=True)
+            fl = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
+            r = {"d": d, "s": s, "b": b, "h": h, "causal": causal}
+            for name, fn, w in (("ours_fwd", ours_f, 1.0), ("cudnn_fwd", cud_f, 1.0), ("ours_bwd", ours_b, 2.5), ("cudnn_bwd", cud_b, 2.5), ("ours_fwd2", ours_f, 1.0), ("cudnn_fwd2", cud_f, 1.0), ("ours_bwd2", ours_b, 2.5), ("cudnn_bwd2", cud_b, 2.5)):
+                us = gpu_us(fn); r[name] = fl * w / (us * 1e-6) / 1e12
+            rows.append(r)
+            print("d%d s%d %s GPU-kernel TFLOP/s fwd ours %.0f/%.0f cudnn %.0f/%.0f | bwd ours %.0f/%.0f cudnn %.0f/%.0f" % (d, s, "causal" if causal else "full  ", r["ours_fwd"], r["ours_fwd2"], r["cudnn_fwd"], r["cudnn_fwd2"], r["ours_bwd"], r["ours_bwd2"], r["cudnn_bwd"], r["cudnn_bwd2"]), flush=True)
+json.dump(rows, open(os.environ.get("OUT", ".") + "/kernel_time.json", "w"), indent=1)
