@@ -19,8 +19,13 @@ kernel, postprocess; O and LSE from flashptx_fwd, untimed); for cuDNN and FA2, t
 of the SDPA output with retain_graph (the backward kernels PyTorch launches for it). Outputs (O; dQ,
 dK, dV) are compared with cuDNN's (max abs diff). PyTorch's is_causal is top-left aligned; on this
 grid seqlen_q == seqlen_k, where it equals flashptx's bottom-right alignment.
-What it does not prove: end-to-end model speed (no framework overhead is timed), or anything about
-other GPUs, clocks, or library versions than those recorded in "meta".
+What it does not prove: end-to-end model speed, or anything about other GPUs, clocks, or library
+versions than those recorded in "meta". Nor a kernel-for-kernel ranking where host paths differ:
+the events bracket the host time a call spends beyond the flush's GPU time (~70 us), which is ~0 for
+the bare ctypes call of flashptx but not for SDPA (measured on the H200: 115 us of host time per
+forward, ~225 us per autograd backward; tools/python/profile_calls.py). Forward ratios agree with
+GPU kernel time; backward ratios do not (1.08-1.27x here, 0.89-1.09x in kernel time, 2026-11-30).
+tools/bench/kernel_time.py measures kernel time only.
 """
 import argparse
 import ctypes
