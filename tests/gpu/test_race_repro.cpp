@@ -157,7 +157,10 @@ void run_variant(const char* name) {
       MESSAGE("output " << e << " (tile " << iter_of[e] << "): " << out[e] << ", expected " << want[e]);
   }
   std::string iters;
-  for (int i : bad_iters) iters += (iters.empty() ? "" : " ") + std::to_string(i);
+  for (int i : bad_iters) {
+    if (!iters.empty()) iters += ' ';
+    iters += std::to_string(i);
+  }
   CHECK_MESSAGE(bad == 0, name << ": " << bad << " of " << want.size() << " outputs wrong; tiles: " << iters);
 }
 

@@ -233,7 +233,7 @@ std::string first_difference(const std::string& a, const std::string& b) {
     while (col < la.size() && col < lb.size() && la[col] == lb[col]) ++col;
     const size_t from = col > 60 ? col - 60 : 0;
     auto excerpt = [&](bool got, const std::string& l) {
-      return got ? "[" + l.substr(from, 120) + "]" : std::string("<end of file>");
+      return got ? std::string("[") + l.substr(from, 120) + "]" : std::string("<end of file>");
     };
     return "line " + std::to_string(n) + ", column " + std::to_string(col + 1) + " (excerpts from column " +
            std::to_string(from + 1) + "):\n  committed: " + excerpt(ga, la) + "\n  generated: " + excerpt(gb, lb);

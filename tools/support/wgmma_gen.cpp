@@ -62,8 +62,9 @@ void emit_arm(std::ostringstream& o, bool first, const std::string& condition, i
   const int a_ops = a == ASource::kSmem ? 1 : 4;              // desc_a, or a[0..3]
   const int b_op = nacc + a_ops;                              // desc_b
   const int scale_op = b_op + 1;                              // scale_d
-  const std::string a_text = a == ASource::kSmem ? "%" + std::to_string(nacc)
-                                                 : "{" + operand_numbers(nacc, 4) + "}";
+  // std::string(...) + ...: GCC 12's -Wrestrict misfires on "literal" + std::string&& at -O3.
+  const std::string a_text = a == ASource::kSmem ? std::string("%") + std::to_string(nacc)
+                                                 : std::string("{") + operand_numbers(nacc, 4) + "}";
   std::string tail;
   for (int i = 0; i < trans_immediates; ++i) tail += ", %" + std::to_string(scale_op + 1 + i);
   const std::string inputs = a == ASource::kSmem
