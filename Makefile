@@ -135,13 +135,15 @@ $(BUILD)/rel/%.o: %.cu | setup
 # such kernel: the eight FA3 forward specializations (src/sm90/fa3_fwd.cu) and the traced kernel
 # (src/sm90/fa3_fwd_trace.cu), nine lines; the same for the backward's bounded semaphore wait
 # (turn_timeout, src/sm90/fa3_bwd.cuh), once per backward specialization (src/sm90/fa3_bwd.cu), four
-# lines. Their wgmmas run serialised in this flavour only. The
+# lines; and the race reproducer's kBounded variants (tests/kernels/race_repro.cu), which keep the
+# test build's schedule on purpose, four lines. Their wgmmas run serialised in this flavour only. The
 # traced kernel's test flavour also spills (36 bytes stored, 72 loaded), from the bounded waits
 # added to the trace stamps. Neither happens in the release flavour, which users link, the goldens
 # record, the audit checks for spills (the release traced kernel included), bench and trace time,
 # and the GPU suites run beside the test flavour, comparing outputs bit for bit.
 PTXAS_TEST_EXPECTED := -e 'C7510.*wgmma pipeline crossing function boundary.*mbarrier_wait_timeout' \
                        -e 'C7510.*wgmma pipeline crossing function boundary.*fa33bwd12turn_timeout' \
+                       -e 'C7510.*wgmma pipeline crossing function boundary.*race24race_wait_timeout_printf' \
                        -e 'Registers are spilled to local memory in function .fa3_fwd_sm90_bf16_d128_trace.'
 $(BUILD)/test/%.o: %.cu | setup
 	@mkdir -p $(dir $@)
