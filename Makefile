@@ -143,7 +143,7 @@ $(BUILD)/rel/%.o: %.cu | setup
 # (src/sm90/fa3_fwd_trace.cu), nine lines; the same for the backward's bounded semaphore wait
 # (turn_timeout, src/sm90/fa3_bwd.cuh), once per backward specialization (src/sm90/fa3_bwd.cu), four
 # lines; and the race reproducer's kBounded variants (tests/kernels/race_repro.cu), which keep the
-# test build's schedule on purpose, two lines. Their wgmmas run serialised in this flavour only. The
+# test build's schedule on purpose, two lines. The library kernels' wgmmas run serialised in this flavour only. The
 # traced kernel's test flavour also spills (36 bytes stored, 72 loaded), from the bounded waits
 # added to the trace stamps. Neither happens in the release flavour, which users link, the goldens
 # record, the audit checks for spills (the release traced kernel included), bench and trace time,
