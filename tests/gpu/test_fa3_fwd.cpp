@@ -131,17 +131,10 @@ struct Problem {
   }
 
   flashptx::ref::Problem ref_problem() const {
-    flashptx::ref::Problem p;
-    p.batch = c.batch; p.seqlen_q = c.sq; p.seqlen_k = c.sk; p.heads_q = c.hq; p.heads_kv = c.hkv;
-    p.head_dim = c.d; p.causal = c.causal; p.softmax_scale = c.softmax_scale;
-    return p;
+    return flashptx_test::ref_problem(c.batch, c.sq, c.sk, c.hq, c.hkv, c.d, c.causal, c.softmax_scale);
   }
   flashptx::ref::TensorView view(const std::vector<uint16_t>& x, const Strides& st) const {
-    flashptx::ref::TensorView t;
-    t.data = x.data();
-    t.type = c.dtype == FLASHPTX_BF16 ? flashptx::ref::Elem::kBF16 : flashptx::ref::Elem::kFP16;
-    t.batch_stride = st.b; t.row_stride = st.s; t.head_stride = st.h;
-    return t;
+    return ref_view(x, c.dtype, st);
   }
 };
 

@@ -6,8 +6,11 @@
 
 #include <cstdint>
 
+#include <vector>
+
 #include "flashptx.h"
 #include "tools/support/dtype.h"
+#include "tools/support/reference.h"
 
 #define CUDA_REQUIRE(x)                                                                   \
   do {                                                                                    \
@@ -50,6 +53,22 @@ inline uint16_t to_storage(flashptx_dtype t, float x) {
 }
 inline float from_storage(flashptx_dtype t, uint16_t x) {
   return t == FLASHPTX_BF16 ? flashptx::bf16_to_float(x) : flashptx::fp16_to_float(x);
+}
+
+// The fp64 reference's description of a problem, and its view of a host copy of a 16-bit tensor.
+inline flashptx::ref::Problem ref_problem(int64_t batch, int64_t sq, int64_t sk, int64_t hq, int64_t hkv,
+                                          int64_t d, bool causal, float softmax_scale) {
+  flashptx::ref::Problem p;
+  p.batch = batch; p.seqlen_q = sq; p.seqlen_k = sk; p.heads_q = hq; p.heads_kv = hkv;
+  p.head_dim = d; p.causal = causal; p.softmax_scale = softmax_scale;
+  return p;
+}
+inline flashptx::ref::TensorView ref_view(const std::vector<uint16_t>& x, flashptx_dtype t, const Strides& st) {
+  flashptx::ref::TensorView v;
+  v.data = x.data();
+  v.type = t == FLASHPTX_BF16 ? flashptx::ref::Elem::kBF16 : flashptx::ref::Elem::kFP16;
+  v.batch_stride = st.b; v.row_stride = st.s; v.head_stride = st.h;
+  return v;
 }
 
 struct DeviceBuf {
