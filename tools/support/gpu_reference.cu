@@ -26,6 +26,13 @@ struct Args {
   float scale;
 };
 
+// The sum over the warp's 32 lanes, in every lane (butterfly).
+__device__ __forceinline__ float warp_sum(float s) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
+  return s;
+}
+
 template <class T>
 __global__ void __launch_bounds__(32 * kWarpsPerBlock) attention_fwd_kernel(Args a) {
   const int lane = threadIdx.x & 31;
@@ -60,9 +67,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock) attention_fwd_kernel(Args
         const int d = lane + 32 * t;
         if (d < a.head_dim) s += qv[t] * load(kr + d);
       }
-#pragma unroll
-      for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
-      s *= a.scale;
+      s = warp_sum(s) * a.scale;
       const float m_new = fmaxf(m, s);
       const float corr = expf(m - m_new);  // m = -inf on the first key: corr = 0
       const float p = expf(s - m_new);
@@ -97,12 +102,6 @@ struct BwdArgs {
   int causal;
   float scale;
 };
-
-__device__ __forceinline__ float warp_sum(float s) {
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
-  return s;
-}
 
 template <class T>
 __global__ void __launch_bounds__(32 * kWarpsPerBlock) attention_bwd_rows_kernel(BwdArgs a) {
