@@ -18,16 +18,11 @@
 
 #include "flashptx.h"
 #include "src/internal.h"
+#include "tests/gpu/test_util.h"
 #include "tools/support/dtype.h"
 #include "tools/support/reference.h"
 
 namespace {
-
-#define FA4_CUDA_REQUIRE(x)                                                       \
-  do {                                                                            \
-    cudaError_t e_ = (x);                                                         \
-    REQUIRE_MESSAGE(e_ == cudaSuccess, #x " failed: " << cudaGetErrorString(e_)); \
-  } while (0)
 
 struct Case {
   const char* kernel;  // nullptr: the plan's rule
@@ -51,16 +46,16 @@ void run_case(const Case& c) {
   const std::vector<uint16_t> q = make(nq), k = make(nk), v = make(nk);
   uint16_t *dq = nullptr, *dk = nullptr, *dv = nullptr, *dout = nullptr;
   float* dlse = nullptr;
-  FA4_CUDA_REQUIRE(cudaMalloc(&dq, nq * 2));
-  FA4_CUDA_REQUIRE(cudaMalloc(&dk, nk * 2));
-  FA4_CUDA_REQUIRE(cudaMalloc(&dv, nk * 2));
-  FA4_CUDA_REQUIRE(cudaMalloc(&dout, nq * 2));
-  FA4_CUDA_REQUIRE(cudaMalloc(&dlse, c.batch * c.hq * c.sq * sizeof(float)));
-  FA4_CUDA_REQUIRE(cudaMemcpy(dq, q.data(), nq * 2, cudaMemcpyHostToDevice));
-  FA4_CUDA_REQUIRE(cudaMemcpy(dk, k.data(), nk * 2, cudaMemcpyHostToDevice));
-  FA4_CUDA_REQUIRE(cudaMemcpy(dv, v.data(), nk * 2, cudaMemcpyHostToDevice));
-  FA4_CUDA_REQUIRE(cudaMemset(dout, 0xFF, nq * 2));
-  FA4_CUDA_REQUIRE(cudaMemset(dlse, 0xFF, c.batch * c.hq * c.sq * sizeof(float)));
+  CUDA_REQUIRE(cudaMalloc(&dq, nq * 2));
+  CUDA_REQUIRE(cudaMalloc(&dk, nk * 2));
+  CUDA_REQUIRE(cudaMalloc(&dv, nk * 2));
+  CUDA_REQUIRE(cudaMalloc(&dout, nq * 2));
+  CUDA_REQUIRE(cudaMalloc(&dlse, c.batch * c.hq * c.sq * sizeof(float)));
+  CUDA_REQUIRE(cudaMemcpy(dq, q.data(), nq * 2, cudaMemcpyHostToDevice));
+  CUDA_REQUIRE(cudaMemcpy(dk, k.data(), nk * 2, cudaMemcpyHostToDevice));
+  CUDA_REQUIRE(cudaMemcpy(dv, v.data(), nk * 2, cudaMemcpyHostToDevice));
+  CUDA_REQUIRE(cudaMemset(dout, 0xFF, nq * 2));
+  CUDA_REQUIRE(cudaMemset(dlse, 0xFF, c.batch * c.hq * c.sq * sizeof(float)));
 
   flashptx_fwd_params p;
   flashptx_fwd_params_contiguous(&p, dq, dk, dv, dout, dlse, c.batch, c.sq, c.sk, c.hq, c.hkv, c.d, c.dtype,
@@ -72,25 +67,18 @@ void run_case(const Case& c) {
   CHECK(std::string(info.symbol).rfind("fa4_fwd_sm100_", 0) == 0);
   CHECK(std::string(info.schedule) == "clc");
   REQUIRE_MESSAGE(flashptx::fwd(&p, opt, nullptr) == FLASHPTX_OK, flashptx_last_error());
-  FA4_CUDA_REQUIRE(cudaDeviceSynchronize());
+  CUDA_REQUIRE(cudaDeviceSynchronize());
   std::vector<uint16_t> out(static_cast<size_t>(nq));
   std::vector<float> lse(static_cast<size_t>(c.batch * c.hq * c.sq));
-  FA4_CUDA_REQUIRE(cudaMemcpy(out.data(), dout, nq * 2, cudaMemcpyDeviceToHost));
-  FA4_CUDA_REQUIRE(cudaMemcpy(lse.data(), dlse, lse.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  CUDA_REQUIRE(cudaMemcpy(out.data(), dout, nq * 2, cudaMemcpyDeviceToHost));
+  CUDA_REQUIRE(cudaMemcpy(lse.data(), dlse, lse.size() * sizeof(float), cudaMemcpyDeviceToHost));
   cudaFree(dq);
   cudaFree(dk);
   cudaFree(dv);
   cudaFree(dout);
   cudaFree(dlse);
 
-  flashptx::ref::Problem rp;
-  rp.batch = c.batch;
-  rp.seqlen_q = c.sq;
-  rp.seqlen_k = c.sk;
-  rp.heads_q = c.hq;
-  rp.heads_kv = c.hkv;
-  rp.head_dim = c.d;
-  rp.causal = c.causal;
+  const flashptx::ref::Problem rp = flashptx_test::ref_problem(c.batch, c.sq, c.sk, c.hq, c.hkv, c.d, c.causal, 0.f);
   const auto et = bf16 ? flashptx::ref::Elem::kBF16 : flashptx::ref::Elem::kFP16;
   const auto qv = flashptx::ref::contiguous_q(q.data(), et, rp), kv = flashptx::ref::contiguous_kv(k.data(), et, rp),
              vv = flashptx::ref::contiguous_kv(v.data(), et, rp);
