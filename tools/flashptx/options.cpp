@@ -60,35 +60,32 @@ int finish(const Parsed& p) {
 Options::Options(std::string command, std::string usage, std::string about)
     : command_(std::move(command)), usage_(std::move(usage)), about_(std::move(about)) {}
 
-Options& Options::group(const std::string& title) {
+Options::Opt& Options::add(Type type, const std::string& name, const std::string& help, const std::string& meta) {
   Opt o{};
-  o.type = Type::kHeading;
-  o.help = title;
+  o.type = type;
+  o.name = name;
+  o.help = help;
+  o.meta = meta;
   opts_.push_back(o);
+  return opts_.back();
+}
+
+Options& Options::group(const std::string& title) {
+  add(Type::kHeading, "", title);
   return *this;
 }
 
 Options& Options::flag(const std::string& name, bool* out, const std::string& help) {
-  Opt o{};
-  o.type = Type::kFlag;
-  o.name = name;
-  o.help = help;
-  o.b = out;
-  opts_.push_back(o);
+  add(Type::kFlag, name, help).b = out;
   return *this;
 }
 
 Options& Options::integer(const std::string& name, int64_t* out, int64_t lo, int64_t hi, const std::string& help,
                           const std::string& meta) {
-  Opt o{};
-  o.type = Type::kInt;
-  o.name = name;
-  o.help = help;
-  o.meta = meta;
+  Opt& o = add(Type::kInt, name, help, meta);
   o.i = out;
   o.ilo = lo;
   o.ihi = hi;
-  opts_.push_back(o);
   return *this;
 }
 
@@ -101,43 +98,28 @@ Options& Options::integer_of(const std::string& name, int64_t* out, const std::v
 
 Options& Options::real(const std::string& name, double* out, double lo, double hi, const std::string& help,
                        const std::string& meta) {
-  Opt o{};
-  o.type = Type::kReal;
-  o.name = name;
-  o.help = help;
-  o.meta = meta;
+  Opt& o = add(Type::kReal, name, help, meta);
   o.d = out;
   o.dlo = lo;
   o.dhi = hi;
-  opts_.push_back(o);
   return *this;
 }
 
 Options& Options::reals(const std::string& name, std::vector<double>* out, int count, double lo, double hi,
                         const std::string& help, const std::string& meta) {
-  Opt o{};
-  o.type = Type::kReals;
-  o.name = name;
-  o.help = help;
-  o.meta = meta;
+  Opt& o = add(Type::kReals, name, help, meta);
   o.ds = out;
   o.count = count;
   o.dlo = lo;
   o.dhi = hi;
-  opts_.push_back(o);
   return *this;
 }
 
 Options& Options::text(const std::string& name, std::string* out, const std::vector<std::string>& allowed,
                        const std::string& help, const std::string& meta) {
-  Opt o{};
-  o.type = Type::kText;
-  o.name = name;
-  o.help = help;
-  o.meta = meta;
+  Opt& o = add(Type::kText, name, help, meta);
   o.s = out;
   o.sallowed = allowed;
-  opts_.push_back(o);
   return *this;
 }
 

@@ -92,6 +92,8 @@ class Options {
     std::vector<int64_t> iallowed;
     std::vector<std::string> sallowed;
   };
+  // A new option of `type` at the end of the list (the registrars fill in its target and limits).
+  Opt& add(Type type, const std::string& name, const std::string& help, const std::string& meta = "");
   const Opt* find(const std::string& name) const;
   bool set_value(const Opt& o, const std::string& v, std::string* err);
 
