@@ -282,11 +282,13 @@ flashptx_status plan_bwd(const flashptx_bwd_params& p, const BwdOptions& opt, co
   plan->gqa = p.heads_q != p.heads_kv;
   plan->workspace = fa3::bwd_workspace(p.batch, p.heads_q, p.heads_kv, p.seqlen_q, p.seqlen_k, p.head_dim, k->block_m,
                                        k->block_n);
-  plan->pre = Launch{pre, grid3((m_blocks * k->block_m + 7) / 8, p.heads_q, p.batch), dim3(256), 0,
+  const int64_t pre_rows = fa3::pre_rows_per_cta(static_cast<int>(p.head_dim));
+  plan->pre = Launch{pre, grid3((m_blocks * k->block_m + pre_rows - 1) / pre_rows, p.heads_q, p.batch), dim3(256), 0,
                      Schedule::kOnePerTile, m_blocks * k->block_m * p.heads_q * p.batch};
   plan->main = Launch{k, grid3(n_blocks, p.heads_q, p.batch), dim3(static_cast<unsigned>(k->threads)), k->smem_bytes,
                       Schedule::kOnePerTile, n_blocks * p.heads_q * p.batch};
-  plan->post_dq = Launch{post_dq, grid3(m_blocks, p.heads_q, p.batch), dim3(256), 0, Schedule::kOnePerTile,
+  plan->post_dq = Launch{post_dq, grid3(m_blocks, p.heads_q, p.batch), dim3(256),
+                         fa3::post_dq_smem_bytes(k->block_m, static_cast<int>(p.head_dim)), Schedule::kOnePerTile,
                          m_blocks * p.heads_q * p.batch};
   plan->post_dkv = Launch{post_dkv, grid3(plan->gqa ? n_blocks : 0, p.heads_kv, p.batch), dim3(256), 0,
                           Schedule::kOnePerTile, plan->gqa ? n_blocks * p.heads_kv * p.batch : 0};

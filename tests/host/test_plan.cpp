@@ -196,7 +196,13 @@ TEST_CASE("backward plan: kernels of the problem, grids, workspace carve-up") {
         CHECK(plan.main.grid.y == 8);
         CHECK(plan.main.grid.z == 2);
         CHECK(plan.post_dq.grid.x == m_blocks);
-        CHECK(plan.pre.grid.x == (m_blocks * k.block_m + 7) / 8);
+        // The preprocess covers every padded row exactly once at d/8 threads per row (256 per CTA),
+        // with no CTA beyond the last row; the dQ postprocess stages a whole tile of 16-bit pairs.
+        const int64_t pre_rows = 256 / (d / 8);
+        CHECK(plan.pre.grid.x * pre_rows >= m_blocks * k.block_m);
+        CHECK((plan.pre.grid.x - 1) * pre_rows < m_blocks * k.block_m);
+        CHECK(plan.post_dq.smem_bytes >= k.block_m * d * 2);
+        CHECK(plan.post_dq.smem_bytes <= 48 * 1024);
         CHECK(plan.gqa == (hkv != 8));
         CHECK(plan.post_dkv.grid.x == (hkv != 8 ? n_blocks : 0));
         CHECK(plan.pre.kernel->dtype == t);
