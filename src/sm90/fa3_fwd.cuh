@@ -93,8 +93,7 @@ struct Tile {
 };
 
 template <FwdConfig C>
-__device__ __forceinline__ Tile tile_at(const FwdParams& p, int index) {
-  const TileCoord tc = tile_from_linear(index, p.num_m_blocks, p.heads_q, p.batch, p.causal != 0);
+__device__ __forceinline__ Tile tile_of(const FwdParams& p, const TileCoord& tc, int index) {
   Tile t;
   t.index = index;
   t.m_block = tc.m_block;
@@ -106,11 +105,36 @@ __device__ __forceinline__ Tile tile_at(const FwdParams& p, int index) {
                      : n_blocks(C.block_n, p.seqlen_k);
   return t;
 }
-// This CTA's tiles: blockIdx.x, then every gridDim.x-th for a persistent kernel, else only the first.
+// This CTA's tiles, walked the same way by every role (so that each derives the same tile, n_max
+// and phases). Three walks, chosen by the launch's shape (src/plan.cpp plan_fwd):
+//   one CTA per tile (grid == tiles)         the tile blockIdx.x, in LPT order for causal masks;
+//   persistent, no causal mask               tiles blockIdx.x + k gridDim.x: all cost the same;
+//   persistent, causal (grid < tiles)        the paired static schedule (tile_scheduler.h
+//                                            paired_slot): units of tiles m and M-1-m, equal in
+//                                            cost, round-robin over the CTAs.
 template <FwdConfig C>
-__device__ __forceinline__ int next_tile(int index, int num_tiles) {
-  return C.persistent ? index + static_cast<int>(gridDim.x) : num_tiles;
-}
+struct TileWalk {
+  int k = 0;  // this CTA's next slot
+  __device__ __forceinline__ bool next(const FwdParams& p, Tile* t) {
+    const int num_tiles = p.num_m_blocks * p.heads_q * p.batch;
+    if (C.persistent && p.causal && static_cast<int>(gridDim.x) < num_tiles) {
+      TileCoord tc;
+      SlotKind s = paired_slot(blockIdx.x, k++, gridDim.x, p.num_m_blocks, p.heads_q, p.batch, &tc);
+      // An empty slot (the short half of an odd M's middle pair) is odd; the slot after it is a
+      // unit's long tile or the end.
+      if (s == SlotKind::kEmpty) s = paired_slot(blockIdx.x, k++, gridDim.x, p.num_m_blocks, p.heads_q, p.batch, &tc);
+      if (s == SlotKind::kDone) return false;
+      *t = tile_of<C>(p, tc, (tc.batch * p.heads_q + tc.head) * p.num_m_blocks + tc.m_block);
+      return true;
+    }
+    const int i = C.persistent ? static_cast<int>(blockIdx.x) + k * static_cast<int>(gridDim.x)
+                               : (k == 0 ? static_cast<int>(blockIdx.x) : num_tiles);
+    ++k;
+    if (i >= num_tiles) return false;
+    *t = tile_of<C>(p, tile_from_linear(i, p.num_m_blocks, p.heads_q, p.batch, p.causal != 0), i);
+    return true;
+  }
+};
 
 // ---- small helpers ---------------------------------------------------------------------------
 template <bool IsBf16>
@@ -212,10 +236,9 @@ struct Producer {
   }
 
   __device__ __forceinline__ void run() {
-    const int num_tiles = p.num_m_blocks * p.heads_q * p.batch;
-    for (int i = blockIdx.x; i < num_tiles; i = next_tile<C>(i, num_tiles)) {
-      const Tile t = tile_at<C>(p, i);
-      tr(trace::kTileBegin, i);
+    TileWalk<C> walk;
+    for (Tile t; walk.next(p, &t);) {
+      tr(trace::kTileBegin, t.index);
       if (t.n_max == 0) load_q(t);  // consumers still take (and release) the tile's Q buffer
       for (int r = 0; r < t.n_max; ++r) {
         const int n = t.n_max - 1 - r;
@@ -226,7 +249,7 @@ struct Producer {
                 "fa3 producer: v_empty", trace::kEmptyWaitV, trace::kTmaIssueV);
         write.advance();
       }
-      tr(trace::kTileEnd, i);
+      tr(trace::kTileEnd, t.index);
     }
     // Producer tail: wait until the consumers have released every stage, so the producer never
     // leaves while a stage it filled is still being read. A synchronization tail, not data.
@@ -511,11 +534,10 @@ struct Consumer {
     if constexpr (C.pingpong) {
       if (Tokens::primes(g)) ptx::bar_arrive(Tokens::barrier_of(0), Tokens::kParticipants);
     }
-    const int num_tiles = p.num_m_blocks * p.heads_q * p.batch;
     uint32_t q_phase = 0;
-    for (int i = blockIdx.x; i < num_tiles; i = next_tile<C>(i, num_tiles)) {
-      const Tile t = tile_at<C>(p, i);
-      tr(trace::kTileBegin, i);
+    TileWalk<C> walk;
+    for (Tile t; walk.next(p, &t);) {
+      tr(trace::kTileBegin, t.index);
       row0 = t.m_block * kBlockM + 64 * g + r0;
       row_max[0] = row_max[1] = -INFINITY;
       row_sum[0] = row_sum[1] = 0.f;
@@ -537,7 +559,7 @@ struct Consumer {
         for (int x = 0; x < kD / 2; ++x) o[x] = 0.f;
       }
       epilogue(t);
-      tr(trace::kTileEnd, i);
+      tr(trace::kTileEnd, t.index);
     }
     // The last store's source is this CTA's shared memory: it must have been read before exit.
     if (threadIdx.x % 128 == 0) ptx::cp_async_bulk_wait_group_read<0>();

@@ -50,9 +50,11 @@ struct FwdLayout {
   static constexpr int kThreads = 128 * (C.consumer_wgs + 1);  // warpgroup 0 is the producer
   static constexpr int kChunks = C.head_dim / 64;  // 64-element (128-byte) columns of a swizzled tile
 
-  // Register split (setmaxnreg; PTX ISA "setmaxnreg"): 128 x 24 + 256 x 240 = 64,512 of 65,536
-  // with two consumers; 128 x 32 + 384 x 160 = 65,536 with three.
-  static constexpr int kProducerRegs = C.consumer_wgs == 2 ? 24 : 32;
+  // Register split (setmaxnreg; PTX ISA "setmaxnreg"): 128 x 32 + 256 x 240 = 65,536 with two
+  // consumers, 128 x 32 + 384 x 160 = 65,536 with three; the one-tile-per-CTA d256 kernel keeps
+  // 128 x 24 + 256 x 240 = 64,512. A persistent producer walks the paired causal schedule
+  // (tile_scheduler.h paired_slot), whose index arithmetic spilled at 24 registers.
+  static constexpr int kProducerRegs = (C.consumer_wgs == 2 && !C.persistent) ? 24 : 32;
   static constexpr int kConsumerRegs = C.consumer_wgs == 2 ? 240 : 160;
 
   // Shared-memory plan, in bytes from a 1024-aligned base (the 128B swizzle repeats every
