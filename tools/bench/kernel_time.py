@@ -16,6 +16,7 @@ library defines it (square here, so the same mask). This is the script that ran 
 
     --dims 64,128 --seqlens 1024,4096,8192   the grid points (16k tokens, hidden 2048)
     --breakdown                              per-kernel GPU time of each backward (ours and cuDNN's)
+    --fwd-only                               the forward columns only
     --lib-b PATH                             a second libflashptx.so (e.g. the previous build),
                                              measured in the same process on the same tensors,
                                              interleaved with the first ("ours_b*" columns)
@@ -31,6 +32,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--dims", default="64,128")
 ap.add_argument("--seqlens", default="1024,4096,8192")
 ap.add_argument("--breakdown", action="store_true")
+ap.add_argument("--fwd-only", action="store_true")
 ap.add_argument("--lib-b", default=None)
 ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "kernel_time.json"))
 args = ap.parse_args()
@@ -69,7 +71,7 @@ for d in (int(x) for x in args.dims.split(",")):
             ours_f = lambda: lib.flashptx_fwd(ctypes.byref(f), stream)
             ours_b = lambda: lib.flashptx_bwd(ctypes.byref(bp), stream)
             assert ours_f() == 0
-            has_bwd = ours_b() == 0  # a head dim without a backward kernel: forward columns only
+            has_bwd = not args.fwd_only and ours_b() == 0  # a head dim without a backward kernel: forward only
             qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
             def cud_f():
                 with torch.no_grad(), sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
