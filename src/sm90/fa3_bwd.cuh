@@ -65,8 +65,9 @@
 //   dK/dV staging written (128).
 // wgmma groups in one step, oldest first: S^T, dP^T | wait 1 -> S^T read (P^T) | wait 0 -> dP^T
 //   read (dS^T) | dV, dK, then (after the dS^T barrier) dQ | wait 0 -> all retired: the Q/dO stage is
-//   released and dQ handed to the writer. d256: the same, except that dV, dK and dQ are all issued
-//   after the barrier (their A operands are the shared P^T and dS^T tiles).
+//   released and dQ handed to the writer. d256: dV, dK and dQ are all issued after the barrier (their
+//   A operands are the shared P^T and dS^T tiles) | wait 1 -> dV, dK retired: the Q and dO stages
+//   are released (dQ reads neither) | wait 0 -> dQ retired: handed to the writer.
 #pragma once
 #include <cuda.h>
 #include <cstdint>
@@ -595,11 +596,12 @@ struct Mma {
     ptx::bar_sync(kBarDsReady, 256);                       // both halves of P^T and dS^T stored and fenced
     issue_rows_to_cols(dv, sm.pt(ds_buf), sm.dO(sd));      // dV += P^T dO (columns dcol0()..)
     issue_rows_to_cols(dk, sm.ds(ds_buf), sm.q(sq));       // dK += dS^T Q
-    issue_dq();                                            // dQ = dS K (columns 128g..)
-    ptx::wgmma_wait_group<0>();                // dV, dK, dQ complete: Q, dO, LSE2, delta no longer read
+    issue_dq();                                            // dQ = dS K (columns 128g..): reads dS^T and K only
+    ptx::wgmma_wait_group<1>();                // dV and dK complete (dQ may run): Q, dO, LSE2, delta no longer read
     ptx::wgmma_fence_operand(dv);
     ptx::wgmma_fence_operand(dk);
-    release_stage();
+    release_stage();                           // the 1-stage dO ring refills while dQ runs
+    ptx::wgmma_wait_group<0>();                // dQ complete
     hand_dq_to_writer();
     ds_buf ^= 1u;
   }
