@@ -3,7 +3,8 @@
 # the sanitizers on a few of them, and a quick timing. Logs under $OUT (one per step), then a summary.
 #
 #   OUT=/some/dir tools/gpu_d256_check.sh [BIN]
-# BIN (default: the repository root) holds run_tests and flashptx as `make -j2` builds them.
+# BIN (default: the repository root) holds run_tests and flashptx as `make -j2` builds them (CUDA
+# runtime linked statically: on the device machine, carry run_tests and flashptx with the tree).
 # Steps, each bounded by `timeout`, each its own process (a trapped kernel poisons only its own
 # CUDA context):
 #   tests_d256        run_tests -ts='gpu_sm90 fa3 backward' -tc='d256*' (the seven "d256: ..." cases:
@@ -15,6 +16,7 @@ set -u
 BIN=${1:-.}
 OUT=${OUT:?set OUT to the folder for the logs}
 mkdir -p "$OUT"
+export PATH="$PATH:/usr/local/cuda/bin"  # compute-sanitizer, where the toolkit is not on PATH
 summary=()
 run() {  # run NAME TIMEOUT CMD...: logs to $OUT/NAME.log, records the exit code and the last line
   local name=$1 t=$2; shift 2
