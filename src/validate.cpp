@@ -107,9 +107,9 @@ flashptx_status validate_bwd_shape(const flashptx_bwd_params& p, std::string* ms
   if (p.batch == 0) return FLASHPTX_OK;  // nothing to compute
   if (p.dtype != FLASHPTX_BF16 && p.dtype != FLASHPTX_FP16)
     return bad(FLASHPTX_ERR_UNSUPPORTED_DTYPE, msg, "dtype must be FLASHPTX_BF16 or FLASHPTX_FP16");
-  if (p.head_dim != 64 && p.head_dim != 128)
+  if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256)
     return bad(FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, msg,
-               "head_dim " + std::to_string(p.head_dim) + " is not one of the backward's 64, 128");
+               "head_dim " + std::to_string(p.head_dim) + " is not one of the backward's 64, 128, 256");
   if (p.heads_q <= 0 || p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0)
     return bad(FLASHPTX_ERR_BAD_HEADS, msg,
                "heads_q (" + std::to_string(p.heads_q) + ") must be a positive multiple of heads_kv (" +

@@ -2,9 +2,10 @@
 // as an extern "C" __global__ wrapper (its golden: sass_golden/sm_90a/<name>.sass) and a row of the
 // kernel table (src/kernels.h). The launch plan (src/plan.cpp plan_bwd) chooses the rows.
 //
-//   kernel          block_m x block_n  Q/dO stages  MMA WGs  dQ split  smem
-//   bwd d64         128 x 128          2            2        rows      194 KiB
-//   bwd d128        64 x 128           2            2        columns   194 KiB
+//   kernel     block_m x block_n  Q/dO stages  MMA WGs  warpgroups split      dQ stage        smem
+//   bwd d64    128 x 128          2 / 2        2        keys; dQ rows         whole tile      194 KiB
+//   bwd d128   64 x 128           2 / 2        2        keys; dQ columns      whole tile      194 KiB
+//   bwd d256   64 x 64            2 / 1        2        head dim (dK dV dQ)   half, 2 adds    226 KiB
 // The preprocess and postprocess kernels (src/sm90/fa3_bwd_aux.cuh) are one per dtype: the head
 // dim is a run-time value for them.
 #include "src/kernels.h"
@@ -13,8 +14,12 @@
 
 namespace flashptx::fa3 {
 
-constexpr BwdConfig kBwdD64 = {.head_dim = 64, .block_m = 128, .stages = 2, .bf16 = true};
-constexpr BwdConfig kBwdD128 = {.head_dim = 128, .block_m = 64, .stages = 2, .bf16 = true};
+constexpr BwdConfig kBwdD64 = {.head_dim = 64, .block_m = 128, .stages = 2, .bf16 = true, .block_n = 128,
+                                .do_stages = 2, .split = BwdSplit::kSplitKeys};
+constexpr BwdConfig kBwdD128 = {.head_dim = 128, .block_m = 64, .stages = 2, .bf16 = true, .block_n = 128,
+                                .do_stages = 2, .split = BwdSplit::kSplitKeys};
+constexpr BwdConfig kBwdD256 = {.head_dim = 256, .block_m = 64, .stages = 2, .bf16 = true, .block_n = 64,
+                                .do_stages = 1, .split = BwdSplit::kSplitHeadDim};
 constexpr BwdConfig fp16(BwdConfig c) {
   c.bf16 = false;
   return c;
@@ -32,6 +37,8 @@ FLASHPTX_FA3_BWD_KERNEL(fa3_bwd_sm90_bf16_d64, flashptx::fa3::kBwdD64)
 FLASHPTX_FA3_BWD_KERNEL(fa3_bwd_sm90_fp16_d64, flashptx::fa3::fp16(flashptx::fa3::kBwdD64))
 FLASHPTX_FA3_BWD_KERNEL(fa3_bwd_sm90_bf16_d128, flashptx::fa3::kBwdD128)
 FLASHPTX_FA3_BWD_KERNEL(fa3_bwd_sm90_fp16_d128, flashptx::fa3::fp16(flashptx::fa3::kBwdD128))
+FLASHPTX_FA3_BWD_KERNEL(fa3_bwd_sm90_bf16_d256, flashptx::fa3::kBwdD256)
+FLASHPTX_FA3_BWD_KERNEL(fa3_bwd_sm90_fp16_d256, flashptx::fa3::fp16(flashptx::fa3::kBwdD256))
 
 #define FLASHPTX_FA3_BWD_AUX_KERNEL(name, body, is_bf16)                                             \
   extern "C" __global__ void __launch_bounds__(256) name(const __grid_constant__ flashptx::fa3::BwdAuxParams p) { \
@@ -70,6 +77,8 @@ std::span<const KernelEntry> fa3_bwd_kernels() {
       FLASHPTX_FA3_BWD_ROW(fa3_bwd_sm90_fp16_d64, fp16(kBwdD64)),
       FLASHPTX_FA3_BWD_ROW(fa3_bwd_sm90_bf16_d128, kBwdD128),
       FLASHPTX_FA3_BWD_ROW(fa3_bwd_sm90_fp16_d128, fp16(kBwdD128)),
+      FLASHPTX_FA3_BWD_ROW(fa3_bwd_sm90_bf16_d256, kBwdD256),
+      FLASHPTX_FA3_BWD_ROW(fa3_bwd_sm90_fp16_d256, fp16(kBwdD256)),
       FLASHPTX_FA3_BWD_AUX_ROW(fa3_bwd_pre_sm90_bf16, kFa3BwdPre, FLASHPTX_BF16),
       FLASHPTX_FA3_BWD_AUX_ROW(fa3_bwd_pre_sm90_fp16, kFa3BwdPre, FLASHPTX_FP16),
       FLASHPTX_FA3_BWD_AUX_ROW(fa3_bwd_post_dq_sm90_bf16, kFa3BwdPostDq, FLASHPTX_BF16),

@@ -4,10 +4,12 @@
 // The preprocess (delta, LSE in base 2, dQ accumulator zeroed) and postprocess (dQ, and dK/dV under
 // GQA, converted to the output dtype) are in src/sm90/fa3_bwd_aux.cuh.
 //
-// A CTA owns one block of block_n = 128 keys of one (batch, query head) and walks the query blocks
-// that see any of its keys (all of them; under a bottom-right causal mask, those from the first row
-// that sees the block's first key). It loads K and V once and streams Q with its LSE and dO with its
-// delta through a ring. Roles:
+// A CTA owns one block of block_n keys (128; d256: 64) of one (batch, query head) and walks the
+// query blocks that see any of its keys (all of them; under a bottom-right causal mask, those from
+// the first row that sees the block's first key). It loads K and V once and streams Q with its LSE
+// and dO with its delta through a ring (d256: a 2-stage Q ring and a 1-stage dO ring, each with its
+// own empty barrier). Two ways of splitting the work between the MMA warpgroups (BwdSplit,
+// src/sm90/fa3_bwd_config.h), one body: kSplitKeys (d64, d128) and kSplitHeadDim (d256). Roles:
 //
 //   warpgroup 0, warp 0   PRODUCER    setmaxnreg.dec; one thread: K and V by TMA once (kv_full),
 //                                     then per query block Q + LSE2 (q_full[s]) and dO + delta
@@ -16,10 +18,13 @@
 //                                     fp32 dQ tile in shared memory (dq_full) and adds it to the
 //                                     global accumulator with one cp.reduce.async.bulk .add.f32;
 //                                     once the bulk add has read the tile, frees it (dq_empty).
-//                                     Deterministic mode: before the add, waits for its turn on the
-//                                     tile's semaphore; after the add completes, advances it.
-//   warpgroups 1, 2       MMA         setmaxnreg.inc; warpgroup g owns keys [64g, 64g+64), holds dK
-//                                     and dV (fp32) for them across the loop:
+//                                     d256: the staging buffer holds half the tile; per query block
+//                                     two parts, warpgroup 0's columns then warpgroup 1's, each its
+//                                     own dq_full[g] / dq_empty[g] and its own bulk add.
+//                                     Deterministic mode: before the (first) add, waits for its turn
+//                                     on the tile's semaphore; after the adds complete, advances it.
+//   warpgroups 1, 2       MMA         setmaxnreg.inc. kSplitKeys: warpgroup g owns keys
+//                                     [64g, 64g+64), holds dK and dV (fp32) for them across the loop:
 //     S^T  = K_g Q^T         wgmma SS      (64 x block_m, fp32)
 //     dP^T = V_g dO^T        wgmma SS
 //     P^T  = exp2(S^T scale log2e - LSE2)  (masked: 0)
@@ -29,23 +34,40 @@
 //     dQ   = dS K            wgmma SS (dS^T MN-major, K MN-major), once both halves of dS^T are in
 //                            shared memory; warpgroup g computes its half of dQ (columns for
 //                            block_m 64, rows for block_m 128: BwdLayout::kDqSplitRows)
+//   kSplitHeadDim (d256, 64 keys x 64 query rows per step): dK and dV of 64 keys x 256 columns in
+//   fp32 would be 256 registers per thread on one warpgroup. Warpgroup g instead owns head-dim
+//   columns [128g, 128g+128) of dK, dV (across the loop) and dQ (per step): 3 x 64 accumulator
+//   registers, the K/V tiles of 64 keys fit beside a 2-stage Q ring. Per step it computes
+//     S^T, dP^T for all 64 keys and query rows [32g, 32g+32)   wgmma SS, m64n32 (16 + 16 registers)
+//     P^T, dS^T as above, written (16-bit) to shared memory [keys][query rows]: the other
+//                            warpgroup's rows are needed for the full K = 64 of the next GEMMs
+//     dV  += P^T dO          wgmma SS (P^T K-major from shared memory; dO MN-major, its columns)
+//     dK  += dS^T Q          wgmma SS
+//     dQ   = dS K            wgmma SS (dS^T MN-major, K MN-major, its columns)
 //   Epilogue: dK scaled by softmax_scale; without GQA dK and dV are staged in the K and V buffers
-//   and stored by TMA; under GQA they are added (fp32) to the caller's workspace accumulators.
+//   and stored by TMA (each warpgroup its keys, or its columns); under GQA they are added (fp32) to
+//   the caller's workspace accumulators.
 //
 // Barriers (slots and arrival counts in BwdLayout, src/sm90/fa3_bwd_config.h):
 //   kv_full         producer expect_tx(K + V bytes) + TMA complete_tx; waited once
 //   q_full[s]       producer expect_tx(Q + LSE2 bytes) + TMA/bulk complete_tx
 //   do_full[s]      producer expect_tx(dO + delta bytes)
 //   qdo_empty[s]    one arrive per MMA warp, after the wgmma wait that retires dK and dV (the last
-//                   readers of Q and dO) and the LSE2/delta reads
-//   dq_full         every MMA thread, after its dQ stores and its proxy fence
-//   dq_empty        the dQ writer, after cp.async.bulk.wait_group.read 0
-// Named barriers: 2 = both MMA warpgroups' halves of dS^T are in shared memory (256 threads);
+//                   readers of Q and dO) and the LSE2/delta reads; with one ring it releases Q and
+//                   dO of stage s, with two (d256) Q only
+//   do_empty[s]     d256 only: the same arrivals, after the same wait, for the dO ring
+//   dq_full[part]   every MMA thread of the part (one part: all 256; d256: warpgroup g's 128 for
+//                   part g), after its dQ stores and its proxy fence
+//   dq_empty[part]  the dQ writer, after cp.async.bulk.wait_group.read 0 of the previous part
+// Named barriers: 2 = both MMA warpgroups' halves of dS^T (d256: and of P^T) are in shared memory
+//   (256 threads);
 //   3 = both MMA warpgroups retired every wgmma reading K/V (epilogue, 256); 4 + g = warpgroup g's
 //   dK/dV staging written (128).
 // wgmma groups in one step, oldest first: S^T, dP^T | wait 1 -> S^T read (P^T) | wait 0 -> dP^T
 //   read (dS^T) | dV, dK, then (after the dS^T barrier) dQ | wait 0 -> all retired: the Q/dO stage is
-//   released and dQ handed to the writer.
+//   released and dQ handed to the writer. d256: dV, dK and dQ are all issued after the barrier (their
+//   A operands are the shared P^T and dS^T tiles) | wait 1 -> dV, dK retired: the Q and dO stages
+//   are released (dQ reads neither) | wait 0 -> dQ retired: handed to the writer.
 #pragma once
 #include <cuda.h>
 #include <cstdint>
@@ -88,6 +110,7 @@ struct BwdSmem {
   __device__ __forceinline__ uint32_t q(uint32_t s) const { return base + L::kOffQ + s * L::kQBytes; }
   __device__ __forceinline__ uint32_t dO(uint32_t s) const { return base + L::kOffDo + s * L::kQBytes; }
   __device__ __forceinline__ uint32_t ds(uint32_t buf) const { return base + L::kOffDs + buf * L::kDsBytes; }
+  __device__ __forceinline__ uint32_t pt(uint32_t buf) const { return base + L::kOffP + buf * L::kDsBytes; }
   __device__ __forceinline__ uint32_t dq() const { return base + L::kOffDq; }
   __device__ __forceinline__ uint32_t lse(uint32_t s) const { return base + L::kOffLse + s * L::kRowBytes; }
   __device__ __forceinline__ uint32_t delta(uint32_t s) const { return base + L::kOffDelta + s * L::kRowBytes; }
@@ -95,9 +118,13 @@ struct BwdSmem {
   __device__ __forceinline__ uint32_t kv_full() const { return bar(L::kBarKV); }
   __device__ __forceinline__ uint32_t q_full(uint32_t s) const { return bar(L::kBarQFull + s); }
   __device__ __forceinline__ uint32_t do_full(uint32_t s) const { return bar(L::kBarDoFull + s); }
+  // Q stage s released (with one ring: Q and dO of stage s).
   __device__ __forceinline__ uint32_t qdo_empty(uint32_t s) const { return bar(L::kBarQdoEmpty + s); }
-  __device__ __forceinline__ uint32_t dq_full() const { return bar(L::kBarDqFull); }
-  __device__ __forceinline__ uint32_t dq_empty() const { return bar(L::kBarDqEmpty); }
+  __device__ __forceinline__ uint32_t do_empty(uint32_t s) const {
+    return L::kOneRing ? qdo_empty(s) : bar(L::kBarDoEmpty + s);
+  }
+  __device__ __forceinline__ uint32_t dq_full(uint32_t part) const { return bar(L::kBarDqFull + part); }
+  __device__ __forceinline__ uint32_t dq_empty(uint32_t part) const { return bar(L::kBarDqEmpty + part); }
 };
 
 // ---- this CTA's work -----------------------------------------------------------------------
@@ -224,8 +251,11 @@ struct Producer {
       ptx::cp_async_bulk_tensor_4d_load(sm.v() + c * L::kBlockN * 128, &p.tma_v, sm.kv_full(), c * 64,
                                         kb.n_block * L::kBlockN, kb.head_kv, kb.batch);
     }
-    // Q + LSE2 and dO + delta of every query block, through the ring (one generation ahead).
+    // Q + LSE2 and dO + delta of every query block, through the ring (one generation ahead). With
+    // two rings (d256: Q 2 stages, dO 1) the dO ring has its own stage and empty barrier; with one
+    // ring, write_do is unused and dO shares Q's stage.
     RingState<C.stages> write = RingState<C.stages>::producer_start();
+    RingState<C.do_stages> write_do = RingState<C.do_stages>::producer_start();
     const int64_t rows0 = (static_cast<int64_t>(kb.batch) * p.heads_q + kb.head) * p.m_blocks * C.block_m;
     for (int m = kb.m_begin; m < kb.m_end; ++m) {
       const uint32_t s = write.stage;
@@ -235,26 +265,38 @@ struct Producer {
         ptx::cp_async_bulk_tensor_4d_load(sm.q(s) + c * C.block_m * 128, &p.tma_q, sm.q_full(s), c * 64,
                                           m * C.block_m, kb.head, kb.batch);
       ptx::cp_async_bulk_load(sm.lse(s), p.lse2 + rows0 + m * C.block_m, L::kRowBytes, sm.q_full(s));
-      ptx::mbarrier_arrive_expect_tx(sm.do_full(s), L::kQBytes + L::kRowBytes);
+      const uint32_t sd = L::kOneRing ? s : write_do.stage;
+      if constexpr (!L::kOneRing)
+        FLASHPTX_MBAR_WAIT(sm.do_empty(sd), write_do.phase, "fa3 bwd producer: do_empty");
+      ptx::mbarrier_arrive_expect_tx(sm.do_full(sd), L::kQBytes + L::kRowBytes);
       for (int c = 0; c < L::kChunks; ++c)
-        ptx::cp_async_bulk_tensor_4d_load(sm.dO(s) + c * C.block_m * 128, &p.tma_do, sm.do_full(s), c * 64,
+        ptx::cp_async_bulk_tensor_4d_load(sm.dO(sd) + c * C.block_m * 128, &p.tma_do, sm.do_full(sd), c * 64,
                                           m * C.block_m, kb.head, kb.batch);
-      ptx::cp_async_bulk_load(sm.delta(s), p.delta + rows0 + m * C.block_m, L::kRowBytes, sm.do_full(s));
+      ptx::cp_async_bulk_load(sm.delta(sd), p.delta + rows0 + m * C.block_m, L::kRowBytes, sm.do_full(sd));
       write.advance();
+      if constexpr (!L::kOneRing) write_do.advance();
     }
     // Producer tail: every stage it filled has been released before it leaves.
     for (int i = 0; i < C.stages; ++i) {
       FLASHPTX_MBAR_WAIT(sm.qdo_empty(write.stage), write.phase, "fa3 bwd producer tail: qdo_empty");
       write.advance();
     }
+    if constexpr (!L::kOneRing)
+      for (int i = 0; i < C.do_stages; ++i) {
+        FLASHPTX_MBAR_WAIT(sm.do_empty(write_do.stage), write_do.phase, "fa3 bwd producer tail: do_empty");
+        write_do.advance();
+      }
   }
 };
 
 // ==================================== dQ WRITER ===================================================
-// Adds each dQ tile to the global fp32 accumulator with one bulk reduce (PTX ISA
-// "cp.reduce.async.bulk"). The MMA threads' generic stores reach the async proxy through their
-// fence.proxy.async.shared::cta before they arrive on dq_full; this thread's wait on dq_full
-// acquires them.
+// Adds each dQ tile to the global fp32 accumulator with bulk reduces (PTX ISA
+// "cp.reduce.async.bulk"): one per tile, or (kDqParts = 2, d256) one per warpgroup's half, part 0
+// then part 1, through one half-size staging buffer. The MMA threads' generic stores reach the
+// async proxy through their fence.proxy.async.shared::cta before they arrive on dq_full[part]; this
+// thread's wait on dq_full[part] acquires them. Once the add has read part h, the buffer is free
+// for the next part in the order: dq_empty[(h + 1) % kDqParts] (warpgroup 1 after part 0,
+// warpgroup 0 after part 1; with one part, both warpgroups wait dq_empty[0]).
 template <BwdConfig C>
 struct DqWriter {
   using L = BwdLayout<C>;
@@ -266,21 +308,26 @@ struct DqWriter {
     RingState<1> full = RingState<1>::consumer_start();
     const int64_t tiles0 = (static_cast<int64_t>(kb.batch) * p.heads_q + kb.head) * p.m_blocks;
     for (int m = kb.m_begin; m < kb.m_end; ++m) {
-      FLASHPTX_MBAR_WAIT(sm.dq_full(), full.phase, "fa3 bwd dq writer: dq_full");
+      FLASHPTX_MBAR_WAIT(sm.dq_full(0), full.phase, "fa3 bwd dq writer: dq_full");
       uint32_t* sem = p.dq_sem + tiles0 + m;
       if (p.deterministic) {
         // This tile's writers add in a declared order: key blocks ascending, or (causal) from the
-        // last key block that reaches the tile downwards.
+        // last key block that reaches the tile downwards. The turn is held across both parts.
         const int lock = p.causal ? writer_order::lock_causal_spt(
                                         kb.n_block, causal_n_blocks(m, C.block_m, L::kBlockN, p.seqlen_q, p.seqlen_k))
                                   : writer_order::lock_dense(kb.n_block);
         wait_for_turn(sem, static_cast<uint32_t>(lock), "fa3 bwd dq writer: dq_sem");
-        ptx::fence_proxy_async_global();  // the acquire orders the bulk add below after the earlier writers'
+        ptx::fence_proxy_async_global();  // the acquire orders the bulk adds below after the earlier writers'
       }
-      ptx::cp_reduce_async_bulk_add_f32(p.dq_accum + (tiles0 + m) * (C.block_m * C.head_dim), sm.dq(), L::kDqBytes);
-      ptx::cp_async_bulk_commit_group();
-      ptx::cp_async_bulk_wait_group_read<0>();  // the tile has been read: the buffer is free
-      ptx::mbarrier_arrive(sm.dq_empty());
+#pragma unroll
+      for (int h = 0; h < L::kDqParts; ++h) {
+        if (h > 0) FLASHPTX_MBAR_WAIT(sm.dq_full(h), full.phase, "fa3 bwd dq writer: dq_full");
+        ptx::cp_reduce_async_bulk_add_f32(p.dq_accum + (tiles0 + m) * (C.block_m * C.head_dim) + h * (L::kDqBytes / 4),
+                                          sm.dq(), L::kDqBytes);
+        ptx::cp_async_bulk_commit_group();
+        ptx::cp_async_bulk_wait_group_read<0>();  // the part has been read: the buffer is free
+        ptx::mbarrier_arrive(sm.dq_empty((h + 1) % L::kDqParts));
+      }
       if (p.deterministic) {
         ptx::cp_async_bulk_wait_group<0>();  // the adds are complete in global memory
         ptx::fence_proxy_async_global();
@@ -297,67 +344,99 @@ template <BwdConfig C>
 struct Mma {
   using L = BwdLayout<C>;
   static constexpr int kD = C.head_dim, kBm = C.block_m, kBn = L::kBlockN, kDqN = L::kDqN;
+  static constexpr int kSN = L::kSN, kDkvN = L::kDkvN;
 
   const BwdParams& p;
   const BwdSmem<C>& sm;
   const KeyBlock& kb;
-  const int g;       // 0 or 1: keys [64g, 64g+64) of the block
+  const int g;       // 0 or 1
   const int t;       // thread in the warpgroup
   const int lane, q4, r0;
   const int seqlen_k, diag;
   const bool causal;
   const float scale_log2;
-  const uint64_t desc_k, desc_v;  // A operands of S^T and dP^T: this warpgroup's 64 keys, K-major
+  const uint64_t desc_k, desc_v;  // A operands of S^T and dP^T: this warpgroup's keys, K-major
 
   // Registers.
-  float dv[kD / 2], dk[kD / 2];       // across the loop
-  float s[kBm / 2], dp[kBm / 2];      // S^T then P^T; dP^T then dS^T (fp32)
-  uint32_t pfrag[kBm / 16][4];        // P^T as the A fragment of dV
-  uint32_t dsfrag[kBm / 16][4];       // dS^T as the A fragment of dK (and the bytes stored for dQ)
-  float dq[kDqN / 2];                 // this warpgroup's part of dQ
+  float dv[kDkvN / 2], dk[kDkvN / 2];  // across the loop
+  float s[kSN / 2], dp[kSN / 2];       // S^T then P^T; dP^T then dS^T (fp32)
+  uint32_t pfrag[kSN / 16][4];         // P^T, 16-bit: the A fragment of dV (kSplitKeys) or the bytes stored
+  uint32_t dsfrag[kSN / 16][4];        // dS^T, 16-bit: the A fragment of dK (kSplitKeys) and the bytes stored
+  float dq[kDqN / 2];                  // this warpgroup's part of dQ
   RingState<C.stages> ring = RingState<C.stages>::consumer_start();
-  RingState<1> dq_buf = RingState<1>::producer_start();  // the dQ staging buffer starts free
+  RingState<C.do_stages> ring_do = RingState<C.do_stages>::consumer_start();  // unused with one ring
+  // The dQ staging buffer: free at the start for the warpgroup that stages the first part; with
+  // two parts, warpgroup 1 first waits for the writer to have read warpgroup 0's part.
+  RingState<1> dq_buf;
   uint32_t ds_buf = 0;
 
   __device__ __forceinline__ Mma(const BwdParams& p_, const BwdSmem<C>& sm_, const KeyBlock& kb_, int g_)
       : p(p_), sm(sm_), kb(kb_), g(g_), t(threadIdx.x % 128), lane(threadIdx.x % 32), q4(lane % 4),
         r0(16 * ((threadIdx.x % 128) / 32) + lane / 4), seqlen_k(p_.seqlen_k), diag(p_.seqlen_k - p_.seqlen_q),
         causal(p_.causal != 0), scale_log2(p_.softmax_scale_log2),
-        desc_k(ptx::make_smem_desc(sm_.k() + 64 * g_ * 128, 0, 1024, ptx::Swizzle::k128B)),
-        desc_v(ptx::make_smem_desc(sm_.v() + 64 * g_ * 128, 0, 1024, ptx::Swizzle::k128B)) {}
+        desc_k(ptx::make_smem_desc(sm_.k() + (L::kSplitHeadDim ? 0 : 64 * g_) * 128, 0, 1024, ptx::Swizzle::k128B)),
+        desc_v(ptx::make_smem_desc(sm_.v() + (L::kSplitHeadDim ? 0 : 64 * g_) * 128, 0, 1024, ptx::Swizzle::k128B)),
+        dq_buf(L::kDqParts == 1 || g_ == 0 ? RingState<1>::producer_start() : RingState<1>::consumer_start()) {}
 
-  // ---- the five GEMMs ----------------------------------------------------------------------
-  // acc (64 keys x block_m) = A (this warpgroup's keys, K-major) x B^T (block_m rows, K-major),
+  // Where this warpgroup's work sits in the block (functions, not members: as members they change
+  // the d64/d128 code generation, whose goldens stay as they were).
+  // key0(): its first key (64g for kSplitKeys, 0); col0(): its first query row of S^T (0, or kSN g);
+  // dcol0(): its first head-dim column of dK and dV (0, or kDkvN g).
+  __device__ __forceinline__ int key0() const { return L::kSplitHeadDim ? 0 : 64 * g; }
+  __device__ __forceinline__ int col0() const { return L::kSplitHeadDim ? kSN * g : 0; }
+  __device__ __forceinline__ int dcol0() const { return L::kSplitHeadDim ? kDkvN * g : 0; }
+  __device__ __forceinline__ uint32_t do_stage() const { return L::kOneRing ? ring.stage : ring_do.stage; }
+  __device__ __forceinline__ uint32_t do_phase() const { return L::kOneRing ? ring.phase : ring_do.phase; }
+
+  // ---- the GEMMs -------------------------------------------------------------------------------
+  // acc (64 keys x kSN) = A (this warpgroup's keys, K-major) x B^T (kSN rows from b_tile, K-major),
   // over the head dim: 4 k16 steps per 128-byte chunk (+32 B each), chunks kBn*128 (A) and
-  // kBm*128 (B) apart. S^T (A = K, B = Q) and dP^T (A = V, B = dO).
-  __device__ __forceinline__ void issue_keys_x_rows(float (&acc)[kBm / 2], uint64_t desc_a_base, uint32_t b_tile) {
+  // kBm*128 (B) apart. S^T (A = K, B = Q) and dP^T (A = V, B = dO). kSplitHeadDim: b_tile starts
+  // at row col0() (32 rows of 128 B: a multiple of the 1024-byte swizzle atom).
+  __device__ __forceinline__ void issue_keys_x_rows(float (&acc)[kSN / 2], uint64_t desc_a_base, uint32_t b_tile) {
     const uint64_t desc_a = opaque(desc_a_base);
-    const uint64_t desc_b = opaque(ptx::make_smem_desc(b_tile, 0, 1024, ptx::Swizzle::k128B));
+    const uint64_t desc_b = opaque(ptx::make_smem_desc(b_tile + col0() * 128, 0, 1024, ptx::Swizzle::k128B));
     ptx::wgmma_fence_operand(acc);
     ptx::wgmma_fence();
 #pragma unroll
     for (int k = 0; k < kD / 16; ++k)
-      mma_ss<kBm, 0, 0, C.bf16>(acc, ptx::smem_desc_advance(desc_a, (k / 4) * kBn * 128 + (k % 4) * 32),
+      mma_ss<kSN, 0, 0, C.bf16>(acc, ptx::smem_desc_advance(desc_a, (k / 4) * kBn * 128 + (k % 4) * 32),
                                 ptx::smem_desc_advance(desc_b, (k / 4) * kBm * 128 + (k % 4) * 32), k > 0 ? 1u : 0u);
     ptx::wgmma_commit_group();
     ptx::wgmma_fence_operand(acc);
   }
-  // acc (64 keys x d) += frag (64 keys x block_m, registers) x B (block_m rows x d, MN-major: d
-  // contiguous; LBO = kBm*128 between 64-column chunks, SBO = 1024, +2048 B per k16 of rows).
-  // dV (frag = P^T, B = dO) and dK (frag = dS^T, B = Q).
-  __device__ __forceinline__ void issue_rows_to_keys(float (&acc)[kD / 2], const uint32_t (&frag)[kBm / 16][4],
+  // kSplitKeys: acc (64 keys x d) += frag (64 keys x block_m, registers) x B (block_m rows x d,
+  // MN-major: d contiguous; LBO = kBm*128 between 64-column chunks, SBO = 1024, +2048 B per k16 of
+  // rows). dV (frag = P^T, B = dO) and dK (frag = dS^T, B = Q).
+  __device__ __forceinline__ void issue_rows_to_keys(float (&acc)[kDkvN / 2], const uint32_t (&frag)[kSN / 16][4],
                                                      uint32_t b_tile) {
     const uint64_t desc_b = opaque(ptx::make_smem_desc(b_tile, kBm * 128, 1024, ptx::Swizzle::k128B));
     ptx::wgmma_fence_operand(acc);
     ptx::wgmma_fence();
 #pragma unroll
     for (int k = 0; k < kBm / 16; ++k)
-      mma_rs_transb<kD, C.bf16>(acc, frag[k], ptx::smem_desc_advance(desc_b, k * 2048), 1u);
+      mma_rs_transb<kDkvN, C.bf16>(acc, frag[k], ptx::smem_desc_advance(desc_b, k * 2048), 1u);
     ptx::wgmma_commit_group();
     ptx::wgmma_fence_operand(acc);
   }
-  // dQ (64 x kDqN) = dS (A: 64 query rows x 128 keys, MN-major: dS^T rows of 64 query rows) x
-  // K (B: 128 keys x kDqN columns, MN-major), over the keys: 8 k16 steps of +2048 B in both.
+  // kSplitHeadDim: acc (64 keys x kDkvN columns from dcol0()) += A (64 keys x block_m, shared memory
+  // [keys][block_m], K-major: +32 B per k16) x B (block_m rows x kDkvN columns from dcol0(), MN-major
+  // as above). dV (A = P^T, B = dO) and dK (A = dS^T, B = Q).
+  __device__ __forceinline__ void issue_rows_to_cols(float (&acc)[kDkvN / 2], uint32_t a_tile, uint32_t b_tile) {
+    const uint64_t desc_a = opaque(ptx::make_smem_desc(a_tile, 0, 1024, ptx::Swizzle::k128B));
+    const uint64_t desc_b =
+        opaque(ptx::make_smem_desc(b_tile + (dcol0() / 64) * kBm * 128, kBm * 128, 1024, ptx::Swizzle::k128B));
+    ptx::wgmma_fence_operand(acc);
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < kBm / 16; ++k)
+      mma_ss<kDkvN, 0, 1, C.bf16>(acc, ptx::smem_desc_advance(desc_a, k * 32), ptx::smem_desc_advance(desc_b, k * 2048),
+                                  1u);
+    ptx::wgmma_commit_group();
+    ptx::wgmma_fence_operand(acc);
+  }
+  // dQ (64 x kDqN) = dS (A: 64 query rows x kBn keys, MN-major: dS^T rows of 64 query rows) x
+  // K (B: kBn keys x kDqN columns, MN-major), over the keys: kBn/16 k16 steps of +2048 B in both.
   __device__ __forceinline__ void issue_dq() {
     const uint32_t a_tile = sm.ds(ds_buf) + (L::kDqSplitRows ? g * kBn * 128 : 0);
     const uint32_t b_tile = sm.k() + (L::kDqSplitRows ? 0 : ((kD / 2) * g / 64) * kBn * 128);
@@ -374,16 +453,17 @@ struct Mma {
   }
 
   // ---- elementwise ----------------------------------------------------------------------------
-  // Accumulator element x = 4i + e of S^T / dP^T: key 64g + r0 + 8(e>>1), query row 8i + 2q4 + (e&1).
+  // Accumulator element x = 4i + e of S^T / dP^T: key key0() + r0 + 8(e>>1), query row
+  // col0() + 8i + 2q4 + (e&1) of the block.
   // P^T = exp2(S^T scale log2e - LSE2(row)); 0 where masked (keys past seqlen_k; causal: key >
   // row + diag). LSE2 is +inf on padded rows, so they give 0 without a mask.
   template <bool kMasked>
   __device__ __forceinline__ void probabilities(int m, uint32_t stage) {
-    const int key = kb.n_block * kBn + 64 * g + r0;
-    const int row0 = m * kBm + 2 * q4;
+    const int key = kb.n_block * kBn + key0() + r0;
+    const int row0 = m * kBm + col0() + 2 * q4;
 #pragma unroll
-    for (int i = 0; i < kBm / 8; ++i) {
-      const float2 lse = ptx::ld_shared_v2_f32(sm.lse(stage) + (8 * i + 2 * q4) * 4);
+    for (int i = 0; i < kSN / 8; ++i) {
+      const float2 lse = ptx::ld_shared_v2_f32(sm.lse(stage) + (col0() + 8 * i + 2 * q4) * 4);
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         float& x = s[4 * i + e];
@@ -395,51 +475,66 @@ struct Mma {
       }
     }
   }
-  // dS^T = P^T (dP^T - delta(row)), in place in dp[].
+  // dS^T = P^T (dP^T - delta(row)), in place in dp[]. `stage`: the dO ring's.
   __device__ __forceinline__ void score_gradients(uint32_t stage) {
 #pragma unroll
-    for (int i = 0; i < kBm / 8; ++i) {
-      const float2 dl = ptx::ld_shared_v2_f32(sm.delta(stage) + (8 * i + 2 * q4) * 4);
+    for (int i = 0; i < kSN / 8; ++i) {
+      const float2 dl = ptx::ld_shared_v2_f32(sm.delta(stage) + (col0() + 8 * i + 2 * q4) * 4);
 #pragma unroll
       for (int e = 0; e < 4; ++e) dp[4 * i + e] = s[4 * i + e] * (dp[4 * i + e] - ((e & 1) ? dl.y : dl.x));
     }
   }
-  // dS^T (bf16, the dsfrag registers) -> dS^T [128 keys][block_m] in shared memory, 128B swizzle,
-  // 64-row chunks of block_m: the MN-major A operand of dQ. dsfrag[k][h + 2c] holds rows
-  // 64g + r0 + 8h, columns 16k + 8c + 2q4 (+1).
-  __device__ __forceinline__ void store_ds() {
-    const uint32_t tile = sm.ds(ds_buf);
+  // A 16-bit fragment of 64 keys x kSN query rows (dS^T or P^T) -> the tile [kBn keys][block_m] in
+  // shared memory, 128B swizzle, 64-row chunks of block_m: the MN-major A operand of dQ and (d256)
+  // the K-major A operand of dV and dK. frag[k][h + 2c] holds keys key0() + r0 + 8h, query rows
+  // col0() + 16k + 8c + 2q4 (+1).
+  __device__ __forceinline__ void store_keys_x_rows(uint32_t tile, const uint32_t (&frag)[kSN / 16][4]) {
 #pragma unroll
-    for (int k = 0; k < kBm / 16; ++k)
+    for (int k = 0; k < kSN / 16; ++k)
 #pragma unroll
       for (int c = 0; c < 2; ++c)
 #pragma unroll
         for (int h = 0; h < 2; ++h)
-          ptx::st_shared_b32(tile + swizzled_pair_offset(kBn, 64 * g + r0 + 8 * h, 16 * k + 8 * c + 2 * q4),
-                             dsfrag[k][h + 2 * c]);
-    // Generic stores -> async-proxy reads by the other warpgroup's dQ wgmma: fence in every writer
-    // before the barrier that hands the tile over (PTX ISA "Memory Consistency Model: proxies").
-    ptx::fence_proxy_async_shared_cta();
+          ptx::st_shared_b32(tile + swizzled_pair_offset(kBn, key0() + r0 + 8 * h, col0() + 16 * k + 8 * c + 2 * q4),
+                             frag[k][h + 2 * c]);
   }
   // This warpgroup's dQ registers -> the staging tile, in fragment order (fa3_bwd_config.h
-  // dq_accum_coord): 16-byte stores, consecutive threads consecutive addresses.
+  // dq_accum_coord): 16-byte stores, consecutive threads consecutive addresses. With two parts the
+  // buffer holds this warpgroup's range of the tile only.
   __device__ __forceinline__ void hand_dq_to_writer() {
-    FLASHPTX_MBAR_WAIT(sm.dq_empty(), dq_buf.phase, "fa3 bwd mma: dq_empty");
+    const uint32_t part = L::kDqParts == 1 ? 0u : static_cast<uint32_t>(g);
+    const int first = L::kDqParts == 1 ? g * (kDqN / 8) : 0;  // first float4 column block in the buffer
+    FLASHPTX_MBAR_WAIT(sm.dq_empty(part), dq_buf.phase, "fa3 bwd mma: dq_empty");
 #pragma unroll
     for (int j = 0; j < kDqN / 8; ++j)
-      ptx::st_shared_v4_f32(sm.dq() + ((g * (kDqN / 8) + j) * 128 + t) * 16, dq[4 * j], dq[4 * j + 1], dq[4 * j + 2],
+      ptx::st_shared_v4_f32(sm.dq() + ((first + j) * 128 + t) * 16, dq[4 * j], dq[4 * j + 1], dq[4 * j + 2],
                             dq[4 * j + 3]);
     ptx::fence_proxy_async_shared_cta();  // the bulk add reads through the async proxy
-    ptx::mbarrier_arrive(sm.dq_full());
+    ptx::mbarrier_arrive(sm.dq_full(part));
     dq_buf.advance();
   }
+  // The Q (and dO) stage of this step is released. LSE2 and delta were read with generic loads
+  // from bytes the async proxy wrote, and the producer's next bulk copy into this stage is
+  // async-proxy again: order the reads before it (PTX ISA "Memory Consistency Model: proxies"; on
+  // the H200 a ring of ld.shared readers that released without this fence read overwritten bytes:
+  // tools/race/README.md). Called after the wgmma wait that retires the last readers of Q and dO.
+  __device__ __forceinline__ void release_stage() {
+    ptx::fence_proxy_async_shared_cta();
+    __syncwarp();
+    if (lane == 0) {
+      ptx::mbarrier_arrive(sm.qdo_empty(ring.stage));
+      if constexpr (!L::kOneRing) ptx::mbarrier_arrive(sm.do_empty(ring_do.stage));
+    }
+    ring.advance();
+    if constexpr (!L::kOneRing) ring_do.advance();
+  }
 
-  // ---- one step: the query block m -------------------------------------------------------------
+  // ---- one step (kSplitKeys): the query block m ------------------------------------------------
   // P^T and dS^T are both computed before dV and dK are issued, so that P^T (fp32) and dP^T never
   // live beside the A fragments of an MMA in flight: at block_m 128 that would not fit in 240
   // registers. The dS^T stores then overlap the dV and dK GEMMs.
   template <bool kMasked>
-  __device__ __forceinline__ void step(int m) {
+  __device__ __forceinline__ void step_split_keys(int m) {
     const uint32_t st = ring.stage;
     FLASHPTX_MBAR_WAIT(sm.q_full(st), ring.phase, "fa3 bwd mma: q_full");
     issue_keys_x_rows(s, desc_k, sm.q(st));    // S^T = K Q^T
@@ -452,54 +547,98 @@ struct Mma {
     ptx::wgmma_wait_group<0>();                // dP^T complete
     ptx::wgmma_fence_operand(dp);
     score_gradients(st);
-    to_a_fragments<kBm, C.bf16>(s, pfrag);
-    to_a_fragments<kBm, C.bf16>(dp, dsfrag);
+    to_a_fragments<kSN, C.bf16>(s, pfrag);
+    to_a_fragments<kSN, C.bf16>(dp, dsfrag);
     issue_rows_to_keys(dv, pfrag, sm.dO(st));  // dV += P^T dO
     issue_rows_to_keys(dk, dsfrag, sm.q(st));  // dK += dS^T Q
-    store_ds();                                // while dV and dK run
+    store_keys_x_rows(sm.ds(ds_buf), dsfrag);  // while dV and dK run
+    // Generic stores -> async-proxy reads by the other warpgroup's dQ wgmma: fence in every writer
+    // before the barrier that hands the tile over (PTX ISA "Memory Consistency Model: proxies").
+    ptx::fence_proxy_async_shared_cta();
     ptx::bar_sync(kBarDsReady, 256);           // both halves of dS^T stored and fenced
     issue_dq();                                // dQ = dS K
     ptx::wgmma_wait_group<0>();                // dV, dK, dQ complete: Q, dO, LSE2, delta no longer read
     ptx::wgmma_fence_operand(dv);
     ptx::wgmma_fence_operand(dk);
-    // LSE2 and delta were read with generic loads from bytes the async proxy wrote, and the
-    // producer's next bulk copy into this stage is async-proxy again: order the reads before it
-    // (PTX ISA "Memory Consistency Model: proxies"; on the H200 a ring of ld.shared readers that
-    // released without this fence read overwritten bytes: tools/race/README.md).
-    ptx::fence_proxy_async_shared_cta();
-    __syncwarp();
-    if (lane == 0) ptx::mbarrier_arrive(sm.qdo_empty(st));
-    ring.advance();
+    release_stage();
     hand_dq_to_writer();
     ds_buf ^= 1u;
   }
 
+  // ---- one step (kSplitHeadDim, d256): the query block m ---------------------------------------
+  // Each warpgroup computes S^T and dP^T for its 32 query rows, then writes P^T and dS^T (16-bit)
+  // to shared memory; after the barrier that certifies both halves are there (stored and fenced),
+  // it computes its 128 columns of dV, dK and dQ from the whole 64 x 64 P^T / dS^T.
+  // The P^T and dS^T buffers alternate by step parity: a warpgroup writes buffer b again two steps
+  // later, after the barrier of the step in between, which the other warpgroup reaches only after
+  // the wgmma wait that retired its reads of buffer b.
+  template <bool kMasked>
+  __device__ __forceinline__ void step_split_head_dim(int m) {
+    const uint32_t sq = ring.stage, sd = do_stage();
+    FLASHPTX_MBAR_WAIT(sm.q_full(sq), ring.phase, "fa3 bwd mma: q_full");
+    issue_keys_x_rows(s, desc_k, sm.q(sq));    // S^T = K Q^T (this warpgroup's 32 rows)
+    FLASHPTX_MBAR_WAIT(sm.do_full(sd), do_phase(), "fa3 bwd mma: do_full");
+    issue_keys_x_rows(dp, desc_v, sm.dO(sd));  // dP^T = V dO^T
+    ptx::wgmma_wait_group<1>();                // S^T complete; dP^T may run
+    ptx::wgmma_fence_operand(s);
+    probabilities<kMasked>(m, sq);
+    ptx::wgmma_fence_operand(s);               // P^T computed while dP^T runs
+    ptx::wgmma_wait_group<0>();                // dP^T complete
+    ptx::wgmma_fence_operand(dp);
+    score_gradients(sd);
+    to_a_fragments<kSN, C.bf16>(s, pfrag);
+    to_a_fragments<kSN, C.bf16>(dp, dsfrag);
+    store_keys_x_rows(sm.pt(ds_buf), pfrag);
+    store_keys_x_rows(sm.ds(ds_buf), dsfrag);
+    // Generic stores -> async-proxy reads by both warpgroups' wgmma: fence in every writer before
+    // the barrier that hands the tiles over (PTX ISA "Memory Consistency Model: proxies").
+    ptx::fence_proxy_async_shared_cta();
+    ptx::bar_sync(kBarDsReady, 256);                       // both halves of P^T and dS^T stored and fenced
+    issue_rows_to_cols(dv, sm.pt(ds_buf), sm.dO(sd));      // dV += P^T dO (columns dcol0()..)
+    issue_rows_to_cols(dk, sm.ds(ds_buf), sm.q(sq));       // dK += dS^T Q
+    issue_dq();                                            // dQ = dS K (columns 128g..): reads dS^T and K only
+    ptx::wgmma_wait_group<1>();                // dV and dK complete (dQ may run): Q, dO, LSE2, delta no longer read
+    ptx::wgmma_fence_operand(dv);
+    ptx::wgmma_fence_operand(dk);
+    release_stage();                           // the 1-stage dO ring refills while dQ runs
+    ptx::wgmma_wait_group<0>();                // dQ complete
+    hand_dq_to_writer();
+    ds_buf ^= 1u;
+  }
+
+  template <bool kMasked>
+  __device__ __forceinline__ void step(int m) {
+    if constexpr (L::kSplitHeadDim) step_split_head_dim<kMasked>(m);
+    else step_split_keys<kMasked>(m);
+  }
+
   // ---- epilogue -------------------------------------------------------------------------------
-  // dK = softmax_scale dS^T Q. Accumulator element x = 4i + e of dK/dV: key 64g + r0 + 8(e>>1),
-  // column 8i + 2q4 + (e&1).
+  // dK = softmax_scale dS^T Q. Accumulator element x = 4i + e of dK/dV: key key0() + r0 + 8(e>>1),
+  // column dcol0() + 8i + 2q4 + (e&1).
   __device__ __forceinline__ void epilogue() {
 #pragma unroll
-    for (int x = 0; x < kD / 2; ++x) dk[x] *= p.softmax_scale;
+    for (int x = 0; x < kDkvN / 2; ++x) dk[x] *= p.softmax_scale;
     if (p.heads_q == p.heads_kv) {
       // Stage in the K and V buffers (every wgmma reading them retired in both warpgroups), then
-      // one TMA store per 64-column chunk; the store clips keys past seqlen_k.
+      // one TMA store per 64-column chunk of this warpgroup's keys and columns; the store clips
+      // keys past seqlen_k.
       ptx::bar_sync(kBarKVRetired, 256);
 #pragma unroll
-      for (int i = 0; i < kD / 8; ++i)
+      for (int i = 0; i < kDkvN / 8; ++i)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const uint32_t off = swizzled_pair_offset(kBn, 64 * g + r0 + 8 * h, 8 * i + 2 * q4);
+          const uint32_t off = swizzled_pair_offset(kBn, key0() + r0 + 8 * h, dcol0() + 8 * i + 2 * q4);
           ptx::st_shared_b32(sm.k() + off, pack2<C.bf16>(dk[4 * i + 2 * h], dk[4 * i + 2 * h + 1]));
           ptx::st_shared_b32(sm.v() + off, pack2<C.bf16>(dv[4 * i + 2 * h], dv[4 * i + 2 * h + 1]));
         }
       ptx::fence_proxy_async_shared_cta();
       ptx::bar_sync(kBarStagedWG0 + g, 128);
       if (t == 0) {
-        for (int c = 0; c < L::kChunks; ++c) {
-          const uint32_t off = c * kBn * 128 + 64 * g * 128;
-          ptx::cp_async_bulk_tensor_4d_store(&p.tma_dk, sm.k() + off, c * 64, kb.n_block * kBn + 64 * g, kb.head_kv,
+        for (int c = dcol0() / 64; c < (dcol0() + kDkvN) / 64; ++c) {
+          const uint32_t off = c * kBn * 128 + key0() * 128;
+          ptx::cp_async_bulk_tensor_4d_store(&p.tma_dk, sm.k() + off, c * 64, kb.n_block * kBn + key0(), kb.head_kv,
                                              kb.batch);
-          ptx::cp_async_bulk_tensor_4d_store(&p.tma_dv, sm.v() + off, c * 64, kb.n_block * kBn + 64 * g, kb.head_kv,
+          ptx::cp_async_bulk_tensor_4d_store(&p.tma_dv, sm.v() + off, c * 64, kb.n_block * kBn + key0(), kb.head_kv,
                                              kb.batch);
         }
         ptx::cp_async_bulk_commit_group();
@@ -520,10 +659,10 @@ struct Mma {
     float* dk_rows = p.dk_accum + blk * kBn * kD;
     float* dv_rows = p.dv_accum + blk * kBn * kD;
 #pragma unroll
-    for (int i = 0; i < kD / 8; ++i)
+    for (int i = 0; i < kDkvN / 8; ++i)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int64_t at = static_cast<int64_t>(64 * g + r0 + 8 * (e >> 1)) * kD + 8 * i + 2 * q4 + (e & 1);
+        const int64_t at = static_cast<int64_t>(key0() + r0 + 8 * (e >> 1)) * kD + dcol0() + 8 * i + 2 * q4 + (e & 1);
         ptx::red_global_add_f32(dk_rows + at, dk[4 * i + e]);
         ptx::red_global_add_f32(dv_rows + at, dv[4 * i + e]);
       }
@@ -536,7 +675,7 @@ struct Mma {
 
   __device__ __forceinline__ void run() {
 #pragma unroll
-    for (int x = 0; x < kD / 2; ++x) dv[x] = dk[x] = 0.f;
+    for (int x = 0; x < kDkvN / 2; ++x) dv[x] = dk[x] = 0.f;
     // K and V have landed (also when there is no step: the epilogue reuses their buffers).
     FLASHPTX_MBAR_WAIT(sm.kv_full(), 0, "fa3 bwd mma: kv_full");
     int m = kb.m_begin;
@@ -564,8 +703,12 @@ __device__ __forceinline__ void bwd_kernel_body(const BwdParams& p) {
       ptx::mbarrier_init(sm.do_full(s), L::kFullArrivals);
       ptx::mbarrier_init(sm.qdo_empty(s), L::kEmptyArrivals);
     }
-    ptx::mbarrier_init(sm.dq_full(), L::kDqFullArrivals);
-    ptx::mbarrier_init(sm.dq_empty(), L::kDqEmptyArrivals);
+    for (uint32_t h = 0; h < L::kDqParts; ++h) {
+      ptx::mbarrier_init(sm.dq_full(h), L::kDqFullArrivals);
+      ptx::mbarrier_init(sm.dq_empty(h), L::kDqEmptyArrivals);
+    }
+    if constexpr (!L::kOneRing)
+      for (uint32_t s = 0; s < C.do_stages; ++s) ptx::mbarrier_init(sm.do_empty(s), L::kEmptyArrivals);
     ptx::fence_mbarrier_init();
   }
   __syncthreads();

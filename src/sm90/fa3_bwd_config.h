@@ -60,75 +60,123 @@ struct BwdAuxParams {
   float softmax_scale;
 };
 
+// How the two MMA warpgroups share the CTA's work.
+//   kSplitKeys     (d64, d128; block_n 128) warpgroup g owns keys [64g, 64g+64): it computes
+//                  S^T = K Q^T and dP^T = V dO^T for them and holds dK and dV of its keys in
+//                  registers (P^T and dS^T from registers are the A operands of dV and dK).
+//                  dQ = dS K needs all 128 keys: dS^T goes through shared memory, and the
+//                  warpgroups split dQ by columns (block_m 64) or by rows (block_m 128).
+//   kSplitHeadDim  (d256; block_n 64) dK and dV of 64 keys x 256 columns in fp32 are 256
+//                  registers per thread for one warpgroup: too many. Warpgroup g owns head-dim
+//                  columns [128g, 128g+128) of dK, dV and dQ (64 + 64 + 64 accumulator registers),
+//                  and computes S^T and dP^T for all 64 keys and query rows [32g, 32g+32) of the
+//                  block (m64n32: 16 + 16 registers). dV += P^T dO and dK += dS^T Q need all 64
+//                  query rows of P^T and dS^T: both go through shared memory (K-major A operands),
+//                  like dS^T for dQ.
+enum class BwdSplit { kSplitKeys, kSplitHeadDim };
+
 struct BwdConfig {
-  int head_dim;  // 64 or 128
-  int block_m;   // query rows per step (a Q / dO ring stage)
-  int stages;    // depth of the Q / dO ring
-  bool bf16;     // bf16 in and out; fp16 otherwise
+  int head_dim;    // 64, 128 or 256
+  int block_m;     // query rows per step (a Q / dO ring stage)
+  int stages;      // depth of the Q ring
+  bool bf16;       // bf16 in and out; fp16 otherwise
+  int block_n;     // keys per CTA: 128 (kSplitKeys) or 64 (kSplitHeadDim)
+  int do_stages;   // depth of the dO ring: == stages (one ring, one empty barrier per stage) or 1
+  BwdSplit split;  // see above
 };
 
-// Every main kernel has two MMA warpgroups; MMA warpgroup g owns keys [64g, 64g+64) of the CTA's
-// block_n = 128 keys, holds dK and dV of those keys in registers across the loop over query
-// blocks, and computes S^T = K Q^T and dP^T = V dO^T for them (so that P^T and dS^T, in the
-// accumulator layout, are directly the A operands of dV += P^T dO and dK += dS^T Q).
-// dQ = dS K needs all 128 keys: dS^T goes through shared memory, and the two warpgroups split dQ
-// by columns (block_m 64: warpgroup g computes columns [d/2 g, d/2 (g+1))) or by rows (block_m 128:
-// rows [64g, 64g+64)).
+// The shapes and the shared-memory plan of one specialization. Both splits have two MMA
+// warpgroups at 240 registers and a producer warpgroup at 24.
+//
+// d256 budgets (kSplitHeadDim, block_m = block_n = 64, Q stages 2, dO stages 1):
+//   registers per MMA thread: dK 64 + dV 64 + dQ 64 (fp32 accumulators, m64n128) + S^T 16 + dP^T 16
+//     (m64n32) = 224 at most, but S^T/dP^T are dead (stored as bf16) before dQ is issued: ~192 live
+//     accumulators across the dV/dK/dQ GEMMs plus addresses, under the 240 of setmaxnreg.
+//   shared memory: K 32 + V 32 + Q 2 x 32 + dO 1 x 32 + P^T 2 x 8 + dS^T 2 x 8 + the dQ stage 32
+//     (one warpgroup's half of the 64 KiB fp32 tile: two bulk adds per step) = 224 KiB, + LSE2/delta
+//     rows + barriers + 1 KiB alignment slack <= 227 KiB.
 template <BwdConfig C>
 struct BwdLayout {
+  static constexpr bool kSplitHeadDim = C.split == BwdSplit::kSplitHeadDim;
   static constexpr int kHeadDim = C.head_dim;
   static constexpr int kBlockM = C.block_m;
-  static constexpr int kBlockN = 128;
-  static constexpr int kStages = C.stages;
+  static constexpr int kBlockN = C.block_n;
+  static constexpr int kStages = C.stages;      // Q ring
+  static constexpr int kDoStages = C.do_stages;  // dO ring
+  static constexpr bool kOneRing = C.do_stages == C.stages;  // Q and dO share stage index and empty barrier
   static constexpr int kMmaWGs = 2;
   static constexpr int kThreads = 128 * (kMmaWGs + 1);  // warpgroup 0: producer and dQ writer
   static constexpr int kChunks = C.head_dim / 64;        // 64-column (128-byte) chunks of a row
-  static constexpr bool kDqSplitRows = C.block_m == 128;
+  static constexpr bool kDqSplitRows = !kSplitHeadDim && C.block_m == 128;
   static constexpr int kDqN = kDqSplitRows ? C.head_dim : C.head_dim / 2;  // dQ columns per warpgroup
+  static constexpr int kDkvN = kSplitHeadDim ? C.head_dim / 2 : C.head_dim;  // dK/dV columns per warpgroup
+  static constexpr int kSN = kSplitHeadDim ? C.block_m / 2 : C.block_m;    // S^T/dP^T columns per warpgroup
+  // The dQ staging buffer holds the whole tile (one bulk add per step, both warpgroups arrive on
+  // dq_full[0]) or one warpgroup's half (kDqParts = 2: warpgroup g stages part g, the writer adds
+  // part 0 then part 1; dq_full[g] and dq_empty[g] are per warpgroup).
+  static constexpr int kDqParts = kSplitHeadDim ? 2 : 1;
 
   // Register split (setmaxnreg): 128 x 24 + 256 x 240 = 64,512 of 65,536.
   static constexpr int kProducerRegs = 24;
   static constexpr int kMmaRegs = 240;
 
   // Shared-memory plan, bytes from a 1024-aligned base.
-  static constexpr int kKVBytes = kBlockN * C.head_dim * 2;  // K (or V): all 128 keys of the CTA
+  static constexpr int kKVBytes = kBlockN * C.head_dim * 2;  // K (or V): all keys of the CTA
   static constexpr int kQBytes = C.block_m * C.head_dim * 2;  // one stage of Q (or dO)
   static constexpr int kRowBytes = C.block_m * 4;              // one stage of LSE2 (or delta)
-  static constexpr int kDsBytes = kBlockN * C.block_m * 2;     // dS^T [128 keys][block_m], bf16
-  static constexpr int kDqBytes = C.block_m * C.head_dim * 4;  // dQ tile, fp32
+  static constexpr int kDsBytes = kBlockN * C.block_m * 2;     // dS^T (or P^T) [keys][block_m], bf16
+  static constexpr int kDqTileBytes = C.block_m * C.head_dim * 4;  // dQ tile, fp32
+  static constexpr int kDqBytes = kDqTileBytes / kDqParts;          // what the staging buffer holds
   static constexpr int kOffK = 0;
   static constexpr int kOffV = kOffK + kKVBytes;
   static constexpr int kOffQ = kOffV + kKVBytes;
   static constexpr int kOffDo = kOffQ + C.stages * kQBytes;
-  static constexpr int kOffDs = kOffDo + C.stages * kQBytes;   // two buffers (step parity)
-  static constexpr int kOffDq = kOffDs + 2 * kDsBytes;
+  static constexpr int kOffDs = kOffDo + C.do_stages * kQBytes;  // two buffers (step parity)
+  static constexpr int kOffP = kOffDs + 2 * kDsBytes;            // kSplitHeadDim: P^T, two buffers
+  static constexpr int kOffDq = kOffP + (kSplitHeadDim ? 2 * kDsBytes : 0);
   static constexpr int kOffLse = kOffDq + kDqBytes;
   static constexpr int kOffDelta = kOffLse + C.stages * kRowBytes;
-  static constexpr int kOffBar = kOffDelta + C.stages * kRowBytes;
+  static constexpr int kOffBar = kOffDelta + C.do_stages * kRowBytes;
 
-  // Barrier slots (mbarrier i at kOffBar + 8 i) and arrival counts.
+  // Barrier slots (mbarrier i at kOffBar + 8 i) and arrival counts. With one ring (kOneRing),
+  // qdo_empty[s] releases Q and dO of stage s together; otherwise do_empty[s] has its own slots.
   static constexpr uint32_t kBarKV = 0;                     // 1: producer expect_tx (K and V bytes)
   static constexpr uint32_t kBarQFull = 1;                  // + stage; 1: expect_tx (Q + LSE2 bytes)
   static constexpr uint32_t kBarDoFull = 1 + C.stages;      // + stage; 1: expect_tx (dO + delta bytes)
-  static constexpr uint32_t kBarQdoEmpty = 1 + 2 * C.stages;  // + stage; 8: one per MMA warp
-  static constexpr uint32_t kBarDqFull = 1 + 3 * C.stages;  // 256: every MMA thread, after its stores
-  static constexpr uint32_t kBarDqEmpty = 2 + 3 * C.stages;  // 1: the dQ writer, once the bulk add read it
-  static constexpr int kNumBarriers = 3 + 3 * C.stages;
+  static constexpr uint32_t kBarQdoEmpty = 1 + C.stages + C.do_stages;  // + stage; 8: one per MMA warp
+  static constexpr uint32_t kBarDqFull = 1 + 2 * C.stages + C.do_stages;  // + part: every MMA thread of the part
+  static constexpr uint32_t kBarDqEmpty = kBarDqFull + kDqParts;  // + part; 1: the dQ writer, once the add read it
+  static constexpr uint32_t kBarDoEmpty = kBarDqEmpty + kDqParts;  // + stage (not kOneRing); 8
+  static constexpr int kNumBarriers = kBarDoEmpty + (kOneRing ? 0 : C.do_stages);
   static constexpr uint32_t kFullArrivals = 1;
   static constexpr uint32_t kEmptyArrivals = 4 * kMmaWGs;
-  static constexpr uint32_t kDqFullArrivals = 128 * kMmaWGs;
+  static constexpr uint32_t kDqFullArrivals = 128 * kMmaWGs / kDqParts;
   static constexpr uint32_t kDqEmptyArrivals = 1;
   static constexpr int kSmemBytes = kOffBar + 8 * kNumBarriers + 1024;  // + alignment slack
 
-  static_assert(C.head_dim == 64 || C.head_dim == 128, "this kernel is for head dims 64 and 128");
-  static_assert(C.block_m == 64 || C.block_m == 128, "block_m is 64 or 128");
+  static_assert(kSplitHeadDim ? (C.head_dim == 256 && C.block_m == 64 && C.block_n == 64)
+                              : ((C.head_dim == 64 || C.head_dim == 128) && C.block_n == 128 &&
+                                 (C.block_m == 64 || C.block_m == 128)),
+                "kSplitKeys: d64/d128, 128 keys, block_m 64 or 128; kSplitHeadDim: d256, 64 x 64");
+  static_assert(C.do_stages == C.stages || C.do_stages == 1, "the dO ring is as deep as the Q ring, or 1");
   static_assert(kKVBytes % 1024 == 0 && kQBytes % 1024 == 0 && kDsBytes % 1024 == 0, "1024-byte tiles");
+  static_assert(kOffDq % 1024 == 0 && kDqBytes % 16 == 0, "the dQ stage: 16-byte bulk copies");
+  static_assert(kSN % 8 == 0 && kSN >= 8 && kSN <= 256 && kDkvN <= 256 && kDqN <= 256, "wgmma m64nNk16 shapes");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
   static_assert(kProducerRegs * 128 + kMmaRegs * 128 * kMmaWGs <= 65536, "register file");
+  // Accumulators held across the dV/dK/dQ GEMMs of one step, per MMA thread, leave room under
+  // kMmaRegs for addresses, descriptors and loop state (kSplitKeys also holds the P^T and dS^T A
+  // fragments: kBm/4 registers each).
+  // d64: 32 + 32 + 32 + 64; d128: 64 + 64 + 32 + 32; d256: 64 + 64 + 64 + 0 (all 192 at most).
+  static_assert(kDkvN / 2 + kDkvN / 2 + kDqN / 2 + (kSplitHeadDim ? 0 : C.block_m / 2) <= kMmaRegs - 48,
+                "MMA register budget");
 };
 
 // One dQ accumulator tile holds block_m * d floats in the MMA warpgroups' fragment order: float4
 // number (g * kDqN / 8 + j) * 128 + t is registers 4j..4j+3 of thread t of MMA warpgroup g.
+// Warpgroup g's floats are one contiguous range [g * block_m * kDqN, (g+1) * block_m * kDqN), so
+// d256 (kDqParts = 2, columns split) stages and adds each warpgroup's range on its own; the order
+// is the same function of (f, head_dim, split_rows) for every head dim.
 // Register x of the m64nNk16 accumulator is row 16 w + l/4 + 8 ((x%4) >> 1), column
 // 8 (x/4) + 2 (l%4) + (x%2) of the warpgroup's 64 x kDqN block (w = t/32, l = t%32).
 // Returns (row, col) of float f of the tile.

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <random>
 #include <string>
@@ -286,15 +287,15 @@ void check_large(const BCase& c, uint64_t seed) {
   }
 }
 
-}  // namespace
+// The cases, each over a list of head dims: the d64/d128 test cases run them as they always did
+// (same seeds), the d256 ones (named "d256: ...", so that `-tc='*d256*'` selects them alone:
+// tools/gpu_d256_check.sh) run the same cases at d256 with their own seeds.
+using Dims = std::initializer_list<int64_t>;
 
-TEST_SUITE("gpu_sm90 fa3 backward") {
-
-TEST_CASE("small shapes: every head dim, causal and not, head ratios 1/4/8, bf16 and fp16") {
+void small_shapes(Dims dims, uint64_t seed) {
   const std::pair<int64_t, int64_t> shapes[] = {{1, 1}, {1, 239}, {239, 1}, {17, 17}, {113, 203}, {128, 128}};
-  uint64_t seed = 1;
   for (auto [sq, sk] : shapes)
-    for (int64_t d : {64, 128})
+    for (int64_t d : dims)
       for (bool causal : {false, true})
         for (int64_t ratio : {1, 4, 8})
           for (flashptx_dtype t : {FLASHPTX_BF16, FLASHPTX_FP16}) {
@@ -304,11 +305,10 @@ TEST_CASE("small shapes: every head dim, causal and not, head ratios 1/4/8, bf16
           }
 }
 
-TEST_CASE("medium shapes: several key and query blocks, unequal lengths, GQA") {
-  uint64_t seed = 1000;
+void medium_shapes(Dims dims, uint64_t seed) {
   const std::pair<int64_t, int64_t> shapes[] = {{300, 517}, {517, 300}, {129, 384}, {384, 129}, {64, 500}};
   for (auto [sq, sk] : shapes)
-    for (int64_t d : {64, 128})
+    for (int64_t d : dims)
       for (bool causal : {false, true}) {
         BCase c{1, sq, sk, 4, 2, d, causal, FLASHPTX_BF16};
         c.deterministic = causal;
@@ -316,10 +316,9 @@ TEST_CASE("medium shapes: several key and query blocks, unequal lengths, GQA") {
       }
 }
 
-TEST_CASE("strided layouts: padded rows and head-major") {
-  uint64_t seed = 2000;
+void strided_layouts(Dims dims, uint64_t seed) {
   for (Layout l : {Layout::kPadded, Layout::kHeadMajor})
-    for (int64_t d : {64, 128})
+    for (int64_t d : dims)
       for (bool causal : {false, true}) {
         BCase c{2, 233, 317, 4, 2, d, causal, FLASHPTX_FP16, l};
         c.deterministic = true;
@@ -327,9 +326,8 @@ TEST_CASE("strided layouts: padded rows and head-major") {
       }
 }
 
-TEST_CASE("a custom softmax scale, large-magnitude scores, MQA") {
-  uint64_t seed = 3000;
-  for (int64_t d : {64, 128}) {
+void scale_and_mqa(Dims dims, uint64_t seed) {
+  for (int64_t d : dims) {
     BCase a{1, 200, 300, 8, 1, d, true, FLASHPTX_BF16};
     a.softmax_scale = 0.37f;
     check_case(a, seed++);
@@ -339,6 +337,67 @@ TEST_CASE("a custom softmax scale, large-magnitude scores, MQA") {
     check_case(b, seed++);
   }
 }
+
+void edge_sizes(Dims dims, uint64_t seed) {
+  for (int64_t d : dims) {
+    check_case(BCase{1, 300, 100, 2, 2, d, true, FLASHPTX_BF16}, seed++);  // rows 0..199 see no key
+    BProblem a(BCase{2, 0, 77, 4, 2, d, false, FLASHPTX_BF16}, seed++);
+    a.poison();
+    a.run();
+    const auto ga = a.grads();
+    for (int64_t i = 0; i < 2 * 77 * 2 * d; ++i) {
+      REQUIRE(from_storage(FLASHPTX_BF16, ga.dk[i]) == 0.f);
+      REQUIRE(from_storage(FLASHPTX_BF16, ga.dv[i]) == 0.f);
+    }
+    BProblem b(BCase{2, 55, 0, 4, 2, d, true, FLASHPTX_FP16}, seed++);
+    b.poison();
+    b.run();
+    const auto gb = b.grads();
+    for (int64_t i = 0; i < 2 * 55 * 4 * d; ++i) REQUIRE(from_storage(FLASHPTX_FP16, gb.dq[i]) == 0.f);
+  }
+}
+
+void deterministic_100(Dims dims, uint64_t seed) {
+  for (int64_t d : dims)
+    for (bool causal : {false, true}) {
+      BCase c{2, 1000, 1000, 8, 2, d, causal, FLASHPTX_BF16};
+      c.deterministic = true;
+      INFO(c.str());
+      BProblem pb(c, seed++);
+      pb.poison();
+      pb.run();
+      const auto first = pb.grads();
+      int mismatches = 0;
+      for (int i = 0; i < 100; ++i) {
+        REQUIRE_MESSAGE(flashptx_bwd(&pb.bwd, nullptr) == FLASHPTX_OK, flashptx_last_error());
+        if (i % 10 == 9 || i == 0) {  // every launch writes the same buffers: compare a sample of them
+          CUDA_REQUIRE(cudaDeviceSynchronize());
+          const auto g = pb.grads();
+          if (g.dq != first.dq || g.dk != first.dk || g.dv != first.dv) ++mismatches;
+        }
+      }
+      CUDA_REQUIRE(cudaDeviceSynchronize());
+      const auto last = pb.grads();
+      CHECK_MESSAGE(mismatches == 0, c.str() << ": " << mismatches << " sampled launches differed");
+      CHECK(last.dq == first.dq);
+      CHECK(last.dk == first.dk);
+      CHECK(last.dv == first.dv);
+    }
+}
+
+}  // namespace
+
+TEST_SUITE("gpu_sm90 fa3 backward") {
+
+TEST_CASE("small shapes: every head dim, causal and not, head ratios 1/4/8, bf16 and fp16") {
+  small_shapes({64, 128}, 1);
+}
+
+TEST_CASE("medium shapes: several key and query blocks, unequal lengths, GQA") { medium_shapes({64, 128}, 1000); }
+
+TEST_CASE("strided layouts: padded rows and head-major") { strided_layouts({64, 128}, 2000); }
+
+TEST_CASE("a custom softmax scale, large-magnitude scores, MQA") { scale_and_mqa({64, 128}, 3000); }
 
 TEST_CASE("edge sizes: fully masked rows, seqlen_q 0 (dK = dV = 0), seqlen_k 0 (dQ = 0)") {
   check_case(BCase{1, 300, 100, 2, 2, 128, true, FLASHPTX_BF16}, 4000);  // rows 0..199 see no key
@@ -370,57 +429,28 @@ TEST_CASE("large shapes (1k-8k) against the GPU reference") {
 }
 
 TEST_CASE("deterministic mode: 100 launches bitwise equal, every head dim, causal and not, with GQA") {
-  uint64_t seed = 6000;
-  for (int64_t d : {64, 128})
-    for (bool causal : {false, true}) {
-      BCase c{2, 1000, 1000, 8, 2, d, causal, FLASHPTX_BF16};
-      c.deterministic = true;
-      INFO(c.str());
-      BProblem pb(c, seed++);
-      pb.poison();
-      pb.run();
-      const auto first = pb.grads();
-      int mismatches = 0;
-      for (int i = 0; i < 100; ++i) {
-        REQUIRE_MESSAGE(flashptx_bwd(&pb.bwd, nullptr) == FLASHPTX_OK, flashptx_last_error());
-        if (i % 10 == 9 || i == 0) {  // every launch writes the same buffers: compare a sample of them
-          CUDA_REQUIRE(cudaDeviceSynchronize());
-          const auto g = pb.grads();
-          if (g.dq != first.dq || g.dk != first.dk || g.dv != first.dv) ++mismatches;
-        }
-      }
-      CUDA_REQUIRE(cudaDeviceSynchronize());
-      const auto last = pb.grads();
-      CHECK_MESSAGE(mismatches == 0, c.str() << ": " << mismatches << " sampled launches differed");
-      CHECK(last.dq == first.dq);
-      CHECK(last.dk == first.dk);
-      CHECK(last.dv == first.dv);
-    }
+  deterministic_100({64, 128}, 6000);
 }
 
-TEST_CASE("bad input on the device path: nothing launched, gradients untouched") {
-  BProblem pb(BCase{1, 64, 64, 2, 2, 128, false, FLASHPTX_BF16}, 7000);
-  pb.poison();
-  flashptx_bwd_params p = pb.bwd;
-  p.head_dim = 96;
-  CHECK(flashptx_bwd(&p, nullptr) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
-  p = pb.bwd;
-  p.dq = static_cast<char*>(pb.ddq->p) + 2;
-  CHECK(flashptx_bwd(&p, nullptr) == FLASHPTX_ERR_MISALIGNED);
-  p = pb.bwd;
-  p.workspace_bytes -= 256;
-  CHECK(flashptx_bwd(&p, nullptr) == FLASHPTX_ERR_WORKSPACE);
-  p = pb.bwd;
-  p.workspace = nullptr;
-  CHECK(flashptx_bwd(&p, nullptr) == FLASHPTX_ERR_WORKSPACE);
-  p = pb.bwd;
-  p.lse = nullptr;
-  CHECK(flashptx_bwd(&p, nullptr) == FLASHPTX_ERR_NULL_POINTER);
-  CUDA_REQUIRE(cudaDeviceSynchronize());
-  const auto g = pb.grads();
-  for (uint16_t x : g.dq) REQUIRE(x == kPoison);
-  for (uint16_t x : g.dk) REQUIRE(x == kPoison);
-  for (uint16_t x : g.dv) REQUIRE(x == kPoison);
+// ---- d256 (kSplitHeadDim: 64 x 64 tiles, the head dim split between the MMA warpgroups) ----------
+TEST_CASE("d256: small shapes, causal and not, head ratios 1/4/8, bf16 and fp16") { small_shapes({256}, 7000); }
+TEST_CASE("d256: medium shapes, several key and query blocks, unequal lengths, GQA") { medium_shapes({256}, 7500); }
+TEST_CASE("d256: strided layouts, padded rows and head-major") { strided_layouts({256}, 7600); }
+TEST_CASE("d256: a custom softmax scale, large-magnitude scores, MQA") { scale_and_mqa({256}, 7700); }
+TEST_CASE("d256: edge sizes, fully masked rows, seqlen_q 0, seqlen_k 0") { edge_sizes({256}, 7800); }
+TEST_CASE("d256: large shapes (1k-8k) against the GPU reference") {
+  uint64_t seed = 7900;
+  const BCase cases[] = {
+      {1, 1000, 1000, 4, 4, 256, false, FLASHPTX_BF16},
+      {1, 1000, 1000, 4, 4, 256, true, FLASHPTX_FP16},
+      {1, 4097, 4097, 2, 2, 256, true, FLASHPTX_BF16},
+      {1, 4097, 4097, 2, 1, 256, false, FLASHPTX_FP16},
+      {1, 8192, 8192, 2, 2, 256, true, FLASHPTX_BF16},
+  };
+  for (const BCase& c : cases) check_large(c, seed++);
+}
+TEST_CASE("d256: deterministic mode, 100 launches bitwise equal, causal and not, with GQA") {
+  deterministic_100({256}, 8000);
 }
 
 }  // TEST_SUITE

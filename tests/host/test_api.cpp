@@ -150,8 +150,7 @@ TEST_CASE("backward: a valid problem passes; each bad input has its own status a
   CHECK(flashptx_bwd_check(&ok) == FLASHPTX_OK);
   struct Bad { const char* what; flashptx_status want; void (*mutate)(flashptx_bwd_params&); const char* needle; };
   const Bad bad[] = {
-      {"head_dim 256 (not in the backward yet)", FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM,
-       [](flashptx_bwd_params& p) { p.head_dim = 256; }, "head_dim 256"},
+      {"head_dim 96", FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, [](flashptx_bwd_params& p) { p.head_dim = 96; }, "head_dim 96"},
       {"fp32", FLASHPTX_ERR_UNSUPPORTED_DTYPE, [](flashptx_bwd_params& p) { p.dtype = FLASHPTX_FP32; }, "dtype"},
       {"heads 7/2", FLASHPTX_ERR_BAD_HEADS, [](flashptx_bwd_params& p) { p.heads_q = 7; }, "multiple"},
       {"negative seqlen", FLASHPTX_ERR_BAD_SHAPE, [](flashptx_bwd_params& p) { p.seqlen_q = -3; }, "negative"},

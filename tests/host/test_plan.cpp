@@ -52,9 +52,10 @@ TEST_CASE("the kernel table: unique names, rows consistent with their layouts") 
         CHECK(k.block_m == 64 * k.consumer_wgs);
         CHECK(k.smem_bytes > 0);
         break;
-      case flashptx::Family::kFa3Bwd:  // a producer warpgroup + MMA warpgroups of 64 keys each
+      case flashptx::Family::kFa3Bwd:  // a producer warpgroup + two MMA warpgroups: 64 keys each
+                                       // (d64/d128), or all 64 keys and half the head dim each (d256)
         CHECK(k.threads == 128 * (k.consumer_wgs + 1));
-        CHECK(k.block_n == 64 * k.consumer_wgs);
+        CHECK(k.block_n == (k.head_dim == 256 ? 64 : 64 * k.consumer_wgs));
         CHECK(k.smem_bytes > 0);
         break;
       default:  // the backward's pre/postprocess: plain 256-thread kernels, any head dim
@@ -185,7 +186,7 @@ TEST_SUITE("host plan") {
 
 TEST_CASE("backward plan: kernels of the problem, grids, workspace carve-up") {
   alignas(16) static unsigned char fake[9][64];
-  for (int64_t d : {64, 128})
+  for (int64_t d : {64, 128, 256})
     for (flashptx_dtype t : {FLASHPTX_BF16, FLASHPTX_FP16})
       for (int64_t hkv : {8, 2}) {
         INFO("d=" << d << " hkv=" << hkv);
@@ -199,7 +200,8 @@ TEST_CASE("backward plan: kernels of the problem, grids, workspace carve-up") {
         CHECK(k.family == flashptx::Family::kFa3Bwd);
         CHECK(k.head_dim == d);
         CHECK(k.dtype == t);
-        const int64_t m_blocks = (1000 + k.block_m - 1) / k.block_m, n_blocks = (777 + 127) / 128;
+                CHECK(k.block_n == (d == 256 ? 64 : 128));  // d256: 64 keys per CTA (src/sm90/fa3_bwd.cu)
+        const int64_t m_blocks = (1000 + k.block_m - 1) / k.block_m, n_blocks = (777 + k.block_n - 1) / k.block_n;
         CHECK(plan.main.grid.x == n_blocks);
         CHECK(plan.main.grid.y == 8);
         CHECK(plan.main.grid.z == 2);
@@ -224,14 +226,15 @@ TEST_CASE("backward plan: kernels of the problem, grids, workspace carve-up") {
         CHECK(w.dq_sem >= w.delta + rows * 4);
         CHECK(w.zeroed_begin == w.dq_sem);
         for (int64_t off : {w.lse2, w.delta, w.dq_sem, w.dkv_sem, w.dk_accum, w.dv_accum, w.total}) CHECK(off % 256 == 0);
-        if (hkv != 8) CHECK(w.dv_accum - w.dk_accum >= 2 * hkv * n_blocks * 128 * d * 4);
+        if (hkv != 8) CHECK(w.dv_accum - w.dk_accum >= 2 * hkv * n_blocks * k.block_n * d * 4);
         else CHECK(w.dv_accum == w.dk_accum);
       }
 }
 
 TEST_CASE("the dQ accumulator's fragment order is a bijection onto the tile") {
-  for (int d : {64, 128})
+  for (int d : {64, 128, 256})
     for (bool split_rows : {false, true}) {
+      if (d == 256 && split_rows) continue;  // d256 splits dQ by columns (kSplitHeadDim)
       const int block_m = split_rows ? 128 : 64;
       std::vector<int> seen(block_m * d, 0);
       for (int f = 0; f < block_m * d; ++f) {
@@ -257,6 +260,11 @@ TEST_CASE("the dQ accumulator's fragment order is a bijection onto the tile") {
   CHECK(flashptx::fa3::dq_accum_coord(4, 128, false).col == 2);
   // Warpgroup 1 (column split): columns 64 and up.
   CHECK(flashptx::fa3::dq_accum_coord(64 * 64, 128, false).col == 64);
+  // d256: each warpgroup's half (its dQ staging part) is one contiguous range of 64 x 128 floats.
+  for (int f = 0; f < 64 * 256; f += 97) {
+    const auto c = flashptx::fa3::dq_accum_coord(f, 256, false);
+    CHECK(c.col / 128 == f / (64 * 128));
+  }
 }
 
 }  // TEST_SUITE

@@ -202,8 +202,7 @@ def attention(q, k, v, causal=False, softmax_scale=None, deterministic=False, re
     (FlashAttention's layout, not SDPA's [batch, heads, seqlen, head_dim]). CUDA tensors, all
     torch.bfloat16 or all torch.float16 (under torch.autocast, fp32 inputs are first cast to the
     autocast dtype, as SDPA does). heads_q a multiple of heads_kv: GQA, MQA (heads_kv 1).
-    head_dim 64, 128 or 256 for the forward; the backward supports 64 and 128 (head_dim 256 raises
-    the library's FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM when gradients are asked for).
+    head_dim 64, 128 or 256, forward and backward.
 
     Strides: any the C ABI accepts are used as they are, without a copy: last dim contiguous and
     the batch, row and head strides multiples of 16 bytes in any order (e.g. q, k, v unbound from

@@ -416,14 +416,18 @@ def library_validation_comes_back_as_value_errors():
     _abi.check(lib, "flashptx_bwd_workspace_size", lib.flashptx_bwd_workspace_size(ctypes.byref(bparams(128)),
                                                                                      ctypes.byref(need)))
     assert need.value > 0, need.value
-    # head_dim 256 has no backward yet: the library's status and words, as they are
+    # head_dim 256 has a backward too; 96 is refused with the library's status and words
+    need256 = ctypes.c_int64(0)
+    _abi.check(lib, "flashptx_bwd_workspace_size",
+               lib.flashptx_bwd_workspace_size(ctypes.byref(bparams(256)), ctypes.byref(need256)))
+    assert need256.value > need.value, (need256.value, need.value)
     try:
         _abi.check(lib, "flashptx_bwd_workspace_size",
-                   lib.flashptx_bwd_workspace_size(ctypes.byref(bparams(256)), ctypes.byref(need)))
+                   lib.flashptx_bwd_workspace_size(ctypes.byref(bparams(96)), ctypes.byref(need)))
     except _abi.FlashptxValueError as e:
         assert e.status_name == "FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM" and "backward" in str(e), str(e)
     else:
-        raise AssertionError("the d256 backward was accepted")
+        raise AssertionError("the d96 backward was accepted")
 
 
 @case

@@ -174,17 +174,19 @@ def test_deterministic_bitwise():
     assert not problems, "\n".join(problems)
 
 
-def test_head_dim_256_backward_is_the_librarys_error():
-    q, k, v = (torch.randn(1, 128, 4, 256, device=DEV, dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
-    out = flashptx.attention(q, k, v)  # the forward supports 256
-    try:
-        out.sum().backward()
-    except ValueError as e:
-        assert isinstance(e, flashptx.FlashptxValueError), type(e)
-        assert e.status_name == "FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM" and "backward" in str(e), str(e)
-        log("  d256 backward: %s" % e)
-    else:
-        raise AssertionError("the head_dim 256 backward ran")
+def test_head_dim_256_backward():
+    """head_dim 256 (the backward's 64 x 64 tiles, head dim split between the MMA warpgroups):
+    gradients causal or not, GQA, and the deterministic mode bitwise equal across two calls."""
+    problems = []
+    for causal in (False, True):
+        check_case(2, 113, 203, 8, 2, 256, causal, grads=True, problems=problems)
+    check_case(1, 203, 203, 4, 4, 256, True, grads=True, dtype=torch.float16, problems=problems)
+    a = check_case(1, 517, 517, 4, 2, 256, True, grads=True, deterministic=True, problems=problems)
+    b = check_case(1, 517, 517, 4, 2, 256, True, grads=True, deterministic=True, problems=problems)
+    for name, x, y in zip(("out", "dq", "dk", "dv"), a, b):
+        if not torch.equal(x, y):
+            problems.append("d256 deterministic %s differs between two calls" % name)
+    assert not problems, "\n".join(problems)
 
 
 def test_layouts():
@@ -328,7 +330,7 @@ def test_torch_compile_fullgraph():
 
 
 TESTS = [test_forward_numerics, test_backward_numerics, test_deterministic_bitwise,
-         test_head_dim_256_backward_is_the_librarys_error, test_layouts, test_current_stream_and_empty,
+         test_head_dim_256_backward, test_layouts, test_current_stream_and_empty,
          test_errors_carry_the_librarys_message, test_opcheck, test_torch_compile_fullgraph]
 
 
