@@ -163,7 +163,7 @@ static void print_compile(std::FILE* o) {
   std::fprintf(o, "%-10s %8s %8s %9s\n", "kernel", "FA3 s", "FA4 s", "speedup");
   for (const CompileRow& r : compile_times())
     std::fprintf(o, "%-10s %8.1f %8.1f %8.2fx\n", r.pass, r.fa3_s, r.fa4_s, compile_speedup(r));
-  std::fprintf(o, "the paper rounds the backward %.2fx to 32x; its "20-30x faster iteration" rests on these two ratios\n",
+  std::fprintf(o, "the paper rounds the backward %.2fx to 32x; its 20-30x faster-iteration claim rests on these two ratios\n",
                compile_speedup(compile_times()[1]));
 }
 FLASHPTX_LEDGER("0x0D", "FA4 compile time: C++ templates vs CuTe DSL", print_compile);
