@@ -406,8 +406,9 @@ FwdError check_exp_sections(const std::vector<ExpSection>& s) {
 namespace {
 void print_resources(std::FILE* o) {
   std::fprintf(o, "columns: Tile = query rows M, keys N, head dim d; I_QK / I_PV = MMA instructions per GEMM\n"
-                  "         (the instruction grid, partial instructions rounded up); MMA, SMEM, exp = cycles per tile at the paper's B200 per-SM\n"
-                  "         rates; lower bnd = the largest of the three, in cycles (a bound, not a runtime)\n");
+                  "         (the instruction grid, partial instructions rounded up); MMA, SMEM, exp = cycles per\n"
+                  "         tile at the paper's B200 per-SM rates; lower bnd = the largest of the three, in\n"
+                  "         cycles (a bound, not a runtime)\n");
   std::fprintf(o, "%-16s %6s %6s %6s %6s %6s  %-10s %s\n", "Tile (M,N,d)", "I_QK", "I_PV", "MMA",
                "SMEM", "exp", "lower bnd", "Largest modeled term");
   const int64_t tiles[][3] = {{128, 128, 128}, {256, 128, 128}, {192, 96, 160}};
@@ -456,9 +457,8 @@ void print_roles(std::FILE* o) {
   std::fprintf(o, "split P: C_P,early = 32 * floor((3*128/4)/32) = %d of 128 columns (%d%%)\n",
                p_early_columns(128), p_early_columns(128) * 100 / 128);
   std::fprintf(o, "\ncolumns: q_stage = query tiles in flight per CTA; g = CTAs per cluster (CTA-group); TMEM\n"
-                  "         columns = of the 512 per CTA (2 S/P buffers of N = 128 + q_stage O buffers of d_v =\n"
-                  "         128); Softmax WGs =\n"
-                  "         softmax warpgroups per CTA\n");
+                  "         columns = used of the 512 per CTA (2 S/P buffers of N = 128, plus q_stage O buffers\n"
+                  "         of d_v = 128); Softmax WGs = softmax warpgroups per CTA\n");
   std::fprintf(o, "%-18s %-26s %-14s %s\n", "Source config", "Query rows / work group",
                "TMEM columns", "Softmax WGs");
   std::fprintf(o, "%-18s %-26d %-14d %d\n", "q_stage=1, g=1", 1 * 1 * 128, 2 * 128 + 128, 1);
