@@ -270,10 +270,11 @@ void print_recurrence(std::FILE* out) {
   for (int d = 0; d < kDV; ++d) std::fprintf(out, "%+.7f ", run.ref_out[d]);
   std::fprintf(out, "\n  LSE = (r + log2 D - omega) ln 2 = %.7f   direct: %.7f\n", (double)run.lse,
                run.ref_lse);
-  std::fprintf(out, "\nfailure lab (same fixture, omega = 4 so the LSE offset is visible):\n");
+  std::fprintf(out, "\nfailure lab (same fixture, omega = 4 so the LSE offset is visible); each row: mutation -> the\n"
+                    "checker's verdict (ok, or the broken rule):\n");
   const RowFixture fx4 = deterministic_fixture(4.0f);
   const struct { Mutation m; const char* name; } muts[] = {
-      {Mutation::none, "none"},
+      {Mutation::none, "none (the correct recurrence)"},
       {Mutation::convert_only_D, "gamma applied to D only"},
       {Mutation::convert_only_N, "gamma applied to N only"},
       {Mutation::center_on_candidate, "skipped update, block centred on candidate"},
