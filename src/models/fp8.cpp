@@ -598,7 +598,7 @@ void print_vtranspose(std::FILE* out) {
                     "  from the direct transpose Vt[d][p] = V[sigma(p)][d]\n");
   struct Row { const char* name; uint32_t e, o; };
   const Row rows[] = {{"0x6420 / 0x7531 (FA3 appendix B.8)", 0x6420, 0x7531},
-                      {"0x5410 / 0x7632 (16-bit halves, the BF16 move)", 0x5410, 0x7632},
+                      {"0x5410 / 0x7632 (16-bit units kept whole, as BF16)", 0x5410, 0x7632},
                       {"0x7531 / 0x6420 (selectors swapped)", 0x7531, 0x6420}};
   for (const Row& r : rows) {
     const Vt16 t = transpose_tile_16x16(v, r.e, r.o);
