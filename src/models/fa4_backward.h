@@ -23,6 +23,19 @@ Ledger ledger_2cta(double m, double n, double d);  // the paper's normalized pai
 // dQ atomic elements for one CTA pair's M_pair x (2 N partitions) work, d columns.
 int64_t dq_atomic_elements(int cta_group, int64_t m_pair, int64_t d);
 
+// ---- warp roles (the pinned FA4 beta's flash_bwd_sm100.py, d = 128; the article's 0x0A) ----------
+// 16 warps per CTA; setmaxnreg acts on whole warpgroups (warps 4w .. 4w+3), so a warpgroup's target
+// is the largest of its warps' role targets. regs_1cta / regs_2cta: 0 where the source gives none.
+struct BwdRole { int first_warp, last_warp; const char* role; const char* owns; int regs_1cta, regs_2cta; };
+const std::vector<BwdRole>& bwd_roles();
+bool bwd_roles_partition_16();                 // every warp 0..15 in exactly one role
+int bwd_warpgroup_target(int warpgroup, int cta_group);   // max target over the warpgroup's roles
+int bwd_register_budget(int cta_group);        // sum of the four warpgroup targets (per thread slot)
+
+// The article's values for its own (unpublished) random fixtures, printed beside ours.
+struct ArticleBwdFixture { double tiled_dk, tiled_dq, tiled_dv, repack_exact, omit_peer, wrong_half, swap_k; };
+constexpr ArticleBwdFixture kArticleBwd = {5.55e-17, 1.11e-16, 1.11e-16, 0.0, 0.6799, 1.2337, 1.4536};
+
 // ---- dense fp64 algebra --------------------------------------------------------------------------
 struct Mat {
   int rows = 0, cols = 0;

@@ -405,6 +405,10 @@ FwdError check_exp_sections(const std::vector<ExpSection>& s) {
 // ---- 7. ledger tables ------------------------------------------------------------------------------
 namespace {
 void print_resources(std::FILE* o) {
+  std::fprintf(o, "columns: Tile = query rows M, keys N, head dim d; I_QK / I_PV = MMA instructions per GEMM\n"
+                  "         (the instruction grid, partial instructions rounded up); MMA, SMEM, exp = cycles per\n"
+                  "         tile at the paper's B200 per-SM rates; lower bnd = the largest of the three, in\n"
+                  "         cycles (a bound, not a runtime)\n");
   std::fprintf(o, "%-16s %6s %6s %6s %6s %6s  %-10s %s\n", "Tile (M,N,d)", "I_QK", "I_PV", "MMA",
                "SMEM", "exp", "lower bnd", "Largest modeled term");
   const int64_t tiles[][3] = {{128, 128, 128}, {256, 128, 128}, {192, 96, 160}};
@@ -427,6 +431,8 @@ void print_resources(std::FILE* o) {
 }
 
 void print_sensitivity(std::FILE* o) {
+  std::fprintf(o, "columns: MMA, SMEM, exp = cycles per 128^3 tile after the mutation of one rate; largest term =\n"
+                  "         the resource that bounds the tile\n");
   std::fprintf(o, "%-36s %6s %6s %6s  %s\n", "Synthetic rate mutation (128^3)", "MMA", "SMEM", "exp",
                "Largest term");
   for (const auto& row : sensitivity_rows()) {
@@ -437,6 +443,7 @@ void print_sensitivity(std::FILE* o) {
 }
 
 void print_roles(std::FILE* o) {
+  std::fprintf(o, "setmaxnreg target = 32-bit registers per thread the role's warpgroup asks for (source targets)\n");
   std::fprintf(o, "%-10s %-24s %s\n", "Warp IDs", "Source role", "setmaxnreg target");
   for (const auto& r : roles()) {
     char ids[16];
@@ -449,7 +456,10 @@ void print_roles(std::FILE* o) {
                register_budget(192, 80, 48));
   std::fprintf(o, "split P: C_P,early = 32 * floor((3*128/4)/32) = %d of 128 columns (%d%%)\n",
                p_early_columns(128), p_early_columns(128) * 100 / 128);
-  std::fprintf(o, "\n%-18s %-26s %-14s %s\n", "Source config", "Query rows / work group",
+  std::fprintf(o, "\ncolumns: q_stage = query tiles in flight per CTA; g = CTAs per cluster (CTA-group); TMEM\n"
+                  "         columns = used of the 512 per CTA (2 S/P buffers of N = 128, plus q_stage O buffers\n"
+                  "         of d_v = 128); Softmax WGs = softmax warpgroups per CTA\n");
+  std::fprintf(o, "%-18s %-26s %-14s %s\n", "Source config", "Query rows / work group",
                "TMEM columns", "Softmax WGs");
   std::fprintf(o, "%-18s %-26d %-14d %d\n", "q_stage=1, g=1", 1 * 1 * 128, 2 * 128 + 128, 1);
   std::fprintf(o, "%-18s %-26d %-14d %d\n", "q_stage=2, g=1", 2 * 1 * 128, 2 * 128 + 2 * 128, 2);

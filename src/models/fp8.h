@@ -98,4 +98,36 @@ ExperimentRow outlier_experiment(uint64_t seed);
 ExperimentRow channel_outlier_experiment(uint64_t seed);
 constexpr uint64_t kHeadlineSeed = 3406;
 
+// The FA3 paper's Table 3 (source-reported RMSE, FP64 reference, its own synthetic distribution).
+struct PaperRmse { const char* method; double rmse; };
+const std::vector<PaperRmse>& paper_table3();
+// per-tensor FP8 (2.4e-2) over block quantization + incoherent processing (9.1e-3): about 2.6
+double paper_fp8_rmse_ratio();
+
+// ---- in-kernel V transpose (FP8 wgmma reads V K-major; V arrives head-contiguous) ----------------
+// PTX prmt.b32, default mode: selector nibble i picks byte i of the result from the 8 bytes
+// {b, a} (a = bytes 0-3, b = bytes 4-7); nibble bit 3 replicates that byte's sign bit instead.
+uint32_t prmt(uint32_t a, uint32_t b, uint32_t selector);
+
+// Shape rule of the transpose: d_v % 32 == 0, B_c % 32 == 0, and d_v % 64 == 0 or B_c % 64 == 0.
+// The block is 64 (head dim) x 32 (keys) when d_v % 64 == 0, else 32 x 64 (our choice of order when
+// both divide by 64).
+struct TransposeBlock { bool ok; int d_rows, key_cols; std::string reason; };
+TransposeBlock v_transpose_block(int d_v, int b_c);
+
+// One 16 (keys) x 16 (head dim) tile of E4M3 bytes, moved the way a warp does it: two ldmatrix .trans
+// (8x8 of 16-bit units, keys [0,8) and [8,16)), two prmt per thread, two stmatrix (even and odd head
+// dims). A 16-bit unit holds two FP8 bytes, so .trans alone would keep byte pairs of adjacent head
+// dims together; prmt splits them. Result vt[d][p] holds V[sigma(p)][d] for the key permutation
+// sigma the register ownership implies (P must be permuted with it: P[:,sigma] Vt^T = P V).
+struct Vt16 { uint8_t vt[16][16]; int sigma[16]; };
+Vt16 transpose_tile_16x16(const uint8_t v[16][16], uint32_t sel_even, uint32_t sel_odd);
+// sigma(4q + i) = {2q, 2q+1, 2q+8, 2q+9}[i]: the key each output byte position holds.
+int transpose_sigma(int p);
+// Output positions that disagree with the direct transpose vt[d][p] = v[sigma(p)][d] (0: exact).
+int transpose_mismatches(const uint8_t v[16][16], const Vt16& t);
+// Every 16-bit selector (nibbles 0..7) that gathers, for each thread, the four bytes of one head dim
+// (even: odd = false) in ascending key order; the model enumerates all 4096.
+std::vector<uint32_t> derive_selectors(bool odd);
+
 }  // namespace flashptx::models::fp8

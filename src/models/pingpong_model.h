@@ -50,8 +50,20 @@ struct Result {
 
 Result simulate(const Config& cfg);
 
+// The compile-time admission of the named scheduler in the pinned CuTe FA3 forward
+// (flash_fwd_sm90.py; the article's 0x04): the token ring is built only for G >= 2 consumer warpgroups with head dimension <= 128 when intra-WG overlap is
+// on, and only for exactly G = 2 when it is off.
+bool use_scheduler_barrier(int num_wg_mma, bool intra_wg_overlap, int tile_hdim);
+
 // Flow-shop bounds: N consumer quanta, tensor bundle M then softmax E each.
 double flow_shop_makespan(int n, double m, double e);  // M + E + (N-1) max(M, E), by recurrence
 double flow_shop_speedup(int n, double m, double e);   // N (M + E) / makespan
+
+// The FA3 paper's source-reported pingpong ablation (FP16 forward, d = 128, S = 8192, H100):
+// about 570 TFLOP/s without the scheduler, 620-640 with it. Same FLOPs, so the speedup is the
+// throughput ratio.
+struct PingpongClaim { double without_tflops, with_lo_tflops, with_hi_tflops; };
+constexpr PingpongClaim kPaperPingpong = {570.0, 620.0, 640.0};
+inline double claim_speedup(double with_tflops, double without_tflops) { return with_tflops / without_tflops; }
 
 }  // namespace flashptx::models::pingpong

@@ -580,6 +580,9 @@ static void print_smem(std::FILE* o) {
 }
 
 static void print_regs(std::FILE* o) {
+  std::fprintf(o, "columns: MMA WGs = consumer warpgroups; producer/consumer max = setmaxnreg target, 32-bit\n"
+                  "         registers per thread; CTA ownership sum = threads x target over the CTA (registers);\n"
+                  "         legal = each target in [24, 256] and a multiple of 8, sum within the 65,536 of an SM\n");
   std::fprintf(o, "MMA WGs  producer max  consumer max  CTA ownership sum            legal (<= 65,536)\n");
   for (const RegRow& r : setmaxnreg_table())
     std::fprintf(o, "%7d  %12d  %12d  128*%d + %3d*%d = %6lld  %s\n", r.mma_wgs, r.producer_max, r.consumer_max,
@@ -588,6 +591,10 @@ static void print_regs(std::FILE* o) {
 
 static void print_coords(std::FILE* o) {
   std::fprintf(o, "s = 2, J = 5, dense blocks [4,3,2,1,0]; from RingState<2>::consumer_start/producer_start\n");
+  std::fprintf(o, "columns: r = K/V block ordinal in the tile; n_r = the K/V block index it loads (descending);\n"
+                  "         stage = r mod s; cons raw = r div s, the consumer's generation of that stage; prod raw =\n"
+                  "         r div s + 1 (the producer runs one generation ahead); full / empty parity = the phase\n"
+                  "         bit RingState waits for on the stage's full (consumer) / empty (producer) mbarrier\n");
   std::fprintf(o, "r  n_r  stage  cons raw  full parity  prod raw  empty parity\n");
   for (const CoordRow& r : coordinate_table(2, 5))
     std::fprintf(o, "%d  %3d  %5d  %8d  %11d  %8d  %12d\n", r.r, r.n, r.stage, r.consumer_raw, r.consumer_parity,
@@ -602,7 +609,12 @@ static void print_sim(std::FILE* o) {
   c.tiles = {5, 3, 4};
   c.consumers = 2;
   Result r = simulate(c);
-  std::fprintf(o, "simulated: s=2, 2 consumer WGs, persistent tiles J = {5,3,4} (sum 12): %s\n", fault_name(r.fault));
+  std::fprintf(o, "simulated: s=2, 2 consumer WGs, persistent tiles J = {5,3,4} (sum 12): fault %s\n",
+               r.fault == Fault::kNone ? "none (all checks pass)" : fault_name(r.fault));
+  std::fprintf(o, "columns, per ring over all tiles (counts of K/V blocks): A = producer acquires of an empty\n"
+                  "         stage; C = commits (TMA bytes landed on a full barrier); W = full waits passed by\n"
+                  "         consumer 0; R = empty phases completed (stage releases); max/min(P-R) = the largest/\n"
+                  "         smallest number of stages produced but not yet released (must stay in [0, s])\n");
   std::fprintf(o, "ring  A   C   W   R   max(P-R)  min(P-R)\n");
   for (int x = 0; x < 2; ++x) {
     const Counters& k = x ? r.v : r.k;
@@ -631,6 +643,8 @@ static void print_matrix(std::FILE* o) {
       {"reuse stage without parity (producer)", Mutation::kNoParityProducer, 0, 0, {5}},
       {"omit producer tail", Mutation::kNoProducerTail, 0, 0, {5}},
   };
+  std::fprintf(o, "each row: the mutation, the fault the simulator names, and (indented) its first evidence;\n"
+                  "s = 2 stages, 2 consumer warpgroups\n");
   std::fprintf(o, "%-48s %s\n", "mutation (s=2)", "detected as");
   for (const MatrixRow& row : rows) {
     Config c;
@@ -646,6 +660,9 @@ static void print_matrix(std::FILE* o) {
 static void print_overlap(std::FILE* o) {
   const int64_t tl = 300, tc = 500;
   std::fprintf(o, "T_L = 300, T_C = 500 (idealized cycles)\n");
+  std::fprintf(o, "columns: J = K/V blocks; serial = J (T_L + T_C); s=1, s=2 = simulated makespan with 1 or 2\n"
+                  "         stages; formula = T_L + T_C + (J-1) max(T_L, T_C), the s = 2 closed form; in cycles;\n"
+                  "         speedup = serial / (s=2)\n");
   std::fprintf(o, "J  serial  s=1     s=2     formula  speedup(s=2)\n");
   for (int J : {1, 2, 5, 10, 100}) {
     const int64_t ser = J * (tl + tc);
@@ -682,6 +699,10 @@ void print_layout_row(std::FILE* o, const char* name) {
 }
 void print_shipped_layouts(std::FILE* o) {
   using namespace flashptx::fa3;
+  std::fprintf(o, "columns: tile = query rows x keys per block; stages = K/V ring depth; Q KiB = the Q tile;\n"
+                  "         KV KiB = one K (or V) stage; smem B = dynamic shared memory requested (bytes); O stage =\n"
+                  "         where the output is staged (own buffer, or reusing Q's); barriers = mbarriers;\n"
+                  "         registers = producer WG 128 x target + consumer WGs 128 x target = CTA total\n");
   std::fprintf(o, "kernel     tile        stages  Q KiB  KV KiB   smem B  O stage  barriers  registers (producer + consumers)\n");
   print_layout_row<kD64M128>(o, "d64_m128");
   print_layout_row<kD64M192>(o, "d64_m192");

@@ -17,4 +17,10 @@ std::vector<int> varlen_map(const std::vector<int>& seqlens, int block_m);
 struct FlopRow { const char* mode; double flops; double ms; double tflops; };
 std::vector<FlopRow> flop_reconciliation();
 
+// FA4 paper Table 4 (source-reported developer compile time of one kernel, seconds): FA3's C++
+// templates against FA4's CuTe DSL. Speedup = FA3 time / FA4 time; compile time, not kernel time.
+struct CompileRow { const char* pass; double fa3_s, fa4_s; };
+const std::vector<CompileRow>& compile_times();
+double compile_speedup(const CompileRow& r);
+
 }  // namespace flashptx::models::scheduling

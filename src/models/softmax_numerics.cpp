@@ -216,6 +216,9 @@ void print_exp2(std::FILE* out) {
                (double)emu::kP1, (double)emu::kP2, (double)emu::kP3);
   std::fprintf(out, "range reduction: clamp -127; n = RD(x + 12582912) - 12582912; f = x - n;\n"
                     "                 result bits = (bits(x + C) << 23) + bits(p(f))\n");
+  std::fprintf(out, "columns: x = input; x+C (RD) bits = FP32 bits of x + 1.5 x 2^23 rounded down (its low bits\n"
+                  "         hold n); n = integer part; f = x - n in [0, 1); p(f) = the polynomial; 2^x (emu) = the\n"
+                  "         emulated result (p(f) with n added to its exponent); 2^x (fp64) = the exact value\n");
   std::fprintf(out, "  x        x+C (RD) bits   n     f          p(f)         2^x (emu)        2^x (fp64)\n");
   for (float x : {-130.0f, -127.0f, -3.75f, -0.5f, 0.0f, 0.3f, 1.0f, 7.999f, 20.25f}) {
     const emu::Exp2Trace t = emu::exp2_degree3_trace(x);
@@ -224,7 +227,7 @@ void print_exp2(std::FILE* out) {
                  std::exp2((double)x));
   }
   const GridStats g = grid_stats();
-  std::fprintf(out, "\n65,536-point grid x_i = i/65536 on [0,1), FP64 reference     spec\n");
+  std::fprintf(out, "\n65,536-point grid x_i = i/65536 on [0,1), FP64 reference     spec (the article's values)\n");
   std::fprintf(out, "  raw FP32 max relative error:   %.7e               8.7683755e-5\n", g.raw_max);
   std::fprintf(out, "  raw FP32 mean relative error:  %.7e               5.4271432e-5\n", g.raw_mean);
   std::fprintf(out, "  post-BF16 max relative error:  %.7e               3.8975323e-3\n", g.bf16_max);
@@ -238,6 +241,9 @@ void print_exp2(std::FILE* out) {
 void print_dispatch(std::FILE* out) {
   std::fprintf(out, "pair (k,k+1) of fragment j emulated iff k mod freq >= freq-res, j >= start, j < F-1\n");
   std::fprintf(out, "128-element row, F = 4 fragments of 32:\n");
+  std::fprintf(out, "columns: coordinate = kernel specialization; freq/res/start = the dispatch parameters above;\n"
+                  "         emulated = elements of the row computed by the polynomial instead of MUFU.EX2;\n"
+                  "         fraction = emulated / 128\n");
   std::fprintf(out, "  %-34s %-14s %-10s %s\n", "coordinate", "freq/res/start", "emulated", "fraction");
   for (const DispatchRow& r : dispatch_table())
     std::fprintf(out, "  %-34s %2d/%d/%d         %3d / 128  %.3f%%\n", r.coordinate, r.freq, r.res,
@@ -248,6 +254,10 @@ void print_recurrence(std::FILE* out) {
   const RowFixture fx = deterministic_fixture();
   const RecurrenceRun run = run_recurrence(fx);
   std::fprintf(out, "deterministic fixture: lambda=1, tau=8, omega=0, 5 blocks of 4 scores, d_v=4\n");
+  std::fprintf(out, "columns: block max = largest score of the block; true max b = running max so far;\n"
+                  "         retained r = the reference the state is kept in (moves only when b - r > tau);\n"
+                  "         gamma = 2^(r_old - r_new), the rescale applied to N and D (1 = no rescale;\n"
+                  "         block 1: 0, nothing to rescale yet)\n");
   std::fprintf(out, "  block  block max  true max b  retained r  gamma\n");
   for (size_t j = 0; j < fx.s.size(); ++j) {
     const float bm = *std::max_element(fx.s[j].begin(), fx.s[j].end());
@@ -260,10 +270,11 @@ void print_recurrence(std::FILE* out) {
   for (int d = 0; d < kDV; ++d) std::fprintf(out, "%+.7f ", run.ref_out[d]);
   std::fprintf(out, "\n  LSE = (r + log2 D - omega) ln 2 = %.7f   direct: %.7f\n", (double)run.lse,
                run.ref_lse);
-  std::fprintf(out, "\nfailure lab (same fixture, omega = 4 so the LSE offset is visible):\n");
+  std::fprintf(out, "\nfailure lab (same fixture, omega = 4 so the LSE offset is visible); each row: mutation -> the\n"
+                    "checker's verdict (ok, or the broken rule):\n");
   const RowFixture fx4 = deterministic_fixture(4.0f);
   const struct { Mutation m; const char* name; } muts[] = {
-      {Mutation::none, "none"},
+      {Mutation::none, "none (the correct recurrence)"},
       {Mutation::convert_only_D, "gamma applied to D only"},
       {Mutation::convert_only_N, "gamma applied to N only"},
       {Mutation::center_on_candidate, "skipped update, block centred on candidate"},
@@ -275,6 +286,9 @@ void print_recurrence(std::FILE* out) {
 
 void print_envelopes(std::FILE* out) {
   std::fprintf(out, "P_max <= 2^(tau + omega)\n");
+  std::fprintf(out, "columns: tau = rescale threshold (log2); omega = probability offset (log2); P_max = largest\n"
+                  "         unnormalized probability 2^(tau+omega); format max = largest finite value of the\n"
+                  "         dtype; headroom = format max / P_max\n");
   std::fprintf(out, "  %-12s tau  omega  P_max  format max  headroom  check\n", "dtype");
   for (const auto& e : flashptx::softmax::kEnvelopes) {
     const double pmax = std::exp2((double)e.tau + e.omega);

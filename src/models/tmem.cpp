@@ -237,12 +237,19 @@ void print_capacity(std::FILE* o) {
     if (legal_alloc_columns(c)) std::fprintf(o, " %u", c);
   std::fprintf(o, "\ntaddr(lane 37, column 384) = %u -> (%u, %u)\n", taddr(37, 384),
                taddr_lane(taddr(37, 384)), taddr_column(taddr(37, 384)));
-  std::fprintf(o, "\nWarp inside warpgroup  TMEM lanes\n");
+  std::fprintf(o, "(taddr packs lane in bits 31:16 and column in bits 15:0; a column is 128 lanes x 4 B)\n");
+  std::fprintf(o, "\nWarp inside warpgroup  TMEM lanes it may access ([first, end), one lane = one row)\n");
   for (uint32_t w = 0; w < 4; ++w)
     std::fprintf(o, "%-22u [%u, %u)\n", w, warp_lane_band(w).begin, warp_lane_band(w).end);
 }
 
 void print_map(std::FILE* o) {
+  std::fprintf(o, "N = 128 keys, d_v = 128, q_stage = 2 (two query tiles H and L in flight)\n");
+  std::fprintf(o, "columns: Object = S (scores, FP32), P (probabilities, 16-bit, aliasing S's upper half),\n"
+                  "         O (output accumulator, FP32), per query tile 0/1; Columns = TMEM column range\n"
+                  "         [first, end); Width = columns; Live steps = [first, end) in the model's schedule\n"
+                  "         steps (abstract issue order, not cycles): two objects may share columns only if\n"
+                  "         their live steps do not overlap\n");
   std::fprintf(o, "%-8s %-12s %-6s %s\n", "Object", "Columns", "Width", "Live steps");
   for (const auto& x : fa4_fwd_objects(128, 128, 2))
     std::fprintf(o, "%-8s [%3u, %3u)   %-6u [%u, %u)\n", x.name, x.cols.begin, x.cols.end,
@@ -270,14 +277,20 @@ void print_cta_groups(std::FILE* o) {
                b.cta1_rows.begin, b.cta1_rows.end);
   std::fprintf(o, "%-20s (%u, %u)             (%u, %u)\n", "cluster shape", a.cluster_m,
                a.cluster_n, b.cluster_m, b.cluster_n);
+  std::fprintf(o, "%-20s %u KiB             %u KiB  (K/V SMEM per stage / CTA-group size)\n",
+               "B staged per CTA", a.b_bytes_per_cta / 1024, b.b_bytes_per_cta / 1024);
   std::fprintf(o, "%-20s %u KiB             %u KiB  (ratio %.1f, source-derived)\n",
                "B staged by the pair", a.b_bytes_pair / 1024, b.b_bytes_pair / 1024,
                double(b.b_bytes_pair) / a.b_bytes_pair);
+  std::fprintf(o, "B = the shared operand (K or V tile), 128 x 128 BF16 = %u KiB; in CTA-group 1 the two CTAs are\n"
+                  "independent and each stages all of it; in CTA-group 2 each stages half. Shared-memory payload\n"
+                  "only: HBM traffic and speed are not modelled\n", 128u * 128u * 2u / 1024u);
 }
 
 void print_fixtures(std::FILE* o) {
   std::fprintf(o, "positive trace cta_group::1: %s\n", tmem_error_name(check_trace(positive_trace(1)).error));
   std::fprintf(o, "positive trace cta_group::2: %s\n\n", tmem_error_name(check_trace(positive_trace(2)).error));
+  std::fprintf(o, "each row: one mutation of the positive trace, and the rule the TMEM checker reports broken\n");
   std::fprintf(o, "%-44s %s\n", "Mutation", "Failure observed");
   const auto& f = negative_fixtures();
   for (size_t i = 0; i < f.size(); ++i)

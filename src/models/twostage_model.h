@@ -21,6 +21,16 @@ struct Liveness {
 Liveness liveness(int br, int bc, int dv, int groups, int p_bytes);
 int64_t three_stage_extra_bytes(int br, int bc, int in_bytes);  // B_r B_c sizeof(in) + B_r sizeof(float)
 
+// ---- the FA3 paper's Table 2 ablation (source-reported, H100, non-causal FP16 forward) -------------
+// Times in ms at batch 4, seqlen 8448, 16 heads, d = 128; throughput recomputed from the dense
+// forward numerator 4 B H S^2 d (src/models/flops.h) and compared with the paper's rounded column.
+struct AblationRow { const char* config; double ms; double paper_tflops; };
+struct AblationShape { double batch, seqlen, heads, d; };
+constexpr AblationShape kTable2Shape = {4, 8448, 16, 128};
+const std::vector<AblationRow>& table2_ablation();
+double table2_flops();                   // 4 * 4 * 8448^2 * 16 * 128
+double table2_tflops(double ms);         // table2_flops() / (ms 1e-3) / 1e12
+
 // ---- wait_group legality on event traces ----------------------------------------------------------------
 enum class Ev {
   kIssueQK,    // wgmma.mma_async of QK(j): writes S_j, reads K_j
