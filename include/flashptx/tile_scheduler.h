@@ -120,9 +120,8 @@ FLASHPTX_HD int paired_units(int num_m_blocks, int heads, int batch) {
 }
 FLASHPTX_HD SlotKind paired_slot(int cta, int k, int grid, int num_m_blocks, int heads, int batch, TileCoord* out) {
   const int pairs = (num_m_blocks + 1) / 2;
-  const long long u = cta + static_cast<long long>(k / 2) * grid;
-  if (u >= static_cast<long long>(pairs) * heads * batch) return SlotKind::kDone;
-  const int unit = static_cast<int>(u);
+  const int unit = cta + (k / 2) * grid;  // < 2 * tiles, which the launch keeps in int range
+  if (unit >= pairs * heads * batch) return SlotKind::kDone;
   const int p = unit % pairs;
   const int long_m = num_m_blocks - 1 - p;
   if (k % 2 == 1 && p == long_m) return SlotKind::kEmpty;  // the middle tile of an odd M: one tile only

@@ -50,12 +50,15 @@ struct FwdLayout {
   static constexpr int kThreads = 128 * (C.consumer_wgs + 1);  // warpgroup 0 is the producer
   static constexpr int kChunks = C.head_dim / 64;  // 64-element (128-byte) columns of a swizzled tile
 
-  // Register split (setmaxnreg; PTX ISA "setmaxnreg"): 128 x 32 + 256 x 240 = 65,536 with two
-  // consumers, 128 x 32 + 384 x 160 = 65,536 with three; the one-tile-per-CTA d256 kernel keeps
-  // 128 x 24 + 256 x 240 = 64,512. A persistent producer walks the paired causal schedule
-  // (tile_scheduler.h paired_slot), whose index arithmetic spilled at 24 registers.
-  static constexpr int kProducerRegs = (C.consumer_wgs == 2 && !C.persistent) ? 24 : 32;
-  static constexpr int kConsumerRegs = C.consumer_wgs == 2 ? 240 : 160;
+  // Register split (setmaxnreg; PTX ISA "setmaxnreg"): 128 x 40 + 256 x 232 = 64,512 with two
+  // consumers, 128 x 32 + 384 x 160 = 65,536 with three: exactly the registers the CTA was launched
+  // with (168 x 384, 128 x 512), which is the pool setmaxnreg moves registers within; a split that
+  // asks for more never completes its .inc (USETMAXREG.TRY_ALLOC retries forever). Two-consumer
+  // producers had 24 (consumers 240) until their tile walk took the paired causal schedule
+  // (tile_scheduler.h paired_slot), whose index arithmetic spilled in the traced kernel's producer;
+  // the consumers compile without spills at 232.
+  static constexpr int kProducerRegs = C.consumer_wgs == 2 ? 40 : 32;
+  static constexpr int kConsumerRegs = C.consumer_wgs == 2 ? 232 : 160;
 
   // Shared-memory plan, in bytes from a 1024-aligned base (the 128B swizzle repeats every
   // 8 rows x 128 B, so every tile starts 1024-aligned).
@@ -95,6 +98,10 @@ struct FwdLayout {
   static_assert(kQBytes % 1024 == 0 && kKVBytes % 1024 == 0, "tiles keep 1024-byte alignment");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
   static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * C.consumer_wgs <= 65536, "register file");
+  // setmaxnreg moves registers within the CTA's launch allocation: __launch_bounds__(kThreads, 1)
+  // gives each thread 65536 / kThreads registers rounded down to a multiple of 8.
+  static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * C.consumer_wgs <= (65536 / kThreads) / 8 * 8 * kThreads,
+                "setmaxnreg split beyond the CTA's launch allocation: the .inc would never complete");
 };
 
 // The shipped configurations (their kernels are instantiated in src/sm90/fa3_fwd.cu; the ring model

@@ -150,19 +150,18 @@ TEST_CASE("the article's liveness ledger and the shipped d128 kernel's FwdLayout
   CHECK(l.k == 2 * L::kKVBytes);
   CHECK(l.v == 2 * L::kKVBytes);
   CHECK(l.barriers == L::kNumBarriers);
-  // The two-consumer register row of setmaxnreg_table() (24 / 240) is the one-tile-per-CTA d256
-  // kernel's split; the persistent d128 kernel gives its producer 8 more (its paired causal walk
-  // spilled at 24), which still fills the register file exactly.
-  using L256 = flashptx::fa3::FwdLayout<flashptx::fa3::kD256>;
+  // The two-consumer register row of setmaxnreg_table() (24 / 240) fills the same launch allocation
+  // (168 x 384 = 64,512) as the shipped split, which moved 8 registers per consumer thread to the
+  // producer (40 / 232) when the producer began walking the paired causal schedule.
   bool found = false;
   for (const auto& r : flashptx::models::ring::setmaxnreg_table())
     if (r.mma_wgs == 2) {
       found = true;
-      CHECK(r.producer_max == L256::kProducerRegs);
-      CHECK(r.consumer_max == L256::kConsumerRegs);
-      CHECK(r.consumer_max == L::kConsumerRegs);
-      CHECK(L::kProducerRegs == r.producer_max + 8);
-      CHECK(128 * L::kProducerRegs + 256 * L::kConsumerRegs == 65536);
+      CHECK(r.producer_max == 24);
+      CHECK(r.consumer_max == 240);
+      CHECK(128 * r.producer_max + 256 * r.consumer_max == 168 * 384);
+      CHECK(128 * L::kProducerRegs + 256 * L::kConsumerRegs == 168 * 384);
+      CHECK(L::kConsumerRegs == r.consumer_max - 8);
     }
   CHECK(found);
 }
