@@ -23,6 +23,8 @@ STATUS_NAMES = {
     11: "FLASHPTX_ERR_NULL_PARAMS",
     12: "FLASHPTX_ERR_BAD_OPTION",
     13: "FLASHPTX_ERR_WORKSPACE",
+    14: "FLASHPTX_ERR_BAD_CU_SEQLENS",
+    15: "FLASHPTX_ERR_TOO_MANY_SEQS",
 }
 # The statuses that say something about the machine rather than the input: RuntimeError. Every other
 # non-zero status is a rejected input: ValueError.
