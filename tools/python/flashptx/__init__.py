@@ -32,8 +32,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     """Variable-length attention over packed sequences (cu_seqlens): not bound in this package yet."""
     raise NotImplementedError(
         "flashptx.attention_varlen: the C ABI has a variable-length forward (flashptx_fwd_varlen, no "
-        "backward), which this package does not bind yet; pad the batch to [batch, seqlen, heads, "
-        "head_dim] and use flashptx.attention")
+        "backward; raw ctypes binding: flashptx._abi.FwdVarlenParams), but no torch wrapper yet; pad the "
+        "batch to [batch, seqlen, heads, head_dim] and use flashptx.attention")
 
 
 def _attention_without_torch(*args, **kwargs):
