@@ -122,12 +122,15 @@ __device__ __forceinline__ Tile varlen_tile_at(const FwdParams& p, const FwdVarl
   t.head = tc.head;
   t.batch = 0;  // the packed tensors' one batch coordinate
   t.head_kv = tc.head / (p.heads_q / p.heads_kv);
-  t.q_row0 = sq.q_start;
+  // The table is the host's, built from prefix sums it validated; clamped anyway (two uniform
+  // operations per role), so that no table can make this kernel write outside rows [0, total_q) of
+  // O and LSE: every write below is guarded by len_q or lies inside a full warpgroup's rows.
+  t.q_row0 = max(sq.q_start, 0);
   t.k_row0 = sq.k_start;
-  t.len_q = sq.len_q;
+  t.len_q = max(0, min(sq.len_q, vt.total_q - t.q_row0));
   t.len_k = sq.len_k;
-  t.n_max = p.causal ? causal_n_blocks(tc.m_block, FwdLayout<C>::kBlockM, C.block_n, sq.len_q, sq.len_k)
-                     : n_blocks(C.block_n, sq.len_k);
+  t.n_max = p.causal ? causal_n_blocks(tc.m_block, FwdLayout<C>::kBlockM, C.block_n, t.len_q, t.len_k)
+                     : n_blocks(C.block_n, t.len_k);
   return t;
 }
 
