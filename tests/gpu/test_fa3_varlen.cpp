@@ -14,6 +14,7 @@
 //     of every sequence and sequences whose key length is not a multiple of the block;
 //   - the LSE layout [heads_q, total_q];
 //   - bad cu_seqlens: a status, nothing launched, O untouched.
+// Every checked case also runs through the release libflashptx.so and must give the same bits.
 // Inputs are fresh random values. Reference rows are sampled on long sequences (all rows of short
 // ones) and computed on every host core, so that the suite stays within seconds.
 // FLASHPTX_VARLEN_TIMING=FILE adds the timing of tools/gpu_varlen_check.sh (varlen against the
@@ -39,6 +40,7 @@
 #include "flashptx.h"
 #include "tools/support/dtype.h"
 #include "tools/support/reference.h"
+#include "tests/gpu/release_lib.h"
 #include "tests/gpu/test_util.h"
 
 namespace {
@@ -311,6 +313,18 @@ void check_varlen(const VCase& c, uint64_t seed) {
   CHECK(std::string(info.symbol).rfind("fa3_fwd_varlen_sm90_", 0) == 0);
   CHECK(info.ctas == info.tiles);
   CHECK(std::string(info.schedule) == "one-per-tile");
+  // The kernels users link (the release libflashptx.so, tests/gpu/release_lib.h) compute the same
+  // bits: the wait loop is the only difference between the flavours.
+  const auto& rel = flashptx_test::release_lib();
+  if (rel.loaded()) {
+    pb.poison();
+    REQUIRE_MESSAGE(rel.fwd_varlen(&pb.params, nullptr) == FLASHPTX_OK, rel.last_error());
+    CUDA_REQUIRE(cudaDeviceSynchronize());
+    CHECK_MESSAGE(pb.out() == o, c.str() << ": the release library's O differs from the test build's");
+    const auto lr = pb.lse();
+    CHECK_MESSAGE(std::memcmp(lr.data(), l.data(), l.size() * 4) == 0,
+                  c.str() << ": the release library's LSE differs from the test build's");
+  }
 }
 
 std::vector<int> random_lengths(std::mt19937_64& rng, int n, int max_len, double zero_fraction) {
