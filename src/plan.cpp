@@ -12,6 +12,7 @@
 
 #include "flashptx/tile_scheduler.h"
 
+#include "flashptx/tile_scheduler.h"
 #include "src/sm100/fa4_fwd_config.h"
 #include "src/tensormap.h"
 
@@ -95,9 +96,11 @@ flashptx_status current_device(Device* d, std::string* err) {
 //   d128: block_n 128 everywhere: with O staged in its own buffer (v4) it matches block_n 176 at 8k
 //         (617 vs 615 TFLOP/s) and beats it at 1k (551 vs 489).
 //   d256: one specialization.
-// Schedule: persistent for non-causal masks where the kernel can loop; one CTA per tile for causal
-// masks (with tiles of unequal length the static round-robin measured slower than the hardware's
-// own block dispatch: tools/NOTES.md, v2) and for kernels that cannot loop.
+// Schedule: persistent wherever the kernel can loop (d64, d128); one CTA per tile for d256. A
+// persistent causal launch walks the paired static schedule (include/flashptx/tile_scheduler.h
+// paired_slot: units of tiles m and M-1-m, equal in cost), which replaced the static round-robin
+// of single tiles that measured slower than one CTA per tile (tools/NOTES.md, v2 and the paired
+// schedule's entry); its grid is min(units, SMs), which the kernel recognises as grid < tiles.
 static int fwd_block_m_rule(const flashptx_fwd_params& p) {
   if (p.head_dim == 64) return (p.causal && p.seqlen_q < 2048) ? 128 : 192;
   return 128;
@@ -184,7 +187,7 @@ flashptx_status plan_fwd(const flashptx_fwd_params& p, const FwdOptions& opt, co
   }
 
   Schedule sched = opt.schedule;
-  if (sched == Schedule::kAuto) sched = (k->persistent && !p.causal) ? Schedule::kPersistent : Schedule::kOnePerTile;
+  if (sched == Schedule::kAuto) sched = k->persistent ? Schedule::kPersistent : Schedule::kOnePerTile;
   if (sched == Schedule::kClusterLaunchControl) {
     *err = std::string("kernel ") + k->name + " has no cluster launch control (an sm_100 schedule)";
     return FLASHPTX_ERR_BAD_OPTION;
@@ -197,7 +200,13 @@ flashptx_status plan_fwd(const flashptx_fwd_params& p, const FwdOptions& opt, co
   const int64_t tiles = m_blocks * p.heads_q * p.batch;
   int64_t ctas = tiles;
   // A persistent CTA uses more than half the shared memory of an SM: one per SM.
-  if (sched == Schedule::kPersistent) ctas = std::min<int64_t>(tiles, std::max(dev.sm_count, 1));
+  // A causal persistent CTA walks units of two tiles (paired_slot): at most one CTA per unit.
+  if (sched == Schedule::kPersistent) {
+    const int64_t work = p.causal ? paired_units(static_cast<int>(m_blocks), static_cast<int>(p.heads_q),
+                                                 static_cast<int>(p.batch))
+                                  : tiles;
+    ctas = std::min<int64_t>(work, std::max(dev.sm_count, 1));
+  }
 
   plan->launch = Launch{k, dim3(static_cast<unsigned>(ctas)), dim3(static_cast<unsigned>(k->threads)), k->smem_bytes,
                         sched, tiles};
@@ -396,11 +405,13 @@ flashptx_status plan_bwd(const flashptx_bwd_params& p, const BwdOptions& opt, co
   plan->gqa = p.heads_q != p.heads_kv;
   plan->workspace = fa3::bwd_workspace(p.batch, p.heads_q, p.heads_kv, p.seqlen_q, p.seqlen_k, p.head_dim, k->block_m,
                                        k->block_n);
-  plan->pre = Launch{pre, grid3((m_blocks * k->block_m + 7) / 8, p.heads_q, p.batch), dim3(256), 0,
+  const int64_t pre_rows = fa3::pre_rows_per_cta(static_cast<int>(p.head_dim));
+  plan->pre = Launch{pre, grid3((m_blocks * k->block_m + pre_rows - 1) / pre_rows, p.heads_q, p.batch), dim3(256), 0,
                      Schedule::kOnePerTile, m_blocks * k->block_m * p.heads_q * p.batch};
   plan->main = Launch{k, grid3(n_blocks, p.heads_q, p.batch), dim3(static_cast<unsigned>(k->threads)), k->smem_bytes,
                       Schedule::kOnePerTile, n_blocks * p.heads_q * p.batch};
-  plan->post_dq = Launch{post_dq, grid3(m_blocks, p.heads_q, p.batch), dim3(256), 0, Schedule::kOnePerTile,
+  plan->post_dq = Launch{post_dq, grid3(m_blocks, p.heads_q, p.batch), dim3(256),
+                         fa3::post_dq_smem_bytes(k->block_m, static_cast<int>(p.head_dim)), Schedule::kOnePerTile,
                          m_blocks * p.heads_q * p.batch};
   plan->post_dkv = Launch{post_dkv, grid3(plan->gqa ? n_blocks : 0, p.heads_kv, p.batch), dim3(256), 0,
                           Schedule::kOnePerTile, plan->gqa ? n_blocks * p.heads_kv * p.batch : 0};

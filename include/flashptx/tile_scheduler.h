@@ -143,4 +143,34 @@ FLASHPTX_HD void varlen_virtual_to_actual(const int* seqlens_q, int n, int block
   }
 }
 
+// ---- the paired static schedule of persistent causal launches ------------------------------------
+// Causal tile m of a square problem (M == N) costs J_m = m + 1 K/V blocks, so tiles m and M-1-m cost
+// M + 1 together for every m: units of two such tiles are all equal, and a static round-robin of
+// equal units over G persistent CTAs balances to within one unit, with no atomic counter and no
+// workspace (a CTA knows its whole tile sequence from (blockIdx.x, gridDim.x)). Static round-robin
+// of single LPT-ordered tiles balances worse than the hardware's own dispatch of one CTA per tile
+// (tools/NOTES.md, v2 and v4), which is why causal launches were one CTA per tile until now.
+//
+// Units enumerate (pair p, head, batch), p fastest, so that the CTAs running at one time share heads
+// (K/V in L2); P = ceil(M / 2) pairs per (head, batch). Slot k = 0, 1, 2, ... of CTA c is unit
+// u = c + (k / 2) G: its long tile (m = M-1-p) when k is even, its short tile (m = p) when k is odd.
+// An odd M leaves the middle pair with one tile: its short slot is empty.
+enum class SlotKind : int { kDone = -1, kEmpty = 0, kTile = 1 };
+FLASHPTX_HD int paired_units(int num_m_blocks, int heads, int batch) {
+  return ((num_m_blocks + 1) / 2) * heads * batch;
+}
+FLASHPTX_HD SlotKind paired_slot(int cta, int k, int grid, int num_m_blocks, int heads, int batch, TileCoord* out) {
+  const int pairs = (num_m_blocks + 1) / 2;
+  const long long u = cta + static_cast<long long>(k / 2) * grid;
+  if (u >= static_cast<long long>(pairs) * heads * batch) return SlotKind::kDone;
+  const int unit = static_cast<int>(u);
+  const int p = unit % pairs;
+  const int long_m = num_m_blocks - 1 - p;
+  if (k % 2 == 1 && p == long_m) return SlotKind::kEmpty;  // the middle tile of an odd M: one tile only
+  out->m_block = k % 2 == 0 ? long_m : p;
+  out->head = (unit / pairs) % heads;
+  out->batch = unit / (pairs * heads);
+  return SlotKind::kTile;
+}
+
 }  // namespace flashptx

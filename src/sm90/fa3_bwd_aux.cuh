@@ -1,13 +1,20 @@
 // FA3 backward: the preprocess and postprocess kernels around the main kernel (src/sm90/fa3_bwd.cuh).
-// Memory-bound, one pass each; plain CUDA (no wgmma, no barriers beyond the warp).
+// Memory-bound, one pass each; plain CUDA (no wgmma, no mbarrier). Every global access is 16 bytes
+// wide (the ABI requires 16-byte aligned tensors and strides that are multiples of 8 elements:
+// src/validate.cpp), and every warp's accesses cover whole 32-byte sectors.
 //
 //   preprocess   per (batch, head, query row) of the padded row range m_blocks * block_m:
 //                delta = rowsum(dO * O) in fp32 (0 on padded rows), LSE2 = LSE * log2(e) (+inf on
 //                padded rows and on rows the forward saw no key for, whose LSE is -inf: their P is
 //                then exactly 0), and the row's d floats of the dQ accumulator zeroed.
+//                d/8 threads per row, 8 elements (16 bytes) each.
 //   postprocess  dQ = softmax_scale * dQ_accum, converted to the dtype, from the accumulator's
-//                fragment order (fa3_bwd_config.h dq_accum_coord) to the caller's strides; under
-//                GQA also dK and dV from their fp32 accumulators (already scaled).
+//                fragment order (fa3_bwd_config.h dq_accum_coord) to the caller's strides, through
+//                a shared-memory transpose: the fragment order puts 8 rows x 16 bytes under one warp
+//                store, so direct stores would fill half of every sector they touch; staged in shared
+//                memory, each row goes out as whole 16-byte chunks, a warp writing 512 contiguous
+//                bytes per row group. Under GQA also dK and dV from their fp32 accumulators (row-major,
+//                already scaled), 8 elements per thread.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -18,9 +25,21 @@
 
 namespace flashptx::fa3::bwd {
 
+// Two floats rounded once to the dtype, packed as the 32-bit pair they occupy in memory.
 template <bool IsBf16>
-__device__ __forceinline__ float2 load_pair(const void* base, int64_t elem) {
-  const uint32_t u = *reinterpret_cast<const uint32_t*>(static_cast<const uint16_t*>(base) + elem);
+__device__ __forceinline__ uint32_t pack_pair(float a, float b) {
+  uint32_t u;
+  if constexpr (IsBf16) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+    memcpy(&u, &h, 4);
+  } else {
+    const __half2 h = __floats2half2_rn(a, b);
+    memcpy(&u, &h, 4);
+  }
+  return u;
+}
+template <bool IsBf16>
+__device__ __forceinline__ float2 unpack_pair(uint32_t u) {
   if constexpr (IsBf16) {
     __nv_bfloat162 h;
     memcpy(&h, &u, 4);
@@ -31,77 +50,128 @@ __device__ __forceinline__ float2 load_pair(const void* base, int64_t elem) {
     return __half22float2(h);
   }
 }
-template <bool IsBf16>
-__device__ __forceinline__ void store_pair(void* base, int64_t elem, float a, float b) {
-  uint32_t u;
-  if constexpr (IsBf16) {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
-    memcpy(&u, &h, 4);
-  } else {
-    const __half2 h = __floats2half2_rn(a, b);
-    memcpy(&u, &h, 4);
-  }
-  *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(base) + elem) = u;
+__device__ __forceinline__ uint4 ld_global_16(const void* base, int64_t elem) {
+  return *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(base) + elem);
+}
+__device__ __forceinline__ void st_global_16(void* base, int64_t elem, uint4 v) {
+  *reinterpret_cast<uint4*>(static_cast<uint16_t*>(base) + elem) = v;
 }
 
-// Grid (ceil(m_blocks * block_m / 8), heads_q, batch), 256 threads: one warp per row.
+// Grid (ceil(m_blocks * block_m / pre_rows_per_cta), heads_q, batch), 256 threads.
 template <bool IsBf16>
 __device__ __forceinline__ void preprocess_body(const BwdAuxParams& p) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int row = blockIdx.x * 8 + warp;
+  const int per_row = p.head_dim / 8;  // 8, 16 or 32 threads: an aligned group inside one warp
+  const int row = blockIdx.x * pre_rows_per_cta(p.head_dim) + threadIdx.x / per_row;
+  const int e = (threadIdx.x % per_row) * 8;
   const int h = blockIdx.y, b = blockIdx.z;
   const int rows_pad = p.m_blocks * p.block_m;
-  if (row >= rows_pad) return;
+  const bool in_pad = row < rows_pad;  // no early return: the whole warp takes part in the butterfly
   const int64_t r = (static_cast<int64_t>(b) * p.heads_q + h) * rows_pad + row;
-  float* acc = p.dq_accum + r * p.head_dim;
-  for (int e = 4 * lane; e < p.head_dim; e += 128) *reinterpret_cast<float4*>(acc + e) = make_float4(0.f, 0.f, 0.f, 0.f);
-  float delta = 0.f, lse2 = INFINITY;
-  if (row < p.seqlen_q) {
-    const int64_t o_at = b * p.o_sb + row * p.o_ss + h * p.o_sh, do_at = b * p.do_sb + row * p.do_ss + h * p.do_sh;
-    for (int e = 2 * lane; e < p.head_dim; e += 64) {
-      const float2 o = load_pair<IsBf16>(p.o, o_at + e), d = load_pair<IsBf16>(p.dout, do_at + e);
-      delta += o.x * d.x + o.y * d.y;
-    }
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) delta += __shfl_xor_sync(0xffffffffu, delta, off);
-    const float lse = p.lse[(static_cast<int64_t>(b) * p.heads_q + h) * p.seqlen_q + row];
-    lse2 = lse == -INFINITY ? INFINITY : lse * 1.4426950408889634f;
+  if (in_pad) {
+    float4* acc = reinterpret_cast<float4*>(p.dq_accum + r * p.head_dim + e);
+    acc[0] = make_float4(0.f, 0.f, 0.f, 0.f);
+    acc[1] = make_float4(0.f, 0.f, 0.f, 0.f);
   }
-  if (lane == 0) {
+  const bool live = in_pad && row < p.seqlen_q;
+  float delta = 0.f, lse = -INFINITY;
+  if (live) {
+    const uint4 o = ld_global_16(p.o, b * p.o_sb + row * p.o_ss + h * p.o_sh + e);
+    const uint4 d = ld_global_16(p.dout, b * p.do_sb + row * p.do_ss + h * p.do_sh + e);
+    // The row's LSE (read by its first thread), in flight with O's and dO's loads.
+    if (e == 0) lse = p.lse[(static_cast<int64_t>(b) * p.heads_q + h) * p.seqlen_q + row];
+    const uint32_t ow[4] = {o.x, o.y, o.z, o.w}, dw[4] = {d.x, d.y, d.z, d.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 a = unpack_pair<IsBf16>(ow[i]), c = unpack_pair<IsBf16>(dw[i]);
+      delta += a.x * c.x + a.y * c.y;
+    }
+  }
+  // The row's sum over its per_row threads: butterfly steps below per_row stay inside the group.
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2)
+    if (off < per_row) delta += __shfl_xor_sync(0xffffffffu, delta, off);
+  if (in_pad && e == 0) {
+    // Padded rows and rows that saw no key (LSE = -inf): LSE2 = +inf, so that P = 0 there.
+    const float lse2 = lse == -INFINITY ? INFINITY : lse * 1.4426950408889634f;
     p.delta[r] = delta;
     p.lse2[r] = lse2;
   }
 }
 
-// Grid (m_blocks, heads_q, batch), 256 threads: one dQ tile per CTA.
+// Grid (m_blocks, heads_q, batch), 256 threads, post_dq_smem_bytes of dynamic shared memory: one dQ
+// tile per CTA. The head dim and the fragment split are compile-time here (postprocess_dq_body
+// dispatches on them) so that dq_accum_coord's divisions fold into shifts.
+template <bool IsBf16, int D, bool SplitRows>
+__device__ __forceinline__ void postprocess_dq_tile(const BwdAuxParams& p) {
+  extern __shared__ __align__(16) uint32_t stage[];
+  constexpr int kPitch = post_dq_pitch_words(D);
+  const int m = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+  const int tile = p.block_m * D;
+  const float4* acc =
+      reinterpret_cast<const float4*>(p.dq_accum + ((static_cast<int64_t>(b) * p.heads_q + h) * p.m_blocks + m) * tile);
+  // Phase 1: the accumulator tile, read in its own (fragment) order: thread t of each half of the CTA
+  // takes float4 t of every other 128-float4 chunk, four 16-byte loads in flight. Each float4 is
+  // the pairs (row, col..col+1) and (row+8, col..col+1) (dq_accum_coord_parts of its floats 0 and
+  // 2), scaled in fp32, rounded once, staged row-major.
+  const int t = threadIdx.x % 128;
+  const int chunks = tile / 512;
+  for (int c0 = threadIdx.x / 128; c0 < chunks; c0 += 8) {
+    float4 v[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      if (c0 + 2 * i < chunks) v[i] = acc[(c0 + 2 * i) * 128 + t];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int chunk = c0 + 2 * i;
+      if (chunk >= chunks) break;
+      const TileCoord2 a = dq_accum_coord_parts(chunk, t, 0, D, SplitRows);
+      const TileCoord2 c = dq_accum_coord_parts(chunk, t, 2, D, SplitRows);
+      stage[a.row * kPitch + a.col / 2] = pack_pair<IsBf16>(v[i].x * p.softmax_scale, v[i].y * p.softmax_scale);
+      stage[c.row * kPitch + c.col / 2] = pack_pair<IsBf16>(v[i].z * p.softmax_scale, v[i].w * p.softmax_scale);
+    }
+  }
+  __syncthreads();  // every staged pair written before any thread reads a row chunk
+  // Phase 2: 16-byte chunks of the rows that exist (row < seqlen_q), consecutive threads on
+  // consecutive chunks of a row.
+  constexpr int kChunksPerRow = D / 8;
+  for (int c = threadIdx.x; c < p.block_m * kChunksPerRow; c += 256) {
+    const int row = c / kChunksPerRow, col = (c % kChunksPerRow) * 8;
+    const int grow = m * p.block_m + row;
+    if (grow >= p.seqlen_q) continue;
+    const uint4 v = *reinterpret_cast<const uint4*>(&stage[row * kPitch + col / 2]);
+    st_global_16(p.dq, b * p.dq_sb + grow * p.dq_ss + h * p.dq_sh + col, v);
+  }
+}
 template <bool IsBf16>
 __device__ __forceinline__ void postprocess_dq_body(const BwdAuxParams& p) {
-  const int m = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
-  const int tile = p.block_m * p.head_dim;
-  const float* acc = p.dq_accum + ((static_cast<int64_t>(b) * p.heads_q + h) * p.m_blocks + m) * tile;
-  for (int f = 2 * threadIdx.x; f < tile; f += 2 * blockDim.x) {
-    const TileCoord2 c = dq_accum_coord(f, p.head_dim, p.dq_split_rows != 0);
-    const int row = m * p.block_m + c.row;
-    if (row >= p.seqlen_q) continue;
-    const float2 v = *reinterpret_cast<const float2*>(acc + f);
-    store_pair<IsBf16>(p.dq, b * p.dq_sb + row * p.dq_ss + h * p.dq_sh + c.col, v.x * p.softmax_scale,
-                       v.y * p.softmax_scale);
+  const bool rows = p.dq_split_rows != 0;
+  switch (p.head_dim) {  // the plan only launches head dims 64, 128, 256
+    case 64: return rows ? postprocess_dq_tile<IsBf16, 64, true>(p) : postprocess_dq_tile<IsBf16, 64, false>(p);
+    case 128: return rows ? postprocess_dq_tile<IsBf16, 128, true>(p) : postprocess_dq_tile<IsBf16, 128, false>(p);
+    case 256: return rows ? postprocess_dq_tile<IsBf16, 256, true>(p) : postprocess_dq_tile<IsBf16, 256, false>(p);
+    default: __trap();
   }
 }
 
-// GQA: grid (n_blocks, heads_kv, batch), 256 threads: one key block of dK and dV per CTA.
+// GQA: grid (n_blocks, heads_kv, batch), 256 threads: one key block of dK and dV per CTA, 8
+// consecutive elements of a row per thread.
 template <bool IsBf16>
 __device__ __forceinline__ void postprocess_dkv_body(const BwdAuxParams& p) {
   const int n = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const int tile = p.block_n * p.head_dim;
   const int64_t at = ((static_cast<int64_t>(b) * p.heads_kv + h) * p.n_blocks + n) * tile;
-  for (int f = 2 * threadIdx.x; f < tile; f += 2 * blockDim.x) {
+  for (int f = 8 * threadIdx.x; f < tile; f += 8 * 256) {
     const int row = n * p.block_n + f / p.head_dim, col = f % p.head_dim;
     if (row >= p.seqlen_k) continue;
-    const float2 k = *reinterpret_cast<const float2*>(p.dk_accum + at + f);
-    const float2 v = *reinterpret_cast<const float2*>(p.dv_accum + at + f);
-    store_pair<IsBf16>(p.dk, b * p.dk_sb + row * p.dk_ss + h * p.dk_sh + col, k.x, k.y);
-    store_pair<IsBf16>(p.dv, b * p.dv_sb + row * p.dv_ss + h * p.dv_sh + col, v.x, v.y);
+    const float4* k = reinterpret_cast<const float4*>(p.dk_accum + at + f);
+    const float4* v = reinterpret_cast<const float4*>(p.dv_accum + at + f);
+    const float4 k0 = k[0], k1 = k[1], v0 = v[0], v1 = v[1];
+    st_global_16(p.dk, b * p.dk_sb + row * p.dk_ss + h * p.dk_sh + col,
+                 make_uint4(pack_pair<IsBf16>(k0.x, k0.y), pack_pair<IsBf16>(k0.z, k0.w),
+                            pack_pair<IsBf16>(k1.x, k1.y), pack_pair<IsBf16>(k1.z, k1.w)));
+    st_global_16(p.dv, b * p.dv_sb + row * p.dv_ss + h * p.dv_sh + col,
+                 make_uint4(pack_pair<IsBf16>(v0.x, v0.y), pack_pair<IsBf16>(v0.z, v0.w),
+                            pack_pair<IsBf16>(v1.x, v1.y), pack_pair<IsBf16>(v1.z, v1.w)));
   }
 }
 

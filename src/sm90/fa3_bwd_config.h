@@ -135,11 +135,9 @@ struct BwdLayout {
 struct TileCoord2 {
   int row, col;
 };
-FLASHPTX_HD TileCoord2 dq_accum_coord(int f, int head_dim, bool split_rows) {
+// The same map by parts: float e (0..3) of the 128-float4 chunk `chunk`, written by thread t.
+FLASHPTX_HD constexpr TileCoord2 dq_accum_coord_parts(int chunk, int t, int e, int head_dim, bool split_rows) {
   const int dq_n = split_rows ? head_dim : head_dim / 2;
-  const int chunk = f / 512;  // 128 threads x 4 floats
-  const int t = (f / 4) % 128;
-  const int e = f % 4;
   const int g = chunk / (dq_n / 8);
   const int j = chunk % (dq_n / 8);
   const int w = t / 32, l = t % 32;
@@ -147,8 +145,21 @@ FLASHPTX_HD TileCoord2 dq_accum_coord(int f, int head_dim, bool split_rows) {
   const int col = 8 * j + 2 * (l % 4) + (e & 1);
   return split_rows ? TileCoord2{64 * g + row, col} : TileCoord2{row, (head_dim / 2) * g + col};
 }
+FLASHPTX_HD constexpr TileCoord2 dq_accum_coord(int f, int head_dim, bool split_rows) {
+  // chunk: 128 threads x 4 floats
+  return dq_accum_coord_parts(f / 512, (f / 4) % 128, f % 4, head_dim, split_rows);
+}
 
 // The caller's workspace, carved in this order, each section 256-byte aligned. Sizes in bytes.
+// The aux kernels' launch shapes (src/sm90/fa3_bwd_aux.cuh), shared with the plan (src/plan.cpp).
+// Preprocess: d/8 threads per row, 8 elements (16 bytes) each: rows per 256-thread CTA.
+FLASHPTX_HD constexpr int pre_rows_per_cta(int head_dim) { return 256 / (head_dim / 8); }
+// dQ postprocess staging tile: block_m rows of d/2 packed 16-bit pairs plus 4 words of padding per
+// row, so that the 8 rows one warp's fragment-order store touches land in distinct banks (row r
+// starts at bank 4r mod 32) and every row start stays 16-byte aligned for the 16-byte reads.
+FLASHPTX_HD constexpr int post_dq_pitch_words(int head_dim) { return head_dim / 2 + 4; }
+FLASHPTX_HD constexpr int post_dq_smem_bytes(int block_m, int head_dim) { return block_m * post_dq_pitch_words(head_dim) * 4; }
+
 struct BwdWorkspace {
   int64_t dq_accum = 0, lse2 = 0, delta = 0, dq_sem = 0, dkv_sem = 0, dk_accum = 0, dv_accum = 0;  // offsets
   int64_t zeroed_begin = 0, zeroed_end = 0;  // [dq_sem, end): what the launch zeroes with one memset

@@ -135,9 +135,7 @@ __device__ __forceinline__ Tile varlen_tile_at(const FwdParams& p, const FwdVarl
 }
 
 template <FwdConfig C>
-__device__ __forceinline__ Tile tile_at(const FwdParams& p, const FwdVarlenTable* vt, int index) {
-  if constexpr (C.varlen) return varlen_tile_at<C>(p, *vt, index);
-  const TileCoord tc = tile_from_linear(index, p.num_m_blocks, p.heads_q, p.batch, p.causal != 0);
+__device__ __forceinline__ Tile tile_of(const FwdParams& p, const TileCoord& tc, int index) {
   Tile t;
   t.index = index;
   t.m_block = tc.m_block;
@@ -148,11 +146,6 @@ __device__ __forceinline__ Tile tile_at(const FwdParams& p, const FwdVarlenTable
   t.n_max = p.causal ? causal_n_blocks(tc.m_block, FwdLayout<C>::kBlockM, C.block_n, p.seqlen_q, p.seqlen_k)
                      : n_blocks(C.block_n, p.seqlen_k);
   return t;
-}
-template <FwdConfig C>
-__device__ __forceinline__ int num_tiles_of(const FwdParams& p, const FwdVarlenTable* vt) {
-  if constexpr (C.varlen) return vt->tile_prefix[vt->num_seqs];
-  return p.num_m_blocks * p.heads_q * p.batch;
 }
 // Row coordinates in the tensor maps: the row in the sequence, plus (varlen) the sequence's first
 // packed row.
@@ -166,11 +159,43 @@ __device__ __forceinline__ int k_coord(const Tile& t, int row) {
   if constexpr (C.varlen) return t.k_row0 + row;
   return row;
 }
-// This CTA's tiles: blockIdx.x, then every gridDim.x-th for a persistent kernel, else only the first.
+// This CTA's tiles, walked the same way by every role (so that each derives the same tile, n_max
+// and phases). Four walks, chosen by the launch's shape (src/plan.cpp plan_fwd):
+//   one CTA per tile (grid == tiles)         the tile blockIdx.x, in LPT order for causal masks;
+//   persistent, no causal mask               tiles blockIdx.x + k gridDim.x: all cost the same;
+//   persistent, causal (grid < tiles)        the paired static schedule (tile_scheduler.h
+//                                            paired_slot): units of tiles m and M-1-m, equal in
+//                                            cost, round-robin over the CTAs;
+//   varlen (C.varlen, one CTA per tile)      the tile blockIdx.x of the host's longest-first table.
 template <FwdConfig C>
-__device__ __forceinline__ int next_tile(int index, int num_tiles) {
-  return C.persistent ? index + static_cast<int>(gridDim.x) : num_tiles;
-}
+struct TileWalk {
+  int k = 0;  // this CTA's next slot
+  // vt: the varlen kernels' sequence table (in the parameter block), nullptr otherwise.
+  __device__ __forceinline__ bool next(const FwdParams& p, const FwdVarlenTable* vt, Tile* t) {
+    if constexpr (C.varlen) {
+      if (k++ > 0 || static_cast<int>(blockIdx.x) >= vt->tile_prefix[vt->num_seqs]) return false;
+      *t = varlen_tile_at<C>(p, *vt, static_cast<int>(blockIdx.x));
+      return true;
+    }
+    const int num_tiles = p.num_m_blocks * p.heads_q * p.batch;
+    if (C.persistent && p.causal && static_cast<int>(gridDim.x) < num_tiles) {
+      TileCoord tc;
+      SlotKind s = paired_slot(blockIdx.x, k++, gridDim.x, p.num_m_blocks, p.heads_q, p.batch, &tc);
+      // An empty slot (the short half of an odd M's middle pair) is odd; the slot after it is a
+      // unit's long tile or the end.
+      if (s == SlotKind::kEmpty) s = paired_slot(blockIdx.x, k++, gridDim.x, p.num_m_blocks, p.heads_q, p.batch, &tc);
+      if (s == SlotKind::kDone) return false;
+      *t = tile_of<C>(p, tc, (tc.batch * p.heads_q + tc.head) * p.num_m_blocks + tc.m_block);
+      return true;
+    }
+    const int i = C.persistent ? static_cast<int>(blockIdx.x) + k * static_cast<int>(gridDim.x)
+                               : (k == 0 ? static_cast<int>(blockIdx.x) : num_tiles);
+    ++k;
+    if (i >= num_tiles) return false;
+    *t = tile_of<C>(p, tile_from_linear(i, p.num_m_blocks, p.heads_q, p.batch, p.causal != 0), i);
+    return true;
+  }
+};
 
 // ---- small helpers ---------------------------------------------------------------------------
 template <bool IsBf16>
@@ -273,10 +298,9 @@ struct Producer {
   }
 
   __device__ __forceinline__ void run() {
-    const int num_tiles = num_tiles_of<C>(p, vt);
-    for (int i = blockIdx.x; i < num_tiles; i = next_tile<C>(i, num_tiles)) {
-      const Tile t = tile_at<C>(p, vt, i);
-      tr(trace::kTileBegin, i);
+    TileWalk<C> walk;
+    for (Tile t; walk.next(p, vt, &t);) {
+      tr(trace::kTileBegin, t.index);
       if (t.n_max == 0) load_q(t);  // consumers still take (and release) the tile's Q buffer
       for (int r = 0; r < t.n_max; ++r) {
         const int n = t.n_max - 1 - r;
@@ -287,7 +311,7 @@ struct Producer {
                 "fa3 producer: v_empty", trace::kEmptyWaitV, trace::kTmaIssueV);
         write.advance();
       }
-      tr(trace::kTileEnd, i);
+      tr(trace::kTileEnd, t.index);
     }
     // Producer tail: wait until the consumers have released every stage, so the producer never
     // leaves while a stage it filled is still being read. A synchronization tail, not data.
@@ -628,11 +652,10 @@ struct Consumer {
     if constexpr (C.pingpong) {
       if (Tokens::primes(g)) ptx::bar_arrive(Tokens::barrier_of(0), Tokens::kParticipants);
     }
-    const int num_tiles = num_tiles_of<C>(p, vt);
     uint32_t q_phase = 0;
-    for (int i = blockIdx.x; i < num_tiles; i = next_tile<C>(i, num_tiles)) {
-      const Tile t = tile_at<C>(p, vt, i);
-      tr(trace::kTileBegin, i);
+    TileWalk<C> walk;
+    for (Tile t; walk.next(p, vt, &t);) {
+      tr(trace::kTileBegin, t.index);
       row0 = t.m_block * kBlockM + 64 * g + r0;
       row_max[0] = row_max[1] = -INFINITY;
       row_sum[0] = row_sum[1] = 0.f;
@@ -654,7 +677,7 @@ struct Consumer {
         for (int x = 0; x < kD / 2; ++x) o[x] = 0.f;
       }
       epilogue(t);
-      tr(trace::kTileEnd, i);
+      tr(trace::kTileEnd, t.index);
     }
     // The last store's source is this CTA's shared memory: it must have been read before exit.
     if (threadIdx.x % 128 == 0) ptx::cp_async_bulk_wait_group_read<0>();

@@ -52,9 +52,11 @@ struct FwdLayout {
   static constexpr int kThreads = 128 * (C.consumer_wgs + 1);  // warpgroup 0 is the producer
   static constexpr int kChunks = C.head_dim / 64;  // 64-element (128-byte) columns of a swizzled tile
 
-  // Register split (setmaxnreg; PTX ISA "setmaxnreg"): 128 x 24 + 256 x 240 = 64,512 of 65,536
-  // with two consumers; 128 x 32 + 384 x 160 = 65,536 with three.
-  static constexpr int kProducerRegs = C.consumer_wgs == 2 ? 24 : 32;
+  // Register split (setmaxnreg; PTX ISA "setmaxnreg"): 128 x 32 + 256 x 240 = 65,536 with two
+  // consumers, 128 x 32 + 384 x 160 = 65,536 with three; the one-tile-per-CTA d256 kernel keeps
+  // 128 x 24 + 256 x 240 = 64,512. A persistent producer walks the paired causal schedule
+  // (tile_scheduler.h paired_slot), whose index arithmetic spilled at 24 registers.
+  static constexpr int kProducerRegs = (C.consumer_wgs == 2 && !C.persistent) ? 24 : 32;
   static constexpr int kConsumerRegs = C.consumer_wgs == 2 ? 240 : 160;
 
   // Shared-memory plan, in bytes from a 1024-aligned base (the 128B swizzle repeats every
@@ -131,8 +133,10 @@ constexpr FwdConfig varlen(FwdConfig c) {
 // tile count; sequences of zero query rows are left out), and inside a sequence the kernel visits
 // query blocks longest-first under a causal mask, every head of a block before the next block.
 // One CTA per tile, blockIdx.x = tile index: the hardware dispatches CTAs in index order as SMs
-// free up, a greedy list scheduler, so the order above is what makes it longest-first (as for
-// the fixed-length causal launches: tools/NOTES.md, v2). A tile finds its sequence by binary
+// free up, a greedy list scheduler, so the order above is what makes it longest-first (for tiles
+// of unequal length it balanced better than a static round-robin: tools/NOTES.md, v2; the
+// fixed-length causal launches' paired schedule needs equal-cost pairs, which sequences of
+// unequal length do not give). A tile finds its sequence by binary
 // search over tile_prefix (include/flashptx/tile_scheduler.h): log2(1024) = 10 constant-bank loads
 // per role, once per CTA.
 // Size: kernel parameters may take 32764 bytes on sm_90 (CUDA 12.1+); 1024 sequences take 20 KiB.

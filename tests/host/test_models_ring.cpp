@@ -150,13 +150,19 @@ TEST_CASE("the article's liveness ledger and the shipped d128 kernel's FwdLayout
   CHECK(l.k == 2 * L::kKVBytes);
   CHECK(l.v == 2 * L::kKVBytes);
   CHECK(l.barriers == L::kNumBarriers);
-  // The two-consumer register row of setmaxnreg_table() is the kernel's split.
+  // The two-consumer register row of setmaxnreg_table() (24 / 240) is the one-tile-per-CTA d256
+  // kernel's split; the persistent d128 kernel gives its producer 8 more (its paired causal walk
+  // spilled at 24), which still fills the register file exactly.
+  using L256 = flashptx::fa3::FwdLayout<flashptx::fa3::kD256>;
   bool found = false;
   for (const auto& r : flashptx::models::ring::setmaxnreg_table())
     if (r.mma_wgs == 2) {
       found = true;
-      CHECK(r.producer_max == L::kProducerRegs);
+      CHECK(r.producer_max == L256::kProducerRegs);
+      CHECK(r.consumer_max == L256::kConsumerRegs);
       CHECK(r.consumer_max == L::kConsumerRegs);
+      CHECK(L::kProducerRegs == r.producer_max + 8);
+      CHECK(128 * L::kProducerRegs + 256 * L::kConsumerRegs == 65536);
     }
   CHECK(found);
 }

@@ -88,8 +88,12 @@ TEST_CASE("the forward rule resolves every head dim, dtype and mask to a kernel 
           CHECK(plan.launch.smem_bytes == k.smem_bytes);
           if (plan.launch.schedule == flashptx::Schedule::kPersistent) {
             CHECK(k.persistent);
-            CHECK(plan.launch.grid.x == static_cast<unsigned>(std::min<int64_t>(tiles, 132)));
+            // causal: units of two tiles (m, M-1-m), the paired schedule of tile_scheduler.h
+            const int64_t m_blocks = (s + k.block_m - 1) / k.block_m;
+            const int64_t work = causal ? (m_blocks + 1) / 2 * 8 * 2 : tiles;
+            CHECK(plan.launch.grid.x == static_cast<unsigned>(std::min<int64_t>(work, 132)));
           } else {
+            CHECK(!k.persistent);
             CHECK(plan.launch.grid.x == static_cast<unsigned>(tiles));
           }
         }
@@ -97,9 +101,13 @@ TEST_CASE("the forward rule resolves every head dim, dtype and mask to a kernel 
   CHECK(plan_or_fail(problem(1, 1024, 1024, 8, 64, FLASHPTX_BF16, 1)).launch.kernel->block_m == 128);
   CHECK(plan_or_fail(problem(1, 4096, 4096, 8, 64, FLASHPTX_BF16, 1)).launch.kernel->block_m == 192);
   CHECK(plan_or_fail(problem(1, 1024, 1024, 8, 64, FLASHPTX_BF16, 0)).launch.kernel->block_m == 192);
-  // Persistent (grid = SMs) for non-causal masks where the kernel loops; one CTA per tile otherwise.
+  // Persistent (grid = SMs) wherever the kernel loops, causal masks included (the paired schedule);
+  // one CTA per tile for d256. A small causal problem: one CTA per unit of two tiles.
   CHECK(plan_or_fail(problem(2, 8192, 8192, 16, 128, FLASHPTX_BF16, 0)).launch.grid.x == 132);
-  CHECK(plan_or_fail(problem(2, 8192, 8192, 16, 128, FLASHPTX_BF16, 1)).launch.grid.x == 64 * 16 * 2);
+  CHECK(plan_or_fail(problem(2, 8192, 8192, 16, 128, FLASHPTX_BF16, 1)).launch.grid.x == 132);
+  CHECK(plan_or_fail(problem(1, 1024, 1024, 4, 128, FLASHPTX_BF16, 1)).launch.grid.x == 4 * 4);
+  CHECK(plan_or_fail(problem(1, 1024, 1024, 4, 128, FLASHPTX_BF16, 1)).launch.schedule ==
+        flashptx::Schedule::kPersistent);
   CHECK(plan_or_fail(problem(2, 8192, 8192, 8, 256, FLASHPTX_BF16, 0)).launch.grid.x == 64 * 8 * 2);
 }
 
@@ -197,7 +205,13 @@ TEST_CASE("backward plan: kernels of the problem, grids, workspace carve-up") {
         CHECK(plan.main.grid.y == 8);
         CHECK(plan.main.grid.z == 2);
         CHECK(plan.post_dq.grid.x == m_blocks);
-        CHECK(plan.pre.grid.x == (m_blocks * k.block_m + 7) / 8);
+        // The preprocess covers every padded row exactly once at d/8 threads per row (256 per CTA),
+        // with no CTA beyond the last row; the dQ postprocess stages a whole tile of 16-bit pairs.
+        const int64_t pre_rows = 256 / (d / 8);
+        CHECK(plan.pre.grid.x * pre_rows >= m_blocks * k.block_m);
+        CHECK((plan.pre.grid.x - 1) * pre_rows < m_blocks * k.block_m);
+        CHECK(plan.post_dq.smem_bytes >= k.block_m * d * 2);
+        CHECK(plan.post_dq.smem_bytes <= 48 * 1024);
         CHECK(plan.gqa == (hkv != 8));
         CHECK(plan.post_dkv.grid.x == (hkv != 8 ? n_blocks : 0));
         CHECK(plan.pre.kernel->dtype == t);

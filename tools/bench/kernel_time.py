@@ -12,18 +12,35 @@ the durations of the GPU work it launched (kernels, memsets), the flush's fill k
 call. Gaps between one call's kernels are not counted, for either implementation. Each pair is
 measured twice (the "2" columns). bf16, 16k tokens, hidden 2048, bottom-right causal as each
 library defines it (square here, so the same mask). This is the script that ran on the H200 on
-2026-11-30 (results/h200-2026-11-30-kernel-time.json); only this docstring was added.
+2026-11-30 (results/h200-2026-11-30-kernel-time.json). Options added since (defaults reproduce it):
+
+    --dims 64,128 --seqlens 1024,4096,8192   the grid points (16k tokens, hidden 2048)
+    --breakdown                              per-kernel GPU time of each backward (ours and cuDNN's)
+    --fwd-only                               the forward columns only
+    --lib-b PATH                             a second libflashptx.so (e.g. the previous build),
+                                             measured in the same process on the same tensors,
+                                             interleaved with the first ("ours_b*" columns)
+    --out FILE                               the JSON rows (default $OUT/kernel_time.json)
 """
-import ctypes, sys, os, json
+import argparse, ctypes, sys, os, json
 sys.path.insert(0, os.environ["PYTHONPATH"])
 import torch, torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.profiler import profile, ProfilerActivity
 from flashptx import _abi
+ap = argparse.ArgumentParser()
+ap.add_argument("--dims", default="64,128")
+ap.add_argument("--seqlens", default="1024,4096,8192")
+ap.add_argument("--breakdown", action="store_true")
+ap.add_argument("--fwd-only", action="store_true")
+ap.add_argument("--lib-b", default=None)
+ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "kernel_time.json"))
+args = ap.parse_args()
 lib = _abi.library(); dev = torch.device("cuda")
+lib_b = _abi.load_library(args.lib_b) if args.lib_b else None
 flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device=dev)
 st = lambda t: (t.stride(0), t.stride(1), t.stride(2))
-def gpu_us(fn, reps=5):
+def gpu_us(fn, reps=5, per_kernel=None):
     fn(); torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(reps):
@@ -32,11 +49,14 @@ def gpu_us(fn, reps=5):
     tot = 0.0
     for e in prof.events():
         if str(e.device_type).endswith("CUDA") and "unsigned char" not in e.name:
-            tot += e.time_range.elapsed_us()
+            us = e.time_range.elapsed_us()
+            tot += us
+            if per_kernel is not None:
+                per_kernel[e.name[:60]] = per_kernel.get(e.name[:60], 0.0) + us / reps
     return tot / reps
 rows = []
-for d in (64, 128):
-    for s in (1024, 4096, 8192):
+for d in (int(x) for x in args.dims.split(",")):
+    for s in (int(x) for x in args.seqlens.split(",")):
         for causal in (False, True):
             b, h = 16384 // s, 2048 // d
             g = torch.Generator(device=dev).manual_seed(0)
@@ -50,7 +70,8 @@ for d in (64, 128):
             stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
             ours_f = lambda: lib.flashptx_fwd(ctypes.byref(f), stream)
             ours_b = lambda: lib.flashptx_bwd(ctypes.byref(bp), stream)
-            assert ours_f() == 0 and ours_b() == 0
+            assert ours_f() == 0
+            has_bwd = not args.fwd_only and ours_b() == 0  # a head dim without a backward kernel: forward only
             qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
             def cud_f():
                 with torch.no_grad(), sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
@@ -64,8 +85,24 @@ for d in (64, 128):
                     torch.autograd.grad(out, (qg, kg, vg), dot, retain_graph=True)
             fl = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
             r = {"d": d, "s": s, "b": b, "h": h, "causal": causal}
-            for name, fn, w in (("ours_fwd", ours_f, 1.0), ("cudnn_fwd", cud_f, 1.0), ("ours_bwd", ours_b, 2.5), ("cudnn_bwd", cud_b, 2.5), ("ours_fwd2", ours_f, 1.0), ("cudnn_fwd2", cud_f, 1.0), ("ours_bwd2", ours_b, 2.5), ("cudnn_bwd2", cud_b, 2.5)):
-                us = gpu_us(fn); r[name] = fl * w / (us * 1e-6) / 1e12
+            plan = [("ours_fwd", ours_f, 1.0), ("cudnn_fwd", cud_f, 1.0)]
+            if has_bwd: plan += [("ours_bwd", ours_b, 2.5), ("cudnn_bwd", cud_b, 2.5)]
+            if lib_b is not None:
+                ours_bf = lambda: lib_b.flashptx_fwd(ctypes.byref(f), stream)
+                ours_bb = lambda: lib_b.flashptx_bwd(ctypes.byref(bp), stream)
+                plan.insert(1, ("oursb_fwd", ours_bf, 1.0))
+                if has_bwd and ours_bb() == 0: plan.insert(4, ("oursb_bwd", ours_bb, 2.5))
+            for rep in ("", "2"):
+                for name, fn, w in plan:
+                    pk = {} if (args.breakdown and name.endswith("bwd") and rep == "") else None
+                    us = gpu_us(fn, per_kernel=pk); r[name + rep] = fl * w / (us * 1e-6) / 1e12
+                    if pk is not None: r[name + "_kernels_us"] = pk
             rows.append(r)
-            print("d%d s%d %s GPU-kernel TFLOP/s fwd ours %.0f/%.0f cudnn %.0f/%.0f | bwd ours %.0f/%.0f cudnn %.0f/%.0f" % (d, s, "causal" if causal else "full  ", r["ours_fwd"], r["ours_fwd2"], r["cudnn_fwd"], r["cudnn_fwd2"], r["ours_bwd"], r["ours_bwd2"], r["cudnn_bwd"], r["cudnn_bwd2"]), flush=True)
-json.dump(rows, open(os.environ.get("OUT", ".") + "/kernel_time.json", "w"), indent=1)
+            line = "d%d s%d %s GPU-kernel TFLOP/s" % (d, s, "causal" if causal else "full  ")
+            for name, _, _ in plan: line += " | %s %.0f/%.0f" % (name, r[name], r[name + "2"])
+            print(line, flush=True)
+            if args.breakdown:
+                for name, _, _ in plan:
+                    if name + "_kernels_us" in r:
+                        print("    %s: %s" % (name, ", ".join("%s %.0f us" % (k, v) for k, v in r[name + "_kernels_us"].items())), flush=True)
+json.dump(rows, open(args.out, "w"), indent=1)
