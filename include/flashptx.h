@@ -166,7 +166,8 @@ void flashptx_fwd_varlen_params_contiguous(flashptx_fwd_varlen_params* p, const 
 /* Validates (the prefix sums included), then launches the varlen forward on `stream`. */
 flashptx_status flashptx_fwd_varlen(const flashptx_fwd_varlen_params* p, cudaStream_t stream);
 
-/* Validation alone, without the device check. */
+/* Validation alone, without the device check (where a driver is present, the runtime is asked
+ * whether cu_seqlens_q/_k point to device memory: that initialises CUDA on first use). */
 flashptx_status flashptx_fwd_varlen_check(const flashptx_fwd_varlen_params* p);
 
 /* The kernel a call would launch (as flashptx_fwd_kernel_info; tiles: query blocks x heads summed
