@@ -36,8 +36,11 @@ typedef enum flashptx_status {
   FLASHPTX_ERR_NULL_PARAMS = 11,
   FLASHPTX_ERR_BAD_OPTION = 12,         /* a variant selection (the CLI's --kernel/--schedule, internal
                                            API) that does not fit the problem */
-  FLASHPTX_ERR_WORKSPACE = 13           /* backward: workspace NULL, misaligned or smaller than
+  FLASHPTX_ERR_WORKSPACE = 13,          /* backward: workspace NULL, misaligned or smaller than
                                            flashptx_bwd_workspace_size */
+  FLASHPTX_ERR_BAD_CU_SEQLENS = 14,     /* varlen: cu_seqlens not starting at 0, decreasing, not ending
+                                           at the total, or a max_seqlen below the longest sequence */
+  FLASHPTX_ERR_TOO_MANY_SEQS = 15       /* varlen: num_seqs above FLASHPTX_VARLEN_MAX_SEQS */
 } flashptx_status;
 
 typedef enum flashptx_dtype {
@@ -99,6 +102,77 @@ typedef struct flashptx_kernel_info {
   const char* schedule;
 } flashptx_kernel_info;
 flashptx_status flashptx_fwd_kernel_info(const flashptx_fwd_params* p, flashptx_kernel_info* info);
+
+/* ---- variable-length batches (forward) --------------------------------------------------------
+ *
+ * FlashAttention's varlen convention: the sequences of a batch packed one after another, no padding.
+ * Q and O are [total_q, heads_q, head_dim], K and V [total_k, heads_kv, head_dim] (head_dim
+ * contiguous; row and head strides in elements, rows 16-byte aligned); sequence b owns query rows
+ * [cu_seqlens_q[b], cu_seqlens_q[b+1]) and key rows [cu_seqlens_k[b], cu_seqlens_k[b+1]), and
+ * attends only to its own keys. Causal masks are per sequence, aligned to the bottom-right when its
+ * two lengths differ. A sequence may have length 0 (no query rows: nothing written for it; no keys:
+ * its O rows are 0 and its LSE -inf). LSE, when asked for, is fp32 [heads_q, total_q], contiguous,
+ * natural log: the value of query row r of head h is lse[h * total_q + r] (FlashAttention's varlen
+ * LSE layout, not the fixed-length [batch, heads, seqlen]).
+ *
+ * The prefix sums are read on the HOST: cu_seqlens_q/_k point to host memory, num_seqs + 1 int32
+ * each (FlashAttention callers have them: its max_seqlen comes from them). Every value is validated
+ * before anything launches, and the kernel gets the per-sequence offsets through its parameter block,
+ * so it reads no sequence data from device memory that the validation did not see. Valid: starts at
+ * 0, never decreasing, ends at total_q (total_k); max_seqlen_q/_k at least the longest sequence
+ * (an upper bound, as in FlashAttention). Otherwise FLASHPTX_ERR_BAD_CU_SEQLENS, naming the entry.
+ * At most FLASHPTX_VARLEN_MAX_SEQS sequences per call (the parameter block's size; more:
+ * FLASHPTX_ERR_TOO_MANY_SEQS). Because the offsets travel in the launch's parameters, a CUDA graph
+ * captures this call with its lengths: new lengths need a new capture.
+ *
+ * Scheduling: sequences longest-first, one CTA per tile of 128 query rows of one head. num_seqs 0
+ * or total_q 0 is a successful no-op. Hopper sm_90 only; bf16 or fp16 (one dtype for all tensors);
+ * head_dim 64, 128, 256; heads_q a multiple of heads_kv (GQA, MQA).
+ */
+#define FLASHPTX_VARLEN_MAX_SEQS 1024
+
+typedef struct flashptx_fwd_varlen_params {
+  const void* q;   /* [total_q, heads_q, head_dim] */
+  const void* k;   /* [total_k, heads_kv, head_dim] */
+  const void* v;   /* [total_k, heads_kv, head_dim] */
+  void* o;         /* [total_q, heads_q, head_dim] */
+  float* lse;      /* optional: [heads_q, total_q] fp32, or NULL */
+
+  const int32_t* cu_seqlens_q;  /* HOST memory: num_seqs + 1 prefix sums of the query lengths */
+  const int32_t* cu_seqlens_k;  /* HOST memory: num_seqs + 1 prefix sums of the key lengths */
+  int64_t num_seqs;
+  int64_t total_q, total_k;            /* packed rows; = cu_seqlens_q[num_seqs], cu_seqlens_k[num_seqs] */
+  int64_t max_seqlen_q, max_seqlen_k;  /* at least the longest query / key sequence */
+  int64_t heads_q, heads_kv, head_dim;
+
+  /* strides in elements: row (packed token), head */
+  int64_t q_row_stride, q_head_stride;
+  int64_t k_row_stride, k_head_stride;
+  int64_t v_row_stride, v_head_stride;
+  int64_t o_row_stride, o_head_stride;
+
+  flashptx_dtype dtype;  /* of q, k, v, o */
+  int causal;            /* nonzero: causal per sequence, bottom-right aligned */
+  float softmax_scale;   /* 0 means 1/sqrt(head_dim) */
+} flashptx_fwd_varlen_params;
+
+/* Fills *p for contiguous packed tensors of one dtype; total_q/_k and max_seqlen_q/_k are computed
+ * from the host prefix sums (which must then hold num_seqs + 1 entries; NULL leaves them 0). */
+void flashptx_fwd_varlen_params_contiguous(flashptx_fwd_varlen_params* p, const void* q, const void* k,
+                                           const void* v, void* o, float* lse, const int32_t* cu_seqlens_q,
+                                           const int32_t* cu_seqlens_k, int64_t num_seqs, int64_t heads_q,
+                                           int64_t heads_kv, int64_t head_dim, flashptx_dtype dtype, int causal);
+
+/* Validates (the prefix sums included), then launches the varlen forward on `stream`. */
+flashptx_status flashptx_fwd_varlen(const flashptx_fwd_varlen_params* p, cudaStream_t stream);
+
+/* Validation alone, without the device check (where a driver is present, the runtime is asked
+ * whether cu_seqlens_q/_k point to device memory: that initialises CUDA on first use). */
+flashptx_status flashptx_fwd_varlen_check(const flashptx_fwd_varlen_params* p);
+
+/* The kernel a call would launch (as flashptx_fwd_kernel_info; tiles: query blocks x heads summed
+ * over the sequences; schedule "one-per-tile"). FLASHPTX_ERR_BAD_SHAPE when nothing would launch. */
+flashptx_status flashptx_fwd_varlen_kernel_info(const flashptx_fwd_varlen_params* p, flashptx_kernel_info* info);
 
 /* ---- backward ---------------------------------------------------------------------------------
  *

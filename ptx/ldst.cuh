@@ -246,6 +246,21 @@ __device__ __forceinline__ void st_shared_v4_f32(uint32_t addr, float a, float b
 #endif
 }
 
+// ---- st.global ----------------------------------------------------------------------------------
+
+// st.global.b32 [ptr], v;   (ptr 4-byte aligned, a global-state-space address in generic form)
+// A plain 4-byte store to global memory by this thread (generic proxy). Certifies the store in
+// program order for this thread only; visible to other threads of the grid after kernel completion
+// (or through a fence and a synchronisation the caller provides). Does not order it against this
+// thread's earlier async-proxy (TMA) stores to the same bytes.
+__device__ __forceinline__ void st_global_b32(void* ptr, uint32_t v) {
+#if FLASHPTX_HAS_SM90
+  asm volatile("st.global.b32 [%0], %1;" :: "l"(ptr), "r"(v) : "memory");
+#else
+  FLASHPTX_ARCH_UNSUPPORTED("st.global is only built for sm_90+ in flashptx");
+#endif
+}
+
 // ld.shared.v2.f32 {a, b}, [addr];   (addr 8-byte aligned)
 // A plain load (generic proxy). Bytes written by TMA are visible to it once the mbarrier phase
 // their complete_tx signalled has been observed complete by this thread (mbarrier try_wait).

@@ -82,6 +82,75 @@ flashptx_status fwd_kernel_info(const flashptx_fwd_params* p, const FwdOptions& 
   return ok();
 }
 
+// ---- variable-length forward ----------------------------------------------------------------------
+// The prefix sums are read on the host (include/flashptx.h says why). A device pointer passed there by
+// mistake would be dereferenced by the validation: where the CUDA runtime can tell (a driver is
+// present), device memory is refused with a status first. Where it cannot, no device memory exists.
+static flashptx_status check_host_prefix_sums(const flashptx_fwd_varlen_params& p, std::string* msg) {
+  if (p.num_seqs <= 0) return FLASHPTX_OK;
+  const struct { const char* name; const int32_t* ptr; } arrays[] = {{"cu_seqlens_q", p.cu_seqlens_q},
+                                                                     {"cu_seqlens_k", p.cu_seqlens_k}};
+  for (const auto& a : arrays) {
+    if (a.ptr == nullptr) continue;  // validation names it
+    cudaPointerAttributes attr{};
+    if (cudaPointerGetAttributes(&attr, a.ptr) != cudaSuccess) {
+      cudaGetLastError();
+      continue;
+    }
+    if (attr.type == cudaMemoryTypeDevice) {
+      *msg = std::string(a.name) + " points to device memory: pass the host copy of the prefix sums";
+      return FLASHPTX_ERR_BAD_CU_SEQLENS;
+    }
+  }
+  return FLASHPTX_OK;
+}
+
+static flashptx_status validate_varlen_checked(const flashptx_fwd_varlen_params& p, std::string* msg) {
+  const flashptx_status s = check_host_prefix_sums(p, msg);
+  if (s != FLASHPTX_OK) return s;
+  return validate_fwd_varlen(p, msg);
+}
+
+static bool varlen_nothing_to_do(const flashptx_fwd_varlen_params& p) { return p.num_seqs == 0 || p.total_q == 0; }
+
+static flashptx_status varlen_plan_checked(const flashptx_fwd_varlen_params* p, const FwdOptions& opt,
+                                           FwdVarlenPlan* plan) {
+  std::string msg;
+  Device dev;
+  flashptx_status s;
+  if ((s = current_device(&dev, &msg)) != FLASHPTX_OK) return fail(s, msg);
+  if ((s = plan_fwd_varlen(*p, opt, dev, plan, &msg)) != FLASHPTX_OK) return fail(s, msg);
+  return FLASHPTX_OK;
+}
+
+flashptx_status fwd_varlen(const flashptx_fwd_varlen_params* p, const FwdOptions& opt, cudaStream_t stream) {
+  if (p == nullptr) return fail(FLASHPTX_ERR_NULL_PARAMS, "params is NULL");
+  std::string msg;
+  flashptx_status s = validate_varlen_checked(*p, &msg);
+  if (s != FLASHPTX_OK) return fail(s, msg);
+  if (varlen_nothing_to_do(*p)) return ok();  // nothing to compute, nothing launched
+  // The plan holds the kernel's parameter block (about 21 KB): per host thread, not on the stack.
+  static thread_local FwdVarlenPlan plan;
+  if ((s = varlen_plan_checked(p, opt, &plan)) != FLASHPTX_OK) return s;
+  if ((s = encode_fwd_varlen_args(*p, &plan, &msg)) != FLASHPTX_OK) return fail(s, msg);
+  if ((s = launch(plan.launch, &plan.args, stream, &msg)) != FLASHPTX_OK) return fail(s, msg);
+  return ok();
+}
+
+flashptx_status fwd_varlen_kernel_info(const flashptx_fwd_varlen_params* p, const FwdOptions& opt,
+                                       flashptx_kernel_info* info) {
+  if (info == nullptr) return fail(FLASHPTX_ERR_NULL_POINTER, "info is NULL");
+  if (p == nullptr) return fail(FLASHPTX_ERR_NULL_PARAMS, "params is NULL");
+  std::string msg;
+  flashptx_status s = validate_varlen_checked(*p, &msg);
+  if (s != FLASHPTX_OK) return fail(s, msg);
+  if (varlen_nothing_to_do(*p)) return fail(FLASHPTX_ERR_BAD_SHAPE, "num_seqs or total_q is 0: nothing would launch");
+  static thread_local FwdVarlenPlan plan;
+  if ((s = varlen_plan_checked(p, opt, &plan)) != FLASHPTX_OK) return s;
+  fill_info(plan.launch, info);
+  return ok();
+}
+
 // ---- backward -------------------------------------------------------------------------------------
 static flashptx_status bwd_workspace_needed(const flashptx_bwd_params& p, int64_t* bytes, std::string* msg) {
   BwdPlan plan;
@@ -157,6 +226,8 @@ const char* flashptx_status_name(flashptx_status s) {
     case FLASHPTX_ERR_NULL_PARAMS: return "FLASHPTX_ERR_NULL_PARAMS";
     case FLASHPTX_ERR_BAD_OPTION: return "FLASHPTX_ERR_BAD_OPTION";
     case FLASHPTX_ERR_WORKSPACE: return "FLASHPTX_ERR_WORKSPACE";
+    case FLASHPTX_ERR_BAD_CU_SEQLENS: return "FLASHPTX_ERR_BAD_CU_SEQLENS";
+    case FLASHPTX_ERR_TOO_MANY_SEQS: return "FLASHPTX_ERR_TOO_MANY_SEQS";
   }
   return "FLASHPTX_ERR_UNKNOWN";
 }
@@ -192,6 +263,49 @@ flashptx_status flashptx_fwd(const flashptx_fwd_params* p, cudaStream_t stream) 
 
 flashptx_status flashptx_fwd_kernel_info(const flashptx_fwd_params* p, flashptx_kernel_info* info) {
   return flashptx::fwd_kernel_info(p, flashptx::FwdOptions{}, info);
+}
+
+void flashptx_fwd_varlen_params_contiguous(flashptx_fwd_varlen_params* p, const void* q, const void* k,
+                                           const void* v, void* o, float* lse, const int32_t* cu_seqlens_q,
+                                           const int32_t* cu_seqlens_k, int64_t num_seqs, int64_t heads_q,
+                                           int64_t heads_kv, int64_t head_dim, flashptx_dtype dtype, int causal) {
+  *p = flashptx_fwd_varlen_params{};
+  p->q = q; p->k = k; p->v = v; p->o = o; p->lse = lse;
+  p->cu_seqlens_q = cu_seqlens_q; p->cu_seqlens_k = cu_seqlens_k;
+  p->num_seqs = num_seqs;
+  p->heads_q = heads_q; p->heads_kv = heads_kv; p->head_dim = head_dim;
+  // total and max_seqlen from the host prefix sums (the longest positive difference; validation
+  // checks the rest).
+  auto scan = [num_seqs](const int32_t* cu, int64_t* total, int64_t* longest) {
+    if (cu == nullptr || num_seqs <= 0 || num_seqs > FLASHPTX_VARLEN_MAX_SEQS) return;
+    *total = cu[num_seqs];
+    for (int64_t b = 0; b < num_seqs; ++b)
+      if (static_cast<int64_t>(cu[b + 1]) - cu[b] > *longest) *longest = static_cast<int64_t>(cu[b + 1]) - cu[b];
+  };
+  scan(cu_seqlens_q, &p->total_q, &p->max_seqlen_q);
+  scan(cu_seqlens_k, &p->total_k, &p->max_seqlen_k);
+  p->q_row_stride = p->o_row_stride = heads_q * head_dim;
+  p->q_head_stride = p->o_head_stride = head_dim;
+  p->k_row_stride = p->v_row_stride = heads_kv * head_dim;
+  p->k_head_stride = p->v_head_stride = head_dim;
+  p->dtype = dtype;
+  p->causal = causal;
+  p->softmax_scale = 0.f;
+}
+
+flashptx_status flashptx_fwd_varlen_check(const flashptx_fwd_varlen_params* p) {
+  if (p == nullptr) return fail(FLASHPTX_ERR_NULL_PARAMS, "params is NULL");
+  std::string msg;
+  const flashptx_status s = flashptx::validate_varlen_checked(*p, &msg);
+  return s == FLASHPTX_OK ? ok() : fail(s, msg);
+}
+
+flashptx_status flashptx_fwd_varlen(const flashptx_fwd_varlen_params* p, cudaStream_t stream) {
+  return flashptx::fwd_varlen(p, flashptx::FwdOptions{}, stream);
+}
+
+flashptx_status flashptx_fwd_varlen_kernel_info(const flashptx_fwd_varlen_params* p, flashptx_kernel_info* info) {
+  return flashptx::fwd_varlen_kernel_info(p, flashptx::FwdOptions{}, info);
 }
 
 void flashptx_bwd_params_contiguous(flashptx_bwd_params* p, const void* q, const void* k, const void* v, const void* o,

@@ -13,6 +13,11 @@ flashptx_status fwd(const flashptx_fwd_params* p, const FwdOptions& opt, cudaStr
 // flashptx_fwd_kernel_info for the same options: the plan fwd() would launch.
 flashptx_status fwd_kernel_info(const flashptx_fwd_params* p, const FwdOptions& opt, flashptx_kernel_info* info);
 
+// flashptx_fwd_varlen / _kernel_info with a forced kernel of the varlen family.
+flashptx_status fwd_varlen(const flashptx_fwd_varlen_params* p, const FwdOptions& opt, cudaStream_t stream);
+flashptx_status fwd_varlen_kernel_info(const flashptx_fwd_varlen_params* p, const FwdOptions& opt,
+                                       flashptx_kernel_info* info);
+
 // flashptx_bwd with a forced main kernel.
 flashptx_status bwd(const flashptx_bwd_params* p, const BwdOptions& opt, cudaStream_t stream);
 flashptx_status bwd_kernel_info(const flashptx_bwd_params* p, const BwdOptions& opt, flashptx_kernel_info* info);

@@ -9,6 +9,7 @@ const char* family_name(Family f) {
   switch (f) {
     case Family::kFa3Fwd: return "fa3_fwd";
     case Family::kFa3FwdTraced: return "fa3_fwd_traced";
+    case Family::kFa3FwdVarlen: return "fa3_fwd_varlen";
     case Family::kFa3Bwd: return "fa3_bwd";
     case Family::kFa3BwdPre: return "fa3_bwd_pre";
     case Family::kFa3BwdPostDq: return "fa3_bwd_post_dq";
@@ -21,7 +22,8 @@ const char* family_name(Family f) {
 std::span<const KernelEntry> kernel_table() {
   static const std::vector<KernelEntry> table = [] {
     std::vector<KernelEntry> t;
-    for (auto rows : {fa3_fwd_kernels(), fa3_fwd_traced_kernels(), fa3_bwd_kernels(), fa4_fwd_kernels()})
+    for (auto rows : {fa3_fwd_kernels(), fa3_fwd_traced_kernels(), fa3_fwd_varlen_kernels(), fa3_bwd_kernels(),
+                      fa4_fwd_kernels()})
       t.insert(t.end(), rows.begin(), rows.end());
     return t;
   }();

@@ -16,6 +16,7 @@ namespace flashptx {
 enum class Family : uint8_t {
   kFa3Fwd,        // FA3 forward (src/sm90/fa3_fwd.cu)
   kFa3FwdTraced,  // the instrumented FA3 forward behind `flashptx trace` (src/sm90/fa3_fwd_trace.cu)
+  kFa3FwdVarlen,  // FA3 forward over packed variable-length sequences (src/sm90/fa3_fwd.cu)
   kFa3Bwd,        // FA3 backward, main kernel (src/sm90/fa3_bwd.cu)
   kFa3BwdPre,     // FA3 backward preprocess: delta, LSE2, dQ accumulator zeroed (any head dim)
   kFa3BwdPostDq,  // FA3 backward postprocess: dQ from its fp32 accumulator
@@ -46,6 +47,7 @@ const KernelEntry* kernel_by_name(std::string_view name);
 // Per-family rows (defined beside the instantiations).
 std::span<const KernelEntry> fa3_fwd_kernels();
 std::span<const KernelEntry> fa3_fwd_traced_kernels();
+std::span<const KernelEntry> fa3_fwd_varlen_kernels();
 std::span<const KernelEntry> fa3_bwd_kernels();
 std::span<const KernelEntry> fa4_fwd_kernels();
 

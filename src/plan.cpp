@@ -8,6 +8,9 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <vector>
+
+#include "flashptx/tile_scheduler.h"
 
 #include "flashptx/tile_scheduler.h"
 #include "src/sm100/fa4_fwd_config.h"
@@ -252,6 +255,117 @@ flashptx_status encode_fwd_args(const flashptx_fwd_params& p, const FwdOptions& 
   const float scale = p.softmax_scale != 0.f ? p.softmax_scale : 1.f / std::sqrt(static_cast<float>(p.head_dim));
   a.softmax_scale = scale;
   a.softmax_scale_log2 = scale * 1.4426950408889634f;
+  return FLASHPTX_OK;
+}
+
+// ---- FA3 forward, variable-length batches ----------------------------------------------------------
+// One kernel per head dim and dtype (block_m 128 at every head dim: src/sm90/fa3_fwd.cu says why).
+void build_varlen_table(const int32_t* cu_q, const int32_t* cu_k, int num_seqs, int heads_q, int block_m, int block_n,
+                        bool causal, fa3::FwdVarlenTable* table) {
+  struct Entry { int b, longest, tiles; };
+  std::vector<Entry> order;
+  order.reserve(static_cast<size_t>(num_seqs));
+  for (int b = 0; b < num_seqs; ++b) {
+    const int len_q = cu_q[b + 1] - cu_q[b], len_k = cu_k[b + 1] - cu_k[b];
+    if (len_q == 0) continue;  // no query row: no tile, nothing written
+    order.push_back({b, varlen_longest_tile(len_q, len_k, block_m, block_n, causal), ceil_div(len_q, block_m)});
+  }
+  // Longest-first: a greedy dispatcher (the hardware's, in blockIdx order) then starts the longest
+  // tiles first and fills the tail with short ones. Stable, so equal sequences keep their order.
+  std::stable_sort(order.begin(), order.end(), [](const Entry& a, const Entry& b) {
+    return a.longest != b.longest ? a.longest > b.longest : a.tiles > b.tiles;
+  });
+  table->num_seqs = static_cast<int>(order.size());
+  int prefix = 0;
+  for (size_t s = 0; s < order.size(); ++s) {
+    const int b = order[s].b;
+    table->seq[s] = fa3::VarlenSeq{cu_q[b], cu_k[b], cu_q[b + 1] - cu_q[b], cu_k[b + 1] - cu_k[b]};
+    table->tile_prefix[s] = prefix;
+    prefix += order[s].tiles * heads_q;
+  }
+  table->tile_prefix[order.size()] = prefix;
+}
+
+flashptx_status plan_fwd_varlen(const flashptx_fwd_varlen_params& p, const FwdOptions& opt, const Device& dev,
+                                FwdVarlenPlan* plan, std::string* err) {
+  if (dev.cc != 90) {
+    *err = "device " + std::to_string(dev.ordinal) + " is sm_" + std::to_string(dev.cc) +
+           "; the varlen forward kernels are sm_90a (Hopper)";
+    return FLASHPTX_ERR_UNSUPPORTED_DEVICE;
+  }
+  const KernelEntry* k = nullptr;
+  if (opt.kernel != nullptr) {
+    k = kernel_by_name(opt.kernel);
+    if (k == nullptr || k->family != Family::kFa3FwdVarlen) {
+      *err = std::string("no varlen forward kernel named '") + opt.kernel + "'";
+      return FLASHPTX_ERR_BAD_OPTION;
+    }
+  } else {
+    for (const KernelEntry& e : fa3_fwd_varlen_kernels())
+      if (e.dtype == p.dtype && e.head_dim == p.head_dim) k = &e;
+  }
+  if (k == nullptr || k->head_dim != p.head_dim || k->dtype != p.dtype) {
+    *err = "no varlen forward kernel for head_dim " + std::to_string(p.head_dim) + " in this dtype";
+    return opt.kernel != nullptr ? FLASHPTX_ERR_BAD_OPTION : FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
+  }
+  if (opt.trace != nullptr) {
+    *err = "a trace buffer is only for the traced kernel";
+    return FLASHPTX_ERR_BAD_OPTION;
+  }
+  if (opt.schedule != Schedule::kAuto && opt.schedule != Schedule::kOnePerTile) {
+    *err = std::string("kernel ") + k->name + " runs one CTA per tile (schedule one-per-tile)";
+    return FLASHPTX_ERR_BAD_OPTION;
+  }
+  fa3::FwdVarlenTable& t = plan->args.table;
+  build_varlen_table(p.cu_seqlens_q, p.cu_seqlens_k, static_cast<int>(p.num_seqs), static_cast<int>(p.heads_q),
+                     k->block_m, k->block_n, p.causal != 0, &t);
+  const int64_t tiles = t.tile_prefix[t.num_seqs];
+  plan->launch = Launch{k, dim3(static_cast<unsigned>(tiles)), dim3(static_cast<unsigned>(k->threads)), k->smem_bytes,
+                        Schedule::kOnePerTile, tiles};
+  return FLASHPTX_OK;
+}
+
+flashptx_status encode_fwd_varlen_args(const flashptx_fwd_varlen_params& p, FwdVarlenPlan* plan, std::string* err) {
+  const KernelEntry& k = *plan->launch.kernel;
+  fa3::FwdParams& a = plan->args.fwd;
+  a = fa3::FwdParams{};
+  const CUtensorMapDataType type =
+      p.dtype == FLASHPTX_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  // The packed tensors as [1, total, heads, d]. Without keys (every sequence's key length 0) no K/V
+  // block is read, but a map needs an extent >= 1: one row, dense strides, any valid base (q's).
+  const bool no_keys = p.total_k == 0;
+  const int64_t tk = std::max<int64_t>(p.total_k, 1);
+  const void* kp = no_keys ? p.q : p.k;
+  const void* vp = no_keys ? p.q : p.v;
+  const int64_t k_ss = no_keys ? p.heads_kv * p.head_dim : p.k_row_stride, k_sh = no_keys ? p.head_dim : p.k_head_stride;
+  const int64_t v_ss = no_keys ? p.heads_kv * p.head_dim : p.v_row_stride, v_sh = no_keys ? p.head_dim : p.v_head_stride;
+  const bool ok =
+      encode_bshd(&a.tma_q, type, p.q, 1, p.total_q, p.heads_q, p.head_dim, 0, p.q_row_stride, p.q_head_stride,
+                  static_cast<uint32_t>(k.block_m), err) &&
+      encode_bshd(&a.tma_k, type, kp, 1, tk, p.heads_kv, p.head_dim, 0, k_ss, k_sh, static_cast<uint32_t>(k.block_n),
+                  err) &&
+      encode_bshd(&a.tma_v, type, vp, 1, tk, p.heads_kv, p.head_dim, 0, v_ss, v_sh, static_cast<uint32_t>(k.block_n),
+                  err) &&
+      encode_bshd(&a.tma_o, type, p.o, 1, p.total_q, p.heads_q, p.head_dim, 0, p.o_row_stride, p.o_head_stride, 64u,
+                  err);
+  if (!ok) return FLASHPTX_ERR_BAD_STRIDES;
+  a.lse = p.lse;
+  a.trace = nullptr;
+  a.seqlen_q = static_cast<int>(p.max_seqlen_q);  // not read by the varlen kernels: each tile has its own
+  a.seqlen_k = static_cast<int>(p.max_seqlen_k);
+  a.heads_q = static_cast<int>(p.heads_q);
+  a.heads_kv = static_cast<int>(p.heads_kv);
+  a.batch = 1;
+  a.num_m_blocks = 0;  // not read: the table holds the tiles
+  a.causal = p.causal ? 1 : 0;
+  const float scale = p.softmax_scale != 0.f ? p.softmax_scale : 1.f / std::sqrt(static_cast<float>(p.head_dim));
+  a.softmax_scale = scale;
+  a.softmax_scale_log2 = scale * 1.4426950408889634f;
+  fa3::FwdVarlenTable& t = plan->args.table;
+  t.o = p.o;
+  t.o_row_stride = p.o_row_stride;
+  t.o_head_stride = p.o_head_stride;
+  t.total_q = static_cast<int>(p.total_q);
   return FLASHPTX_OK;
 }
 

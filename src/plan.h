@@ -75,6 +75,28 @@ flashptx_status plan_fwd(const flashptx_fwd_params& p, const FwdOptions& opt, co
 flashptx_status encode_fwd_args(const flashptx_fwd_params& p, const FwdOptions& opt, FwdPlan* plan,
                                 std::string* err);
 
+// ---- variable-length forward ----------------------------------------------------------------------
+// The varlen twin of each forward shape (family kFa3FwdVarlen), one CTA per tile: the launch order is
+// the schedule (src/sm90/fa3_fwd_config.h, FwdVarlenTable). FwdOptions: a forced kernel of that
+// family; schedule auto or one-per-tile; no trace buffer.
+struct FwdVarlenPlan {
+  Launch launch;
+  fa3::FwdVarlenParams args{};  // the sequence table filled by plan_fwd_varlen, the rest by encode
+};
+
+// The schedule: the sequences with query rows, longest-first (the K/V blocks of their longest tile,
+// then their tile count; ties keep the caller's order), each with its tile prefix (num_m_blocks x
+// heads_q tiles of block_m rows). cu_q/cu_k: valid host prefix sums of num_seqs + 1 entries.
+void build_varlen_table(const int32_t* cu_q, const int32_t* cu_k, int num_seqs, int heads_q, int block_m, int block_n,
+                        bool causal, fa3::FwdVarlenTable* table);
+
+// Chooses the kernel, builds the sequence table, sizes the launch. `p` must be valid
+// (validate_fwd_varlen) with total_q > 0. No CUDA call.
+flashptx_status plan_fwd_varlen(const flashptx_fwd_varlen_params& p, const FwdOptions& opt, const Device& dev,
+                                FwdVarlenPlan* plan, std::string* err);
+// Encodes the tensor maps of the packed tensors and the scalars (the table is left as planned).
+flashptx_status encode_fwd_varlen_args(const flashptx_fwd_varlen_params& p, FwdVarlenPlan* plan, std::string* err);
+
 // ---- backward -------------------------------------------------------------------------------------
 // Four launches on one stream, after one memset of the workspace's zeroed section (semaphores and,
 // under GQA, the dK/dV accumulators): preprocess, main kernel, dQ postprocess, and under GQA the

@@ -99,6 +99,99 @@ flashptx_status validate_fwd(const flashptx_fwd_params& p, std::string* msg) {
                        msg);
 }
 
+// One prefix-sum array of a varlen call: num_seqs + 1 host int32 values, 0 first, never decreasing,
+// `total` last; its longest sequence at most max_seqlen.
+static flashptx_status check_cu_seqlens(const char* name, const int32_t* cu, int64_t num_seqs, int64_t total,
+                                        int64_t max_seqlen, const char* total_name, const char* max_name,
+                                        std::string* msg) {
+  if (cu == nullptr)
+    return bad(FLASHPTX_ERR_NULL_POINTER, msg, std::string(name) + " is NULL (the host copy of the prefix sums)");
+  if (cu[0] != 0)
+    return bad(FLASHPTX_ERR_BAD_CU_SEQLENS, msg,
+               std::string(name) + "[0] is " + std::to_string(cu[0]) + ", not 0");
+  int64_t longest = 0, longest_at = 0;
+  for (int64_t b = 0; b < num_seqs; ++b) {
+    const int64_t len = static_cast<int64_t>(cu[b + 1]) - cu[b];
+    if (len < 0)
+      return bad(FLASHPTX_ERR_BAD_CU_SEQLENS, msg,
+                 std::string(name) + " decreases at entry " + std::to_string(b + 1) + " (" + std::to_string(cu[b]) +
+                     " then " + std::to_string(cu[b + 1]) + ")");
+    if (len > longest) { longest = len; longest_at = b; }
+  }
+  if (cu[num_seqs] != total)
+    return bad(FLASHPTX_ERR_BAD_CU_SEQLENS, msg,
+               std::string(name) + "[num_seqs] is " + std::to_string(cu[num_seqs]) + ", not " + total_name + " (" +
+                   std::to_string(total) + ")");
+  if (max_seqlen < longest)
+    return bad(FLASHPTX_ERR_BAD_CU_SEQLENS, msg,
+               std::string(max_name) + " (" + std::to_string(max_seqlen) + ") is below the longest sequence of " +
+                   name + " (" + std::to_string(longest) + ", sequence " + std::to_string(longest_at) + ")");
+  return FLASHPTX_OK;
+}
+
+flashptx_status validate_fwd_varlen(const flashptx_fwd_varlen_params& p, std::string* msg) {
+  if (p.num_seqs < 0 || p.total_q < 0 || p.total_k < 0 || p.max_seqlen_q < 0 || p.max_seqlen_k < 0 ||
+      p.heads_q < 0 || p.heads_kv < 0 || p.head_dim < 0)
+    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "a size is negative");
+  if (!std::isfinite(p.softmax_scale) || p.softmax_scale < 0.f)
+    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "softmax_scale must be finite and positive (0 selects 1/sqrt(d))");
+  if (p.num_seqs > FLASHPTX_VARLEN_MAX_SEQS)
+    return bad(FLASHPTX_ERR_TOO_MANY_SEQS, msg,
+               "num_seqs " + std::to_string(p.num_seqs) + " is above FLASHPTX_VARLEN_MAX_SEQS (" +
+                   std::to_string(FLASHPTX_VARLEN_MAX_SEQS) + "): split the batch");
+  const int64_t kMaxInt = 0x7fffffff;
+  if (p.total_q > kMaxInt - 256 || p.total_k > kMaxInt - 256)
+    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "total_q and total_k must stay below 2^31 - 256");
+  if (p.num_seqs == 0) {
+    if (p.total_q != 0 || p.total_k != 0)
+      return bad(FLASHPTX_ERR_BAD_CU_SEQLENS, msg, "num_seqs is 0 but total_q or total_k is not");
+    return FLASHPTX_OK;  // nothing to compute
+  }
+  flashptx_status s;
+  if ((s = check_cu_seqlens("cu_seqlens_q", p.cu_seqlens_q, p.num_seqs, p.total_q, p.max_seqlen_q, "total_q",
+                            "max_seqlen_q", msg)) != FLASHPTX_OK)
+    return s;
+  if ((s = check_cu_seqlens("cu_seqlens_k", p.cu_seqlens_k, p.num_seqs, p.total_k, p.max_seqlen_k, "total_k",
+                            "max_seqlen_k", msg)) != FLASHPTX_OK)
+    return s;
+  if (p.total_q == 0) return FLASHPTX_OK;  // every sequence empty: nothing to compute
+
+  if (p.dtype != FLASHPTX_BF16 && p.dtype != FLASHPTX_FP16)
+    return bad(FLASHPTX_ERR_UNSUPPORTED_DTYPE, msg, "dtype must be FLASHPTX_BF16 or FLASHPTX_FP16");
+  if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256)
+    return bad(FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, msg,
+               "head_dim " + std::to_string(p.head_dim) + " is not one of 64, 128, 256");
+  if (p.heads_q <= 0 || p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0)
+    return bad(FLASHPTX_ERR_BAD_HEADS, msg,
+               "heads_q (" + std::to_string(p.heads_q) + ") must be a positive multiple of heads_kv (" +
+                   std::to_string(p.heads_kv) + ")");
+  if (p.heads_q > 65535) return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "heads_q must stay below 65536");
+  const bool keys = p.total_k > 0;
+  if (p.q == nullptr || p.o == nullptr || (keys && (p.k == nullptr || p.v == nullptr)))
+    return bad(FLASHPTX_ERR_NULL_POINTER, msg, "q, k, v and o must be non-NULL");
+  if (!aligned16(p.q) || !aligned16(p.o) || (keys && (!aligned16(p.k) || !aligned16(p.v))))
+    return bad(FLASHPTX_ERR_MISALIGNED, msg, "q, k, v and o must be 16-byte aligned");
+  if (p.lse != nullptr && reinterpret_cast<uintptr_t>(p.lse) % 4 != 0)
+    return bad(FLASHPTX_ERR_MISALIGNED, msg, "lse must be 4-byte aligned");
+  // Tiles: at most ceil(len / 64) query blocks per sequence; the sum over sequences is below
+  // total_q / 64 + num_seqs.
+  if ((p.total_q / 64 + p.num_seqs) * p.heads_q > kMaxInt)
+    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "too many output tiles for one grid (2^31 - 1)");
+
+  // The packed tensors as [1, total, heads, d]: the batch stride is never used.
+  const int64_t d = p.head_dim;
+  if ((s = check_strides("q", 1, p.total_q, p.heads_q, d, 0, p.q_row_stride, p.q_head_stride, false, msg)) !=
+      FLASHPTX_OK)
+    return s;
+  if (keys && (s = check_strides("k", 1, p.total_k, p.heads_kv, d, 0, p.k_row_stride, p.k_head_stride, false, msg)) !=
+                  FLASHPTX_OK)
+    return s;
+  if (keys && (s = check_strides("v", 1, p.total_k, p.heads_kv, d, 0, p.v_row_stride, p.v_head_stride, false, msg)) !=
+                  FLASHPTX_OK)
+    return s;
+  return check_strides("o", 1, p.total_q, p.heads_q, d, 0, p.o_row_stride, p.o_head_stride, true, msg);
+}
+
 flashptx_status validate_bwd_shape(const flashptx_bwd_params& p, std::string* msg) {
   if (p.batch < 0 || p.seqlen_q < 0 || p.seqlen_k < 0 || p.heads_q < 0 || p.heads_kv < 0 || p.head_dim < 0)
     return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "a size is negative");

@@ -13,6 +13,12 @@ namespace flashptx {
 // Batch or seqlen_q 0 is valid (nothing to compute) and skips the pointer and stride checks.
 flashptx_status validate_fwd(const flashptx_fwd_params& p, std::string* msg);
 
+// A varlen forward problem: sizes, scale, dtype, head dim, heads, num_seqs against
+// FLASHPTX_VARLEN_MAX_SEQS, every entry of the host prefix sums (FLASHPTX_ERR_BAD_CU_SEQLENS, naming
+// the entry), max_seqlen, pointers, alignment and strides. num_seqs 0 or total_q 0 is valid (nothing
+// to compute) once the prefix sums that exist are consistent.
+flashptx_status validate_fwd_varlen(const flashptx_fwd_varlen_params& p, std::string* msg);
+
 // The backward's sizes, dtype, head dim and heads (what flashptx_bwd_workspace_size needs).
 flashptx_status validate_bwd_shape(const flashptx_bwd_params& p, std::string* msg);
 // Everything: the shape, pointers, alignment, strides and the workspace (whose size the caller

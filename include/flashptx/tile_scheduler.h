@@ -89,6 +89,47 @@ FLASHPTX_HD TileCoord tile_from_linear_sectioned(int idx, int num_m_blocks, int 
   return t;
 }
 
+// ---- variable-length batches (the FA3 varlen forward, src/sm90/fa3_fwd_config.h FwdVarlenTable) --
+// The host lists the sequences in schedule order and gives each its tile prefix: tile_prefix[s] =
+// tiles of the sequences before s, strictly increasing (every listed sequence has a tile), with
+// tile_prefix[num_seqs] the tile count. A sequence's tiles are num_m_blocks x heads, the head
+// varying fastest, so that every head of the longest query block goes out before the next block.
+
+// The sequence slot s of tile idx: the largest s with tile_prefix[s] <= idx (binary search, ceil(log2
+// num_seqs) steps). idx must lie in [0, tile_prefix[num_seqs]).
+FLASHPTX_HD int varlen_slot_of_tile(const int* tile_prefix, int num_seqs, int idx) {
+  int lo = 0, hi = num_seqs - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (tile_prefix[mid] <= idx) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+// Linear tile index -> (m_block, head, slot) with slot in TileCoord::batch. longest_first: query
+// blocks in descending order (the causal cost J_m grows with m), as tile_from_linear.
+FLASHPTX_HD TileCoord varlen_tile_from_linear(const int* tile_prefix, int num_seqs, int heads, int idx,
+                                              bool longest_first) {
+  const int slot = varlen_slot_of_tile(tile_prefix, num_seqs, idx);
+  const int local = idx - tile_prefix[slot];
+  const int num_m_blocks = (tile_prefix[slot + 1] - tile_prefix[slot]) / heads;
+  const int m = local / heads;
+  TileCoord t;
+  t.m_block = longest_first ? num_m_blocks - 1 - m : m;
+  t.head = local % heads;
+  t.batch = slot;
+  return t;
+}
+
+// The K/V blocks of a sequence's longest tile (its last query block: bottom-right alignment gives
+// it every key) and the key the host sorts sequences by. 0 for a sequence of no query rows.
+FLASHPTX_HD int varlen_longest_tile(int len_q, int len_k, int block_m, int block_n, bool causal) {
+  if (len_q <= 0) return 0;
+  return causal ? causal_n_blocks(ceil_div(len_q, block_m) - 1, block_m, block_n, len_q, len_k)
+                : n_blocks(block_n, len_k);
+}
+
 // Varlen LPT preprocessing (the FA4 paper's design): virtual batch v -> actual batch, sorted
 // by query work tiles descending (stable: ties keep metadata order). out[v] = actual batch index.
 FLASHPTX_HD void varlen_virtual_to_actual(const int* seqlens_q, int n, int block_m, int* out) {

@@ -13,6 +13,12 @@
 //   d256       128 x 80           2       2          no        no          in Q       225 KiB
 // d256: FA3's admission table disables the pingpong scheduler above head dim 128, and the persistent
 // tile loop's carried state spills there (O alone is 128 registers), so one tile per CTA.
+//
+// Variable-length batches (flashptx_fwd_varlen): the varlen twin of d64_m128, d128_n128 and d256
+// (fa3::varlen(config): the same shape, packed tensors, the sequence table in the parameter block,
+// one tile per CTA in longest-first order). d64 takes the 128-row tile: packed batches are mostly
+// short sequences, where the 192-row tile wastes more of each sequence's last block. Their own
+// kernels, so the fixed-length kernels' SASS is unchanged by varlen.
 #include "src/kernels.h"
 #include "src/sm90/fa3_fwd.cuh"
 
@@ -33,6 +39,22 @@ FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_fp16_d128_n128, flashptx::fa3::fp16(flashpt
 FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_bf16_d256, flashptx::fa3::kD256)
 FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_fp16_d256, flashptx::fa3::fp16(flashptx::fa3::kD256))
 
+#define FLASHPTX_FA3_FWD_VARLEN_KERNEL(name, config)                                                 \
+  extern "C" __global__ void __launch_bounds__(flashptx::fa3::FwdLayout<config>::kThreads, 1)        \
+      name(const __grid_constant__ flashptx::fa3::FwdVarlenParams p) {                              \
+    flashptx::fa3::fwd_kernel_body<config>(p.fwd, &p.table);                                         \
+  }
+
+FLASHPTX_FA3_FWD_VARLEN_KERNEL(fa3_fwd_varlen_sm90_bf16_d64_m128, flashptx::fa3::varlen(flashptx::fa3::kD64M128))
+FLASHPTX_FA3_FWD_VARLEN_KERNEL(fa3_fwd_varlen_sm90_fp16_d64_m128,
+                               flashptx::fa3::varlen(flashptx::fa3::fp16(flashptx::fa3::kD64M128)))
+FLASHPTX_FA3_FWD_VARLEN_KERNEL(fa3_fwd_varlen_sm90_bf16_d128_n128, flashptx::fa3::varlen(flashptx::fa3::kD128N128))
+FLASHPTX_FA3_FWD_VARLEN_KERNEL(fa3_fwd_varlen_sm90_fp16_d128_n128,
+                               flashptx::fa3::varlen(flashptx::fa3::fp16(flashptx::fa3::kD128N128)))
+FLASHPTX_FA3_FWD_VARLEN_KERNEL(fa3_fwd_varlen_sm90_bf16_d256, flashptx::fa3::varlen(flashptx::fa3::kD256))
+FLASHPTX_FA3_FWD_VARLEN_KERNEL(fa3_fwd_varlen_sm90_fp16_d256,
+                               flashptx::fa3::varlen(flashptx::fa3::fp16(flashptx::fa3::kD256)))
+
 namespace flashptx {
 
 template <fa3::FwdConfig C>
@@ -46,6 +68,8 @@ KernelEntry fa3_fwd_entry(const char* name, const void* fn, Family family) {
 }
 #define FLASHPTX_FA3_FWD_ROW(name, config) \
   fa3_fwd_entry<config>(#name, reinterpret_cast<const void*>(&name), Family::kFa3Fwd)
+#define FLASHPTX_FA3_FWD_VARLEN_ROW(name, config) \
+  fa3_fwd_entry<config>(#name, reinterpret_cast<const void*>(&name), Family::kFa3FwdVarlen)
 
 std::span<const KernelEntry> fa3_fwd_kernels() {
   using namespace fa3;
@@ -58,6 +82,19 @@ std::span<const KernelEntry> fa3_fwd_kernels() {
       FLASHPTX_FA3_FWD_ROW(fa3_fwd_sm90_fp16_d128_n128, fp16(kD128N128)),
       FLASHPTX_FA3_FWD_ROW(fa3_fwd_sm90_bf16_d256, kD256),
       FLASHPTX_FA3_FWD_ROW(fa3_fwd_sm90_fp16_d256, fp16(kD256)),
+  };
+  return rows;
+}
+
+std::span<const KernelEntry> fa3_fwd_varlen_kernels() {
+  using namespace fa3;
+  static const KernelEntry rows[] = {
+      FLASHPTX_FA3_FWD_VARLEN_ROW(fa3_fwd_varlen_sm90_bf16_d64_m128, varlen(kD64M128)),
+      FLASHPTX_FA3_FWD_VARLEN_ROW(fa3_fwd_varlen_sm90_fp16_d64_m128, varlen(fp16(kD64M128))),
+      FLASHPTX_FA3_FWD_VARLEN_ROW(fa3_fwd_varlen_sm90_bf16_d128_n128, varlen(kD128N128)),
+      FLASHPTX_FA3_FWD_VARLEN_ROW(fa3_fwd_varlen_sm90_fp16_d128_n128, varlen(fp16(kD128N128))),
+      FLASHPTX_FA3_FWD_VARLEN_ROW(fa3_fwd_varlen_sm90_bf16_d256, varlen(kD256)),
+      FLASHPTX_FA3_FWD_VARLEN_ROW(fa3_fwd_varlen_sm90_fp16_d256, varlen(fp16(kD256))),
   };
   return rows;
 }

@@ -5,7 +5,24 @@
 // A work tile is block_m query rows of one (batch, head) against all admissible K/V blocks of
 // block_n keys, visited right to left (the masked blocks first). A persistent CTA loops over tiles
 // blockIdx.x, blockIdx.x + gridDim.x, ...; ring states, the Q phase and the pingpong token carry
-// across tiles, never reset per tile. Roles:
+// across tiles, never reset per tile.
+//
+// Variable-length batches (C.varlen, src/sm90/fa3_fwd_config.h "variable-length batches"): the
+// tensors are packed [total, heads, d] (tensor maps of batch extent 1), a tile is one query block of
+// one head of one sequence, found in the parameter block's sequence table, one tile per CTA. The
+// only differences from the fixed-length kernel, each under `if constexpr (C.varlen)`:
+//   - coordinates: the sequence's first packed row is added to every Q, K, V and O row coordinate;
+//   - lengths: the key bound of the mask, the causal diagonal and the row guards are the
+//     sequence's, per tile. A K/V block that runs past the sequence's last key reads the next
+//     sequence's keys (or TMA's zero fill past the tensor): finite values the mask removes, as it
+//     removes the ragged tail of a fixed-length K. A Q block past the sequence's end likewise reads
+//     rows whose outputs are never stored;
+//   - the O store: a TMA store writes its whole 64-row box (clipped only at the tensor's end, not at
+//     the sequence's), which would overwrite the next sequence's rows, owned by another CTA. So
+//     only a consumer warpgroup whose 64 rows all lie inside the sequence stores by TMA; the one
+//     that holds the sequence's last rows stores its rows < len_q from registers (st.global), and
+//     LSE ([heads_q, total_q]) is written for rows < len_q only.
+// Roles:
 //
 //   warpgroup 0   PRODUCER   setmaxnreg.dec; one elected thread issues every TMA load:
 //                            Q once per tile (q_full), then K and V block by block into the rings.
@@ -90,7 +107,32 @@ struct FwdSmem {
 struct Tile {
   int index, m_block, head, head_kv, batch;
   int n_max;  // admissible K/V blocks [0, n_max), visited right to left
+  // Varlen only: the sequence's first packed row of Q and of K/V, and its lengths.
+  int q_row0 = 0, k_row0 = 0, len_q = 0, len_k = 0;
 };
+
+// Varlen: the tile's sequence from the table the host built and validated (no device data).
+template <FwdConfig C>
+__device__ __forceinline__ Tile varlen_tile_at(const FwdParams& p, const FwdVarlenTable& vt, int index) {
+  const TileCoord tc = varlen_tile_from_linear(vt.tile_prefix, vt.num_seqs, p.heads_q, index, p.causal != 0);
+  const VarlenSeq sq = vt.seq[tc.batch];
+  Tile t;
+  t.index = index;
+  t.m_block = tc.m_block;
+  t.head = tc.head;
+  t.batch = 0;  // the packed tensors' one batch coordinate
+  t.head_kv = tc.head / (p.heads_q / p.heads_kv);
+  // The table is the host's, built from prefix sums it validated; clamped anyway (two uniform
+  // operations per role), so that no table can make this kernel write outside rows [0, total_q) of
+  // O and LSE: every write below is guarded by len_q or lies inside a full warpgroup's rows.
+  t.q_row0 = max(sq.q_start, 0);
+  t.k_row0 = sq.k_start;
+  t.len_q = max(0, min(sq.len_q, vt.total_q - t.q_row0));
+  t.len_k = sq.len_k;
+  t.n_max = p.causal ? causal_n_blocks(tc.m_block, FwdLayout<C>::kBlockM, C.block_n, t.len_q, t.len_k)
+                     : n_blocks(C.block_n, t.len_k);
+  return t;
+}
 
 template <FwdConfig C>
 __device__ __forceinline__ Tile tile_of(const FwdParams& p, const TileCoord& tc, int index) {
@@ -105,17 +147,36 @@ __device__ __forceinline__ Tile tile_of(const FwdParams& p, const TileCoord& tc,
                      : n_blocks(C.block_n, p.seqlen_k);
   return t;
 }
+// Row coordinates in the tensor maps: the row in the sequence, plus (varlen) the sequence's first
+// packed row.
+template <FwdConfig C>
+__device__ __forceinline__ int q_coord(const Tile& t, int row) {
+  if constexpr (C.varlen) return t.q_row0 + row;
+  return row;
+}
+template <FwdConfig C>
+__device__ __forceinline__ int k_coord(const Tile& t, int row) {
+  if constexpr (C.varlen) return t.k_row0 + row;
+  return row;
+}
 // This CTA's tiles, walked the same way by every role (so that each derives the same tile, n_max
-// and phases). Three walks, chosen by the launch's shape (src/plan.cpp plan_fwd):
+// and phases). Four walks, chosen by the launch's shape (src/plan.cpp plan_fwd):
 //   one CTA per tile (grid == tiles)         the tile blockIdx.x, in LPT order for causal masks;
 //   persistent, no causal mask               tiles blockIdx.x + k gridDim.x: all cost the same;
 //   persistent, causal (grid < tiles)        the paired static schedule (tile_scheduler.h
 //                                            paired_slot): units of tiles m and M-1-m, equal in
-//                                            cost, round-robin over the CTAs.
+//                                            cost, round-robin over the CTAs;
+//   varlen (C.varlen, one CTA per tile)      the tile blockIdx.x of the host's longest-first table.
 template <FwdConfig C>
 struct TileWalk {
   int k = 0;  // this CTA's next slot
-  __device__ __forceinline__ bool next(const FwdParams& p, Tile* t) {
+  // vt: the varlen kernels' sequence table (in the parameter block), nullptr otherwise.
+  __device__ __forceinline__ bool next(const FwdParams& p, const FwdVarlenTable* vt, Tile* t) {
+    if constexpr (C.varlen) {
+      if (k++ > 0 || static_cast<int>(blockIdx.x) >= vt->tile_prefix[vt->num_seqs]) return false;
+      *t = varlen_tile_at<C>(p, *vt, static_cast<int>(blockIdx.x));
+      return true;
+    }
     const int num_tiles = p.num_m_blocks * p.heads_q * p.batch;
     if (C.persistent && p.causal && static_cast<int>(gridDim.x) < num_tiles) {
       TileCoord tc;
@@ -211,6 +272,7 @@ struct Producer {
   const FwdParams& p;
   const FwdSmem<C>& sm;
   Tracer tr;
+  const FwdVarlenTable* vt;  // varlen only (else nullptr)
   RingState<C.stages> write = RingState<C.stages>::producer_start();  // one generation ahead
   uint32_t q_empty_phase = 1;  // the Q buffer starts empty: the first wait passes at once
 
@@ -220,7 +282,7 @@ struct Producer {
     ptx::mbarrier_arrive_expect_tx(sm.q_full(), L::kQBytes);
     for (int c = 0; c < L::kChunks; ++c)
       ptx::cp_async_bulk_tensor_4d_load(sm.q() + c * L::kBlockM * 128, &p.tma_q, sm.q_full(), c * 64,
-                                        t.m_block * L::kBlockM, t.head, t.batch);
+                                        q_coord<C>(t, t.m_block * L::kBlockM), t.head, t.batch);
     tr(trace::kTmaIssueQ, t.m_block);
   }
   // Waits for stage `write.stage` of one ring to be empty, then loads block n into it.
@@ -230,14 +292,14 @@ struct Producer {
     tr(ev_empty, write.stage);
     ptx::mbarrier_arrive_expect_tx(full_bar, L::kKVBytes);
     for (int c = 0; c < L::kChunks; ++c)
-      ptx::cp_async_bulk_tensor_4d_load(dst + c * C.block_n * 128, map, full_bar, c * 64, n * C.block_n, t.head_kv,
-                                        t.batch);
+      ptx::cp_async_bulk_tensor_4d_load(dst + c * C.block_n * 128, map, full_bar, c * 64, k_coord<C>(t, n * C.block_n),
+                                        t.head_kv, t.batch);
     tr(ev_issue, (n << 8) | write.stage);
   }
 
   __device__ __forceinline__ void run() {
     TileWalk<C> walk;
-    for (Tile t; walk.next(p, &t);) {
+    for (Tile t; walk.next(p, vt, &t);) {
       tr(trace::kTileBegin, t.index);
       if (t.n_max == 0) load_q(t);  // consumers still take (and release) the tile's Q buffer
       for (int r = 0; r < t.n_max; ++r) {
@@ -271,6 +333,7 @@ struct Consumer {
   const FwdParams& p;
   const FwdSmem<C>& sm;
   Tracer tr;
+  const FwdVarlenTable* vt;  // varlen only (else nullptr)
   const int g;     // consumer index 0..G-1 (physical warpgroup minus the producer's)
   const int lane;  // lane in the warp
   // Fragment coordinates (wgmma m64nNk16 D layout): this thread holds rows r0 and r0 + 8 of the
@@ -291,8 +354,9 @@ struct Consumer {
   ReadRing<C.stages> k_ring, v_ring;
   int row0 = 0;                    // global query row of r0 in the current tile
 
-  __device__ __forceinline__ Consumer(const FwdParams& p_, const FwdSmem<C>& sm_, Tracer tr_, int g_)
-      : p(p_), sm(sm_), tr(tr_), g(g_), lane(threadIdx.x % 32), q4(lane % 4),
+  __device__ __forceinline__ Consumer(const FwdParams& p_, const FwdSmem<C>& sm_, Tracer tr_,
+                                      const FwdVarlenTable* vt_, int g_)
+      : p(p_), sm(sm_), tr(tr_), vt(vt_), g(g_), lane(threadIdx.x % 32), q4(lane % 4),
         r0(16 * ((threadIdx.x % 128) / 32) + lane / 4), seqlen_q(p_.seqlen_q), seqlen_k(p_.seqlen_k),
         causal(p_.causal != 0), diag(p_.seqlen_k - p_.seqlen_q),
         scale_log2(p_.softmax_scale_log2),
@@ -359,19 +423,34 @@ struct Consumer {
   }
 
   // ---- softmax ------------------------------------------------------------------------------
+  // The tile's lengths: the launch's, or (varlen) its sequence's.
+  __device__ __forceinline__ int len_q(const Tile& t) const {
+    if constexpr (C.varlen) return t.len_q;
+    return seqlen_q;
+  }
+  __device__ __forceinline__ int len_k(const Tile& t) const {
+    if constexpr (C.varlen) return t.len_k;
+    return seqlen_k;
+  }
+  __device__ __forceinline__ int diag_of(const Tile& t) const {
+    if constexpr (C.varlen) return t.len_k - t.len_q;
+    return diag;
+  }
   // Whether block n holds a masked key for some row of this tile: keys past seqlen_k, or keys
   // right of the causal diagonal of the tile's first row. True exactly for a suffix of the blocks.
   __device__ __forceinline__ bool block_needs_mask(const Tile& t, int n) const {
-    return (n + 1) * kBlockN > seqlen_k || (causal && (n + 1) * kBlockN - 1 > t.m_block * kBlockM + diag);
+    return (n + 1) * kBlockN > len_k(t) || (causal && (n + 1) * kBlockN - 1 > t.m_block * kBlockM + diag_of(t));
   }
-  __device__ __forceinline__ void apply_mask(int n) {
+  // (len_k(t) and diag_of(t) stay inside the expression: hoisted into locals, they changed the
+  // fixed-length kernels' instruction schedule, though not their values.)
+  __device__ __forceinline__ void apply_mask(const Tile& t, int n) {
 #pragma unroll
     for (int i = 0; i < kBlockN / 8; ++i) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int col = n * kBlockN + 8 * i + 2 * q4 + (e & 1);
         const int row = row0 + 8 * (e >> 1);
-        const bool masked = col >= seqlen_k || (causal && col > row + diag);
+        const bool masked = col >= len_k(t) || (causal && col > row + diag_of(t));
         s_acc[4 * i + e] = masked ? -INFINITY : s_acc[4 * i + e];
       }
     }
@@ -382,9 +461,9 @@ struct Consumer {
   // loop is split into a masked and an unmasked loop, each without control flow there.
   // Returns the rescale factors of the two rows (applied to O once the PV into O has retired).
   template <bool kMasked>
-  __device__ __forceinline__ void softmax(int n, float (&alpha)[2]) {
+  __device__ __forceinline__ void softmax(const Tile& t, int n, float (&alpha)[2]) {
     tr(trace::kSoftmaxBegin, n);
-    if constexpr (kMasked) apply_mask(n);
+    if constexpr (kMasked) apply_mask(t, n);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float mx = row_max[h];
@@ -440,8 +519,8 @@ struct Consumer {
     k_ring.release(sm.k_empty(k_ring.at.stage), lane, tr, trace::kReleaseK);  // QK(0) retired
     if (t.n_max == 1) QRelease<C>::after_last_qk(sm.q_empty(), lane);
     float alpha[2];
-    if (block_needs_mask(t, n)) softmax<true>(n, alpha);
-    else softmax<false>(n, alpha);
+    if (block_needs_mask(t, n)) softmax<true>(t, n, alpha);
+    else softmax<false>(t, n, alpha);
     convert_p();
     tr(trace::kSoftmaxEnd, n);
   }
@@ -460,7 +539,7 @@ struct Consumer {
     k_ring.release(sm.k_empty(k_ring.at.stage), lane, tr, trace::kReleaseK);
     if (j == t.n_max - 1) QRelease<C>::after_last_qk(sm.q_empty(), lane);
     float alpha[2];
-    softmax<kMasked>(n, alpha);
+    softmax<kMasked>(t, n, alpha);
     // Pin the exponentials here, before the wait below: they are plain register arithmetic, and
     // without a volatile use of S the compiler sinks them past wgmma.wait_group 0, which
     // serialises softmax(j) after PV(j-1) and loses the overlap this loop exists for.
@@ -481,6 +560,29 @@ struct Consumer {
   }
 
   // ---- epilogue: O normalised, staged in shared memory, stored by TMA; LSE ------------------
+  // LSE of query row `row` of the tile's sequence: [batch, heads_q, seqlen_q], or (varlen) [heads_q,
+  // total_q] at the row's packed index (FlashAttention's varlen layout).
+  __device__ __forceinline__ int64_t lse_index(const Tile& t, int row) const {
+    if constexpr (C.varlen) return static_cast<int64_t>(t.head) * vt->total_q + t.q_row0 + row;
+    return (static_cast<int64_t>(t.batch) * p.heads_q + t.head) * seqlen_q + row;
+  }
+  // Varlen, the warpgroup that holds the sequence's last rows: its rows < len_q from registers,
+  // 4 bytes (two columns) per store; rows past the sequence belong to another CTA and are never
+  // written. Plain global stores (generic proxy): no earlier async-proxy store of this CTA wrote
+  // these bytes, and the kernel's completion publishes them.
+  __device__ __forceinline__ void store_rows_guarded(const Tile& t, const float (&inv)[2]) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row0 + 8 * h;
+      if (row >= t.len_q) continue;
+      uint16_t* o_row = static_cast<uint16_t*>(vt->o) + static_cast<int64_t>(t.q_row0 + row) * vt->o_row_stride +
+                        static_cast<int64_t>(t.head) * vt->o_head_stride;
+#pragma unroll
+      for (int i = 0; i < kD / 8; ++i)
+        ptx::st_global_b32(o_row + 8 * i + 2 * q4, pack2<C.bf16>(o[4 * i + 2 * h] * inv[h], o[4 * i + 2 * h + 1] * inv[h]));
+    }
+  }
+
   __device__ __forceinline__ void epilogue(const Tile& t) {
     tr(trace::kEpilogueBegin, t.m_block);
     const int tid_in_wg = threadIdx.x % 128;
@@ -490,9 +592,19 @@ struct Consumer {
       const float l = quad_sum(row_sum[h]);
       inv[h] = l > 0.f ? 1.f / l : 0.f;
       const int row = row0 + 8 * h;
-      if (p.lse != nullptr && q4 == 0 && row < seqlen_q) {
+      if (p.lse != nullptr && q4 == 0 && row < len_q(t)) {
         const float lse = l > 0.f ? row_max[h] * p.softmax_scale + logf(l) : -INFINITY;
-        p.lse[(static_cast<int64_t>(t.batch) * p.heads_q + t.head) * seqlen_q + row] = lse;
+        p.lse[lse_index(t, row)] = lse;
+      }
+    }
+    if constexpr (C.varlen) {
+      // Uniform per warpgroup: do all 64 rows of this warpgroup lie inside the sequence?
+      if (t.m_block * kBlockM + 64 * g + 64 > t.len_q) {
+        store_rows_guarded(t, inv);
+        // The Q buffer's release keeps its one arrival per warpgroup (nothing staged, nothing to wait for).
+        if (tid_in_wg == 0) QRelease<C>::after_store(sm.q_empty());
+        tr(trace::kEpilogueEnd, t.m_block);
+        return;
       }
     }
     // This warpgroup's O tile -> its rows of the staging buffer (the Q buffer for head dim 256: its
@@ -520,9 +632,15 @@ struct Consumer {
     ptx::fence_proxy_async_shared_cta();
     ptx::bar_sync(kBarEpilogueWG0 + g, 128);
     if (tid_in_wg == 0) {
-      for (int c = 0; c < L::kChunks; ++c)
-        ptx::cp_async_bulk_tensor_4d_store(&p.tma_o, s_o + c * kBlockM * 128, c * 64, t.m_block * kBlockM + 64 * g,
-                                           t.head, t.batch);
+      for (int c = 0; c < L::kChunks; ++c) {
+        // (Spelled out per flavour: through q_coord, the fixed-length kernels' schedule changed.)
+        if constexpr (C.varlen)
+          ptx::cp_async_bulk_tensor_4d_store(&p.tma_o, s_o + c * kBlockM * 128, c * 64,
+                                             t.q_row0 + t.m_block * kBlockM + 64 * g, t.head, t.batch);
+        else
+          ptx::cp_async_bulk_tensor_4d_store(&p.tma_o, s_o + c * kBlockM * 128, c * 64, t.m_block * kBlockM + 64 * g,
+                                             t.head, t.batch);
+      }
       ptx::cp_async_bulk_commit_group();
       QRelease<C>::after_store(sm.q_empty());
     }
@@ -536,7 +654,7 @@ struct Consumer {
     }
     uint32_t q_phase = 0;
     TileWalk<C> walk;
-    for (Tile t; walk.next(p, &t);) {
+    for (Tile t; walk.next(p, vt, &t);) {
       tr(trace::kTileBegin, t.index);
       row0 = t.m_block * kBlockM + 64 * g + r0;
       row_max[0] = row_max[1] = -INFINITY;
@@ -567,8 +685,9 @@ struct Consumer {
 };
 
 // ==================================== THE KERNEL ==================================================
+// vt: the sequence table of a varlen kernel (C.varlen), in its parameter block; nullptr otherwise.
 template <FwdConfig C>
-__device__ __forceinline__ void fwd_kernel_body(const FwdParams& p) {
+__device__ __forceinline__ void fwd_kernel_body(const FwdParams& p, const FwdVarlenTable* vt = nullptr) {
   using L = FwdLayout<C>;
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   const FwdSmem<C> sm{(ptx::smem_u32(smem_raw) + 1023u) & ~1023u};  // align the carve-up to 1024 B
@@ -599,11 +718,11 @@ __device__ __forceinline__ void fwd_kernel_body(const FwdParams& p) {
 
   if (warpgroup == 0) {
     ptx::setmaxnreg_dec<L::kProducerRegs>();
-    if (threadIdx.x == 0) Producer<C>{p, sm, tr}.run();
+    if (threadIdx.x == 0) Producer<C>{p, sm, tr, vt}.run();
     return;
   }
   ptx::setmaxnreg_inc<L::kConsumerRegs>();
-  Consumer<C>(p, sm, tr, warpgroup - 1).run();
+  Consumer<C>(p, sm, tr, vt, warpgroup - 1).run();
 }
 
 }  // namespace flashptx::fa3

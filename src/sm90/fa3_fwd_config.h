@@ -1,6 +1,7 @@
 // FA3 forward: what the host, the kernel and the CPU models share (plain C++, no device code).
 //
 //   FwdParams     the kernel's one argument (passed by value as a __grid_constant__ parameter)
+//   FwdVarlenParams  the varlen kernels' one argument: FwdParams plus the sequence table
 //   FwdConfig     the compile-time shape of one specialization, with named fields
 //   FwdLayout<C>  everything derived from a config: tile sizes, the register split, the shared-
 //                 memory plan (offsets of Q, the K and V rings, the O staging buffer, the barriers)
@@ -38,6 +39,7 @@ struct FwdConfig {
   bool pingpong;     // consumers take turns issuing through the named-barrier token ring
   bool persistent;   // the kernel loops over work tiles (grid may be smaller than the tile count)
   bool bf16;         // bf16 in and out; fp16 otherwise
+  bool varlen = false;  // packed variable-length sequences (FwdVarlenParams; one tile per CTA)
 };
 
 template <FwdConfig C>
@@ -118,5 +120,53 @@ constexpr FwdConfig fp16(FwdConfig c) {
   c.bf16 = false;
   return c;
 }
+// The varlen twin of a configuration: the same shape, tiles decoded from FwdVarlenTable, one tile
+// per CTA (the launch order is the schedule: see FwdVarlenTable).
+constexpr FwdConfig varlen(FwdConfig c) {
+  c.varlen = true;
+  c.persistent = false;
+  return c;
+}
+
+// ---- variable-length batches (flashptx_fwd_varlen) ----------------------------------------------
+// Q, K, V and O are packed [total, heads, d] tensors; sequence b owns rows [cu[b], cu[b+1]). The
+// host reads the prefix sums (the caller's host copy), validates them, and hands the kernel what
+// it needs in its parameter block, so the kernel reads no sequence data from device memory (none
+// the validation did not see) and needs no workspace:
+//   seq[s]          sequence s of the schedule: its first packed row of Q and of K/V and its lengths
+//   tile_prefix[s]  the work tiles (query blocks x heads) of the sequences before s; tile_prefix
+//                   [num_seqs] is the launch's tile count
+// The host orders the sequences longest-first (by the K/V blocks of their longest tile, then by
+// tile count; sequences of zero query rows are left out), and inside a sequence the kernel visits
+// query blocks longest-first under a causal mask, every head of a block before the next block.
+// One CTA per tile, blockIdx.x = tile index: the hardware dispatches CTAs in index order as SMs
+// free up, a greedy list scheduler, so the order above is what makes it longest-first (for tiles
+// of unequal length it balanced better than a static round-robin: tools/NOTES.md, v2; the
+// fixed-length causal launches' paired schedule needs equal-cost pairs, which sequences of
+// unequal length do not give). A tile finds its sequence by binary
+// search over tile_prefix (include/flashptx/tile_scheduler.h): log2(1024) = 10 constant-bank loads
+// per role, once per CTA.
+// Size: kernel parameters may take 32764 bytes on sm_90 (CUDA 12.1+); 1024 sequences take 20 KiB.
+constexpr int kVarlenMaxSeqs = 1024;  // = FLASHPTX_VARLEN_MAX_SEQS (include/flashptx.h)
+
+struct VarlenSeq {
+  int q_start, k_start;  // packed row of the sequence's first query / key
+  int len_q, len_k;      // its lengths (len_q >= 1: empty sequences are not in the table)
+};
+
+struct FwdVarlenTable {
+  void* o;                        // O's base, for the tail rows stored one by one (see the epilogue)
+  int64_t o_row_stride, o_head_stride;  // in elements
+  int total_q;                    // packed query rows: LSE is [heads_q, total_q]
+  int num_seqs;                   // entries of seq[] (sequences with at least one query row)
+  int tile_prefix[kVarlenMaxSeqs + 1];
+  VarlenSeq seq[kVarlenMaxSeqs];
+};
+
+struct FwdVarlenParams {
+  FwdParams fwd;  // tensor maps over the packed tensors (batch extent 1), scale, heads, causal
+  FwdVarlenTable table;
+};
+static_assert(sizeof(FwdVarlenParams) <= 32764, "kernel parameter space on sm_90 (CUDA 12.1+)");
 
 }  // namespace flashptx::fa3

@@ -48,6 +48,7 @@ TEST_CASE("the kernel table: unique names, rows consistent with their layouts") 
     switch (k.family) {
       case flashptx::Family::kFa3Fwd:
       case flashptx::Family::kFa3FwdTraced:  // a producer warpgroup + consumers of 64 query rows each
+      case flashptx::Family::kFa3FwdVarlen:
         CHECK(k.threads == 128 * (k.consumer_wgs + 1));
         CHECK(k.block_m == 64 * k.consumer_wgs);
         CHECK(k.smem_bytes > 0);

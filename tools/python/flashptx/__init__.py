@@ -29,10 +29,11 @@ __all__ = ["attention", "attention_varlen", "available", "unavailable_reason", "
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False,
                      softmax_scale=None, deterministic=False, return_lse=False):
-    """Variable-length attention over packed sequences (cu_seqlens): not available yet."""
+    """Variable-length attention over packed sequences (cu_seqlens): not bound in this package yet."""
     raise NotImplementedError(
-        "flashptx.attention_varlen: libflashptx has no variable-length (cu_seqlens) forward yet; "
-        "pad the batch to [batch, seqlen, heads, head_dim] and use flashptx.attention")
+        "flashptx.attention_varlen: the C ABI has a variable-length forward (flashptx_fwd_varlen, no "
+        "backward; raw ctypes binding: flashptx._abi.FwdVarlenParams), but no torch wrapper yet; pad the "
+        "batch to [batch, seqlen, heads, head_dim] and use flashptx.attention")
 
 
 def _attention_without_torch(*args, **kwargs):

@@ -23,6 +23,8 @@ STATUS_NAMES = {
     11: "FLASHPTX_ERR_NULL_PARAMS",
     12: "FLASHPTX_ERR_BAD_OPTION",
     13: "FLASHPTX_ERR_WORKSPACE",
+    14: "FLASHPTX_ERR_BAD_CU_SEQLENS",
+    15: "FLASHPTX_ERR_TOO_MANY_SEQS",
 }
 # The statuses that say something about the machine rather than the input: RuntimeError. Every other
 # non-zero status is a rejected input: ValueError.
@@ -56,6 +58,15 @@ class BwdParams(ctypes.Structure):
                  ("workspace", _p), ("workspace_bytes", _i64)])
 
 
+class FwdVarlenParams(ctypes.Structure):
+    """flashptx_fwd_varlen_params (cu_seqlens_q/_k: HOST int32 arrays of num_seqs + 1 entries)."""
+    _fields_ = ([(n, _p) for n in ("q", "k", "v", "o", "lse", "cu_seqlens_q", "cu_seqlens_k")] +
+                [(n, _i64) for n in ("num_seqs", "total_q", "total_k", "max_seqlen_q", "max_seqlen_k", "heads_q",
+                                     "heads_kv", "head_dim")] +
+                [(t + "_" + x + "_stride", _i64) for t in ("q", "k", "v", "o") for x in ("row", "head")] +
+                [("dtype", _int), ("causal", _int), ("softmax_scale", _f32)])
+
+
 class KernelInfo(ctypes.Structure):
     """flashptx_kernel_info."""
     _fields_ = [("symbol", ctypes.c_char_p), ("registers", _int), ("shared_bytes", _int), ("threads", _int),
@@ -68,6 +79,9 @@ SIGNATURES = {
     "flashptx_fwd": (_int, [_P(FwdParams), _p]),
     "flashptx_fwd_check": (_int, [_P(FwdParams)]),
     "flashptx_fwd_kernel_info": (_int, [_P(FwdParams), _P(KernelInfo)]),
+    "flashptx_fwd_varlen": (_int, [_P(FwdVarlenParams), _p]),
+    "flashptx_fwd_varlen_check": (_int, [_P(FwdVarlenParams)]),
+    "flashptx_fwd_varlen_kernel_info": (_int, [_P(FwdVarlenParams), _P(KernelInfo)]),
     "flashptx_bwd": (_int, [_P(BwdParams), _p]),
     "flashptx_bwd_check": (_int, [_P(BwdParams)]),
     "flashptx_bwd_workspace_size": (_int, [_P(BwdParams), _P(_i64)]),

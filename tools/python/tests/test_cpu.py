@@ -110,7 +110,7 @@ def c_layout(fields):
 
 
 STRUCTS = [("flashptx_fwd_params", _abi.FwdParams), ("flashptx_bwd_params", _abi.BwdParams),
-           ("flashptx_kernel_info", _abi.KernelInfo)]
+           ("flashptx_fwd_varlen_params", _abi.FwdVarlenParams), ("flashptx_kernel_info", _abi.KernelInfo)]
 
 
 @case
@@ -181,7 +181,7 @@ def c_arg_type(decl):
     """The ctypes type a C parameter declaration maps to."""
     decl = " ".join(decl.split())
     for struct, py in (("flashptx_fwd_params", _abi.FwdParams), ("flashptx_bwd_params", _abi.BwdParams),
-                       ("flashptx_kernel_info", _abi.KernelInfo)):
+                       ("flashptx_fwd_varlen_params", _abi.FwdVarlenParams), ("flashptx_kernel_info", _abi.KernelInfo)):
         if struct in decl:
             return ctypes.POINTER(py)
     if re.match(r"^int64_t\s*\*", decl):
@@ -428,6 +428,39 @@ def library_validation_comes_back_as_value_errors():
         assert e.status_name == "FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM" and "backward" in str(e), str(e)
     else:
         raise AssertionError("the d96 backward was accepted")
+
+
+@case
+def library_varlen_validation_names_the_bad_entry():
+    lib = real_library()
+    fake, h, d = 1 << 20, 8, 128
+    def vparams(cu_q, cu_k):
+        p = _abi.FwdVarlenParams()
+        p.q = p.k = p.v = p.o = fake
+        p.cu_seqlens_q = ctypes.cast(cu_q, ctypes.c_void_p)
+        p.cu_seqlens_k = ctypes.cast(cu_k, ctypes.c_void_p)
+        p.num_seqs = len(cu_q) - 1
+        p.total_q, p.total_k = cu_q[-1], cu_k[-1]
+        p.max_seqlen_q = max(b - a for a, b in zip(cu_q[:-1], cu_q[1:]))
+        p.max_seqlen_k = max(b - a for a, b in zip(cu_k[:-1], cu_k[1:]))
+        p.heads_q = p.heads_kv = h
+        p.head_dim = d
+        p.q_row_stride = p.k_row_stride = p.v_row_stride = p.o_row_stride = h * d
+        p.q_head_stride = p.k_head_stride = p.v_head_stride = p.o_head_stride = d
+        p.dtype, p.causal = _abi.FLASHPTX_BF16, 1
+        return p
+    arr = lambda *x: (ctypes.c_int32 * len(x))(*x)
+    good_q, good_k = arr(0, 100, 100, 137), arr(0, 120, 125, 125)
+    _abi.check(lib, "flashptx_fwd_varlen_check", lib.flashptx_fwd_varlen_check(ctypes.byref(vparams(good_q, good_k))))
+    bad_q = arr(0, 100, 90, 137)
+    p = vparams(good_q, good_k)
+    p.cu_seqlens_q = ctypes.cast(bad_q, ctypes.c_void_p)
+    try:
+        _abi.check(lib, "flashptx_fwd_varlen_check", lib.flashptx_fwd_varlen_check(ctypes.byref(p)))
+    except _abi.FlashptxValueError as e:
+        assert e.status_name == "FLASHPTX_ERR_BAD_CU_SEQLENS" and "decreases at entry 2" in str(e), str(e)
+    else:
+        raise AssertionError("a decreasing cu_seqlens_q was accepted")
 
 
 @case

@@ -1,0 +1,534 @@
+// The FA3 varlen forward on the GPU (flashptx_fwd_varlen): packed [total, heads, d] tensors with
+// cu_seqlens, against the CPU fp64 reference run per sequence, under FlashAttention's rule
+// max|out - ref| <= 2 * max|same_dtype_ref - ref| + 1e-5 (tests/gpu/test_fa3_fwd.cpp states it and
+// the LSE's fp32 term), over every checked row of every sequence of a batch.
+//
+// What a varlen kernel can get wrong beyond the fixed-length one, and where each is caught:
+//   - a tail tile's O store writing past its sequence's end into the next sequence (another CTA's
+//     rows): the first 64 rows of every sequence (where a 64-row box from the previous sequence's
+//     last rows would land) are compared with the reference, for the first head and the last;
+//   - writes past the packed tensor, or into pads: O and LSE are poisoned (NaN) before each run,
+//     with a guard region after each; every element that is not an output must keep the poison,
+//     every output element must be written and finite;
+//   - keys of the next sequence leaking into a row (the ragged K bound per sequence): the last rows
+//     of every sequence and sequences whose key length is not a multiple of the block;
+//   - the LSE layout [heads_q, total_q];
+//   - bad cu_seqlens: a status, nothing launched, O untouched.
+// Every checked case also runs through the release libflashptx.so and must give the same bits.
+// Inputs are fresh random values. Reference rows are sampled on long sequences (all rows of short
+// ones) and computed on every host core, so that the suite stays within seconds.
+// FLASHPTX_VARLEN_TIMING=FILE adds the timing of tools/gpu_varlen_check.sh (varlen against the
+// padded batch of the same tokens) to FILE.
+#include <doctest/doctest.h>
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "flashptx.h"
+#include "tools/support/dtype.h"
+#include "tools/support/reference.h"
+#include "tests/gpu/release_lib.h"
+#include "tests/gpu/test_util.h"
+
+namespace {
+
+using namespace flashptx_test;
+
+struct VCase {
+  std::vector<int> lq, lk;  // per sequence
+  int64_t hq, hkv, d;
+  bool causal;
+  flashptx_dtype dtype;
+  bool padded = false;  // head stride d + 8, row stride heads * (d + 8) + 16: pads stay poisoned
+  std::string str() const {
+    std::string s = "seqs=" + std::to_string(lq.size()) + " lq=[";
+    auto list = [&s](const std::vector<int>& l) {
+      for (size_t i = 0; i < l.size() && i < 12; ++i) {
+        if (i) s += ',';
+        s += std::to_string(l[i]);
+      }
+      s += l.size() > 12 ? ",...]" : "]";
+    };
+    list(lq);
+    s += " lk=[";
+    list(lk);
+    return s + " Hq=" + std::to_string(hq) + " Hkv=" + std::to_string(hkv) + " d=" + std::to_string(d) +
+           (causal ? " causal" : "") + (dtype == FLASHPTX_BF16 ? " bf16" : " fp16") + (padded ? " padded" : "");
+  }
+};
+
+std::vector<int32_t> prefix(const std::vector<int>& lens) {
+  std::vector<int32_t> cu(lens.size() + 1, 0);
+  for (size_t i = 0; i < lens.size(); ++i) cu[i + 1] = cu[i] + lens[i];
+  return cu;
+}
+
+struct Packed {
+  int64_t rs, hs;  // row and head strides in elements
+  int64_t elems;   // storage of `rows` rows
+};
+Packed packed(int64_t rows, int64_t heads, int64_t d, bool padded) {
+  const int64_t hs = padded ? d + 8 : d, rs = padded ? heads * hs + 16 : heads * d;
+  return {rs, hs, std::max<int64_t>(rows * rs, 1)};
+}
+
+struct VProblem {
+  VCase c;
+  std::vector<int32_t> cu_q, cu_k;
+  int64_t total_q = 0, total_k = 0;
+  Packed pq{}, pk{}, po{};
+  std::vector<uint16_t> q, k, v;
+  std::unique_ptr<DeviceBuf> dq, dk, dv, dout, dlse;
+  flashptx_fwd_varlen_params params{};
+
+  VProblem(const VCase& cs, uint64_t seed) : c(cs) {
+    REQUIRE(c.lq.size() == c.lk.size());
+    cu_q = prefix(c.lq);
+    cu_k = prefix(c.lk);
+    total_q = cu_q.back();
+    total_k = cu_k.back();
+    pq = packed(total_q, c.hq, c.d, c.padded);
+    pk = packed(total_k, c.hkv, c.d, c.padded);
+    po = pq;
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    auto fill = [&](std::vector<uint16_t>& x, const Packed& p, int64_t rows, int64_t heads) {
+      x.assign(static_cast<size_t>(p.elems), to_storage(c.dtype, 0.5f));  // pads: finite, never read
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t h = 0; h < heads; ++h)
+          for (int64_t e = 0; e < c.d; ++e) x[r * p.rs + h * p.hs + e] = to_storage(c.dtype, nd(rng));
+    };
+    fill(q, pq, total_q, c.hq);
+    fill(k, pk, total_k, c.hkv);
+    fill(v, pk, total_k, c.hkv);
+    dq.reset(new DeviceBuf(q.size() * 2));
+    dk.reset(new DeviceBuf(k.size() * 2));
+    dv.reset(new DeviceBuf(v.size() * 2));
+    dout.reset(new DeviceBuf((static_cast<size_t>(po.elems) + kGuard) * 2));
+    dlse.reset(new DeviceBuf((static_cast<size_t>(c.hq * total_q) + kGuard) * 4));
+    CUDA_REQUIRE(cudaMemcpy(dq->p, q.data(), q.size() * 2, cudaMemcpyHostToDevice));
+    CUDA_REQUIRE(cudaMemcpy(dk->p, k.data(), k.size() * 2, cudaMemcpyHostToDevice));
+    CUDA_REQUIRE(cudaMemcpy(dv->p, v.data(), v.size() * 2, cudaMemcpyHostToDevice));
+    flashptx_fwd_varlen_params_contiguous(&params, dq->p, dk->p, dv->p, dout->p, static_cast<float*>(dlse->p),
+                                          cu_q.data(), cu_k.data(), static_cast<int64_t>(c.lq.size()), c.hq, c.hkv,
+                                          c.d, c.dtype, c.causal ? 1 : 0);
+    params.q_row_stride = params.o_row_stride = pq.rs;
+    params.q_head_stride = params.o_head_stride = pq.hs;
+    params.k_row_stride = params.v_row_stride = pk.rs;
+    params.k_head_stride = params.v_head_stride = pk.hs;
+  }
+
+  void poison() {
+    CUDA_REQUIRE(cudaMemset(dout->p, 0xFF, dout->bytes));  // 0xFFFF: NaN
+    CUDA_REQUIRE(cudaMemset(dlse->p, 0xFF, dlse->bytes));  // 0xFFFFFFFF: NaN
+  }
+  void run() {
+    const flashptx_status s = flashptx_fwd_varlen(&params, nullptr);
+    REQUIRE_MESSAGE(s == FLASHPTX_OK, flashptx_last_error());
+    CUDA_REQUIRE(cudaGetLastError());
+    CUDA_REQUIRE(cudaDeviceSynchronize());
+  }
+  std::vector<uint16_t> out() const {
+    std::vector<uint16_t> o(dout->bytes / 2);
+    CUDA_REQUIRE(cudaMemcpy(o.data(), dout->p, dout->bytes, cudaMemcpyDeviceToHost));
+    return o;
+  }
+  std::vector<float> lse() const {
+    std::vector<float> l(dlse->bytes / 4);
+    CUDA_REQUIRE(cudaMemcpy(l.data(), dlse->p, dlse->bytes, cudaMemcpyDeviceToHost));
+    return l;
+  }
+
+  // Sequence b as a fixed-length problem of batch 1 for the reference, and views into the packed
+  // host copies at its first row.
+  flashptx::ref::Problem seq_problem(size_t b) const {
+    return ref_problem(1, c.lq[b], c.lk[b], c.hq, c.hkv, c.d, c.causal, 0.f);
+  }
+  flashptx::ref::TensorView seq_view(const std::vector<uint16_t>& x, const Packed& p, int64_t row0) const {
+    flashptx::ref::TensorView t;
+    t.data = x.data() + row0 * p.rs;
+    t.type = c.dtype == FLASHPTX_BF16 ? flashptx::ref::Elem::kBF16 : flashptx::ref::Elem::kFP16;
+    t.batch_stride = 0;
+    t.row_stride = p.rs;
+    t.head_stride = p.hs;
+    return t;
+  }
+};
+
+// Every element that is not an output element keeps the poison; every output element is finite.
+void check_writes(const VProblem& pb, const std::vector<uint16_t>& o, const std::vector<float>& lse) {
+  const VCase& c = pb.c;
+  std::vector<char> is_out(o.size(), 0);
+  int64_t non_finite = 0, clobbered = 0;
+  for (int64_t r = 0; r < pb.total_q; ++r)
+    for (int64_t h = 0; h < c.hq; ++h)
+      for (int64_t e = 0; e < c.d; ++e) {
+        const int64_t idx = r * pb.po.rs + h * pb.po.hs + e;
+        is_out[idx] = 1;
+        if (!std::isfinite(from_storage(c.dtype, o[idx]))) ++non_finite;
+      }
+  for (size_t i = 0; i < o.size(); ++i)
+    if (!is_out[i] && o[i] != kPoison) ++clobbered;
+  CHECK_MESSAGE(non_finite == 0, c.str() << ": " << non_finite << " output elements not written or not finite");
+  CHECK_MESSAGE(clobbered == 0, c.str() << ": " << clobbered << " elements outside O (pads, guard) were written");
+  const int64_t nl = c.hq * pb.total_q;
+  int64_t lse_bad = 0, lse_clobbered = 0;
+  for (int64_t i = 0; i < nl; ++i)
+    if (std::isnan(lse[i])) ++lse_bad;
+  for (size_t i = static_cast<size_t>(nl); i < lse.size(); ++i) {
+    uint32_t u;
+    std::memcpy(&u, &lse[i], 4);
+    if (u != 0xFFFFFFFFu) ++lse_clobbered;
+  }
+  CHECK_MESSAGE(lse_bad == 0, c.str() << ": " << lse_bad << " LSE values not written");
+  CHECK_MESSAGE(lse_clobbered == 0, c.str() << ": " << lse_clobbered << " elements after LSE were written");
+}
+
+struct Row { int64_t seq, i, h; };
+
+// Rows to compare: every row of a sequence of at most 256 rows (all heads up to 2, else the first
+// and last heads); on longer ones the first 64 rows and the last 8 of the first head, rows at the
+// sequence's ends and its first block edge of the last head, and 4 random rows of random heads.
+std::vector<Row> pick_rows(const VCase& c, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Row> rows;
+  for (size_t b = 0; b < c.lq.size(); ++b) {
+    const int64_t n = c.lq[b];
+    if (n == 0) continue;
+    std::vector<int64_t> heads = {0};
+    if (c.hq > 1) heads.push_back(c.hq - 1);
+    if (n <= 256) {
+      if (c.hq <= 2) {
+        heads.clear();
+        for (int64_t h = 0; h < c.hq; ++h) heads.push_back(h);
+      }
+      for (int64_t h : heads)
+        for (int64_t i = 0; i < n; ++i) rows.push_back({static_cast<int64_t>(b), i, h});
+      continue;
+    }
+    for (int64_t i = 0; i < 64; ++i) rows.push_back({static_cast<int64_t>(b), i, 0});
+    for (int64_t i = n - 8; i < n; ++i) rows.push_back({static_cast<int64_t>(b), i, 0});
+    for (int64_t i : {int64_t(0), int64_t(63), int64_t(64), n - 65, n - 64, n - 1})
+      rows.push_back({static_cast<int64_t>(b), i, c.hq - 1});
+    for (int t = 0; t < 4; ++t)
+      rows.push_back({static_cast<int64_t>(b), static_cast<int64_t>(rng() % n), static_cast<int64_t>(rng() % c.hq)});
+  }
+  return rows;
+}
+
+struct Errors { double o = 0, o_same = 0, lse = 0, lse_same = 0, lse_mag = 0; int64_t rows = 0; };
+
+// The rows [begin, end) of `rows`.
+Errors compare_part(const VProblem& pb, const std::vector<uint16_t>& o, const std::vector<float>& lse,
+                    const std::vector<Row>& rows, size_t begin, size_t end) {
+  const VCase& c = pb.c;
+  const auto same = c.dtype == FLASHPTX_BF16 ? flashptx::Round::kBF16 : flashptx::Round::kFP16;
+  std::vector<double> ref(c.d), refs(c.d);
+  Errors e;
+  for (size_t x = begin; x < end; ++x) {
+    const Row& r = rows[x];
+    const size_t b = static_cast<size_t>(r.seq);
+    const auto rp = pb.seq_problem(b);
+    const auto qv = pb.seq_view(pb.q, pb.pq, pb.cu_q[b]);
+    const auto kv = pb.seq_view(pb.k, pb.pk, pb.cu_k[b]);
+    const auto vv = pb.seq_view(pb.v, pb.pk, pb.cu_k[b]);
+    const double l_ref = flashptx::ref::forward_row(rp, qv, kv, vv, 0, r.i, r.h, ref.data());
+    const double l_same = flashptx::ref::forward_row(rp, qv, kv, vv, 0, r.i, r.h, refs.data(), same);
+    const int64_t packed_row = pb.cu_q[b] + r.i;
+    for (int64_t x = 0; x < c.d; ++x) {
+      const double out = from_storage(c.dtype, o[packed_row * pb.po.rs + r.h * pb.po.hs + x]);
+      e.o = std::max(e.o, std::fabs(out - ref[x]));
+      e.o_same = std::max(e.o_same, std::fabs(refs[x] - ref[x]));
+    }
+    const double l_out = lse[r.h * pb.total_q + packed_row];  // [heads_q, total_q]
+    if (std::isinf(l_ref)) {
+      if (!(std::isinf(l_out) && l_out < 0)) e.lse = INFINITY;
+    } else {
+      e.lse = std::max(e.lse, std::fabs(l_out - l_ref));
+      e.lse_same = std::max(e.lse_same, std::fabs(l_same - l_ref));
+      e.lse_mag = std::max(e.lse_mag, std::fabs(l_ref));
+    }
+    ++e.rows;
+  }
+  return e;
+}
+
+// All of `rows`, split over the host's cores (the fp64 reference is the suite's cost: one thread
+// does about 10^8 multiply-adds a second).
+Errors compare(const VProblem& pb, const std::vector<uint16_t>& o, const std::vector<float>& lse,
+               const std::vector<Row>& rows) {
+  const size_t n = std::max<size_t>(1, std::min<size_t>(16, std::thread::hardware_concurrency()));
+  std::vector<Errors> part(n);
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < n; ++t)
+    pool.emplace_back([&, t] {
+      // interleaved, so that long and short sequences spread over the threads
+      std::vector<Row> mine;
+      for (size_t x = t; x < rows.size(); x += n) mine.push_back(rows[x]);
+      part[t] = compare_part(pb, o, lse, mine, 0, mine.size());
+    });
+  for (auto& th : pool) th.join();
+  Errors e;
+  for (const Errors& p : part) {
+    e.o = std::max(e.o, p.o);
+    e.o_same = std::max(e.o_same, p.o_same);
+    e.lse = std::max(e.lse, p.lse);
+    e.lse_same = std::max(e.lse_same, p.lse_same);
+    e.lse_mag = std::max(e.lse_mag, p.lse_mag);
+    e.rows += p.rows;
+  }
+  return e;
+}
+
+void check_varlen(const VCase& c, uint64_t seed) {
+  INFO(c.str());
+  VProblem pb(c, seed);
+  pb.poison();
+  pb.run();
+  const auto o = pb.out();
+  const auto l = pb.lse();
+  check_writes(pb, o, l);
+  const Errors e = compare(pb, o, l, pick_rows(c, seed ^ 0x51ed));
+  const double o_tol = 2 * e.o_same + 1e-5;
+  const double lse_tol = 2 * e.lse_same + 1e-5 + std::ldexp(e.lse_mag, -20);
+  CHECK_MESSAGE(e.o <= o_tol, c.str() << ": max|O - ref| = " << e.o << " > " << o_tol << " (same-dtype " << e.o_same
+                                      << ", " << e.rows << " rows)");
+  CHECK_MESSAGE(e.lse <= lse_tol, c.str() << ": max|LSE - ref| = " << e.lse << " > " << lse_tol);
+  // kernel_info describes what launched.
+  flashptx_kernel_info info{};
+  REQUIRE(flashptx_fwd_varlen_kernel_info(&pb.params, &info) == FLASHPTX_OK);
+  CHECK(std::string(info.symbol).rfind("fa3_fwd_varlen_sm90_", 0) == 0);
+  CHECK(info.ctas == info.tiles);
+  CHECK(std::string(info.schedule) == "one-per-tile");
+  // The kernels users link (the release libflashptx.so, tests/gpu/release_lib.h) compute the same
+  // bits: the wait loop is the only difference between the flavours.
+  const auto& rel = flashptx_test::release_lib();
+  if (rel.loaded()) {
+    pb.poison();
+    REQUIRE_MESSAGE(rel.fwd_varlen(&pb.params, nullptr) == FLASHPTX_OK, rel.last_error());
+    CUDA_REQUIRE(cudaDeviceSynchronize());
+    CHECK_MESSAGE(pb.out() == o, c.str() << ": the release library's O differs from the test build's");
+    const auto lr = pb.lse();
+    CHECK_MESSAGE(std::memcmp(lr.data(), l.data(), l.size() * 4) == 0,
+                  c.str() << ": the release library's LSE differs from the test build's");
+  }
+}
+
+std::vector<int> random_lengths(std::mt19937_64& rng, int n, int max_len, double zero_fraction) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<int> lens(static_cast<size_t>(n));
+  for (int& l : lens) l = u(rng) < zero_fraction ? 0 : static_cast<int>(rng() % (max_len + 1));
+  return lens;
+}
+
+// ---- timing (FLASHPTX_VARLEN_TIMING=FILE) -----------------------------------------------------------
+// Median of CUDA-event times of one call, each after an untimed 256 MB memset that evicts L2.
+float median_ms(const std::function<void()>& call, int reps) {
+  DeviceBuf flush(256u << 20);
+  cudaEvent_t a, b;
+  CUDA_REQUIRE(cudaEventCreate(&a));
+  CUDA_REQUIRE(cudaEventCreate(&b));
+  for (int w = 0; w < 3; ++w) call();
+  std::vector<float> ms;
+  for (int r = 0; r < reps; ++r) {
+    CUDA_REQUIRE(cudaMemsetAsync(flush.p, r & 0xFF, flush.bytes, nullptr));
+    CUDA_REQUIRE(cudaEventRecord(a, nullptr));
+    call();
+    CUDA_REQUIRE(cudaEventRecord(b, nullptr));
+    CUDA_REQUIRE(cudaEventSynchronize(b));
+    float t = 0;
+    CUDA_REQUIRE(cudaEventElapsedTime(&t, a, b));
+    ms.push_back(t);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+// Query-key pairs a mask leaves, summed over the sequences (bottom-right causal alignment).
+double valid_pairs(const std::vector<int>& lq, const std::vector<int>& lk, bool causal) {
+  double n = 0;
+  for (size_t b = 0; b < lq.size(); ++b)
+    n += static_cast<double>(ref_problem(1, lq[b], lk[b], 1, 1, 64, causal, 0.f).valid_pairs());
+  return n;
+}
+
+void time_mix(std::FILE* f, const char* name, const std::vector<int>& lens, int64_t heads, int64_t d, bool causal) {
+  const int64_t n = static_cast<int64_t>(lens.size());
+  const int64_t max_len = *std::max_element(lens.begin(), lens.end());
+  int64_t total = 0;
+  for (int l : lens) total += l;
+  const auto cu = prefix(lens);
+  const flashptx_dtype t = FLASHPTX_BF16;
+  // One allocation big enough for the padded batch; the varlen call uses its first total rows.
+  const size_t elems = static_cast<size_t>(n * max_len * heads * d);
+  DeviceBuf q(elems * 2), k(elems * 2), v(elems * 2), o(elems * 2);
+  CUDA_REQUIRE(cudaMemset(q.p, 0x3c, q.bytes));  // 0x3c3c: a finite value in bf16 and fp16
+  CUDA_REQUIRE(cudaMemset(k.p, 0x3c, k.bytes));
+  CUDA_REQUIRE(cudaMemset(v.p, 0x3c, v.bytes));
+  flashptx_fwd_varlen_params vp;
+  flashptx_fwd_varlen_params_contiguous(&vp, q.p, k.p, v.p, o.p, nullptr, cu.data(), cu.data(), n, heads, heads, d, t,
+                                        causal);
+  flashptx_fwd_params pp;  // the padded batch: every sequence padded to the longest
+  flashptx_fwd_params_contiguous(&pp, q.p, k.p, v.p, o.p, nullptr, n, max_len, max_len, heads, heads, d, t, causal);
+  // The same tokens as equal sequences (the fixed-length kernel at the varlen call's token count).
+  const int64_t mean = std::max<int64_t>(1, total / n);
+  flashptx_fwd_params ep;
+  flashptx_fwd_params_contiguous(&ep, q.p, k.p, v.p, o.p, nullptr, n, mean, mean, heads, heads, d, t, causal);
+  const float t_var = median_ms([&] { REQUIRE(flashptx_fwd_varlen(&vp, nullptr) == FLASHPTX_OK); }, 20);
+  const float t_pad = median_ms([&] { REQUIRE(flashptx_fwd(&pp, nullptr) == FLASHPTX_OK); }, 20);
+  const float t_eq = median_ms([&] { REQUIRE(flashptx_fwd(&ep, nullptr) == FLASHPTX_OK); }, 20);
+  const double flop_var = 4.0 * heads * d * valid_pairs(lens, lens, causal);
+  const double flop_pad = 4.0 * heads * d * n * static_cast<double>(ref_problem(1, max_len, max_len, 1, 1, d, causal, 0.f).valid_pairs());
+  const double flop_eq = 4.0 * heads * d * n * static_cast<double>(ref_problem(1, mean, mean, 1, 1, d, causal, 0.f).valid_pairs());
+  auto tf = [](double flop, float ms) { return flop / (ms * 1e-3) / 1e12; };
+  std::fprintf(f,
+               "%-28s seqs %3lld tokens %7lld max %5lld d %lld heads %lld %-10s | varlen %8.3f ms %6.1f TFLOP/s | "
+               "padded batch (%lld x %lld) %8.3f ms %6.1f TFLOP/s | equal lengths (%lld x %lld) %8.3f ms %6.1f "
+               "TFLOP/s | varlen/padded time %.2f, varlen/equal TFLOP/s %.2f\n",
+               name, static_cast<long long>(n), static_cast<long long>(total), static_cast<long long>(max_len),
+               static_cast<long long>(d), static_cast<long long>(heads), causal ? "causal" : "non-causal", t_var,
+               tf(flop_var, t_var), static_cast<long long>(n), static_cast<long long>(max_len), t_pad,
+               tf(flop_pad, t_pad), static_cast<long long>(n), static_cast<long long>(mean), t_eq, tf(flop_eq, t_eq),
+               t_var / t_pad, tf(flop_var, t_var) / tf(flop_eq, t_eq));
+  std::fflush(f);
+}
+
+}  // namespace
+
+TEST_SUITE("gpu_sm90 fa3 varlen") {
+
+TEST_CASE("every head dim and dtype, causal and not, GQA: short ragged sequences, lengths 0 and 1") {
+  // Sequences: empty queries with keys, one row, a block edge (63, 64, 65), a key length of 0 with
+  // queries (O = 0, LSE = -inf), more queries than keys (causal: leading rows see nothing), more
+  // keys than queries.
+  const std::vector<int> lq = {0, 1, 63, 64, 65, 200, 129, 7};
+  const std::vector<int> lk = {5, 1, 300, 0, 65, 128, 400, 7};
+  uint64_t seed = 1;
+  for (int64_t d : {64, 128, 256})
+    for (flashptx_dtype t : {FLASHPTX_BF16, FLASHPTX_FP16})
+      for (bool causal : {false, true}) check_varlen(VCase{lq, lk, 2, 1, d, causal, t}, seed++);
+}
+
+TEST_CASE("batches of 1 to 64 sequences, lengths 0 to 8k: one sequence, all equal, one long among many short") {
+  uint64_t seed = 100;
+  // One sequence of 8k (the fixed-length kernel's problem, packed).
+  check_varlen(VCase{{8192}, {8192}, 2, 2, 128, false, FLASHPTX_BF16}, seed++);
+  check_varlen(VCase{{8192}, {8192}, 2, 1, 128, true, FLASHPTX_FP16}, seed++);
+  // All equal: 16 x 512, MQA.
+  check_varlen(VCase{std::vector<int>(16, 512), std::vector<int>(16, 512), 4, 1, 128, true, FLASHPTX_FP16}, seed++);
+  // One long sequence among 63 short ones (the long one in the middle of the batch), d64, GQA.
+  {
+    std::vector<int> l(63, 100);
+    l.insert(l.begin() + 40, 8000);
+    check_varlen(VCase{l, l, 4, 2, 64, true, FLASHPTX_BF16}, seed++);
+    check_varlen(VCase{l, l, 4, 2, 64, false, FLASHPTX_BF16}, seed++);
+  }
+  // 64 random sequences up to 768 (some empty), independent key lengths, GQA 4.
+  std::mt19937_64 rng(seed);
+  {
+    const auto lq = random_lengths(rng, 64, 768, 0.1), lk = random_lengths(rng, 64, 768, 0.1);
+    check_varlen(VCase{lq, lk, 8, 2, 64, false, FLASHPTX_BF16}, seed++);
+    check_varlen(VCase{lq, lq, 8, 2, 128, true, FLASHPTX_FP16}, seed++);
+  }
+  // 4 random sequences up to 8k, head dim 256 and 64.
+  {
+    const auto l = random_lengths(rng, 4, 8192, 0.15);
+    check_varlen(VCase{l, l, 2, 1, 256, true, FLASHPTX_FP16}, seed++);
+    const auto lk = random_lengths(rng, 4, 8192, 0.15);
+    check_varlen(VCase{l, lk, 2, 2, 64, false, FLASHPTX_BF16}, seed++);
+  }
+}
+
+TEST_CASE("padded strides: pads stay poisoned") {
+  const std::vector<int> lq = {130, 0, 64, 257}, lk = {300, 17, 64, 100};
+  uint64_t seed = 200;
+  for (int64_t d : {64, 128, 256}) {
+    VCase c{lq, lk, 4, 2, d, true, FLASHPTX_BF16};
+    c.padded = true;
+    check_varlen(c, seed++);
+  }
+}
+
+TEST_CASE("repeated launches are bitwise identical") {
+  std::mt19937_64 rng(300);
+  const auto l = random_lengths(rng, 24, 1500, 0.1);
+  VProblem pb(VCase{l, l, 4, 2, 128, true, FLASHPTX_BF16}, 301);
+  pb.poison();
+  pb.run();
+  const auto first = pb.out();
+  const auto first_l = pb.lse();
+  int mismatches = 0;
+  for (int i = 0; i < 100; ++i) {
+    REQUIRE(flashptx_fwd_varlen(&pb.params, nullptr) == FLASHPTX_OK);
+    if (i % 10 == 9) {
+      CUDA_REQUIRE(cudaDeviceSynchronize());
+      if (pb.out() != first) ++mismatches;
+      const auto l2 = pb.lse();
+      if (std::memcmp(l2.data(), first_l.data(), first_l.size() * 4) != 0) ++mismatches;
+    }
+  }
+  CHECK_MESSAGE(mismatches == 0, mismatches << " of 20 samples differed from the first launch");
+}
+
+TEST_CASE("bad cu_seqlens on the device path: a status, nothing launched, O untouched") {
+  VProblem pb(VCase{{100, 50, 7}, {100, 60, 9}, 2, 2, 128, false, FLASHPTX_BF16}, 400);
+  pb.poison();
+  std::vector<int32_t> bad = pb.cu_q;
+  bad[2] = 90;  // decreasing
+  flashptx_fwd_varlen_params p = pb.params;
+  p.cu_seqlens_q = bad.data();
+  CHECK(flashptx_fwd_varlen(&p, nullptr) == FLASHPTX_ERR_BAD_CU_SEQLENS);
+  CHECK(std::string(flashptx_last_error()).find("decreases at entry 2") != std::string::npos);
+  bad = pb.cu_q;
+  bad.back() += 1;  // last != total_q
+  p.cu_seqlens_q = bad.data();
+  CHECK(flashptx_fwd_varlen(&p, nullptr) == FLASHPTX_ERR_BAD_CU_SEQLENS);
+  // A device copy of the prefix sums where the host copy belongs is refused, not dereferenced.
+  DeviceBuf dcu(pb.cu_q.size() * 4);
+  CUDA_REQUIRE(cudaMemcpy(dcu.p, pb.cu_q.data(), dcu.bytes, cudaMemcpyHostToDevice));
+  p = pb.params;
+  p.cu_seqlens_k = static_cast<const int32_t*>(dcu.p);
+  CHECK(flashptx_fwd_varlen(&p, nullptr) == FLASHPTX_ERR_BAD_CU_SEQLENS);
+  CHECK(std::string(flashptx_last_error()).find("device memory") != std::string::npos);
+  p = pb.params;
+  p.num_seqs = FLASHPTX_VARLEN_MAX_SEQS + 1;
+  CHECK(flashptx_fwd_varlen(&p, nullptr) == FLASHPTX_ERR_TOO_MANY_SEQS);
+  CUDA_REQUIRE(cudaDeviceSynchronize());
+  const auto o = pb.out();
+  for (uint16_t x : o) REQUIRE(x == kPoison);
+}
+
+TEST_CASE("timing: varlen mixed lengths against the padded batch of the same tokens (FLASHPTX_VARLEN_TIMING)") {
+  const char* path = std::getenv("FLASHPTX_VARLEN_TIMING");
+  if (path == nullptr) return;  // only when tools/gpu_varlen_check.sh asks for it
+  std::FILE* f = std::fopen(path, "a");
+  REQUIRE_MESSAGE(f != nullptr, "cannot open " << path);
+  std::mt19937_64 rng(500);
+  std::vector<int> mixed(16);
+  for (int& l : mixed) l = 256 + static_cast<int>(rng() % (4096 - 256 + 1));
+  std::vector<int> one_long(63, 128);
+  one_long.insert(one_long.begin(), 8192);
+  for (bool causal : {false, true}) {
+    time_mix(f, "mixed 256..4096", mixed, 16, 128, causal);
+    time_mix(f, "one 8192 + 63 x 128", one_long, 16, 128, causal);
+    time_mix(f, "equal 8 x 2048", std::vector<int>(8, 2048), 16, 128, causal);
+  }
+  std::fclose(f);
+}
+
+}  // TEST_SUITE

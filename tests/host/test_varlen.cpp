@@ -1,0 +1,368 @@
+// The varlen forward on any machine (include/flashptx.h, "variable-length batches"): validation of
+// every bad prefix sum (its own status and a message naming the entry, nothing launched), the launch
+// plan, and the schedule: the tile order the kernel decodes (include/flashptx/tile_scheduler.h, the
+// same __host__ __device__ code) against a model written here from the definition.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <numeric>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "flashptx.h"
+#include "flashptx/tile_scheduler.h"
+#include "src/internal.h"
+#include "src/models/scheduling_model.h"
+#include "src/plan.h"
+#include "src/sm90/fa3_fwd_config.h"
+
+namespace {
+
+alignas(16) unsigned char g_fake[4][64];
+const flashptx::Device kH200{0, 90, 132};
+
+std::vector<int32_t> prefix(const std::vector<int>& lens) {
+  std::vector<int32_t> cu(lens.size() + 1, 0);
+  for (size_t i = 0; i < lens.size(); ++i) cu[i + 1] = cu[i] + lens[i];
+  return cu;
+}
+
+// A valid problem over host prefix sums the caller keeps alive.
+flashptx_fwd_varlen_params problem(const std::vector<int32_t>& cu_q, const std::vector<int32_t>& cu_k, int64_t hq,
+                                   int64_t hkv, int64_t d, flashptx_dtype t, int causal) {
+  flashptx_fwd_varlen_params p;
+  flashptx_fwd_varlen_params_contiguous(&p, g_fake[0], g_fake[1], g_fake[2], g_fake[3], nullptr, cu_q.data(),
+                                        cu_k.data(), static_cast<int64_t>(cu_q.size()) - 1, hq, hkv, d, t, causal);
+  return p;
+}
+
+// The model of the schedule, from its definition (src/sm90/fa3_fwd_config.h, FwdVarlenTable):
+// sequences with query rows, sorted by the K/V blocks of their longest tile, then by their tile
+// count, both descending, ties in the caller's order; inside a sequence query blocks longest-first
+// under a causal mask (ascending otherwise), every head of a block before the next block.
+struct ModelTile { int seq, m_block, head; };
+std::vector<ModelTile> model_order(const std::vector<int>& lq, const std::vector<int>& lk, int heads, int bm, int bn,
+                                   bool causal) {
+  auto cost = [&](int b, int m) {
+    return causal ? flashptx::causal_n_blocks(m, bm, bn, lq[b], lk[b]) : flashptx::n_blocks(bn, lk[b]);
+  };
+  std::vector<int> seqs;
+  for (int b = 0; b < static_cast<int>(lq.size()); ++b)
+    if (lq[b] > 0) seqs.push_back(b);
+  auto blocks = [&](int b) { return (lq[b] + bm - 1) / bm; };
+  auto longest = [&](int b) {
+    int mx = 0;
+    for (int m = 0; m < blocks(b); ++m) mx = std::max(mx, cost(b, m));
+    return mx;
+  };
+  std::stable_sort(seqs.begin(), seqs.end(), [&](int a, int b) {
+    return std::make_tuple(-longest(a), -blocks(a)) < std::make_tuple(-longest(b), -blocks(b));
+  });
+  std::vector<ModelTile> out;
+  for (int b : seqs)
+    for (int i = 0; i < blocks(b); ++i)
+      for (int h = 0; h < heads; ++h) out.push_back({b, causal ? blocks(b) - 1 - i : i, h});
+  return out;
+}
+
+// The kernel's decode of every tile of a table (varlen_tile_from_linear), mapped back to the
+// caller's sequence index through the table's packed offsets.
+std::vector<ModelTile> decoded_order(const flashptx::fa3::FwdVarlenTable& t, const std::vector<int32_t>& cu_q,
+                                     int heads, bool causal) {
+  std::map<int, int> seq_of_start;  // a sequence with rows is named by its first packed row
+  for (size_t b = 0; b + 1 < cu_q.size(); ++b)
+    if (cu_q[b + 1] > cu_q[b]) seq_of_start[cu_q[b]] = static_cast<int>(b);
+  std::vector<ModelTile> out;
+  for (int idx = 0; idx < t.tile_prefix[t.num_seqs]; ++idx) {
+    const flashptx::TileCoord c = flashptx::varlen_tile_from_linear(t.tile_prefix, t.num_seqs, heads, idx, causal);
+    out.push_back({seq_of_start.at(t.seq[c.batch].q_start), c.m_block, c.head});
+  }
+  return out;
+}
+
+std::vector<int> random_lengths(uint64_t seed, int n, int max_len, double zero_fraction) {
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  auto next = [&x] { x ^= x << 13; x ^= x >> 7; x ^= x << 17; return x; };
+  std::vector<int> lens(n);
+  for (int& l : lens) l = (next() % 1000) < zero_fraction * 1000 ? 0 : static_cast<int>(next() % (max_len + 1));
+  return lens;
+}
+
+}  // namespace
+
+TEST_SUITE("host varlen") {
+
+TEST_CASE("the ABI's constants agree with the kernel's parameter block") {
+  CHECK(FLASHPTX_VARLEN_MAX_SEQS == flashptx::fa3::kVarlenMaxSeqs);
+  CHECK(sizeof(flashptx::fa3::FwdVarlenParams) <= 32764);
+}
+
+TEST_CASE("the contiguous helper computes totals and longest sequences from the host prefix sums") {
+  const auto cu_q = prefix({5, 0, 300, 7}), cu_k = prefix({9, 4, 0, 1000});
+  const flashptx_fwd_varlen_params p = problem(cu_q, cu_k, 8, 2, 128, FLASHPTX_BF16, 1);
+  CHECK(p.num_seqs == 4);
+  CHECK(p.total_q == 312);
+  CHECK(p.total_k == 1013);
+  CHECK(p.max_seqlen_q == 300);
+  CHECK(p.max_seqlen_k == 1000);
+  CHECK(p.q_row_stride == 8 * 128);
+  CHECK(p.k_row_stride == 2 * 128);
+  CHECK(p.o_head_stride == 128);
+  CHECK(flashptx_fwd_varlen_check(&p) == FLASHPTX_OK);
+  CHECK(std::string(flashptx_last_error()).empty());
+}
+
+TEST_CASE("each bad prefix sum has its own status, a message naming the entry, and launches nothing") {
+  struct Bad {
+    const char* what;
+    flashptx_status want;
+    std::vector<int32_t> cu_q, cu_k;
+    void (*mutate)(flashptx_fwd_varlen_params&);
+    const char* needle;
+  };
+  const std::vector<int32_t> q = prefix({100, 0, 37, 300}), k = prefix({120, 5, 0, 300});
+  auto none = [](flashptx_fwd_varlen_params&) {};
+  const Bad bad[] = {
+      {"negative first entry", FLASHPTX_ERR_BAD_CU_SEQLENS, {-1, 99, 99, 136, 436}, k, none, "cu_seqlens_q[0] is -1"},
+      {"positive first entry", FLASHPTX_ERR_BAD_CU_SEQLENS, {4, 100, 100, 137, 437}, k, none, "cu_seqlens_q[0] is 4"},
+      {"decreasing q", FLASHPTX_ERR_BAD_CU_SEQLENS, {0, 100, 90, 137, 437}, k, none, "cu_seqlens_q decreases at entry 2"},
+      {"decreasing k", FLASHPTX_ERR_BAD_CU_SEQLENS, q, {0, 120, 125, 125, 100}, none, "cu_seqlens_k decreases at entry 4"},
+      {"k starts negative", FLASHPTX_ERR_BAD_CU_SEQLENS, q, {-5, 115, 120, 120, 420}, none, "cu_seqlens_k[0] is -5"},
+      {"last q above total_q", FLASHPTX_ERR_BAD_CU_SEQLENS, q, k,
+       [](flashptx_fwd_varlen_params& p) { p.total_q -= 1; }, "not total_q"},
+      {"last q below total_q", FLASHPTX_ERR_BAD_CU_SEQLENS, q, k,
+       [](flashptx_fwd_varlen_params& p) { p.total_q += 8; }, "not total_q"},
+      {"last k not total_k", FLASHPTX_ERR_BAD_CU_SEQLENS, q, k,
+       [](flashptx_fwd_varlen_params& p) { p.total_k = 7; }, "not total_k"},
+      {"max_seqlen_q below the longest", FLASHPTX_ERR_BAD_CU_SEQLENS, q, k,
+       [](flashptx_fwd_varlen_params& p) { p.max_seqlen_q = 299; }, "sequence 3"},
+      {"max_seqlen_k below the longest", FLASHPTX_ERR_BAD_CU_SEQLENS, q, k,
+       [](flashptx_fwd_varlen_params& p) { p.max_seqlen_k = 0; }, "max_seqlen_k (0)"},
+      {"no sequences but rows", FLASHPTX_ERR_BAD_CU_SEQLENS, q, k,
+       [](flashptx_fwd_varlen_params& p) { p.num_seqs = 0; }, "num_seqs is 0"},
+      {"too many sequences", FLASHPTX_ERR_TOO_MANY_SEQS, q, k,
+       [](flashptx_fwd_varlen_params& p) { p.num_seqs = FLASHPTX_VARLEN_MAX_SEQS + 1; }, "FLASHPTX_VARLEN_MAX_SEQS"},
+      {"negative num_seqs", FLASHPTX_ERR_BAD_SHAPE, q, k,
+       [](flashptx_fwd_varlen_params& p) { p.num_seqs = -1; }, "negative"},
+      {"null cu_seqlens_q", FLASHPTX_ERR_NULL_POINTER, q, k,
+       [](flashptx_fwd_varlen_params& p) { p.cu_seqlens_q = nullptr; }, "cu_seqlens_q is NULL"},
+      {"null cu_seqlens_k", FLASHPTX_ERR_NULL_POINTER, q, k,
+       [](flashptx_fwd_varlen_params& p) { p.cu_seqlens_k = nullptr; }, "cu_seqlens_k is NULL"},
+      // The rest of the problem, as the fixed-length forward checks it.
+      {"head_dim 96", FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, q, k,
+       [](flashptx_fwd_varlen_params& p) { p.head_dim = 96; }, "head_dim 96"},
+      {"fp32", FLASHPTX_ERR_UNSUPPORTED_DTYPE, q, k,
+       [](flashptx_fwd_varlen_params& p) { p.dtype = FLASHPTX_FP32; }, "dtype"},
+      {"heads 7 over 2", FLASHPTX_ERR_BAD_HEADS, q, k,
+       [](flashptx_fwd_varlen_params& p) { p.heads_q = 7; }, "multiple"},
+      {"null o", FLASHPTX_ERR_NULL_POINTER, q, k, [](flashptx_fwd_varlen_params& p) { p.o = nullptr; }, "non-NULL"},
+      {"misaligned k", FLASHPTX_ERR_MISALIGNED, q, k,
+       [](flashptx_fwd_varlen_params& p) { p.k = g_fake[1] + 8; }, "16-byte"},
+      {"row stride not 16 B", FLASHPTX_ERR_MISALIGNED, q, k,
+       [](flashptx_fwd_varlen_params& p) { p.v_row_stride += 4; }, "row stride"},
+      {"overlapping O rows", FLASHPTX_ERR_BAD_STRIDES, q, k,
+       [](flashptx_fwd_varlen_params& p) { p.o_row_stride = 64; }, "overlap"},
+      {"NaN scale", FLASHPTX_ERR_BAD_SHAPE, q, k,
+       [](flashptx_fwd_varlen_params& p) { p.softmax_scale = NAN; }, "softmax_scale"},
+  };
+  for (const Bad& b : bad) {
+    INFO(b.what);
+    // The totals and maxima of the valid arrays, then the bad arrays in their place.
+    flashptx_fwd_varlen_params p = problem(q, k, 8, 2, 128, FLASHPTX_BF16, 1);
+    p.cu_seqlens_q = b.cu_q.data();
+    p.cu_seqlens_k = b.cu_k.data();
+    b.mutate(p);
+    CHECK(flashptx_fwd_varlen_check(&p) == b.want);
+    const std::string msg = flashptx_last_error();
+    CHECK_MESSAGE(msg.find(flashptx_status_name(b.want)) == 0, msg);
+    CHECK_MESSAGE(msg.find(b.needle) != std::string::npos, msg);
+    // The launching call refuses with the same status before it looks for a device, and nothing
+    // launches (the last launch of this thread is unchanged).
+    const flashptx::Launch before = flashptx::last_launch();
+    CHECK(flashptx_fwd_varlen(&p, nullptr) == b.want);
+    CHECK(flashptx::last_launch().kernel == before.kernel);
+    flashptx_kernel_info info{};
+    CHECK(flashptx_fwd_varlen_kernel_info(&p, &info) == b.want);
+  }
+  CHECK(std::string(flashptx_status_name(FLASHPTX_ERR_BAD_CU_SEQLENS)) == "FLASHPTX_ERR_BAD_CU_SEQLENS");
+  CHECK(std::string(flashptx_status_name(FLASHPTX_ERR_TOO_MANY_SEQS)) == "FLASHPTX_ERR_TOO_MANY_SEQS");
+  CHECK(flashptx_fwd_varlen_check(nullptr) == FLASHPTX_ERR_NULL_PARAMS);
+  CHECK(flashptx_fwd_varlen(nullptr, nullptr) == FLASHPTX_ERR_NULL_PARAMS);
+}
+
+TEST_CASE("sequences of length 0 are valid; nothing to compute is a successful no-op") {
+  const auto cu_q = prefix({0, 17, 0, 0, 250}), cu_k = prefix({3, 0, 0, 9, 250});
+  const flashptx_fwd_varlen_params with_zeros = problem(cu_q, cu_k, 4, 4, 64, FLASHPTX_FP16, 1);
+  CHECK(flashptx_fwd_varlen_check(&with_zeros) == FLASHPTX_OK);
+  // Every query sequence empty: no launch, no pointer needed.
+  const auto zq = prefix({0, 0, 0}), zk = prefix({5, 0, 7});
+  flashptx_fwd_varlen_params p = problem(zq, zk, 4, 4, 64, FLASHPTX_FP16, 0);
+  p.q = p.k = p.v = nullptr;
+  p.o = nullptr;
+  CHECK(flashptx_fwd_varlen(&p, nullptr) == FLASHPTX_OK);
+  flashptx_kernel_info info{};
+  CHECK(flashptx_fwd_varlen_kernel_info(&p, &info) == FLASHPTX_ERR_BAD_SHAPE);
+  // No sequences at all.
+  p.num_seqs = 0;
+  p.total_q = p.total_k = 0;
+  p.cu_seqlens_q = p.cu_seqlens_k = nullptr;
+  CHECK(flashptx_fwd_varlen(&p, nullptr) == FLASHPTX_OK);
+  // Queries but no keys anywhere: valid (O = 0, LSE = -inf); k and v are not needed.
+  const auto nq = prefix({3, 9}), nk = prefix({0, 0});
+  p = problem(nq, nk, 2, 1, 128, FLASHPTX_BF16, 1);
+  p.k = p.v = nullptr;
+  CHECK(flashptx_fwd_varlen_check(&p) == FLASHPTX_OK);
+}
+
+TEST_CASE("binary search of the tile prefix equals a linear scan") {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    const auto lens = random_lengths(seed, 1 + static_cast<int>(seed * 7 % 64), 3000, 0.2);
+    const auto cu = prefix(lens);
+    flashptx::fa3::FwdVarlenTable t{};
+    flashptx::build_varlen_table(cu.data(), cu.data(), static_cast<int>(lens.size()), 3, 128, 128, seed % 2, &t);
+    for (int idx = 0; idx < t.tile_prefix[t.num_seqs]; ++idx) {
+      int linear = 0;
+      while (linear + 1 < t.num_seqs && t.tile_prefix[linear + 1] <= idx) ++linear;
+      REQUIRE(flashptx::varlen_slot_of_tile(t.tile_prefix, t.num_seqs, idx) == linear);
+    }
+  }
+}
+
+TEST_CASE("the kernel's tile order is the model's: longest-first sequences, every tile exactly once") {
+  struct Batch { const char* what; std::vector<int> lq, lk; };
+  std::vector<Batch> batches = {
+      {"one sequence", {1000}, {1000}},
+      {"all equal", std::vector<int>(16, 512), std::vector<int>(16, 512)},
+      {"one long, many short", {}, {}},
+      {"zeros inside", {0, 129, 0, 1, 4096, 0}, {7, 129, 0, 0, 4096, 300}},
+      {"cross lengths", {300, 1000, 64, 2000}, {1000, 300, 2000, 64}},
+  };
+  batches[2].lq.assign(63, 100);
+  batches[2].lq.insert(batches[2].lq.begin() + 17, 8192);
+  batches[2].lk = batches[2].lq;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    const int n = 1 + static_cast<int>(seed * 5 % 64);
+    batches.push_back({"random", random_lengths(seed, n, 8192, 0.15), random_lengths(seed + 100, n, 8192, 0.15)});
+  }
+  for (const Batch& b : batches)
+    for (bool causal : {false, true})
+      for (int heads : {1, 3, 16})
+        for (int bm : {128}) {
+          INFO(std::string(b.what) << " n=" << b.lq.size() << " causal=" << causal << " heads=" << heads);
+          const auto cu_q = prefix(b.lq), cu_k = prefix(b.lk);
+          flashptx::fa3::FwdVarlenTable t{};
+          flashptx::build_varlen_table(cu_q.data(), cu_k.data(), static_cast<int>(b.lq.size()), heads, bm, 128, causal,
+                                       &t);
+          const auto got = decoded_order(t, cu_q, heads, causal);
+          const auto want = model_order(b.lq, b.lk, heads, bm, 128, causal);
+          REQUIRE(got.size() == want.size());
+          for (size_t i = 0; i < got.size(); ++i) {
+            INFO("tile " << i);
+            REQUIRE(got[i].seq == want[i].seq);
+            REQUIRE(got[i].m_block == want[i].m_block);
+            REQUIRE(got[i].head == want[i].head);
+          }
+          // The table's entries are the sequences' own offsets and lengths.
+          for (int s = 0; s < t.num_seqs; ++s) {
+            const auto& e = t.seq[s];
+            int seq = 0;  // the sequence with rows that starts at q_start
+            while (!(cu_q[seq] == e.q_start && cu_q[seq + 1] > cu_q[seq])) ++seq;
+            CHECK(e.len_q == b.lq[seq]);
+            CHECK(e.k_start == cu_k[seq]);
+            CHECK(e.len_k == b.lk[seq]);
+            CHECK(e.len_q > 0);
+          }
+        }
+}
+
+TEST_CASE("longest-first beats the caller's order on one long sequence among many short ones") {
+  // 63 sequences of 256 rows and one of 8192 placed last, causal, 16 heads, on 132 first-free
+  // workers (the hardware's block dispatch in index order): the caller's order leaves the long
+  // sequence's tiles for the end, the schedule starts them first.
+  std::vector<int> lens(63, 256);
+  lens.push_back(8192);
+  const auto cu = prefix(lens);
+  const int heads = 16, bm = 128, bn = 128;
+  flashptx::fa3::FwdVarlenTable t{};
+  flashptx::build_varlen_table(cu.data(), cu.data(), static_cast<int>(lens.size()), heads, bm, bn, true, &t);
+  std::vector<int> costs, sorted_order, caller_order;
+  for (int idx = 0; idx < t.tile_prefix[t.num_seqs]; ++idx) {
+    const auto c = flashptx::varlen_tile_from_linear(t.tile_prefix, t.num_seqs, heads, idx, true);
+    const auto& e = t.seq[c.batch];
+    costs.push_back(1 + flashptx::causal_n_blocks(c.m_block, bm, bn, e.len_q, e.len_k));  // + the tile's fixed cost
+    sorted_order.push_back(idx);
+  }
+  // The caller's order: sequences as given, query blocks ascending.
+  std::vector<std::tuple<int, int, int>> key;  // (caller's sequence, m_block, idx)
+  for (int idx = 0; idx < static_cast<int>(costs.size()); ++idx) {
+    const auto c = flashptx::varlen_tile_from_linear(t.tile_prefix, t.num_seqs, heads, idx, true);
+    const int seq = static_cast<int>(std::find(cu.begin(), cu.end() - 1, t.seq[c.batch].q_start) - cu.begin());
+    key.emplace_back(seq, c.m_block, idx);
+  }
+  std::sort(key.begin(), key.end());
+  for (const auto& k : key) caller_order.push_back(std::get<2>(k));
+  using flashptx::models::scheduling::list_schedule;
+  using flashptx::models::scheduling::makespan_lower_bound;
+  const int lpt = list_schedule(costs, sorted_order, 132).makespan;
+  const int caller = list_schedule(costs, caller_order, 132).makespan;
+  const int bound = makespan_lower_bound(costs, 132);
+  INFO("makespan: longest-first " << lpt << ", caller's order " << caller << ", lower bound " << bound);
+  CHECK(lpt < caller);
+  CHECK(lpt <= bound * 5 / 4);
+}
+
+TEST_CASE("the varlen plan: the head dim's and dtype's varlen kernel, one CTA per tile, misuse named") {
+  const auto cu_q = prefix({1000, 0, 129, 1}), cu_k = prefix({1000, 50, 0, 4000});
+  for (int64_t d : {64, 128, 256})
+    for (flashptx_dtype dt : {FLASHPTX_BF16, FLASHPTX_FP16}) {
+      const flashptx_fwd_varlen_params p = problem(cu_q, cu_k, 8, 2, d, dt, 1);
+      flashptx::FwdVarlenPlan plan;
+      std::string err;
+      REQUIRE_MESSAGE(flashptx::plan_fwd_varlen(p, {}, kH200, &plan, &err) == FLASHPTX_OK, err);
+      const flashptx::KernelEntry& k = *plan.launch.kernel;
+      CHECK(k.family == flashptx::Family::kFa3FwdVarlen);
+      CHECK(k.head_dim == d);
+      CHECK(k.dtype == dt);
+      CHECK(k.block_m == 128);
+      CHECK_FALSE(k.persistent);
+      const int64_t tiles = (8 + 0 + 2 + 1) * 8;  // query blocks of 128 rows per sequence x heads
+      CHECK(plan.launch.tiles == tiles);
+      CHECK(plan.launch.grid.x == static_cast<unsigned>(tiles));
+      CHECK(plan.launch.schedule == flashptx::Schedule::kOnePerTile);
+      CHECK(plan.args.table.num_seqs == 3);  // the empty query sequence is left out
+      CHECK(plan.args.table.tile_prefix[3] == tiles);
+    }
+  const flashptx_fwd_varlen_params p = problem(cu_q, cu_k, 8, 2, 128, FLASHPTX_BF16, 0);
+  flashptx::FwdVarlenPlan plan;
+  std::string err;
+  flashptx::FwdOptions o;
+  o.kernel = "fa3_fwd_varlen_sm90_fp16_d128_n128";
+  o.schedule = flashptx::Schedule::kOnePerTile;
+  CHECK(flashptx::plan_fwd_varlen(problem(cu_q, cu_k, 8, 2, 128, FLASHPTX_FP16, 0), o, kH200, &plan, &err) ==
+        FLASHPTX_OK);
+  CHECK(std::string(plan.launch.kernel->name) == "fa3_fwd_varlen_sm90_fp16_d128_n128");
+  struct Bad { const char* what; flashptx::FwdOptions opt; flashptx::Device dev; flashptx_status want; const char* needle; };
+  flashptx::FwdOptions fixed, wrong_dtype, persistent;
+  fixed.kernel = "fa3_fwd_sm90_bf16_d128_n128";
+  wrong_dtype.kernel = "fa3_fwd_varlen_sm90_fp16_d128_n128";
+  persistent.schedule = flashptx::Schedule::kPersistent;
+  const Bad bad[] = {
+      {"a fixed-length kernel", fixed, kH200, FLASHPTX_ERR_BAD_OPTION, "no varlen forward kernel named"},
+      {"the other dtype", wrong_dtype, kH200, FLASHPTX_ERR_BAD_OPTION, "in this dtype"},
+      {"persistent", persistent, kH200, FLASHPTX_ERR_BAD_OPTION, "one-per-tile"},
+      {"sm_100", {}, flashptx::Device{0, 100, 148}, FLASHPTX_ERR_UNSUPPORTED_DEVICE, "sm_90a"},
+  };
+  for (const Bad& b : bad) {
+    INFO(b.what);
+    err.clear();
+    CHECK(flashptx::plan_fwd_varlen(p, b.opt, b.dev, &plan, &err) == b.want);
+    CHECK_MESSAGE(err.find(b.needle) != std::string::npos, err);
+  }
+}
+
+}  // TEST_SUITE
