@@ -139,8 +139,8 @@ $(BUILD)/rel/%.o: %.cu | setup
 # (FLASHPTX_BOUNDED_WAIT, ptx/mbarrier.cuh) reports a timeout through an out-of-line call
 # (mbarrier_wait_timeout, so that the retry loop keeps no registers live); in a kernel that issues
 # wgmma, ptxas then serialises the wgmma pipeline around that call and says so, info C7510, once per
-# such kernel: the fourteen FA3 forward specializations (src/sm90/fa3_fwd.cu: eight fixed-length,
-# six varlen) and the traced kernel (src/sm90/fa3_fwd_trace.cu), fifteen lines; the same for the
+# such kernel: the eighteen FA3 forward specializations (src/sm90/fa3_fwd.cu: twelve fixed-length,
+# six varlen) and the traced kernel (src/sm90/fa3_fwd_trace.cu), nineteen lines; the same for the
 # backward's bounded semaphore wait (turn_timeout, src/sm90/fa3_bwd.cuh), once per backward
 # specialization (src/sm90/fa3_bwd.cu), six lines; and the race reproducer's kBounded variants (tests/kernels/race_repro.cu), which keep the
 # test build's schedule on purpose, two lines. The library kernels' wgmmas run serialised in this flavour only. The

@@ -90,7 +90,8 @@ const char* flashptx_status_name(flashptx_status s);
 /* What a call would launch, from the same launch plan the call uses (so a manifest cannot disagree
  * with what ran): the kernel's symbol, registers per thread, static plus dynamic shared memory per
  * CTA, threads per CTA, the grid (CTAs), the work tiles it covers and the schedule ("persistent":
- * grid = min(tiles, SMs), each CTA loops over tiles; "one-per-tile"). Needs the device (the grid
+ * grid = min(tiles, SMs), each CTA loops over tiles, or for causal masks units of two tiles;
+ * "one-per-tile"). Needs the device (the grid
  * depends on it): FLASHPTX_OK, a validation status, or FLASHPTX_ERR_UNSUPPORTED_DEVICE. */
 typedef struct flashptx_kernel_info {
   const char* symbol;

@@ -39,6 +39,7 @@ struct KernelEntry {
   int smem_bytes;         // dynamic shared memory per CTA
   const void* fn;         // the __global__ function
   int cluster_ctas = 1;   // CTAs per cluster (2: the cta_group::2 pair; the kernel declares it)
+  bool paired = false;    // FA3 forward: persistent CTAs walk the paired causal schedule (causal only)
 };
 
 std::span<const KernelEntry> kernel_table();

@@ -96,19 +96,24 @@ flashptx_status current_device(Device* d, std::string* err) {
 //   d128: block_n 128 everywhere: with O staged in its own buffer (v4) it matches block_n 176 at 8k
 //         (617 vs 615 TFLOP/s) and beats it at 1k (551 vs 489).
 //   d256: one specialization.
-// Schedule: persistent wherever the kernel can loop (d64, d128); one CTA per tile for d256. A
-// persistent causal launch walks the paired static schedule (include/flashptx/tile_scheduler.h
-// paired_slot: units of tiles m and M-1-m, equal in cost), which replaced the static round-robin
-// of single tiles that measured slower than one CTA per tile (tools/NOTES.md, v2 and the paired
-// schedule's entry); its grid is min(units, SMs), which the kernel recognises as grid < tiles.
+// Schedule: persistent for non-causal masks where the kernel can loop (d64, d128). Causal masks: the
+// paired kernels (persistent CTAs over the paired static schedule, include/flashptx/tile_scheduler.h
+// paired_slot: units of tiles m and M-1-m, equal in cost; grid min(units, SMs)) for d128 at every
+// length and d64 below 2k rows (the 128-row tile); one CTA per tile in LPT order otherwise (d64 from
+// 2k rows with the 192-row tile, where the paired walk measured slower; d256). The static
+// round-robin of single causal tiles measured slower than one CTA per tile (tools/NOTES.md, v2).
 static int fwd_block_m_rule(const flashptx_fwd_params& p) {
   if (p.head_dim == 64) return (p.causal && p.seqlen_q < 2048) ? 128 : 192;
   return 128;
 }
 
-static const KernelEntry* fwd_kernel_for(const flashptx_fwd_params& p, int block_m) {
+static bool fwd_paired_rule(const flashptx_fwd_params& p, int block_m) {
+  return p.causal && (p.head_dim == 128 || (p.head_dim == 64 && block_m == 128));
+}
+
+static const KernelEntry* fwd_kernel_for(const flashptx_fwd_params& p, int block_m, bool paired) {
   for (const KernelEntry& k : fa3_fwd_kernels())
-    if (k.dtype == p.q_dtype && k.head_dim == p.head_dim && k.block_m == block_m) return &k;
+    if (k.dtype == p.q_dtype && k.head_dim == p.head_dim && k.block_m == block_m && k.paired == paired) return &k;
   return nullptr;
 }
 
@@ -173,7 +178,9 @@ flashptx_status plan_fwd(const flashptx_fwd_params& p, const FwdOptions& opt, co
       return FLASHPTX_ERR_BAD_OPTION;
     }
   } else {
-    k = fwd_kernel_for(p, fwd_block_m_rule(p));
+    const int block_m = fwd_block_m_rule(p);
+    // A forced one-CTA-per-tile schedule takes the plain kernel (the paired ones only loop).
+    k = fwd_kernel_for(p, block_m, fwd_paired_rule(p, block_m) && opt.schedule != Schedule::kOnePerTile);
     if (k == nullptr) {
       *err = "no forward kernel for head_dim " + std::to_string(p.head_dim) + " in this dtype";
       return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
@@ -186,8 +193,17 @@ flashptx_status plan_fwd(const flashptx_fwd_params& p, const FwdOptions& opt, co
     return FLASHPTX_ERR_BAD_OPTION;
   }
 
+  if (k->paired && !p.causal) {
+    *err = std::string("kernel ") + k->name + " walks the paired causal schedule: causal masks only";
+    return FLASHPTX_ERR_BAD_OPTION;
+  }
   Schedule sched = opt.schedule;
-  if (sched == Schedule::kAuto) sched = k->persistent ? Schedule::kPersistent : Schedule::kOnePerTile;
+  if (sched == Schedule::kAuto)
+    sched = (k->paired || (k->persistent && !p.causal)) ? Schedule::kPersistent : Schedule::kOnePerTile;
+  if (sched == Schedule::kOnePerTile && k->paired) {
+    *err = std::string("kernel ") + k->name + " walks the paired causal schedule: schedule persistent only";
+    return FLASHPTX_ERR_BAD_OPTION;
+  }
   if (sched == Schedule::kClusterLaunchControl) {
     *err = std::string("kernel ") + k->name + " has no cluster launch control (an sm_100 schedule)";
     return FLASHPTX_ERR_BAD_OPTION;
@@ -200,11 +216,11 @@ flashptx_status plan_fwd(const flashptx_fwd_params& p, const FwdOptions& opt, co
   const int64_t tiles = m_blocks * p.heads_q * p.batch;
   int64_t ctas = tiles;
   // A persistent CTA uses more than half the shared memory of an SM: one per SM.
-  // A causal persistent CTA walks units of two tiles (paired_slot): at most one CTA per unit.
+  // A paired CTA walks units of two tiles (paired_slot): at most one CTA per unit.
   if (sched == Schedule::kPersistent) {
-    const int64_t work = p.causal ? paired_units(static_cast<int>(m_blocks), static_cast<int>(p.heads_q),
-                                                 static_cast<int>(p.batch))
-                                  : tiles;
+    const int64_t work = k->paired ? paired_units(static_cast<int>(m_blocks), static_cast<int>(p.heads_q),
+                                                  static_cast<int>(p.batch))
+                                   : tiles;
     ctas = std::min<int64_t>(work, std::max(dev.sm_count, 1));
   }
 

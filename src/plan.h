@@ -21,7 +21,8 @@ namespace flashptx {
 enum class Schedule : uint8_t {
   kAuto,        // the plan's rule (measured; src/plan.cpp)
   kOnePerTile,  // grid = tiles; the hardware's block dispatch orders them
-  kPersistent,  // grid = min(tiles, SMs); each CTA walks tiles blockIdx.x + k * gridDim.x
+  kPersistent,  // grid = min(tiles, SMs); each CTA walks tiles blockIdx.x + k * gridDim.x (a paired
+                //   kernel: min(units, SMs), units of two causal tiles: tile_scheduler.h paired_slot)
   kClusterLaunchControl,  // grid = tiles (x cluster size); a running CTA steals the tiles of CTAs not
                           // yet launched (clusterlaunchcontrol.try_cancel): the FA4 kernels, sm_100
 };

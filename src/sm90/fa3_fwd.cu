@@ -9,6 +9,9 @@
 //   kernel     block_m x block_n  stages  consumers  pingpong  persistent  O staging  smem
 //   d64_m128   128 x 128          3       2          yes       yes         own        129 KiB
 //   d64_m192   192 x 128          3       3          yes (3)   yes         own        145 KiB  (160 regs/consumer)
+//   *_paired   the d64_m128 and d128_n128 shapes, persistent over the paired causal schedule
+//              (40 regs producer / 232 consumer): the plan's causal launches below 2k rows (d64) and
+//              at every length (d128)
 //   d128_n128  128 x 128          2       2          yes       yes         own        193 KiB
 //   d256       128 x 80           2       2          no        no          in Q       225 KiB
 // d256: FA3's admission table disables the pingpong scheduler above head dim 128, and the persistent
@@ -36,6 +39,10 @@ FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_bf16_d64_m192, flashptx::fa3::kD64M192)
 FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_fp16_d64_m192, flashptx::fa3::fp16(flashptx::fa3::kD64M192))
 FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_bf16_d128_n128, flashptx::fa3::kD128N128)
 FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_fp16_d128_n128, flashptx::fa3::fp16(flashptx::fa3::kD128N128))
+FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_bf16_d64_m128_paired, flashptx::fa3::paired(flashptx::fa3::kD64M128))
+FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_fp16_d64_m128_paired, flashptx::fa3::paired(flashptx::fa3::fp16(flashptx::fa3::kD64M128)))
+FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_bf16_d128_n128_paired, flashptx::fa3::paired(flashptx::fa3::kD128N128))
+FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_fp16_d128_n128_paired, flashptx::fa3::paired(flashptx::fa3::fp16(flashptx::fa3::kD128N128)))
 FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_bf16_d256, flashptx::fa3::kD256)
 FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_fp16_d256, flashptx::fa3::fp16(flashptx::fa3::kD256))
 
@@ -64,7 +71,7 @@ KernelEntry fa3_fwd_entry(const char* name, const void* fn, Family family) {
                      C.head_dim,   L::kBlockM,       C.block_n,
                      C.stages,     C.consumer_wgs,   C.pingpong,
                      C.persistent, L::kThreads,      L::kSmemBytes,
-                     fn};
+                     fn,           1,                C.paired};
 }
 #define FLASHPTX_FA3_FWD_ROW(name, config) \
   fa3_fwd_entry<config>(#name, reinterpret_cast<const void*>(&name), Family::kFa3Fwd)
@@ -80,6 +87,10 @@ std::span<const KernelEntry> fa3_fwd_kernels() {
       FLASHPTX_FA3_FWD_ROW(fa3_fwd_sm90_fp16_d64_m192, fp16(kD64M192)),
       FLASHPTX_FA3_FWD_ROW(fa3_fwd_sm90_bf16_d128_n128, kD128N128),
       FLASHPTX_FA3_FWD_ROW(fa3_fwd_sm90_fp16_d128_n128, fp16(kD128N128)),
+      FLASHPTX_FA3_FWD_ROW(fa3_fwd_sm90_bf16_d64_m128_paired, paired(kD64M128)),
+      FLASHPTX_FA3_FWD_ROW(fa3_fwd_sm90_fp16_d64_m128_paired, paired(fp16(kD64M128))),
+      FLASHPTX_FA3_FWD_ROW(fa3_fwd_sm90_bf16_d128_n128_paired, paired(kD128N128)),
+      FLASHPTX_FA3_FWD_ROW(fa3_fwd_sm90_fp16_d128_n128_paired, paired(fp16(kD128N128))),
       FLASHPTX_FA3_FWD_ROW(fa3_fwd_sm90_bf16_d256, kD256),
       FLASHPTX_FA3_FWD_ROW(fa3_fwd_sm90_fp16_d256, fp16(kD256)),
   };

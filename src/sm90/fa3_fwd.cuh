@@ -160,13 +160,16 @@ __device__ __forceinline__ int k_coord(const Tile& t, int row) {
   return row;
 }
 // This CTA's tiles, walked the same way by every role (so that each derives the same tile, n_max
-// and phases). Four walks, chosen by the launch's shape (src/plan.cpp plan_fwd):
-//   one CTA per tile (grid == tiles)         the tile blockIdx.x, in LPT order for causal masks;
-//   persistent, no causal mask               tiles blockIdx.x + k gridDim.x: all cost the same;
-//   persistent, causal (grid < tiles)        the paired static schedule (tile_scheduler.h
-//                                            paired_slot): units of tiles m and M-1-m, equal in
-//                                            cost, round-robin over the CTAs;
+// and phases). The walk is the kernel's, fixed at compile time (src/sm90/fa3_fwd.cu):
+//   one CTA per tile (!C.persistent)         the tile blockIdx.x, in LPT order for causal masks;
+//   persistent (C.persistent)                tiles blockIdx.x + k gridDim.x, for masks whose tiles
+//                                            all cost the same (the plan's non-causal launches);
+//   paired (C.paired)                        the paired static schedule of causal launches
+//                                            (tile_scheduler.h paired_slot): units of tiles m and
+//                                            M-1-m, equal in cost, round-robin over the CTAs;
 //   varlen (C.varlen, one CTA per tile)      the tile blockIdx.x of the host's longest-first table.
+// (A run-time choice between the persistent and paired walks in one kernel cost the non-causal
+// forward 4-7% on the H200: tools/NOTES.md, "The paired causal schedule".)
 template <FwdConfig C>
 struct TileWalk {
   int k = 0;  // this CTA's next slot
@@ -176,9 +179,7 @@ struct TileWalk {
       if (k++ > 0 || static_cast<int>(blockIdx.x) >= vt->tile_prefix[vt->num_seqs]) return false;
       *t = varlen_tile_at<C>(p, *vt, static_cast<int>(blockIdx.x));
       return true;
-    }
-    const int num_tiles = p.num_m_blocks * p.heads_q * p.batch;
-    if (C.persistent && p.causal && static_cast<int>(gridDim.x) < num_tiles) {
+    } else if constexpr (C.paired) {
       TileCoord tc;
       SlotKind s = paired_slot(blockIdx.x, k++, gridDim.x, p.num_m_blocks, p.heads_q, p.batch, &tc);
       // An empty slot (the short half of an odd M's middle pair) is odd; the slot after it is a
@@ -187,13 +188,15 @@ struct TileWalk {
       if (s == SlotKind::kDone) return false;
       *t = tile_of<C>(p, tc, (tc.batch * p.heads_q + tc.head) * p.num_m_blocks + tc.m_block);
       return true;
+    } else {
+      const int num_tiles = p.num_m_blocks * p.heads_q * p.batch;
+      const int i = C.persistent ? static_cast<int>(blockIdx.x) + k * static_cast<int>(gridDim.x)
+                                 : (k == 0 ? static_cast<int>(blockIdx.x) : num_tiles);
+      ++k;
+      if (i >= num_tiles) return false;
+      *t = tile_of<C>(p, tile_from_linear(i, p.num_m_blocks, p.heads_q, p.batch, p.causal != 0), i);
+      return true;
     }
-    const int i = C.persistent ? static_cast<int>(blockIdx.x) + k * static_cast<int>(gridDim.x)
-                               : (k == 0 ? static_cast<int>(blockIdx.x) : num_tiles);
-    ++k;
-    if (i >= num_tiles) return false;
-    *t = tile_of<C>(p, tile_from_linear(i, p.num_m_blocks, p.heads_q, p.batch, p.causal != 0), i);
-    return true;
   }
 };
 

@@ -40,6 +40,7 @@ struct FwdConfig {
   bool persistent;   // the kernel loops over work tiles (grid may be smaller than the tile count)
   bool bf16;         // bf16 in and out; fp16 otherwise
   bool varlen = false;  // packed variable-length sequences (FwdVarlenParams; one tile per CTA)
+  bool paired = false;  // persistent causal walk: the paired static schedule (tile_scheduler.h paired_slot)
 };
 
 template <FwdConfig C>
@@ -52,15 +53,14 @@ struct FwdLayout {
   static constexpr int kThreads = 128 * (C.consumer_wgs + 1);  // warpgroup 0 is the producer
   static constexpr int kChunks = C.head_dim / 64;  // 64-element (128-byte) columns of a swizzled tile
 
-  // Register split (setmaxnreg; PTX ISA "setmaxnreg"): 128 x 40 + 256 x 232 = 64,512 with two
+  // Register split (setmaxnreg; PTX ISA "setmaxnreg"): 128 x 24 + 256 x 240 = 64,512 with two
   // consumers, 128 x 32 + 384 x 160 = 65,536 with three: exactly the registers the CTA was launched
   // with (168 x 384, 128 x 512), which is the pool setmaxnreg moves registers within; a split that
-  // asks for more never completes its .inc (USETMAXREG.TRY_ALLOC retries forever). Two-consumer
-  // producers had 24 (consumers 240) until their tile walk took the paired causal schedule
-  // (tile_scheduler.h paired_slot), whose index arithmetic spilled in the traced kernel's producer;
-  // the consumers compile without spills at 232.
-  static constexpr int kProducerRegs = C.consumer_wgs == 2 ? 40 : 32;
-  static constexpr int kConsumerRegs = C.consumer_wgs == 2 ? 232 : 160;
+  // asks for more never completes its .inc (USETMAXREG.TRY_ALLOC retries forever, measured on the
+  // H200). The paired causal kernels move 8 registers per consumer thread to the producer (40 / 232):
+  // the paired walk's index arithmetic spilled at 24 (in the test flavour's bounded waits).
+  static constexpr int kProducerRegs = C.consumer_wgs == 2 ? (C.paired ? 40 : 24) : 32;
+  static constexpr int kConsumerRegs = C.consumer_wgs == 2 ? (C.paired ? 232 : 240) : 160;
 
   // Shared-memory plan, in bytes from a 1024-aligned base (the 128B swizzle repeats every
   // 8 rows x 128 B, so every tile starts 1024-aligned).
@@ -118,6 +118,13 @@ constexpr FwdConfig kD256 = {.head_dim = 256, .block_n = 80, .stages = 2, .consu
                              .pingpong = false, .persistent = false, .bf16 = true};
 constexpr FwdConfig fp16(FwdConfig c) {
   c.bf16 = false;
+  return c;
+}
+// The paired causal twin of a persistent configuration: the same shape, its persistent CTAs walk
+// the paired static schedule (units of tiles m and M-1-m). The plan runs it for causal masks only
+// (src/plan.cpp); the plain kernel keeps the non-causal launches (whose code it leaves unchanged).
+constexpr FwdConfig paired(FwdConfig c) {
+  c.paired = true;
   return c;
 }
 // The varlen twin of a configuration: the same shape, tiles decoded from FwdVarlenTable, one tile

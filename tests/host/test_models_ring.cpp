@@ -150,18 +150,18 @@ TEST_CASE("the article's liveness ledger and the shipped d128 kernel's FwdLayout
   CHECK(l.k == 2 * L::kKVBytes);
   CHECK(l.v == 2 * L::kKVBytes);
   CHECK(l.barriers == L::kNumBarriers);
-  // The two-consumer register row of setmaxnreg_table() (24 / 240) fills the same launch allocation
-  // (168 x 384 = 64,512) as the shipped split, which moved 8 registers per consumer thread to the
-  // producer (40 / 232) when the producer began walking the paired causal schedule.
+  // The two-consumer register row of setmaxnreg_table() is the kernel's split (24 / 240); the
+  // paired causal twin moves 8 registers per consumer thread to its producer (40 / 232), the same
+  // launch allocation (168 x 384 = 64,512).
+  using LP = flashptx::fa3::FwdLayout<flashptx::fa3::paired(flashptx::fa3::kD128N128)>;
   bool found = false;
   for (const auto& r : flashptx::models::ring::setmaxnreg_table())
     if (r.mma_wgs == 2) {
       found = true;
-      CHECK(r.producer_max == 24);
-      CHECK(r.consumer_max == 240);
-      CHECK(128 * r.producer_max + 256 * r.consumer_max == 168 * 384);
-      CHECK(128 * L::kProducerRegs + 256 * L::kConsumerRegs == 168 * 384);
-      CHECK(L::kConsumerRegs == r.consumer_max - 8);
+      CHECK(r.producer_max == L::kProducerRegs);
+      CHECK(r.consumer_max == L::kConsumerRegs);
+      CHECK(128 * LP::kProducerRegs + 256 * LP::kConsumerRegs == 128 * r.producer_max + 256 * r.consumer_max);
+      CHECK(LP::kConsumerRegs == r.consumer_max - 8);
     }
   CHECK(found);
 }

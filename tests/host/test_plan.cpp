@@ -87,14 +87,18 @@ TEST_CASE("the forward rule resolves every head dim, dtype and mask to a kernel 
           CHECK(plan.launch.tiles == tiles);
           CHECK(plan.launch.block.x == static_cast<unsigned>(k.threads));
           CHECK(plan.launch.smem_bytes == k.smem_bytes);
+          // causal: the paired twin for d128 and for d64's 128-row tile; nothing else is paired
+          CHECK(k.paired == (causal && (d == 128 || (d == 64 && k.block_m == 128))));
           if (plan.launch.schedule == flashptx::Schedule::kPersistent) {
             CHECK(k.persistent);
-            // causal: units of two tiles (m, M-1-m), the paired schedule of tile_scheduler.h
+            CHECK((k.paired || !causal));
+            // paired: units of two tiles (m, M-1-m), the paired schedule of tile_scheduler.h
             const int64_t m_blocks = (s + k.block_m - 1) / k.block_m;
-            const int64_t work = causal ? (m_blocks + 1) / 2 * 8 * 2 : tiles;
+            const int64_t work = k.paired ? (m_blocks + 1) / 2 * 8 * 2 : tiles;
             CHECK(plan.launch.grid.x == static_cast<unsigned>(std::min<int64_t>(work, 132)));
           } else {
-            CHECK(!k.persistent);
+            CHECK(!k.paired);
+            CHECK((!k.persistent || causal));
             CHECK(plan.launch.grid.x == static_cast<unsigned>(tiles));
           }
         }
@@ -102,13 +106,16 @@ TEST_CASE("the forward rule resolves every head dim, dtype and mask to a kernel 
   CHECK(plan_or_fail(problem(1, 1024, 1024, 8, 64, FLASHPTX_BF16, 1)).launch.kernel->block_m == 128);
   CHECK(plan_or_fail(problem(1, 4096, 4096, 8, 64, FLASHPTX_BF16, 1)).launch.kernel->block_m == 192);
   CHECK(plan_or_fail(problem(1, 1024, 1024, 8, 64, FLASHPTX_BF16, 0)).launch.kernel->block_m == 192);
-  // Persistent (grid = SMs) wherever the kernel loops, causal masks included (the paired schedule);
-  // one CTA per tile for d256. A small causal problem: one CTA per unit of two tiles.
+  // Persistent (grid = SMs) for non-causal masks where the kernel loops and for the paired causal
+  // kernels (d128; d64 below 2k rows); one CTA per tile for d64 causal from 2k rows and for d256.
+  // A small causal problem: one CTA per unit of two tiles.
   CHECK(plan_or_fail(problem(2, 8192, 8192, 16, 128, FLASHPTX_BF16, 0)).launch.grid.x == 132);
   CHECK(plan_or_fail(problem(2, 8192, 8192, 16, 128, FLASHPTX_BF16, 1)).launch.grid.x == 132);
+  CHECK(std::string(plan_or_fail(problem(2, 8192, 8192, 16, 128, FLASHPTX_BF16, 1)).launch.kernel->name) ==
+        "fa3_fwd_sm90_bf16_d128_n128_paired");
   CHECK(plan_or_fail(problem(1, 1024, 1024, 4, 128, FLASHPTX_BF16, 1)).launch.grid.x == 4 * 4);
-  CHECK(plan_or_fail(problem(1, 1024, 1024, 4, 128, FLASHPTX_BF16, 1)).launch.schedule ==
-        flashptx::Schedule::kPersistent);
+  CHECK(plan_or_fail(problem(2, 4096, 4096, 8, 64, FLASHPTX_BF16, 1)).launch.grid.x == 22 * 8 * 2);
+  CHECK(plan_or_fail(problem(2, 8192, 8192, 8, 256, FLASHPTX_BF16, 1)).launch.grid.x == 64 * 8 * 2);
   CHECK(plan_or_fail(problem(2, 8192, 8192, 8, 256, FLASHPTX_BF16, 0)).launch.grid.x == 64 * 8 * 2);
 }
 
@@ -126,9 +133,18 @@ TEST_CASE("variant selection: a forced kernel and schedule, and every misuse nam
   plan = plan_or_fail(problem(2, 4096, 4096, 16, 128, FLASHPTX_BF16, 0), o);
   CHECK(std::string(plan.launch.kernel->name) == "fa3_fwd_sm90_bf16_d128_n128");
   CHECK(plan.launch.grid.x == 32 * 16 * 2);
+  // A causal problem with a forced one-CTA-per-tile schedule takes the plain kernel, not the paired.
+  o = {};
+  o.schedule = flashptx::Schedule::kOnePerTile;
+  plan = plan_or_fail(p, o);
+  CHECK(std::string(plan.launch.kernel->name) == "fa3_fwd_sm90_bf16_d128_n128");
+  CHECK(plan.launch.grid.x == 32 * 16 * 2);
 
   struct Bad { const char* what; flashptx::FwdOptions opt; flashptx_fwd_params p; const char* needle; };
-  flashptx::FwdOptions unknown, wrong_d, wrong_t, persist256, traced_no_buf, buf_untraced;
+  flashptx::FwdOptions unknown, wrong_d, wrong_t, persist256, traced_no_buf, buf_untraced, paired_full, paired_one;
+  paired_full.kernel = "fa3_fwd_sm90_bf16_d128_n128_paired";
+  paired_one.kernel = "fa3_fwd_sm90_bf16_d128_n128_paired";
+  paired_one.schedule = flashptx::Schedule::kOnePerTile;
   unknown.kernel = "fa3_fwd_sm90_bf16_d96";
   wrong_d.kernel = "fa3_fwd_sm90_bf16_d64_m128";
   wrong_t.kernel = "fa3_fwd_sm90_fp16_d128_n128";
@@ -143,6 +159,9 @@ TEST_CASE("variant selection: a forced kernel and schedule, and every misuse nam
       {"persistent schedule on d256", persist256, problem(1, 1000, 1000, 2, 256, FLASHPTX_BF16, 0), "cannot loop"},
       {"traced kernel without a buffer", traced_no_buf, p, "needs a trace buffer"},
       {"a buffer without the traced kernel", buf_untraced, p, "only for the traced kernel"},
+      {"the paired kernel without a causal mask", paired_full, problem(2, 4096, 4096, 16, 128, FLASHPTX_BF16, 0),
+       "causal masks only"},
+      {"the paired kernel one CTA per tile", paired_one, p, "schedule persistent only"},
   };
   for (const Bad& b : bad) {
     INFO(b.what);

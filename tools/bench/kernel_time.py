@@ -17,9 +17,9 @@ library defines it (square here, so the same mask). This is the script that ran 
     --dims 64,128 --seqlens 1024,4096,8192   the grid points (16k tokens, hidden 2048)
     --breakdown                              per-kernel GPU time of each backward (ours and cuDNN's)
     --fwd-only                               the forward columns only
-    --lib-b PATH                             a second libflashptx.so (e.g. the previous build),
+    --lib-b PATH[,PATH...]                   other libflashptx.so builds (e.g. the previous one),
                                              measured in the same process on the same tensors,
-                                             interleaved with the first ("ours_b*" columns)
+                                             interleaved with the first ("oursb", "oursc", ... columns)
     --out FILE                               the JSON rows (default $OUT/kernel_time.json)
 """
 import argparse, ctypes, sys, os, json
@@ -45,7 +45,7 @@ def load_b(path):
         restype, argtypes = _abi.SIGNATURES[name]
         getattr(b, name).restype, getattr(b, name).argtypes = restype, argtypes
     return b
-lib_b = load_b(args.lib_b) if args.lib_b else None
+libs_b = [load_b(x) for x in args.lib_b.split(",")] if args.lib_b else []  # comma-separated: oursb, oursc, ...
 flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device=dev)
 st = lambda t: (t.stride(0), t.stride(1), t.stride(2))
 def gpu_us(fn, reps=5, per_kernel=None):
@@ -95,11 +95,12 @@ for d in (int(x) for x in args.dims.split(",")):
             r = {"d": d, "s": s, "b": b, "h": h, "causal": causal}
             plan = [("ours_fwd", ours_f, 1.0), ("cudnn_fwd", cud_f, 1.0)]
             if has_bwd: plan += [("ours_bwd", ours_b, 2.5), ("cudnn_bwd", cud_b, 2.5)]
-            if lib_b is not None:
-                ours_bf = lambda: lib_b.flashptx_fwd(ctypes.byref(f), stream)
-                ours_bb = lambda: lib_b.flashptx_bwd(ctypes.byref(bp), stream)
-                plan.insert(1, ("oursb_fwd", ours_bf, 1.0))
-                if has_bwd and ours_bb() == 0: plan.insert(4, ("oursb_bwd", ours_bb, 2.5))
+            for j, lb in enumerate(libs_b):
+                tag = "ours" + "bcdefg"[j]
+                ours_bf = (lambda lb: lambda: lb.flashptx_fwd(ctypes.byref(f), stream))(lb)
+                ours_bb = (lambda lb: lambda: lb.flashptx_bwd(ctypes.byref(bp), stream))(lb)
+                plan.insert(1 + j, (tag + "_fwd", ours_bf, 1.0))
+                if has_bwd and ours_bb() == 0: plan.append((tag + "_bwd", ours_bb, 2.5))
             for rep in ("", "2"):
                 for name, fn, w in plan:
                     pk = {} if (args.breakdown and name.endswith("bwd") and rep == "") else None
