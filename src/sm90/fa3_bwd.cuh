@@ -696,11 +696,15 @@ __device__ __forceinline__ void bwd_kernel_body(const BwdParams& p) {
 
   // Barrier initialisation by one thread, the init fence, a CTA barrier (PTX ISA "mbarrier.init",
   // "fence.mbarrier_init"): every role and the TMA unit see initialised barriers before first use.
+  // do_full has do_stages slots, not stages: with a 1-stage dO ring (d256) do_full(1) is slot
+  // kBarDoFull + 1 == kBarQdoEmpty, so initialising it (count 1) after qdo_empty(0) (count 8) left
+  // qdo_empty(0) completing a phase on every one of the 8 arrivals of a step (8 phases, even: the
+  // parity the producer waits for never shows, and every second step it hung on qdo_empty(0)).
   if (threadIdx.x == 0) {
     ptx::mbarrier_init(sm.kv_full(), L::kFullArrivals);
     for (uint32_t s = 0; s < C.stages; ++s) {
       ptx::mbarrier_init(sm.q_full(s), L::kFullArrivals);
-      ptx::mbarrier_init(sm.do_full(s), L::kFullArrivals);
+      if (s < C.do_stages) ptx::mbarrier_init(sm.do_full(s), L::kFullArrivals);
       ptx::mbarrier_init(sm.qdo_empty(s), L::kEmptyArrivals);
     }
     for (uint32_t h = 0; h < L::kDqParts; ++h) {
