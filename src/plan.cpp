@@ -11,8 +11,6 @@
 #include <vector>
 
 #include "flashptx/tile_scheduler.h"
-
-#include "flashptx/tile_scheduler.h"
 #include "src/sm100/fa4_fwd_config.h"
 #include "src/tensormap.h"
 
