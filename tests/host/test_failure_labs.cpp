@@ -5,6 +5,15 @@
 // holds the broken rule. No disassembler and no GPU are needed: the listings are read from the tree.
 //
 // Labs (tools/guide/PROTOCOLS.md, "Failure labs"):
+//   overlap_not_compiled          (the two-stage overlap; a drawn timeline is not compiled fact) the
+//                                 same source, but the compiled steady state waits for PV(j-1)
+//                                 (wait_group 0) before its first exponential: the schedule a
+//                                 diagram shows is gone, and only the audit of the listing says so.
+//   temporaries_spill             (register budget) S, P or mask temporaries outgrow the consumer's
+//                                 register grant and ptxas spills: local memory in the resources and
+//                                 LDL/STL in the listing; the audit's spill rule names them.
+//   another_specialization        (artifact identity) a listing of another specialization (d64)
+//                                 audited under the d128 kernel's checks: its MMA shapes fail them.
 //   wait_after_each_gemm          (the two-stage overlap) a wgmma helper that waits for its own group
 //                                 after every commit where the caller asked it not to wait: the QK
 //                                 and PV batches are serialised and the overlap is gone. The
@@ -35,6 +44,7 @@
 #include <vector>
 
 #include "tools/sass/sass_check.h"
+#include "tools/sass/sass_listing.h"
 
 namespace fs = std::filesystem;
 using flashptx::sass::CheckResult;
@@ -141,6 +151,45 @@ void lock_released_before_bulk_done(Listing& l) {
   CHECK(find(l, "REDG.E.ADD.STRONG.GPU", red) < find(l, "DEPBAR.LE SB0, 0x0", red));
 }
 
+// Steady state: each loop's wait_group 0 (PV(j-1) retired) moves up to just after its wait_group 1,
+// ahead of every exponential of softmax(j).
+void overlap_not_compiled(Listing& l) {
+  size_t from = 0;
+  for (;;) {
+    size_t w1 = l.size();
+    for (size_t i = from; i < l.size(); ++i)
+      if (has(l[i], "WARPGROUP.DEPBAR.LE gsb0, 0x1")) { w1 = i; break; }
+    if (w1 == l.size()) break;
+    const size_t w0 = find(l, "WARPGROUP.DEPBAR.LE gsb0, 0x0", w1);
+    REQUIRE(find(l, "MUFU.EX2", w1) < w0);  // the golden overlaps: exponentials before the wait
+    move_line(l, w0, w1 + 1);
+    from = w1 + 2;
+  }
+}
+
+// Spills: the resources line reports local memory, and a store/load pair to it appears in the main
+// loop (around the first exponential of the steady state).
+void temporaries_spill(Listing& l) {
+  for (std::string& s : l)
+    if (s.rfind("# resources:", 0) == 0) s.replace(s.find("LOCAL:0"), 7, "LOCAL:64");
+  const size_t at = find(l, "MUFU.EX2", find(l, "WARPGROUP.DEPBAR.LE gsb0, 0x1"));
+  l.insert(l.begin() + static_cast<long>(at), "    STL [R+#], R");
+  l.insert(l.begin() + static_cast<long>(at) + 2, "    LDL R, [R+#]");
+}
+
+// The resources and listing of a golden, as the audit sees them.
+std::string spill_verdict(const Listing& l) {
+  std::string res;
+  for (const std::string& s : l)
+    if (s.rfind("# resources: ", 0) == 0) res = s.substr(13);
+  REQUIRE(!res.empty());
+  const auto usage = flashptx::sass::parse_resource_usage("Function k:\n" + res + "\n");
+  flashptx::sass::Listing listing;
+  for (const std::string& s : l)
+    if (!s.empty() && s[0] != '#') listing.lines.push_back(s);
+  return flashptx::sass::spill_reason(usage.at("k"), listing);
+}
+
 // The lab-owned directives of wait_after_each_gemm: within one steady-state step no wgmma wait
 // between the QK and PV batches, and none between the PV batch and the caller's wait_group(1).
 const char* kNoWaitBetweenBatches =
@@ -162,6 +211,7 @@ struct Lab {
 const Lab kLabs[] = {
     {"wait_group_0_for_1", "fa3_fwd_sm90_bf16_d128_n128", wait_group_0_for_1,
      "CHECK: WARPGROUP.DEPBAR.LE gsb0, 0x1: not found"},
+    {"overlap_not_compiled", "fa3_fwd_sm90_bf16_d128_n128", overlap_not_compiled, "CHECK-NOT: HGMMA: found at"},
     {"dq_published_before_fence", "fa3_bwd_sm90_bf16_d128", dq_published_before_fence,
      "CHECK-NOT: SYNCS.ARRIVE: found at"},
     {"dq_reduce_before_fence", "fa3_bwd_sm90_bf16_d128", dq_reduce_before_fence,
@@ -210,6 +260,26 @@ TEST_CASE("wait_after_each_gemm: serialised batches fail the lab's own directive
   CHECK_FALSE(r.ok);
   CHECK(errs.find("CHECK-NOT: WARPGROUP.DEPBAR: found at") != std::string::npos);
   CHECK(errs.find("WARPGROUP.DEPBAR.LE gsb0, 0x0") != std::string::npos);
+}
+
+TEST_CASE("temporaries_spill: local memory and LDL/STL fail the audit's spill rule") {
+  const Listing clean = read_listing("fa3_fwd_sm90_bf16_d128_n128");
+  CHECK(spill_verdict(clean) == "");
+  Listing l = clean;
+  temporaries_spill(l);
+  CHECK(spill_verdict(l) == "spills or local memory: LOCAL:64 1 LDL 1 STL");
+  // the ordering checks alone would not notice: spills are the resource rule's job
+  CHECK(check_kernel("fa3_fwd_sm90_bf16_d128_n128", l).ok);
+}
+
+TEST_CASE("another_specialization: the d64 listing fails the d128 kernel's checks") {
+  const Listing d64 = read_listing("fa3_fwd_sm90_bf16_d64_m128");
+  CHECK(check_kernel("fa3_fwd_sm90_bf16_d64_m128", d64).ok);
+  const CheckResult r = check_kernel("fa3_fwd_sm90_bf16_d128_n128", d64);
+  const std::string errs = joined(r);
+  INFO(errs);
+  CHECK_FALSE(r.ok);
+  CHECK(errs.find("HGMMA.64x128x16.F32.BF16 R, R, gdesc[UR].tnspB, R, UP: not found") != std::string::npos);
 }
 
 }  // TEST_SUITE
