@@ -555,6 +555,30 @@ void print_writers(std::FILE* o) {
   std::fprintf(o, "missing slot 1, tail bridge: %s, order", bridged.deadlock ? "deadlock" : "completed");
   for (int id : bridged.order) std::fprintf(o, " %d", id);
   std::fprintf(o, "\n");
+  // The writer's step protocol (writer_order.h WriterProtocol) fed each mutated sequence: the first
+  // step that breaks the order and the reason it is named by.
+  using S = flashptx::writer_order::Step;
+  struct Lab { const char* what; std::vector<S> steps; };
+  const Lab labs[] = {
+      {"none (wait_eq, stage, fence+barrier, reduce-add, wait bulk, arrive_inc)",
+       {S::kWaitEq, S::kStage, S::kFenceBarrier, S::kReduceAdd, S::kWaitBulk, S::kArriveInc}},
+      {"stage before the lock turn", {S::kStage}},
+      {"bulk reduce-add before the shared fence and barrier", {S::kWaitEq, S::kStage, S::kReduceAdd}},
+      {"arrive_inc before the bulk reduce-add completed",
+       {S::kWaitEq, S::kStage, S::kFenceBarrier, S::kReduceAdd, S::kArriveInc}},
+  };
+  std::fprintf(o, "writer protocol failure lab: each row = the mutated step sequence, then the verdict of the\n"
+                  "step checker (the same two faults on the compiled FA3 backward's dQ writer are shown by\n"
+                  "tests/host/test_failure_labs.cpp, mutating its golden SASS against its .check)\n");
+  for (const Lab& l : labs) {
+    flashptx::writer_order::WriterProtocol p;
+    flashptx::writer_order::WriterError e = flashptx::writer_order::WriterError::kOk;
+    for (S st : l.steps) {
+      e = p.step(st);
+      if (e != flashptx::writer_order::WriterError::kOk) break;
+    }
+    std::fprintf(o, "  %-72s %s\n", l.what, flashptx::writer_order::writer_error_name(e));
+  }
 }
 }  // namespace
 

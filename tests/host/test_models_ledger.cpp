@@ -257,6 +257,14 @@ TEST_SUITE("host models ledger") {
     CHECK(has(l, "columns:"));
   }
 
+  TEST_CASE("0x0A writer protocol failure lab: reduce before the fence and early release print their reasons") {
+    const std::string t = table("0x0A", "Deterministic writer orders");
+    CHECK(has(t, "bulk reduce-add before the shared fence and barrier                      reduce before shared fence/barrier\n"));
+    CHECK(has(t, "arrive_inc before the bulk reduce-add completed                          lock released before bulk completion\n"));
+    CHECK(has(t, "stage before the lock turn                                               write before the writer's lock turn\n"));
+    CHECK(has(t, "arrive_inc)  ok\n"));
+  }
+
   TEST_CASE("0x0A our random fixtures beside the article's, with the reason") {
     const std::string a = table("0x0A", "Backward algebra");
     const auto dk = fields(line_starting(a, "tiled dK vs direct"));
