@@ -329,6 +329,48 @@ std::string first_illegal_alias(const std::vector<flashptx::tmem::TmemObject>& o
   return flashptx::models::tmem07::first_illegal_alias(objs);
 }
 
+// ---- the MMA graph --------------------------------------------------------------------------------
+std::vector<BwdMma> bwd_mma_graph(bool recompute_scores) {
+  std::vector<BwdMma> g;
+  if (recompute_scores) g.push_back({"S", "Q", "K"});  // S = Q K^T, rebuilt from the inputs
+  g.push_back({"dP", "dO", "V"});                        // dP = dO V^T
+  g.push_back({"dV", "P", "dO"});                        // dV += P^T dO
+  g.push_back({"dK", "dS", "Q"});                        // dK += dS^T Q
+  g.push_back({"dQ", "dS", "K"});                        // dQ += dS K
+  return g;
+}
+
+std::string check_mma_graph(const std::vector<BwdMma>& g) {
+  // what the forward leaves in memory, and what the backward starts from
+  std::vector<std::string> have = {"Q", "K", "V", "O", "dO", "LSE", "delta"};
+  auto known = [&](const std::string& x) { return std::find(have.begin(), have.end(), x) != have.end(); };
+  // elementwise products: made as soon as their inputs exist
+  auto close = [&] {
+    if (!known("P") && known("S") && known("LSE")) have.push_back("P");
+    if (!known("dS") && known("P") && known("dP") && known("delta")) have.push_back("dS");
+  };
+  auto source = [](const std::string& x) -> std::string {
+    return x == "P" ? "S" : x == "dS" ? (std::string)"P" : x;
+  };
+  close();
+  for (const BwdMma& m : g) {
+    for (const char* op : {m.a, m.b})
+      if (!known(op)) {
+        std::string root = op;  // follow the elementwise sources down to the missing MMA result
+        while (source(root) != root && !known(source(root))) root = source(root);
+        return std::string(m.result) + " needs " + op + (root != op ? " (from " + root + ")" : std::string()) +
+               ", which no MMA produces and the forward does not keep";
+      }
+    have.push_back(m.result);
+    close();
+  }
+  for (const char* out : {"dQ", "dK", "dV"})
+    if (!known(out)) return std::string(out) + " never produced";
+  return "ok";
+}
+
+double bwd_over_fwd_flops(const std::vector<BwdMma>& g) { return 2.0 * static_cast<double>(g.size()) / 4.0; }
+
 // ---- 6. writer orders -------------------------------------------------------------------------------------
 const std::vector<float>& fp32_example() {
   static const std::vector<float> c = {100000000.0f, 1.0f, -100000000.0f, 3.0f};
@@ -531,6 +573,19 @@ void print_tmem(std::FILE* o) {
   show("mutation: concurrent 1CTA dP/dS/dQ alias", tmem_objects_1cta_forced_concurrent());
 }
 
+void print_mma_graph(std::FILE* o) {
+  std::fprintf(o, "one backward tile, in issue order: result = A x B (P and dS are elementwise, not MMAs; the\n"
+                  "forward keeps O and the LSE, never S or P). columns: MMAs; backward FLOPs over the forward's\n"
+                  "4 M N d (2 M N d per MMA); verdict of the operand walk\n");
+  for (bool full : {true, false}) {
+    const auto g = bwd_mma_graph(full);
+    std::fprintf(o, "  %-32s %zu MMAs  %.1fx  ", full ? "with S recomputed" : "mutation: only four MMAs", g.size(),
+                 bwd_over_fwd_flops(g));
+    for (const BwdMma& m : g) std::fprintf(o, "%s=%s.%s ", m.result, m.a, m.b);
+    std::fprintf(o, "\n      %s\n", check_mma_graph(g).c_str());
+  }
+}
+
 void print_writers(std::FILE* o) {
   const auto& c = fp32_example();
   std::fprintf(o, "contributions [1e8, 1, -1e8, 3]: writer order [0,1,2,3] -> %.1f; arrival order "
@@ -611,5 +666,6 @@ FLASHPTX_LEDGER("0x0A", "2CTA dS repack and its wrong variants", print_repack);
 FLASHPTX_LEDGER("0x0A", "DSMEM relay event order and rejected mutations", print_relay);
 FLASHPTX_LEDGER("0x0A", "TMEM live intervals (1CTA, 2CTA d=128)", print_tmem);
 FLASHPTX_LEDGER("0x0A", "Deterministic writer orders and the tail bridge", print_writers);
+FLASHPTX_LEDGER("0x0A", "Backward MMA graph: five MMAs, and the four-MMA count", print_mma_graph);
 
 }  // namespace flashptx::models::fa4bwd

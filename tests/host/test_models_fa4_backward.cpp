@@ -180,4 +180,15 @@ TEST_SUITE("host models fa4 backward 0x0A") {
     sem.bridge(1);
     CHECK(sem.ready(2));
   }
+
+  // Failure lab: a backward that counts only four MMAs forgets that the forward kept no scores.
+  TEST_CASE("failure lab: only four MMAs leaves P without a producer; five give 2.5x the forward") {
+    const auto five = b::bwd_mma_graph(true), four = b::bwd_mma_graph(false);
+    CHECK(five.size() == 5);
+    CHECK(b::check_mma_graph(five) == "ok");
+    CHECK(b::bwd_over_fwd_flops(five) == 2.5);
+    CHECK(four.size() == 4);
+    CHECK(b::check_mma_graph(four) == "dV needs P (from S), which no MMA produces and the forward does not keep");
+    CHECK(b::bwd_over_fwd_flops(four) == 2.0);
+  }
 }
