@@ -325,6 +325,12 @@ std::vector<flashptx::tmem::TmemObject> tmem_objects_1cta_forced_concurrent() {
     if (std::string(o.name) == "dQ") o.live.begin = 4;  // dQ MMA before the dS operand retired
   return v;
 }
+std::vector<flashptx::tmem::TmemObject> tmem_objects_2cta_offsets_1cta_widths() {
+  auto v = tmem_objects_2cta();
+  for (auto& o : v)
+    if (std::string(o.name) == "S/P") o.cols.end = o.cols.begin + 128;  // no CTA-group partition
+  return v;
+}
 std::string first_illegal_alias(const std::vector<flashptx::tmem::TmemObject>& objs) {
   return flashptx::models::tmem07::first_illegal_alias(objs);
 }
@@ -571,6 +577,8 @@ void print_tmem(std::FILE* o) {
   show("1CTA d=128 map", tmem_objects_1cta());
   show("2CTA d=128 map (per CTA)", tmem_objects_2cta());
   show("mutation: concurrent 1CTA dP/dS/dQ alias", tmem_objects_1cta_forced_concurrent());
+  show("mutation: the 2CTA offsets kept, S/P given a one-CTA MMA's 128 columns (the offsets do not\n"
+       "carry the CTA-group partition that makes it 64)", tmem_objects_2cta_offsets_1cta_widths());
 }
 
 void print_mma_graph(std::FILE* o) {

@@ -115,6 +115,11 @@ std::vector<RelayEvent> mutated_relay(size_t i);
 std::vector<flashptx::tmem::TmemObject> tmem_objects_1cta();
 std::vector<flashptx::tmem::TmemObject> tmem_objects_2cta();
 std::vector<flashptx::tmem::TmemObject> tmem_objects_1cta_forced_concurrent();  // the mutation
+// Failure lab: widths inferred from offsets. The 2CTA map's offsets (S/P at 0, dQ(prev) at 64) say
+// nothing about widths; S/P is 64 columns per CTA only because the pair shares one MMA and each CTA
+// holds its partition of the accumulator (1CTA: 128 columns). This is the 2CTA map with S/P sized
+// for an MMA issued by one CTA alone (cta_group 1): the offsets are unchanged, the columns collide.
+std::vector<flashptx::tmem::TmemObject> tmem_objects_2cta_offsets_1cta_widths();
 std::string first_illegal_alias(const std::vector<flashptx::tmem::TmemObject>& objs);
 
 // ---- writer orders ---------------------------------------------------------------------------------

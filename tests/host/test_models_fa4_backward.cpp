@@ -122,6 +122,8 @@ TEST_SUITE("host models fa4 backward 0x0A") {
     CHECK(b::first_illegal_alias(b::tmem_objects_1cta()) == "");
     CHECK(b::first_illegal_alias(b::tmem_objects_2cta()) == "");
     CHECK(b::first_illegal_alias(b::tmem_objects_1cta_forced_concurrent()) == "dS/dQ");
+    // failure lab: the 2CTA offsets carry no widths; S/P without the pair's partition collides
+    CHECK(b::first_illegal_alias(b::tmem_objects_2cta_offsets_1cta_widths()) == "S/P/dQ(prev)");
     for (const auto& o : b::tmem_objects_1cta()) CHECK(o.cols.end <= 512u);
     for (const auto& o : b::tmem_objects_2cta()) CHECK(o.cols.end <= 512u);
   }
