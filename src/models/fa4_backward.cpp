@@ -325,9 +325,57 @@ std::vector<flashptx::tmem::TmemObject> tmem_objects_1cta_forced_concurrent() {
     if (std::string(o.name) == "dQ") o.live.begin = 4;  // dQ MMA before the dS operand retired
   return v;
 }
+std::vector<flashptx::tmem::TmemObject> tmem_objects_2cta_offsets_1cta_widths() {
+  auto v = tmem_objects_2cta();
+  for (auto& o : v)
+    if (std::string(o.name) == "S/P") o.cols.end = o.cols.begin + 128;  // no CTA-group partition
+  return v;
+}
 std::string first_illegal_alias(const std::vector<flashptx::tmem::TmemObject>& objs) {
   return flashptx::models::tmem07::first_illegal_alias(objs);
 }
+
+// ---- the MMA graph --------------------------------------------------------------------------------
+std::vector<BwdMma> bwd_mma_graph(bool recompute_scores) {
+  std::vector<BwdMma> g;
+  if (recompute_scores) g.push_back({"S", "Q", "K"});  // S = Q K^T, rebuilt from the inputs
+  g.push_back({"dP", "dO", "V"});                        // dP = dO V^T
+  g.push_back({"dV", "P", "dO"});                        // dV += P^T dO
+  g.push_back({"dK", "dS", "Q"});                        // dK += dS^T Q
+  g.push_back({"dQ", "dS", "K"});                        // dQ += dS K
+  return g;
+}
+
+std::string check_mma_graph(const std::vector<BwdMma>& g) {
+  // what the forward leaves in memory, and what the backward starts from
+  std::vector<std::string> have = {"Q", "K", "V", "O", "dO", "LSE", "delta"};
+  auto known = [&](const std::string& x) { return std::find(have.begin(), have.end(), x) != have.end(); };
+  // elementwise products: made as soon as their inputs exist
+  auto close = [&] {
+    if (!known("P") && known("S") && known("LSE")) have.push_back("P");
+    if (!known("dS") && known("P") && known("dP") && known("delta")) have.push_back("dS");
+  };
+  auto source = [](const std::string& x) -> std::string {
+    return x == "P" ? "S" : x == "dS" ? (std::string)"P" : x;
+  };
+  close();
+  for (const BwdMma& m : g) {
+    for (const char* op : {m.a, m.b})
+      if (!known(op)) {
+        std::string root = op;  // follow the elementwise sources down to the missing MMA result
+        while (source(root) != root && !known(source(root))) root = source(root);
+        return std::string(m.result) + " needs " + op + (root != op ? " (from " + root + ")" : std::string()) +
+               ", which no MMA produces and the forward does not keep";
+      }
+    have.push_back(m.result);
+    close();
+  }
+  for (const char* out : {"dQ", "dK", "dV"})
+    if (!known(out)) return std::string(out) + " never produced";
+  return "ok";
+}
+
+double bwd_over_fwd_flops(const std::vector<BwdMma>& g) { return 2.0 * static_cast<double>(g.size()) / 4.0; }
 
 // ---- 6. writer orders -------------------------------------------------------------------------------------
 const std::vector<float>& fp32_example() {
@@ -529,6 +577,21 @@ void print_tmem(std::FILE* o) {
   show("1CTA d=128 map", tmem_objects_1cta());
   show("2CTA d=128 map (per CTA)", tmem_objects_2cta());
   show("mutation: concurrent 1CTA dP/dS/dQ alias", tmem_objects_1cta_forced_concurrent());
+  show("mutation: the 2CTA offsets kept, S/P given a one-CTA MMA's 128 columns (the offsets do not\n"
+       "carry the CTA-group partition that makes it 64)", tmem_objects_2cta_offsets_1cta_widths());
+}
+
+void print_mma_graph(std::FILE* o) {
+  std::fprintf(o, "one backward tile, in issue order: result = A x B (P and dS are elementwise, not MMAs; the\n"
+                  "forward keeps O and the LSE, never S or P). columns: MMAs; backward FLOPs over the forward's\n"
+                  "4 M N d (2 M N d per MMA); verdict of the operand walk\n");
+  for (bool full : {true, false}) {
+    const auto g = bwd_mma_graph(full);
+    std::fprintf(o, "  %-32s %zu MMAs  %.1fx  ", full ? "with S recomputed" : "mutation: only four MMAs", g.size(),
+                 bwd_over_fwd_flops(g));
+    for (const BwdMma& m : g) std::fprintf(o, "%s=%s.%s ", m.result, m.a, m.b);
+    std::fprintf(o, "\n      %s\n", check_mma_graph(g).c_str());
+  }
 }
 
 void print_writers(std::FILE* o) {
@@ -555,6 +618,30 @@ void print_writers(std::FILE* o) {
   std::fprintf(o, "missing slot 1, tail bridge: %s, order", bridged.deadlock ? "deadlock" : "completed");
   for (int id : bridged.order) std::fprintf(o, " %d", id);
   std::fprintf(o, "\n");
+  // The writer's step protocol (writer_order.h WriterProtocol) fed each mutated sequence: the first
+  // step that breaks the order and the reason it is named by.
+  using S = flashptx::writer_order::Step;
+  struct Lab { const char* what; std::vector<S> steps; };
+  const Lab labs[] = {
+      {"none (wait_eq, stage, fence+barrier, reduce-add, wait bulk, arrive_inc)",
+       {S::kWaitEq, S::kStage, S::kFenceBarrier, S::kReduceAdd, S::kWaitBulk, S::kArriveInc}},
+      {"stage before the lock turn", {S::kStage}},
+      {"bulk reduce-add before the shared fence and barrier", {S::kWaitEq, S::kStage, S::kReduceAdd}},
+      {"arrive_inc before the bulk reduce-add completed",
+       {S::kWaitEq, S::kStage, S::kFenceBarrier, S::kReduceAdd, S::kArriveInc}},
+  };
+  std::fprintf(o, "writer protocol failure lab: each row = the mutated step sequence, then the verdict of the\n"
+                  "step checker (the same two faults on the compiled FA3 backward's dQ writer are shown by\n"
+                  "tests/host/test_failure_labs.cpp, mutating its golden SASS against its .check)\n");
+  for (const Lab& l : labs) {
+    flashptx::writer_order::WriterProtocol p;
+    flashptx::writer_order::WriterError e = flashptx::writer_order::WriterError::kOk;
+    for (S st : l.steps) {
+      e = p.step(st);
+      if (e != flashptx::writer_order::WriterError::kOk) break;
+    }
+    std::fprintf(o, "  %-72s %s\n", l.what, flashptx::writer_order::writer_error_name(e));
+  }
 }
 }  // namespace
 
@@ -587,5 +674,6 @@ FLASHPTX_LEDGER("0x0A", "2CTA dS repack and its wrong variants", print_repack);
 FLASHPTX_LEDGER("0x0A", "DSMEM relay event order and rejected mutations", print_relay);
 FLASHPTX_LEDGER("0x0A", "TMEM live intervals (1CTA, 2CTA d=128)", print_tmem);
 FLASHPTX_LEDGER("0x0A", "Deterministic writer orders and the tail bridge", print_writers);
+FLASHPTX_LEDGER("0x0A", "Backward MMA graph: five MMAs, and the four-MMA count", print_mma_graph);
 
 }  // namespace flashptx::models::fa4bwd

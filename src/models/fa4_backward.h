@@ -23,6 +23,17 @@ Ledger ledger_2cta(double m, double n, double d);  // the paper's normalized pai
 // dQ atomic elements for one CTA pair's M_pair x (2 N partitions) work, d columns.
 int64_t dq_atomic_elements(int cta_group, int64_t m_pair, int64_t d);
 
+// ---- the MMA graph of one backward tile (failure lab: counting only four MMAs) ------------------
+// Each MMA names its result and its two operands. The forward keeps O and the LSE, not S or P, so
+// the backward must recompute S; P and dS are elementwise (P from S and the LSE; dS from P, dP and
+// delta), not MMAs. check_mma_graph walks the list in order and names the first operand nobody made.
+struct BwdMma { const char* result; const char* a; const char* b; };
+std::vector<BwdMma> bwd_mma_graph(bool recompute_scores);  // false: the four-MMA mutation
+// "ok" or "<x> needs <y>, which no MMA produces and the forward does not keep"
+std::string check_mma_graph(const std::vector<BwdMma>& g);
+// FLOPs of the graph for an M x N tile at head dim d (2 M N d per MMA), over the forward's 4 M N d.
+double bwd_over_fwd_flops(const std::vector<BwdMma>& g);
+
 // ---- warp roles (the pinned FA4 beta's flash_bwd_sm100.py, d = 128; the article's 0x0A) ----------
 // 16 warps per CTA; setmaxnreg acts on whole warpgroups (warps 4w .. 4w+3), so a warpgroup's target
 // is the largest of its warps' role targets. regs_1cta / regs_2cta: 0 where the source gives none.
@@ -104,6 +115,11 @@ std::vector<RelayEvent> mutated_relay(size_t i);
 std::vector<flashptx::tmem::TmemObject> tmem_objects_1cta();
 std::vector<flashptx::tmem::TmemObject> tmem_objects_2cta();
 std::vector<flashptx::tmem::TmemObject> tmem_objects_1cta_forced_concurrent();  // the mutation
+// Failure lab: widths inferred from offsets. The 2CTA map's offsets (S/P at 0, dQ(prev) at 64) say
+// nothing about widths; S/P is 64 columns per CTA only because the pair shares one MMA and each CTA
+// holds its partition of the accumulator (1CTA: 128 columns). This is the 2CTA map with S/P sized
+// for an MMA issued by one CTA alone (cta_group 1): the offsets are unchanged, the columns collide.
+std::vector<flashptx::tmem::TmemObject> tmem_objects_2cta_offsets_1cta_widths();
 std::string first_illegal_alias(const std::vector<flashptx::tmem::TmemObject>& objs);
 
 // ---- writer orders ---------------------------------------------------------------------------------

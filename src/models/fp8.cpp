@@ -443,6 +443,164 @@ std::vector<uint32_t> derive_selectors(bool odd) {
   return out;
 }
 
+// ---- FP8 layout failure lab ---------------------------------------------------------------------
+
+int c_fragment_col(int lane, int i) { return 8 * (i / 2) + 2 * (lane % 4) + (i % 2); }
+int a_fragment_col(int lane, int i) { return 16 * (i / 4) + 4 * (lane % 4) + (i % 4); }
+
+const char* layout_lab_name(LayoutLab l) {
+  switch (l) {
+    case LayoutLab::none: return "none";
+    case LayoutLab::v_head_contiguous_to_pv: return "v_head_contiguous_to_pv";
+    case LayoutLab::vt_released_before_transpose: return "vt_released_before_transpose";
+    case LayoutLab::p_ownership_repair_skipped: return "p_ownership_repair_skipped";
+  }
+  return "?";
+}
+
+namespace {
+
+void lab_tile(uint8_t v[16][16]) {
+  for (int k = 0; k < 16; ++k)
+    for (int d = 0; d < 16; ++d) v[k][d] = e4m3::encode(static_cast<float>((k * 7 + d * 3) % 23 - 11) * 0.25f);
+}
+
+// The PV wgmma's view of the V stage: K-major, B[k][d] at byte d * 16 + k of the stage. The
+// transposed stage carries the key permutation sigma, paired on P (P[:, sigma]).
+LayoutLabResult pv_layout(bool transposed) {
+  uint8_t v[16][16];
+  lab_tile(v);
+  Vt16 stage{};
+  if (transposed) {
+    stage = transpose_tile_16x16(v, 0x6420, 0x7531);
+  } else {  // the stage as TMA wrote it: row k of V at bytes k * 16 .. k * 16 + 15
+    for (int r = 0; r < 16; ++r)
+      for (int c = 0; c < 16; ++c) stage.vt[r][c] = v[r][c];
+    for (int p = 0; p < 16; ++p) stage.sigma[p] = transpose_sigma(p);  // P is still permuted as usual
+  }
+  int wrong = 0;
+  double err = 0;
+  for (int i = 0; i < 4; ++i)
+    for (int d = 0; d < 16; ++d) {
+      double want = 0, got = 0;
+      for (int k = 0; k < 16; ++k) {
+        want += ((i * 5 + k * 3) % 7 - 3) * e4m3::decode(v[k][d]);
+        got += ((i * 5 + stage.sigma[k] * 3) % 7 - 3) * e4m3::decode(stage.vt[d][k]);
+      }
+      err = std::max(err, std::fabs(got - want));
+    }
+  wrong = transpose_mismatches(v, stage);
+  char ev[160];
+  std::snprintf(ev, sizeof ev, "%d of 256 B-operand bytes differ from V[sigma(p)][d]; max |O - PV| = %.3g", wrong, err);
+  return {wrong == 0 && err == 0 ? "ok" : "fp8_v_not_k_major", ev};
+}
+
+// The producer warpgroup transposes one Vt stage: warp w loads (ldmatrix.trans) its quarter of the
+// head dims at tick 3w + 1 and stores it at 3w + 2; the 128-thread named barrier completes at tick 12,
+// when the last store is done. TMA refills the Vt stage (the next block, generation 1) 2 ticks after
+// the release. Each warp records the generation it read.
+LayoutLabResult vt_release(bool early) {
+  const int release = early ? 2 /* warp 0's own store */ : 12 /* the barrier */;
+  const int refill = release + 2;
+  int gen[4], stale = 0;
+  for (int w = 0; w < 4; ++w) {
+    const int read_tick = 3 * w + 1;
+    gen[w] = read_tick >= refill ? 1 : 0;
+    stale += gen[w] != 0;
+  }
+  char ev[160];
+  std::snprintf(ev, sizeof ev, "Vt released at tick %d; quarters read from generations %d %d %d %d", release, gen[0],
+                gen[1], gen[2], gen[3]);
+  return {stale ? "partial_transposed_tile (Vt overwritten while the transpose still read it)" : "ok", ev};
+}
+
+// One 64 x 32 chunk of P (4 warps x 16 rows) fed to the FP8 PV wgmma. repair = the 4-lane exchange
+// that moves each value to the slot operand A expects; otherwise the C fragment is reinterpreted in
+// place, so operand A's column a holds P's column c with a_fragment_col(t, i) = a and
+// c_fragment_col(t, i) = c. V (column-major route) is not permuted.
+LayoutLabResult p_ownership(bool repair) {
+  const int rows = 16, keys = 32, dims = 8;
+  double p[rows][keys], v[keys][dims];
+  for (int r = 0; r < rows; ++r)
+    for (int k = 0; k < keys; ++k) p[r][k] = (r * 5 + k * 3) % 7 - 3;
+  for (int k = 0; k < keys; ++k)
+    for (int d = 0; d < dims; ++d) v[k][d] = (k * 11 + d * 5) % 9 - 4;
+  int a_of[keys];  // the P column operand A receives in column a
+  int misplaced = 0;
+  for (int lane = 0; lane < 4; ++lane)  // lanes 4g + q behave alike for every row group g
+    for (int i = 0; i < 8; ++i) {
+      const int a = a_fragment_col(lane, i), c = c_fragment_col(lane, i);
+      a_of[a] = repair ? a : c;
+      misplaced += a_of[a] != a;
+    }
+  // err: V as it is (the column-major route, which needs the exchange); paired: V's keys permuted the
+  // same way, as the in-kernel transpose leaves them (its sigma is this reinterpretation, per 16 keys)
+  double err = 0, paired = 0;
+  for (int r = 0; r < rows; ++r)
+    for (int d = 0; d < dims; ++d) {
+      double want = 0, got = 0, got_paired = 0;
+      for (int k = 0; k < keys; ++k) {
+        want += p[r][k] * v[k][d];
+        got += p[r][a_of[k]] * v[k][d];
+        got_paired += p[r][a_of[k]] * v[a_of[k]][d];
+      }
+      err = std::max(err, std::fabs(got - want));
+      paired = std::max(paired, std::fabs(got_paired - want));
+    }
+  char ev[200];
+  std::snprintf(ev, sizeof ev,
+                "%d of 32 operand-A columns per row hold another key's probability; max |O - PV| = %.3g (%.3g with V's\n"
+                "      keys permuted to match, the transpose route)",
+                misplaced, err, paired);
+  return {misplaced == 0 && err == 0 ? "ok" : "wrong_operand_a_ownership", ev};
+}
+
+}  // namespace
+
+LayoutLabResult run_layout_lab(LayoutLab l) {
+  switch (l) {
+    case LayoutLab::none: {
+      const LayoutLabResult a = pv_layout(true), b = vt_release(false), c = p_ownership(true);
+      const bool ok = a.verdict == "ok" && b.verdict == "ok" && c.verdict == "ok";
+      return {ok ? "ok" : "protocol fails", a.evidence + "\n      " + b.evidence + "\n      " + c.evidence};
+    }
+    case LayoutLab::v_head_contiguous_to_pv: return pv_layout(false);
+    case LayoutLab::vt_released_before_transpose: return vt_release(true);
+    case LayoutLab::p_ownership_repair_skipped: return p_ownership(false);
+  }
+  return {"?", ""};
+}
+
+std::string check_descales(const ScaleFixture& fx) {
+  const std::pair<const char*, const std::vector<double>*> all[] = {{"descQ", &fx.dq}, {"descK", &fx.dk}, {"descV", &fx.dv}};
+  for (const auto& [name, ds] : all)
+    for (size_t b = 0; b < ds->size(); ++b) {
+      const double d = (*ds)[b];
+      const char* why = std::isnan(d) ? "NaN descale" : std::isinf(d) ? "infinite descale"
+                      : d == 0 ? "zero descale" : d < 0 ? "negative descale" : nullptr;
+      if (why) {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "%s[%zu] = %g: %s", name, b, d, why);
+        return buf;
+      }
+    }
+  return "ok";
+}
+
+TransformPair qk_transform_pair(uint64_t seed, bool same) {
+  Rng g(seed);
+  const int n = 32;
+  const Mat q = normal_mat(g, n, n), k = normal_mat(g, n, n);
+  const Mat rq = signed_hadamard(n, seed + 1), rk = same ? rq : signed_hadamard(n, seed + 2);
+  Mat eye(n, n);
+  for (int i = 0; i < n; ++i) eye(i, i) = 1;
+  return {max_abs_diff(matmul_bt(rq, rk), eye), max_abs_diff(matmul_bt(matmul(q, rq), matmul(k, rk)), matmul_bt(q, k))};
+}
+
+std::string check_qk_transform(const TransformPair& t) {
+  return t.rqrk_err <= 1e-12 && t.logit_err <= 1e-12 ? "ok" : "R_Q R_K^T != I: logits change before quantization";
+}
+
 // ---- ledger -------------------------------------------------------------------------------------
 
 namespace {
@@ -623,6 +781,34 @@ void print_vtranspose(std::FILE* out) {
                     "  unpermuted: %.3g (the key permutation must be applied to P as well)\n", paired, unpaired);
 }
 
+void print_layout_lab(std::FILE* out) {
+  std::fprintf(out, "each row: the lab (the rule it breaks), the fault the checker names, and (indented) its evidence\n");
+  struct Row { const char* what; LayoutLab l; };
+  const Row rows[] = {
+      {"none (transpose, barrier, paired permutation)", LayoutLab::none},
+      {"V fed to the FP8 PV wgmma head-contiguous", LayoutLab::v_head_contiguous_to_pv},
+      {"Vt released before the transpose barrier", LayoutLab::vt_released_before_transpose},
+      {"P converted without register-ownership repair", LayoutLab::p_ownership_repair_skipped},
+  };
+  for (const Row& r : rows) {
+    const LayoutLabResult x = run_layout_lab(r.l);
+    std::fprintf(out, "  %-48s %s\n      %s\n", r.what, x.verdict.c_str(), x.evidence.c_str());
+  }
+  std::fprintf(out, "descale admission (each descale finite and > 0), one bad value in descK[1] of the 0x06 fixture:\n");
+  for (double bad : {0.0, -0.01, double(NAN), double(INFINITY)}) {
+    ScaleFixture fx = scale_fixture(false);
+    fx.dk[1] = bad;
+    const ScaleRun r = run_scaled(fx, ScaleMutation::none);
+    bool nan = false;
+    for (double x : r.o.a) nan = nan || std::isnan(x);
+    std::fprintf(out, "  %-44s output %s\n", check_descales(fx).c_str(), nan ? "has NaN" : "finite but wrong");
+  }
+  const TransformPair same = qk_transform_pair(kHeadlineSeed, true), diff = qk_transform_pair(kHeadlineSeed, false);
+  std::fprintf(out, "Q and K rotated before quantization (d = 32; max |R_Q R_K^T - I|, max logit change):\n");
+  std::fprintf(out, "  R_K = R_Q             %.3g  %.3g  %s\n", same.rqrk_err, same.logit_err, check_qk_transform(same).c_str());
+  std::fprintf(out, "  R_K another Hadamard  %.3g  %.3g  %s\n", diff.rqrk_err, diff.logit_err, check_qk_transform(diff).c_str());
+}
+
 }  // namespace
 
 FLASHPTX_LEDGER("0x06", "FA3 FP8: E4M3FN codebook (all 256 codes)", print_codebook);
@@ -630,5 +816,6 @@ FLASHPTX_LEDGER("0x06", "FA3 FP8: descale placement and the 2^8 probability offs
 FLASHPTX_LEDGER("0x06", "FA3 FP8: exact identities (Q/K orthogonal transform, paired P/V permutation)", print_identities);
 FLASHPTX_LEDGER("0x06", "FA3 FP8: seeded quantization-error experiment", print_experiment);
 FLASHPTX_LEDGER("0x06", "FA3 FP8: V transpose shape rule and byte-permute selectors", print_vtranspose);
+FLASHPTX_LEDGER("0x06", "FA3 FP8: layout, descale and transform failure lab", print_layout_lab);
 
 }  // namespace flashptx::models::fp8

@@ -130,4 +130,40 @@ int transpose_mismatches(const uint8_t v[16][16], const Vt16& t);
 // (even: odd = false) in ascending key order; the model enumerates all 4096.
 std::vector<uint32_t> derive_selectors(bool odd);
 
+// ---- the FP8 layout failure lab (tools/guide/PROTOCOLS.md, "FP8 layouts") ---------------------
+// Each lab breaks one rule of the FP8 path and names the fault its checker reports; "ok" for the
+// protocol as the kernel runs it.
+enum class LayoutLab {
+  none,
+  v_head_contiguous_to_pv,       // V handed to the PV wgmma as it landed (head dims contiguous): FP8
+                                 // wgmma reads B only K-major, so it reads V[d][k] as V[k][d]
+  vt_released_before_transpose,  // one warp releases the Vt (source) stage to TMA when its own quarter
+                                 // is stored, before the 128-thread barrier that closes the transpose
+  p_ownership_repair_skipped,    // FP32 P converted to E4M3 in place: the accumulator's register
+                                 // ownership is taken as operand A's, with V not permuted to match
+};
+const char* layout_lab_name(LayoutLab l);
+struct LayoutLabResult {
+  std::string verdict;  // "ok" or the named fault
+  std::string evidence; // the number that shows it
+};
+LayoutLabResult run_layout_lab(LayoutLab l);
+
+// The FP32 accumulator column that register slot i (0..7) of lane `lane` holds in one 32-key chunk of
+// S (wgmma C fragment: pairs at 8j + 2(lane%4)), and the column operand A of an FP8 wgmma expects in
+// the same slot (runs of four at 16(i/4) + 4(lane%4)).
+int c_fragment_col(int lane, int i);
+int a_fragment_col(int lane, int i);
+
+// Descale admission: every descale must be finite and > 0. "ok" or "<name>[<block>] = <value>: zero
+// descale" / "negative descale" / "NaN descale" / "infinite descale".
+std::string check_descales(const ScaleFixture& fx);
+
+// Q and K rotated by different orthogonal transforms (R_Q R_K^T != I): the max |R_Q R_K^T - I| and the
+// max logit change |(Q R_Q)(K R_K)^T - Q K^T|, binary64, d = 32; `same` uses R_K = R_Q.
+struct TransformPair { double rqrk_err, logit_err; };
+TransformPair qk_transform_pair(uint64_t seed, bool same);
+// "ok" or "R_Q R_K^T != I: logits change before quantization"
+std::string check_qk_transform(const TransformPair& t);
+
 }  // namespace flashptx::models::fp8

@@ -45,6 +45,7 @@ const char* fault_name(Fault f) {
     case Fault::kDanglingArrive: return "dangling_arrive_after_producer_exit";
     case Fault::kDeadlock: return "deadlock";
     case Fault::kCountMismatch: return "count_mismatch";
+    case Fault::kFalseFullGeneration: return "false_full_generation";
   }
   return "?";
 }
@@ -316,6 +317,15 @@ class Sim {
       case Op::kTail:
         if (!a.tail_started) { a.tail_st = a.st; a.tail_started = true; }
         if (!empty[kV][a.tail_st.stage].try_wait_parity(a.tail_st.phase)) return false;
+        if (mut(Mutation::kTailAsPayload)) {  // the mutation: a dummy block committed on full V
+          full[kV][a.tail_st.stage].arrive_expect_tx(cfg.tx_bytes);
+          slot[kV][a.tail_st.stage].valid = false;
+          slot[kV][a.tail_st.stage].landing = true;
+          slot[kV][a.tail_st.stage].landing_q = s.q;
+          tma.push_back({kV, (int)a.tail_st.stage, tick + cfg.tma_latency, -1, s.r, s.q});
+          ++produced[kV];
+          ++ctr(kV).C;
+        }
         a.tail_st.advance();
         break;
       case Op::kExit: a.done = true; break;
@@ -332,7 +342,9 @@ class Sim {
       case Op::kReset: c.st = RingState<S>::consumer_start(); break;
       case Op::kWait: {
         const MBarrier& b = full[s.ring][c.st.stage];
-        const bool pass = mut(Mutation::kNoParityConsumer) ? b.completed >= 1 : b.try_wait_parity(c.st.phase);
+        // kNamedBarrierAsReadiness: the turn on the named barrier stands in for K's full wait
+        const bool turn_only = mut(Mutation::kNamedBarrierAsReadiness) && s.ring == kK && at(s.tile, s.r);
+        const bool pass = turn_only || (mut(Mutation::kNoParityConsumer) ? b.completed >= 1 : b.try_wait_parity(c.st.phase));
         if (!pass) return false;
         c.waited[s.q] |= 1 << s.ring;
         if (first) ++ctr(s.ring).W;
@@ -435,6 +447,12 @@ class Sim {
     for (int t : cfg.tiles) J += t;
     for (int x = 0; x < 2; ++x) {
       const Counters& k = ctr(x);
+      if (k.C > J && k.A == J && k.W == J) {
+        fail(Fault::kFalseFullGeneration, std::string(ring_name(x)) + ": C=" + std::to_string(k.C) + " commits for J=" +
+                                              std::to_string(J) + " blocks; " + std::to_string(k.C - J) +
+                                              " full generations carry no block any consumer waits for");
+        return;
+      }
       if (k.A != J || k.C != J || k.W != J || k.R != J || k.max_in_flight > S || k.min_in_flight < 0) {
         fail(Fault::kCountMismatch, std::string(ring_name(x)) + ": A=" + std::to_string(k.A) + " C=" +
                                         std::to_string(k.C) + " W=" + std::to_string(k.W) + " R=" +
@@ -642,6 +660,8 @@ static void print_matrix(std::FILE* o) {
       {"reuse stage without parity (consumer)", Mutation::kNoParityConsumer, 0, 0, {5}},
       {"reuse stage without parity (producer)", Mutation::kNoParityProducer, 0, 0, {5}},
       {"omit producer tail", Mutation::kNoProducerTail, 0, 0, {5}},
+      {"named barrier taken as K readiness (r=0)", Mutation::kNamedBarrierAsReadiness, 0, 0, {5}},
+      {"producer tail treated as a dummy payload", Mutation::kTailAsPayload, 0, 0, {5}},
   };
   std::fprintf(o, "each row: the mutation, the fault the simulator names, and (indented) its first evidence;\n"
                   "s = 2 stages, 2 consumer warpgroups\n");

@@ -41,6 +41,11 @@ enum class Mutation {
   kNoParityConsumer,       // consumer full waits ignore parity: any completed phase passes
   kNoParityProducer,       // producer empty waits ignore parity: any completed phase (or fresh) passes
   kNoProducerTail,         // the producer exits without pipeline_v.producer_tail
+  kNamedBarrierAsReadiness,// at (tile, r) the consumer takes its turn on the pingpong named barrier
+                           // as proof that K has landed and skips K's full wait: issue order is not
+                           // payload completion
+  kTailAsPayload,          // the producer tail arms the full V barrier and issues a dummy copy at
+                           // each of its s acquires, as if the tail were data
 };
 
 enum class Fault {
@@ -57,6 +62,8 @@ enum class Fault {
   kDanglingArrive,         // a consumer release arrived after the producer exited (no producer tail)
   kDeadlock,               // deadlock of another shape
   kCountMismatch,          // finished, but A = C = W = R = J or 0 <= P - R <= s fails
+  kFalseFullGeneration,    // finished with more full generations committed than blocks consumed:
+                           // a commit no consumer waits for (a tail that carried a payload)
 };
 const char* fault_name(Fault f);
 

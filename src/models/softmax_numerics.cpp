@@ -207,6 +207,37 @@ std::string check_envelope(float tau, float omega, float format_max) {
                                                                   : "ok";
 }
 
+// ---- the correction warp -------------------------------------------------------------------------
+
+CorrectionRun correction_warp(const std::vector<float>& scales, bool per_lane_branch) {
+  CorrectionRun r;
+  const int lanes = 32;
+  // O row of lane l before correction: 4 values; expected after: scale_l times them
+  auto o_before = [](int l, int d) { return static_cast<float>((l * 3 + d * 5) % 11 - 5); };
+  unsigned ballot = 0;
+  for (int l = 0; l < lanes; ++l)
+    if (scales[l] < 1.0f) ballot |= 1u << l;
+  unsigned active = 0;  // lanes that reach the rescale path
+  if (per_lane_branch) active = ballot;
+  else if (ballot) active = 0xFFFFFFFFu;
+  r.lanes_on_path = __builtin_popcount(active);
+  if (active != 0 && active != 0xFFFFFFFFu) {
+    // a warp-collective tcgen05.ld with part of the warp: undefined; the model stops here
+    char buf[80];
+    std::snprintf(buf, sizeof buf, "partial_warp_collective (lanes %d of 32 reached tcgen05.ld)", r.lanes_on_path);
+    r.verdict = std::string(buf);
+    return r;
+  }
+  for (int l = 0; l < lanes; ++l)
+    for (int d = 0; d < kDV; ++d) {
+      const float before = o_before(l, d);
+      const float after = (active >> l & 1u) ? before * scales[l] : before;
+      r.max_row_err = std::max(r.max_row_err, std::fabs(static_cast<double>(after) - static_cast<double>(before) * scales[l]));
+    }
+  r.verdict = std::string(r.max_row_err == 0 ? "ok" : "row not rescaled");
+  return r;
+}
+
 // ---- ledger -------------------------------------------------------------------------------------
 
 namespace {
@@ -284,6 +315,22 @@ void print_recurrence(std::FILE* out) {
     std::fprintf(out, "  %-44s -> %s\n", m.name, check_recurrence(run_recurrence(fx4, m.m)).c_str());
 }
 
+void print_correction_warp(std::FILE* out) {
+  std::fprintf(out, "one correction warp, 32 rows (one per lane); scale = the row's old-state scale (1: no move)\n");
+  std::fprintf(out, "columns: rescaled = rows needing a rescale; decision = warp vote (ballot(scale < 1) taken by\n"
+                    "         the whole warp) or per-lane (each lane branches on its own scale); lanes = lanes that\n"
+                    "         reach the TMEM load/multiply/store path; verdict\n");
+  std::fprintf(out, "  %-9s %-9s %-6s %s\n", "rescaled", "decision", "lanes", "verdict");
+  for (int need : {0, 3, 32}) {
+    std::vector<float> scales(32, 1.0f);
+    for (int l = 0; l < need; ++l) scales[(l * 11) % 32] = 0.25f;
+    for (bool per_lane : {false, true}) {
+      const CorrectionRun r = correction_warp(scales, per_lane);
+      std::fprintf(out, "  %-9d %-9s %-6d %s\n", need, per_lane ? "per-lane" : "vote", r.lanes_on_path, r.verdict.c_str());
+    }
+  }
+}
+
 void print_envelopes(std::FILE* out) {
   std::fprintf(out, "P_max <= 2^(tau + omega)\n");
   std::fprintf(out, "columns: tau = rescale threshold (log2); omega = probability offset (log2); P_max = largest\n"
@@ -307,5 +354,6 @@ FLASHPTX_LEDGER("0x09", "FA4 softmax: degree-3 exp2 emulation and its 65,536-poi
 FLASHPTX_LEDGER("0x09", "FA4 softmax: hardware/software exp2 fragment dispatch", print_dispatch);
 FLASHPTX_LEDGER("0x09", "FA4 softmax: retained-reference recurrence, LSE, failure lab", print_recurrence);
 FLASHPTX_LEDGER("0x09", "FA4 softmax: dtype threshold/offset envelopes", print_envelopes);
+FLASHPTX_LEDGER("0x09", "FA4 correction warp: the warp vote and its per-lane mutation", print_correction_warp);
 
 }  // namespace flashptx::models::softmax_numerics

@@ -73,4 +73,18 @@ std::string check_recurrence(const RecurrenceRun& run);
 // Dtype envelope: "ok" or "P_max exceeds format max" when 2^(tau+omega) > format max.
 std::string check_envelope(float tau, float omega, float format_max);
 
+// ---- the correction warp: one warp-level decision (failure lab) ----------------------------------
+// One correction warp owns 32 rows of O, one row per lane, each with the old-state scale its softmax
+// row published (1 = the reference did not move). Rescaling O goes through a warp-collective TMEM
+// load, a multiply, a warp-collective TMEM store, and one arrive on the "O rescaled" barrier: the
+// collectives need all 32 lanes. The protocol decides with a warp vote (ballot of scale < 1): if any
+// lane needs it, every lane takes the path and the scale-one rows multiply by 1. The mutation
+// branches per lane, so only the lanes whose scale is below one reach the collectives.
+struct CorrectionRun {
+  std::string verdict;          // "ok" or "partial_warp_collective (lanes L of 32 reached tcgen05.ld)"
+  int lanes_on_path = 0;        // lanes that executed the rescale path
+  double max_row_err = 0;       // max |O_row - scale * O_row_before| over the lanes (0 when correct)
+};
+CorrectionRun correction_warp(const std::vector<float>& scales, bool per_lane_branch);
+
 }  // namespace flashptx::models::softmax_numerics

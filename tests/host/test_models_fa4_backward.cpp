@@ -122,6 +122,8 @@ TEST_SUITE("host models fa4 backward 0x0A") {
     CHECK(b::first_illegal_alias(b::tmem_objects_1cta()) == "");
     CHECK(b::first_illegal_alias(b::tmem_objects_2cta()) == "");
     CHECK(b::first_illegal_alias(b::tmem_objects_1cta_forced_concurrent()) == "dS/dQ");
+    // failure lab: the 2CTA offsets carry no widths; S/P without the pair's partition collides
+    CHECK(b::first_illegal_alias(b::tmem_objects_2cta_offsets_1cta_widths()) == "S/P/dQ(prev)");
     for (const auto& o : b::tmem_objects_1cta()) CHECK(o.cols.end <= 512u);
     for (const auto& o : b::tmem_objects_2cta()) CHECK(o.cols.end <= 512u);
   }
@@ -179,5 +181,16 @@ TEST_SUITE("host models fa4 backward 0x0A") {
     sem.arrive_inc();
     sem.bridge(1);
     CHECK(sem.ready(2));
+  }
+
+  // Failure lab: a backward that counts only four MMAs forgets that the forward kept no scores.
+  TEST_CASE("failure lab: only four MMAs leaves P without a producer; five give 2.5x the forward") {
+    const auto five = b::bwd_mma_graph(true), four = b::bwd_mma_graph(false);
+    CHECK(five.size() == 5);
+    CHECK(b::check_mma_graph(five) == "ok");
+    CHECK(b::bwd_over_fwd_flops(five) == 2.5);
+    CHECK(four.size() == 4);
+    CHECK(b::check_mma_graph(four) == "dV needs P (from S), which no MMA produces and the forward does not keep");
+    CHECK(b::bwd_over_fwd_flops(four) == 2.0);
   }
 }

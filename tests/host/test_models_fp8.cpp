@@ -158,3 +158,61 @@ TEST_CASE("seeded experiment: the spec's orderings (numbers of its Python oracle
 }
 
 }  // TEST_SUITE
+
+// ---- the FP8 layout, descale and transform failure lab -----------------------------------------
+TEST_CASE("FP8 failure lab: the protocol passes; each layout mutation is named with its evidence") {
+  using f8::LayoutLab;
+  const f8::LayoutLabResult ok = f8::run_layout_lab(LayoutLab::none);
+  CHECK(ok.verdict == "ok");
+  const f8::LayoutLabResult v = f8::run_layout_lab(LayoutLab::v_head_contiguous_to_pv);
+  CHECK(v.verdict == "fp8_v_not_k_major");
+  CHECK(v.evidence.find("240 of 256 B-operand bytes") != std::string::npos);
+  const f8::LayoutLabResult vt = f8::run_layout_lab(LayoutLab::vt_released_before_transpose);
+  CHECK(vt.verdict.rfind("partial_transposed_tile", 0) == 0);
+  CHECK(vt.evidence == "Vt released at tick 2; quarters read from generations 0 1 1 1");
+  const f8::LayoutLabResult p = f8::run_layout_lab(LayoutLab::p_ownership_repair_skipped);
+  CHECK(p.verdict == "wrong_operand_a_ownership");
+  CHECK(p.evidence.find("24 of 32 operand-A columns") != std::string::npos);
+  CHECK(p.evidence.find("(0 with V's") != std::string::npos);  // paired with V, the reinterpretation is exact
+  CHECK(std::string(f8::layout_lab_name(LayoutLab::p_ownership_repair_skipped)) == "p_ownership_repair_skipped");
+}
+
+TEST_CASE("FP8 failure lab: the accumulator-to-operand-A reinterpretation is the transpose's key permutation") {
+  // Slot i of lane q holds accumulator column c_fragment_col(q, i) and operand A expects
+  // a_fragment_col(q, i); over the first 16 keys that map is exactly sigma of the V transpose.
+  for (int q = 0; q < 4; ++q)
+    for (int i = 0; i < 4; ++i) CHECK(f8::transpose_sigma(f8::a_fragment_col(q, i)) == f8::c_fragment_col(q, i));
+}
+
+TEST_CASE("FP8 failure lab: bad descales are refused by name; the good fixture passes") {
+  CHECK(f8::check_descales(f8::scale_fixture(false)) == "ok");
+  CHECK(f8::check_descales(f8::scale_fixture(true)) == "ok");
+  struct Bad { double d; const char* want; };
+  for (const Bad& b : {Bad{0.0, "descK[1] = 0: zero descale"}, Bad{-0.5, "descK[1] = -0.5: negative descale"},
+                       Bad{std::nan(""), "descK[1] = nan: NaN descale"}, Bad{INFINITY, "descK[1] = inf: infinite descale"}}) {
+    f8::ScaleFixture fx = f8::scale_fixture(false);
+    fx.dk[1] = b.d;
+    CHECK(f8::check_descales(fx) == b.want);
+    // and what it would have done: the output departs from the reference on the clean tensors
+    const f8::ScaleRun bad = f8::run_scaled(fx, ScaleMutation::none);
+    const f8::ScaleRun ref = f8::reference_attention(f8::scale_fixture(false));
+    bool nan = false;
+    double diff = 0;
+    for (size_t i = 0; i < bad.o.a.size(); ++i) {
+      nan = nan || std::isnan(bad.o.a[i]);
+      diff = std::max(diff, std::fabs(bad.o.a[i] - ref.o.a[i]));
+    }
+    CHECK((nan || diff > 1e-3));
+  }
+}
+
+TEST_CASE("FP8 failure lab: Q and K under different orthogonal transforms change the logits") {
+  const f8::TransformPair same = f8::qk_transform_pair(f8::kHeadlineSeed, true);
+  const f8::TransformPair diff = f8::qk_transform_pair(f8::kHeadlineSeed, false);
+  CHECK(same.rqrk_err < 1e-14);
+  CHECK(same.logit_err < 1e-12);
+  CHECK(f8::check_qk_transform(same) == "ok");
+  CHECK(diff.rqrk_err > 0.5);
+  CHECK(diff.logit_err > 1.0);
+  CHECK(f8::check_qk_transform(diff) == "R_Q R_K^T != I: logits change before quantization");
+}

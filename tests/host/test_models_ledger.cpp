@@ -257,6 +257,14 @@ TEST_SUITE("host models ledger") {
     CHECK(has(l, "columns:"));
   }
 
+  TEST_CASE("0x0A writer protocol failure lab: reduce before the fence and early release print their reasons") {
+    const std::string t = table("0x0A", "Deterministic writer orders");
+    CHECK(has(t, "bulk reduce-add before the shared fence and barrier                      reduce before shared fence/barrier\n"));
+    CHECK(has(t, "arrive_inc before the bulk reduce-add completed                          lock released before bulk completion\n"));
+    CHECK(has(t, "stage before the lock turn                                               write before the writer's lock turn\n"));
+    CHECK(has(t, "arrive_inc)  ok\n"));
+  }
+
   TEST_CASE("0x0A our random fixtures beside the article's, with the reason") {
     const std::string a = table("0x0A", "Backward algebra");
     const auto dk = fields(line_starting(a, "tiled dK vs direct"));
@@ -301,5 +309,30 @@ TEST_SUITE("host models ledger") {
     CHECK(has(table("0x09", "FA4 softmax: degree-3"), "columns:"));
     CHECK(has(table("0x0B", "L2 head-section rule"), "columns:"));
     CHECK(has(table("0x0D", "FLOP numerators"), "columns:"));
+  }
+
+  TEST_CASE("the failure-lab tables print each lab with its named fault") {
+    const std::string ring = table("0x03", "K/V ring failure matrix");
+    CHECK(has(ring, "named barrier taken as K readiness (r=0)         stale_read\n"
+                    "    read of K stage 0 at ordinal 0: its TMA has not landed\n"));
+    CHECK(has(ring, "producer tail treated as a dummy payload         false_full_generation\n"
+                    "    V: C=7 commits for J=5 blocks; 2 full generations carry no block any consumer waits for\n"));
+    const std::string fp8 = table("0x06", "FA3 FP8: layout, descale and transform failure lab");
+    CHECK(has(fp8, "none (transpose, barrier, paired permutation)    ok\n"));
+    CHECK(has(fp8, "V fed to the FP8 PV wgmma head-contiguous        fp8_v_not_k_major\n"
+                   "      240 of 256 B-operand bytes differ from V[sigma(p)][d]; max |O - PV| = 44\n"));
+    CHECK(has(fp8, "Vt released before the transpose barrier         partial_transposed_tile"));
+    CHECK(has(fp8, "Vt released at tick 2; quarters read from generations 0 1 1 1\n"));
+    CHECK(has(fp8, "P converted without register-ownership repair    wrong_operand_a_ownership\n"));
+    CHECK(has(fp8, "descK[1] = 0: zero descale                   output finite but wrong\n"));
+    CHECK(has(fp8, "descK[1] = nan: NaN descale                  output has NaN\n"));
+    CHECK(has(fp8, "R_K another Hadamard  2  35.2  R_Q R_K^T != I: logits change before quantization\n"));
+    const std::string cw = table("0x09", "FA4 correction warp");
+    CHECK(has(cw, "  3         vote      32     ok\n"));
+    CHECK(has(cw, "  3         per-lane  3      partial_warp_collective (lanes 3 of 32 reached tcgen05.ld)\n"));
+    const std::string mg = table("0x0A", "Backward MMA graph");
+    CHECK(has(mg, "with S recomputed                5 MMAs  2.5x"));
+    CHECK(has(mg, "mutation: only four MMAs         4 MMAs  2.0x"));
+    CHECK(has(mg, "dV needs P (from S), which no MMA produces and the forward does not keep\n"));
   }
 }

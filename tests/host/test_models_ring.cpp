@@ -139,6 +139,32 @@ TEST_SUITE("host models ring") {
     CHECK(run(Mutation::kNoProducerTail, {5}, 0, 0, 2).fault == Fault::kDanglingArrive);
     CHECK(std::string(fault_name(Fault::kMissingVRelease)) == "missing_v_release");
   }
+
+  // Two labs of the pingpong and producer-tail protocols, on the same simulator.
+  TEST_CASE("failure lab: the pingpong named barrier taken as K readiness reads a stage still landing") {
+    // The turn orders issue between consumer warpgroups; it says nothing about bytes in shared memory.
+    for (int consumers : {1, 2}) {
+      const Result r = run(Mutation::kNamedBarrierAsReadiness, {5}, 0, 0, consumers);
+      CHECK(r.fault == Fault::kStaleRead);
+      CHECK(r.detail.find("K stage 0 at ordinal 0: its TMA has not landed") != std::string::npos);
+    }
+    // the same consumer with its full wait in place: clean
+    CHECK(run(Mutation::kNone, {5}, 0, 0, 2).fault == Fault::kNone);
+    CHECK(std::string(fault_name(Fault::kStaleRead)) == "stale_read");
+  }
+
+  TEST_CASE("failure lab: a producer tail that carries a dummy payload commits false full generations") {
+    // The tail exists only to wait for the last s releases; arming full V makes s extra generations.
+    for (int consumers : {1, 2}) {
+      const Result r = run(Mutation::kTailAsPayload, {5, 3}, 0, 0, consumers);
+      CHECK(r.fault == Fault::kFalseFullGeneration);
+      CHECK(r.detail == "V: C=10 commits for J=8 blocks; 2 full generations carry no block any consumer waits for");
+    }
+    const Result clean = run(Mutation::kNone, {5, 3}, 0, 0, 2);
+    CHECK(clean.fault == Fault::kNone);
+    CHECK(clean.v.C == 8);
+    CHECK(std::string(fault_name(Fault::kFalseFullGeneration)) == "false_full_generation");
+  }
 }
 
 TEST_SUITE("host models ring") {

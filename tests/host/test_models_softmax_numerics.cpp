@@ -170,4 +170,25 @@ TEST_CASE("dtype envelopes: 256, 448, 4096 and the saturating mutation") {
   CHECK(flashptx::e4m3::quantize(run.max_p) == 448.0f);
 }
 
+// Failure lab: the correction warp decides with one warp vote. Branching per lane sends part of the
+// warp into the warp-collective TMEM load; the model names it.
+TEST_CASE("failure lab: a per-lane branch in place of the warp vote reaches a collective with part of the warp") {
+  std::vector<float> mixed(32, 1.0f);
+  mixed[3] = 0.5f;
+  mixed[17] = 0.125f;
+  const sn::CorrectionRun vote = sn::correction_warp(mixed, false);
+  CHECK(vote.verdict == "ok");
+  CHECK(vote.lanes_on_path == 32);  // scale-one rows multiply by one
+  CHECK(vote.max_row_err == 0.0);
+  const sn::CorrectionRun lane = sn::correction_warp(mixed, true);
+  CHECK(lane.verdict == "partial_warp_collective (lanes 2 of 32 reached tcgen05.ld)");
+  CHECK(lane.lanes_on_path == 2);
+  // uniform warps cannot tell the two apart: the lab needs rows that disagree
+  for (float s : {1.0f, 0.25f}) {
+    const std::vector<float> uniform(32, s);
+    CHECK(sn::correction_warp(uniform, true).verdict == "ok");
+    CHECK(sn::correction_warp(uniform, false).verdict == "ok");
+  }
+}
+
 }  // TEST_SUITE

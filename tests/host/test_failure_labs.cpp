@@ -1,0 +1,286 @@
+// Failure labs on compiled code: each lab takes a real golden listing from sass_golden/sm_90a (the
+// normalised SASS of a shipped kernel, committed), applies one named mutation that breaks one rule of
+// the kernel's protocol, and runs the ordering checks on the result. The unmutated listing must pass
+// its kernel's .check; the mutated one must fail, and the failure must name the directive that
+// holds the broken rule. No disassembler and no GPU are needed: the listings are read from the tree.
+//
+// Labs (listed in tools/guide/PROTOCOLS.md under "Pingpong", "The two-stage overlap" and
+// "Deterministic writer order"):
+//   overlap_not_compiled          (the two-stage overlap; a drawn timeline is not compiled fact) the
+//                                 same source, but the compiled steady state waits for PV(j-1)
+//                                 (wait_group 0) before its first exponential: the schedule a
+//                                 diagram shows is gone, and only the audit of the listing says so.
+//   temporaries_spill             (register budget) S, P or mask temporaries outgrow the consumer's
+//                                 register grant and ptxas spills: local memory in the resources and
+//                                 LDL/STL in the listing; the audit's spill rule names them.
+//   another_specialization        (artifact identity) a listing of another specialization (d64)
+//                                 audited under the d128 kernel's checks: its MMA shapes fail them.
+//   wait_after_each_gemm          (the two-stage overlap) a wgmma helper that waits for its own group
+//                                 after every commit where the caller asked it not to wait: the QK
+//                                 and PV batches are serialised and the overlap is gone. The
+//                                 forward's .check holds the order of the batches and of the waits it
+//                                 expects, but it does not forbid an extra wait, so this lab carries
+//                                 its own two directives (kNoWaitBetweenBatches below).
+//   wait_group_0_for_1            (the two-stage overlap) the caller's wait_group(1) compiled as
+//                                 wait_group(0): still correct, but PV(j-1) is retired before the
+//                                 first exponential; the forward's .check fails.
+//   dq_published_before_fence     (backward dQ relay) the MMA warpgroup arrives on dq_full before the
+//                                 proxy fence of its dQ stores: the writer's bulk reduce-add may read
+//                                 shared memory the async proxy has not seen.
+//   dq_reduce_before_fence        (backward dQ relay, deterministic) the writer issues its bulk
+//                                 reduce-add before the proxy fence that follows its acquire of the
+//                                 semaphore turn.
+//   lock_released_before_bulk_done (backward dQ relay, deterministic) the writer releases the
+//                                 semaphore (fence, membar, release add) right after issuing the bulk
+//                                 reduce-add, before waiting for its completion: the next writer may
+//                                 add first, and the declared fp32 summation order is lost.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tools/sass/sass_check.h"
+#include "tools/sass/sass_listing.h"
+
+namespace fs = std::filesystem;
+using flashptx::sass::CheckResult;
+using flashptx::sass::run_checks;
+
+namespace {
+
+using Listing = std::vector<std::string>;
+
+fs::path golden_dir() { return fs::path(FLASHPTX_ROOT) / "sass_golden" / "sm_90a"; }
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+Listing read_listing(const std::string& kernel) {
+  const fs::path p = golden_dir() / (kernel + ".sass");
+  std::ifstream in(p);
+  REQUIRE_MESSAGE(in.good(), "cannot read " << p.string());
+  Listing out;
+  std::string line;
+  while (std::getline(in, line)) out.push_back(line);
+  return out;
+}
+
+CheckResult check_kernel(const std::string& kernel, const Listing& listing) {
+  const fs::path c = golden_dir() / (kernel + ".check");
+  return run_checks(read_text(c), c.string(), listing);
+}
+
+std::string joined(const CheckResult& r) {
+  std::string s;
+  for (const std::string& e : r.errors) s += e + "\n";
+  return s;
+}
+
+bool has(const std::string& line, const std::string& pat) { return line.find(pat) != std::string::npos; }
+
+// The index of the first line at or after `from` that contains `pat` (REQUIREd to exist).
+size_t find(const Listing& l, const std::string& pat, size_t from = 0) {
+  for (size_t i = from; i < l.size(); ++i)
+    if (has(l[i], pat)) return i;
+  FAIL("mutation anchor not found: " << pat);
+  return l.size();
+}
+
+// Moves line `from` so that it sits just before the line now at `before` (before > from or not).
+void move_line(Listing& l, size_t from, size_t before) {
+  const std::string s = l[from];
+  l.erase(l.begin() + static_cast<long>(from));
+  if (before > from) --before;
+  l.insert(l.begin() + static_cast<long>(before), s);
+}
+
+// ---- the mutations ----------------------------------------------------------------------------------
+// Each is applied to a copy of the golden listing and keeps every other line in place.
+
+// After every wgmma commit ("HGMMA ... gsb0") of the consumer's main loops, a wait for that group.
+void wait_after_each_gemm(Listing& l) {
+  for (size_t i = 0; i < l.size(); ++i)
+    if (has(l[i], "HGMMA.") && has(l[i], ", gsb0")) l.insert(l.begin() + static_cast<long>(++i), "    WARPGROUP.DEPBAR.LE gsb0, 0x0");
+}
+
+// Every wait_group(1) becomes wait_group(0).
+void wait_group_0_for_1(Listing& l) {
+  for (std::string& s : l)
+    if (has(s, "WARPGROUP.DEPBAR.LE gsb0, 0x1")) s.replace(s.find("0x1"), 3, "0x0");
+}
+
+// MMA warpgroup, first dQ hand-off: the proxy fence after the dQ stores (STS.128) moves below the
+// arrive on dq_full.
+void dq_published_before_fence(Listing& l) {
+  const size_t sts = find(l, "STS.128", find(l, "BAR.SYNC.DEFER_BLOCKING 0x2, 0x100"));
+  const size_t fence = find(l, "FENCE.VIEW.ASYNC.S", sts);
+  const size_t arrive = find(l, "SYNCS.ARRIVE.TRANS64.A1T0", sts);
+  REQUIRE(fence < arrive);
+  move_line(l, fence, arrive + 1);
+}
+
+// dQ writer: the bulk reduce-add moves above the proxy fence that follows the semaphore acquire.
+void dq_reduce_before_fence(Listing& l) {
+  const size_t writer = find(l, "USETMAXREG.DEALLOC.CTAPOOL");
+  const size_t fence = find(l, "FENCE.VIEW.ASYNC.G", writer);
+  const size_t red = find(l, "UBLKRED.G.S.ADD.F32", fence);
+  move_line(l, red, fence);
+}
+
+// dQ writer: the semaphore release (the proxy fence, the GPU-scope membar and the release add that
+// follow the completion wait) moves up to just after the bulk reduce-add, ahead of the wait.
+void lock_released_before_bulk_done(Listing& l) {
+  const size_t writer = find(l, "USETMAXREG.DEALLOC.CTAPOOL");
+  const size_t red = find(l, "UBLKRED.G.S.ADD.F32", writer);
+  const size_t wait1 = find(l, "DEPBAR.LE SB0, 0x0", red);
+  const size_t wait2 = find(l, "DEPBAR.LE SB0, 0x0", wait1 + 1);
+  const size_t fence = find(l, "FENCE.VIEW.ASYNC.G", wait2);
+  const size_t membar = find(l, "MEMBAR.ALL.GPU", fence);
+  const size_t release = find(l, "REDG.E.ADD.STRONG.GPU", membar);
+  // Move the three, in order, to sit right after the reduce-add.
+  size_t at = red + 1;
+  for (size_t idx : {fence, membar, release}) { move_line(l, idx, at); ++at; }
+  CHECK(find(l, "REDG.E.ADD.STRONG.GPU", red) < find(l, "DEPBAR.LE SB0, 0x0", red));
+}
+
+// Steady state: each loop's wait_group 0 (PV(j-1) retired) moves up to just after its wait_group 1,
+// ahead of every exponential of softmax(j).
+void overlap_not_compiled(Listing& l) {
+  size_t from = 0;
+  for (;;) {
+    size_t w1 = l.size();
+    for (size_t i = from; i < l.size(); ++i)
+      if (has(l[i], "WARPGROUP.DEPBAR.LE gsb0, 0x1")) { w1 = i; break; }
+    if (w1 == l.size()) break;
+    const size_t w0 = find(l, "WARPGROUP.DEPBAR.LE gsb0, 0x0", w1);
+    REQUIRE(find(l, "MUFU.EX2", w1) < w0);  // the golden overlaps: exponentials before the wait
+    move_line(l, w0, w1 + 1);
+    from = w1 + 2;
+  }
+}
+
+// Spills: the resources line reports local memory, and a store/load pair to it appears in the main
+// loop (around the first exponential of the steady state).
+void temporaries_spill(Listing& l) {
+  for (std::string& s : l)
+    if (s.rfind("# resources:", 0) == 0) s.replace(s.find("LOCAL:0"), 7, "LOCAL:64");
+  const size_t at = find(l, "MUFU.EX2", find(l, "WARPGROUP.DEPBAR.LE gsb0, 0x1"));
+  l.insert(l.begin() + static_cast<long>(at), "    STL [R+#], R");
+  l.insert(l.begin() + static_cast<long>(at) + 2, "    LDL R, [R+#]");
+}
+
+// The resources and listing of a golden, as the audit sees them.
+std::string spill_verdict(const Listing& l) {
+  std::string res;
+  for (const std::string& s : l)
+    if (s.rfind("# resources: ", 0) == 0) res = s.substr(13);
+  REQUIRE(!res.empty());
+  const auto usage = flashptx::sass::parse_resource_usage("Function k:\n" + res + "\n");
+  flashptx::sass::Listing listing;
+  for (const std::string& s : l)
+    if (!s.empty() && s[0] != '#') listing.lines.push_back(s);
+  return flashptx::sass::spill_reason(usage.at("k"), listing);
+}
+
+// The lab-owned directives of wait_after_each_gemm: within one steady-state step no wgmma wait
+// between the QK and PV batches, and none between the PV batch and the caller's wait_group(1).
+const char* kNoWaitBetweenBatches =
+    "CHECK-LABEL: USETMAXREG.TRY_ALLOC.CTAPOOL UP, 0xf0\n"
+    "CHECK: BAR.SYNC.DEFER_BLOCKING R, 0x100\n"
+    "CHECK: HGMMA.64x128x16.F32.BF16 R, gdesc[UR], RZ, !UPT\n"
+    "CHECK-NOT: WARPGROUP.DEPBAR\n"
+    "CHECK: HGMMA.64x128x16.F32.BF16 R, R, gdesc[UR].tnspB, R, UP\n"
+    "CHECK-NOT: WARPGROUP.DEPBAR.LE gsb0, 0x0\n"
+    "CHECK: WARPGROUP.DEPBAR.LE gsb0, 0x1\n";
+
+struct Lab {
+  const char* name;
+  const char* kernel;
+  std::function<void(Listing&)> mutate;
+  const char* expect;  // a substring of the failure: the directive's pattern and how it failed
+};
+
+const Lab kLabs[] = {
+    {"wait_group_0_for_1", "fa3_fwd_sm90_bf16_d128_n128", wait_group_0_for_1,
+     "CHECK: WARPGROUP.DEPBAR.LE gsb0, 0x1: not found"},
+    {"overlap_not_compiled", "fa3_fwd_sm90_bf16_d128_n128", overlap_not_compiled, "CHECK-NOT: HGMMA: found at"},
+    {"dq_published_before_fence", "fa3_bwd_sm90_bf16_d128", dq_published_before_fence,
+     "CHECK-NOT: SYNCS.ARRIVE: found at"},
+    {"dq_reduce_before_fence", "fa3_bwd_sm90_bf16_d128", dq_reduce_before_fence,
+     "CHECK: UBLKRED.G.S.ADD.F32.RN: not found"},
+    {"lock_released_before_bulk_done", "fa3_bwd_sm90_bf16_d128", lock_released_before_bulk_done,
+     "CHECK: FENCE.VIEW.ASYNC.G: not found"},
+};
+
+}  // namespace
+
+TEST_SUITE("failure labs (SASS)") {
+
+TEST_CASE("the unmutated goldens pass their kernels' checks") {
+  for (const char* k : {"fa3_fwd_sm90_bf16_d128_n128", "fa3_bwd_sm90_bf16_d128"}) {
+    const CheckResult r = check_kernel(k, read_listing(k));
+    INFO(k << "\n" << joined(r));
+    CHECK(r.ok);
+    CHECK(r.directives > 20);
+  }
+  const CheckResult extra = run_checks(kNoWaitBetweenBatches, "wait_after_each_gemm.check",
+                                       read_listing("fa3_fwd_sm90_bf16_d128_n128"));
+  INFO(joined(extra));
+  CHECK(extra.ok);
+}
+
+TEST_CASE("each mutated golden fails its kernel's check, naming the broken directive") {
+  for (const Lab& lab : kLabs) {
+    Listing l = read_listing(lab.kernel);
+    const Listing original = l;
+    lab.mutate(l);
+    CHECK(l != original);
+    const CheckResult r = check_kernel(lab.kernel, l);
+    const std::string errs = joined(r);
+    INFO("lab " << lab.name << " on " << lab.kernel << ":\n" << errs);
+    CHECK_FALSE(r.ok);
+    CHECK(errs.find(lab.expect) != std::string::npos);
+  }
+}
+
+TEST_CASE("wait_after_each_gemm: serialised batches fail the lab's own directives") {
+  Listing l = read_listing("fa3_fwd_sm90_bf16_d128_n128");
+  wait_after_each_gemm(l);
+  const CheckResult r = run_checks(kNoWaitBetweenBatches, "wait_after_each_gemm.check", l);
+  const std::string errs = joined(r);
+  INFO(errs);
+  CHECK_FALSE(r.ok);
+  CHECK(errs.find("CHECK-NOT: WARPGROUP.DEPBAR: found at") != std::string::npos);
+  CHECK(errs.find("WARPGROUP.DEPBAR.LE gsb0, 0x0") != std::string::npos);
+}
+
+TEST_CASE("temporaries_spill: local memory and LDL/STL fail the audit's spill rule") {
+  const Listing clean = read_listing("fa3_fwd_sm90_bf16_d128_n128");
+  CHECK(spill_verdict(clean) == "");
+  Listing l = clean;
+  temporaries_spill(l);
+  CHECK(spill_verdict(l) == "spills or local memory: LOCAL:64 1 LDL 1 STL");
+  // the ordering checks alone would not notice: spills are the resource rule's job
+  CHECK(check_kernel("fa3_fwd_sm90_bf16_d128_n128", l).ok);
+}
+
+TEST_CASE("another_specialization: the d64 listing fails the d128 kernel's checks") {
+  const Listing d64 = read_listing("fa3_fwd_sm90_bf16_d64_m128");
+  CHECK(check_kernel("fa3_fwd_sm90_bf16_d64_m128", d64).ok);
+  const CheckResult r = check_kernel("fa3_fwd_sm90_bf16_d128_n128", d64);
+  const std::string errs = joined(r);
+  INFO(errs);
+  CHECK_FALSE(r.ok);
+  CHECK(errs.find("HGMMA.64x128x16.F32.BF16 R, R, gdesc[UR].tnspB, R, UP: not found") != std::string::npos);
+}
+
+}  // TEST_SUITE
