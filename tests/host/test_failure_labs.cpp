@@ -18,9 +18,12 @@
 //   wait_after_each_gemm          (the two-stage overlap) a wgmma helper that waits for its own group
 //                                 after every commit where the caller asked it not to wait: the QK
 //                                 and PV batches are serialised and the overlap is gone. The
-//                                 forward's .check holds the order of the batches and of the waits it
-//                                 expects, but it does not forbid an extra wait, so this lab carries
-//                                 its own two directives (kNoWaitBetweenBatches below).
+//                                 forward's .check first held only the order of the batches and of
+//                                 the waits it expects, so this lab found a gap: an extra wait
+//                                 passed. The check now forbids any wgmma wait between the QK and
+//                                 PV batches (fa3_fwd_sm90_pingpong_mainloop.check.inc) and fails on
+//                                 this mutation; the lab's own directives (kNoWaitBetweenBatches)
+//                                 stay as the narrower statement.
 //   wait_group_0_for_1            (the two-stage overlap) the caller's wait_group(1) compiled as
 //                                 wait_group(0): still correct, but PV(j-1) is retired before the
 //                                 first exponential; the forward's .check fails.
@@ -210,6 +213,8 @@ struct Lab {
 };
 
 const Lab kLabs[] = {
+    {"wait_after_each_gemm", "fa3_fwd_sm90_bf16_d128_n128", wait_after_each_gemm,
+     "CHECK-NOT: WARPGROUP.DEPBAR: found at"},
     {"wait_group_0_for_1", "fa3_fwd_sm90_bf16_d128_n128", wait_group_0_for_1,
      "CHECK: WARPGROUP.DEPBAR.LE gsb0, 0x1: not found"},
     {"overlap_not_compiled", "fa3_fwd_sm90_bf16_d128_n128", overlap_not_compiled, "CHECK-NOT: HGMMA: found at"},
