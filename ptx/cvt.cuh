@@ -31,6 +31,20 @@ __device__ __forceinline__ uint32_t cvt_rn_f16x2_f32(float lo, float hi) {
   return d;
 }
 
+// cvt.rn.satfinite.e4m3x2.f32 d, hi, lo;   d = {e4m3(hi) in bits 15..8, e4m3(lo) in bits 7..0}, round
+// to nearest even, finite values beyond +-448 (and +-inf) saturated to +-448, NaN to the NaN code 0x7F
+// (PTX ISA: .e4m3x2 destinations need .satfinite; sm_89+, PTX ISA 7.8). One instruction per pair
+// (SASS F2FP.SATFINITE.E4M3.F32.PACK_AB).
+__device__ __forceinline__ uint16_t cvt_rn_satfinite_e4m3x2_f32(float lo, float hi) {
+  uint16_t d = 0;
+#if FLASHPTX_HAS_SM90
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(d) : "f"(hi), "f"(lo));
+#else
+  FLASHPTX_ARCH_UNSUPPORTED("cvt.rn.satfinite.e4m3x2.f32 needs sm_89 (sm_90 here)");
+#endif
+  return d;
+}
+
 // ex2.approx.ftz.f32 d, a;   2^a on the MUFU (special-function) unit; subnormal results flush to
 // zero; ex2(-inf) = +0. Maximum relative error 2^-22 over the normal range (PTX ISA).
 __device__ __forceinline__ float ex2_approx_ftz_f32(float a) {
