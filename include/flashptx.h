@@ -40,7 +40,9 @@ typedef enum flashptx_status {
                                            flashptx_bwd_workspace_size */
   FLASHPTX_ERR_BAD_CU_SEQLENS = 14,     /* varlen: cu_seqlens not starting at 0, decreasing, not ending
                                            at the total, or a max_seqlen below the longest sequence */
-  FLASHPTX_ERR_TOO_MANY_SEQS = 15       /* varlen: num_seqs above FLASHPTX_VARLEN_MAX_SEQS */
+  FLASHPTX_ERR_TOO_MANY_SEQS = 15,      /* varlen: num_seqs above FLASHPTX_VARLEN_MAX_SEQS */
+  FLASHPTX_ERR_BAD_GRANULARITY = 16,    /* quantize: a scale granularity outside the enum */
+  FLASHPTX_ERR_BAD_HADAMARD = 17        /* quantize: a Hadamard block that is neither 0, head_dim nor 128 */
 } flashptx_status;
 
 typedef enum flashptx_dtype {
@@ -245,6 +247,73 @@ flashptx_status flashptx_bwd_check(const flashptx_bwd_params* p);
 
 /* The main backward kernel a call would launch (as flashptx_fwd_kernel_info). */
 flashptx_status flashptx_bwd_kernel_info(const flashptx_bwd_params* p, flashptx_kernel_info* info);
+
+/* ---- FP8 quantization ---------------------------------------------------------------------------
+ *
+ * bf16/fp16 [batch, seqlen, heads, head_dim] -> e4m3 (FLASHPTX_FP8_E4M3) of the same shape, plus fp32
+ * descales, for Q, K and V of an FP8 attention (one call per tensor). Per group of elements:
+ *   y = x, or with hadamard_block = n: y = H_n x over each n-wide block of the row (H_n the orthonormal
+ *       Walsh-Hadamard matrix, entries +-1/sqrt(n)): apply it to Q and K alike (Q K^T is unchanged),
+ *       never to V;
+ *   descale = amax(|y|) / 448 (fp32), q = round_to_e4m3(y / descale): nearest, ties to even, saturating
+ *       at +-448. A group whose amax is 0 (or whose descale underflows to 0) is written as +0.
+ * The arithmetic is fp32 in a fixed order (the transform's butterflies with strides 1, 2, 4, ..., then a
+ * multiply by 1/sqrt(n) rounded to fp32; the quotient by an IEEE division), so that the result is
+ * reproducible bit for bit (the host reference of the tests does the same steps).
+ *
+ * Granularity and the layout of `descale` (fp32, contiguous, 4-byte aligned):
+ *   FLASHPTX_FP8_SCALE_PER_TENSOR: 1 value.
+ *   FLASHPTX_FP8_SCALE_PER_HEAD:   [batch, heads] (one per (batch, head)).
+ *   FLASHPTX_FP8_SCALE_PER_BLOCK:  [batch, heads, ceil(seqlen / 128)] (128 rows of one (batch, head)).
+ * Per head and per block: one launch; the CTA that owns a group computes its amax, then quantizes it.
+ * Per tensor: no workspace; `descale` itself is the reduction target: it is zeroed (cudaMemsetAsync), a
+ * first launch stores atomicMax over the float bits of each CTA's amax / 448 (non-negative floats order
+ * as their bits do; division by 448 is monotone), a second launch reads it and quantizes. The library
+ * allocates nothing.
+ *
+ * Strides in elements (batch, row, head), last dimension contiguous; input rows 16-byte aligned
+ * (strides multiples of 8), output rows 16-byte aligned (strides multiples of 16), output rows must not
+ * overlap. batch, heads at most 65535. Hopper sm_90 only.
+ */
+typedef enum flashptx_fp8_scale_granularity {
+  FLASHPTX_FP8_SCALE_PER_TENSOR = 0,
+  FLASHPTX_FP8_SCALE_PER_HEAD = 1,   /* per (batch, head) */
+  FLASHPTX_FP8_SCALE_PER_BLOCK = 2   /* per 128 rows of one (batch, head) */
+} flashptx_fp8_scale_granularity;
+
+#define FLASHPTX_FP8_SCALE_BLOCK_ROWS 128
+
+typedef struct flashptx_quantize_fp8_params {
+  const void* in;  /* [batch, seqlen, heads, head_dim], in_dtype (bf16 or fp16) */
+  void* out;       /* [batch, seqlen, heads, head_dim], e4m3 */
+  float* descale;  /* see the granularity above */
+
+  int64_t batch, seqlen, heads, head_dim;  /* head_dim 64, 128 or 256 */
+  int64_t in_batch_stride, in_row_stride, in_head_stride;     /* elements */
+  int64_t out_batch_stride, out_row_stride, out_head_stride;  /* elements (bytes) */
+
+  flashptx_dtype in_dtype;   /* FLASHPTX_BF16 or FLASHPTX_FP16 */
+  flashptx_dtype out_dtype;  /* FLASHPTX_FP8_E4M3 */
+  flashptx_fp8_scale_granularity granularity;
+  int hadamard_block;        /* 0: no rotation; head_dim or 128 (at most head_dim) */
+} flashptx_quantize_fp8_params;
+
+/* Fills *p for contiguous tensors (no rotation). */
+void flashptx_quantize_fp8_params_contiguous(flashptx_quantize_fp8_params* p, const void* in, void* out,
+                                             float* descale, int64_t batch, int64_t seqlen, int64_t heads,
+                                             int64_t head_dim, flashptx_dtype in_dtype,
+                                             flashptx_fp8_scale_granularity granularity);
+
+/* The number of fp32 descales the call writes (1, batch * heads, or batch * heads * ceil(seqlen/128)).
+ * FLASHPTX_OK with *count, or the validation status of the sizes and granularity. */
+flashptx_status flashptx_quantize_fp8_descale_count(const flashptx_quantize_fp8_params* p, int64_t* count);
+
+/* Validates, then launches on `stream` (two launches and a 4-byte memset per tensor granularity).
+ * batch, seqlen or heads 0: FLASHPTX_OK, nothing written. */
+flashptx_status flashptx_quantize_fp8(const flashptx_quantize_fp8_params* p, cudaStream_t stream);
+
+/* Validation alone, without the device check. */
+flashptx_status flashptx_quantize_fp8_check(const flashptx_quantize_fp8_params* p);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
 
 #include "src/internal.h"
 #include "src/plan.h"
+#include "src/sm90/fp8_quantize.h"
 #include "src/validate.h"
 
 namespace {
@@ -228,6 +229,8 @@ const char* flashptx_status_name(flashptx_status s) {
     case FLASHPTX_ERR_WORKSPACE: return "FLASHPTX_ERR_WORKSPACE";
     case FLASHPTX_ERR_BAD_CU_SEQLENS: return "FLASHPTX_ERR_BAD_CU_SEQLENS";
     case FLASHPTX_ERR_TOO_MANY_SEQS: return "FLASHPTX_ERR_TOO_MANY_SEQS";
+    case FLASHPTX_ERR_BAD_GRANULARITY: return "FLASHPTX_ERR_BAD_GRANULARITY";
+    case FLASHPTX_ERR_BAD_HADAMARD: return "FLASHPTX_ERR_BAD_HADAMARD";
   }
   return "FLASHPTX_ERR_UNKNOWN";
 }
@@ -359,6 +362,57 @@ flashptx_status flashptx_bwd(const flashptx_bwd_params* p, cudaStream_t stream) 
 
 flashptx_status flashptx_bwd_kernel_info(const flashptx_bwd_params* p, flashptx_kernel_info* info) {
   return flashptx::bwd_kernel_info(p, flashptx::BwdOptions{}, info);
+}
+
+void flashptx_quantize_fp8_params_contiguous(flashptx_quantize_fp8_params* p, const void* in, void* out,
+                                             float* descale, int64_t batch, int64_t seqlen, int64_t heads,
+                                             int64_t head_dim, flashptx_dtype in_dtype,
+                                             flashptx_fp8_scale_granularity granularity) {
+  *p = flashptx_quantize_fp8_params{};
+  p->in = in; p->out = out; p->descale = descale;
+  p->batch = batch; p->seqlen = seqlen; p->heads = heads; p->head_dim = head_dim;
+  p->in_head_stride = p->out_head_stride = head_dim;
+  p->in_row_stride = p->out_row_stride = heads * head_dim;
+  p->in_batch_stride = p->out_batch_stride = seqlen * heads * head_dim;
+  p->in_dtype = in_dtype;
+  p->out_dtype = FLASHPTX_FP8_E4M3;
+  p->granularity = granularity;
+  p->hadamard_block = 0;
+}
+
+flashptx_status flashptx_quantize_fp8_descale_count(const flashptx_quantize_fp8_params* p, int64_t* count) {
+  if (p == nullptr) return fail(FLASHPTX_ERR_NULL_PARAMS, "params is NULL");
+  if (count == nullptr) return fail(FLASHPTX_ERR_NULL_POINTER, "count is NULL");
+  // The sizes and the granularity only: a params whose pointers are not set yet may be sized.
+  if (p->batch < 0 || p->seqlen < 0 || p->heads < 0) return fail(FLASHPTX_ERR_BAD_SHAPE, "a size is negative");
+  if (p->granularity != FLASHPTX_FP8_SCALE_PER_TENSOR && p->granularity != FLASHPTX_FP8_SCALE_PER_HEAD &&
+      p->granularity != FLASHPTX_FP8_SCALE_PER_BLOCK)
+    return fail(FLASHPTX_ERR_BAD_GRANULARITY, "granularity " + std::to_string(static_cast<int>(p->granularity)) +
+                                                  " is not FLASHPTX_FP8_SCALE_PER_TENSOR, _PER_HEAD or _PER_BLOCK");
+  *count = flashptx::quantize_fp8_descale_count(*p);
+  return ok();
+}
+
+flashptx_status flashptx_quantize_fp8_check(const flashptx_quantize_fp8_params* p) {
+  if (p == nullptr) return fail(FLASHPTX_ERR_NULL_PARAMS, "params is NULL");
+  std::string msg;
+  const flashptx_status s = flashptx::validate_quantize_fp8(*p, &msg);
+  return s == FLASHPTX_OK ? ok() : fail(s, msg);
+}
+
+flashptx_status flashptx_quantize_fp8(const flashptx_quantize_fp8_params* p, cudaStream_t stream) {
+  if (p == nullptr) return fail(FLASHPTX_ERR_NULL_PARAMS, "params is NULL");
+  std::string msg;
+  flashptx_status s = flashptx::validate_quantize_fp8(*p, &msg);
+  if (s != FLASHPTX_OK) return fail(s, msg);
+  if (p->batch == 0 || p->seqlen == 0 || p->heads == 0) return ok();  // nothing to compute, nothing launched
+  flashptx::Device dev;
+  if ((s = flashptx::current_device(&dev, &msg)) != FLASHPTX_OK) return fail(s, msg);
+  if (dev.cc != 90)
+    return fail(FLASHPTX_ERR_UNSUPPORTED_DEVICE, "device " + std::to_string(dev.ordinal) + " is sm_" +
+                                                     std::to_string(dev.cc) + "; the quantize kernels are sm_90a (Hopper)");
+  if ((s = flashptx::launch_quantize_fp8(*p, stream, &msg)) != FLASHPTX_OK) return fail(s, msg);
+  return ok();
 }
 
 }  // extern "C"

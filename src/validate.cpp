@@ -259,4 +259,63 @@ flashptx_status validate_bwd(const flashptx_bwd_params& p, int64_t workspace_nee
   return FLASHPTX_OK;
 }
 
+int64_t quantize_fp8_descale_count(const flashptx_quantize_fp8_params& p) {
+  switch (p.granularity) {
+    case FLASHPTX_FP8_SCALE_PER_TENSOR: return 1;
+    case FLASHPTX_FP8_SCALE_PER_HEAD: return p.batch * p.heads;
+    case FLASHPTX_FP8_SCALE_PER_BLOCK:
+      return p.batch * p.heads * ((p.seqlen + FLASHPTX_FP8_SCALE_BLOCK_ROWS - 1) / FLASHPTX_FP8_SCALE_BLOCK_ROWS);
+  }
+  return 0;
+}
+
+flashptx_status validate_quantize_fp8(const flashptx_quantize_fp8_params& p, std::string* msg) {
+  if (p.batch < 0 || p.seqlen < 0 || p.heads < 0 || p.head_dim < 0)
+    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "a size is negative");
+  if (p.batch > 65535 || p.heads > 65535 || p.seqlen > 0x7fffffffLL - 256)
+    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "batch and heads must stay below 65536, seqlen below 2^31 - 256");
+  if (p.granularity != FLASHPTX_FP8_SCALE_PER_TENSOR && p.granularity != FLASHPTX_FP8_SCALE_PER_HEAD &&
+      p.granularity != FLASHPTX_FP8_SCALE_PER_BLOCK)
+    return bad(FLASHPTX_ERR_BAD_GRANULARITY, msg,
+               "granularity " + std::to_string(static_cast<int>(p.granularity)) +
+                   " is not FLASHPTX_FP8_SCALE_PER_TENSOR, _PER_HEAD or _PER_BLOCK");
+  if (p.in_dtype != FLASHPTX_BF16 && p.in_dtype != FLASHPTX_FP16)
+    return bad(FLASHPTX_ERR_UNSUPPORTED_DTYPE, msg, "in dtype must be FLASHPTX_BF16 or FLASHPTX_FP16");
+  if (p.out_dtype != FLASHPTX_FP8_E4M3)
+    return bad(FLASHPTX_ERR_UNSUPPORTED_DTYPE, msg, "out dtype must be FLASHPTX_FP8_E4M3");
+  if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256)
+    return bad(FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, msg,
+               "head_dim " + std::to_string(p.head_dim) + " is not one of 64, 128, 256");
+  if (p.hadamard_block != 0 && !(p.hadamard_block == p.head_dim || (p.hadamard_block == 128 && p.head_dim >= 128)))
+    return bad(FLASHPTX_ERR_BAD_HADAMARD, msg,
+               "hadamard_block " + std::to_string(p.hadamard_block) + " is not 0, head_dim (" +
+                   std::to_string(p.head_dim) + ") or 128 (at most head_dim)");
+  if (p.batch == 0 || p.seqlen == 0 || p.heads == 0) return FLASHPTX_OK;  // nothing to compute
+
+  if (p.in == nullptr || p.out == nullptr || p.descale == nullptr)
+    return bad(FLASHPTX_ERR_NULL_POINTER, msg, "in, out and descale must be non-NULL");
+  if (!aligned16(p.in) || !aligned16(p.out))
+    return bad(FLASHPTX_ERR_MISALIGNED, msg, "in and out must be 16-byte aligned");
+  if (reinterpret_cast<uintptr_t>(p.descale) % 4 != 0)
+    return bad(FLASHPTX_ERR_MISALIGNED, msg, "descale must be 4-byte aligned");
+  flashptx_status s;
+  const int64_t d = p.head_dim;
+  if ((s = check_strides("in", p.batch, p.seqlen, p.heads, d, p.in_batch_stride, p.in_row_stride, p.in_head_stride,
+                         false, msg)) != FLASHPTX_OK)
+    return s;
+  // e4m3 rows are 1-byte elements: 16-byte alignment needs strides that are multiples of 16.
+  const int64_t extent[3] = {p.batch, p.seqlen, p.heads};
+  const int64_t stride[3] = {p.out_batch_stride, p.out_row_stride, p.out_head_stride};
+  const char* what[3] = {"batch", "row", "head"};
+  for (int i = 0; i < 3; ++i)
+    if (extent[i] > 1 && stride[i] > 0 && stride[i] % 16 != 0)
+      return bad(FLASHPTX_ERR_MISALIGNED, msg,
+                 std::string("out ") + what[i] + " stride " + std::to_string(stride[i]) +
+                     " is not a multiple of 16 elements (16 bytes of e4m3)");
+  if ((s = check_strides("out", p.batch, p.seqlen, p.heads, d, p.out_batch_stride, p.out_row_stride,
+                         p.out_head_stride, true, msg)) != FLASHPTX_OK)
+    return s;
+  return FLASHPTX_OK;
+}
+
 }  // namespace flashptx

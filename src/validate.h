@@ -25,6 +25,12 @@ flashptx_status validate_bwd_shape(const flashptx_bwd_params& p, std::string* ms
 // computes from the plan: `workspace_needed`).
 flashptx_status validate_bwd(const flashptx_bwd_params& p, int64_t workspace_needed, std::string* msg);
 
+// flashptx_quantize_fp8: sizes (batch and heads at most 65535), dtypes, head dim, granularity, the
+// Hadamard block, then (unless there is nothing to do) pointers, alignment and strides.
+flashptx_status validate_quantize_fp8(const flashptx_quantize_fp8_params& p, std::string* msg);
+// The number of descales a call writes, from its validated sizes and granularity.
+int64_t quantize_fp8_descale_count(const flashptx_quantize_fp8_params& p);
+
 // The strides of one [batch, seqlen, heads, d] tensor of 2-byte elements: non-negative, non-zero
 // where the extent is above one, rows 16-byte aligned, below 2^39 elements; with must_not_overlap
 // (outputs), distinct (b, s, h) rows never share an element.

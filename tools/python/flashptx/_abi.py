@@ -25,6 +25,8 @@ STATUS_NAMES = {
     13: "FLASHPTX_ERR_WORKSPACE",
     14: "FLASHPTX_ERR_BAD_CU_SEQLENS",
     15: "FLASHPTX_ERR_TOO_MANY_SEQS",
+    16: "FLASHPTX_ERR_BAD_GRANULARITY",
+    17: "FLASHPTX_ERR_BAD_HADAMARD",
 }
 # The statuses that say something about the machine rather than the input: RuntimeError. Every other
 # non-zero status is a rejected input: ValueError.
