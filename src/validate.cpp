@@ -12,6 +12,20 @@ flashptx_status bad(flashptx_status s, std::string* msg, std::string text) {
   *msg = std::move(text);
   return s;
 }
+// The head dims every kernel family specialises (forward, varlen, backward, FP8 quantize).
+// `whose` names the family in the message ("the backward's "), or is empty.
+flashptx_status check_head_dim(int64_t head_dim, std::string* msg, const char* whose = "") {
+  if (head_dim == 64 || head_dim == 128 || head_dim == 256) return FLASHPTX_OK;
+  return bad(FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, msg,
+             "head_dim " + std::to_string(head_dim) + " is not one of " + whose + "64, 128, 256");
+}
+// GQA/MQA: every key/value head serves the same number of query heads.
+flashptx_status check_heads(int64_t heads_q, int64_t heads_kv, std::string* msg) {
+  if (heads_q > 0 && heads_kv > 0 && heads_q % heads_kv == 0) return FLASHPTX_OK;
+  return bad(FLASHPTX_ERR_BAD_HEADS, msg,
+             "heads_q (" + std::to_string(heads_q) + ") must be a positive multiple of heads_kv (" +
+                 std::to_string(heads_kv) + ")");
+}
 }  // namespace
 
 flashptx_status check_strides(const char* name, int64_t batch, int64_t seqlen, int64_t heads, int64_t d, int64_t sb,
@@ -61,13 +75,8 @@ flashptx_status validate_fwd(const flashptx_fwd_params& p, std::string* msg) {
     return bad(FLASHPTX_ERR_UNSUPPORTED_DTYPE, msg, "q dtype must be FLASHPTX_BF16 or FLASHPTX_FP16");
   if (p.k_dtype != p.q_dtype || p.v_dtype != p.q_dtype || p.o_dtype != p.q_dtype)
     return bad(FLASHPTX_ERR_DTYPE_MISMATCH, msg, "q, k, v and o must share one dtype");
-  if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256)
-    return bad(FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, msg,
-               "head_dim " + std::to_string(p.head_dim) + " is not one of 64, 128, 256");
-  if (p.heads_q <= 0 || p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0)
-    return bad(FLASHPTX_ERR_BAD_HEADS, msg,
-               "heads_q (" + std::to_string(p.heads_q) + ") must be a positive multiple of heads_kv (" +
-                   std::to_string(p.heads_kv) + ")");
+  if (check_head_dim(p.head_dim, msg) != FLASHPTX_OK) return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
+  if (check_heads(p.heads_q, p.heads_kv, msg) != FLASHPTX_OK) return FLASHPTX_ERR_BAD_HEADS;
   if (p.q == nullptr || p.k == nullptr || p.v == nullptr || p.o == nullptr)
     return bad(FLASHPTX_ERR_NULL_POINTER, msg, "q, k, v and o must be non-NULL");
   if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.o))
@@ -158,13 +167,8 @@ flashptx_status validate_fwd_varlen(const flashptx_fwd_varlen_params& p, std::st
 
   if (p.dtype != FLASHPTX_BF16 && p.dtype != FLASHPTX_FP16)
     return bad(FLASHPTX_ERR_UNSUPPORTED_DTYPE, msg, "dtype must be FLASHPTX_BF16 or FLASHPTX_FP16");
-  if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256)
-    return bad(FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, msg,
-               "head_dim " + std::to_string(p.head_dim) + " is not one of 64, 128, 256");
-  if (p.heads_q <= 0 || p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0)
-    return bad(FLASHPTX_ERR_BAD_HEADS, msg,
-               "heads_q (" + std::to_string(p.heads_q) + ") must be a positive multiple of heads_kv (" +
-                   std::to_string(p.heads_kv) + ")");
+  if (check_head_dim(p.head_dim, msg) != FLASHPTX_OK) return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
+  if (check_heads(p.heads_q, p.heads_kv, msg) != FLASHPTX_OK) return FLASHPTX_ERR_BAD_HEADS;
   if (p.heads_q > 65535) return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "heads_q must stay below 65536");
   const bool keys = p.total_k > 0;
   if (p.q == nullptr || p.o == nullptr || (keys && (p.k == nullptr || p.v == nullptr)))
@@ -200,13 +204,8 @@ flashptx_status validate_bwd_shape(const flashptx_bwd_params& p, std::string* ms
   if (p.batch == 0) return FLASHPTX_OK;  // nothing to compute
   if (p.dtype != FLASHPTX_BF16 && p.dtype != FLASHPTX_FP16)
     return bad(FLASHPTX_ERR_UNSUPPORTED_DTYPE, msg, "dtype must be FLASHPTX_BF16 or FLASHPTX_FP16");
-  if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256)
-    return bad(FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, msg,
-               "head_dim " + std::to_string(p.head_dim) + " is not one of the backward's 64, 128, 256");
-  if (p.heads_q <= 0 || p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0)
-    return bad(FLASHPTX_ERR_BAD_HEADS, msg,
-               "heads_q (" + std::to_string(p.heads_q) + ") must be a positive multiple of heads_kv (" +
-                   std::to_string(p.heads_kv) + ")");
+  if (check_head_dim(p.head_dim, msg, "the backward's ") != FLASHPTX_OK) return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
+  if (check_heads(p.heads_q, p.heads_kv, msg) != FLASHPTX_OK) return FLASHPTX_ERR_BAD_HEADS;
   const int64_t kMaxInt = 0x7fffffff;
   if (p.seqlen_q > kMaxInt - 256 || p.seqlen_k > kMaxInt - 256 || p.heads_q > 65535 || p.batch > 65535)
     return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "seqlen must stay below 2^31 - 256, heads_q and batch below 65536");
@@ -283,9 +282,7 @@ flashptx_status validate_quantize_fp8(const flashptx_quantize_fp8_params& p, std
     return bad(FLASHPTX_ERR_UNSUPPORTED_DTYPE, msg, "in dtype must be FLASHPTX_BF16 or FLASHPTX_FP16");
   if (p.out_dtype != FLASHPTX_FP8_E4M3)
     return bad(FLASHPTX_ERR_UNSUPPORTED_DTYPE, msg, "out dtype must be FLASHPTX_FP8_E4M3");
-  if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256)
-    return bad(FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, msg,
-               "head_dim " + std::to_string(p.head_dim) + " is not one of 64, 128, 256");
+  if (check_head_dim(p.head_dim, msg) != FLASHPTX_OK) return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
   if (p.hadamard_block != 0 && !(p.hadamard_block == p.head_dim || (p.hadamard_block == 128 && p.head_dim >= 128)))
     return bad(FLASHPTX_ERR_BAD_HADAMARD, msg,
                "hadamard_block " + std::to_string(p.hadamard_block) + " is not 0, head_dim (" +
