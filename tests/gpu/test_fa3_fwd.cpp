@@ -251,6 +251,30 @@ void check_case(const Case& c, uint64_t seed, int64_t max_rows = 4096) {
   }
 }
 
+// Launches `launch` n times (n a multiple of 100) on st's buffers, copying each O aside, and counts the
+// launches whose O differs, bit for bit, from the O st holds before the first of them.
+template <class Launch>
+int launches_differing(Problem& st, int n, Launch launch) {
+  const auto ref = st.out();
+  const size_t bytes = st.dout->bytes;
+  DeviceBuf all(bytes * 100);
+  int mismatches = 0;
+  for (int round = 0; round < n / 100; ++round) {
+    for (int i = 0; i < 100; ++i) {
+      const flashptx_status s = launch();
+      REQUIRE_MESSAGE(s == FLASHPTX_OK, flashptx_status_name(s));
+      CUDA_REQUIRE(cudaMemcpyAsync(static_cast<char*>(all.p) + i * bytes, st.dout->p, bytes,
+                                   cudaMemcpyDeviceToDevice, nullptr));
+    }
+    CUDA_REQUIRE(cudaDeviceSynchronize());
+    std::vector<uint16_t> h(bytes / 2 * 100);
+    CUDA_REQUIRE(cudaMemcpy(h.data(), all.p, bytes * 100, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < 100; ++i)
+      if (std::memcmp(h.data() + i * (bytes / 2), ref.data(), bytes) != 0) ++mismatches;
+  }
+  return mismatches;
+}
+
 }  // namespace
 
 TEST_SUITE("gpu_sm90 fa3 forward") {
@@ -370,23 +394,7 @@ TEST_CASE("determinism: repeated runs are bitwise equal; 1000-launch race stress
   Problem st(Case{1, 777, 1333, 4, 4, 64, false, FLASHPTX_BF16}, 7001);
   st.poison();
   st.run();
-  const auto ref = st.out();
-  const size_t bytes = st.dout->bytes;
-  DeviceBuf all(bytes * 100);
-  int mismatches = 0;
-  for (int round = 0; round < 10; ++round) {
-    for (int i = 0; i < 100; ++i) {
-      flashptx_status s = flashptx_fwd(&st.params, nullptr);
-      REQUIRE_MESSAGE(s == FLASHPTX_OK, flashptx_last_error());
-      CUDA_REQUIRE(cudaMemcpyAsync(static_cast<char*>(all.p) + i * bytes, st.dout->p, bytes,
-                                   cudaMemcpyDeviceToDevice, nullptr));
-    }
-    CUDA_REQUIRE(cudaDeviceSynchronize());
-    std::vector<uint16_t> h(bytes / 2 * 100);
-    CUDA_REQUIRE(cudaMemcpy(h.data(), all.p, bytes * 100, cudaMemcpyDeviceToHost));
-    for (int i = 0; i < 100; ++i)
-      if (std::memcmp(h.data() + i * (bytes / 2), ref.data(), bytes) != 0) ++mismatches;
-  }
+  const int mismatches = launches_differing(st, 1000, [&] { return flashptx_fwd(&st.params, nullptr); });
   CHECK_MESSAGE(mismatches == 0, mismatches << " of 1000 launches differed from the first");
 }
 
@@ -408,22 +416,7 @@ TEST_CASE("the paired causal schedule: checked against fp64, then 1000 launches 
     CHECK(info.ctas == sms);  // more units than SMs
     st.poison();
     st.run();
-    const auto ref = st.out();
-    const size_t bytes = st.dout->bytes;
-    DeviceBuf all(bytes * 100);
-    int mismatches = 0;
-    for (int round = 0; round < 10; ++round) {
-      for (int i = 0; i < 100; ++i) {
-        REQUIRE(flashptx_fwd(&st.params, nullptr) == FLASHPTX_OK);
-        CUDA_REQUIRE(cudaMemcpyAsync(static_cast<char*>(all.p) + i * bytes, st.dout->p, bytes,
-                                     cudaMemcpyDeviceToDevice, nullptr));
-      }
-      CUDA_REQUIRE(cudaDeviceSynchronize());
-      std::vector<uint16_t> h(bytes / 2 * 100);
-      CUDA_REQUIRE(cudaMemcpy(h.data(), all.p, bytes * 100, cudaMemcpyDeviceToHost));
-      for (int i = 0; i < 100; ++i)
-        if (std::memcmp(h.data() + i * (bytes / 2), ref.data(), bytes) != 0) ++mismatches;
-    }
+    const int mismatches = launches_differing(st, 1000, [&] { return flashptx_fwd(&st.params, nullptr); });
     CHECK_MESSAGE(mismatches == 0, mismatches << " of 1000 launches differed from the first");
   }
 }
@@ -475,22 +468,7 @@ TEST_CASE("release library: 1000 launches of a ring-wrapping shape are bitwise i
     Problem st(Case{2, 1500, 1500, 4, 2, 128, causal, FLASHPTX_BF16}, 9100 + causal);
     st.poison();
     st.run_release();
-    const auto ref = st.out();
-    const size_t bytes = st.dout->bytes;
-    DeviceBuf all(bytes * 100);
-    int mismatches = 0;
-    for (int round = 0; round < 10; ++round) {
-      for (int i = 0; i < 100; ++i) {
-        REQUIRE_MESSAGE(rel.fwd(&st.params, nullptr) == FLASHPTX_OK, rel.last_error());
-        CUDA_REQUIRE(cudaMemcpyAsync(static_cast<char*>(all.p) + i * bytes, st.dout->p, bytes,
-                                     cudaMemcpyDeviceToDevice, nullptr));
-      }
-      CUDA_REQUIRE(cudaDeviceSynchronize());
-      std::vector<uint16_t> h(bytes / 2 * 100);
-      CUDA_REQUIRE(cudaMemcpy(h.data(), all.p, bytes * 100, cudaMemcpyDeviceToHost));
-      for (int i = 0; i < 100; ++i)
-        if (std::memcmp(h.data() + i * (bytes / 2), ref.data(), bytes) != 0) ++mismatches;
-    }
+    const int mismatches = launches_differing(st, 1000, [&] { return rel.fwd(&st.params, nullptr); });
     CHECK_MESSAGE(mismatches == 0, mismatches << " of 1000 release launches differed (causal " << causal << ")");
   }
 }
