@@ -184,17 +184,7 @@ void check_writes(const VProblem& pb, const std::vector<uint16_t>& o, const std:
     if (!is_out[i] && o[i] != kPoison) ++clobbered;
   CHECK_MESSAGE(non_finite == 0, c.str() << ": " << non_finite << " output elements not written or not finite");
   CHECK_MESSAGE(clobbered == 0, c.str() << ": " << clobbered << " elements outside O (pads, guard) were written");
-  const int64_t nl = c.hq * pb.total_q;
-  int64_t lse_bad = 0, lse_clobbered = 0;
-  for (int64_t i = 0; i < nl; ++i)
-    if (std::isnan(lse[i])) ++lse_bad;
-  for (size_t i = static_cast<size_t>(nl); i < lse.size(); ++i) {
-    uint32_t u;
-    std::memcpy(&u, &lse[i], 4);
-    if (u != 0xFFFFFFFFu) ++lse_clobbered;
-  }
-  CHECK_MESSAGE(lse_bad == 0, c.str() << ": " << lse_bad << " LSE values not written");
-  CHECK_MESSAGE(lse_clobbered == 0, c.str() << ": " << lse_clobbered << " elements after LSE were written");
+  check_lse_writes(lse, c.hq * pb.total_q, c.str());
 }
 
 struct Row { int64_t seq, i, h; };

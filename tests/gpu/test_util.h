@@ -4,7 +4,10 @@
 
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <string>
 
 #include <vector>
 
@@ -82,5 +85,20 @@ struct DeviceBuf {
   DeviceBuf(const DeviceBuf&) = delete;
   DeviceBuf& operator=(const DeviceBuf&) = delete;
 };
+
+// The LSE output of a forward: its first `written` floats set (none NaN), and the poisoned guard after
+// them (all bits set) untouched. `what` names the case in the messages.
+inline void check_lse_writes(const std::vector<float>& lse, int64_t written, const std::string& what) {
+  int64_t lse_bad = 0, lse_clobbered = 0;
+  for (int64_t i = 0; i < written; ++i)
+    if (std::isnan(lse[i])) ++lse_bad;
+  for (size_t i = static_cast<size_t>(written); i < lse.size(); ++i) {
+    uint32_t u;
+    std::memcpy(&u, &lse[i], 4);
+    if (u != 0xFFFFFFFFu) ++lse_clobbered;
+  }
+  CHECK_MESSAGE(lse_bad == 0, what << ": " << lse_bad << " LSE values not written");
+  CHECK_MESSAGE(lse_clobbered == 0, what << ": " << lse_clobbered << " elements after LSE were written");
+}
 
 }  // namespace flashptx_test
