@@ -529,6 +529,26 @@ struct Mma {
     if constexpr (!L::kOneRing) ring_do.advance();
   }
 
+  // ---- the start of every step: S^T and dP^T in flight together, then P^T and dS^T ------------
+  // Q stage sq (its LSE2 with it), dO stage sd (its delta with it; the same stage and phase as Q's
+  // for the one-ring layouts). Leaves P^T in pfrag and dS^T in dsfrag (16-bit A fragments).
+  template <bool kMasked>
+  __device__ __forceinline__ void scores_to_fragments(int m, uint32_t sq, uint32_t sd, uint32_t do_ph) {
+    FLASHPTX_MBAR_WAIT(sm.q_full(sq), ring.phase, "fa3 bwd mma: q_full");
+    issue_keys_x_rows(s, desc_k, sm.q(sq));    // S^T = K Q^T
+    FLASHPTX_MBAR_WAIT(sm.do_full(sd), do_ph, "fa3 bwd mma: do_full");
+    issue_keys_x_rows(dp, desc_v, sm.dO(sd));  // dP^T = V dO^T
+    ptx::wgmma_wait_group<1>();                // S^T complete; dP^T may run
+    ptx::wgmma_fence_operand(s);
+    probabilities<kMasked>(m, sq);
+    ptx::wgmma_fence_operand(s);               // P^T computed while dP^T runs
+    ptx::wgmma_wait_group<0>();                // dP^T complete
+    ptx::wgmma_fence_operand(dp);
+    score_gradients(sd);
+    to_a_fragments<kSN, C.bf16>(s, pfrag);
+    to_a_fragments<kSN, C.bf16>(dp, dsfrag);
+  }
+
   // ---- one step (kSplitKeys): the query block m ------------------------------------------------
   // P^T and dS^T are both computed before dV and dK are issued, so that P^T (fp32) and dP^T never
   // live beside the A fragments of an MMA in flight: at block_m 128 that would not fit in 240
@@ -536,19 +556,7 @@ struct Mma {
   template <bool kMasked>
   __device__ __forceinline__ void step_split_keys(int m) {
     const uint32_t st = ring.stage;
-    FLASHPTX_MBAR_WAIT(sm.q_full(st), ring.phase, "fa3 bwd mma: q_full");
-    issue_keys_x_rows(s, desc_k, sm.q(st));    // S^T = K Q^T
-    FLASHPTX_MBAR_WAIT(sm.do_full(st), ring.phase, "fa3 bwd mma: do_full");
-    issue_keys_x_rows(dp, desc_v, sm.dO(st));  // dP^T = V dO^T
-    ptx::wgmma_wait_group<1>();                // S^T complete; dP^T may run
-    ptx::wgmma_fence_operand(s);
-    probabilities<kMasked>(m, st);
-    ptx::wgmma_fence_operand(s);               // P^T computed while dP^T runs
-    ptx::wgmma_wait_group<0>();                // dP^T complete
-    ptx::wgmma_fence_operand(dp);
-    score_gradients(st);
-    to_a_fragments<kSN, C.bf16>(s, pfrag);
-    to_a_fragments<kSN, C.bf16>(dp, dsfrag);
+    scores_to_fragments<kMasked>(m, st, st, ring.phase);
     issue_rows_to_keys(dv, pfrag, sm.dO(st));  // dV += P^T dO
     issue_rows_to_keys(dk, dsfrag, sm.q(st));  // dK += dS^T Q
     store_keys_x_rows(sm.ds(ds_buf), dsfrag);  // while dV and dK run
@@ -575,19 +583,7 @@ struct Mma {
   template <bool kMasked>
   __device__ __forceinline__ void step_split_head_dim(int m) {
     const uint32_t sq = ring.stage, sd = do_stage();
-    FLASHPTX_MBAR_WAIT(sm.q_full(sq), ring.phase, "fa3 bwd mma: q_full");
-    issue_keys_x_rows(s, desc_k, sm.q(sq));    // S^T = K Q^T (this warpgroup's 32 rows)
-    FLASHPTX_MBAR_WAIT(sm.do_full(sd), do_phase(), "fa3 bwd mma: do_full");
-    issue_keys_x_rows(dp, desc_v, sm.dO(sd));  // dP^T = V dO^T
-    ptx::wgmma_wait_group<1>();                // S^T complete; dP^T may run
-    ptx::wgmma_fence_operand(s);
-    probabilities<kMasked>(m, sq);
-    ptx::wgmma_fence_operand(s);               // P^T computed while dP^T runs
-    ptx::wgmma_wait_group<0>();                // dP^T complete
-    ptx::wgmma_fence_operand(dp);
-    score_gradients(sd);
-    to_a_fragments<kSN, C.bf16>(s, pfrag);
-    to_a_fragments<kSN, C.bf16>(dp, dsfrag);
+    scores_to_fragments<kMasked>(m, sq, sd, do_phase());  // this warpgroup's 32 query rows
     store_keys_x_rows(sm.pt(ds_buf), pfrag);
     store_keys_x_rows(sm.ds(ds_buf), dsfrag);
     // Generic stores -> async-proxy reads by both warpgroups' wgmma: fence in every writer before
