@@ -21,6 +21,7 @@
 
 #include <cstdint>
 
+#include "ptx/cvt.cuh"
 #include "src/sm90/fa3_bwd_config.h"
 
 namespace flashptx::fa3::bwd {
@@ -28,15 +29,8 @@ namespace flashptx::fa3::bwd {
 // Two floats rounded once to the dtype, packed as the 32-bit pair they occupy in memory.
 template <bool IsBf16>
 __device__ __forceinline__ uint32_t pack_pair(float a, float b) {
-  uint32_t u;
-  if constexpr (IsBf16) {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
-    memcpy(&u, &h, 4);
-  } else {
-    const __half2 h = __floats2half2_rn(a, b);
-    memcpy(&u, &h, 4);
-  }
-  return u;
+  if constexpr (IsBf16) return ptx::cvt_rn_bf16x2_f32(a, b);
+  else return ptx::cvt_rn_f16x2_f32(a, b);
 }
 template <bool IsBf16>
 __device__ __forceinline__ float2 unpack_pair(uint32_t u) {
