@@ -17,6 +17,7 @@
 
 #include "flashptx/tile_scheduler.h"
 #include "src/models/ledger.h"
+#include "src/models/scheduling_model.h"
 
 namespace flashptx::models::persistent {
 
@@ -45,22 +46,23 @@ std::vector<long> loads_round_robin(const CausalProblem& p, int grid) {
 }
 
 std::vector<long> loads_dispatch(const CausalProblem& p, int grid) {
-  std::vector<long> loads(grid, 0);
+  // The hardware's dispatch of one CTA per tile, in blockIdx order, to the first free SM: the list
+  // schedule of scheduling_model.h over the tiles' costs.
   const int tiles = num_tiles(p.num_m_blocks, p.heads, p.batch);
+  std::vector<int> costs(tiles), order(tiles);
   for (int i = 0; i < tiles; ++i) {
-    const auto w = std::min_element(loads.begin(), loads.end());
-    *w += cost(p, tile_from_linear(i, p.num_m_blocks, p.heads, p.batch, true).m_block);
+    costs[i] = cost(p, tile_from_linear(i, p.num_m_blocks, p.heads, p.batch, true).m_block);
+    order[i] = i;
   }
-  return loads;
+  const scheduling::ListSchedule ls = scheduling::list_schedule(costs, order, grid);
+  return std::vector<long>(ls.loads.begin(), ls.loads.end());
 }
 
 long lower_bound(const CausalProblem& p, int grid) {
-  long sum = 0, mx = 0;
-  for (int m = 0; m < p.num_m_blocks; ++m) {
-    sum += static_cast<long>(cost(p, m)) * p.heads * p.batch;
-    mx = std::max<long>(mx, cost(p, m));
-  }
-  return std::max((sum + grid - 1) / grid, mx);
+  std::vector<int> costs;
+  for (int i = 0; i < num_tiles(p.num_m_blocks, p.heads, p.batch); ++i)
+    costs.push_back(cost(p, i % p.num_m_blocks));
+  return scheduling::makespan_lower_bound(costs, grid);
 }
 
 long makespan(const std::vector<long>& loads) { return *std::max_element(loads.begin(), loads.end()); }
