@@ -22,7 +22,7 @@ const char* family_name(Family f) {
 std::span<const KernelEntry> kernel_table() {
   static const std::vector<KernelEntry> table = [] {
     std::vector<KernelEntry> t;
-    for (auto rows : {fa3_fwd_kernels(), fa3_fwd_traced_kernels(), fa3_fwd_varlen_kernels(), fa3_bwd_kernels(),
+    for (auto rows : {fa3_fwd_kernels(), fa3_fwd_traced_kernels(), fa3_fwd_traced_paired_kernels(), fa3_fwd_varlen_kernels(), fa3_bwd_kernels(),
                       fa4_fwd_kernels()})
       t.insert(t.end(), rows.begin(), rows.end());
     return t;

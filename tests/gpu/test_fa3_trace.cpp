@@ -23,11 +23,22 @@
   } while (0)
 
 namespace {
-flashptx_status traced_fwd(const flashptx_fwd_params* p, uint64_t* trace) {
+flashptx_status traced_fwd(const flashptx_fwd_params* p, uint64_t* trace,
+                           const char* kernel = "fa3_fwd_sm90_bf16_d128_trace") {
   flashptx::FwdOptions opt;
-  opt.kernel = "fa3_fwd_sm90_bf16_d128_trace";
+  opt.kernel = kernel;
   opt.trace = trace;
   return flashptx::fwd(p, opt, nullptr);
+}
+
+struct Record { uint64_t clock; uint32_t event, arg; };
+std::vector<Record> records(const std::vector<uint64_t>& t, int cta, int lane) {
+  const uint64_t* base = t.data() + static_cast<size_t>(cta * flashptx::trace::kLanes + lane) * flashptx::trace::kWordsPerLane;
+  const uint64_t n = std::min<uint64_t>(base[0], flashptx::trace::kMaxRecords);
+  std::vector<Record> r;
+  for (uint64_t i = 0; i < n; ++i)
+    r.push_back({base[2 + 2 * i], static_cast<uint32_t>(base[3 + 2 * i] >> 32), static_cast<uint32_t>(base[3 + 2 * i])});
+  return r;
 }
 }  // namespace
 
@@ -83,6 +94,69 @@ TEST_CASE("the traced build gives the release build's output, bit for bit, and r
       const uint64_t m = std::min<uint64_t>(base[0], flashptx::trace::kMaxRecords);
       for (uint64_t i = 1; i < m; ++i) REQUIRE(base[2 + 2 * i] >= base[2 + 2 * (i - 1)]);
     }
+  }
+  for (void* x : {q, k, v, o1, o2, static_cast<void*>(l1), static_cast<void*>(l2), static_cast<void*>(trace)}) cudaFree(x);
+}
+
+TEST_CASE("the paired causal kernel, traced: the release output bit for bit, and a tile's start under the last one's end") {
+  // 2 x 1500 x 4 heads, causal: 96 tiles in 48 paired units, so each of the 48 CTAs walks two tiles.
+  const int64_t b = 2, s = 1500, h = 4, d = 128;
+  const size_t n = static_cast<size_t>(b * s * h * d);
+  void *q, *k, *v, *o1, *o2;
+  float *l1, *l2;
+  uint64_t* trace;
+  CUDA_REQUIRE(cudaMalloc(&q, n * 2));
+  CUDA_REQUIRE(cudaMalloc(&k, n * 2));
+  CUDA_REQUIRE(cudaMalloc(&v, n * 2));
+  CUDA_REQUIRE(cudaMalloc(&o1, n * 2));
+  CUDA_REQUIRE(cudaMalloc(&o2, n * 2));
+  CUDA_REQUIRE(cudaMalloc(&l1, b * h * s * 4));
+  CUDA_REQUIRE(cudaMalloc(&l2, b * h * s * 4));
+  CUDA_REQUIRE(cudaMalloc(&trace, sizeof(uint64_t) * flashptx::trace::kWordsTotal));
+  CUDA_REQUIRE(flashptx::gpuref::fill_random(q, n, FLASHPTX_BF16, 21, 1.f, nullptr));
+  CUDA_REQUIRE(flashptx::gpuref::fill_random(k, n, FLASHPTX_BF16, 22, 1.f, nullptr));
+  CUDA_REQUIRE(flashptx::gpuref::fill_random(v, n, FLASHPTX_BF16, 23, 1.f, nullptr));
+  CUDA_REQUIRE(cudaMemset(o1, 0xFF, n * 2));
+  CUDA_REQUIRE(cudaMemset(o2, 0xFF, n * 2));
+  CUDA_REQUIRE(cudaMemset(trace, 0, sizeof(uint64_t) * flashptx::trace::kWordsTotal));
+  flashptx_fwd_params p;
+  flashptx_fwd_params_contiguous(&p, q, k, v, o1, l1, b, s, s, h, h, d, FLASHPTX_BF16, 1);
+  REQUIRE_MESSAGE(flashptx_fwd(&p, nullptr) == FLASHPTX_OK, flashptx_last_error());
+  p.o = o2;
+  p.lse = l2;
+  REQUIRE_MESSAGE(traced_fwd(&p, trace, "fa3_fwd_sm90_bf16_d128_paired_trace") == FLASHPTX_OK, flashptx_last_error());
+  CUDA_REQUIRE(cudaGetLastError());
+  CUDA_REQUIRE(cudaDeviceSynchronize());
+  std::vector<uint16_t> a(n), c(n);
+  std::vector<float> la(b * h * s), lc(b * h * s);
+  CUDA_REQUIRE(cudaMemcpy(a.data(), o1, n * 2, cudaMemcpyDeviceToHost));
+  CUDA_REQUIRE(cudaMemcpy(c.data(), o2, n * 2, cudaMemcpyDeviceToHost));
+  CUDA_REQUIRE(cudaMemcpy(la.data(), l1, la.size() * 4, cudaMemcpyDeviceToHost));
+  CUDA_REQUIRE(cudaMemcpy(lc.data(), l2, lc.size() * 4, cudaMemcpyDeviceToHost));
+  CHECK(std::memcmp(a.data(), c.data(), n * 2) == 0);
+  CHECK(std::memcmp(la.data(), lc.data(), la.size() * 4) == 0);
+  std::vector<uint64_t> t(flashptx::trace::kWordsTotal);
+  CUDA_REQUIRE(cudaMemcpy(t.data(), trace, t.size() * 8, cudaMemcpyDeviceToHost));
+  for (int cta = 0; cta < flashptx::trace::kMaxCtas; ++cta) {
+    INFO("traced CTA " << cta);
+    // The producer (lane 0) begins a second tile; its first K load of that tile is issued before the
+    // first consumer (lane 1) has finished the epilogue of the first: the next tile's loads run
+    // under the current tile's end (the overlap a persistent CTA exists for).
+    const auto prod = records(t, cta, 0), cons = records(t, cta, 1);
+    int tiles = 0;
+    uint64_t second_tile_k = 0;
+    for (const Record& r : prod) {
+      if (r.event == flashptx::trace::kTileBegin) ++tiles;
+      if (tiles == 2 && r.event == flashptx::trace::kTmaIssueK && second_tile_k == 0) second_tile_k = r.clock;
+    }
+    uint64_t first_epilogue_end = 0;
+    for (const Record& r : cons)
+      if (r.event == flashptx::trace::kEpilogueEnd) { first_epilogue_end = r.clock; break; }
+    REQUIRE(tiles == 2);
+    REQUIRE(second_tile_k > 0);
+    REQUIRE(first_epilogue_end > 0);
+    CHECK_MESSAGE(second_tile_k < first_epilogue_end, "the second tile's first K load at clock " << second_tile_k
+                      << ", the first tile's epilogue ended at " << first_epilogue_end);
   }
   for (void* x : {q, k, v, o1, o2, static_cast<void*>(l1), static_cast<void*>(l2), static_cast<void*>(trace)}) cudaFree(x);
 }

@@ -561,9 +561,10 @@ TEST_CASE("audit --kernel that matches nothing: one line, exit 2; --summary diff
   CHECK(full.out.find("note: toolchain: ") != std::string::npos);
   CHECK(summary.out.find("note:") == std::string::npos);
   CHECK(summary.out.find("fa3_fwd_sm90_bf16_d128_n128") != std::string::npos);
-  // the plain d128 kernel, its paired causal twin, and the traced kernel
+  // the plain d128 kernel, its paired causal twin, and their traced builds
   CHECK(summary.out.find("fa3_fwd_sm90_bf16_d128_n128_paired") != std::string::npos);
-  CHECK(summary.out.find("audit: 3 kernels, 0 failing, 0 other errors: PASS\n") != std::string::npos);
+  CHECK(summary.out.find("fa3_fwd_sm90_bf16_d128_paired_trace") != std::string::npos);
+  CHECK(summary.out.find("audit: 4 kernels, 0 failing, 0 other errors: PASS\n") != std::string::npos);
 }
 
 }  // TEST_SUITE

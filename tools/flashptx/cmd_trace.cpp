@@ -40,10 +40,13 @@ namespace rd = flashptx::trace_render;
 namespace {
 
 // The traced kernels are rows of the kernel table like any other, selected by name through the
-// library's internal API (src/internal.h), with the trace buffer they need.
-const KernelEntry* traced_kernel(int64_t hdim, const std::string& dtype) {
+// library's internal API (src/internal.h), with the trace buffer they need. A causal mask takes the
+// paired persistent kernel (the plan's choice for causal d128): its CTAs walk several tiles, and the
+// trace shows one tile's start under the previous tile's end.
+const KernelEntry* traced_kernel(int64_t hdim, const std::string& dtype, bool causal) {
   for (const KernelEntry& k : kernel_table())
-    if (k.family == Family::kFa3FwdTraced && k.head_dim == hdim && (k.dtype == FLASHPTX_FP16) == (dtype == "fp16"))
+    if (k.family == Family::kFa3FwdTraced && k.head_dim == hdim && (k.dtype == FLASHPTX_FP16) == (dtype == "fp16") &&
+        k.paired == causal)
       return &k;
   return nullptr;
 }
@@ -127,7 +130,7 @@ Parsed parse_trace_args(int argc, const char* const* argv, TraceArgs* a) {
       .integer("--heads", &a->heads, 1, 65535, "query heads (default 16)")
       .integer("--heads-kv", &a->heads_kv, 1, 65535, "key/value heads (default: --heads)")
       .text("--dtype", &a->dtype, dtypes, "element type (a traced kernel's)")
-      .flag("--causal", &a->causal, "causal mask")
+      .flag("--causal", &a->causal, "causal mask (the paired persistent kernel: tile transitions)")
       .text("--json", &a->json_out, {}, "the raw trace written (default trace.json)", "FILE")
       .group("rendering")
       .text("--from-json", &a->from_json, {}, "render this saved raw trace instead of running the GPU", "FILE")
@@ -151,7 +154,7 @@ Parsed parse_trace_args(int argc, const char* const* argv, TraceArgs* a) {
     return o.error("--heads " + std::to_string(a->heads) + " is not a multiple of --heads-kv " +
                    std::to_string(a->heads_kv));
   // The shape as the library will check it, for the traced kernel (stand-in pointers, no CUDA call).
-  const KernelEntry* k = traced_kernel(a->hdim, a->dtype);
+  const KernelEntry* k = traced_kernel(a->hdim, a->dtype, a->causal);
   if (k == nullptr) return o.error("no traced kernel for --hdim " + std::to_string(a->hdim) + " --dtype " + a->dtype);
   alignas(16) static unsigned char stand_in[4][16];
   static uint64_t stand_in_trace[1];
@@ -220,7 +223,7 @@ int cmd_trace(int argc, char** argv) {
     if (!ck(cudaMemset(o, 0xff, 2 * nq), "poison o") || !ck(cudaMemset(tb, 0, sizeof(uint64_t) * tr::kWordsTotal), "zero trace"))
       break;
     FwdOptions traced;
-    traced.kernel = traced_kernel(hdim, dtype)->name;
+    traced.kernel = traced_kernel(hdim, dtype, causal)->name;
     traced.trace = tb;
     st = flashptx::fwd(&p, traced, 0);
     if (st != FLASHPTX_OK) { std::fprintf(stderr, "flashptx trace: traced forward: %s: %s\n", flashptx_status_name(st), flashptx_last_error()); break; }

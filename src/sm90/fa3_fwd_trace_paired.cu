@@ -1,0 +1,34 @@
+// The instrumented build of the paired causal FA3 forward (bf16, head dim 128) behind
+// `flashptx trace --causal`: the same source and configuration as the release kernel
+// fa3_fwd_sm90_bf16_d128_n128_paired (persistent CTAs over the paired causal schedule,
+// include/flashptx/tile_scheduler.h), compiled with FLASHPTX_TRACE=1 (include/flashptx/trace.h), so
+// that the timeline shows a CTA's tile transitions: the next tile's loads under the current tile's
+// end. In its own translation unit: beside the plain traced kernel (src/sm90/fa3_fwd_trace.cu) it
+// changed that kernel's instruction schedule. A row of the kernel table, family kFa3FwdTraced.
+#define FLASHPTX_TRACE 1
+#include "src/kernels.h"
+#include "src/sm90/fa3_fwd.cuh"
+
+namespace flashptx::fa3 {
+constexpr FwdConfig kTracedD128N128Paired = paired(kD128N128);  // the release configuration, traced
+}  // namespace flashptx::fa3
+
+extern "C" __global__ void __launch_bounds__(flashptx::fa3::FwdLayout<flashptx::fa3::kTracedD128N128Paired>::kThreads, 1)
+    fa3_fwd_sm90_bf16_d128_paired_trace(const __grid_constant__ flashptx::fa3::FwdParams p) {
+  flashptx::fa3::fwd_kernel_body<flashptx::fa3::kTracedD128N128Paired>(p);
+}
+
+namespace flashptx {
+
+std::span<const KernelEntry> fa3_fwd_traced_paired_kernels() {
+  using L = fa3::FwdLayout<fa3::kTracedD128N128Paired>;
+  constexpr fa3::FwdConfig C = fa3::kTracedD128N128Paired;
+  static const KernelEntry rows[] = {
+      {"fa3_fwd_sm90_bf16_d128_paired_trace", Family::kFa3FwdTraced, FLASHPTX_BF16, C.head_dim, L::kBlockM, C.block_n,
+       C.stages, C.consumer_wgs, C.pingpong, C.persistent, L::kThreads, L::kSmemBytes,
+       reinterpret_cast<const void*>(&fa3_fwd_sm90_bf16_d128_paired_trace), 1, C.paired},
+  };
+  return rows;
+}
+
+}  // namespace flashptx
