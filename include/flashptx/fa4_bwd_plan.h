@@ -286,6 +286,12 @@ struct BwdMmaPlan {
     const uint32_t a = kmajor(kBlockN).byte_offset(key, q);
     return a ^ (((a >> 7) & 7u) << 4);
   }
+  // The dK/dV epilogue's staging tile (what a TMA store of boxes (64, 64) with the 128-byte swizzle
+  // reads): byte of the 16-byte unit holding head-dim columns [col, col + 8) of key row `key`.
+  FLASHPTX_HD static constexpr uint32_t out_unit_byte(uint32_t key, uint32_t col) {
+    return chunk(kBlockN, static_cast<int>(col / kChunkElems)) + key * kSwizzleRow +
+           ((((col % kChunkElems) / 8u) ^ (key % 8u)) * 16u);
+  }
 };
 
 // The dQ accumulator of one (batch, head, query block): 128 x d fp32 in chunks of 32 columns, each

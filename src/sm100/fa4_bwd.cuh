@@ -414,10 +414,8 @@ struct Compute {
 #pragma unroll
             for (int e = 0; e < 4; ++e)
               w[e] = pack2<C.bf16>(__uint_as_float(r[8 * u + 2 * e]) * scale, __uint_as_float(r[8 * u + 2 * e + 1]) * scale);
-            const uint32_t col = static_cast<uint32_t>(col0 + 8 * u);
-            const uint32_t a = Plan::chunk(kBlockN, static_cast<int>(col / kChunkElems)) +
-                               static_cast<uint32_t>(key) * kSwizzleRow + ((col % kChunkElems) / 8u ^ (key % 8u)) * 16u;
-            ptx::st_shared_v4_b32(tile + a, w[0], w[1], w[2], w[3]);
+            ptx::st_shared_v4_b32(tile + Plan::out_unit_byte(static_cast<uint32_t>(key), static_cast<uint32_t>(col0 + 8 * u)),
+                                  w[0], w[1], w[2], w[3]);
           }
         }
       }
