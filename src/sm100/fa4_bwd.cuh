@@ -532,9 +532,12 @@ __device__ __forceinline__ void bwd_kernel_body(const BwdParams& p) {
   const int warp = static_cast<int>(threadIdx.x) / 32;
 
   // Barriers: one thread initialises exactly barrier_copies(b) of each kind (BwdLayout::kNumBarriers
-  // in all; the .check counts them), the init fence, then a CTA barrier before anyone uses them.
+  // in all; unrolled, so that the .check counts the SYNCS.EXCH.64), the init fence, then a CTA
+  // barrier before anyone uses them.
   if (threadIdx.x == 0) {
+#pragma unroll
     for (int b = 0; b < kBarCount; ++b)
+#pragma unroll
       for (int c = 0; c < barrier_copies(static_cast<Bar>(b), C.stages); ++c)
         ptx::mbarrier_init(sm.bar(static_cast<Bar>(b), c), arrival_count(static_cast<Bar>(b)));
     ptx::fence_mbarrier_init();
