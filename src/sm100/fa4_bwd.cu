@@ -6,8 +6,8 @@
 // NEVER EXECUTED: there is no Blackwell GPU here. They compile, audit and replay (see the .cuh).
 //
 //   kernel   cta_group  keys/CTA  query rows/step  Q/dO stages  smem
-//   d64      1          128       128              2            ~161 KiB
-//   d128     1          128       128              1            ~193 KiB
+//   d64      1          128       128              2            163.1 KiB
+//   d128     1          128       128              1            194.1 KiB
 // The configs (BwdConfig objects) are in src/sm100/fa4_bwd_config.h, which the CPU replay includes.
 // Not built: the 2-CTA (cta_group::2) form and its dS exchange over DSMEM (modelled only:
 // src/models/fa4_backward.cpp); see tools/NOTES.md.
