@@ -27,7 +27,8 @@
 // Instructions").
 // The result is compared with tools/support/reference.h's fp64 backward (written separately, for the
 // FA3 GPU tests) under FlashAttention's rule, as tests/gpu/test_fa3_bwd.cpp applies it:
-// max|g - ref| <= 2 max|g_same - ref| + 1e-5 + the fp32 envelope of dS's cancellation (dQ, dK).
+// max|g - ref| <= 2 max|g_same - ref| + 1e-5 + the fp32 envelope of dS's cancellation (dQ, dK), widened
+// by half an output ulp at the largest |g| (the forward replay's widening, argued in run_problem).
 // Plan and order mutations must fail it.
 #include <doctest/doctest.h>
 
@@ -447,6 +448,15 @@ struct Verdict {
   bool passes() const { return err[0] <= tol[0] && err[1] <= tol[1] && err[2] <= tol[2]; }
 };
 
+// Half an ulp of a 16-bit format (bf16: 8 significant bits, fp16: 11) at magnitude x (as in
+// tests/host/test_fa4_replay.cpp, where the same widening is argued).
+double half_ulp16(bool bf16, double x) {
+  if (!(x > 0)) return 0;
+  int exp2 = 0;
+  std::frexp(x, &exp2);  // x = f 2^exp2, f in [0.5, 1): the binade's ulp is 2^(exp2 - bits)
+  return std::ldexp(0.5, exp2 - (bf16 ? 8 : 11));
+}
+
 template <fb::BwdConfig C>
 Verdict run_problem(const Shape& sh, uint32_t seed, Mutation mut, bool deterministic = false) {
   constexpr int D = C.head_dim;
@@ -474,11 +484,25 @@ Verdict run_problem(const Shape& sh, uint32_t seed, Mutation mut, bool determini
         const size_t i = (static_cast<size_t>(b) * sh.hq + h) * m_blocks * fb::kBlockM + r;
         const float lse = static_cast<float>(fw.lse_at(rp, b, h, r));
         lse2[i] = lse == -INFINITY ? INFINITY : lse * 1.4426950408889634f;
-        float acc = 0.0f;
-        for (int e = 0; e < D; ++e)
-          acc += static_cast<float>(from16(C.bf16, dout.x[dout.at(b, r, h, e)]) *
-                                    from16(C.bf16, to16(C.bf16, static_cast<float>(fw.o_at(rp, b, r, h, e)))));
-        delta[i] = acc;
+        // The preprocess's order (fa3_bwd_aux.cuh preprocess_body): d/8 threads per row, each summing its
+        // 8 products in fp32 in pairs, then a butterfly over the threads.
+        float part[D / 8];
+        for (int t = 0; t < D / 8; ++t) {
+          part[t] = 0.0f;
+          for (int e = 8 * t; e < 8 * t + 8; e += 2) {
+            const float o0 = static_cast<float>(from16(C.bf16, to16(C.bf16, static_cast<float>(fw.o_at(rp, b, r, h, e)))));
+            const float o1 = static_cast<float>(from16(C.bf16, to16(C.bf16, static_cast<float>(fw.o_at(rp, b, r, h, e + 1)))));
+            const float d0 = static_cast<float>(from16(C.bf16, dout.x[dout.at(b, r, h, e)]));
+            const float d1 = static_cast<float>(from16(C.bf16, dout.x[dout.at(b, r, h, e + 1)]));
+            part[t] += o0 * d0 + o1 * d1;
+          }
+        }
+        for (int off = D / 16; off > 0; off /= 2) {
+          float next[D / 8];
+          for (int t = 0; t < D / 8; ++t) next[t] = part[t] + part[t ^ off];
+          for (int t = 0; t < D / 8; ++t) part[t] = next[t];
+        }
+        delta[i] = part[0];
       }
   Replay<C> rep(sh, q, k, v, dout, lse2, delta, mut);
   const Grads g = rep.run(deterministic);
@@ -492,16 +516,21 @@ Verdict run_problem(const Shape& sh, uint32_t seed, Mutation mut, bool determini
   const std::vector<double>* ss[3] = {&same.dq, &same.dk, &same.dv};
   const std::vector<double>* envs[3] = {&r64.dq_env, &r64.dk_env, nullptr};
   for (int t = 0; t < 3; ++t) {
-    double err = 0, sd = 0, env = 0;
+    double err = 0, sd = 0, env = 0, gmax = 0;
     for (size_t i = 0; i < xs[t]->size(); ++i) {
       const double d = std::fabs(from16(C.bf16, (*xs[t])[i]) - (*rs[t])[i]);
       err = (d <= err) ? err : (std::isnan(d) ? INFINITY : d);
       sd = std::max(sd, std::fabs((*ss[t])[i] - (*rs[t])[i]));
+      gmax = std::max(gmax, std::fabs((*rs[t])[i]));
     }
     if (envs[t] != nullptr)
       for (double e : *envs[t]) env = std::max(env, e);
     vd.err[t] = err;
-    vd.tol[t] = 2 * sd + 1e-5 + env;
+    // The GPU tests' rule, widened by half an output ulp at the largest |g|: the gradient's own 16-bit
+    // quantization. Where the kernel's fp32 value lands a hair across a rounding midpoint its element is
+    // a full ulp from fp64, while the same-dtype reference's worst element may have rounded closely
+    // (without it, 1500 fresh-seed cases reached 0.97 of the rule; the mutations stay 100x past it).
+    vd.tol[t] = 2 * sd + 1e-5 + env + half_ulp16(C.bf16, gmax);
   }
   return vd;
 }
@@ -522,6 +551,7 @@ void check_shapes(const char* name) {
   // and seqlen_q > seqlen_k (rows that see no key); GQA (dK, dV summed over the group).
   const Shape shapes[] = {
       {1, 200, 250, 1, 1, false}, {1, 200, 250, 1, 1, true}, {1, 300, 130, 1, 1, true}, {1, 130, 200, 2, 1, false},
+      {2, 70, 140, 2, 2, true},  // batch and head offsets of LSE2/delta, the dQ accumulator, dK/dV
   };
   for (const Shape& sh : shapes) {
     const Verdict v = run_problem<C>(sh, seed, Mutation::kNone);
