@@ -265,11 +265,11 @@ flashptx_status flashptx_bwd_kernel_info(const flashptx_bwd_params* p, flashptx_
  *   FLASHPTX_FP8_SCALE_PER_TENSOR: 1 value.
  *   FLASHPTX_FP8_SCALE_PER_HEAD:   [batch, heads] (one per (batch, head)).
  *   FLASHPTX_FP8_SCALE_PER_BLOCK:  [batch, heads, ceil(seqlen / 128)] (128 rows of one (batch, head)).
- * Per head and per block: one launch; the CTA that owns a group computes its amax, then quantizes it.
- * Per tensor: no workspace; `descale` itself is the reduction target: it is zeroed (cudaMemsetAsync), a
- * first launch stores atomicMax over the float bits of each CTA's amax / 448 (non-negative floats order
- * as their bits do; division by 448 is monotone), a second launch reads it and quantizes. The library
- * allocates nothing.
+ * Per block: one launch; the CTA that owns a block computes its amax, then quantizes it.
+ * Per tensor and per head: no workspace; `descale` itself is the reduction target: it is zeroed
+ * (cudaMemsetAsync), a first launch stores atomicMax over the float bits of each 128-row CTA's
+ * amax / 448 into the group's value (non-negative floats order as their bits do; division by 448 is
+ * monotone), a second launch reads it and quantizes. The library allocates nothing.
  *
  * Strides in elements (batch, row, head), last dimension contiguous; input rows 16-byte aligned
  * (strides multiples of 8), output rows 16-byte aligned (strides multiples of 16), output rows must not

@@ -394,6 +394,11 @@ static const KernelEntry* row_of(std::span<const KernelEntry> rows, Family f, fl
   return nullptr;
 }
 
+bool dq_order_rotated_ok(int64_t n_blocks, int64_t m_blocks, int sm_count) {
+  return n_blocks >= 1 && n_blocks <= m_blocks && sm_count >= 1 && n_blocks <= sm_count &&
+         (sm_count % n_blocks) * 16 <= sm_count;
+}
+
 flashptx_status plan_bwd(const flashptx_bwd_params& p, const BwdOptions& opt, const Device& dev, BwdPlan* plan,
                          std::string* err) {
   const bool fa4 = dev.cc == 100;
@@ -423,6 +428,22 @@ flashptx_status plan_bwd(const flashptx_bwd_params& p, const BwdOptions& opt, co
     return dim3(static_cast<unsigned>(x), static_cast<unsigned>(y), static_cast<unsigned>(z));
   };
   plan->gqa = p.heads_q != p.heads_kv;
+  // Deterministic dQ order (include/flashptx/writer_order.h). Only a mask-free walk can rotate:
+  // the causal order already walks in step, and its first query block differs per key block. The FA4
+  // backward walks ascending only (src/sm100/fa4_bwd.cuh reads no dq_rotated).
+  if (fa4 && opt.dq_order == DqOrder::kRotated) {
+    *err = "the rotated dQ order is an FA3 backward order; the FA4 backward (sm_100) walks ascending";
+    return FLASHPTX_ERR_BAD_OPTION;
+  }
+  const bool can_rotate =
+      !fa4 && p.deterministic && !p.causal && dq_order_rotated_ok(n_blocks, m_blocks, dev.sm_count);
+  if (opt.dq_order == DqOrder::kRotated && !can_rotate) {
+    *err = "the rotated dQ order needs the deterministic mode, no causal mask, no more key blocks than query "
+           "blocks, and a head's " + std::to_string(n_blocks) + " key blocks resident together on " +
+           std::to_string(dev.sm_count) + " SMs";
+    return FLASHPTX_ERR_BAD_OPTION;
+  }
+  plan->dq_rotated = can_rotate && opt.dq_order != DqOrder::kAscending;
   plan->workspace = fa3::bwd_workspace(p.batch, p.heads_q, p.heads_kv, p.seqlen_q, p.seqlen_k, p.head_dim, k->block_m,
                                        k->block_n);
   const int64_t pre_rows = fa3::pre_rows_per_cta(static_cast<int>(p.head_dim));
@@ -486,6 +507,7 @@ flashptx_status encode_bwd_args(const flashptx_bwd_params& p, BwdPlan* plan, std
   a.n_blocks = static_cast<int>(n_blocks);
   a.causal = p.causal ? 1 : 0;
   a.deterministic = p.deterministic ? 1 : 0;
+  a.dq_rotated = plan->dq_rotated ? 1 : 0;
   const float scale = p.softmax_scale != 0.f ? p.softmax_scale : 1.f / std::sqrt(static_cast<float>(p.head_dim));
   a.softmax_scale = scale;
   a.softmax_scale_log2 = scale * 1.4426950408889634f;

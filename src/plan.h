@@ -102,15 +102,27 @@ flashptx_status encode_fwd_varlen_args(const flashptx_fwd_varlen_params& p, FwdV
 // Four launches on one stream, after one memset of the workspace's zeroed section (semaphores and,
 // under GQA, the dK/dV accumulators): preprocess, main kernel, dQ postprocess, and under GQA the
 // dK/dV postprocess. A launch with an empty grid is skipped (e.g. seqlen_k 0: no main kernel).
+// The order in which the deterministic mode's dQ writers take their turns (include/flashptx/
+// writer_order.h). kAuto: rotated where dq_order_rotated_ok allows it, otherwise ascending (causal
+// masks keep their shortest-first order either way).
+enum class DqOrder : uint8_t { kAuto, kAscending, kRotated };
+// The rotated order makes a writer wait for key blocks dispatched after it, so it needs a head's
+// n_blocks CTAs resident together (one backward CTA per SM: n_blocks <= sm_count), and it leaves
+// the CTAs of a head cut by a wave boundary waiting for the rest: allowed only where that remainder
+// (sm_count mod n_blocks) is at most 1/16 of the GPU. Its lock is the step (writer_order.h): at
+// most one writer per tile and step, n_blocks <= m_blocks. Pure.
+bool dq_order_rotated_ok(int64_t n_blocks, int64_t m_blocks, int sm_count);
 struct BwdPlan {
   Launch pre, main, post_dq, post_dkv;
   bool gqa = false;
+  bool dq_rotated = false;      // deterministic, no mask: the rotated writer order
   fa3::BwdWorkspace workspace;
   fa3::BwdParams args{};        // main kernel (filled by encode_bwd_args)
   fa3::BwdAuxParams aux{};      // pre/postprocess
 };
 struct BwdOptions {
   const char* kernel = nullptr;  // a kernel table name of family kFa3Bwd, or nullptr: the rule
+  DqOrder dq_order = DqOrder::kAuto;  // deterministic mode only; kRotated is refused where unsafe
 };
 // Chooses the kernels and sizes the launches and the workspace. `p`'s shape must be valid
 // (validate_bwd_shape). No CUDA call.

@@ -34,6 +34,32 @@ FLASHPTX_HD constexpr int lock_causal_spt(int n_block, int n_block_max_for_m_blo
 FLASHPTX_HD constexpr int lock_gqa(int head_idx, int qhead_per_kvhead) {
   return head_idx % qhead_per_kvhead;
 }
+// dense dQ, rotated visits. In the ascending order above every key block walks the query blocks
+// 0, 1, 2, ... and key block n adds each dQ tile after key block n - 1: a CTA that reaches tile m in
+// step with its neighbours still waits for n earlier adds, and the last key block of a head starts
+// (n_blocks - 1) add latencies late. Rotated, key block n visits query block (n + i) mod m_blocks at
+// its step i, and a tile's writers add in the order of their visits: tile m is visited by key blocks
+// min(m, n_blocks - 1), ..., 1, 0, then n_blocks - 1, ..., m + 1, each one step (or more) after the
+// one before it, so in a lockstep walk nobody waits for a turn. The plan allows it only with
+// n_blocks <= m_blocks (one writer per tile and step) and when all key blocks of a head fit on the
+// GPU at once, since a writer now waits for key blocks dispatched after it (src/plan.cpp,
+// dq_order_rotated_ok); and only without a causal mask, whose shortest-first order above already
+// walks in step.
+FLASHPTX_HD constexpr int rotated_m_block(int n_block, int step, int m_blocks) {
+  return (n_block + step) % m_blocks;
+}
+// Key block n's lock on tile m_block (0 <= n_block < n_blocks <= m_blocks, 0 <= m_block < m_blocks):
+// the number of key blocks that visit the tile at an earlier step. No division: the dQ writer runs
+// at 24 registers.
+FLASHPTX_HD constexpr int lock_dense_rotated(int n_block, int m_block, int n_blocks) {
+  return n_block <= m_block ? (m_block < n_blocks - 1 ? m_block : n_blocks - 1) - n_block
+                            : m_block + n_blocks - n_block;
+}
+static_assert(lock_dense_rotated(0, 0, 4) == 0 && lock_dense_rotated(3, 0, 4) == 1 &&
+                  lock_dense_rotated(2, 0, 4) == 2 && lock_dense_rotated(1, 0, 4) == 3,
+              "square rotated: tile 0 is visited by key blocks 0, 3, 2, 1 at steps 0..3");
+static_assert(lock_dense_rotated(1, 5, 2) == 0 && lock_dense_rotated(0, 5, 2) == 1,
+              "two key blocks, tile 5 of 8: key block 1 (step 4) before key block 0 (step 5)");
 static_assert(lock_causal_spt(3, 4) == 0 && lock_causal_spt(2, 4) == 1 && lock_causal_spt(1, 4) == 2,
               "causal SPT locks {3:0, 2:1, 1:2} for valid writers 1..3 of 4");
 

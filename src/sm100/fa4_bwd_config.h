@@ -5,7 +5,8 @@
 //                 the launch plan fills one struct whichever architecture runs. The FA4 kernel reads
 //                 tma_q/do/k/v (boxes of (64, 128)), tma_dk/dv (stores, boxes of (64, 64)), lse2, delta,
 //                 dq_accum (in fa4bwd::dq_accum_index order, not FA3's fragment order), dk/dv_accum
-//                 (GQA), dq_sem/dkv_sem (deterministic), the sizes and scales.
+//                 (GQA), dq_sem/dkv_sem (deterministic), the sizes and scales. It does not read
+//                 dq_rotated (FA3's rotated writer order): the plan never sets it for this kernel.
 //   BwdConfig     the compile-time shape of one specialization, named fields
 //   BwdLayout<C>  the MMA plan (include/flashptx/fa4_bwd_plan.h), the shared-memory plan, the barrier
 //                 slots with their arrival counts, the register split (the plan's role table)

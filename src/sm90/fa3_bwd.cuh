@@ -133,8 +133,16 @@ struct BwdSmem {
 // that every writer a dQ tile waits for was dispatched earlier.
 struct KeyBlock {
   int n_block, head, head_kv, batch;
-  int m_begin, m_end;  // query blocks [m_begin, m_end) see at least one key of this block
-  int m_unmasked;      // first query block from which no mask is needed (>= m_end: all masked)
+  // The walk over query blocks. The producer, the dQ writer and the MMA warpgroups start at query
+  // block m_first and take next_m() after each step: first steps_masked steps that need a mask,
+  // then steps_unmasked that do not. Ascending (the default), m_first is the first query block that
+  // sees a key of this block and the walk is m_first, m_first + 1, ... Rotated (p.dq_rotated: the
+  // deterministic mode without a mask, include/flashptx/writer_order.h rotated_m_block), key block n
+  // starts at query block n (the plan allows it only with n_blocks <= m_blocks) and wraps past the last: every query block is visited,
+  // and without a mask either every step is masked (a ragged key tail) or none, so the masked steps
+  // are still the masked query blocks. Counted loops (not bounds on m): the MMA warpgroups and the
+  // producer have no register to spare for a rotation, and their old loops carried three values.
+  int m_first, steps_masked, steps_unmasked;
 };
 
 template <BwdConfig C>
@@ -146,26 +154,32 @@ __device__ __forceinline__ KeyBlock key_block(const BwdParams& p) {
   kb.batch = blockIdx.z;
   kb.head_kv = kb.head / (p.heads_q / p.heads_kv);
   const int diag = p.seqlen_k - p.seqlen_q;  // query row r sees key c iff c <= r + diag
-  kb.m_end = p.m_blocks;
-  kb.m_begin = 0;
+  int m_end = p.m_blocks, m_begin = 0, m_unmasked;
   if (p.causal) {
     const int first_row = kb.n_block * kBn - diag;  // the first row that sees the block's first key
-    kb.m_begin = first_row <= 0 ? 0 : min(first_row / kBm, p.m_blocks);
+    m_begin = first_row <= 0 ? 0 : min(first_row / kBm, p.m_blocks);
   }
   // No mask where every row of the query block sees every key of the block: the block's last key
   // is below seqlen_k, and (causal) the query block's first row sees it.
   const int last_key = (kb.n_block + 1) * kBn - 1;
   if (last_key >= p.seqlen_k) {
-    kb.m_unmasked = kb.m_end;
+    m_unmasked = m_end;
   } else if (p.causal) {
     const int first_row = last_key - diag;  // the first row that sees the last key
-    kb.m_unmasked = first_row <= 0 ? 0 : min((first_row + kBm - 1) / kBm, kb.m_end);
+    m_unmasked = first_row <= 0 ? 0 : min((first_row + kBm - 1) / kBm, m_end);
   } else {
-    kb.m_unmasked = 0;
+    m_unmasked = 0;
   }
-  kb.m_unmasked = max(kb.m_unmasked, kb.m_begin);
+  m_unmasked = max(m_unmasked, m_begin);
+  kb.m_first = p.dq_rotated ? kb.n_block : m_begin;  // rotated: n_blocks <= m_blocks (src/plan.cpp)
+  kb.steps_masked = m_unmasked - m_begin;
+  kb.steps_unmasked = m_end - m_unmasked;
   return kb;
 }
+
+// The query block after m in every role's walk: m + 1, wrapping to 0 past the last (reached only by
+// the rotated walk, and by the ascending one after its last step).
+__device__ __forceinline__ int next_m(int m, const BwdParams& p) { return m + 1 == p.m_blocks ? 0 : m + 1; }
 
 // ---- small helpers ---------------------------------------------------------------------------
 template <bool IsBf16>
@@ -257,7 +271,8 @@ struct Producer {
     RingState<C.stages> write = RingState<C.stages>::producer_start();
     RingState<C.do_stages> write_do = RingState<C.do_stages>::producer_start();
     const int64_t rows0 = (static_cast<int64_t>(kb.batch) * p.heads_q + kb.head) * p.m_blocks * C.block_m;
-    for (int m = kb.m_begin; m < kb.m_end; ++m) {
+    int m = kb.m_first;
+    for (int left = kb.steps_masked + kb.steps_unmasked; left > 0; --left, m = next_m(m, p)) {
       const uint32_t s = write.stage;
       FLASHPTX_MBAR_WAIT(sm.qdo_empty(s), write.phase, "fa3 bwd producer: qdo_empty");
       ptx::mbarrier_arrive_expect_tx(sm.q_full(s), L::kQBytes + L::kRowBytes);
@@ -307,15 +322,18 @@ struct DqWriter {
   __device__ __forceinline__ void run() {
     RingState<1> full = RingState<1>::consumer_start();
     const int64_t tiles0 = (static_cast<int64_t>(kb.batch) * p.heads_q + kb.head) * p.m_blocks;
-    for (int m = kb.m_begin; m < kb.m_end; ++m) {
+    int m = kb.m_first;
+    for (int left = kb.steps_masked + kb.steps_unmasked; left > 0; --left, m = next_m(m, p)) {
       FLASHPTX_MBAR_WAIT(sm.dq_full(0), full.phase, "fa3 bwd dq writer: dq_full");
       uint32_t* sem = p.dq_sem + tiles0 + m;
       if (p.deterministic) {
-        // This tile's writers add in a declared order: key blocks ascending, or (causal) from the
-        // last key block that reaches the tile downwards. The turn is held across both parts.
+        // This tile's writers add in a declared order: key blocks ascending, in the order of their
+        // visits (rotated walk), or (causal) from the last key block that reaches the tile
+        // downwards. The turn is held across both parts.
         const int lock = p.causal ? writer_order::lock_causal_spt(
                                         kb.n_block, causal_n_blocks(m, C.block_m, L::kBlockN, p.seqlen_q, p.seqlen_k))
-                                  : writer_order::lock_dense(kb.n_block);
+                         : p.dq_rotated ? writer_order::lock_dense_rotated(kb.n_block, m, p.n_blocks)
+                                        : writer_order::lock_dense(kb.n_block);
         wait_for_turn(sem, static_cast<uint32_t>(lock), "fa3 bwd dq writer: dq_sem");
         ptx::fence_proxy_async_global();  // the acquire orders the bulk adds below after the earlier writers'
       }
@@ -674,9 +692,14 @@ struct Mma {
     for (int x = 0; x < kDkvN / 2; ++x) dv[x] = dk[x] = 0.f;
     // K and V have landed (also when there is no step: the epilogue reuses their buffers).
     FLASHPTX_MBAR_WAIT(sm.kv_full(), 0, "fa3 bwd mma: kv_full");
-    int m = kb.m_begin;
-    for (; m < kb.m_unmasked; ++m) step<true>(m);
-    for (; m < kb.m_end; ++m) step<false>(m);
+    // The steps in unwrapped coordinates m_first, m_first + 1, ...: a step needs its query block
+    // only for a causal mask's rows, and a walk that wraps (rotated) has no causal mask, so these
+    // equal the query block wherever it is used. (Wrapping here too cost the d64 kernel a spill in
+    // this loop: the two bounds below are the only loop state, as before the rotation.)
+    int m = kb.m_first;
+    const int m_unmasked = kb.m_first + kb.steps_masked, m_end = m_unmasked + kb.steps_unmasked;
+    for (; m < m_unmasked; ++m) step<true>(m);
+    for (; m < m_end; ++m) step<false>(m);
     epilogue();
   }
 };

@@ -36,6 +36,8 @@ struct BwdParams {
   int m_blocks, n_blocks;
   int causal;
   int deterministic;
+  int dq_rotated;      // deterministic, no mask: key block n walks the query blocks from n (mod m_blocks)
+                       // and dQ tiles take writers in visit order (writer_order::lock_dense_rotated)
   float softmax_scale;       // applied to dK here and to dQ in the postprocess
   float softmax_scale_log2;  // softmax_scale * log2(e)
 };

@@ -25,6 +25,8 @@
 #include <vector>
 
 #include "flashptx.h"
+#include "src/internal.h"
+#include "src/plan.h"
 #include "tests/gpu/release_lib.h"
 #include "tests/gpu/test_util.h"
 #include "tools/support/gpu_reference.h"
@@ -42,11 +44,16 @@ struct BCase {
   bool deterministic = false;
   float softmax_scale = 0.f;
   float input_scale = 1.f;  // multiplies Q
+  // Deterministic mode: the dQ writers' order (src/plan.h); kAuto goes through the C ABI.
+  flashptx::DqOrder dq_order = flashptx::DqOrder::kAuto;
   std::string str() const {
     return "B=" + std::to_string(batch) + " Sq=" + std::to_string(sq) + " Sk=" + std::to_string(sk) +
            " Hq=" + std::to_string(hq) + " Hkv=" + std::to_string(hkv) + " d=" + std::to_string(d) +
            (causal ? " causal" : "") + (dtype == FLASHPTX_BF16 ? " bf16" : " fp16") + layout_name(layout) +
            (deterministic ? " deterministic" : "") +
+           (dq_order == flashptx::DqOrder::kAscending ? " ascending-dQ"
+            : dq_order == flashptx::DqOrder::kRotated ? " rotated-dQ"
+                                                      : "") +
            (softmax_scale != 0.f ? " scale=" + std::to_string(softmax_scale) : "") +
            (input_scale != 1.f ? " qscale=" + std::to_string(input_scale) : "");
   }
@@ -139,7 +146,10 @@ struct BProblem {
     for (auto* b : {ddq.get(), ddk.get(), ddv.get()}) CUDA_REQUIRE(cudaMemset(b->p, 0xFF, b->bytes));
   }
   void run() {
-    const flashptx_status s = flashptx_bwd(&bwd, nullptr);
+    flashptx::BwdOptions opt;
+    opt.dq_order = c.dq_order;
+    const flashptx_status s =
+        c.dq_order == flashptx::DqOrder::kAuto ? flashptx_bwd(&bwd, nullptr) : flashptx::bwd(&bwd, opt, nullptr);
     REQUIRE_MESSAGE(s == FLASHPTX_OK, flashptx_last_error());
     CUDA_REQUIRE(cudaGetLastError());
     CUDA_REQUIRE(cudaDeviceSynchronize());
@@ -243,8 +253,9 @@ void check_case(const BCase& c, uint64_t seed) {
     CHECK_MESSAGE(err <= tol, c.str() << ": max|" << x.name << " - ref| = " << err << " > " << tol << " (same-dtype "
                                       << max_diff(x.s, x.r) << ", fp32 envelope " << env << ")");
   }
-  // The release library: in deterministic mode it must give the test build's bits.
-  if (c.deterministic && release_lib().loaded()) {
+  // The release library: in deterministic mode it must give the test build's bits (its C ABI takes
+  // the plan's order: compared only when this case did too).
+  if (c.deterministic && c.dq_order == flashptx::DqOrder::kAuto && release_lib().loaded()) {
     pb.poison();
     pb.run_release();
     const auto r = pb.grads();
@@ -385,6 +396,49 @@ void deterministic_100(Dims dims, uint64_t seed) {
     }
 }
 
+// The deterministic mode's dQ orders on mask-free shapes, GQA, ragged tails: as many key blocks as
+// query blocks and fewer (both orders; the plan picks the rotated one), and more (the plan keeps the
+// ascending one; rotated is refused). Each within the fp64 rule and 20 launches bitwise equal.
+void deterministic_orders(Dims dims, uint64_t seed) {
+  for (int64_t d : dims) {
+    struct Shape { BCase c; bool rotated; };
+    const Shape shapes[] = {{{1, 1000, 1000, 4, 2, d, false, FLASHPTX_BF16}, true},
+                            {{1, 1500, 333, 4, 1, d, false, FLASHPTX_BF16}, true},
+                            {{1, 300, 1400, 2, 2, d, false, FLASHPTX_FP16}, false}};
+    for (const Shape& sh : shapes) {
+      BCase c = sh.c;
+      c.deterministic = true;
+      {
+        INFO(c.str());
+        BProblem pb(c, seed);
+        flashptx::BwdPlan plan;
+        std::string msg;
+        flashptx::Device dev;
+        REQUIRE(flashptx::current_device(&dev, &msg) == FLASHPTX_OK);
+        REQUIRE_MESSAGE(flashptx::plan_bwd(pb.bwd, flashptx::BwdOptions{}, dev, &plan, &msg) == FLASHPTX_OK, msg);
+        CHECK_MESSAGE(plan.dq_rotated == sh.rotated, c.str() << ": the plan's dQ order");
+        flashptx::BwdOptions rot;
+        rot.dq_order = flashptx::DqOrder::kRotated;
+        if (!sh.rotated) CHECK(flashptx::bwd(&pb.bwd, rot, nullptr) == FLASHPTX_ERR_BAD_OPTION);
+      }
+      for (flashptx::DqOrder order : {flashptx::DqOrder::kAscending, flashptx::DqOrder::kRotated}) {
+        if (order == flashptx::DqOrder::kRotated && !sh.rotated) continue;
+        c.dq_order = order;
+        check_case(c, seed);
+        INFO(c.str());
+        BProblem pb(c, seed++);
+        pb.poison();
+        pb.run();
+        const auto first = pb.grads();
+        for (int i = 0; i < 20; ++i) pb.run();
+        const auto last = pb.grads();
+        CHECK_MESSAGE((last.dq == first.dq && last.dk == first.dk && last.dv == first.dv),
+                      c.str() << ": 20 launches not bitwise equal");
+      }
+    }
+  }
+}
+
 }  // namespace
 
 TEST_SUITE("gpu_sm90 fa3 backward") {
@@ -432,6 +486,10 @@ TEST_CASE("deterministic mode: 100 launches bitwise equal, every head dim, causa
   deterministic_100({64, 128}, 6000);
 }
 
+TEST_CASE("deterministic mode: the ascending and the rotated dQ orders, fp64 rule and bitwise stable") {
+  deterministic_orders({64, 128}, 6500);
+}
+
 // ---- d256 (kSplitHeadDim: 64 x 64 tiles, the head dim split between the MMA warpgroups) ----------
 TEST_CASE("d256: small shapes, causal and not, head ratios 1/4/8, bf16 and fp16") { small_shapes({256}, 7000); }
 TEST_CASE("d256: medium shapes, several key and query blocks, unequal lengths, GQA") { medium_shapes({256}, 7500); }
@@ -452,5 +510,6 @@ TEST_CASE("d256: large shapes (1k-8k) against the GPU reference") {
 TEST_CASE("d256: deterministic mode, 100 launches bitwise equal, causal and not, with GQA") {
   deterministic_100({256}, 8000);
 }
+TEST_CASE("d256: deterministic mode, the ascending and the rotated dQ orders") { deterministic_orders({256}, 8500); }
 
 }  // TEST_SUITE

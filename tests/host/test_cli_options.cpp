@@ -328,6 +328,17 @@ TEST_CASE("run and bench: the issue's cases are refused before any device work")
   q = bench({"--deterministic"}, &b);
   CHECK(q.kind == Parsed::kError);
   CHECK(q.text.find("--deterministic is a backward mode") != std::string::npos);
+  // The deterministic mode's dQ order: parsed; refused without the mode or for the forward.
+  REQUIRE(bench({"--direction", "bwd", "--deterministic", "--dq-order", "ascending"}, &b).run());
+  CHECK(b.dq_order == "ascending");
+  q = bench({"--direction", "bwd", "--dq-order", "rotated"}, &b);
+  CHECK(q.kind == Parsed::kError);
+  CHECK(q.text.find("add --deterministic") != std::string::npos);
+  q = bench({"--dq-order", "rotated"}, &b);
+  CHECK(q.kind == Parsed::kError);
+  CHECK(q.text.find("--dq-order is a backward option") != std::string::npos);
+  q = bench({"--direction", "bwd", "--deterministic", "--dq-order", "sideways"}, &b);
+  CHECK(q.kind == Parsed::kError);
 }
 
 TEST_CASE("bench: shapes, variants and defaults as parsed") {

@@ -197,6 +197,16 @@ TEST_CASE("on sm_100 flashptx_bwd plans the FA4 backward and its sm_100a pre/pos
   CHECK(flashptx::plan_bwd(bwd_problem(100, 100, 4, 4, 128, FLASHPTX_BF16, 0), o, kH200, &plan, &err) ==
         FLASHPTX_ERR_BAD_OPTION);
   CHECK(flashptx::plan_bwd(bwd_problem(100, 100, 4, 4, 128, FLASHPTX_BF16, 0), o, kB200, &plan, &err) == FLASHPTX_OK);
+  // FA3's rotated deterministic dQ order: never for the FA4 kernel (it walks ascending), refused if forced.
+  flashptx_bwd_params det = bwd_problem(1024, 512, 4, 4, 128, FLASHPTX_BF16, 0);
+  det.deterministic = 1;
+  flashptx::BwdOptions auto_order;
+  REQUIRE(flashptx::plan_bwd(det, auto_order, kB200, &plan, &err) == FLASHPTX_OK);
+  CHECK_FALSE(plan.dq_rotated);
+  flashptx::BwdOptions rotated;
+  rotated.dq_order = flashptx::DqOrder::kRotated;
+  CHECK(flashptx::plan_bwd(det, rotated, kB200, &plan, &err) == FLASHPTX_ERR_BAD_OPTION);
+  CHECK_MESSAGE(err.find("FA4 backward") != std::string::npos, err);
   CHECK(flashptx::fa4_bwd_kernels().size() == 10u);
   CHECK(std::string(flashptx::family_name(flashptx::Family::kFa4Bwd)) == "fa4_bwd");
 }

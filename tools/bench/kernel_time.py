@@ -21,6 +21,8 @@ library defines it (square here, so the same mask). This is the script that ran 
                                              measured in the same process on the same tensors,
                                              interleaved with the first ("oursb", "oursc", ... columns)
     --out FILE                               the JSON rows (default $OUT/kernel_time.json)
+    --fa2                                    FA2 (SDPA's flash backend) columns, both directions
+    --det                                    flashptx's deterministic backward ("ours_det_bwd")
 """
 import argparse, ctypes, sys, os, json
 sys.path.insert(0, os.environ["PYTHONPATH"])
@@ -34,6 +36,8 @@ ap.add_argument("--seqlens", default="1024,4096,8192")
 ap.add_argument("--breakdown", action="store_true")
 ap.add_argument("--fwd-only", action="store_true")
 ap.add_argument("--lib-b", default=None)
+ap.add_argument("--fa2", action="store_true")
+ap.add_argument("--det", action="store_true")
 ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "kernel_time.json"))
 args = ap.parse_args()
 lib = _abi.library(); dev = torch.device("cuda")
@@ -91,10 +95,40 @@ for d in (int(x) for x in args.dims.split(",")):
             def cud_b():
                 with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
                     torch.autograd.grad(out, (qg, kg, vg), dot, retain_graph=True)
+            def fa2_pair():
+                # FA2 through SDPA's flash backend; (None, None) where it refuses the shape.
+                try:
+                    def f2():
+                        with torch.no_grad(), sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                            F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+                    f2()
+                    q2, k2, v2 = (t.detach().transpose(1, 2).requires_grad_(True) for t in (q, k, v))
+                    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                        o2 = F.scaled_dot_product_attention(q2, k2, v2, is_causal=causal)
+                    def b2():
+                        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                            torch.autograd.grad(o2, (q2, k2, v2), dot, retain_graph=True)
+                    b2()
+                    return f2, b2
+                except RuntimeError as e:
+                    print("FA2 refuses d%d s%d: %s" % (d, s, str(e).splitlines()[0]), flush=True)
+                    return None, None
             fl = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
             r = {"d": d, "s": s, "b": b, "h": h, "causal": causal}
             plan = [("ours_fwd", ours_f, 1.0), ("cudnn_fwd", cud_f, 1.0)]
             if has_bwd: plan += [("ours_bwd", ours_b, 2.5), ("cudnn_bwd", cud_b, 2.5)]
+            if args.fa2:
+                f2, b2 = fa2_pair()
+                if f2 is not None: plan.insert(2, ("fa2_fwd", f2, 1.0))
+                if b2 is not None and has_bwd: plan.append(("fa2_bwd", b2, 2.5))
+            if args.det and has_bwd:
+                bpd = _abi.bwd_params({"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "o": o.data_ptr(), "lse": lse.data_ptr(), "dout": do.data_ptr(), "dq": dq.data_ptr(), "dk": dk.data_ptr(), "dv": dv.data_ptr()}, tuple(q.shape), tuple(k.shape), {n: st(t) for n, t in (("q", q), ("k", k), ("v", v), ("o", o), ("do", do), ("dq", dq), ("dk", dk), ("dv", dv))}, 0, causal, 0.0, True)
+                needd = ctypes.c_int64(0); lib.flashptx_bwd_workspace_size(ctypes.byref(bpd), ctypes.byref(needd))
+                wsd = torch.empty(max(1, needd.value), dtype=torch.uint8, device=dev)
+                bpd.workspace, bpd.workspace_bytes = wsd.data_ptr(), needd.value
+                ours_det = lambda: lib.flashptx_bwd(ctypes.byref(bpd), stream)
+                assert ours_det() == 0
+                plan.append(("ours_det_bwd", ours_det, 2.5))
             for j, lb in enumerate(libs_b):
                 tag = "ours" + "bcdefg"[j]
                 ours_bf = (lambda lb: lambda: lb.flashptx_fwd(ctypes.byref(f), stream))(lb)

@@ -441,6 +441,9 @@ Parsed parse_bench_args(const std::string& command, int argc, const char* const*
             "looping over tiles")
       .text("--direction", &a->direction, {"fwd", "bwd"}, "forward (default) or backward")
       .flag("--deterministic", &a->deterministic, "backward: the deterministic mode (bitwise reproducible)")
+      .text("--dq-order", &a->dq_order, {"auto", "ascending", "rotated"},
+            "deterministic backward: the dQ writers' order (auto: the\n"
+            "plan's rule; include/flashptx/writer_order.h)")
       .group("run")
       .integer("--reps", &a->reps, 0, 100000, "timed repetitions (default 0: >= 30 and >= --min-ms)")
       .real("--min-ms", &a->min_ms, 1, 1e6, "GPU time to aim for per shape (default 200)", "MS")
@@ -490,6 +493,8 @@ Parsed parse_bench_args(const std::string& command, int argc, const char* const*
   }
 
   if (a->direction == "bwd") {
+    if (a->dq_order != "auto" && !a->deterministic)
+      return o.error("--dq-order orders the deterministic mode's dQ writers: add --deterministic");
     if (!a->kernel.empty() || a->schedule != "auto")
       return o.error("--kernel and --schedule select forward variants; the backward has one plan per head dim");
     for (const Shape& s : a->shapes) {
@@ -498,6 +503,7 @@ Parsed parse_bench_args(const std::string& command, int argc, const char* const*
     }
   } else {
     if (a->deterministic) return o.error("--deterministic is a backward mode (--direction bwd)");
+    if (a->dq_order != "auto") return o.error("--dq-order is a backward option (--direction bwd --deterministic)");
     const FwdOptions fo = fwd_options(*a);
     for (const Shape& s : a->shapes) {
       std::string err;
@@ -551,6 +557,10 @@ void bench_shape_bwd(const cli::BenchArgs& opt, const Meta& meta, Row& row) {
                                  s.batch, s.seqlen_q, s.seqlen_k, s.heads_q, s.heads_kv, s.head_dim, dt,
                                  s.causal ? 1 : 0);
   bp.deterministic = opt.deterministic ? 1 : 0;
+  BwdOptions bwd_opt;
+  bwd_opt.dq_order = opt.dq_order == "ascending" ? DqOrder::kAscending
+                     : opt.dq_order == "rotated" ? DqOrder::kRotated
+                                                 : DqOrder::kAuto;
   int64_t ws_bytes = 0;
   if (flashptx_bwd_workspace_size(&bp, &ws_bytes) != FLASHPTX_OK) { row.status = flashptx_last_error(); return; }
   CK(cudaMalloc(&ws, static_cast<size_t>(std::max<int64_t>(ws_bytes, 256))));
@@ -588,12 +598,20 @@ void bench_shape_bwd(const cli::BenchArgs& opt, const Meta& meta, Row& row) {
       row.tiles = info.tiles;
       row.schedule = opt.deterministic ? "deterministic" : "one-per-tile";
     }
-    if (flashptx_bwd(&b0, 0) != FLASHPTX_OK) { row.status = flashptx_last_error(); return; }
+    BwdPlan plan;
+    std::string msg;
+    Device dev;
+    if (current_device(&dev, &msg) != FLASHPTX_OK || plan_bwd(b0, bwd_opt, dev, &plan, &msg) != FLASHPTX_OK) {
+      row.status = msg;
+      return;
+    }
+    if (opt.deterministic) row.schedule = plan.dq_rotated ? "deterministic, rotated dQ order" : "deterministic, ascending dQ order";
+    if (flashptx::bwd(&b0, bwd_opt, 0) != FLASHPTX_OK) { row.status = flashptx_last_error(); return; }
     CK(cudaDeviceSynchronize());
   }
   if (!time_calls(opt, nsets, row, [&](int i) {
         const flashptx_bwd_params b = params_for(i);
-        flashptx_bwd(&b, 0);
+        flashptx::bwd(&b, bwd_opt, 0);
       }))
     return;
   row.tflops = tflops(row.flops, row.ms.median);
@@ -601,7 +619,7 @@ void bench_shape_bwd(const cli::BenchArgs& opt, const Meta& meta, Row& row) {
 
   if (!opt.gpu_ref) return;
   const flashptx_bwd_params b0 = params_for(0);
-  if (flashptx_bwd(&b0, 0) != FLASHPTX_OK) { row.status = std::string("check run: ") + flashptx_last_error(); return; }
+  if (flashptx::bwd(&b0, bwd_opt, 0) != FLASHPTX_OK) { row.status = std::string("check run: ") + flashptx_last_error(); return; }
   float *rq = nullptr, *rk = nullptr, *rv = nullptr, *scratch = nullptr;
   struct F { float** p[4]; ~F() { for (auto* x : p) cudaFree(*x); } } fg{{&rq, &rk, &rv, &scratch}};
   CK(cudaMalloc(&rq, 4 * nq));

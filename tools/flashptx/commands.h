@@ -37,6 +37,7 @@ struct BenchArgs {
   std::string schedule = "auto";     // auto | one-per-tile | persistent
   std::string direction = "fwd";     // fwd | bwd
   bool deterministic = false;        // backward: the deterministic mode
+  std::string dq_order = "auto";     // backward, deterministic: auto | ascending | rotated
   int64_t reps = 0, warmup = 5, check_rows = 32;
   double min_ms = 200, mem_cap_gb = 8;
   bool gpu_ref = true, quiet = false;
