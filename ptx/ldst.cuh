@@ -246,6 +246,16 @@ __device__ __forceinline__ void st_shared_v4_f32(uint32_t addr, float a, float b
 #endif
 }
 
+// st.shared.v4.b32 [addr], {a, b, c, d};   (addr 16-byte aligned)
+// Same contract as st_shared_b32: generic proxy, this thread only (packed 16-bit pairs, raw bits).
+__device__ __forceinline__ void st_shared_v4_b32(uint32_t addr, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+#if FLASHPTX_HAS_SM90
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" :: "r"(addr), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
+#else
+  FLASHPTX_ARCH_UNSUPPORTED("st.shared is only built for sm_90+ in flashptx");
+#endif
+}
+
 // ---- st.global ----------------------------------------------------------------------------------
 
 // st.global.b32 [ptr], v;   (ptr 4-byte aligned, a global-state-space address in generic form)

@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <string>
 
 #include "src/internal.h"
@@ -153,11 +154,17 @@ flashptx_status fwd_varlen_kernel_info(const flashptx_fwd_varlen_params* p, cons
 }
 
 // ---- backward -------------------------------------------------------------------------------------
+// The size does not depend on the device: the larger of the FA3 plan's and (head dims 64, 128) the
+// FA4 plan's, whose 128-row query blocks may pad the per-row scratch further.
 static flashptx_status bwd_workspace_needed(const flashptx_bwd_params& p, int64_t* bytes, std::string* msg) {
   BwdPlan plan;
   const flashptx_status s = plan_bwd(p, BwdOptions{}, Device{}, &plan, msg);
   if (s != FLASHPTX_OK) return s;
   *bytes = plan.workspace.total;
+  BwdPlan sm100;
+  std::string ignored;
+  if (plan_bwd(p, BwdOptions{}, Device{-1, 100, 0}, &sm100, &ignored) == FLASHPTX_OK)
+    *bytes = std::max(*bytes, sm100.workspace.total);
   return FLASHPTX_OK;
 }
 
@@ -173,9 +180,11 @@ static flashptx_status bwd_plan_checked(const flashptx_bwd_params* p, const BwdO
     if ((s = validate_bwd(*p, need, &msg)) != FLASHPTX_OK) return fail(s, msg);
   }
   if ((s = current_device(&dev, &msg)) != FLASHPTX_OK) return fail(s, msg);
-  if (dev.cc != 90)
+  // sm_100: the FA4 backward (src/sm100/fa4_bwd.cu), NEVER RUN on a Blackwell GPU (none was available).
+  if (dev.cc != 90 && !(dev.cc == 100 && !fa4_bwd_kernels().empty()))
     return fail(FLASHPTX_ERR_UNSUPPORTED_DEVICE, "device " + std::to_string(dev.ordinal) + " is sm_" +
-                                                     std::to_string(dev.cc) + "; the backward kernels are sm_90a (Hopper)");
+                                                     std::to_string(dev.cc) +
+                                                     "; the backward kernels are sm_90a (Hopper) and sm_100a (Blackwell)");
   if ((s = plan_bwd(*p, opt, dev, plan, &msg)) != FLASHPTX_OK) return fail(s, msg);
   return FLASHPTX_OK;
 }

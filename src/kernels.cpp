@@ -15,6 +15,10 @@ const char* family_name(Family f) {
     case Family::kFa3BwdPostDq: return "fa3_bwd_post_dq";
     case Family::kFa3BwdPostDkv: return "fa3_bwd_post_dkv";
     case Family::kFa4Fwd: return "fa4_fwd";
+    case Family::kFa4Bwd: return "fa4_bwd";
+    case Family::kFa4BwdPre: return "fa4_bwd_pre";
+    case Family::kFa4BwdPostDq: return "fa4_bwd_post_dq";
+    case Family::kFa4BwdPostDkv: return "fa4_bwd_post_dkv";
   }
   return "unknown";
 }
@@ -22,8 +26,8 @@ const char* family_name(Family f) {
 std::span<const KernelEntry> kernel_table() {
   static const std::vector<KernelEntry> table = [] {
     std::vector<KernelEntry> t;
-    for (auto rows : {fa3_fwd_kernels(), fa3_fwd_traced_kernels(), fa3_fwd_traced_paired_kernels(), fa3_fwd_varlen_kernels(), fa3_bwd_kernels(),
-                      fa4_fwd_kernels()})
+    for (auto rows : {fa3_fwd_kernels(), fa3_fwd_traced_kernels(), fa3_fwd_traced_paired_kernels(),
+                      fa3_fwd_varlen_kernels(), fa3_bwd_kernels(), fa4_fwd_kernels(), fa4_bwd_kernels()})
       t.insert(t.end(), rows.begin(), rows.end());
     return t;
   }();

@@ -22,6 +22,10 @@ enum class Family : uint8_t {
   kFa3BwdPostDq,  // FA3 backward postprocess: dQ from its fp32 accumulator
   kFa3BwdPostDkv, // FA3 backward postprocess under GQA: dK and dV from their fp32 accumulators
   kFa4Fwd,        // FA4 forward, sm_100a (src/sm100/fa4_fwd.cu); compiled and audited, never run here
+  kFa4Bwd,        // FA4 backward, sm_100a, main kernel (src/sm100/fa4_bwd.cu); compiled and audited, never run
+  kFa4BwdPre,     // its preprocess (the FA3 body compiled for sm_100a)
+  kFa4BwdPostDq,  // its dQ postprocess (the FA4 accumulator order)
+  kFa4BwdPostDkv, // its GQA dK/dV postprocess (the FA3 body compiled for sm_100a)
 };
 const char* family_name(Family f);
 
@@ -52,5 +56,6 @@ std::span<const KernelEntry> fa3_fwd_traced_paired_kernels();
 std::span<const KernelEntry> fa3_fwd_varlen_kernels();
 std::span<const KernelEntry> fa3_bwd_kernels();
 std::span<const KernelEntry> fa4_fwd_kernels();
+std::span<const KernelEntry> fa4_bwd_kernels();
 
 }  // namespace flashptx

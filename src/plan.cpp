@@ -383,11 +383,14 @@ flashptx_status encode_fwd_varlen_args(const flashptx_fwd_varlen_params& p, FwdV
   return FLASHPTX_OK;
 }
 
-// ---- FA3 backward --------------------------------------------------------------------------------
-// One main kernel per head dim and dtype (src/sm90/fa3_bwd.cu); the pre/postprocess kernels per dtype.
-static const KernelEntry* row_of(Family f, flashptx_dtype t, int head_dim) {
-  for (const KernelEntry& k : fa3_bwd_kernels())
-    if (k.family == f && k.dtype == t && (f != Family::kFa3Bwd || k.head_dim == head_dim)) return &k;
+// ---- FA3 / FA4 backward ---------------------------------------------------------------------------
+// One main kernel per head dim and dtype (src/sm90/fa3_bwd.cu; on sm_100 src/sm100/fa4_bwd.cu, head
+// dims 64 and 128, NEVER RUN: no Blackwell GPU was available); the pre/postprocess kernels per dtype.
+// The device picks the family: sm_100 the FA4 rows, anything else (sm_90, or no device: the workspace
+// size) the FA3 rows.
+static const KernelEntry* row_of(std::span<const KernelEntry> rows, Family f, flashptx_dtype t, int head_dim) {
+  for (const KernelEntry& k : rows)
+    if (k.family == f && k.dtype == t && (k.head_dim == 0 || k.head_dim == head_dim)) return &k;
   return nullptr;
 }
 
@@ -398,21 +401,25 @@ bool dq_order_rotated_ok(int64_t n_blocks, int64_t m_blocks, int sm_count) {
 
 flashptx_status plan_bwd(const flashptx_bwd_params& p, const BwdOptions& opt, const Device& dev, BwdPlan* plan,
                          std::string* err) {
+  const bool fa4 = dev.cc == 100;
+  const std::span<const KernelEntry> rows = fa4 ? fa4_bwd_kernels() : fa3_bwd_kernels();
+  const Family main = fa4 ? Family::kFa4Bwd : Family::kFa3Bwd;
   const KernelEntry* k = nullptr;
   if (opt.kernel != nullptr) {
     k = kernel_by_name(opt.kernel);
-    if (k == nullptr || k->family != Family::kFa3Bwd || k->head_dim != p.head_dim || k->dtype != p.dtype) {
-      *err = std::string("no backward kernel named '") + opt.kernel + "' for this head dim and dtype";
+    if (k == nullptr || k->family != main || k->head_dim != p.head_dim || k->dtype != p.dtype) {
+      *err = std::string("no backward kernel named '") + opt.kernel + "' for this head dim, dtype and device";
       return FLASHPTX_ERR_BAD_OPTION;
     }
   } else {
-    k = row_of(Family::kFa3Bwd, p.dtype, static_cast<int>(p.head_dim));
+    k = row_of(rows, main, p.dtype, static_cast<int>(p.head_dim));
   }
-  const KernelEntry* pre = row_of(Family::kFa3BwdPre, p.dtype, 0);
-  const KernelEntry* post_dq = row_of(Family::kFa3BwdPostDq, p.dtype, 0);
-  const KernelEntry* post_dkv = row_of(Family::kFa3BwdPostDkv, p.dtype, 0);
+  const KernelEntry* pre = row_of(rows, fa4 ? Family::kFa4BwdPre : Family::kFa3BwdPre, p.dtype, 0);
+  const KernelEntry* post_dq = row_of(rows, fa4 ? Family::kFa4BwdPostDq : Family::kFa3BwdPostDq, p.dtype, 0);
+  const KernelEntry* post_dkv = row_of(rows, fa4 ? Family::kFa4BwdPostDkv : Family::kFa3BwdPostDkv, p.dtype, 0);
   if (k == nullptr || pre == nullptr || post_dq == nullptr || post_dkv == nullptr) {
-    *err = "no backward kernel for head_dim " + std::to_string(p.head_dim) + " in this dtype";
+    *err = "no backward kernel for head_dim " + std::to_string(p.head_dim) + " in this dtype" +
+           (fa4 ? std::string(" on sm_100 (the FA4 backward has head dims 64 and 128)") : std::string());
     return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
   }
   const int64_t m_blocks = (p.seqlen_q + k->block_m - 1) / k->block_m;
@@ -422,8 +429,14 @@ flashptx_status plan_bwd(const flashptx_bwd_params& p, const BwdOptions& opt, co
   };
   plan->gqa = p.heads_q != p.heads_kv;
   // Deterministic dQ order (include/flashptx/writer_order.h). Only a mask-free walk can rotate:
-  // the causal order already walks in step, and its first query block differs per key block.
-  const bool can_rotate = p.deterministic && !p.causal && dq_order_rotated_ok(n_blocks, m_blocks, dev.sm_count);
+  // the causal order already walks in step, and its first query block differs per key block. The FA4
+  // backward walks ascending only (src/sm100/fa4_bwd.cuh reads no dq_rotated).
+  if (fa4 && opt.dq_order == DqOrder::kRotated) {
+    *err = "the rotated dQ order is an FA3 backward order; the FA4 backward (sm_100) walks ascending";
+    return FLASHPTX_ERR_BAD_OPTION;
+  }
+  const bool can_rotate =
+      !fa4 && p.deterministic && !p.causal && dq_order_rotated_ok(n_blocks, m_blocks, dev.sm_count);
   if (opt.dq_order == DqOrder::kRotated && !can_rotate) {
     *err = "the rotated dQ order needs the deterministic mode, no causal mask, no more key blocks than query "
            "blocks, and a head's " + std::to_string(n_blocks) + " key blocks resident together on " +
@@ -438,9 +451,10 @@ flashptx_status plan_bwd(const flashptx_bwd_params& p, const BwdOptions& opt, co
                      Schedule::kOnePerTile, m_blocks * k->block_m * p.heads_q * p.batch};
   plan->main = Launch{k, grid3(n_blocks, p.heads_q, p.batch), dim3(static_cast<unsigned>(k->threads)), k->smem_bytes,
                       Schedule::kOnePerTile, n_blocks * p.heads_q * p.batch};
+  // The FA4 dQ postprocess reads its accumulator order directly (no shared-memory transpose).
   plan->post_dq = Launch{post_dq, grid3(m_blocks, p.heads_q, p.batch), dim3(256),
-                         fa3::post_dq_smem_bytes(k->block_m, static_cast<int>(p.head_dim)), Schedule::kOnePerTile,
-                         m_blocks * p.heads_q * p.batch};
+                         fa4 ? 0 : fa3::post_dq_smem_bytes(k->block_m, static_cast<int>(p.head_dim)),
+                         Schedule::kOnePerTile, m_blocks * p.heads_q * p.batch};
   plan->post_dkv = Launch{post_dkv, grid3(plan->gqa ? n_blocks : 0, p.heads_kv, p.batch), dim3(256), 0,
                           Schedule::kOnePerTile, plan->gqa ? n_blocks * p.heads_kv * p.batch : 0};
   return FLASHPTX_OK;

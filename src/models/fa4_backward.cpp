@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "flashptx/fa4_bwd_plan.h"
 #include "src/models/ledger.h"
 #include "src/models/tmem.h"
 
@@ -333,6 +334,86 @@ std::vector<flashptx::tmem::TmemObject> tmem_objects_2cta_offsets_1cta_widths() 
 }
 std::string first_illegal_alias(const std::vector<flashptx::tmem::TmemObject>& objs) {
   return flashptx::models::tmem07::first_illegal_alias(objs);
+}
+
+// ---- the kernel's own TMEM map and schedule -------------------------------------------------------------
+namespace {
+// A visitor of fa4bwd::bwd_tile_schedule that stamps each call with a logical time.
+struct Stamps {
+  int t = 0;
+  std::vector<int> t_s, t_p_ready, t_p_free, t_dp, t_ds_ready, t_dq, t_dq_free;
+  int first_dv = -1, end = 0;
+  void wait_kv() { ++t; }
+  void wait_q(int) { ++t; }
+  void wait_do(int) { ++t; }
+  void wait_s_free(int) { ++t; }
+  void wait_dq_free(int) { t_dq_free.push_back(t++); }
+  void wait_p_ready(int) { t_p_ready.push_back(t++); }
+  void wait_ds_ready(int) { t_ds_ready.push_back(t++); }
+  void issue_s(int) { t_s.push_back(t++); }
+  void issue_dp(int) { t_dp.push_back(t++); }
+  void issue_dv(int) {
+    if (first_dv < 0) first_dv = t;
+    ++t;
+  }
+  void issue_dk(int) { ++t; }
+  void issue_dq(int) { t_dq.push_back(t++); }
+  void commit_sdp_full(int) { ++t; }
+  void commit_p_free(int) { t_p_free.push_back(t++); }
+  void commit_dq_full(int) { ++t; }
+  void commit_ds_free(int) { ++t; }
+  void commit_qdo_empty(int) { ++t; }
+  void commit_dkv_full() { end = ++t; }
+};
+template <int D>
+std::vector<flashptx::tmem::TmemObject> kernel_tmem_objects_d(int J, KernelTmemMutation m) {
+  using Plan = flashptx::fa4bwd::BwdMmaPlan<D, true>;
+  using flashptx::tmem::Interval;
+  Stamps st;
+  flashptx::fa4bwd::bwd_tile_schedule(J, st);
+  std::vector<flashptx::tmem::TmemObject> v;
+  for (int j = 0; j < J; ++j) {
+    const uint32_t s_begin = static_cast<uint32_t>(st.t_s[j]);
+    const uint32_t p_ready = static_cast<uint32_t>(st.t_p_ready[j]), p_free = static_cast<uint32_t>(st.t_p_free[j]);
+    const uint32_t dp_begin = static_cast<uint32_t>(st.t_dp[j]), ds_ready = static_cast<uint32_t>(st.t_ds_ready[j]);
+    uint32_t dq_begin = static_cast<uint32_t>(st.t_dq[j]);
+    if (m == KernelTmemMutation::kDqBeforeDsReady) dq_begin = dp_begin + 1;  // before the compute read dP^T
+    // dQ(j) is read by the reduction warps before dq_free(j+1) (the MMA's wait before dP^T(j+1));
+    // without that wait it is only known to be read by the end of step j+1.
+    uint32_t dq_end = j + 1 < J ? static_cast<uint32_t>(st.t_dq_free[j]) + 1 : static_cast<uint32_t>(st.end) + 1;
+    if (m == KernelTmemMutation::kNoDqFreeWait && j + 1 < J)
+      dq_end = static_cast<uint32_t>(j + 2 < J ? st.t_s[j + 2] : st.end + 1);
+    v.push_back({"S^T", {Plan::kSCol, Plan::kSCol + 128}, {s_begin, p_ready}});
+    v.push_back({"P^T", {Plan::p_col(0, 0), Plan::p_col(0, 0) + 32}, {p_ready, p_free + 1}});
+    v.push_back({"P^T", {Plan::p_col(1, 0), Plan::p_col(1, 0) + 32}, {p_ready, p_free + 1}});
+    v.push_back({"dP^T", {Plan::kDpCol, Plan::kDpCol + 128}, {dp_begin, ds_ready}});
+    v.push_back({"dQ", {Plan::kDqCol, Plan::kDqCol + D}, {dq_begin, dq_end}});
+  }
+  if (J > 0) {
+    const uint32_t b = static_cast<uint32_t>(st.first_dv), e = static_cast<uint32_t>(st.end) + 2;
+    v.push_back({"dV", {Plan::kDvCol, Plan::kDvCol + D}, {b, e}});
+    v.push_back({"dK", {Plan::kDkCol, Plan::kDkCol + D}, {b, e}});
+  }
+  return v;
+}
+}  // namespace
+
+std::vector<flashptx::tmem::TmemObject> kernel_tmem_objects(int head_dim, int J, KernelTmemMutation m) {
+  return head_dim == 64 ? kernel_tmem_objects_d<64>(J, m) : kernel_tmem_objects_d<128>(J, m);
+}
+
+SimResult kernel_dq_writers(int seqlen_q, int seqlen_k, bool causal, int m_block, bool wrong_span) {
+  namespace k = flashptx::fa4bwd;
+  const int n_blocks = (seqlen_k + k::kBlockN - 1) / k::kBlockN, m_blocks = (seqlen_q + k::kBlockM - 1) / k::kBlockM;
+  std::vector<Writer> w;
+  for (int bx = 0; bx < n_blocks; ++bx) {  // the grid's key-block order (deterministic causal: reversed)
+    const k::KeyBlock kb = k::key_block(bx, 0, 0, n_blocks, m_blocks, 1, 1, seqlen_q, seqlen_k, causal, true);
+    if (m_block < kb.m_begin || m_block >= kb.m_end) continue;
+    const int lock = wrong_span && causal ? flashptx::writer_order::lock_causal_spt(kb.n_block, n_blocks)
+                                          : k::dq_lock(kb.n_block, m_block, seqlen_q, seqlen_k, causal);
+    w.push_back({kb.n_block, lock});
+  }
+  return simulate_writers(w, static_cast<int>(w.size()), false);
 }
 
 // ---- the MMA graph --------------------------------------------------------------------------------

@@ -122,6 +122,18 @@ std::vector<flashptx::tmem::TmemObject> tmem_objects_1cta_forced_concurrent();  
 std::vector<flashptx::tmem::TmemObject> tmem_objects_2cta_offsets_1cta_widths();
 std::string first_illegal_alias(const std::vector<flashptx::tmem::TmemObject>& objs);
 
+// ---- the kernel's own TMEM map and schedule (include/flashptx/fa4_bwd_plan.h) --------------------------
+// The 1-CTA kernel (src/sm100/fa4_bwd.cuh, never executed: no Blackwell GPU) walked through
+// fa4bwd::bwd_tile_schedule for J query blocks, each visitor call one logical time step; the columns
+// are fa4bwd::BwdMmaPlan's. S^T(j) lives from its MMA to p_ready (the compute warps have read it), P^T
+// (two 32-column halves over S^T's columns) from p_ready to the commit after dV, dP^T from its MMA to
+// ds_ready, dQ (over dP^T's columns) from its MMA to the reduction's dq_free, dV and dK from their first
+// MMA to the end. The mutations: dQ issued before the ds_ready wait; dP^T(j+1) issued without the
+// dq_free wait (dQ(j) is then only known to be read by the end of step j+1).
+enum class KernelTmemMutation : uint8_t { kNone, kDqBeforeDsReady, kNoDqFreeWait };
+std::vector<flashptx::tmem::TmemObject> kernel_tmem_objects(int head_dim, int J, KernelTmemMutation m);
+
+
 // ---- writer orders ---------------------------------------------------------------------------------
 // The worked example: contributions [1e8, 1, -1e8, 3] summed in FP32 in a given order.
 float fp32_sum_in_order(const std::vector<float>& contrib, const std::vector<int>& order);
@@ -138,5 +150,10 @@ struct SimResult {
 SimResult simulate_writers(const std::vector<Writer>& present, int slots, bool tail_bridge);
 // Causal SPT example: valid physical writers [1,2,3], n_block_max_for_m_block = 4.
 std::vector<Writer> causal_spt_writers();
+
+// Deterministic dQ (fa4bwd::key_block, fa4bwd::dq_lock): the writers of dQ tile m are the key blocks
+// whose query range contains m; simulate_writers runs them under the kernel's locks. `wrong_span`: the
+// causal lock counted over all key blocks instead of those that reach tile m (the failure lab).
+SimResult kernel_dq_writers(int seqlen_q, int seqlen_k, bool causal, int m_block, bool wrong_span);
 
 }  // namespace flashptx::models::fa4bwd

@@ -128,6 +128,48 @@ TEST_SUITE("host models fa4 backward 0x0A") {
     for (const auto& o : b::tmem_objects_2cta()) CHECK(o.cols.end <= 512u);
   }
 
+  TEST_CASE("the kernel's TMEM map over its own schedule: legal; dQ early or no dq_free wait alias dP^T") {
+    // include/flashptx/fa4_bwd_plan.h: the columns of BwdMmaPlan and the order of bwd_tile_schedule,
+    // the objects src/sm100/fa4_bwd.cuh runs (never executed: no Blackwell GPU).
+    for (int d : {64, 128})
+      for (int J : {1, 2, 5}) {
+        CAPTURE(d);
+        CAPTURE(J);
+        const auto objs = b::kernel_tmem_objects(d, J, b::KernelTmemMutation::kNone);
+        CHECK(objs.size() == static_cast<size_t>(5 * J + 2));
+        CHECK(b::first_illegal_alias(objs) == "");
+        for (const auto& o : objs) CHECK(o.cols.end <= 512u);
+        CHECK(b::first_illegal_alias(b::kernel_tmem_objects(d, J, b::KernelTmemMutation::kDqBeforeDsReady)) ==
+              "dP^T/dQ");
+      }
+    // Without the dq_free wait, dP^T(j+1) lands on dQ(j) before the reduction warps are known to have
+    // read it (needs two steps).
+    CHECK(b::first_illegal_alias(b::kernel_tmem_objects(128, 1, b::KernelTmemMutation::kNoDqFreeWait)) == "");
+    CHECK(b::first_illegal_alias(b::kernel_tmem_objects(128, 3, b::KernelTmemMutation::kNoDqFreeWait)) == "dQ/dP^T");
+  }
+
+  TEST_CASE("the kernel's deterministic dQ writers complete in lock order; the wrong causal span deadlocks") {
+    // fa4bwd::key_block (deterministic: causal key blocks from the last) and fa4bwd::dq_lock.
+    for (bool causal : {false, true})
+      for (int sq : {128, 300, 1000})
+        for (int sk : {128, 513, 1000}) {
+          const int m_blocks = (sq + 127) / 128;
+          for (int m = 0; m < m_blocks; ++m) {
+            CAPTURE(causal);
+            CAPTURE(sq);
+            CAPTURE(sk);
+            CAPTURE(m);
+            const b::SimResult r = b::kernel_dq_writers(sq, sk, causal, m, false);
+            CHECK_FALSE(r.deadlock);
+            // Non-causal: key blocks ascending; causal (SPT): from the last block that reaches tile m down.
+            for (size_t i = 1; i < r.order.size(); ++i) CHECK(causal ? r.order[i] < r.order[i - 1] : r.order[i] > r.order[i - 1]);
+          }
+        }
+    // Counting the causal lock over every key block (not those reaching tile 0) leaves lock 0 unowned.
+    const b::SimResult bad = b::kernel_dq_writers(300, 1000, true, 0, true);
+    CHECK(bad.deadlock);
+  }
+
   TEST_CASE("writer orders: FP32 order, causal SPT locks, tail bridge") {
     const auto& c = b::fp32_example();
     CHECK(b::fp32_sum_in_order(c, {0, 1, 2, 3}) == 3.0f);  // the enforced writer order

@@ -9,6 +9,7 @@
 #include "flashptx.h"
 #include "src/kernels.h"
 #include "src/plan.h"
+#include "src/sm100/fa4_bwd_config.h"
 #include "src/sm100/fa4_fwd_config.h"
 
 namespace {
@@ -128,6 +129,86 @@ TEST_CASE("sm_100 refusals name their reason") {
   flashptx::Schedule back{};
   CHECK(flashptx::parse_schedule("clc", &back));
   CHECK(back == flashptx::Schedule::kClusterLaunchControl);
+}
+
+// ---- the backward (src/sm100/fa4_bwd.cu; NEVER RUN: no Blackwell GPU) ----
+namespace {
+alignas(256) unsigned char g_bwd[10][256];
+flashptx_bwd_params bwd_problem(int64_t sq, int64_t sk, int64_t h, int64_t hkv, int64_t d, flashptx_dtype t,
+                                int causal) {
+  flashptx_bwd_params p;
+  flashptx_bwd_params_contiguous(&p, g_bwd[0], g_bwd[1], g_bwd[2], g_bwd[3], reinterpret_cast<const float*>(g_bwd[4]),
+                                 g_bwd[5], g_bwd[6], g_bwd[7], g_bwd[8], 2, sq, sk, h, hkv, d, t, causal);
+  return p;
+}
+}  // namespace
+
+TEST_CASE("on sm_100 flashptx_bwd plans the FA4 backward and its sm_100a pre/postprocess; sm_90 keeps FA3") {
+  using namespace flashptx::fa4bwd;
+  for (int64_t d : {64, 128})
+    for (flashptx_dtype t : {FLASHPTX_BF16, FLASHPTX_FP16})
+      for (int causal : {0, 1})
+        for (int64_t hkv : {8, 2}) {
+          INFO("d=" << d << " causal=" << causal << " hkv=" << hkv);
+          const flashptx_bwd_params p = bwd_problem(300, 257, 8, hkv, d, t, causal);
+          flashptx::BwdPlan plan;
+          std::string err;
+          REQUIRE_MESSAGE(flashptx::plan_bwd(p, {}, kB200, &plan, &err) == FLASHPTX_OK, err);
+          const flashptx::KernelEntry& k = *plan.main.kernel;
+          CHECK(k.family == flashptx::Family::kFa4Bwd);
+          CHECK(k.head_dim == d);
+          CHECK(k.dtype == t);
+          CHECK(k.block_m == kBlockM);
+          CHECK(k.block_n == kBlockN);
+          CHECK(k.threads == kThreads);
+          const int smem = d == 64 ? static_cast<int>(BwdLayout<kBwdD64>::kSmemBytes)
+                                   : static_cast<int>(BwdLayout<kBwdD128>::kSmemBytes);
+          CHECK(k.smem_bytes == smem);
+          CHECK(k.smem_bytes <= 227 * 1024);
+          CHECK(plan.main.grid.x == 3u);  // key blocks of 128: ceil(257 / 128)
+          CHECK(plan.main.grid.y == 8u);
+          CHECK(plan.main.grid.z == 2u);
+          CHECK(plan.pre.kernel->family == flashptx::Family::kFa4BwdPre);
+          CHECK(plan.post_dq.kernel->family == flashptx::Family::kFa4BwdPostDq);
+          CHECK(plan.post_dq.grid.x == 3u);  // query blocks of 128: ceil(300 / 128)
+          CHECK(plan.post_dq.smem_bytes == 0);
+          CHECK(plan.post_dkv.kernel->family == flashptx::Family::kFa4BwdPostDkv);
+          CHECK(plan.post_dkv.grid.x == (hkv != 8 ? 3u : 0u));
+          // The workspace the ABI asks for covers this plan (rows padded to 128-row query blocks).
+          int64_t ws = 0;
+          REQUIRE(flashptx_bwd_workspace_size(&p, &ws) == FLASHPTX_OK);
+          CHECK(ws >= plan.workspace.total);
+          flashptx::BwdPlan h;
+          REQUIRE(flashptx::plan_bwd(p, {}, kH200, &h, &err) == FLASHPTX_OK);
+          CHECK(h.main.kernel->family == flashptx::Family::kFa3Bwd);
+          CHECK(ws >= h.workspace.total);
+        }
+  // Head dim 256 has no FA4 backward; an FA3 kernel cannot be forced on sm_100, nor FA4 on sm_90.
+  flashptx::BwdPlan plan;
+  std::string err;
+  CHECK(flashptx::plan_bwd(bwd_problem(100, 100, 4, 4, 256, FLASHPTX_BF16, 0), {}, kB200, &plan, &err) ==
+        FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
+  CHECK_MESSAGE(err.find("head dims 64 and 128") != std::string::npos, err);
+  flashptx::BwdOptions o;
+  o.kernel = "fa3_bwd_sm90_bf16_d128";
+  CHECK(flashptx::plan_bwd(bwd_problem(100, 100, 4, 4, 128, FLASHPTX_BF16, 0), o, kB200, &plan, &err) ==
+        FLASHPTX_ERR_BAD_OPTION);
+  o.kernel = "fa4_bwd_sm100_bf16_d128";
+  CHECK(flashptx::plan_bwd(bwd_problem(100, 100, 4, 4, 128, FLASHPTX_BF16, 0), o, kH200, &plan, &err) ==
+        FLASHPTX_ERR_BAD_OPTION);
+  CHECK(flashptx::plan_bwd(bwd_problem(100, 100, 4, 4, 128, FLASHPTX_BF16, 0), o, kB200, &plan, &err) == FLASHPTX_OK);
+  // FA3's rotated deterministic dQ order: never for the FA4 kernel (it walks ascending), refused if forced.
+  flashptx_bwd_params det = bwd_problem(1024, 512, 4, 4, 128, FLASHPTX_BF16, 0);
+  det.deterministic = 1;
+  flashptx::BwdOptions auto_order;
+  REQUIRE(flashptx::plan_bwd(det, auto_order, kB200, &plan, &err) == FLASHPTX_OK);
+  CHECK_FALSE(plan.dq_rotated);
+  flashptx::BwdOptions rotated;
+  rotated.dq_order = flashptx::DqOrder::kRotated;
+  CHECK(flashptx::plan_bwd(det, rotated, kB200, &plan, &err) == FLASHPTX_ERR_BAD_OPTION);
+  CHECK_MESSAGE(err.find("FA4 backward") != std::string::npos, err);
+  CHECK(flashptx::fa4_bwd_kernels().size() == 10u);
+  CHECK(std::string(flashptx::family_name(flashptx::Family::kFa4Bwd)) == "fa4_bwd");
 }
 
 }  // TEST_SUITE
