@@ -5,7 +5,10 @@
 // quantizer, tests/gpu/test_fp8_quantize.cpp), at the case's granularity and strides.
 // Rule: with ref = fp64 attention of the dequantized inputs and O_same = the same with P rounded to
 // e4m3 after the 2^8 offset and O rounded to bf16 (tools/support/fp8_attention_ref.h),
-//   max|O - ref| <= 2 max|O_same - ref| + 1e-4;  |LSE - ref| <= 1e-4 + 1e-5 |ref|.
+//   max|O - ref| <= 2 max|O_same - ref| + 1e-4;
+//   |LSE - ref| <= 2e-3 A + 1e-5 |ref| + 1e-5 per row, A = the row's largest scale * sum_e |q_e k_e|:
+//   LSE is a softmax-weighted mean of the scores, each of which Hopper's FP8 MMA accumulates with
+//   fewer mantissa bits than fp32 (the 2e-3 of tests/gpu/test_prim_wgmma.cpp's e4m3 rule).
 // Outputs poisoned (0xFFFF bf16 NaN, 0xFFFFFFFF for LSE) with guards after them: every logical
 // element is written, nothing else. Every case also runs through the release libflashptx.so and must
 // give the same bits (tests/gpu/release_lib.h).
@@ -226,9 +229,9 @@ void check_case(const Fp8Case& c, uint64_t seed) {
   CHECK_MESSAGE(clobbered == 0, c.str() << ": " << clobbered << " elements outside O written");
   check_lse_writes(l, c.batch * c.hq * c.sq, c.str());
 
-  std::vector<double> ref_o, ref_lse, same_o, same_lse;
+  std::vector<double> ref_o, ref_lse, same_o, same_lse, score_abs;
   const auto rp = pb.ref_problem();
-  flashptx::ref::fp8_attention(rp, false, &ref_o, &ref_lse);
+  flashptx::ref::fp8_attention(rp, false, &ref_o, &ref_lse, &score_abs);
   flashptx::ref::fp8_attention(rp, true, &same_o, &same_lse);
   double e_o = 0, e_same = 0, e_lse = 0, lse_excess = 0;
   int64_t lse_inf_bad = 0;
@@ -247,12 +250,13 @@ void check_case(const Fp8Case& c, uint64_t seed) {
           lse_inf_bad += !(std::isinf(want) && std::isinf(got) && want < 0 && got < 0);
         } else {
           e_lse = std::max(e_lse, std::fabs(got - want));
-          lse_excess = std::max(lse_excess, std::fabs(got - want) - (1e-4 + 1e-5 * std::fabs(want)));
+          lse_excess =
+              std::max(lse_excess, std::fabs(got - want) - (2e-3 * score_abs[li] + 1e-5 * std::fabs(want) + 1e-5));
         }
       }
   const double tol = 2 * e_same + 1e-4;
   CHECK_MESSAGE(e_o <= tol, c.str() << ": max|O - ref| = " << e_o << " > " << tol << " (O_same: " << e_same << ")");
-  CHECK_MESSAGE(lse_excess <= 0, c.str() << ": max|LSE - ref| = " << e_lse << " beyond 1e-4 + 1e-5|ref|");
+  CHECK_MESSAGE(lse_excess <= 0, c.str() << ": max|LSE - ref| = " << e_lse << ", beyond its row's bound by " << lse_excess);
   CHECK_MESSAGE(lse_inf_bad == 0, c.str() << ": " << lse_inf_bad << " rows disagree on LSE = -inf");
 
   if (release_lib().loaded()) {

@@ -28,12 +28,14 @@ double Fp8Tensor::at(int64_t b, int64_t s, int64_t h, int64_t e) const {
   return code * static_cast<double>(descale[fp8_descale_index(granularity, heads, seqlen, b, h, s)]);
 }
 
-void fp8_attention(const Fp8Attention& a, bool same_precision, std::vector<double>* o, std::vector<double>* lse) {
+void fp8_attention(const Fp8Attention& a, bool same_precision, std::vector<double>* o, std::vector<double>* lse,
+                   std::vector<double>* score_abs) {
   const int64_t B = a.batch, SQ = a.seqlen_q, SK = a.seqlen_k, HQ = a.heads_q, HKV = a.heads_kv, D = a.head_dim;
   const double scale = a.softmax_scale > 0 ? a.softmax_scale : 1.0 / std::sqrt(static_cast<double>(D));
   const double log2e = 1.4426950408889634;
   o->assign(static_cast<size_t>(B * SQ * HQ * D), 0.0);
   lse->assign(static_cast<size_t>(B * HQ * SQ), -std::numeric_limits<double>::infinity());
+  if (score_abs != nullptr) score_abs->assign(static_cast<size_t>(B * HQ * SQ), 0.0);
   std::vector<double> kd(static_cast<size_t>(SK * D)), vd(static_cast<size_t>(SK * D)), x(static_cast<size_t>(SK));
   std::vector<double> qrow(static_cast<size_t>(D));
   for (int64_t b = 0; b < B; ++b)
@@ -48,13 +50,18 @@ void fp8_attention(const Fp8Attention& a, bool same_precision, std::vector<doubl
           const int64_t visible = a.causal ? std::min<int64_t>(SK, i + (SK - SQ) + 1) : SK;
           if (visible <= 0) continue;  // O = 0, LSE = -inf
           for (int64_t e = 0; e < D; ++e) qrow[e] = a.q.at(b, i, h, e);
-          double m = -std::numeric_limits<double>::infinity();
+          double m = -std::numeric_limits<double>::infinity(), abs_max = 0;
           for (int64_t j = 0; j < visible; ++j) {
-            double dot = 0;
-            for (int64_t e = 0; e < D; ++e) dot += qrow[e] * kd[j * D + e];
+            double dot = 0, dot_abs = 0;
+            for (int64_t e = 0; e < D; ++e) {
+              dot += qrow[e] * kd[j * D + e];
+              dot_abs += std::fabs(qrow[e] * kd[j * D + e]);
+            }
             x[j] = dot * scale * log2e;  // base 2
             m = std::max(m, x[j]);
+            abs_max = std::max(abs_max, dot_abs * scale);
           }
+          if (score_abs != nullptr) (*score_abs)[(b * HQ + h) * SQ + i] = abs_max;
           double l = 0;
           double* orow = &(*o)[((b * SQ + i) * HQ + h) * D];
           for (int64_t j = 0; j < visible; ++j) {

@@ -33,6 +33,10 @@ struct Fp8Attention {
 // O dense [batch, seqlen_q, heads_q, head_dim], LSE [batch, heads_q, seqlen_q] (natural log; -inf for
 // a row without a visible key, whose O is 0). same_precision: P = e4m3(2^(x - m + 8)) with m the row
 // max (x the scores in base 2), the row sum of the unrounded values, O rounded to bf16.
-void fp8_attention(const Fp8Attention& a, bool same_precision, std::vector<double>* o, std::vector<double>* lse);
+// score_abs (optional, [batch, heads_q, seqlen_q]): per row, the largest softmax_scale * sum_e |q_e k_e|
+// over its visible keys (natural-log units): what bounds the error of a score whose products are
+// accumulated with fewer mantissa bits than fp32 (Hopper's FP8 MMA; tests/gpu/test_prim_wgmma.cpp).
+void fp8_attention(const Fp8Attention& a, bool same_precision, std::vector<double>* o, std::vector<double>* lse,
+                   std::vector<double>* score_abs = nullptr);
 
 }  // namespace flashptx::ref
