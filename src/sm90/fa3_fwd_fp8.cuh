@@ -68,15 +68,13 @@
 #include "flashptx/ring.h"
 #include "flashptx/tile_scheduler.h"
 #include "src/sm90/fa3_fwd_fp8_config.h"
+#include "src/sm90/fa3_fwd_fp8_math.h"
 
 #if defined(__CUDA_ARCH__) && !FLASHPTX_HAS_SM90A
 #error "src/sm90/fa3_fwd_fp8.cuh is Hopper code: compile it with -gencode arch=compute_90a,code=sm_90a"
 #endif
 
 namespace flashptx::fa3::fp8 {
-
-constexpr float kOffsetLog2 = 8.0f;           // P = 2^(x - m + 8): the 2^8 probability offset
-constexpr float kLn2 = 0.693147180559945309f;
 
 // The e4m3 tiles' swizzle mode for a row width (swizzle_unit in the config header gives the pattern).
 template <int RowBytes>
@@ -132,10 +130,6 @@ __device__ __forceinline__ float quad_sum(float x) {
   x += __shfl_xor_sync(0xffffffffu, x, 1);
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
-
-// A descale as the kernel uses it: a zero descale (an all-zero group, as flashptx_quantize_fp8 writes
-// it) has all-zero codes, whose contribution is 0 whatever the factor: 1 keeps the rescale finite.
-__device__ __forceinline__ float descale_or_one(float d) { return d > 0.f ? d : 1.f; }
 
 // ==================================== PRODUCER ====================================================
 template <Fp8Config C>
@@ -277,9 +271,8 @@ struct Consumer {
   __device__ __forceinline__ float dv_of(int n) const {
     return descale_or_one(p.descale_v[p.iv.at(t.batch, t.head_kv, n * kBlockN / kFp8ScaleRows)]);
   }
-  // The exponent's scale of block n: softmax_scale * log2(e) * dQ * dK_n, kept above 0 (a zero
-  // descale would turn a masked -inf into NaN; 1e-30 gives the same zero scores).
-  __device__ __forceinline__ float scale_of(int n) const { return fmaxf(p.softmax_scale_log2 * dq * dk_of(n), 1e-30f); }
+  // The exponent's scale of block n (fa3_fwd_fp8_math.h block_scale).
+  __device__ __forceinline__ float scale_of(int n) const { return block_scale(p.softmax_scale_log2, dq, dk_of(n)); }
 
   // ---- the two GEMMs ----------------------------------------------------------------------
   // S = Q K^T: kD/32 k-steps of 32 bytes, kKPerChunk per swizzled chunk (+32 B each).
@@ -351,14 +344,8 @@ struct Consumer {
 #pragma unroll
       for (int i = 0; i < kBlockN / 8; ++i) mx = fmaxf(mx, fmaxf(s_acc[4 * i + 2 * h], s_acc[4 * i + 2 * h + 1]));
       mx = quad_max(mx);
-      const float m_blk = mx == -INFINITY ? -INFINITY : mx * scale;
-      const float m_new = fmaxf(row_max[h], m_blk);
-      // A row with no visible key so far keeps max -inf: exponent reference 0, so exp2(-inf) = 0,
-      // never NaN; its O and l stay exactly 0 (alpha = 0 keeps them so).
-      const float ref = m_new == -INFINITY ? 0.f : m_new;
-      alpha[h] = row_max[h] == -INFINITY ? 0.f : ptx::ex2_approx_ftz_f32(row_max[h] - ref);
-      row_max[h] = m_new;
-      const float bias = kOffsetLog2 - ref;
+      float bias;
+      alpha[h] = row_update(row_max[h], mx, scale, &bias, [](float x) { return ptx::ex2_approx_ftz_f32(x); });
       float sum = 0.f;
 #pragma unroll
       for (int i = 0; i < kBlockN / 8; ++i) {
@@ -469,13 +456,11 @@ struct Consumer {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const float l = quad_sum(row_sum[h]);
-      const float f = l > 0.f ? dv_cur / l : 0.f;
+      const float f = out_factor(dv_cur, l);
       const int row = row0 + 8 * h;
       if (row >= p.seqlen_q) continue;
       if (p.lse != nullptr && q4 == 0) {
-        // LSE = ln(sum exp(score)) = ln 2 * (m + log2 l - 8): l carries the 2^8 offset.
-        const float lse = l > 0.f ? row_max[h] * kLn2 + logf(l) - kOffsetLog2 * kLn2 : -INFINITY;
-        p.lse[(static_cast<int64_t>(t.batch) * p.heads_q + t.head) * p.seqlen_q + row] = lse;
+        p.lse[(static_cast<int64_t>(t.batch) * p.heads_q + t.head) * p.seqlen_q + row] = lse_of(row_max[h], l);
       }
       uint16_t* o_row = p.o + t.batch * p.o_sb + static_cast<int64_t>(row) * p.o_ss + t.head * p.o_sh;
 #pragma unroll

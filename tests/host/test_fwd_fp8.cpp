@@ -14,6 +14,8 @@
 #include "flashptx.h"
 #include "src/models/fp8.h"
 #include "src/sm90/fa3_fwd_fp8_config.h"
+#include "src/sm90/fa3_fwd_fp8_math.h"
+#include "include/flashptx/tile_scheduler.h"
 #include "tools/support/fp8_attention_ref.h"
 #include "tools/support/dtype.h"
 #include "tools/support/fp8_quant_ref.h"
@@ -92,6 +94,81 @@ std::vector<uint8_t> emulate_transpose(const std::vector<uint8_t>& raw, int d, i
 // The PV wgmma's view of a Vt stage: B[key][dim] (K-major, swizzled rows of block_n bytes).
 uint8_t vt_at(const std::vector<uint8_t>& vt, int block_n, int dim, int key) {
   return vt[static_cast<size_t>(dim * block_n + swizzle_unit(dim, key / 16, block_n) * 16 + key % 16)];
+}
+
+
+// ---- the consumer's block walk, replayed on the host ------------------------------------------
+// Consumer::run of src/sm90/fa3_fwd_fp8.cuh row by row: K/V blocks right to left, S in fp32 from the
+// codes, the mask, the kernel's own row_update / block_scale / out_factor / lse_of
+// (src/sm90/fa3_fwd_fp8_math.h, exp2f for ex2.approx), P rounded to e4m3, O accumulated in fp32 in
+// the unit of the last block's dV and rescaled by alpha * dV_prev / dV_n. Mutations break one rule.
+enum class EmuMutation { none, dv_once_at_end, dk_of_first_block };
+void emulate(const flashptx::ref::Fp8Attention& a, int block_n, EmuMutation mut, std::vector<double>* o,
+             std::vector<double>* lse) {
+  namespace k = flashptx::fa3::fp8;
+  const int64_t B = a.batch, SQ = a.seqlen_q, SK = a.seqlen_k, HQ = a.heads_q, HKV = a.heads_kv, D = a.head_dim;
+  const double scale = a.softmax_scale > 0 ? a.softmax_scale : 1.0 / std::sqrt(static_cast<double>(D));
+  const float scale_log2 = static_cast<float>(scale * 1.4426950408889634);
+  o->assign(static_cast<size_t>(B * SQ * HQ * D), 0.0);
+  lse->assign(static_cast<size_t>(B * HQ * SQ), 0.0);
+  auto code = [](const flashptx::ref::Fp8Tensor& t, int64_t b, int64_t s, int64_t h, int64_t e) {
+    return static_cast<float>(flashptx::ref::e4m3_decode(t.codes[b * t.sb + s * t.ss + h * t.sh + e * t.sd]));
+  };
+  auto ds = [](const flashptx::ref::Fp8Tensor& t, int64_t b, int64_t h, int64_t s) {
+    return t.descale[flashptx::ref::fp8_descale_index(t.granularity, t.heads, t.seqlen, b, h, s)];
+  };
+  auto ex2 = [](float x) { return exp2f(x); };
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < HQ; ++h) {
+      const int64_t hk = h / (HQ / HKV);
+      for (int64_t i = 0; i < SQ; ++i) {
+        const int m_block = static_cast<int>(i / 128);
+        const int n_max = a.causal ? flashptx::causal_n_blocks(m_block, 128, block_n, static_cast<int>(SQ), static_cast<int>(SK))
+                                   : flashptx::n_blocks(block_n, static_cast<int>(SK));
+        const float dq = ds(a.q, b, h, static_cast<int64_t>(m_block) * 128);
+        float row_max = -INFINITY, row_sum = 0.f, dv_cur = 1.f;
+        std::vector<float> acc(static_cast<size_t>(D), 0.f), s(static_cast<size_t>(block_n));
+        for (int j = 0; j < n_max; ++j) {
+          const int n = n_max - 1 - j;
+          const float dk = ds(a.k, b, hk, static_cast<int64_t>(mut == EmuMutation::dk_of_first_block ? 0 : n) * block_n);
+          const float dv_n = k::descale_or_one(ds(a.v, b, hk, static_cast<int64_t>(n) * block_n));
+          const float sc = k::block_scale(scale_log2, dq, dk);
+          float mx = -INFINITY;
+          for (int c = 0; c < block_n; ++c) {
+            const int64_t key = static_cast<int64_t>(n) * block_n + c;
+            const bool masked = key >= SK || (a.causal && key > i + (SK - SQ));
+            float dot = 0.f;
+            if (!masked)
+              for (int64_t e = 0; e < D; ++e) dot += code(a.q, b, i, h, e) * code(a.k, b, key, hk, e);
+            s[static_cast<size_t>(c)] = masked ? -INFINITY : dot;
+            mx = std::max(mx, s[static_cast<size_t>(c)]);
+          }
+          float bias;
+          const float alpha = k::row_update(row_max, mx, sc, &bias, ex2);
+          float sum = 0.f;
+          for (auto& x : s) {
+            x = exp2f(std::fma(x, sc, bias));
+            sum += x;
+          }
+          row_sum = row_sum * alpha + sum;
+          const float ratio = mut == EmuMutation::dv_once_at_end ? 1.f : dv_cur / dv_n;
+          if (j > 0)
+            for (auto& x : acc) x *= alpha * ratio;
+          for (int c = 0; c < block_n; ++c) {
+            const int64_t key = static_cast<int64_t>(n) * block_n + c;
+            if (key >= SK) continue;  // TMA's zero fill: V is 0 there (and P is 0)
+            const float p8 = static_cast<float>(flashptx::ref::e4m3_decode(flashptx::ref::e4m3_encode(s[static_cast<size_t>(c)])));
+            for (int64_t e = 0; e < D; ++e) acc[static_cast<size_t>(e)] += p8 * code(a.v, b, key, hk, e);
+          }
+          dv_cur = dv_n;  // (dv_once_at_end: every block then weighted by the last block's dV)
+        }
+        const float f = k::out_factor(dv_cur, row_sum);
+        for (int64_t e = 0; e < D; ++e)
+          (*o)[static_cast<size_t>(((b * SQ + i) * HQ + h) * D + e)] =
+              flashptx::bf16_to_float(flashptx::float_to_bf16(acc[static_cast<size_t>(e)] * f));
+        (*lse)[static_cast<size_t>((b * HQ + h) * SQ + i)] = k::lse_of(row_max, row_sum);
+      }
+    }
 }
 
 }  // namespace
@@ -209,6 +286,56 @@ TEST_CASE("P repair + transposed V: the RS wgmma's A x B equals P V exactly (and
     if (pair_v) CHECK(err == 0);
     else CHECK(err > 0);  // the repair alone, V in natural order: the pairing is what makes it exact
   }
+}
+
+TEST_CASE("the kernel's block walk replayed on the host meets the GPU suite's rule; broken scale rules do not") {
+  // Per-block descales that differ a lot between blocks: rows of block r scaled by 4^(r % 3 - 1).
+  const int64_t B = 1, SQ = 200, SK = 300, HQ = 2, HKV = 1, D = 64;
+  std::mt19937 rng(31);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  auto make = [&](int64_t s, int64_t heads, std::vector<uint8_t>* c, std::vector<float>* dsc) {
+    std::vector<uint16_t> in(static_cast<size_t>(B * s * heads * D));
+    for (int64_t r = 0; r < s; ++r)
+      for (int64_t x = 0; x < heads * D; ++x)
+        in[static_cast<size_t>(r * heads * D + x)] =
+            flashptx::float_to_bf16(nd(rng) * std::ldexp(1.f, 2 * static_cast<int>((r / 128) % 3) - 2));
+    c->assign(in.size(), 0);
+    dsc->assign(static_cast<size_t>(B * heads * ((s + 127) / 128)), 0.f);
+    flashptx::ref::quantize_fp8({in.data(), c->data(), dsc->data(), B, s, heads, D, s * heads * D, heads * D, D,
+                                 s * heads * D, heads * D, D, true, FLASHPTX_FP8_SCALE_PER_BLOCK, 0});
+  };
+  std::vector<uint8_t> q, k, v;
+  std::vector<float> dq, dk, dv;
+  make(SQ, HQ, &q, &dq);
+  make(SK, HKV, &k, &dk);
+  make(SK, HKV, &v, &dv);
+  for (bool causal : {false, true})
+    for (int block_n : {64, 128}) {
+      CAPTURE(causal);
+      CAPTURE(block_n);
+      flashptx::ref::Fp8Attention a;
+      a.batch = B; a.seqlen_q = SQ; a.seqlen_k = SK; a.heads_q = HQ; a.heads_kv = HKV; a.head_dim = D;
+      a.causal = causal;
+      a.q = {q.data(), SQ * HQ * D, HQ * D, D, 1, dq.data(), FLASHPTX_FP8_SCALE_PER_BLOCK, HQ, SQ};
+      a.k = {k.data(), SK * HKV * D, HKV * D, D, 1, dk.data(), FLASHPTX_FP8_SCALE_PER_BLOCK, HKV, SK};
+      a.v = {v.data(), SK * HKV * D, HKV * D, D, 1, dv.data(), FLASHPTX_FP8_SCALE_PER_BLOCK, HKV, SK};
+      std::vector<double> ref_o, ref_lse, same_o, same_lse, abs_s;
+      flashptx::ref::fp8_attention(a, false, &ref_o, &ref_lse, &abs_s);
+      flashptx::ref::fp8_attention(a, true, &same_o, &same_lse);
+      double e_same = 0;
+      for (size_t i = 0; i < ref_o.size(); ++i) e_same = std::max(e_same, std::fabs(same_o[i] - ref_o[i]));
+      for (EmuMutation m : {EmuMutation::none, EmuMutation::dv_once_at_end, EmuMutation::dk_of_first_block}) {
+        CAPTURE(static_cast<int>(m));
+        std::vector<double> o, lse;
+        emulate(a, block_n, m, &o, &lse);
+        double e = 0, el = 0;
+        for (size_t i = 0; i < o.size(); ++i) e = std::max(e, std::fabs(o[i] - ref_o[i]));
+        for (size_t i = 0; i < lse.size(); ++i) el = std::max(el, std::fabs(lse[i] - ref_lse[i]) - 2e-3 * abs_s[i]);
+        const bool holds = e <= 2 * e_same + 1e-4 && el <= 1e-4;
+        if (m == EmuMutation::none) CHECK_MESSAGE(holds, "max|O - ref| " << e << " vs O_same " << e_same << "; LSE excess " << el);
+        else CHECK_MESSAGE(!holds, "a broken scale rule passed: max|O - ref| " << e << " vs O_same " << e_same);
+      }
+    }
 }
 
 TEST_CASE("shared-memory plans and register splits of the three kernels") {
