@@ -71,22 +71,27 @@ static flashptx_status launch_fp8(const flashptx_fwd_fp8_params& a, const void* 
   std::string err;
   bool ok = encode_e4m3_rows(&p.tma_q, a.q, a.batch, a.seqlen_q, a.heads_q, a.head_dim, a.q_batch_stride,
                              a.q_row_stride, a.q_head_stride, L::kQKChunkBytes, L::kBlockM, qk_swz, &err);
-  // seqlen_k 0: no tile loads K or V (n_max = 0); the maps still need valid extents.
-  const int64_t sk = a.seqlen_k > 0 ? a.seqlen_k : 1;
-  ok = ok && encode_e4m3_rows(&p.tma_k, a.k, a.batch, sk, a.heads_kv, a.head_dim, a.k_batch_stride, a.k_row_stride,
-                              a.k_head_stride, L::kQKChunkBytes, C.block_n, qk_swz, &err);
+  // seqlen_k 0: no tile loads K or V (n_max = 0), but a map needs an extent >= 1 and valid strides:
+  // one row, dense strides (the caller's may be zero then), as the bf16 forward's plan does.
+  const bool no_keys = a.seqlen_k == 0;
+  const int64_t sk = no_keys ? 1 : a.seqlen_k;
+  const int64_t row = a.heads_kv * a.head_dim;  // one dense row of all kv heads
+  ok = ok && encode_e4m3_rows(&p.tma_k, a.k, a.batch, sk, a.heads_kv, a.head_dim, no_keys ? row : a.k_batch_stride,
+                              no_keys ? row : a.k_row_stride, no_keys ? a.head_dim : a.k_head_stride, L::kQKChunkBytes,
+                              C.block_n, qk_swz, &err);
   if (a.v_layout == FLASHPTX_FP8_V_ROW_MAJOR) {
     // Raw rows of d bytes, no swizzle: the producer warpgroup transposes them.
-    ok = ok && encode_e4m3_rows(&p.tma_v, a.v, a.batch, sk, a.heads_kv, a.head_dim, a.v_batch_stride, a.v_row_stride,
-                                a.v_head_stride, static_cast<uint32_t>(C.head_dim), C.block_n,
-                                CU_TENSOR_MAP_SWIZZLE_NONE, &err);
+    ok = ok && encode_e4m3_rows(&p.tma_v, a.v, a.batch, sk, a.heads_kv, a.head_dim, no_keys ? row : a.v_batch_stride,
+                                no_keys ? row : a.v_row_stride, no_keys ? a.head_dim : a.v_head_stride,
+                                static_cast<uint32_t>(C.head_dim), C.block_n, CU_TENSOR_MAP_SWIZZLE_NONE, &err);
   } else {
     // V^T [batch, heads_kv, d, seqlen_k]: dims (key, dim, head, batch); box (block_n keys, d rows),
-    // the Vt stage's swizzle. The key extent is padded to 16 bytes only as a stride, never read past.
+    // the Vt stage's swizzle. Keys past seqlen_k are TMA's zero fill.
     uint64_t dims[4] = {static_cast<uint64_t>(sk), static_cast<uint64_t>(a.head_dim), static_cast<uint64_t>(a.heads_kv),
                         static_cast<uint64_t>(a.batch)};
-    uint64_t strides[3] = {static_cast<uint64_t>(a.v_dim_stride), static_cast<uint64_t>(a.v_head_stride),
-                           static_cast<uint64_t>(a.v_batch_stride)};
+    uint64_t strides[3] = {static_cast<uint64_t>(no_keys ? 16 : a.v_dim_stride),
+                           static_cast<uint64_t>(no_keys ? 16 * a.head_dim : a.v_head_stride),
+                           static_cast<uint64_t>(no_keys ? 16 * a.head_dim * a.heads_kv : a.v_batch_stride)};
     if (a.heads_kv == 1) strides[1] = strides[0] * static_cast<uint64_t>(a.head_dim);
     if (a.batch == 1) strides[2] = strides[1] * static_cast<uint64_t>(a.heads_kv);
     uint32_t box[4] = {static_cast<uint32_t>(C.block_n), static_cast<uint32_t>(C.head_dim), 1, 1};
