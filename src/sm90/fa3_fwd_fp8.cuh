@@ -242,6 +242,11 @@ struct Consumer {
   // wgmma D fragment: this thread holds rows r0 and r0 + 8 of the warpgroup's 64, columns
   // 8i + 2q + {0, 1} of every n8 block i.
   const int q4, r0;
+  // The launch's lengths and mask, kept in registers (read from the parameter block once, not per
+  // masked element).
+  const int seqlen_q, seqlen_k;
+  const bool causal;
+  const int diag;  // seqlen_k - seqlen_q: the bottom-right causal alignment offset
   const uint64_t desc_q;  // this warpgroup's 64 Q rows, K-major
 
   float o[kD / 2];                   // O accumulator, in the unit of dv_cur
@@ -257,6 +262,7 @@ struct Consumer {
 
   __device__ __forceinline__ Consumer(const FwdFp8Params& p_, const Smem<C>& sm_, int g_)
       : p(p_), sm(sm_), g(g_), lane(threadIdx.x % 32), q4(lane % 4), r0(16 * ((threadIdx.x % 128) / 32) + lane / 4),
+        seqlen_q(p_.seqlen_q), seqlen_k(p_.seqlen_k), causal(p_.causal != 0), diag(p_.seqlen_k - p_.seqlen_q),
         desc_q(ptx::make_smem_desc(sm_.q() + 64 * g_ * L::kQKChunkBytes, 0, QKSwz::kAtomBytes, QKSwz::kMode)) {}
 
   __device__ __forceinline__ void release(uint32_t empty_bar, RingState<C.stages>& ring) {
@@ -317,18 +323,16 @@ struct Consumer {
 
   // ---- softmax ------------------------------------------------------------------------------
   __device__ __forceinline__ bool block_needs_mask(int n) const {
-    return (n + 1) * kBlockN > p.seqlen_k ||
-           (p.causal && (n + 1) * kBlockN - 1 > t.m_block * kBlockM + (p.seqlen_k - p.seqlen_q));
+    return (n + 1) * kBlockN > seqlen_k || (causal && (n + 1) * kBlockN - 1 > t.m_block * kBlockM + diag);
   }
   __device__ __forceinline__ void apply_mask(int n) {
-    const int diag = p.seqlen_k - p.seqlen_q;
 #pragma unroll
     for (int i = 0; i < kBlockN / 8; ++i) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int col = n * kBlockN + 8 * i + 2 * q4 + (e & 1);
         const int row = row0 + 8 * (e >> 1);
-        const bool masked = col >= p.seqlen_k || (p.causal && col > row + diag);
+        const bool masked = col >= seqlen_k || (causal && col > row + diag);
         s_acc[4 * i + e] = masked ? -INFINITY : s_acc[4 * i + e];
       }
     }
@@ -458,7 +462,7 @@ struct Consumer {
       const float l = quad_sum(row_sum[h]);
       const float f = out_factor(dv_cur, l);
       const int row = row0 + 8 * h;
-      if (row >= p.seqlen_q) continue;
+      if (row >= seqlen_q) continue;
       if (p.lse != nullptr && q4 == 0) {
         p.lse[(static_cast<int64_t>(t.batch) * p.heads_q + t.head) * p.seqlen_q + row] = lse_of(row_max[h], l);
       }
