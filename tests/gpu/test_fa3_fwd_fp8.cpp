@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -462,6 +463,88 @@ TEST_CASE("RMSE of O vs fp64 with outlier channels: per tensor, per block, per b
   CHECK(std::isfinite(per_block));
   CHECK(std::isfinite(hadamard));
   CHECK_MESSAGE(per_tensor > hadamard, "per tensor " << per_tensor << " <= per block + Hadamard " << hadamard);
+}
+
+}  // TEST_SUITE
+
+// ---- a benchmark (prints, asserts nothing about speed) ---------------------------------------------
+// The FA3 grid's two headline shapes of issue 11, FP8 beside our bf16 forward on the same shapes:
+// CUDA events around 20 back-to-back launches after 3 warm-ups, the median of 5 such rounds; FLOPs
+// 4 B H Sq Sk d (non-causal). Inputs: e4m3 codes of N(0,1) samples, per-block descales of 1/64; bf16
+// N(0,1) for the bf16 forward. Warm L2 (the same buffers every launch): not the **bench** method of
+// tools/NOTES.md, a first look only.
+namespace {
+
+double time_ms(const std::function<flashptx_status()>& launch) {
+  for (int i = 0; i < 3; ++i) REQUIRE(launch() == FLASHPTX_OK);
+  CUDA_REQUIRE(cudaDeviceSynchronize());
+  cudaEvent_t e0, e1;
+  CUDA_REQUIRE(cudaEventCreate(&e0));
+  CUDA_REQUIRE(cudaEventCreate(&e1));
+  std::vector<float> rounds;
+  for (int r = 0; r < 5; ++r) {
+    CUDA_REQUIRE(cudaEventRecord(e0));
+    for (int i = 0; i < 20; ++i) REQUIRE(launch() == FLASHPTX_OK);
+    CUDA_REQUIRE(cudaEventRecord(e1));
+    CUDA_REQUIRE(cudaEventSynchronize(e1));
+    float ms = 0;
+    CUDA_REQUIRE(cudaEventElapsedTime(&ms, e0, e1));
+    rounds.push_back(ms / 20);
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  std::sort(rounds.begin(), rounds.end());
+  return rounds[2];
+}
+
+void bench_shape(int64_t B, int64_t S, int64_t H, int64_t D) {
+  const size_t n = static_cast<size_t>(B * S * H * D);
+  std::mt19937_64 rng(0xbe7c);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  uint8_t table8[256];
+  uint16_t table16[256];
+  for (int i = 0; i < 256; ++i) {
+    const float x = nd(rng);
+    table8[i] = flashptx::ref::e4m3_encode(x * 64.0);
+    table16[i] = flashptx::float_to_bf16(x);
+  }
+  std::vector<uint8_t> h8(n);
+  std::vector<uint16_t> h16(n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t r = rng();
+    h8[i] = table8[r & 255];
+    h16[i] = table16[(r >> 8) & 255];
+  }
+  DeviceBuf q8(n), k8(n), v8(n), o(n * 2), q16(n * 2), k16(n * 2), v16(n * 2), o16(n * 2);
+  const int64_t nds = B * H * ((S + 127) / 128);
+  std::vector<float> ds(static_cast<size_t>(nds), 1.f / 64);
+  DeviceBuf dsq(nds * 4), dsk(nds * 4), dsv(nds * 4);
+  for (DeviceBuf* b : {&q8, &k8, &v8}) CUDA_REQUIRE(cudaMemcpy(b->p, h8.data(), n, cudaMemcpyHostToDevice));
+  for (DeviceBuf* b : {&q16, &k16, &v16}) CUDA_REQUIRE(cudaMemcpy(b->p, h16.data(), n * 2, cudaMemcpyHostToDevice));
+  for (DeviceBuf* b : {&dsq, &dsk, &dsv}) CUDA_REQUIRE(cudaMemcpy(b->p, ds.data(), nds * 4, cudaMemcpyHostToDevice));
+  flashptx_fwd_fp8_params p8;
+  flashptx_fwd_fp8_params_contiguous(&p8, q8.p, k8.p, v8.p, o.p, nullptr, static_cast<const float*>(dsq.p),
+                                     static_cast<const float*>(dsk.p), static_cast<const float*>(dsv.p), B, S, S, H, H,
+                                     D, kB, 0);
+  flashptx_fwd_params p16;
+  flashptx_fwd_params_contiguous(&p16, q16.p, k16.p, v16.p, o16.p, nullptr, B, S, S, H, H, D, FLASHPTX_BF16, 0);
+  const double flops = 4.0 * static_cast<double>(B * H) * static_cast<double>(S) * static_cast<double>(S) * D;
+  const double ms8 = time_ms([&] { return flashptx_fwd_fp8(&p8, nullptr); });
+  const double ms16 = time_ms([&] { return flashptx_fwd(&p16, nullptr); });
+  std::printf("fa3 fp8 bench d%lld s%lld b%lld h%lld non-causal: fp8 %.3f ms %.0f TFLOP/s; bf16 %.3f ms %.0f TFLOP/s; "
+              "ratio %.2f (warm L2, events, median of 5 x 20)\n",
+              static_cast<long long>(D), static_cast<long long>(S), static_cast<long long>(B), static_cast<long long>(H),
+              ms8, flops / ms8 * 1e-9, ms16, flops / ms16 * 1e-9, ms16 / ms8);
+  CHECK(ms8 > 0);
+}
+
+}  // namespace
+
+TEST_SUITE("gpu_sm90 fa3 fp8 bench") {
+
+TEST_CASE("d128 8k and d256 16k, non-causal: FP8 beside bf16 (printed, not asserted)") {
+  bench_shape(2, 8192, 16, 128);
+  bench_shape(1, 16384, 16, 256);
 }
 
 }  // TEST_SUITE
