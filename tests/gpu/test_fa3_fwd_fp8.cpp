@@ -472,7 +472,9 @@ TEST_CASE("RMSE of O vs fp64 with outlier channels: per tensor, per block, per b
 // CUDA events around 20 back-to-back launches after 3 warm-ups, the median of 5 such rounds; FLOPs
 // 4 B H Sq Sk d (non-causal). Inputs: e4m3 codes of N(0,1) samples, per-block descales of 1/64; bf16
 // N(0,1) for the bf16 forward. Warm L2 (the same buffers every launch): not the **bench** method of
-// tools/NOTES.md, a first look only.
+// tools/NOTES.md, a first look only. Both through the release libflashptx.so (tests/gpu/release_lib.h):
+// the test build's bounded waits serialise the wgmma pipeline (Makefile, C7510), so its timing means
+// nothing.
 namespace {
 
 double time_ms(const std::function<flashptx_status()>& launch) {
@@ -529,10 +531,12 @@ void bench_shape(int64_t B, int64_t S, int64_t H, int64_t D) {
   flashptx_fwd_params p16;
   flashptx_fwd_params_contiguous(&p16, q16.p, k16.p, v16.p, o16.p, nullptr, B, S, S, H, H, D, FLASHPTX_BF16, 0);
   const double flops = 4.0 * static_cast<double>(B * H) * static_cast<double>(S) * static_cast<double>(S) * D;
-  const double ms8 = time_ms([&] { return flashptx_fwd_fp8(&p8, nullptr); });
-  const double ms16 = time_ms([&] { return flashptx_fwd(&p16, nullptr); });
+  const auto& rel = release_lib();
+  REQUIRE_MESSAGE(rel.loaded(), rel.why);
+  const double ms8 = time_ms([&] { return rel.fwd_fp8(&p8, nullptr); });
+  const double ms16 = time_ms([&] { return rel.fwd(&p16, nullptr); });
   std::printf("fa3 fp8 bench d%lld s%lld b%lld h%lld non-causal: fp8 %.3f ms %.0f TFLOP/s; bf16 %.3f ms %.0f TFLOP/s; "
-              "ratio %.2f (warm L2, events, median of 5 x 20)\n",
+              "ratio %.2f (release library, warm L2, events, median of 5 x 20)\n",
               static_cast<long long>(D), static_cast<long long>(S), static_cast<long long>(B), static_cast<long long>(H),
               ms8, flops / ms8 * 1e-9, ms16, flops / ms16 * 1e-9, ms16 / ms8);
   CHECK(ms8 > 0);
@@ -540,7 +544,7 @@ void bench_shape(int64_t B, int64_t S, int64_t H, int64_t D) {
 
 }  // namespace
 
-TEST_SUITE("gpu_sm90 fa3 fp8 bench") {
+TEST_SUITE("gpu_sm90 release fa3 fp8 bench") {
 
 TEST_CASE("d128 8k and d256 16k, non-causal: FP8 beside bf16 (printed, not asserted)") {
   bench_shape(2, 8192, 16, 128);
