@@ -383,11 +383,10 @@ struct Consumer {
         pfrag[k][w] = pack4(s_acc[p_acc_index(k, w, 0)], s_acc[p_acc_index(k, w, 1)], s_acc[p_acc_index(k, w, 2)],
                             s_acc[p_acc_index(k, w, 3)]);
     if (p.v_keys_contiguous) {
-      // Natural order: thread q needs keys 4q..4q+3 = the low (q < 2) or high (q >= 2) byte pairs of
-      // the words of threads 2q % 4 and (2q + 1) % 4 of its quad.
+      // Natural order (fa3_fwd_fp8_config.h natural_src / natural_selector).
       const int base = lane & ~3;
-      const int src_x = base | ((2 * q4) & 3), src_y = base | ((2 * q4 + 1) & 3);
-      const uint32_t sel = q4 < 2 ? 0x5410u : 0x7632u;
+      const int src_x = base | natural_src(q4, 0), src_y = base | natural_src(q4, 1);
+      const uint32_t sel = natural_selector(q4);
 #pragma unroll
       for (int k = 0; k < kBlockN / 32; ++k)
 #pragma unroll

@@ -61,6 +61,12 @@ constexpr int p_acc_index(int k, int w, int i) {
   const int j = 2 * (w >> 1) + (i >> 1), e = 2 * (w & 1) + (i & 1);
   return 16 * k + 4 * j + e;
 }
+// With V^T given (keys in natural order in Vt), each word is put in natural key order by an exchange
+// inside the quad: thread q needs keys 4q..4q+3 of its 16, the low (q < 2) or high (q >= 2) byte pairs
+// of the words of quad threads natural_src(q, 0) and natural_src(q, 1), joined by prmt with
+// natural_selector(q) ({x.b0, x.b1, y.b0, y.b1} or {x.b2, x.b3, y.b2, y.b3}).
+constexpr int natural_src(int q, int which) { return (2 * q + which) & 3; }
+constexpr uint32_t natural_selector(int q) { return q < 2 ? 0x5410u : 0x7632u; }
 
 struct FwdFp8Params {
   CUtensorMap tma_q;  // e4m3 [batch, seqlen_q, heads_q, d]: box (min(d,128), 128), 128B (64B at d64) swizzle

@@ -23,6 +23,8 @@
 namespace {
 
 namespace fp8m = flashptx::models::fp8;
+using flashptx::fa3::natural_selector;
+using flashptx::fa3::natural_src;
 using flashptx::fa3::p_acc_index;
 using flashptx::fa3::swizzle_unit;
 using flashptx::fa3::transpose_dst;
@@ -336,6 +338,42 @@ TEST_CASE("the kernel's block walk replayed on the host meets the GPU suite's ru
         else CHECK_MESSAGE(!holds, "a broken scale rule passed: max|O - ref| " << e << " vs O_same " << e_same);
       }
     }
+}
+
+TEST_CASE("P repair for V given keys-contiguous: the quad exchange puts every key in natural order") {
+  // One warp, one k32 step: P[row][key] distinct bytes; after the kernel's packing (p_acc_index) and
+  // exchange (natural_src, natural_selector), register w byte i of lane 4g + q must hold
+  // P[g + 8 (w % 2)][16 (w / 2) + 4q + i], the A fragment in natural key order.
+  // Two tags, since 16 x 32 values do not fit a byte: the key with the row in its group of 8, and
+  // the key with the row's half (r0 or r0 + 8).
+  for (int tag = 0; tag < 2; ++tag) {
+    auto pval = [tag](int row, int key) {
+      return static_cast<uint8_t>(tag == 0 ? 32 * (row % 8) + key : 32 * (row / 8) + key);
+    };
+    uint32_t words[32][4];
+    for (int lane = 0; lane < 32; ++lane) {
+      const int q = lane % 4, r0 = lane / 4;
+      uint8_t s_acc[16];
+      for (int j = 0; j < 4; ++j)
+        for (int e = 0; e < 4; ++e) s_acc[4 * j + e] = pval(r0 + 8 * (e >> 1), 8 * j + 2 * q + (e & 1));
+      for (int w = 0; w < 4; ++w) {
+        uint32_t x = 0;
+        for (int i = 0; i < 4; ++i) x |= static_cast<uint32_t>(s_acc[p_acc_index(0, w, i)]) << (8 * i);
+        words[lane][w] = x;
+      }
+    }
+    int wrong = 0;
+    for (int lane = 0; lane < 32; ++lane) {
+      const int q = lane % 4, base = lane & ~3, r0 = lane / 4;
+      for (int w = 0; w < 4; ++w) {
+        const uint32_t x = words[base | natural_src(q, 0)][w], y = words[base | natural_src(q, 1)][w];
+        const uint32_t got = fp8m::prmt(x, y, natural_selector(q));
+        for (int i = 0; i < 4; ++i)
+          wrong += static_cast<uint8_t>(got >> (8 * i)) != pval(r0 + 8 * (w & 1), 16 * (w >> 1) + 4 * q + i);
+      }
+    }
+    CHECK(wrong == 0);
+  }
 }
 
 TEST_CASE("shared-memory plans and register splits of the three kernels") {
