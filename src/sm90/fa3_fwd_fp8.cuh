@@ -41,8 +41,9 @@
 //
 // Stages and phases: K, raw V and Vt rings share one stage coordinate (block r in stage r % stages).
 // Consumers: steady step j issues QK(j) then PV(j-1) (PV lags QK by one block), wgmma groups as in
-// the bf16 forward: wait_group(1) retires QK(j) (K released), softmax(j) overlaps PV(j-1),
-// wait_group(0) retires PV(j-1) (Vt released, O rescaled, P overwritten).
+// the bf16 forward: wait_group(1) retires QK(j) (K released), softmax(j) is meant to overlap
+// PV(j-1), wait_group(0) retires PV(j-1) (Vt released, O rescaled, P overwritten). (In the current
+// SASS ptxas places the PV wait before the step's exponentials: no overlap yet, tools/NOTES.md.)
 //
 // Scales (PROTOCOLS.md "FP8 layouts", invariants): with descales dQ (the tile's Q block), dK_n and
 // dV_n (the K/V block's), the scores are softmax_scale * dQ * dK_n * (q8 k8^T): the product goes into
