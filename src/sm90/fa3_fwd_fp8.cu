@@ -3,10 +3,11 @@
 // kernel table (src/kernels.h): one CTA shape per head dim, one tile per CTA, no launch plan to
 // choose. Each kernel has its golden sass_golden/sm_90a/<name>.sass and hand-written <name>.check.
 //
-//   kernel                    block_m x block_n  stages (K, raw V, Vt)  smem     registers (producer/consumer)
-//   fa3_fwd_fp8_sm90_d64      128 x 128          2                      ~81 KiB  56 / 224
-//   fa3_fwd_fp8_sm90_d128     128 x 128          2                      ~113 KiB 56 / 224
-//   fa3_fwd_fp8_sm90_d256     128 x 64           2                      ~129 KiB 56 / 224
+//   kernel                    block_m x block_n  stages (K, raw V, Vt)  smem (bytes)  registers (producer/consumer)
+//   fa3_fwd_fp8_sm90_d64      128 x 128          2                      58,456        56 / 224
+//   fa3_fwd_fp8_sm90_d128     128 x 128          2                      115,800       56 / 224
+//   fa3_fwd_fp8_sm90_d256     128 x 64           2                      132,184       56 / 224
+// (smem: Fp8Layout<C>::kSmemBytes, alignment slack included; 168 registers at launch, 384 threads.)
 // d256 takes 64-key blocks: O alone is 128 fp32 registers per consumer thread there.
 #include <cuda_runtime.h>
 
