@@ -41,8 +41,10 @@ typedef enum flashptx_status {
   FLASHPTX_ERR_BAD_CU_SEQLENS = 14,     /* varlen: cu_seqlens not starting at 0, decreasing, not ending
                                            at the total, or a max_seqlen below the longest sequence */
   FLASHPTX_ERR_TOO_MANY_SEQS = 15,      /* varlen: num_seqs above FLASHPTX_VARLEN_MAX_SEQS */
-  FLASHPTX_ERR_BAD_GRANULARITY = 16,    /* quantize: a scale granularity outside the enum */
-  FLASHPTX_ERR_BAD_HADAMARD = 17        /* quantize: a Hadamard block that is neither 0, head_dim nor 128 */
+  FLASHPTX_ERR_BAD_GRANULARITY = 16,    /* quantize, FP8 forward: a scale granularity outside the enum */
+  FLASHPTX_ERR_BAD_HADAMARD = 17,       /* quantize: a Hadamard block that is neither 0, head_dim nor 128 */
+  FLASHPTX_ERR_NULL_DESCALE = 18,       /* FP8 forward: descale_q, descale_k or descale_v is NULL */
+  FLASHPTX_ERR_BAD_V_LAYOUT = 19        /* FP8 forward: a V layout outside flashptx_fp8_v_layout */
 } flashptx_status;
 
 typedef enum flashptx_dtype {
@@ -314,6 +316,77 @@ flashptx_status flashptx_quantize_fp8(const flashptx_quantize_fp8_params* p, cud
 
 /* Validation alone, without the device check. */
 flashptx_status flashptx_quantize_fp8_check(const flashptx_quantize_fp8_params* p);
+
+/* ---- FP8 forward (FlashAttention-3 FP8 on Hopper) ---------------------------------------------
+ *
+ * NOT YET RUN ON A GPU (compiled, audited and CPU-tested only; see README "FP8 forward").
+ *
+ * Q, K, V in e4m3 (FLASHPTX_FP8_E4M3) with fp32 descales as flashptx_quantize_fp8 writes them; O in
+ * bf16; LSE (optional) fp32 [batch, heads_q, seqlen_q], natural log, of the dequantized scores.
+ * The attention computed is that of the dequantized tensors Q = descale_q * q8, K = descale_k * k8,
+ * V = descale_v * v8 (each descale of its group), with the probabilities rounded to e4m3 inside the
+ * kernel (scaled by 2^8 first, which the normalisation cancels).
+ *
+ * Descales: one granularity per tensor (flashptx_fp8_scale_granularity), laid out as
+ * flashptx_quantize_fp8 writes them for that tensor: per tensor 1 value; per head [batch, heads]
+ * (heads_q for Q, heads_kv for K and V); per block [batch, heads, ceil(seqlen / 128)] (seqlen_q for
+ * Q, seqlen_k for K and V). fp32, 4-byte aligned, device memory, never NULL. A descale of 0 is taken
+ * to belong to an all-zero group (the quantizer's convention); negative, NaN or infinite descales
+ * are not checked (device memory) and give undefined results.
+ *
+ * Strides in elements. q, k: [batch, seqlen, heads, head_dim] e4m3, rows 16-byte aligned (strides
+ * multiples of 16). o: bf16, strides multiples of 8, rows must not overlap. v, by v_layout:
+ *   FLASHPTX_FP8_V_ROW_MAJOR        [batch, seqlen_k, heads_kv, head_dim] (v_batch/row/head_stride),
+ *                                   transposed inside the kernel (v_dim_stride not read)
+ *   FLASHPTX_FP8_V_KEYS_CONTIGUOUS  V^T: element (b, key, h, dim) at
+ *                                   v[b * v_batch_stride + h * v_head_stride + dim * v_dim_stride + key]
+ *                                   (v_row_stride not read); no transpose
+ * head_dim 64, 128, 256; causal bottom-right aligned; heads_q a multiple of heads_kv. Hopper sm_90.
+ */
+typedef enum flashptx_fp8_v_layout {
+  FLASHPTX_FP8_V_ROW_MAJOR = 0,
+  FLASHPTX_FP8_V_KEYS_CONTIGUOUS = 1
+} flashptx_fp8_v_layout;
+
+typedef struct flashptx_fwd_fp8_params {
+  const void* q;   /* e4m3 [batch, seqlen_q, heads_q, head_dim] */
+  const void* k;   /* e4m3 [batch, seqlen_k, heads_kv, head_dim] */
+  const void* v;   /* e4m3, see v_layout */
+  void* o;         /* bf16 [batch, seqlen_q, heads_q, head_dim] */
+  float* lse;      /* optional: [batch, heads_q, seqlen_q] fp32, or NULL */
+  const float* descale_q;  /* device fp32, layout by q_granularity */
+  const float* descale_k;
+  const float* descale_v;
+
+  int64_t batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim;
+
+  /* strides in elements: batch, row (sequence position), head */
+  int64_t q_batch_stride, q_row_stride, q_head_stride;
+  int64_t k_batch_stride, k_row_stride, k_head_stride;
+  int64_t v_batch_stride, v_row_stride, v_head_stride;
+  int64_t v_dim_stride;  /* FLASHPTX_FP8_V_KEYS_CONTIGUOUS only */
+  int64_t o_batch_stride, o_row_stride, o_head_stride;
+
+  flashptx_dtype q_dtype, k_dtype, v_dtype;  /* FLASHPTX_FP8_E4M3 */
+  flashptx_dtype o_dtype;                    /* FLASHPTX_BF16 */
+  flashptx_fp8_scale_granularity q_granularity, k_granularity, v_granularity;
+  flashptx_fp8_v_layout v_layout;
+  int causal;            /* nonzero: causal, bottom-right aligned */
+  float softmax_scale;   /* 0 means 1/sqrt(head_dim) */
+} flashptx_fwd_fp8_params;
+
+/* Fills *p for contiguous tensors (V row-major), one granularity for the three descales. */
+void flashptx_fwd_fp8_params_contiguous(flashptx_fwd_fp8_params* p, const void* q, const void* k, const void* v,
+                                        void* o, float* lse, const float* descale_q, const float* descale_k,
+                                        const float* descale_v, int64_t batch, int64_t seqlen_q, int64_t seqlen_k,
+                                        int64_t heads_q, int64_t heads_kv, int64_t head_dim,
+                                        flashptx_fp8_scale_granularity granularity, int causal);
+
+/* Validates, then launches the FP8 forward on `stream`. Batch or seqlen_q 0: FLASHPTX_OK, no launch. */
+flashptx_status flashptx_fwd_fp8(const flashptx_fwd_fp8_params* p, cudaStream_t stream);
+
+/* Validation alone, without the device check. */
+flashptx_status flashptx_fwd_fp8_check(const flashptx_fwd_fp8_params* p);
 
 #ifdef __cplusplus
 }

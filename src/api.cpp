@@ -10,6 +10,7 @@
 
 #include "src/internal.h"
 #include "src/plan.h"
+#include "src/sm90/fa3_fwd_fp8.h"
 #include "src/sm90/fp8_quantize.h"
 #include "src/validate.h"
 
@@ -240,6 +241,8 @@ const char* flashptx_status_name(flashptx_status s) {
     case FLASHPTX_ERR_TOO_MANY_SEQS: return "FLASHPTX_ERR_TOO_MANY_SEQS";
     case FLASHPTX_ERR_BAD_GRANULARITY: return "FLASHPTX_ERR_BAD_GRANULARITY";
     case FLASHPTX_ERR_BAD_HADAMARD: return "FLASHPTX_ERR_BAD_HADAMARD";
+    case FLASHPTX_ERR_NULL_DESCALE: return "FLASHPTX_ERR_NULL_DESCALE";
+    case FLASHPTX_ERR_BAD_V_LAYOUT: return "FLASHPTX_ERR_BAD_V_LAYOUT";
   }
   return "FLASHPTX_ERR_UNKNOWN";
 }
@@ -421,6 +424,52 @@ flashptx_status flashptx_quantize_fp8(const flashptx_quantize_fp8_params* p, cud
     return fail(FLASHPTX_ERR_UNSUPPORTED_DEVICE, "device " + std::to_string(dev.ordinal) + " is sm_" +
                                                      std::to_string(dev.cc) + "; the quantize kernels are sm_90a (Hopper)");
   if ((s = flashptx::launch_quantize_fp8(*p, stream, &msg)) != FLASHPTX_OK) return fail(s, msg);
+  return ok();
+}
+
+void flashptx_fwd_fp8_params_contiguous(flashptx_fwd_fp8_params* p, const void* q, const void* k, const void* v,
+                                        void* o, float* lse, const float* descale_q, const float* descale_k,
+                                        const float* descale_v, int64_t batch, int64_t seqlen_q, int64_t seqlen_k,
+                                        int64_t heads_q, int64_t heads_kv, int64_t head_dim,
+                                        flashptx_fp8_scale_granularity granularity, int causal) {
+  if (p == nullptr) return;
+  *p = flashptx_fwd_fp8_params{};
+  p->q = q; p->k = k; p->v = v; p->o = o; p->lse = lse;
+  p->descale_q = descale_q; p->descale_k = descale_k; p->descale_v = descale_v;
+  p->batch = batch; p->seqlen_q = seqlen_q; p->seqlen_k = seqlen_k;
+  p->heads_q = heads_q; p->heads_kv = heads_kv; p->head_dim = head_dim;
+  p->q_row_stride = heads_q * head_dim; p->q_head_stride = head_dim; p->q_batch_stride = seqlen_q * heads_q * head_dim;
+  p->k_row_stride = heads_kv * head_dim; p->k_head_stride = head_dim; p->k_batch_stride = seqlen_k * heads_kv * head_dim;
+  p->v_row_stride = heads_kv * head_dim; p->v_head_stride = head_dim; p->v_batch_stride = seqlen_k * heads_kv * head_dim;
+  p->v_dim_stride = 0;
+  p->o_row_stride = heads_q * head_dim; p->o_head_stride = head_dim; p->o_batch_stride = seqlen_q * heads_q * head_dim;
+  p->q_dtype = p->k_dtype = p->v_dtype = FLASHPTX_FP8_E4M3;
+  p->o_dtype = FLASHPTX_BF16;
+  p->q_granularity = p->k_granularity = p->v_granularity = granularity;
+  p->v_layout = FLASHPTX_FP8_V_ROW_MAJOR;
+  p->causal = causal;
+  p->softmax_scale = 0.f;
+}
+
+flashptx_status flashptx_fwd_fp8_check(const flashptx_fwd_fp8_params* p) {
+  if (p == nullptr) return fail(FLASHPTX_ERR_NULL_PARAMS, "params is NULL");
+  std::string msg;
+  const flashptx_status s = flashptx::validate_fwd_fp8(*p, &msg);
+  return s == FLASHPTX_OK ? ok() : fail(s, msg);
+}
+
+flashptx_status flashptx_fwd_fp8(const flashptx_fwd_fp8_params* p, cudaStream_t stream) {
+  if (p == nullptr) return fail(FLASHPTX_ERR_NULL_PARAMS, "params is NULL");
+  std::string msg;
+  flashptx_status s = flashptx::validate_fwd_fp8(*p, &msg);
+  if (s != FLASHPTX_OK) return fail(s, msg);
+  if (p->batch == 0 || p->seqlen_q == 0) return ok();  // nothing to compute, nothing launched
+  flashptx::Device dev;
+  if ((s = flashptx::current_device(&dev, &msg)) != FLASHPTX_OK) return fail(s, msg);
+  if (dev.cc != 90)
+    return fail(FLASHPTX_ERR_UNSUPPORTED_DEVICE, "device " + std::to_string(dev.ordinal) + " is sm_" +
+                                                     std::to_string(dev.cc) + "; the FP8 forward kernels are sm_90a (Hopper)");
+  if ((s = flashptx::launch_fwd_fp8(*p, stream, &msg)) != FLASHPTX_OK) return fail(s, msg);
   return ok();
 }
 

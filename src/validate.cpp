@@ -315,4 +315,97 @@ flashptx_status validate_quantize_fp8(const flashptx_quantize_fp8_params& p, std
   return FLASHPTX_OK;
 }
 
+namespace {
+bool granularity_ok(flashptx_fp8_scale_granularity g) {
+  return g == FLASHPTX_FP8_SCALE_PER_TENSOR || g == FLASHPTX_FP8_SCALE_PER_HEAD || g == FLASHPTX_FP8_SCALE_PER_BLOCK;
+}
+// e4m3 tensors: check_strides' rules, and 16-byte rows need strides that are multiples of 16.
+flashptx_status check_e4m3_strides(const char* name, int64_t batch, int64_t seqlen, int64_t heads, int64_t d,
+                                   int64_t sb, int64_t ss, int64_t sh, std::string* msg) {
+  flashptx_status s = check_strides(name, batch, seqlen, heads, d, sb, ss, sh, false, msg);
+  if (s != FLASHPTX_OK) return s;
+  const int64_t extent[3] = {batch, seqlen, heads};
+  const int64_t stride[3] = {sb, ss, sh};
+  const char* what[3] = {"batch", "row", "head"};
+  for (int i = 0; i < 3; ++i)
+    if (extent[i] > 1 && stride[i] % 16 != 0)
+      return bad(FLASHPTX_ERR_MISALIGNED, msg,
+                 std::string(name) + " " + what[i] + " stride " + std::to_string(stride[i]) +
+                     " is not a multiple of 16 elements (16 bytes of e4m3)");
+  return FLASHPTX_OK;
+}
+}  // namespace
+
+flashptx_status validate_fwd_fp8(const flashptx_fwd_fp8_params& p, std::string* msg) {
+  if (p.batch < 0 || p.seqlen_q < 0 || p.seqlen_k < 0 || p.heads_q < 0 || p.heads_kv < 0 || p.head_dim < 0)
+    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "a size is negative");
+  if (!std::isfinite(p.softmax_scale) || p.softmax_scale < 0.f)
+    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "softmax_scale must be finite and positive (0 selects 1/sqrt(d))");
+  if (p.batch == 0 || p.seqlen_q == 0) return FLASHPTX_OK;  // nothing to compute
+
+  if (p.q_dtype != FLASHPTX_FP8_E4M3 || p.k_dtype != FLASHPTX_FP8_E4M3 || p.v_dtype != FLASHPTX_FP8_E4M3)
+    return bad(FLASHPTX_ERR_UNSUPPORTED_DTYPE, msg, "q, k and v dtypes must be FLASHPTX_FP8_E4M3");
+  if (p.o_dtype != FLASHPTX_BF16)
+    return bad(FLASHPTX_ERR_UNSUPPORTED_DTYPE, msg, "o dtype must be FLASHPTX_BF16");
+  const flashptx_fp8_scale_granularity gs[3] = {p.q_granularity, p.k_granularity, p.v_granularity};
+  const char* gname[3] = {"q", "k", "v"};
+  for (int i = 0; i < 3; ++i)
+    if (!granularity_ok(gs[i]))
+      return bad(FLASHPTX_ERR_BAD_GRANULARITY, msg,
+                 std::string(gname[i]) + "_granularity " + std::to_string(static_cast<int>(gs[i])) +
+                     " is not FLASHPTX_FP8_SCALE_PER_TENSOR, _PER_HEAD or _PER_BLOCK");
+  if (p.v_layout != FLASHPTX_FP8_V_ROW_MAJOR && p.v_layout != FLASHPTX_FP8_V_KEYS_CONTIGUOUS)
+    return bad(FLASHPTX_ERR_BAD_V_LAYOUT, msg,
+               "v_layout " + std::to_string(static_cast<int>(p.v_layout)) +
+                   " is not FLASHPTX_FP8_V_ROW_MAJOR or FLASHPTX_FP8_V_KEYS_CONTIGUOUS");
+  if (check_head_dim(p.head_dim, msg, "the FP8 forward's ") != FLASHPTX_OK) return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
+  if (check_heads(p.heads_q, p.heads_kv, msg) != FLASHPTX_OK) return FLASHPTX_ERR_BAD_HEADS;
+  if (p.q == nullptr || p.k == nullptr || p.v == nullptr || p.o == nullptr)
+    return bad(FLASHPTX_ERR_NULL_POINTER, msg, "q, k, v and o must be non-NULL");
+  const float* ds[3] = {p.descale_q, p.descale_k, p.descale_v};
+  for (int i = 0; i < 3; ++i)
+    if (ds[i] == nullptr)
+      return bad(FLASHPTX_ERR_NULL_DESCALE, msg, std::string("descale_") + gname[i] + " is NULL (every FP8 tensor needs its descales)");
+  if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.o))
+    return bad(FLASHPTX_ERR_MISALIGNED, msg, "q, k, v and o must be 16-byte aligned");
+  for (int i = 0; i < 3; ++i)
+    if (reinterpret_cast<uintptr_t>(ds[i]) % 4 != 0)
+      return bad(FLASHPTX_ERR_MISALIGNED, msg, std::string("descale_") + gname[i] + " must be 4-byte aligned");
+  if (p.lse != nullptr && reinterpret_cast<uintptr_t>(p.lse) % 4 != 0)
+    return bad(FLASHPTX_ERR_MISALIGNED, msg, "lse must be 4-byte aligned");
+  const int64_t kMaxInt = 0x7fffffff;
+  if (p.seqlen_q > kMaxInt - 256 || p.seqlen_k > kMaxInt - 256 || p.heads_q > 65535 || p.batch > 65535)
+    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "seqlen must stay below 2^31 - 256, heads_q and batch below 65536");
+  if ((p.seqlen_q + 127) / 128 * p.heads_q * p.batch > kMaxInt)
+    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "too many output tiles for one grid (2^31 - 1)");
+  // The descale arrays are indexed with 32-bit strides in the kernel.
+  if (p.batch * p.heads_q * ((p.seqlen_q + 127) / 128) > kMaxInt ||
+      p.batch * p.heads_kv * ((p.seqlen_k + 127) / 128) > kMaxInt)
+    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "more than 2^31 - 1 descales");
+
+  flashptx_status s;
+  const int64_t d = p.head_dim;
+  if ((s = check_e4m3_strides("q", p.batch, p.seqlen_q, p.heads_q, d, p.q_batch_stride, p.q_row_stride,
+                              p.q_head_stride, msg)) != FLASHPTX_OK)
+    return s;
+  // Without keys, K and V are never read: their strides do not matter.
+  if (p.seqlen_k > 0) {
+    if ((s = check_e4m3_strides("k", p.batch, p.seqlen_k, p.heads_kv, d, p.k_batch_stride, p.k_row_stride,
+                                p.k_head_stride, msg)) != FLASHPTX_OK)
+      return s;
+    if (p.v_layout == FLASHPTX_FP8_V_ROW_MAJOR) {
+      if ((s = check_e4m3_strides("v", p.batch, p.seqlen_k, p.heads_kv, d, p.v_batch_stride, p.v_row_stride,
+                                  p.v_head_stride, msg)) != FLASHPTX_OK)
+        return s;
+    } else {
+      // V^T: (batch, head, dim) strides over rows of seqlen_k contiguous keys.
+      if ((s = check_e4m3_strides("v (keys contiguous)", p.batch, d, p.heads_kv, p.seqlen_k, p.v_batch_stride,
+                                  p.v_dim_stride, p.v_head_stride, msg)) != FLASHPTX_OK)
+        return s;
+    }
+  }
+  return check_strides("o", p.batch, p.seqlen_q, p.heads_q, d, p.o_batch_stride, p.o_row_stride, p.o_head_stride, true,
+                       msg);
+}
+
 }  // namespace flashptx

@@ -28,6 +28,9 @@ flashptx_status validate_bwd(const flashptx_bwd_params& p, int64_t workspace_nee
 // flashptx_quantize_fp8: sizes (batch and heads at most 65535), dtypes, head dim, granularity, the
 // Hadamard block, then (unless there is nothing to do) pointers, alignment and strides.
 flashptx_status validate_quantize_fp8(const flashptx_quantize_fp8_params& p, std::string* msg);
+
+// flashptx_fwd_fp8: every rule of include/flashptx.h ("FP8 forward"), one status per kind of fault.
+flashptx_status validate_fwd_fp8(const flashptx_fwd_fp8_params& p, std::string* msg);
 // The number of descales a call writes, from its validated sizes and granularity.
 int64_t quantize_fp8_descale_count(const flashptx_quantize_fp8_params& p);
 

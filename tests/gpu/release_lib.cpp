@@ -39,8 +39,10 @@ const ReleaseLib& release_lib() {
       r.fwd = reinterpret_cast<decltype(r.fwd)>(dlsym(h, "flashptx_fwd"));
       r.bwd = reinterpret_cast<decltype(r.bwd)>(dlsym(h, "flashptx_bwd"));
       r.fwd_varlen = reinterpret_cast<decltype(r.fwd_varlen)>(dlsym(h, "flashptx_fwd_varlen"));
+      r.fwd_fp8 = reinterpret_cast<decltype(r.fwd_fp8)>(dlsym(h, "flashptx_fwd_fp8"));
       r.last_error = reinterpret_cast<decltype(r.last_error)>(dlsym(h, "flashptx_last_error"));
-      if (r.fwd == nullptr || r.bwd == nullptr || r.fwd_varlen == nullptr || r.last_error == nullptr) {
+      if (r.fwd == nullptr || r.bwd == nullptr || r.fwd_varlen == nullptr || r.fwd_fp8 == nullptr ||
+          r.last_error == nullptr) {
         r.fwd = nullptr;
         tried += (tried.empty() ? "" : "; ") + c + ": does not export the C ABI";
         continue;

@@ -27,6 +27,8 @@ STATUS_NAMES = {
     15: "FLASHPTX_ERR_TOO_MANY_SEQS",
     16: "FLASHPTX_ERR_BAD_GRANULARITY",
     17: "FLASHPTX_ERR_BAD_HADAMARD",
+    18: "FLASHPTX_ERR_NULL_DESCALE",
+    19: "FLASHPTX_ERR_BAD_V_LAYOUT",
 }
 # The statuses that say something about the machine rather than the input: RuntimeError. Every other
 # non-zero status is a rejected input: ValueError.

@@ -1,0 +1,162 @@
+// FA3 FP8 forward: the list of specializations (every FP8 forward kernel, named once) and the launch
+// of flashptx_fwd_fp8 (include/flashptx.h). Like the quantize kernels, these are not rows of the
+// kernel table (src/kernels.h): one CTA shape per head dim, one tile per CTA, no launch plan to
+// choose. Each kernel has its golden sass_golden/sm_90a/<name>.sass and hand-written <name>.check.
+//
+//   kernel                    block_m x block_n  stages (K, raw V, Vt)  smem (bytes)  registers (producer/consumer)
+//   fa3_fwd_fp8_sm90_d64      128 x 128          2                      58,456        56 / 224
+//   fa3_fwd_fp8_sm90_d128     128 x 128          2                      115,800       56 / 224
+//   fa3_fwd_fp8_sm90_d256     128 x 64           2                      132,184       56 / 224
+// (smem: Fp8Layout<C>::kSmemBytes, alignment slack included; 168 registers at launch, 384 threads.)
+// d256 takes 64-key blocks: O alone is 128 fp32 registers per consumer thread there.
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <string>
+
+#include "flashptx.h"
+#include "src/sm90/fa3_fwd_fp8.cuh"
+#include "src/sm90/fa3_fwd_fp8.h"
+#include "src/tensormap.h"
+
+#define FLASHPTX_FA3_FWD_FP8_KERNEL(name, config)                                                    \
+  extern "C" __global__ void __launch_bounds__(flashptx::fa3::Fp8Layout<config>::kThreads, 1)       \
+      name(const __grid_constant__ flashptx::fa3::FwdFp8Params p) {                                 \
+    flashptx::fa3::fp8::fwd_fp8_kernel_body<config>(p);                                              \
+  }
+
+FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d64, flashptx::fa3::kFp8D64)
+FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d128, flashptx::fa3::kFp8D128)
+FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d256, flashptx::fa3::kFp8D256)
+
+namespace flashptx {
+
+namespace {
+
+fa3::DescaleIndex descale_index(flashptx_fp8_scale_granularity g, int64_t heads, int64_t seqlen) {
+  fa3::DescaleIndex ix;
+  const int64_t nblk = (seqlen + fa3::kFp8ScaleRows - 1) / fa3::kFp8ScaleRows;
+  switch (g) {
+    case FLASHPTX_FP8_SCALE_PER_TENSOR: break;
+    case FLASHPTX_FP8_SCALE_PER_HEAD: ix.sb = static_cast<int>(heads); ix.sh = 1; break;
+    case FLASHPTX_FP8_SCALE_PER_BLOCK:
+      ix.sb = static_cast<int>(heads * nblk); ix.sh = static_cast<int>(nblk); ix.sblk = 1; break;
+  }
+  return ix;
+}
+
+// e4m3 [batch, seqlen, heads, d] (1-byte elements, strides in bytes = elements).
+bool encode_e4m3_rows(CUtensorMap* map, const void* ptr, int64_t batch, int64_t seqlen, int64_t heads, int64_t d,
+                      int64_t sb, int64_t ss, int64_t sh, uint32_t box_inner, uint32_t box_rows, CUtensorMapSwizzle swz,
+                      std::string* err) {
+  uint64_t dims[4] = {static_cast<uint64_t>(d), static_cast<uint64_t>(seqlen), static_cast<uint64_t>(heads),
+                      static_cast<uint64_t>(batch)};
+  uint64_t strides[3] = {static_cast<uint64_t>(ss), static_cast<uint64_t>(sh), static_cast<uint64_t>(sb)};
+  // Extents of 1 have no stride of their own (the caller may pass any): keep them dense and aligned.
+  if (seqlen == 1) strides[0] = static_cast<uint64_t>((d + 15) / 16 * 16);
+  if (heads == 1) strides[1] = strides[0] * static_cast<uint64_t>(seqlen);
+  if (batch == 1) strides[2] = strides[1] * static_cast<uint64_t>(heads);
+  uint32_t box[4] = {box_inner, box_rows, 1, 1};
+  return encode_tensor_map(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, ptr, dims, strides, box, swz, err);
+}
+
+}  // namespace
+
+template <fa3::Fp8Config C>
+static flashptx_status launch_fp8(const flashptx_fwd_fp8_params& a, const void* fn, cudaStream_t stream,
+                                  std::string* msg) {
+  using L = fa3::Fp8Layout<C>;
+  fa3::FwdFp8Params p{};
+  const CUtensorMapSwizzle qk_swz = L::kQKChunkBytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B;
+  const CUtensorMapSwizzle vt_swz = L::kVtRowBytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B;
+  std::string err;
+  bool ok = encode_e4m3_rows(&p.tma_q, a.q, a.batch, a.seqlen_q, a.heads_q, a.head_dim, a.q_batch_stride,
+                             a.q_row_stride, a.q_head_stride, L::kQKChunkBytes, L::kBlockM, qk_swz, &err);
+  // seqlen_k 0: no tile loads K or V (n_max = 0), but a map needs an extent >= 1 and valid strides:
+  // one row, dense strides (the caller's may be zero then), as the bf16 forward's plan does.
+  const bool no_keys = a.seqlen_k == 0;
+  const int64_t sk = no_keys ? 1 : a.seqlen_k;
+  const int64_t row = a.heads_kv * a.head_dim;  // one dense row of all kv heads
+  ok = ok && encode_e4m3_rows(&p.tma_k, a.k, a.batch, sk, a.heads_kv, a.head_dim, no_keys ? row : a.k_batch_stride,
+                              no_keys ? row : a.k_row_stride, no_keys ? a.head_dim : a.k_head_stride, L::kQKChunkBytes,
+                              C.block_n, qk_swz, &err);
+  if (a.v_layout == FLASHPTX_FP8_V_ROW_MAJOR) {
+    // Raw rows of d bytes, no swizzle: the producer warpgroup transposes them.
+    ok = ok && encode_e4m3_rows(&p.tma_v, a.v, a.batch, sk, a.heads_kv, a.head_dim, no_keys ? row : a.v_batch_stride,
+                                no_keys ? row : a.v_row_stride, no_keys ? a.head_dim : a.v_head_stride,
+                                static_cast<uint32_t>(C.head_dim), C.block_n, CU_TENSOR_MAP_SWIZZLE_NONE, &err);
+  } else {
+    // V^T [batch, heads_kv, d, seqlen_k]: dims (key, dim, head, batch); box (block_n keys, d rows),
+    // the Vt stage's swizzle. Keys past seqlen_k are TMA's zero fill.
+    uint64_t dims[4] = {static_cast<uint64_t>(sk), static_cast<uint64_t>(a.head_dim), static_cast<uint64_t>(a.heads_kv),
+                        static_cast<uint64_t>(a.batch)};
+    uint64_t strides[3] = {static_cast<uint64_t>(no_keys ? 16 : a.v_dim_stride),
+                           static_cast<uint64_t>(no_keys ? 16 * a.head_dim : a.v_head_stride),
+                           static_cast<uint64_t>(no_keys ? 16 * a.head_dim * a.heads_kv : a.v_batch_stride)};
+    if (a.heads_kv == 1) strides[1] = strides[0] * static_cast<uint64_t>(a.head_dim);
+    if (a.batch == 1) strides[2] = strides[1] * static_cast<uint64_t>(a.heads_kv);
+    uint32_t box[4] = {static_cast<uint32_t>(C.block_n), static_cast<uint32_t>(C.head_dim), 1, 1};
+    ok = ok && encode_tensor_map(&p.tma_v, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, a.v, dims, strides, box, vt_swz, &err);
+  }
+  if (!ok) {
+    *msg = "tensor map: " + err;
+    return FLASHPTX_ERR_CUDA;
+  }
+  p.o = static_cast<uint16_t*>(a.o);
+  p.o_sb = a.o_batch_stride;
+  p.o_ss = a.o_row_stride;
+  p.o_sh = a.o_head_stride;
+  p.lse = a.lse;
+  p.descale_q = a.descale_q;
+  p.descale_k = a.descale_k;
+  p.descale_v = a.descale_v;
+  p.iq = descale_index(a.q_granularity, a.heads_q, a.seqlen_q);
+  p.ik = descale_index(a.k_granularity, a.heads_kv, a.seqlen_k);
+  p.iv = descale_index(a.v_granularity, a.heads_kv, a.seqlen_k);
+  p.seqlen_q = static_cast<int>(a.seqlen_q);
+  p.seqlen_k = static_cast<int>(a.seqlen_k);
+  p.heads_q = static_cast<int>(a.heads_q);
+  p.heads_kv = static_cast<int>(a.heads_kv);
+  p.batch = static_cast<int>(a.batch);
+  p.num_m_blocks = static_cast<int>((a.seqlen_q + L::kBlockM - 1) / L::kBlockM);
+  p.causal = a.causal != 0;
+  p.v_keys_contiguous = a.v_layout == FLASHPTX_FP8_V_KEYS_CONTIGUOUS;
+  const double scale = a.softmax_scale > 0.f ? a.softmax_scale : 1.0 / std::sqrt(static_cast<double>(a.head_dim));
+  p.softmax_scale = static_cast<float>(scale);
+  p.softmax_scale_log2 = static_cast<float>(scale * 1.4426950408889634);
+
+  cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kSmemBytes);
+  if (e != cudaSuccess) {
+    *msg = std::string("cudaFuncSetAttribute(max dynamic shared memory): ") + cudaGetErrorString(e);
+    return FLASHPTX_ERR_CUDA;
+  }
+  const int64_t tiles = static_cast<int64_t>(p.num_m_blocks) * a.heads_q * a.batch;
+  void* args[] = {&p};
+  e = cudaLaunchKernel(fn, dim3(static_cast<unsigned>(tiles)), dim3(L::kThreads), args, L::kSmemBytes, stream);
+  if (e != cudaSuccess) {
+    *msg = std::string("launch of the FP8 forward: ") + cudaGetErrorString(e);
+    return FLASHPTX_ERR_CUDA;
+  }
+  return FLASHPTX_OK;
+}
+
+flashptx_status launch_fwd_fp8(const flashptx_fwd_fp8_params& a, cudaStream_t stream, std::string* msg) {
+  switch (a.head_dim) {
+    case 64: return launch_fp8<fa3::kFp8D64>(a, reinterpret_cast<const void*>(&fa3_fwd_fp8_sm90_d64), stream, msg);
+    case 128: return launch_fp8<fa3::kFp8D128>(a, reinterpret_cast<const void*>(&fa3_fwd_fp8_sm90_d128), stream, msg);
+    case 256: return launch_fp8<fa3::kFp8D256>(a, reinterpret_cast<const void*>(&fa3_fwd_fp8_sm90_d256), stream, msg);
+  }
+  *msg = "head_dim " + std::to_string(a.head_dim) + " has no FP8 kernel";
+  return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
+}
+
+const char* fwd_fp8_kernel_name(int64_t head_dim) {
+  switch (head_dim) {
+    case 64: return "fa3_fwd_fp8_sm90_d64";
+    case 128: return "fa3_fwd_fp8_sm90_d128";
+    case 256: return "fa3_fwd_fp8_sm90_d256";
+  }
+  return nullptr;
+}
+
+}  // namespace flashptx

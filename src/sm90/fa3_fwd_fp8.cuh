@@ -1,0 +1,533 @@
+// FlashAttention-3 FP8 forward on Hopper (sm_90a), by hand: e4m3 Q, K, V; bf16 O; fp32 LSE.
+// Protocols: tools/guide/PROTOCOLS.md ("FP8 layouts", "The K/V rings", "Hopper prerequisites");
+// the FA3 paper (Shah et al., arXiv 2407.08608, section 3.3); PTX ISA sections cited inline. The
+// CPU model of the layouts this file uses: src/models/fp8.{h,cpp} (transpose_tile_16x16, the
+// selectors 0x6420 / 0x7531, transpose_sigma, a_fragment_col / c_fragment_col).
+//
+// A work tile is 128 query rows (= one Q descale block) of one (batch, head) against its admissible
+// K/V blocks of block_n keys, visited right to left (masked blocks first). One tile per CTA
+// (blockIdx.x; longest-first under a causal mask). No pingpong, no persistence: this is the
+// correct-first version (tools/NOTES.md, "FA3 FP8 forward").
+//
+// Roles:
+//   warpgroup 0   PRODUCER   setmaxnreg.dec 56.
+//                 thread 0 (the leader) issues every TMA load: K(r) into the K ring, Q once, V(r)
+//                 into the raw V ring (or, V^T given, straight into the Vt ring); it issues block
+//                 r+1's loads before the warpgroup transposes block r.
+//                 all 128 threads transpose each raw V stage into a Vt stage (ldmatrix .trans,
+//                 prmt, stmatrix; below), fence, meet at named barrier 1, and the leader arrives
+//                 on vt_full.
+//   warpgroup 1,2 CONSUMERS  setmaxnreg.inc 224; consumer g owns query rows [64g, 64g+64):
+//                 S = Q K^T (wgmma SS, e4m3 x e4m3, fp32), online softmax in base 2 with the
+//                 descales in the exponent's scale and the 2^8 offset, P -> e4m3 in registers,
+//                 O += P Vt^T (wgmma RS, e4m3), O stored from registers (bf16), LSE.
+//
+// Barriers (mbarriers; slots and counts in Fp8Layout, src/sm90/fa3_fwd_fp8_config.h):
+//   q_full              leader arrive.expect_tx(Q bytes) + TMA complete_tx
+//   k_full[s]           leader arrive.expect_tx + TMA;  k_empty[s]: one arrive per consumer warp
+//                       after the wgmma wait that retires the QK reading stage s
+//   v_full[s]           leader arrive.expect_tx + TMA of the raw V stage; waited by the producer
+//                       warpgroup only. The raw stage is refilled by the leader after the transpose
+//                       that read it has passed named barrier 1 (program order of the leader), every
+//                       reader having fenced (generic reads -> async-proxy write: PROTOCOLS.md,
+//                       "The proxy rule in both directions").
+//   vt_full[s]          the leader's arrive after named barrier 1 of the transpose of stage s: all
+//                       128 threads' stmatrix writes done and each followed by fence.proxy.async
+//                       (generic writes -> async-proxy reads by wgmma). With V^T given: leader
+//                       arrive.expect_tx + TMA.
+//   vt_empty[s]         one arrive per consumer warp after the wgmma wait that retires the PV
+//                       reading Vt stage s; the producer waits it before writing the stage again.
+// Named barrier 1: the producer warpgroup's 128 threads, once per transposed stage.
+//
+// Stages and phases: K, raw V and Vt rings share one stage coordinate (block r in stage r % stages).
+// Consumers: steady step j issues QK(j) then PV(j-1) (PV lags QK by one block), wgmma groups as in
+// the bf16 forward: wait_group(1) retires QK(j) (K released), softmax(j) is meant to overlap
+// PV(j-1), wait_group(0) retires PV(j-1) (Vt released, O rescaled, P overwritten). (In the current
+// SASS ptxas places the PV wait before the step's exponentials: no overlap yet, tools/NOTES.md.)
+//
+// Scales (PROTOCOLS.md "FP8 layouts", invariants): with descales dQ (the tile's Q block), dK_n and
+// dV_n (the K/V block's), the scores are softmax_scale * dQ * dK_n * (q8 k8^T): the product goes into
+// the exponent's scale per block (scale_n below), before the row max. The row max m is kept in the
+// scaled base-2 unit. P = 2^(s*scale_n - m + 8) in [0, 256] uses e4m3's range; the row sum l adds the
+// same fp32 values (before rounding to e4m3), so the 2^8 cancels in O = acc / l and LSE takes -8 ln 2.
+// dV_n varies per block under per-block scales, so it cannot be applied once at the end: the
+// accumulator is kept in the unit of the last block's dV, and the online rescale that multiplies O
+// by alpha also multiplies by dV_prev / dV_n before PV(n) adds (exact algebra; one factor where the
+// bf16 kernel has alpha). At the end O = acc * dV_last / l.
+#pragma once
+#include <cuda.h>
+#include <cstdint>
+
+#include "ptx/barrier.cuh"
+#include "ptx/cvt.cuh"
+#include "ptx/fence.cuh"
+#include "ptx/ldst.cuh"
+#include "ptx/mbarrier.cuh"
+#include "ptx/setmaxnreg.cuh"
+#include "ptx/tma.cuh"
+#include "ptx/wgmma.cuh"
+#include "flashptx/ring.h"
+#include "flashptx/tile_scheduler.h"
+#include "src/sm90/fa3_fwd_fp8_config.h"
+#include "src/sm90/fa3_fwd_fp8_math.h"
+
+#if defined(__CUDA_ARCH__) && !FLASHPTX_HAS_SM90A
+#error "src/sm90/fa3_fwd_fp8.cuh is Hopper code: compile it with -gencode arch=compute_90a,code=sm_90a"
+#endif
+
+namespace flashptx::fa3::fp8 {
+
+// The e4m3 tiles' swizzle mode for a row width (swizzle_unit in the config header gives the pattern).
+template <int RowBytes>
+struct Swz {
+  static_assert(RowBytes == 64 || RowBytes == 128, "64- or 128-byte swizzled rows");
+  static constexpr ptx::Swizzle kMode = RowBytes == 128 ? ptx::Swizzle::k128B : ptx::Swizzle::k64B;
+  static constexpr uint32_t kAtomBytes = 8 * RowBytes;  // SBO: 8 rows (one swizzle repeat)
+};
+
+template <Fp8Config C>
+struct Smem {
+  using L = Fp8Layout<C>;
+  uint32_t base;  // 1024-aligned shared::cta address
+  __device__ __forceinline__ uint32_t q() const { return base + L::kOffQ; }
+  __device__ __forceinline__ uint32_t k(uint32_t s) const { return base + L::kOffK + s * L::kKBytes; }
+  __device__ __forceinline__ uint32_t v(uint32_t s) const { return base + L::kOffV + s * L::kVBytes; }
+  __device__ __forceinline__ uint32_t vt(uint32_t s) const { return base + L::kOffVt + s * L::kVtBytes; }
+  __device__ __forceinline__ uint32_t bar(uint32_t slot) const { return base + L::kOffBar + 8u * slot; }
+  __device__ __forceinline__ uint32_t q_full() const { return bar(L::kBarQFull); }
+  __device__ __forceinline__ uint32_t k_full(uint32_t s) const { return bar(L::kBarKFull + s); }
+  __device__ __forceinline__ uint32_t k_empty(uint32_t s) const { return bar(L::kBarKEmpty + s); }
+  __device__ __forceinline__ uint32_t v_full(uint32_t s) const { return bar(L::kBarVFull + s); }
+  __device__ __forceinline__ uint32_t vt_full(uint32_t s) const { return bar(L::kBarVtFull + s); }
+  __device__ __forceinline__ uint32_t vt_empty(uint32_t s) const { return bar(L::kBarVtEmpty + s); }
+};
+
+struct Tile {
+  int m_block, head, head_kv, batch;
+  int n_max;  // admissible K/V blocks [0, n_max), visited right to left
+};
+
+template <Fp8Config C>
+__device__ __forceinline__ Tile tile_of(const FwdFp8Params& p) {
+  using L = Fp8Layout<C>;
+  const TileCoord tc =
+      tile_from_linear(static_cast<int>(blockIdx.x), p.num_m_blocks, p.heads_q, p.batch, p.causal != 0);
+  Tile t;
+  t.m_block = tc.m_block;
+  t.head = tc.head;
+  t.batch = tc.batch;
+  t.head_kv = tc.head / (p.heads_q / p.heads_kv);
+  // Causal masks are aligned to the bottom-right: query row r sees key c iff c <= r + (seqlen_k - seqlen_q).
+  t.n_max = p.causal ? causal_n_blocks(tc.m_block, L::kBlockM, C.block_n, p.seqlen_q, p.seqlen_k)
+                     : n_blocks(C.block_n, p.seqlen_k);
+  return t;
+}
+
+__device__ __forceinline__ float quad_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float quad_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+// ==================================== PRODUCER ====================================================
+template <Fp8Config C>
+struct Producer {
+  using L = Fp8Layout<C>;
+  static constexpr int kD = C.head_dim, kBlockN = C.block_n;
+  const FwdFp8Params& p;
+  const Smem<C>& sm;
+  const int tid;  // 0..127
+  RingState<C.stages> load = RingState<C.stages>::producer_start();  // the leader's issue position
+  RingState<C.stages> tp = RingState<C.stages>::producer_start();    // the transpose's position
+
+  __device__ __forceinline__ void load_q(const Tile& t) {
+    ptx::mbarrier_arrive_expect_tx(sm.q_full(), L::kQBytes);
+    for (int c = 0; c < L::kQKChunks; ++c)
+      ptx::cp_async_bulk_tensor_4d_load(sm.q() + c * L::kBlockM * L::kQKChunkBytes, &p.tma_q, sm.q_full(),
+                                        c * L::kQKChunkBytes, t.m_block * L::kBlockM, t.head, t.batch);
+  }
+
+  // The leader: block r's K (and, r = 0, Q), and its V (raw, or V^T into the Vt ring).
+  __device__ __forceinline__ void issue(const Tile& t, int r) {
+    const int n = t.n_max - 1 - r;
+    const uint32_t s = load.stage;
+    FLASHPTX_MBAR_WAIT(sm.k_empty(s), load.phase, "fa3 fp8 producer: k_empty");
+    ptx::mbarrier_arrive_expect_tx(sm.k_full(s), L::kKBytes);
+    for (int c = 0; c < L::kQKChunks; ++c)
+      ptx::cp_async_bulk_tensor_4d_load(sm.k(s) + c * kBlockN * L::kQKChunkBytes, &p.tma_k, sm.k_full(s),
+                                        c * L::kQKChunkBytes, n * kBlockN, t.head_kv, t.batch);
+    if (r == 0) load_q(t);  // Q's latency hides behind K's
+    if (p.v_keys_contiguous) {
+      // V^T [batch, heads_kv, d, seqlen_k]: box (block_n keys, d rows) lands K-major in the Vt stage.
+      FLASHPTX_MBAR_WAIT(sm.vt_empty(s), load.phase, "fa3 fp8 producer: vt_empty (V^T load)");
+      ptx::mbarrier_arrive_expect_tx(sm.vt_full(s), L::kVtBytes);
+      ptx::cp_async_bulk_tensor_4d_load(sm.vt(s), &p.tma_v, sm.vt_full(s), n * kBlockN, 0, t.head_kv, t.batch);
+    } else {
+      // The raw stage s was last read by the transpose of block r - stages. run() issues block r
+      // after the transpose of block r - 2 (one block of lookahead), and r - stages <= r - 2 since
+      // stages >= 2: that transpose passed named barrier 1 with every reader fenced, in this
+      // thread's program order, so the TMA write cannot overtake its reads.
+      ptx::mbarrier_arrive_expect_tx(sm.v_full(s), L::kVBytes);
+      ptx::cp_async_bulk_tensor_4d_load(sm.v(s), &p.tma_v, sm.v_full(s), 0, n * kBlockN, t.head_kv, t.batch);
+    }
+    load.advance();
+  }
+
+  // All 128 threads: raw V stage (keys x d, dense rows of d bytes) -> Vt stage (d x keys, K-major,
+  // swizzled). Unit (kk, jj): keys [16kk, 16kk+16) x head dims [32jj, 32jj+32), one warp:
+  //   ldmatrix.x4.trans  matrices {keys 0-7, 8-15} x {dims 0-15, 16-31} of 16-bit units (byte pairs);
+  //                      thread 4c+q gets units (key 2q, dim pair c) and (2q+1, c) of each
+  //   prmt 0x6420/0x7531 split the byte pairs: even dim 2c / odd dim 2c+1, keys {2q, 2q+1, 2q+8,
+  //                      2q+9} (src/models/fp8.cpp transpose_tile_16x16: the only selectors that work)
+  //   stmatrix.x4        row c of each result matrix -> Vt rows 2c (even) and 2c+1 (odd), bytes
+  //                      [16kk, 16kk+16), 16-byte unit kk of the swizzled row
+  // so Vt[d][16kk + p] = V[16kk + sigma(p)][d] with sigma = transpose_sigma (src/models/fp8.h), the
+  // key order the consumers' P fragment has without any exchange (convert_p below).
+  __device__ __forceinline__ void transpose(int r) {
+    const uint32_t s = tp.stage;
+    FLASHPTX_MBAR_WAIT(sm.v_full(s), tp.phase ^ 1u, "fa3 fp8 transpose: v_full");
+    FLASHPTX_MBAR_WAIT(sm.vt_empty(s), tp.phase, "fa3 fp8 transpose: vt_empty");
+    // ldmatrix / stmatrix are .sync.aligned: the warp reconverges after the waits (and, in warp 0,
+    // after the leader's issue) before the first of them.
+    __syncwarp();
+    const int warp = tid / 32, lane = tid % 32;
+    const uint32_t src = sm.v(s), dst = sm.vt(s);
+    constexpr int kKeyUnits = kBlockN / 16, kUnits = kKeyUnits * (kD / 32);
+#pragma unroll
+    for (int u = warp; u < kUnits; u += 4) {
+      const int kk = u % kKeyUnits, jj = u / kKeyUnits;
+      uint32_t r0, r1, r2, r3;
+      ptx::ldmatrix_x4_trans(src + transpose_src(kk, jj, lane, kD), r0, r1, r2, r3);
+      const uint32_t e0 = ptx::prmt<0x6420>(r0, r1), o0 = ptx::prmt<0x7531>(r0, r1);
+      const uint32_t e1 = ptx::prmt<0x6420>(r2, r3), o1 = ptx::prmt<0x7531>(r2, r3);
+      ptx::stmatrix_x4(dst + transpose_dst(kk, jj, lane, L::kVtRowBytes), e0, o0, e1, o1);
+    }
+    // Every thread fences its own generic accesses before the hand-over to the async proxy: its
+    // stmatrix writes (read next by the PV wgmma) and its ldmatrix reads (the raw stage is next
+    // written by TMA). PTX ISA "Memory Consistency Model: proxies"; PROTOCOLS.md, "The proxy rule
+    // in both directions". Then the 128-thread barrier: after it, the whole stage is written.
+    ptx::fence_proxy_async_shared_cta();
+    ptx::bar_sync(L::kBarTranspose, 128);
+    if (tid == 0) ptx::mbarrier_arrive(sm.vt_full(s));
+    tp.advance();
+    (void)r;
+  }
+
+  __device__ __forceinline__ void run() {
+    const Tile t = tile_of<C>(p);
+    if (t.n_max == 0) return;  // no keys for any row: the consumers write O = 0, LSE = -inf without Q
+    if (tid == 0) issue(t, 0);
+    for (int r = 0; r < t.n_max; ++r) {
+      if (tid == 0 && r + 1 < t.n_max) issue(t, r + 1);
+      if (!p.v_keys_contiguous) transpose(r);
+    }
+  }
+};
+
+// ==================================== CONSUMER ====================================================
+template <Fp8Config C>
+struct Consumer {
+  using L = Fp8Layout<C>;
+  using QKSwz = Swz<L::kQKChunkBytes>;
+  using VtSwz = Swz<L::kVtRowBytes>;
+  static constexpr int kD = C.head_dim, kBlockN = C.block_n, kBlockM = L::kBlockM;
+  static constexpr int kKPerChunk = L::kQKChunkBytes / 32;  // k32 steps per swizzled Q/K chunk
+
+  const FwdFp8Params& p;
+  const Smem<C>& sm;
+  const int g;     // consumer index 0..1
+  const int lane;
+  // wgmma D fragment: this thread holds rows r0 and r0 + 8 of the warpgroup's 64, columns
+  // 8i + 2q + {0, 1} of every n8 block i.
+  const int q4, r0;
+  // The launch's lengths and mask, kept in registers (read from the parameter block once, not per
+  // masked element).
+  const int seqlen_q, seqlen_k;
+  const bool causal;
+  const int diag;  // seqlen_k - seqlen_q: the bottom-right causal alignment offset
+  const uint64_t desc_q;  // this warpgroup's 64 Q rows, K-major
+
+  float o[kD / 2];                   // O accumulator, in the unit of dv_cur
+  float s_acc[kBlockN / 2];          // S, then P in fp32
+  uint32_t pfrag[kBlockN / 32][4];   // P in e4m3, the RS A fragment of each k32 step
+  float row_max[2], row_sum[2];      // row max in scaled base-2 units; per-thread partial sums
+  float dv_cur = 1.f;                // V descale of the block whose P is in pfrag
+  RingState<C.stages> k_ring = RingState<C.stages>::consumer_start();
+  RingState<C.stages> v_ring = RingState<C.stages>::consumer_start();
+  Tile t;
+  int row0 = 0;  // query row (in the sequence) of r0
+  float dq = 1.f;
+
+  __device__ __forceinline__ Consumer(const FwdFp8Params& p_, const Smem<C>& sm_, int g_)
+      : p(p_), sm(sm_), g(g_), lane(threadIdx.x % 32), q4(lane % 4), r0(16 * ((threadIdx.x % 128) / 32) + lane / 4),
+        seqlen_q(p_.seqlen_q), seqlen_k(p_.seqlen_k), causal(p_.causal != 0), diag(p_.seqlen_k - p_.seqlen_q),
+        desc_q(ptx::make_smem_desc(sm_.q() + 64 * g_ * L::kQKChunkBytes, 0, QKSwz::kAtomBytes, QKSwz::kMode)) {}
+
+  __device__ __forceinline__ void release(uint32_t empty_bar, RingState<C.stages>& ring) {
+    if (lane == 0) ptx::mbarrier_arrive(empty_bar);
+    ring.advance();
+  }
+
+  // ---- descales --------------------------------------------------------------------------
+  __device__ __forceinline__ float dk_of(int n) const {
+    return p.descale_k[p.ik.at(t.batch, t.head_kv, n * kBlockN / kFp8ScaleRows)];
+  }
+  __device__ __forceinline__ float dv_of(int n) const {
+    return descale_or_one(p.descale_v[p.iv.at(t.batch, t.head_kv, n * kBlockN / kFp8ScaleRows)]);
+  }
+  // The exponent's scale of block n (fa3_fwd_fp8_math.h block_scale).
+  __device__ __forceinline__ float scale_of(int n) const { return block_scale(p.softmax_scale_log2, dq, dk_of(n)); }
+
+  // ---- the two GEMMs ----------------------------------------------------------------------
+  // S = Q K^T: kD/32 k-steps of 32 bytes, kKPerChunk per swizzled chunk (+32 B each).
+  __device__ __forceinline__ void issue_qk(uint32_t k_stage) {
+    const uint64_t desc_k = ptx::make_smem_desc(sm.k(k_stage), 0, QKSwz::kAtomBytes, QKSwz::kMode);
+    ptx::wgmma_fence_operand(s_acc);
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < kD / 32; ++k) {
+      const uint32_t a_off = (k / kKPerChunk) * kBlockM * L::kQKChunkBytes + (k % kKPerChunk) * 32;
+      const uint32_t b_off = (k / kKPerChunk) * kBlockN * L::kQKChunkBytes + (k % kKPerChunk) * 32;
+      ptx::wgmma_m64k32_f32_fp8_ss<kBlockN, 0, 0>(s_acc, ptx::smem_desc_advance(desc_q, a_off),
+                                                  ptx::smem_desc_advance(desc_k, b_off), k > 0 ? 1u : 0u);
+    }
+    ptx::wgmma_commit_group();
+    ptx::wgmma_fence_operand(s_acc);
+  }
+  // O (+)= P Vt^T: kBlockN/32 k-steps over the keys; Vt is K-major (keys contiguous), one swizzled
+  // row of block_n bytes per head dim, +32 B per k32 step.
+  __device__ __forceinline__ void issue_pv(uint32_t vt_stage, bool accumulate) {
+    const uint64_t desc_v = ptx::make_smem_desc(sm.vt(vt_stage), 0, VtSwz::kAtomBytes, VtSwz::kMode);
+    ptx::wgmma_fence_operand(o);
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < kBlockN / 32; ++k)
+      ptx::wgmma_m64k32_f32_fp8_rs<kD, 0, 0>(o, pfrag[k], ptx::smem_desc_advance(desc_v, k * 32),
+                                             (accumulate || k > 0) ? 1u : 0u);
+    ptx::wgmma_commit_group();
+    ptx::wgmma_fence_operand(o);
+  }
+  // wgmma.wait_group N (PTX ISA "wgmma.wait_group"): all but the N newest groups have completed:
+  // their accumulators are readable, their shared-memory operands reusable.
+  template <int kPending>
+  __device__ __forceinline__ void retire_qk() {
+    ptx::wgmma_wait_group<kPending>();
+    ptx::wgmma_fence_operand(s_acc);
+  }
+  __device__ __forceinline__ void retire_pv() {
+    ptx::wgmma_wait_group<0>();
+    ptx::wgmma_fence_operand(o);
+  }
+
+  // ---- softmax ------------------------------------------------------------------------------
+  __device__ __forceinline__ bool block_needs_mask(int n) const {
+    return (n + 1) * kBlockN > seqlen_k || (causal && (n + 1) * kBlockN - 1 > t.m_block * kBlockM + diag);
+  }
+  __device__ __forceinline__ void apply_mask(int n) {
+#pragma unroll
+    for (int i = 0; i < kBlockN / 8; ++i) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int col = n * kBlockN + 8 * i + 2 * q4 + (e & 1);
+        const int row = row0 + 8 * (e >> 1);
+        const bool masked = col >= seqlen_k || (causal && col > row + diag);
+        s_acc[4 * i + e] = masked ? -INFINITY : s_acc[4 * i + e];
+      }
+    }
+  }
+  // Online softmax of block n in base 2 with the block's scale and the 2^8 offset. alpha: the
+  // factor of the running state (O, l) of the two rows.
+  template <bool kMasked>
+  __device__ __forceinline__ void softmax(int n, float scale, float (&alpha)[2]) {
+    if constexpr (kMasked) apply_mask(n);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int i = 0; i < kBlockN / 8; ++i) mx = fmaxf(mx, fmaxf(s_acc[4 * i + 2 * h], s_acc[4 * i + 2 * h + 1]));
+      mx = quad_max(mx);
+      float bias;
+      alpha[h] = row_update(row_max[h], mx, scale, &bias, [](float x) { return ptx::ex2_approx_ftz_f32(x); });
+      float sum = 0.f;
+#pragma unroll
+      for (int i = 0; i < kBlockN / 8; ++i) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float& s = s_acc[4 * i + 2 * h + e];
+          s = ptx::ex2_approx_ftz_f32(fmaf(s, scale, bias));
+          sum += s;
+        }
+      }
+      row_sum[h] = row_sum[h] * alpha[h] + sum;
+    }
+  }
+  // P (fp32, the D fragment of S) -> e4m3, repaired into the A fragment of the FP8 RS wgmma by byte
+  // permutes, without an exchange between threads. The A fragment of k32 step k wants, per thread
+  // (lane = 4 x row-in-8 + q): a[0] = row r0, 4 key slots 4q..4q+3; a[1] = row r0 + 8, same slots;
+  // a[2], a[3] = the same for slots 16 + 4q.. (src/models/fp8.cpp a_fragment_col). This thread holds
+  // keys 2q, 2q+1 (n8 block 0) and 8+2q, 9+2q (block 1) of each 16: packed in that order, slot 4q+i
+  // holds key sigma(4q+i) (transpose_sigma), the order the in-kernel transpose left in Vt, so the
+  // permutation cancels in the reduction (PROTOCOLS.md "FP8 layouts"). With V^T given (keys in
+  // natural order in Vt), the slots are put in natural order by two shuffles per word (below).
+  __device__ __forceinline__ uint32_t pack4(float a, float b, float c, float d) const {
+    const uint32_t lo = ptx::cvt_rn_satfinite_e4m3x2_f32(a, b), hi = ptx::cvt_rn_satfinite_e4m3x2_f32(c, d);
+    return ptx::prmt<0x5410>(lo, hi);  // bytes {a, b, c, d}
+  }
+  __device__ __forceinline__ void convert_p() {
+#pragma unroll
+    for (int k = 0; k < kBlockN / 32; ++k)
+#pragma unroll
+      for (int w = 0; w < 4; ++w)
+        pfrag[k][w] = pack4(s_acc[p_acc_index(k, w, 0)], s_acc[p_acc_index(k, w, 1)], s_acc[p_acc_index(k, w, 2)],
+                            s_acc[p_acc_index(k, w, 3)]);
+    if (p.v_keys_contiguous) {
+      // Natural order (fa3_fwd_fp8_config.h natural_src / natural_selector).
+      const int base = lane & ~3;
+      const int src_x = base | natural_src(q4, 0), src_y = base | natural_src(q4, 1);
+      const uint32_t sel = natural_selector(q4);
+#pragma unroll
+      for (int k = 0; k < kBlockN / 32; ++k)
+#pragma unroll
+        for (int w = 0; w < 4; ++w) {
+          const uint32_t x = __shfl_sync(0xffffffffu, pfrag[k][w], src_x);
+          const uint32_t y = __shfl_sync(0xffffffffu, pfrag[k][w], src_y);
+          pfrag[k][w] = ptx::prmt(x, y, sel);
+        }
+    }
+  }
+  __device__ __forceinline__ void rescale_o(const float (&alpha)[2], float ratio) {
+    const float a0 = alpha[0] * ratio, a1 = alpha[1] * ratio;
+#pragma unroll
+    for (int i = 0; i < kD / 8; ++i) {
+      o[4 * i + 0] *= a0;
+      o[4 * i + 1] *= a0;
+      o[4 * i + 2] *= a1;
+      o[4 * i + 3] *= a1;
+    }
+  }
+
+  // ---- one tile ----------------------------------------------------------------------------
+  __device__ __forceinline__ void startup() {
+    const int n = t.n_max - 1;
+    const float scale = scale_of(n);
+    dv_cur = dv_of(n);
+    FLASHPTX_MBAR_WAIT(sm.k_full(k_ring.stage), k_ring.phase, "fa3 fp8 consumer: k_full");
+    issue_qk(k_ring.stage);
+    retire_qk<0>();
+    release(sm.k_empty(k_ring.stage), k_ring);
+    float alpha[2];
+    if (block_needs_mask(n)) softmax<true>(n, scale, alpha);
+    else softmax<false>(n, scale, alpha);
+    convert_p();
+  }
+  // Steady step j: QK(j) and PV(j-1) in flight together.
+  template <bool kMasked>
+  __device__ __forceinline__ void steady(int j) {
+    const int n = t.n_max - 1 - j;
+    const float scale = scale_of(n);
+    const float dv_n = dv_of(n);
+    FLASHPTX_MBAR_WAIT(sm.k_full(k_ring.stage), k_ring.phase, "fa3 fp8 consumer: k_full");
+    issue_qk(k_ring.stage);  // older group
+    FLASHPTX_MBAR_WAIT(sm.vt_full(v_ring.stage), v_ring.phase, "fa3 fp8 consumer: vt_full");
+    issue_pv(v_ring.stage, j > 1);  // newer group; the first PV overwrites O
+    retire_qk<1>();  // QK(j) complete; PV(j-1) may still run
+    release(sm.k_empty(k_ring.stage), k_ring);
+    float alpha[2];
+    softmax<kMasked>(n, scale, alpha);
+    // Keep the exponentials before the wait below (as the bf16 forward: without a volatile use of S
+    // the compiler sinks them past wgmma.wait_group 0 and loses the overlap).
+    ptx::wgmma_fence_operand(s_acc);
+    retire_pv();  // PV(j-1) complete: O readable, P and Vt[j-1] reusable
+    release(sm.vt_empty(v_ring.stage), v_ring);
+    rescale_o(alpha, dv_cur / dv_n);  // O moves to the unit of dV_n, whose PV adds next
+    dv_cur = dv_n;
+    convert_p();
+  }
+  __device__ __forceinline__ void drain() {
+    FLASHPTX_MBAR_WAIT(sm.vt_full(v_ring.stage), v_ring.phase, "fa3 fp8 consumer: vt_full");
+    issue_pv(v_ring.stage, t.n_max > 1);
+    retire_pv();
+    release(sm.vt_empty(v_ring.stage), v_ring);
+  }
+
+  // ---- epilogue: O = acc * dV / l in bf16 from registers (rows < seqlen_q), LSE -----------------
+  // Plain global stores (4 bytes: two columns): no shared-memory staging, so ragged tails and any
+  // 16-byte-aligned strides need no special case. Rows past seqlen_q are never written.
+  __device__ __forceinline__ void epilogue() {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float l = quad_sum(row_sum[h]);
+      const float f = out_factor(dv_cur, l);
+      const int row = row0 + 8 * h;
+      if (row >= seqlen_q) continue;
+      if (p.lse != nullptr && q4 == 0) {
+        p.lse[(static_cast<int64_t>(t.batch) * p.heads_q + t.head) * p.seqlen_q + row] = lse_of(row_max[h], l);
+      }
+      uint16_t* o_row = p.o + t.batch * p.o_sb + static_cast<int64_t>(row) * p.o_ss + t.head * p.o_sh;
+#pragma unroll
+      for (int i = 0; i < kD / 8; ++i)
+        ptx::st_global_b32(o_row + 8 * i + 2 * q4, ptx::cvt_rn_bf16x2_f32(o[4 * i + 2 * h] * f, o[4 * i + 2 * h + 1] * f));
+    }
+  }
+
+  __device__ __forceinline__ void run() {
+    t = tile_of<C>(p);
+    row0 = t.m_block * kBlockM + 64 * g + r0;
+    row_max[0] = row_max[1] = -INFINITY;
+    row_sum[0] = row_sum[1] = 0.f;
+    if (t.n_max > 0) {
+      dq = p.descale_q[p.iq.at(t.batch, t.head, t.m_block)];
+      FLASHPTX_MBAR_WAIT(sm.q_full(), 0u, "fa3 fp8 consumer: q_full");
+      startup();
+      // Blocks [n_unmasked_end, n_max) need the mask: the first steps of the right-to-left walk.
+      int n_unmasked_end = t.n_max;
+      while (n_unmasked_end > 0 && block_needs_mask(n_unmasked_end - 1)) --n_unmasked_end;
+      const int j_unmasked = max(1, t.n_max - n_unmasked_end);
+      for (int j = 1; j < j_unmasked && j < t.n_max; ++j) steady<true>(j);
+      for (int j = j_unmasked; j < t.n_max; ++j) steady<false>(j);
+      drain();
+    } else {
+      // No admissible key for any row of this tile (causal, seqlen_q > seqlen_k): O = 0, LSE = -inf.
+#pragma unroll
+      for (int x = 0; x < kD / 2; ++x) o[x] = 0.f;
+    }
+    epilogue();
+  }
+};
+
+// ==================================== THE KERNEL ==================================================
+template <Fp8Config C>
+__device__ __forceinline__ void fwd_fp8_kernel_body(const FwdFp8Params& p) {
+  using L = Fp8Layout<C>;
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  const Smem<C> sm{(ptx::smem_u32(smem_raw) + 1023u) & ~1023u};  // align the carve-up to 1024 B
+  const int warpgroup = threadIdx.x / 128;
+
+  // Barrier initialisation: one thread, exactly kNumBarriers barriers (1 + 5 per stage), then the
+  // mbarrier-init fence and a CTA barrier (PTX ISA "mbarrier.init", "fence.mbarrier_init").
+  if (threadIdx.x == 0) {
+    ptx::mbarrier_init(sm.q_full(), L::kFullArrivals);
+    for (uint32_t s = 0; s < C.stages; ++s) {
+      ptx::mbarrier_init(sm.k_full(s), L::kFullArrivals);
+      ptx::mbarrier_init(sm.k_empty(s), L::kEmptyArrivals);
+      ptx::mbarrier_init(sm.v_full(s), L::kFullArrivals);
+      ptx::mbarrier_init(sm.vt_full(s), L::kFullArrivals);
+      ptx::mbarrier_init(sm.vt_empty(s), L::kEmptyArrivals);
+    }
+    ptx::fence_mbarrier_init();
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    ptx::setmaxnreg_dec<L::kProducerRegs>();
+    Producer<C>{p, sm, static_cast<int>(threadIdx.x)}.run();
+    return;
+  }
+  ptx::setmaxnreg_inc<L::kConsumerRegs>();
+  Consumer<C>(p, sm, warpgroup - 1).run();
+}
+
+}  // namespace flashptx::fa3::fp8

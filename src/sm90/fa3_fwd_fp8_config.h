@@ -1,0 +1,165 @@
+// FA3 FP8 forward (e4m3 Q, K, V; bf16 O): what the host, the kernel and the host tests share (plain
+// C++, no device code). The kernel: src/sm90/fa3_fwd_fp8.cuh; its specializations and launch:
+// src/sm90/fa3_fwd_fp8.cu; the C entry point: flashptx_fwd_fp8 (include/flashptx.h).
+//
+//   FwdFp8Params     the kernel's one argument (__grid_constant__)
+//   Fp8Config        the compile-time shape of one specialization
+//   Fp8Layout<C>     tile sizes, the register split, the shared-memory plan, the barrier slots
+//   DescaleIndex     where the descale of a (batch, head, 128-row block) lives, for every granularity
+// Protocols: tools/guide/PROTOCOLS.md ("FP8 layouts", "The K/V rings").
+#pragma once
+#include <cuda.h>
+#include <cstdint>
+
+namespace flashptx::fa3 {
+
+// The descale of a (batch, head, 128-row block): d[b * sb + h * sh + blk * sblk]. One formula for
+// every granularity of flashptx_quantize_fp8 (include/flashptx.h):
+//   per tensor  sb = sh = sblk = 0
+//   per head    sb = heads, sh = 1, sblk = 0                 ([batch, heads])
+//   per block   sb = heads * nblk, sh = nblk, sblk = 1       ([batch, heads, ceil(seqlen / 128)])
+struct DescaleIndex {
+  int sb = 0, sh = 0, sblk = 0;
+  constexpr int64_t at(int b, int h, int blk) const {
+    return static_cast<int64_t>(b) * sb + static_cast<int64_t>(h) * sh + static_cast<int64_t>(blk) * sblk;
+  }
+};
+// The rows one descale covers along the sequence (FLASHPTX_FP8_SCALE_BLOCK_ROWS).
+constexpr int kFp8ScaleRows = 128;
+
+// ---- layout arithmetic the kernel and the host tests share (tests/host/test_fwd_fp8.cpp runs it
+// through a thread-by-thread emulation of ldmatrix/stmatrix and of the wgmma fragments) ----------
+//
+// The swizzle of e4m3 tiles (TMA and wgmma agree on it; from a 1024-aligned base): logical 16-byte
+// unit u of row r sits at unit u ^ (r % 8) in 128-byte rows (128B swizzle) and u ^ ((r / 2) % 4)
+// in 64-byte rows (64B swizzle): address bits [4, 4+B) ^= bits [7, 7+B).
+constexpr uint32_t swizzle_unit(uint32_t row, uint32_t unit, int row_bytes) {
+  return row_bytes == 128 ? unit ^ (row & 7u) : unit ^ ((row >> 1) & 3u);
+}
+// The V transpose, unit (kk, jj) = keys [16kk, 16kk+16) x head dims [32jj, 32jj+32), one warp:
+// the byte offset in the raw stage (dense rows of d bytes) of the ldmatrix.x4 row that `lane`
+// addresses (matrix lane / 8: keys +8 for odd matrices, dims +16 for matrices 2 and 3), and the byte
+// offset in the Vt stage of the stmatrix.x4 row it addresses (matrix m: Vt row 32jj + 16(m/2) +
+// 2(lane % 8) + m % 2, the even and odd head dims the two prmt selectors split).
+constexpr uint32_t transpose_src(int kk, int jj, int lane, int d) {
+  const int m = lane / 8, rr = lane % 8;
+  return static_cast<uint32_t>((16 * kk + 8 * (m & 1) + rr) * d + 32 * jj + 16 * (m >> 1));
+}
+constexpr uint32_t transpose_dst_row(int jj, int lane) {
+  const int m = lane / 8, rr = lane % 8;
+  return static_cast<uint32_t>(32 * jj + 16 * (m >> 1) + 2 * rr + (m & 1));
+}
+constexpr uint32_t transpose_dst(int kk, int jj, int lane, int vt_row_bytes) {
+  const uint32_t row = transpose_dst_row(jj, lane);
+  return row * static_cast<uint32_t>(vt_row_bytes) + swizzle_unit(row, static_cast<uint32_t>(kk), vt_row_bytes) * 16u;
+}
+// P's register repair: byte i of A-fragment register w of k32 step k takes the fp32 S/P accumulator
+// s_acc[p_acc_index(k, w, i)] (the D fragment: n8 block 4k + j, element e = 2 (row half) + column
+// parity). w = 0/1: rows r0 / r0+8, keys [0,16) of the step; w = 2/3: keys [16,32). Bytes 0-3 are the
+// thread's keys 2q, 2q+1 (n8 block 0 of the group) and 8+2q, 9+2q (block 1).
+constexpr int p_acc_index(int k, int w, int i) {
+  const int j = 2 * (w >> 1) + (i >> 1), e = 2 * (w & 1) + (i & 1);
+  return 16 * k + 4 * j + e;
+}
+// With V^T given (keys in natural order in Vt), each word is put in natural key order by an exchange
+// inside the quad: thread q needs keys 4q..4q+3 of its 16, the low (q < 2) or high (q >= 2) byte pairs
+// of the words of quad threads natural_src(q, 0) and natural_src(q, 1), joined by prmt with
+// natural_selector(q) ({x.b0, x.b1, y.b0, y.b1} or {x.b2, x.b3, y.b2, y.b3}).
+constexpr int natural_src(int q, int which) { return (2 * q + which) & 3; }
+constexpr uint32_t natural_selector(int q) { return q < 2 ? 0x5410u : 0x7632u; }
+
+struct FwdFp8Params {
+  CUtensorMap tma_q;  // e4m3 [batch, seqlen_q, heads_q, d]: box (min(d,128), 128), 128B (64B at d64) swizzle
+  CUtensorMap tma_k;  // e4m3 [batch, seqlen_k, heads_kv, d]: box (min(d,128), block_n), same swizzle
+  // V, by layout (v_keys_contiguous):
+  //   0: e4m3 [batch, seqlen_k, heads_kv, d] box (d, block_n), no swizzle: the producer transposes it
+  //   1: e4m3 V^T [batch, heads_kv, d, seqlen_k] box (block_n, d), the Vt stage's swizzle: no transpose
+  CUtensorMap tma_v;
+  uint16_t* o;                        // bf16 [batch, seqlen_q, heads_q, d]
+  int64_t o_sb, o_ss, o_sh;           // elements
+  float* lse;                         // [batch, heads_q, seqlen_q] or nullptr
+  const float* descale_q;             // never null (the host validated them)
+  const float* descale_k;
+  const float* descale_v;
+  DescaleIndex iq, ik, iv;
+  int seqlen_q, seqlen_k, heads_q, heads_kv, batch;
+  int num_m_blocks;
+  int causal;
+  int v_keys_contiguous;
+  float softmax_scale;       // natural-log scale (for LSE)
+  float softmax_scale_log2;  // softmax_scale * log2(e)
+};
+
+struct Fp8Config {
+  int head_dim;  // 64, 128 or 256
+  int block_n;   // keys per K / V stage: 64 or 128 (one stage lies inside one 128-row descale block)
+  int stages;    // depth of the K, V and Vt rings (>= 2: the producer loads block r+1 before
+                 // transposing block r, into the raw V stage block r+1-stages left)
+};
+
+template <Fp8Config C>
+struct Fp8Layout {
+  static constexpr int kHeadDim = C.head_dim;
+  static constexpr int kBlockN = C.block_n;
+  static constexpr int kStages = C.stages;
+  static constexpr int kConsumerWGs = 2;
+  static constexpr int kBlockM = 128;  // = one Q descale block (kFp8ScaleRows)
+  static constexpr int kThreads = 128 * (kConsumerWGs + 1);
+
+  // Q and K rows (head dim, K-major for the QK wgmma): chunks of at most 128 bytes = 128 e4m3,
+  // 128B swizzle; head dim 64 is one 64-byte chunk with the 64B swizzle.
+  static constexpr int kQKChunkBytes = C.head_dim < 128 ? C.head_dim : 128;
+  static constexpr int kQKChunks = C.head_dim / kQKChunkBytes;
+  // Vt rows (keys, K-major for the PV wgmma): block_n bytes, 128B swizzle (block_n 128) or 64B (64).
+  static constexpr int kVtRowBytes = C.block_n;
+
+  // Register split (setmaxnreg, PTX ISA "setmaxnreg"): the producer warpgroup transposes V, so it
+  // keeps 56; 128 x 56 + 256 x 224 = 64,512 = 384 x 168, the CTA's launch allocation (65536 / 384
+  // rounded down to a multiple of 8), which is the pool setmaxnreg moves registers within.
+  static constexpr int kProducerRegs = 56;
+  static constexpr int kConsumerRegs = 224;
+
+  // Shared memory, from a 1024-aligned base. The raw V stages are dense rows of d bytes (no
+  // swizzle: only the transposing threads read them, with ldmatrix).
+  static constexpr int kQBytes = kBlockM * C.head_dim;
+  static constexpr int kKBytes = C.block_n * C.head_dim;
+  static constexpr int kVBytes = C.block_n * C.head_dim;
+  static constexpr int kVtBytes = C.head_dim * C.block_n;
+  static constexpr int kNumBarriers = 1 + 5 * C.stages;
+  static constexpr int kOffQ = 0;
+  static constexpr int kOffK = kOffQ + kQBytes;
+  static constexpr int kOffV = kOffK + C.stages * kKBytes;
+  static constexpr int kOffVt = kOffV + C.stages * kVBytes;
+  static constexpr int kOffBar = kOffVt + C.stages * kVtBytes;
+  static constexpr int kSmemBytes = kOffBar + 8 * kNumBarriers + 1024;  // + alignment slack
+
+  // Barrier slots (mbarrier i at kOffBar + 8 i) and arrival counts.
+  static constexpr uint32_t kBarQFull = 0;                   // 1: producer arrive.expect_tx
+  static constexpr uint32_t kBarKFull = 1;                   // + stage; 1: expect_tx
+  static constexpr uint32_t kBarKEmpty = 1 + C.stages;       // + stage; 8: one per consumer warp
+  static constexpr uint32_t kBarVFull = 1 + 2 * C.stages;    // + stage; 1: raw V landed (expect_tx)
+  static constexpr uint32_t kBarVtFull = 1 + 3 * C.stages;   // + stage; 1: after the transpose's
+                                                             //   named barrier (or expect_tx for V^T)
+  static constexpr uint32_t kBarVtEmpty = 1 + 4 * C.stages;  // + stage; 8: one per consumer warp
+  static constexpr uint32_t kFullArrivals = 1;
+  static constexpr uint32_t kEmptyArrivals = 4 * kConsumerWGs;
+  // Named barrier of the producer warpgroup's transpose (ids 2.. are the bf16 kernel's token ring
+  // and epilogues; this kernel uses only this one and id 0).
+  static constexpr uint32_t kBarTranspose = 1;
+
+  static_assert(C.head_dim == 64 || C.head_dim == 128 || C.head_dim == 256, "head dims 64, 128, 256");
+  static_assert(C.block_n == 64 || C.block_n == 128, "block_n 64 or 128: a swizzle row of Vt, inside one descale block");
+  static_assert(kFp8ScaleRows % C.block_n == 0 && kBlockM == kFp8ScaleRows, "descale blocks align with the tiles");
+  static_assert(C.stages >= 2 && C.stages <= 4, "stages 2..4 (see Fp8Config::stages)");
+  static_assert(kQBytes % 1024 == 0 && kKBytes % 1024 == 0 && kVtBytes % 1024 == 0, "tiles keep 1024-byte alignment");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
+  static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumerWGs <= (65536 / kThreads) / 8 * 8 * kThreads,
+                "setmaxnreg split beyond the CTA's launch allocation: the .inc would never complete");
+};
+
+// The shipped configurations (instantiated in src/sm90/fa3_fwd_fp8.cu).
+constexpr Fp8Config kFp8D64 = {.head_dim = 64, .block_n = 128, .stages = 2};
+constexpr Fp8Config kFp8D128 = {.head_dim = 128, .block_n = 128, .stages = 2};
+constexpr Fp8Config kFp8D256 = {.head_dim = 256, .block_n = 64, .stages = 2};
+
+}  // namespace flashptx::fa3

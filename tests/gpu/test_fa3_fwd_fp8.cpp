@@ -1,0 +1,561 @@
+// flashptx_fwd_fp8 on the GPU (the FA3 FP8 forward, src/sm90/fa3_fwd_fp8.cuh).
+//
+// Inputs: fresh random bf16-valued tensors (never zeros), quantized to e4m3 on the host by the
+// reference of flashptx_quantize_fp8 (tools/support/fp8_quant_ref.h: bit-identical to the device
+// quantizer, tests/gpu/test_fp8_quantize.cpp), at the case's granularity and strides.
+// Rule: with ref = fp64 attention of the dequantized inputs and O_same = the same with P rounded to
+// e4m3 after the 2^8 offset and O rounded to bf16 (tools/support/fp8_attention_ref.h),
+//   max|O - ref| <= 2 max|O_same - ref| + 1e-4;
+//   |LSE - ref| <= 2e-3 A + 1e-5 |ref| + 1e-5 per row, A = the row's largest scale * sum_e |q_e k_e|:
+//   LSE is a softmax-weighted mean of the scores, each of which Hopper's FP8 MMA accumulates with
+//   fewer mantissa bits than fp32 (the 2e-3 of tests/gpu/test_prim_wgmma.cpp's e4m3 rule).
+// Outputs poisoned (0xFFFF bf16 NaN, 0xFFFFFFFF for LSE) with guards after them: every logical
+// element is written, nothing else. Every case also runs through the release libflashptx.so and must
+// give the same bits (tests/gpu/release_lib.h).
+//
+// Suites (one process each on the H200, as the other GPU suites):
+//   gpu_sm90 fa3 fp8 forward   correctness, strides, GQA, tails, determinism, bad input
+//   gpu_sm90 fa3 fp8 rmse      the quantization experiment of issue 11 (prints three RMSEs)
+#include <doctest/doctest.h>
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "flashptx.h"
+#include "tests/gpu/release_lib.h"
+#include "tests/gpu/test_util.h"
+#include "tools/support/dtype.h"
+#include "tools/support/fp8_attention_ref.h"
+#include "tools/support/fp8_quant_ref.h"
+
+using namespace flashptx_test;
+
+namespace {
+
+struct Fp8Case {
+  int64_t batch, sq, sk, hq, hkv, d;
+  bool causal;
+  flashptx_fp8_scale_granularity gq, gk, gv;
+  Layout layout = Layout::kContiguous;
+  bool v_keys_contiguous = false;
+  float softmax_scale = 0.f;
+  std::string str() const {
+    std::ostringstream s;
+    s << "b" << batch << " sq" << sq << " sk" << sk << " hq" << hq << " hkv" << hkv << " d" << d
+      << (causal ? " causal" : "") << " gran(q,k,v)=" << gq << gk << gv << layout_name(layout)
+      << (v_keys_contiguous ? " V^T" : "");
+    return s.str();
+  }
+};
+
+int64_t descale_count(flashptx_fp8_scale_granularity g, int64_t b, int64_t h, int64_t s) {
+  if (g == FLASHPTX_FP8_SCALE_PER_TENSOR) return 1;
+  if (g == FLASHPTX_FP8_SCALE_PER_HEAD) return b * h;
+  return b * h * ((s + 127) / 128);
+}
+
+// One e4m3 tensor: bf16-valued N(0,1) data quantized by the host reference into `st` strides.
+struct Quantized {
+  std::vector<uint8_t> codes;
+  std::vector<float> descale;
+  Strides st{};
+};
+Quantized quantize(std::mt19937_64& rng, Layout layout, int64_t b, int64_t s, int64_t h, int64_t d,
+                   flashptx_fp8_scale_granularity g) {
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<uint16_t> in(static_cast<size_t>(std::max<int64_t>(b * s * h * d, 1)));
+  for (auto& x : in) {
+    float v = nd(rng);
+    if (v == 0.f) v = 0.5f;  // never a zero
+    x = flashptx::float_to_bf16(v);
+  }
+  Quantized r;
+  // e4m3 strides must be multiples of 16 bytes: the padded layout pads rows by 16 here.
+  r.st = make_strides(layout, b, s, h, d);
+  if (layout == Layout::kPadded) {
+    const int64_t hs = d + 16, rs = h * hs, bs = s * rs + 64;
+    r.st = {bs, rs, hs, b * bs};
+  }
+  r.codes.assign(static_cast<size_t>(std::max<int64_t>(r.st.total, 1)), 0x7F);  // NaN code in the padding
+  r.descale.assign(static_cast<size_t>(descale_count(g, b, h, s)), 0.f);
+  if (b * s * h > 0)
+    flashptx::ref::quantize_fp8({in.data(), r.codes.data(), r.descale.data(), b, s, h, d, s * h * d, h * d, d, r.st.b,
+                                 r.st.s, r.st.h, true, g, 0});
+  return r;
+}
+
+struct Fp8Problem {
+  Fp8Case c;
+  Quantized q, k, v;
+  std::vector<uint8_t> vt;  // V^T [b, h, d, sk_pad] when c.v_keys_contiguous
+  int64_t vt_dim_stride = 0, vt_head_stride = 0, vt_batch_stride = 0;
+  Strides so{};
+  std::unique_ptr<DeviceBuf> dq, dk, dv, dout, dlse, dsq, dsk, dsv;
+  flashptx_fwd_fp8_params params{};
+
+  Fp8Problem(const Fp8Case& cs, uint64_t seed) : c(cs) {
+    std::mt19937_64 rng(seed);
+    q = quantize(rng, c.layout, c.batch, c.sq, c.hq, c.d, c.gq);
+    k = quantize(rng, c.layout, c.batch, c.sk, c.hkv, c.d, c.gk);
+    v = quantize(rng, c.layout, c.batch, c.sk, c.hkv, c.d, c.gv);
+    so = make_strides(c.layout, c.batch, c.sq, c.hq, c.d);
+    const uint8_t* vsrc = v.codes.data();
+    size_t vbytes = v.codes.size();
+    if (c.v_keys_contiguous) {
+      vt_dim_stride = (c.sk + 15) / 16 * 16 + 16;  // padded key rows
+      vt_head_stride = c.d * vt_dim_stride;
+      vt_batch_stride = c.hkv * vt_head_stride + 32;
+      vt.assign(static_cast<size_t>(std::max<int64_t>(c.batch * vt_batch_stride, 16)), 0x7F);
+      for (int64_t b = 0; b < c.batch; ++b)
+        for (int64_t s = 0; s < c.sk; ++s)
+          for (int64_t h = 0; h < c.hkv; ++h)
+            for (int64_t e = 0; e < c.d; ++e)
+              vt[b * vt_batch_stride + h * vt_head_stride + e * vt_dim_stride + s] =
+                  v.codes[b * v.st.b + s * v.st.s + h * v.st.h + e];
+      vsrc = vt.data();
+      vbytes = vt.size();
+    }
+    auto upload = [](std::unique_ptr<DeviceBuf>& d, const void* h, size_t n) {
+      d.reset(new DeviceBuf(n));
+      CUDA_REQUIRE(cudaMemcpy(d->p, h, n, cudaMemcpyHostToDevice));
+    };
+    upload(dq, q.codes.data(), q.codes.size());
+    upload(dk, k.codes.data(), k.codes.size());
+    upload(dv, vsrc, vbytes);
+    upload(dsq, q.descale.data(), q.descale.size() * 4);
+    upload(dsk, k.descale.data(), k.descale.size() * 4);
+    upload(dsv, v.descale.data(), v.descale.size() * 4);
+    dout.reset(new DeviceBuf((static_cast<size_t>(std::max<int64_t>(so.total, 1)) + kGuard) * 2));
+    dlse.reset(new DeviceBuf((static_cast<size_t>(c.batch * c.hq * c.sq) + kGuard) * 4));
+    params = flashptx_fwd_fp8_params{};
+    params.q = dq->p; params.k = dk->p; params.v = dv->p; params.o = dout->p;
+    params.lse = static_cast<float*>(dlse->p);
+    params.descale_q = static_cast<const float*>(dsq->p);
+    params.descale_k = static_cast<const float*>(dsk->p);
+    params.descale_v = static_cast<const float*>(dsv->p);
+    params.batch = c.batch; params.seqlen_q = c.sq; params.seqlen_k = c.sk;
+    params.heads_q = c.hq; params.heads_kv = c.hkv; params.head_dim = c.d;
+    params.q_batch_stride = q.st.b; params.q_row_stride = q.st.s; params.q_head_stride = q.st.h;
+    params.k_batch_stride = k.st.b; params.k_row_stride = k.st.s; params.k_head_stride = k.st.h;
+    if (c.v_keys_contiguous) {
+      params.v_batch_stride = vt_batch_stride; params.v_head_stride = vt_head_stride;
+      params.v_dim_stride = vt_dim_stride; params.v_row_stride = 1;
+      params.v_layout = FLASHPTX_FP8_V_KEYS_CONTIGUOUS;
+    } else {
+      params.v_batch_stride = v.st.b; params.v_row_stride = v.st.s; params.v_head_stride = v.st.h;
+      params.v_layout = FLASHPTX_FP8_V_ROW_MAJOR;
+    }
+    params.o_batch_stride = so.b; params.o_row_stride = so.s; params.o_head_stride = so.h;
+    params.q_dtype = params.k_dtype = params.v_dtype = FLASHPTX_FP8_E4M3;
+    params.o_dtype = FLASHPTX_BF16;
+    params.q_granularity = c.gq; params.k_granularity = c.gk; params.v_granularity = c.gv;
+    params.causal = c.causal ? 1 : 0;
+    params.softmax_scale = c.softmax_scale;
+  }
+
+  void poison() {
+    CUDA_REQUIRE(cudaMemset(dout->p, 0xFF, dout->bytes));
+    CUDA_REQUIRE(cudaMemset(dlse->p, 0xFF, dlse->bytes));
+  }
+  void run() {
+    const flashptx_status s = flashptx_fwd_fp8(&params, nullptr);
+    REQUIRE_MESSAGE(s == FLASHPTX_OK, flashptx_last_error());
+    CUDA_REQUIRE(cudaGetLastError());
+    CUDA_REQUIRE(cudaDeviceSynchronize());
+  }
+  void run_release() {
+    const auto& rel = release_lib();
+    REQUIRE_MESSAGE(rel.loaded(), rel.why);
+    const flashptx_status s = rel.fwd_fp8(&params, nullptr);
+    REQUIRE_MESSAGE(s == FLASHPTX_OK, rel.last_error());
+    CUDA_REQUIRE(cudaGetLastError());
+    CUDA_REQUIRE(cudaDeviceSynchronize());
+  }
+  std::vector<uint16_t> out() const {
+    std::vector<uint16_t> o(dout->bytes / 2);
+    REQUIRE(cudaMemcpy(o.data(), dout->p, dout->bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+    return o;
+  }
+  std::vector<float> lse() const {
+    std::vector<float> l(dlse->bytes / 4);
+    REQUIRE(cudaMemcpy(l.data(), dlse->p, dlse->bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+    return l;
+  }
+  flashptx::ref::Fp8Attention ref_problem() const {
+    flashptx::ref::Fp8Attention a;
+    a.batch = c.batch; a.seqlen_q = c.sq; a.seqlen_k = c.sk; a.heads_q = c.hq; a.heads_kv = c.hkv; a.head_dim = c.d;
+    a.causal = c.causal;
+    a.softmax_scale = c.softmax_scale;
+    a.q = {q.codes.data(), q.st.b, q.st.s, q.st.h, 1, q.descale.data(), c.gq, c.hq, c.sq};
+    a.k = {k.codes.data(), k.st.b, k.st.s, k.st.h, 1, k.descale.data(), c.gk, c.hkv, c.sk};
+    a.v = {v.codes.data(), v.st.b, v.st.s, v.st.h, 1, v.descale.data(), c.gv, c.hkv, c.sk};
+    return a;
+  }
+};
+
+// Runs the case, checks the writes and the fp64 rule, then the release library's bits.
+void check_case(const Fp8Case& c, uint64_t seed) {
+  CAPTURE(c.str());
+  Fp8Problem pb(c, seed);
+  pb.poison();
+  pb.run();
+  const auto o = pb.out();
+  const auto l = pb.lse();
+
+  // Writes: every logical element of O set (not NaN), everything else still poisoned.
+  std::vector<char> logical(o.size(), 0);
+  int64_t unwritten = 0, clobbered = 0;
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t i = 0; i < c.sq; ++i)
+      for (int64_t h = 0; h < c.hq; ++h)
+        for (int64_t e = 0; e < c.d; ++e) {
+          const size_t at = static_cast<size_t>(b * pb.so.b + i * pb.so.s + h * pb.so.h + e);
+          logical[at] = 1;
+          if (std::isnan(flashptx::bf16_to_float(o[at]))) ++unwritten;
+        }
+  for (size_t i = 0; i < o.size(); ++i)
+    if (!logical[i] && o[i] != kPoison) ++clobbered;
+  CHECK_MESSAGE(unwritten == 0, c.str() << ": " << unwritten << " O elements not written (NaN)");
+  CHECK_MESSAGE(clobbered == 0, c.str() << ": " << clobbered << " elements outside O written");
+  check_lse_writes(l, c.batch * c.hq * c.sq, c.str());
+
+  std::vector<double> ref_o, ref_lse, same_o, same_lse, score_abs;
+  const auto rp = pb.ref_problem();
+  flashptx::ref::fp8_attention(rp, false, &ref_o, &ref_lse, &score_abs);
+  flashptx::ref::fp8_attention(rp, true, &same_o, &same_lse);
+  double e_o = 0, e_same = 0, e_lse = 0, lse_excess = 0;
+  int64_t lse_inf_bad = 0;
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t i = 0; i < c.sq; ++i)
+      for (int64_t h = 0; h < c.hq; ++h) {
+        for (int64_t e = 0; e < c.d; ++e) {
+          const size_t r = static_cast<size_t>(((b * c.sq + i) * c.hq + h) * c.d + e);
+          const double got = flashptx::bf16_to_float(o[static_cast<size_t>(b * pb.so.b + i * pb.so.s + h * pb.so.h + e)]);
+          e_o = std::max(e_o, std::fabs(got - ref_o[r]));
+          e_same = std::max(e_same, std::fabs(same_o[r] - ref_o[r]));
+        }
+        const size_t li = static_cast<size_t>((b * c.hq + h) * c.sq + i);
+        const double want = ref_lse[li], got = l[li];
+        if (std::isinf(want) || std::isinf(got)) {
+          lse_inf_bad += !(std::isinf(want) && std::isinf(got) && want < 0 && got < 0);
+        } else {
+          e_lse = std::max(e_lse, std::fabs(got - want));
+          lse_excess =
+              std::max(lse_excess, std::fabs(got - want) - (2e-3 * score_abs[li] + 1e-5 * std::fabs(want) + 1e-5));
+        }
+      }
+  const double tol = 2 * e_same + 1e-4;
+  CHECK_MESSAGE(e_o <= tol, c.str() << ": max|O - ref| = " << e_o << " > " << tol << " (O_same: " << e_same << ")");
+  CHECK_MESSAGE(lse_excess <= 0, c.str() << ": max|LSE - ref| = " << e_lse << ", beyond its row's bound by " << lse_excess);
+  CHECK_MESSAGE(lse_inf_bad == 0, c.str() << ": " << lse_inf_bad << " rows disagree on LSE = -inf");
+
+  if (release_lib().loaded()) {
+    pb.poison();
+    pb.run_release();
+    CHECK_MESSAGE(pb.out() == o, c.str() << ": the release library's O differs from the test build's");
+    const auto lr = pb.lse();
+    CHECK_MESSAGE(std::memcmp(lr.data(), l.data(), l.size() * 4) == 0,
+                  c.str() << ": the release library's LSE differs from the test build's");
+  }
+}
+
+constexpr flashptx_fp8_scale_granularity kT = FLASHPTX_FP8_SCALE_PER_TENSOR, kH = FLASHPTX_FP8_SCALE_PER_HEAD,
+                                         kB = FLASHPTX_FP8_SCALE_PER_BLOCK;
+
+}  // namespace
+
+TEST_SUITE("gpu_sm90 fa3 fp8 forward") {
+
+// One test case per head dim (run one with -tc='*d128*'), after a one-tile smoke test.
+TEST_CASE("smoke: d128, one tile of 128 queries x 128 keys, per-tensor descales, both V layouts") {
+  check_case({1, 128, 128, 1, 1, 128, false, kT, kT, kT}, 0x5e);
+  check_case({1, 128, 128, 1, 1, 128, false, kT, kT, kT, Layout::kContiguous, true}, 0x5f);
+}
+
+void every_granularity(int64_t d, uint64_t seed) {
+  for (bool causal : {false, true})
+    for (auto g : {kT, kH, kB}) check_case({2, 300, 333, 4, 2, d, causal, g, g, g}, ++seed);
+}
+TEST_CASE("d64: causal and not, every granularity; GQA 2, ragged tails") { every_granularity(64, 0xf800); }
+TEST_CASE("d128: causal and not, every granularity; GQA 2, ragged tails") { every_granularity(128, 0xf810); }
+TEST_CASE("d256: causal and not, every granularity; GQA 2, ragged tails") { every_granularity(256, 0xf820); }
+
+TEST_CASE("mixed granularities, V already transposed (keys contiguous), padded and head-major strides") {
+  uint64_t seed = 0x57f8;
+  for (int64_t d : {64, 128, 256})
+    for (bool causal : {false, true}) {
+      check_case({1, 257, 390, 2, 1, d, causal, kB, kH, kT, Layout::kContiguous, true}, ++seed);
+      check_case({2, 200, 129, 4, 4, d, causal, kH, kB, kB, Layout::kPadded, false}, ++seed);
+      check_case({1, 130, 300, 8, 2, d, causal, kT, kT, kB, Layout::kHeadMajor, true}, ++seed);
+    }
+}
+
+TEST_CASE("shapes: one query, one key, more queries than keys (rows without keys), no keys, MQA, many blocks") {
+  uint64_t seed = 0x1f8;
+  for (int64_t d : {64, 128, 256}) {
+    check_case({1, 1, 1, 1, 1, d, false, kB, kB, kB}, ++seed);
+    check_case({1, 1, 700, 2, 1, d, true, kT, kB, kB}, ++seed);
+    check_case({1, 300, 50, 2, 2, d, true, kB, kB, kB}, ++seed);   // rows < 250 see no key
+    check_case({2, 77, 0, 2, 1, d, false, kH, kH, kH}, ++seed);    // O = 0, LSE = -inf
+    check_case({1, 1000, 1000, 8, 1, d, true, kB, kB, kB}, ++seed);
+    check_case({1, 1024, 1024, 2, 2, d, false, kB, kB, kB}, ++seed);
+  }
+  // A custom softmax scale and large scores.
+  check_case({1, 256, 512, 2, 1, 128, false, kB, kB, kB, Layout::kContiguous, false, 0.3f}, ++seed);
+}
+
+TEST_CASE("determinism: 200 launches bitwise equal, in both V layouts") {
+  for (bool vt : {false, true}) {
+    const Fp8Case c{1, 1000, 1100, 4, 2, 128, true, kB, kB, kB, Layout::kContiguous, vt};
+    CAPTURE(c.str());
+    Fp8Problem pb(c, 99);
+    pb.poison();
+    pb.run();
+    const auto o0 = pb.out();
+    const auto l0 = pb.lse();
+    int differing = 0;
+    for (int i = 0; i < 200; ++i) {
+      REQUIRE(flashptx_fwd_fp8(&pb.params, nullptr) == FLASHPTX_OK);
+      if (i % 20 == 19) {
+        CUDA_REQUIRE(cudaDeviceSynchronize());
+        differing += pb.out() != o0;
+        const auto l = pb.lse();
+        differing += std::memcmp(l.data(), l0.data(), l.size() * 4) != 0;
+      }
+    }
+    CUDA_REQUIRE(cudaDeviceSynchronize());
+    CHECK_MESSAGE(differing == 0, c.str() << ": " << differing << " of 20 samples differ from the first launch");
+  }
+}
+
+TEST_CASE("bad input on the device path: a distinct status, nothing launched, O untouched") {
+  const Fp8Case c{1, 128, 128, 2, 2, 128, false, kB, kB, kB};
+  Fp8Problem pb(c, 5);
+  pb.poison();
+  auto expect = [&](flashptx_fwd_fp8_params p, flashptx_status want) {
+    CHECK(flashptx_fwd_fp8(&p, nullptr) == want);
+    CHECK(std::string(flashptx_last_error()).find(flashptx_status_name(want)) == 0);
+  };
+  flashptx_fwd_fp8_params p = pb.params;
+  p.descale_k = nullptr;
+  expect(p, FLASHPTX_ERR_NULL_DESCALE);
+  p = pb.params;
+  p.v_granularity = static_cast<flashptx_fp8_scale_granularity>(7);
+  expect(p, FLASHPTX_ERR_BAD_GRANULARITY);
+  p = pb.params;
+  p.k_dtype = FLASHPTX_BF16;
+  expect(p, FLASHPTX_ERR_UNSUPPORTED_DTYPE);
+  p = pb.params;
+  p.q_row_stride += 8;  // 8 bytes: rows no longer 16-byte aligned
+  expect(p, FLASHPTX_ERR_MISALIGNED);
+  p = pb.params;
+  p.v_layout = static_cast<flashptx_fp8_v_layout>(2);
+  expect(p, FLASHPTX_ERR_BAD_V_LAYOUT);
+  CUDA_REQUIRE(cudaDeviceSynchronize());
+  const auto o = pb.out();
+  int64_t touched = 0;
+  for (uint16_t x : o) touched += x != kPoison;
+  CHECK_MESSAGE(touched == 0, touched << " O elements written by a rejected call");
+}
+
+}  // TEST_SUITE
+
+// ---- the quantization experiment (issue 11) ------------------------------------------------------
+// Q, K, V ~ N(0, 1) in bf16, with a persistent +-10 excursion in channel 0 of Q and K (the CPU
+// model's controlled fixture, src/models/fp8.cpp channel_outlier_experiment, at kernel scale).
+// Quantized on the GPU by flashptx_quantize_fp8 three ways: per tensor; per 128-row block; per block
+// after the orthonormal Walsh-Hadamard rotation over head_dim of Q and K (QK^T unchanged). The FP8
+// forward's O against fp64 attention of the bf16 inputs: RMSE over all elements, printed; asserted:
+// per tensor > per block + Hadamard (the direction the FA3 paper reports, 2.4e-2 vs 9.1e-3 on its own
+// distribution).
+namespace {
+
+double rmse_of(flashptx_fp8_scale_granularity g, int hadamard, const std::vector<uint16_t>& q,
+               const std::vector<uint16_t>& k, const std::vector<uint16_t>& v, const std::vector<double>& ref,
+               int64_t B, int64_t S, int64_t H, int64_t D) {
+  const size_t n = static_cast<size_t>(B * S * H * D);
+  DeviceBuf in_q(n * 2), in_k(n * 2), in_v(n * 2), q8(n), k8(n), v8(n), o(n * 2);
+  const int64_t nds = descale_count(g, B, H, S);
+  DeviceBuf dsq(nds * 4), dsk(nds * 4), dsv(nds * 4);
+  CUDA_REQUIRE(cudaMemcpy(in_q.p, q.data(), n * 2, cudaMemcpyHostToDevice));
+  CUDA_REQUIRE(cudaMemcpy(in_k.p, k.data(), n * 2, cudaMemcpyHostToDevice));
+  CUDA_REQUIRE(cudaMemcpy(in_v.p, v.data(), n * 2, cudaMemcpyHostToDevice));
+  auto quant = [&](const DeviceBuf& in, DeviceBuf& out, DeviceBuf& ds, int hb) {
+    flashptx_quantize_fp8_params qp;
+    flashptx_quantize_fp8_params_contiguous(&qp, in.p, out.p, static_cast<float*>(ds.p), B, S, H, D, FLASHPTX_BF16, g);
+    qp.hadamard_block = hb;
+    REQUIRE_MESSAGE(flashptx_quantize_fp8(&qp, nullptr) == FLASHPTX_OK, flashptx_last_error());
+  };
+  quant(in_q, q8, dsq, hadamard);
+  quant(in_k, k8, dsk, hadamard);
+  quant(in_v, v8, dsv, 0);  // never V
+  flashptx_fwd_fp8_params p;
+  flashptx_fwd_fp8_params_contiguous(&p, q8.p, k8.p, v8.p, o.p, nullptr, static_cast<const float*>(dsq.p),
+                                     static_cast<const float*>(dsk.p), static_cast<const float*>(dsv.p), B, S, S, H,
+                                     H, D, g, 0);
+  REQUIRE_MESSAGE(flashptx_fwd_fp8(&p, nullptr) == FLASHPTX_OK, flashptx_last_error());
+  CUDA_REQUIRE(cudaDeviceSynchronize());
+  std::vector<uint16_t> got(n);
+  CUDA_REQUIRE(cudaMemcpy(got.data(), o.p, n * 2, cudaMemcpyDeviceToHost));
+  double se = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double d = flashptx::bf16_to_float(got[i]) - ref[i];
+    se += d * d;
+  }
+  return std::sqrt(se / static_cast<double>(n));
+}
+
+}  // namespace
+
+TEST_SUITE("gpu_sm90 fa3 fp8 rmse") {
+
+TEST_CASE("RMSE of O vs fp64 with outlier channels: per tensor, per block, per block + Hadamard") {
+  const int64_t B = 1, S = 1024, H = 4, D = 128;
+  std::mt19937_64 rng(3406);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  const size_t n = static_cast<size_t>(B * S * H * D);
+  std::vector<uint16_t> q(n), k(n), v(n);
+  std::vector<double> qf(n), kf(n), vf(n);
+  for (size_t i = 0; i < n; ++i) {
+    const bool ch0 = i % D == 0;
+    float a = nd(rng), b = nd(rng), c = nd(rng);
+    if (ch0) {
+      a += (rng() & 1) ? 10.f : -10.f;
+      b += (rng() & 1) ? 10.f : -10.f;
+    }
+    q[i] = flashptx::float_to_bf16(a); qf[i] = flashptx::bf16_to_float(q[i]);
+    k[i] = flashptx::float_to_bf16(b); kf[i] = flashptx::bf16_to_float(k[i]);
+    v[i] = flashptx::float_to_bf16(c); vf[i] = flashptx::bf16_to_float(v[i]);
+  }
+  // fp64 attention of the bf16 inputs (non-causal, scale 1/sqrt(D)), [B, S, H, D].
+  std::vector<double> ref(n, 0.0), x(static_cast<size_t>(S));
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t i = 0; i < S; ++i) {
+      double m = -1e300;
+      for (int64_t j = 0; j < S; ++j) {
+        double dot = 0;
+        for (int64_t e = 0; e < D; ++e) dot += qf[(i * H + h) * D + e] * kf[(j * H + h) * D + e];
+        x[j] = dot * scale;
+        m = std::max(m, x[j]);
+      }
+      double l = 0;
+      double* orow = &ref[(i * H + h) * D];
+      for (int64_t j = 0; j < S; ++j) {
+        const double p = std::exp(x[j] - m);
+        l += p;
+        for (int64_t e = 0; e < D; ++e) orow[e] += p * vf[(j * H + h) * D + e];
+      }
+      for (int64_t e = 0; e < D; ++e) orow[e] /= l;
+    }
+  const double per_tensor = rmse_of(kT, 0, q, k, v, ref, B, S, H, D);
+  const double per_block = rmse_of(kB, 0, q, k, v, ref, B, S, H, D);
+  const double hadamard = rmse_of(kB, static_cast<int>(D), q, k, v, ref, B, S, H, D);
+  std::printf("fa3 fp8 rmse (d%lld, %lld x %lld, %lld heads, +-10 in Q/K channel 0): per tensor %.4e, per block %.4e, "
+              "per block + Hadamard %.4e (FA3 paper, its own distribution: 2.4e-2 per tensor, 9.1e-3 with both)\n",
+              static_cast<long long>(D), static_cast<long long>(S), static_cast<long long>(S), static_cast<long long>(H),
+              per_tensor, per_block, hadamard);
+  CHECK(std::isfinite(per_tensor));
+  CHECK(std::isfinite(per_block));
+  CHECK(std::isfinite(hadamard));
+  CHECK_MESSAGE(per_tensor > hadamard, "per tensor " << per_tensor << " <= per block + Hadamard " << hadamard);
+}
+
+}  // TEST_SUITE
+
+// ---- a benchmark (prints, asserts nothing about speed) ---------------------------------------------
+// The FA3 grid's two headline shapes of issue 11, FP8 beside our bf16 forward on the same shapes:
+// CUDA events around 20 back-to-back launches after 3 warm-ups, the median of 5 such rounds; FLOPs
+// 4 B H Sq Sk d (non-causal). Inputs: e4m3 codes of N(0,1) samples, per-block descales of 1/64; bf16
+// N(0,1) for the bf16 forward. Warm L2 (the same buffers every launch): not the **bench** method of
+// tools/NOTES.md, a first look only. Both through the release libflashptx.so (tests/gpu/release_lib.h):
+// the test build's bounded waits serialise the wgmma pipeline (Makefile, C7510), so its timing means
+// nothing.
+namespace {
+
+double time_ms(const std::function<flashptx_status()>& launch) {
+  for (int i = 0; i < 3; ++i) REQUIRE(launch() == FLASHPTX_OK);
+  CUDA_REQUIRE(cudaDeviceSynchronize());
+  cudaEvent_t e0, e1;
+  CUDA_REQUIRE(cudaEventCreate(&e0));
+  CUDA_REQUIRE(cudaEventCreate(&e1));
+  std::vector<float> rounds;
+  for (int r = 0; r < 5; ++r) {
+    CUDA_REQUIRE(cudaEventRecord(e0));
+    for (int i = 0; i < 20; ++i) REQUIRE(launch() == FLASHPTX_OK);
+    CUDA_REQUIRE(cudaEventRecord(e1));
+    CUDA_REQUIRE(cudaEventSynchronize(e1));
+    float ms = 0;
+    CUDA_REQUIRE(cudaEventElapsedTime(&ms, e0, e1));
+    rounds.push_back(ms / 20);
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  std::sort(rounds.begin(), rounds.end());
+  return rounds[2];
+}
+
+void bench_shape(int64_t B, int64_t S, int64_t H, int64_t D) {
+  const size_t n = static_cast<size_t>(B * S * H * D);
+  std::mt19937_64 rng(0xbe7c);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  uint8_t table8[256];
+  uint16_t table16[256];
+  for (int i = 0; i < 256; ++i) {
+    const float x = nd(rng);
+    table8[i] = flashptx::ref::e4m3_encode(x * 64.0);
+    table16[i] = flashptx::float_to_bf16(x);
+  }
+  std::vector<uint8_t> h8(n);
+  std::vector<uint16_t> h16(n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t r = rng();
+    h8[i] = table8[r & 255];
+    h16[i] = table16[(r >> 8) & 255];
+  }
+  DeviceBuf q8(n), k8(n), v8(n), o(n * 2), q16(n * 2), k16(n * 2), v16(n * 2), o16(n * 2);
+  const int64_t nds = B * H * ((S + 127) / 128);
+  std::vector<float> ds(static_cast<size_t>(nds), 1.f / 64);
+  DeviceBuf dsq(nds * 4), dsk(nds * 4), dsv(nds * 4);
+  for (DeviceBuf* b : {&q8, &k8, &v8}) CUDA_REQUIRE(cudaMemcpy(b->p, h8.data(), n, cudaMemcpyHostToDevice));
+  for (DeviceBuf* b : {&q16, &k16, &v16}) CUDA_REQUIRE(cudaMemcpy(b->p, h16.data(), n * 2, cudaMemcpyHostToDevice));
+  for (DeviceBuf* b : {&dsq, &dsk, &dsv}) CUDA_REQUIRE(cudaMemcpy(b->p, ds.data(), nds * 4, cudaMemcpyHostToDevice));
+  flashptx_fwd_fp8_params p8;
+  flashptx_fwd_fp8_params_contiguous(&p8, q8.p, k8.p, v8.p, o.p, nullptr, static_cast<const float*>(dsq.p),
+                                     static_cast<const float*>(dsk.p), static_cast<const float*>(dsv.p), B, S, S, H, H,
+                                     D, kB, 0);
+  flashptx_fwd_params p16;
+  flashptx_fwd_params_contiguous(&p16, q16.p, k16.p, v16.p, o16.p, nullptr, B, S, S, H, H, D, FLASHPTX_BF16, 0);
+  const double flops = 4.0 * static_cast<double>(B * H) * static_cast<double>(S) * static_cast<double>(S) * D;
+  const auto& rel = release_lib();
+  REQUIRE_MESSAGE(rel.loaded(), rel.why);
+  const double ms8 = time_ms([&] { return rel.fwd_fp8(&p8, nullptr); });
+  const double ms16 = time_ms([&] { return rel.fwd(&p16, nullptr); });
+  std::printf("fa3 fp8 bench d%lld s%lld b%lld h%lld non-causal: fp8 %.3f ms %.0f TFLOP/s; bf16 %.3f ms %.0f TFLOP/s; "
+              "ratio %.2f (release library, warm L2, events, median of 5 x 20)\n",
+              static_cast<long long>(D), static_cast<long long>(S), static_cast<long long>(B), static_cast<long long>(H),
+              ms8, flops / ms8 * 1e-9, ms16, flops / ms16 * 1e-9, ms16 / ms8);
+  CHECK(ms8 > 0);
+}
+
+}  // namespace
+
+TEST_SUITE("gpu_sm90 release fa3 fp8 bench") {
+
+TEST_CASE("d128 8k and d256 16k, non-causal: FP8 beside bf16 (printed, not asserted)") {
+  bench_shape(2, 8192, 16, 128);
+  bench_shape(1, 16384, 16, 256);
+}
+
+}  // TEST_SUITE
