@@ -2,29 +2,27 @@
 // a block Walsh-Hadamard rotation over head_dim. Memory-bound; two kernels (one per input dtype),
 // every granularity and head dim a run-time value.
 //
-// Work: a CTA of 256 threads owns a group of 128 rows of one (batch, head); grid (groups per head,
-// heads, batch). Each thread owns 16 contiguous elements of a row per chunk (two 16-byte loads, one
-// 16-byte store of e4m3), head_dim / 16 adjacent lanes hold a row, and a thread holds head_dim / 32
-// chunks (2 at d64 .. 8 at d256) of its group: the whole group is loaded once, every load issued
-// before the first is used, and kept in registers as raw 16-bit values for both the amax and the
-// quantization (one read of the input per launch).
+// Work: a CTA of 256 threads owns 128 rows of one (batch, head); grid (blocks per head, heads,
+// batch). Each thread owns 16 contiguous elements of a row (two 16-byte loads, one 16-byte store of
+// e4m3), so head_dim / 16 adjacent lanes hold a row and a warp covers 2 (d256) to 8 (d64) rows at
+// once; the row loops are unrolled by two, so a thread has four 16-byte loads in flight.
 //
 // The rotation: an in-place fast Walsh-Hadamard transform, strides 1, 2, 4, 8 inside the thread,
 // 16 .. n/2 across lanes (shfl.bfly, partner lane ^ stride/16); at every stride the lower element
 // becomes a + b and the upper a - b; then a multiply by 1/sqrt(n) (rounded to fp32 on the host). fp32
 // throughout, the intrinsics _rn so that nothing contracts: the host reference repeats the same steps.
-// It is applied to a chunk's raw values twice (for the amax, then for the codes): arithmetic is
-// cheaper than a second read.
 //
 // Modes (the launch's `mode`):
-//   kAmaxAtomic  per tensor and per head, first launch: the group's amax / 448 into its descale slot
-//                (descale[0], or descale[batch * heads + head]) by atomicMax on the float bits (the
-//                slots zeroed before; non-negative floats order as their bits).
+//   kAmaxAtomic  per tensor and per head, first launch: the CTA's amax / 448 into its group's descale
+//                slot (descale[0], or descale[batch * heads + head]) by atomicMax on the float bits
+//                (the slots zeroed before; non-negative floats order as their bits).
 //   kQuantize    per tensor and per head, second launch: quantize with the slot's descale.
-//   kGroup       per block: the CTA computes its group's amax (block reduction), writes its descale,
-//                and quantizes the registers it holds.
-// (Per head used to be one CTA per (batch, head) walking all its rows: 64 CTAs for 4 x 16 heads, 11%
-// of the copy bandwidth on the H200.)
+//   kGroup       per block: the CTA reads its block once for amax (block reduction), writes its
+//                descale, then reads it again (from L2) and quantizes.
+// Measured on the H200 (tools/bench/quantize_bw.py, tools/NOTES.md): per head used to be one CTA per
+// (batch, head) walking all its rows (11% of the copy bandwidth at 4 x 16 heads); a version that
+// kept a whole 128-row group in registers to read it once ran slower (111 registers, 2 CTAs per SM:
+// 0.66 / 0.54 of the copy per tensor / per block, against 0.79 / 0.63 streaming).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -54,8 +52,7 @@ struct Params {
   int mode;
 };
 
-constexpr int kGroupRows = 128;  // FLASHPTX_FP8_SCALE_BLOCK_ROWS
-constexpr int kMaxChunks = 8;    // head_dim 256: 128 rows x 16 chunks of 16 / 256 threads
+constexpr int kGroupRows = 128;  // FLASHPTX_FP8_SCALE_BLOCK_ROWS: the rows of one CTA
 
 template <bool kBf16>
 __device__ __forceinline__ float to_float(uint32_t bits16) {
@@ -63,20 +60,17 @@ __device__ __forceinline__ float to_float(uint32_t bits16) {
   else return __half2float(__ushort_as_half(static_cast<unsigned short>(bits16)));
 }
 
-// The thread's 16 elements of row `row` as raw 16-bit values (zeros past the group: the lanes still
-// take part in the rotation's shuffles).
-__device__ __forceinline__ void load_raw(const Params& p, int b, int h, int row, bool valid, int col, uint4 (&v)[2]) {
-  v[0] = v[1] = make_uint4(0, 0, 0, 0);
+// Loads the thread's 16 elements of row `row` (zeros past the group: the lanes still take part in the
+// shuffles) and applies the rotation.
+template <bool kBf16>
+__device__ __forceinline__ void load_rotated(const Params& p, int b, int h, int row, bool valid, int col,
+                                             float (&y)[16]) {
+  uint4 v[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
   if (valid) {
     const uint4* src = reinterpret_cast<const uint4*>(p.in + b * p.in_sb + row * p.in_ss + h * p.in_sh + col);
     v[0] = src[0];
     v[1] = src[1];
   }
-}
-
-// The 16 raw values to fp32, rotated.
-template <bool kBf16>
-__device__ __forceinline__ void to_rotated(const Params& p, const uint4 (&v)[2], int col, float (&y)[16]) {
   const uint32_t w[8] = {v[0].x, v[0].y, v[0].z, v[0].w, v[1].x, v[1].y, v[1].z, v[1].w};
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
@@ -124,30 +118,21 @@ __device__ __forceinline__ void quantize_body(const Params& p) {
   __shared__ float red[kThreads / 32];
   const int b = blockIdx.z, h = blockIdx.y;
   const int threads_per_row = p.head_dim >> 4;
-  const int rows_per_chunk = kThreads / threads_per_row;
-  const int chunks = kGroupRows / rows_per_chunk;  // head_dim / 32: uniform across the CTA
+  const int rows_per_iter = kThreads / threads_per_row;
   const int row_in = threadIdx.x / threads_per_row;
   const int col = (threadIdx.x % threads_per_row) * 16;
   const int row_begin = blockIdx.x * kGroupRows;
   const int row_end = min(row_begin + kGroupRows, p.seqlen);
-
-  // The group, once: every chunk's two loads before any is used.
-  uint4 raw[kMaxChunks][2];
-#pragma unroll
-  for (int c = 0; c < kMaxChunks; ++c) {
-    const int row = row_begin + c * rows_per_chunk + row_in;
-    if (c < chunks) load_raw(p, b, h, row, row < row_end, col, raw[c]);
-  }
+  const int64_t slot = p.slot_per_head ? static_cast<int64_t>(b) * p.heads + h : 0;
   float y[16];
 
-  const int64_t slot = p.slot_per_head ? static_cast<int64_t>(b) * p.heads + h : 0;
   float descale = 0.f;
   if (p.mode != kQuantize) {
     float amax = 0.f;
-#pragma unroll
-    for (int c = 0; c < kMaxChunks; ++c) {
-      if (c >= chunks) break;
-      to_rotated<kBf16>(p, raw[c], col, y);
+#pragma unroll 2
+    for (int r0 = row_begin; r0 < row_end; r0 += rows_per_iter) {
+      const int row = r0 + row_in;
+      load_rotated<kBf16>(p, b, h, row, row < row_end, col, y);
 #pragma unroll
       for (int i = 0; i < 16; ++i) amax = fmaxf(amax, fabsf(y[i]));
     }
@@ -162,11 +147,11 @@ __device__ __forceinline__ void quantize_body(const Params& p) {
     descale = p.descale[slot];
   }
 
-#pragma unroll
-  for (int c = 0; c < kMaxChunks; ++c) {
-    if (c >= chunks) break;
-    const int row = row_begin + c * rows_per_chunk + row_in;
-    to_rotated<kBf16>(p, raw[c], col, y);
+#pragma unroll 2
+  for (int r0 = row_begin; r0 < row_end; r0 += rows_per_iter) {
+    const int row = r0 + row_in;
+    const bool valid = row < row_end;
+    load_rotated<kBf16>(p, b, h, row, valid, col, y);
     uint32_t packed[8];
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
@@ -174,7 +159,7 @@ __device__ __forceinline__ void quantize_body(const Params& p) {
       const float hi = descale > 0.f ? __fdiv_rn(y[2 * i + 1], descale) : 0.f;
       packed[i] = ptx::cvt_rn_satfinite_e4m3x2_f32(lo, hi);
     }
-    if (row < row_end) {
+    if (valid) {
       uint4* dst = reinterpret_cast<uint4*>(p.out + b * p.out_sb + row * p.out_ss + h * p.out_sh + col);
       dst[0] = make_uint4(packed[0] | (packed[1] << 16), packed[2] | (packed[3] << 16),
                           packed[4] | (packed[5] << 16), packed[6] | (packed[7] << 16));
@@ -207,7 +192,7 @@ flashptx_status launch_quantize_fp8(const flashptx_quantize_fp8_params& q, cudaS
   p.head_dim = static_cast<int>(q.head_dim);
   p.hadamard_block = q.hadamard_block;
   p.hadamard_scale = q.hadamard_block > 0 ? static_cast<float>(1.0 / std::sqrt(static_cast<double>(q.hadamard_block))) : 1.f;
-  static_assert(fp8q::kGroupRows == FLASHPTX_FP8_SCALE_BLOCK_ROWS, "a per-block descale is one CTA's group");
+  static_assert(fp8q::kGroupRows == FLASHPTX_FP8_SCALE_BLOCK_ROWS, "a per-block descale is one CTA's rows");
   const bool per_head = q.granularity == FLASHPTX_FP8_SCALE_PER_HEAD;
   p.slot_per_head = per_head ? 1 : 0;
   const dim3 grid(static_cast<unsigned>((q.seqlen + fp8q::kGroupRows - 1) / fp8q::kGroupRows),
