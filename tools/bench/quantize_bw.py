@@ -70,7 +70,7 @@ for gran in (0, 1, 2):
         st = lib.flashptx_quantize_fp8(ctypes.byref(p), stream)
         assert st == 0, lib.flashptx_last_error()
         ms = time_ms(lambda: lib.flashptx_quantize_fp8(ctypes.byref(p), stream))
-        reads = 2 * n * (2 if gran == 0 else 1)
+        reads = 2 * n * (2 if gran in (0, 1) else 1)  # per tensor and per head: an amax pass, then the quantize pass
         moved = reads + n + 4 * cnt.value
         gbs = moved / (ms * 1e-3) / 1e9
         r = {"what": "quantize", "granularity": names[gran], "hadamard": had, "shape": [B, S, H, D], "ms": ms,

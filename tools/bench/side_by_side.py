@@ -414,9 +414,10 @@ def plot(result, prefix, direction="fwd"):
             if row_i == 0 and col_i == 0:
                 ax.legend(loc="lower right", fontsize=8)
     meta = result.get("meta", {})
-    fig.suptitle("Attention %s, %s, %s: flashptx vs cuDNN %s vs FA2 (ratio = flashptx / cuDNN)"
+    fig.suptitle("Attention %s, %s, %s: flashptx vs cuDNN %s vs FA2 (ratio = flashptx / cuDNN)%s"
                  % ("forward" if direction == "fwd" else "backward", meta.get("dtype", "bf16"), meta.get("device", "?"),
-                    meta.get("cudnn", "?")))
+                    meta.get("cudnn", "?"),
+                    ", GPU kernel time" if meta.get("method", "").startswith("GPU kernel time") else ""))
     fig.tight_layout(rect=(0, 0, 1, 0.96))
     if direction != "fwd":
         prefix = prefix + "-" + direction
@@ -427,6 +428,30 @@ def plot(result, prefix, direction="fwd"):
     return paths
 
 
+def from_kernel_time(path, meta_extra=None):
+    """Results (meta + rows, the format this script writes) from a tools/bench/kernel_time.py JSON:
+    one row per implementation, direction and grid point, tflops the mean of its two measurements
+    ("ours" -> flashptx, "oursb" -> flashptx_b, cudnn, fa2; "ours_det_bwd" -> flashptx_det)."""
+    with open(path) as f:
+        kt = json.load(f)
+    names = {"ours": "flashptx", "oursb": "flashptx_b", "cudnn": "cudnn", "fa2": "fa2", "ours_det": "flashptx_det"}
+    rows = []
+    for r in kt:
+        for key in r:
+            if key.endswith("2") or not (key.endswith("_fwd") or key.endswith("_bwd")):
+                continue
+            impl, direction = key.rsplit("_", 1)
+            if impl not in names or (key + "2") not in r:
+                continue
+            rows.append({"impl": names[impl], "direction": direction, "hdim": r["d"], "seqlen": r["s"], "batch": r["b"],
+                         "heads": r["h"], "causal": bool(r["causal"]), "tflops": (r[key] + r[key + "2"]) / 2,
+                         "tflops_runs": [r[key], r[key + "2"]], "method": "kernel time"})
+    meta = {"method": "GPU kernel time (tools/bench/kernel_time.py: torch.profiler, L2 flushed, mean of two "
+                      "interleaved measurements of 5 calls)", "source": os.path.basename(path), "dtype": "bf16"}
+    meta.update(meta_extra or {})
+    return {"meta": meta, "rows": rows}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lib", default=os.path.join(REPO, "libflashptx.so"), help="path to libflashptx.so")
@@ -435,6 +460,9 @@ def main():
     ap.add_argument("--deterministic", action="store_true", help="time the backward's deterministic mode")
     ap.add_argument("--out", help="results JSON to write (default side-by-side-<UTC>.json)")
     ap.add_argument("--replot", metavar="JSON", help="do not measure: read this results JSON")
+    ap.add_argument("--from-kernel-time", metavar="JSON",
+                    help="do not measure: convert a kernel_time.py JSON (written with --out)")
+    ap.add_argument("--meta", metavar="K=V,...", default="", help="with --from-kernel-time: meta fields")
     ap.add_argument("--plot", metavar="PREFIX", help="write PREFIX.png and PREFIX.svg")
     ap.add_argument("--table", action="store_true", help="print the markdown table")
     ap.add_argument("--quick", action="store_true", help="subset: hdim 128, seqlen 1k and 8k, few reps")
@@ -450,7 +478,14 @@ def main():
     if args.quick:
         args.hdims, args.seqlens, args.reps = [128], [1024, 8192], min(args.reps, 10)
 
-    if args.replot:
+    if args.from_kernel_time:
+        extra = dict(kv.split("=", 1) for kv in args.meta.split(",") if kv)
+        result = from_kernel_time(args.from_kernel_time, extra)
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump(result, f, indent=1)
+                f.write("\n")
+    elif args.replot:
         with open(args.replot) as f:
             result = json.load(f)
     else:
