@@ -41,9 +41,10 @@
 //
 // Stages and phases: K, raw V and Vt rings share one stage coordinate (block r in stage r % stages).
 // Consumers: steady step j issues QK(j) then PV(j-1) (PV lags QK by one block), wgmma groups as in
-// the bf16 forward: wait_group(1) retires QK(j) (K released), softmax(j) is meant to overlap
-// PV(j-1), wait_group(0) retires PV(j-1) (Vt released, O rescaled, P overwritten). (In the current
-// SASS ptxas places the PV wait before the step's exponentials: no overlap yet, tools/NOTES.md.)
+// the bf16 forward: wait_group(1) retires QK(j) (K released), softmax(j) overlaps PV(j-1),
+// wait_group(0) retires PV(j-1) (Vt released, O rescaled, P overwritten). ptxas keeps all the
+// step's exponentials before the PV wait only because of pin_before_pv_wait (below; v1 had the wait
+// before all of them: tools/NOTES.md, "FA3 FP8 forward"); the .check files hold that order.
 //
 // Scales (PROTOCOLS.md "FP8 layouts", invariants): with descales dQ (the tile's Q block), dK_n and
 // dV_n (the K/V block's), the scores are softmax_scale * dQ * dK_n * (q8 k8^T): the product goes into
@@ -376,12 +377,12 @@ struct Consumer {
     const uint32_t lo = ptx::cvt_rn_satfinite_e4m3x2_f32(a, b), hi = ptx::cvt_rn_satfinite_e4m3x2_f32(c, d);
     return ptx::prmt<0x5410>(lo, hi);  // bytes {a, b, c, d}
   }
-  __device__ __forceinline__ void convert_p() {
+  __device__ __forceinline__ void convert_p(uint32_t (&pf)[kBlockN / 32][4]) const {
 #pragma unroll
     for (int k = 0; k < kBlockN / 32; ++k)
 #pragma unroll
       for (int w = 0; w < 4; ++w)
-        pfrag[k][w] = pack4(s_acc[p_acc_index(k, w, 0)], s_acc[p_acc_index(k, w, 1)], s_acc[p_acc_index(k, w, 2)],
+        pf[k][w] = pack4(s_acc[p_acc_index(k, w, 0)], s_acc[p_acc_index(k, w, 1)], s_acc[p_acc_index(k, w, 2)],
                             s_acc[p_acc_index(k, w, 3)]);
     if (p.v_keys_contiguous) {
       // Natural order (fa3_fwd_fp8_config.h natural_src / natural_selector).
@@ -392,9 +393,9 @@ struct Consumer {
       for (int k = 0; k < kBlockN / 32; ++k)
 #pragma unroll
         for (int w = 0; w < 4; ++w) {
-          const uint32_t x = __shfl_sync(0xffffffffu, pfrag[k][w], src_x);
-          const uint32_t y = __shfl_sync(0xffffffffu, pfrag[k][w], src_y);
-          pfrag[k][w] = ptx::prmt(x, y, sel);
+          const uint32_t x = __shfl_sync(0xffffffffu, pf[k][w], src_x);
+          const uint32_t y = __shfl_sync(0xffffffffu, pf[k][w], src_y);
+          pf[k][w] = ptx::prmt(x, y, sel);
         }
     }
   }
@@ -421,7 +422,17 @@ struct Consumer {
     float alpha[2];
     if (block_needs_mask(n)) softmax<true>(n, scale, alpha);
     else softmax<false>(n, scale, alpha);
-    convert_p();
+    convert_p(pfrag);
+  }
+  // Keeps softmax(j) ahead of the PV(j-1) wait in the SASS. The PTX has the exponentials before
+  // wgmma.wait_group 0 (the operand fences pin them there for nvcc), but ptxas schedules the wait
+  // freely inside a basic block and put it before all 64 MUFU.EX2 of the step (tools/NOTES.md, FA3
+  // FP8 forward), serialising softmax(j) after PV(j-1). A branch whose condition reads every
+  // exponential (through the row sums) ends the basic block: ptxas does not move the wait above
+  // it, nor the exponentials below it. The branch is never taken (a row sum is a sum of
+  // exponentials, >= 0, or NaN, and NaN < 0 is false); its body is a side effect nvcc cannot drop.
+  __device__ __forceinline__ void pin_before_pv_wait() const {
+    if (row_sum[0] + row_sum[1] < 0.f) ptx::nanosleep_u32(0);
   }
   // Steady step j: QK(j) and PV(j-1) in flight together.
   template <bool kMasked>
@@ -437,14 +448,15 @@ struct Consumer {
     release(sm.k_empty(k_ring.stage), k_ring);
     float alpha[2];
     softmax<kMasked>(n, scale, alpha);
-    // Keep the exponentials before the wait below (as the bf16 forward: without a volatile use of S
-    // the compiler sinks them past wgmma.wait_group 0 and loses the overlap).
+    // Keep the exponentials before the wait below: the operand fence for nvcc (without a volatile
+    // use of S it sinks them past wgmma.wait_group 0, as in the bf16 forward), the pin for ptxas.
     ptx::wgmma_fence_operand(s_acc);
+    pin_before_pv_wait();
     retire_pv();  // PV(j-1) complete: O readable, P and Vt[j-1] reusable
     release(sm.vt_empty(v_ring.stage), v_ring);
     rescale_o(alpha, dv_cur / dv_n);  // O moves to the unit of dV_n, whose PV adds next
     dv_cur = dv_n;
-    convert_p();
+    convert_p(pfrag);
   }
   __device__ __forceinline__ void drain() {
     FLASHPTX_MBAR_WAIT(sm.vt_full(v_ring.stage), v_ring.phase, "fa3 fp8 consumer: vt_full");
