@@ -6,8 +6,8 @@
 //
 // A work tile is 128 query rows (= one Q descale block) of one (batch, head) against its admissible
 // K/V blocks of block_n keys, visited right to left (masked blocks first). One tile per CTA
-// (blockIdx.x; longest-first under a causal mask). No pingpong, no persistence: this is the
-// correct-first version (tools/NOTES.md, "FA3 FP8 forward").
+// (blockIdx.x; longest-first under a causal mask). No persistence (tools/NOTES.md, "FA3 FP8
+// forward"). The two consumer warpgroups issue their GEMMs in turn (pingpong, as the bf16 forward).
 //
 // Roles:
 //   warpgroup 0   PRODUCER   setmaxnreg.dec 56.
@@ -38,6 +38,9 @@
 //   vt_empty[s]         one arrive per consumer warp after the wgmma wait that retires the PV
 //                       reading Vt stage s; the producer waits it before writing the stage again.
 // Named barrier 1: the producer warpgroup's 128 threads, once per transposed stage.
+// Named barriers 2 + g (include/flashptx/pingpong.h, PROTOCOLS.md "Pingpong"): the token ring of the
+// two consumer warpgroups, 256 threads per generation (consumer g syncs before issuing a steady
+// step's QK and PV, its predecessor arrives after issuing its own); primed once by consumer 0.
 //
 // Stages and phases: K, raw V and Vt rings share one stage coordinate (block r in stage r % stages).
 // Consumers: steady step j issues QK(j) then PV(j-1) (PV lags QK by one block), wgmma groups as in
@@ -67,6 +70,7 @@
 #include "ptx/setmaxnreg.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/wgmma.cuh"
+#include "flashptx/pingpong.h"
 #include "flashptx/ring.h"
 #include "flashptx/tile_scheduler.h"
 #include "src/sm90/fa3_fwd_fp8_config.h"
@@ -234,6 +238,7 @@ struct Consumer {
   using L = Fp8Layout<C>;
   using QKSwz = Swz<L::kQKChunkBytes>;
   using VtSwz = Swz<L::kVtRowBytes>;
+  using Tokens = TokenRing<L::kConsumerWGs>;
   static constexpr int kD = C.head_dim, kBlockN = C.block_n, kBlockM = L::kBlockM;
   static constexpr int kKPerChunk = L::kQKChunkBytes / 32;  // k32 steps per swizzled Q/K chunk
 
@@ -321,6 +326,16 @@ struct Consumer {
   __device__ __forceinline__ void retire_pv() {
     ptx::wgmma_wait_group<0>();
     ptx::wgmma_fence_operand(o);
+  }
+
+  // ---- the pingpong token (include/flashptx/pingpong.h; PROTOCOLS.md "Pingpong") ------------
+  // Orders the two warpgroups' tensor-core issue only (one warpgroup's softmax runs under the
+  // other's GEMMs); it certifies nothing about K/V readiness, which stays the mbarrier rings'.
+  __device__ __forceinline__ void take_token() {
+    ptx::bar_sync(Tokens::barrier_of(g), Tokens::kParticipants);  // my turn to issue
+  }
+  __device__ __forceinline__ void pass_token() {
+    ptx::bar_arrive(Tokens::barrier_of(Tokens::next(g)), Tokens::kParticipants);
   }
 
   // ---- softmax ------------------------------------------------------------------------------
@@ -441,9 +456,11 @@ struct Consumer {
     const float scale = scale_of(n);
     const float dv_n = dv_of(n);
     FLASHPTX_MBAR_WAIT(sm.k_full(k_ring.stage), k_ring.phase, "fa3 fp8 consumer: k_full");
+    take_token();
     issue_qk(k_ring.stage);  // older group
     FLASHPTX_MBAR_WAIT(sm.vt_full(v_ring.stage), v_ring.phase, "fa3 fp8 consumer: vt_full");
     issue_pv(v_ring.stage, j > 1);  // newer group; the first PV overwrites O
+    pass_token();
     retire_qk<1>();  // QK(j) complete; PV(j-1) may still run
     release(sm.k_empty(k_ring.stage), k_ring);
     float alpha[2];
@@ -486,6 +503,9 @@ struct Consumer {
   }
 
   __device__ __forceinline__ void run() {
+    // Bootstrap half-credit of the token ring, once per CTA, by consumer 0. Both consumers run the
+    // same tile, so they take and pass the token the same number of times (n_max - 1 steady steps).
+    if (Tokens::primes(g)) ptx::bar_arrive(Tokens::barrier_of(0), Tokens::kParticipants);
     t = tile_of<C>(p);
     row0 = t.m_block * kBlockM + 64 * g + r0;
     row_max[0] = row_max[1] = -INFINITY;

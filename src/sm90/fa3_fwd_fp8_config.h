@@ -143,8 +143,9 @@ struct Fp8Layout {
   static constexpr uint32_t kBarVtEmpty = 1 + 4 * C.stages;  // + stage; 8: one per consumer warp
   static constexpr uint32_t kFullArrivals = 1;
   static constexpr uint32_t kEmptyArrivals = 4 * kConsumerWGs;
-  // Named barrier of the producer warpgroup's transpose (ids 2.. are the bf16 kernel's token ring
-  // and epilogues; this kernel uses only this one and id 0).
+  // Named barrier of the producer warpgroup's transpose. The kernel's others: id 0 (the CTA
+  // barrier after init) and ids 2, 3, the consumers' pingpong token ring (include/flashptx/pingpong.h
+  // TokenRing<2>, as the bf16 forward); 8.. (the bf16 epilogues) are unused here.
   static constexpr uint32_t kBarTranspose = 1;
 
   static_assert(C.head_dim == 64 || C.head_dim == 128 || C.head_dim == 256, "head dims 64, 128, 256");
