@@ -175,14 +175,18 @@ struct Producer {
       // after the transpose of block r - 2 (one block of lookahead), and r - stages <= r - 2 since
       // stages >= 2: that transpose passed named barrier 1 with every reader fenced, in this
       // thread's program order, so the TMA write cannot overtake its reads.
+      // In K's layout (chunks of kQKChunkBytes columns, swizzled: raw_v_offset), like K's load.
       ptx::mbarrier_arrive_expect_tx(sm.v_full(s), L::kVBytes);
-      ptx::cp_async_bulk_tensor_4d_load(sm.v(s), &p.tma_v, sm.v_full(s), 0, n * kBlockN, t.head_kv, t.batch);
+      for (int c = 0; c < L::kQKChunks; ++c)
+        ptx::cp_async_bulk_tensor_4d_load(sm.v(s) + c * kBlockN * L::kQKChunkBytes, &p.tma_v, sm.v_full(s),
+                                          c * L::kQKChunkBytes, n * kBlockN, t.head_kv, t.batch);
     }
     load.advance();
   }
 
-  // All 128 threads: raw V stage (keys x d, dense rows of d bytes) -> Vt stage (d x keys, K-major,
-  // swizzled). Unit (kk, jj): keys [16kk, 16kk+16) x head dims [32jj, 32jj+32), one warp:
+  // All 128 threads: raw V stage (keys x d in K's swizzled layout, raw_v_offset) -> Vt stage (d x
+  // keys, K-major, swizzled). Both sides conflict-free: each LDSM matrix's 8 rows (8 keys, one
+  // 16-byte unit) and each STSM matrix's 8 rows sit in 8 different bank groups. Unit (kk, jj): keys [16kk, 16kk+16) x head dims [32jj, 32jj+32), one warp:
   //   ldmatrix.x4.trans  matrices {keys 0-7, 8-15} x {dims 0-15, 16-31} of 16-bit units (byte pairs);
   //                      thread 4c+q gets units (key 2q, dim pair c) and (2q+1, c) of each
   //   prmt 0x6420/0x7531 split the byte pairs: even dim 2c / odd dim 2c+1, keys {2q, 2q+1, 2q+8,
@@ -205,7 +209,7 @@ struct Producer {
     for (int u = warp; u < kUnits; u += 4) {
       const int kk = u % kKeyUnits, jj = u / kKeyUnits;
       uint32_t r0, r1, r2, r3;
-      ptx::ldmatrix_x4_trans(src + transpose_src(kk, jj, lane, kD), r0, r1, r2, r3);
+      ptx::ldmatrix_x4_trans(src + transpose_src(kk, jj, lane, kD, kBlockN), r0, r1, r2, r3);
       const uint32_t e0 = ptx::prmt<0x6420>(r0, r1), o0 = ptx::prmt<0x7531>(r0, r1);
       const uint32_t e1 = ptx::prmt<0x6420>(r2, r3), o1 = ptx::prmt<0x7531>(r2, r3);
       ptx::stmatrix_x4(dst + transpose_dst(kk, jj, lane, L::kVtRowBytes), e0, o0, e1, o1);
