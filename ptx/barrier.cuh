@@ -59,4 +59,17 @@ __device__ __forceinline__ void bar_arrive() {
 #endif
 }
 
+// nanosleep.u32 ns;   (PTX ISA "Miscellaneous Instructions: nanosleep", sm_70+)
+// Suspends the calling thread for about `ns` nanoseconds (0 to 2 x ns; 0: a minimal yield).
+// Certifies nothing: no ordering, no visibility. flashptx uses it only as the body of a branch that
+// never runs (src/sm90/fa3_fwd_fp8.cuh, softmax_pin): a side effect the compiler cannot remove, so
+// that the values its condition reads must be computed before the branch.
+__device__ __forceinline__ void nanosleep_u32(uint32_t ns) {
+#if FLASHPTX_HAS_SM90
+  asm volatile("nanosleep.u32 %0;" :: "r"(ns));
+#else
+  FLASHPTX_ARCH_UNSUPPORTED("nanosleep is only built for sm_90+ in flashptx");
+#endif
+}
+
 }  // namespace flashptx::ptx

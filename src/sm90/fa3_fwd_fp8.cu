@@ -81,10 +81,11 @@ static flashptx_status launch_fp8(const flashptx_fwd_fp8_params& a, const void* 
                               no_keys ? row : a.k_row_stride, no_keys ? a.head_dim : a.k_head_stride, L::kQKChunkBytes,
                               C.block_n, qk_swz, &err);
   if (a.v_layout == FLASHPTX_FP8_V_ROW_MAJOR) {
-    // Raw rows of d bytes, no swizzle: the producer warpgroup transposes them.
+    // K's map for V's rows (chunks of min(d, 128) bytes, K's swizzle): the raw stage is laid out
+    // as a K stage (fa3_fwd_fp8_config.h raw_v_offset), which the producer warpgroup transposes.
     ok = ok && encode_e4m3_rows(&p.tma_v, a.v, a.batch, sk, a.heads_kv, a.head_dim, no_keys ? row : a.v_batch_stride,
                                 no_keys ? row : a.v_row_stride, no_keys ? a.head_dim : a.v_head_stride,
-                                static_cast<uint32_t>(C.head_dim), C.block_n, CU_TENSOR_MAP_SWIZZLE_NONE, &err);
+                                L::kQKChunkBytes, C.block_n, qk_swz, &err);
   } else {
     // V^T [batch, heads_kv, d, seqlen_k]: dims (key, dim, head, batch); box (block_n keys, d rows),
     // the Vt stage's swizzle. Keys past seqlen_k are TMA's zero fill.

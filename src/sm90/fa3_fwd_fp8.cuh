@@ -6,8 +6,8 @@
 //
 // A work tile is 128 query rows (= one Q descale block) of one (batch, head) against its admissible
 // K/V blocks of block_n keys, visited right to left (masked blocks first). One tile per CTA
-// (blockIdx.x; longest-first under a causal mask). No pingpong, no persistence: this is the
-// correct-first version (tools/NOTES.md, "FA3 FP8 forward").
+// (blockIdx.x; longest-first under a causal mask). No persistence (tools/NOTES.md, "FA3 FP8
+// forward"). The two consumer warpgroups issue their GEMMs in turn (pingpong, as the bf16 forward).
 //
 // Roles:
 //   warpgroup 0   PRODUCER   setmaxnreg.dec 56.
@@ -38,12 +38,16 @@
 //   vt_empty[s]         one arrive per consumer warp after the wgmma wait that retires the PV
 //                       reading Vt stage s; the producer waits it before writing the stage again.
 // Named barrier 1: the producer warpgroup's 128 threads, once per transposed stage.
+// Named barriers 2 + g (include/flashptx/pingpong.h, PROTOCOLS.md "Pingpong"): the token ring of the
+// two consumer warpgroups, 256 threads per generation (consumer g syncs before issuing a steady
+// step's QK and PV, its predecessor arrives after issuing its own); primed once by consumer 0.
 //
 // Stages and phases: K, raw V and Vt rings share one stage coordinate (block r in stage r % stages).
 // Consumers: steady step j issues QK(j) then PV(j-1) (PV lags QK by one block), wgmma groups as in
-// the bf16 forward: wait_group(1) retires QK(j) (K released), softmax(j) is meant to overlap
-// PV(j-1), wait_group(0) retires PV(j-1) (Vt released, O rescaled, P overwritten). (In the current
-// SASS ptxas places the PV wait before the step's exponentials: no overlap yet, tools/NOTES.md.)
+// the bf16 forward: wait_group(1) retires QK(j) (K released), softmax(j) overlaps PV(j-1),
+// wait_group(0) retires PV(j-1) (Vt released, O rescaled, P overwritten). ptxas keeps all the
+// step's exponentials before the PV wait only because of pin_before_pv_wait (below; v1 had the wait
+// before all of them: tools/NOTES.md, "FA3 FP8 forward"); the .check files hold that order.
 //
 // Scales (PROTOCOLS.md "FP8 layouts", invariants): with descales dQ (the tile's Q block), dK_n and
 // dV_n (the K/V block's), the scores are softmax_scale * dQ * dK_n * (q8 k8^T): the product goes into
@@ -66,6 +70,7 @@
 #include "ptx/setmaxnreg.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/wgmma.cuh"
+#include "flashptx/pingpong.h"
 #include "flashptx/ring.h"
 #include "flashptx/tile_scheduler.h"
 #include "src/sm90/fa3_fwd_fp8_config.h"
@@ -170,14 +175,18 @@ struct Producer {
       // after the transpose of block r - 2 (one block of lookahead), and r - stages <= r - 2 since
       // stages >= 2: that transpose passed named barrier 1 with every reader fenced, in this
       // thread's program order, so the TMA write cannot overtake its reads.
+      // In K's layout (chunks of kQKChunkBytes columns, swizzled: raw_v_offset), like K's load.
       ptx::mbarrier_arrive_expect_tx(sm.v_full(s), L::kVBytes);
-      ptx::cp_async_bulk_tensor_4d_load(sm.v(s), &p.tma_v, sm.v_full(s), 0, n * kBlockN, t.head_kv, t.batch);
+      for (int c = 0; c < L::kQKChunks; ++c)
+        ptx::cp_async_bulk_tensor_4d_load(sm.v(s) + c * kBlockN * L::kQKChunkBytes, &p.tma_v, sm.v_full(s),
+                                          c * L::kQKChunkBytes, n * kBlockN, t.head_kv, t.batch);
     }
     load.advance();
   }
 
-  // All 128 threads: raw V stage (keys x d, dense rows of d bytes) -> Vt stage (d x keys, K-major,
-  // swizzled). Unit (kk, jj): keys [16kk, 16kk+16) x head dims [32jj, 32jj+32), one warp:
+  // All 128 threads: raw V stage (keys x d in K's swizzled layout, raw_v_offset) -> Vt stage (d x
+  // keys, K-major, swizzled). Both sides conflict-free: each LDSM matrix's 8 rows (8 keys, one
+  // 16-byte unit) and each STSM matrix's 8 rows sit in 8 different bank groups. Unit (kk, jj): keys [16kk, 16kk+16) x head dims [32jj, 32jj+32), one warp:
   //   ldmatrix.x4.trans  matrices {keys 0-7, 8-15} x {dims 0-15, 16-31} of 16-bit units (byte pairs);
   //                      thread 4c+q gets units (key 2q, dim pair c) and (2q+1, c) of each
   //   prmt 0x6420/0x7531 split the byte pairs: even dim 2c / odd dim 2c+1, keys {2q, 2q+1, 2q+8,
@@ -200,7 +209,7 @@ struct Producer {
     for (int u = warp; u < kUnits; u += 4) {
       const int kk = u % kKeyUnits, jj = u / kKeyUnits;
       uint32_t r0, r1, r2, r3;
-      ptx::ldmatrix_x4_trans(src + transpose_src(kk, jj, lane, kD), r0, r1, r2, r3);
+      ptx::ldmatrix_x4_trans(src + transpose_src(kk, jj, lane, kD, kBlockN), r0, r1, r2, r3);
       const uint32_t e0 = ptx::prmt<0x6420>(r0, r1), o0 = ptx::prmt<0x7531>(r0, r1);
       const uint32_t e1 = ptx::prmt<0x6420>(r2, r3), o1 = ptx::prmt<0x7531>(r2, r3);
       ptx::stmatrix_x4(dst + transpose_dst(kk, jj, lane, L::kVtRowBytes), e0, o0, e1, o1);
@@ -233,6 +242,7 @@ struct Consumer {
   using L = Fp8Layout<C>;
   using QKSwz = Swz<L::kQKChunkBytes>;
   using VtSwz = Swz<L::kVtRowBytes>;
+  using Tokens = TokenRing<L::kConsumerWGs>;
   static constexpr int kD = C.head_dim, kBlockN = C.block_n, kBlockM = L::kBlockM;
   static constexpr int kKPerChunk = L::kQKChunkBytes / 32;  // k32 steps per swizzled Q/K chunk
 
@@ -322,6 +332,16 @@ struct Consumer {
     ptx::wgmma_fence_operand(o);
   }
 
+  // ---- the pingpong token (include/flashptx/pingpong.h; PROTOCOLS.md "Pingpong") ------------
+  // Orders the two warpgroups' tensor-core issue only (one warpgroup's softmax runs under the
+  // other's GEMMs); it certifies nothing about K/V readiness, which stays the mbarrier rings'.
+  __device__ __forceinline__ void take_token() {
+    ptx::bar_sync(Tokens::barrier_of(g), Tokens::kParticipants);  // my turn to issue
+  }
+  __device__ __forceinline__ void pass_token() {
+    ptx::bar_arrive(Tokens::barrier_of(Tokens::next(g)), Tokens::kParticipants);
+  }
+
   // ---- softmax ------------------------------------------------------------------------------
   __device__ __forceinline__ bool block_needs_mask(int n) const {
     return (n + 1) * kBlockN > seqlen_k || (causal && (n + 1) * kBlockN - 1 > t.m_block * kBlockM + diag);
@@ -376,12 +396,12 @@ struct Consumer {
     const uint32_t lo = ptx::cvt_rn_satfinite_e4m3x2_f32(a, b), hi = ptx::cvt_rn_satfinite_e4m3x2_f32(c, d);
     return ptx::prmt<0x5410>(lo, hi);  // bytes {a, b, c, d}
   }
-  __device__ __forceinline__ void convert_p() {
+  __device__ __forceinline__ void convert_p(uint32_t (&pf)[kBlockN / 32][4]) const {
 #pragma unroll
     for (int k = 0; k < kBlockN / 32; ++k)
 #pragma unroll
       for (int w = 0; w < 4; ++w)
-        pfrag[k][w] = pack4(s_acc[p_acc_index(k, w, 0)], s_acc[p_acc_index(k, w, 1)], s_acc[p_acc_index(k, w, 2)],
+        pf[k][w] = pack4(s_acc[p_acc_index(k, w, 0)], s_acc[p_acc_index(k, w, 1)], s_acc[p_acc_index(k, w, 2)],
                             s_acc[p_acc_index(k, w, 3)]);
     if (p.v_keys_contiguous) {
       // Natural order (fa3_fwd_fp8_config.h natural_src / natural_selector).
@@ -392,9 +412,9 @@ struct Consumer {
       for (int k = 0; k < kBlockN / 32; ++k)
 #pragma unroll
         for (int w = 0; w < 4; ++w) {
-          const uint32_t x = __shfl_sync(0xffffffffu, pfrag[k][w], src_x);
-          const uint32_t y = __shfl_sync(0xffffffffu, pfrag[k][w], src_y);
-          pfrag[k][w] = ptx::prmt(x, y, sel);
+          const uint32_t x = __shfl_sync(0xffffffffu, pf[k][w], src_x);
+          const uint32_t y = __shfl_sync(0xffffffffu, pf[k][w], src_y);
+          pf[k][w] = ptx::prmt(x, y, sel);
         }
     }
   }
@@ -421,7 +441,17 @@ struct Consumer {
     float alpha[2];
     if (block_needs_mask(n)) softmax<true>(n, scale, alpha);
     else softmax<false>(n, scale, alpha);
-    convert_p();
+    convert_p(pfrag);
+  }
+  // Keeps softmax(j) ahead of the PV(j-1) wait in the SASS. The PTX has the exponentials before
+  // wgmma.wait_group 0 (the operand fences pin them there for nvcc), but ptxas schedules the wait
+  // freely inside a basic block and put it before all 64 MUFU.EX2 of the step (tools/NOTES.md, FA3
+  // FP8 forward), serialising softmax(j) after PV(j-1). A branch whose condition reads every
+  // exponential (through the row sums) ends the basic block: ptxas does not move the wait above
+  // it, nor the exponentials below it. The branch is never taken (a row sum is a sum of
+  // exponentials, >= 0, or NaN, and NaN < 0 is false); its body is a side effect nvcc cannot drop.
+  __device__ __forceinline__ void pin_before_pv_wait() const {
+    if (row_sum[0] + row_sum[1] < 0.f) ptx::nanosleep_u32(0);
   }
   // Steady step j: QK(j) and PV(j-1) in flight together.
   template <bool kMasked>
@@ -430,21 +460,24 @@ struct Consumer {
     const float scale = scale_of(n);
     const float dv_n = dv_of(n);
     FLASHPTX_MBAR_WAIT(sm.k_full(k_ring.stage), k_ring.phase, "fa3 fp8 consumer: k_full");
+    take_token();
     issue_qk(k_ring.stage);  // older group
     FLASHPTX_MBAR_WAIT(sm.vt_full(v_ring.stage), v_ring.phase, "fa3 fp8 consumer: vt_full");
     issue_pv(v_ring.stage, j > 1);  // newer group; the first PV overwrites O
+    pass_token();
     retire_qk<1>();  // QK(j) complete; PV(j-1) may still run
     release(sm.k_empty(k_ring.stage), k_ring);
     float alpha[2];
     softmax<kMasked>(n, scale, alpha);
-    // Keep the exponentials before the wait below (as the bf16 forward: without a volatile use of S
-    // the compiler sinks them past wgmma.wait_group 0 and loses the overlap).
+    // Keep the exponentials before the wait below: the operand fence for nvcc (without a volatile
+    // use of S it sinks them past wgmma.wait_group 0, as in the bf16 forward), the pin for ptxas.
     ptx::wgmma_fence_operand(s_acc);
+    pin_before_pv_wait();
     retire_pv();  // PV(j-1) complete: O readable, P and Vt[j-1] reusable
     release(sm.vt_empty(v_ring.stage), v_ring);
     rescale_o(alpha, dv_cur / dv_n);  // O moves to the unit of dV_n, whose PV adds next
     dv_cur = dv_n;
-    convert_p();
+    convert_p(pfrag);
   }
   __device__ __forceinline__ void drain() {
     FLASHPTX_MBAR_WAIT(sm.vt_full(v_ring.stage), v_ring.phase, "fa3 fp8 consumer: vt_full");
@@ -474,6 +507,9 @@ struct Consumer {
   }
 
   __device__ __forceinline__ void run() {
+    // Bootstrap half-credit of the token ring, once per CTA, by consumer 0. Both consumers run the
+    // same tile, so they take and pass the token the same number of times (n_max - 1 steady steps).
+    if (Tokens::primes(g)) ptx::bar_arrive(Tokens::barrier_of(0), Tokens::kParticipants);
     t = tile_of<C>(p);
     row0 = t.m_block * kBlockM + 64 * g + r0;
     row_max[0] = row_max[1] = -INFINITY;

@@ -36,14 +36,26 @@ constexpr int kFp8ScaleRows = 128;
 constexpr uint32_t swizzle_unit(uint32_t row, uint32_t unit, int row_bytes) {
   return row_bytes == 128 ? unit ^ (row & 7u) : unit ^ ((row >> 1) & 3u);
 }
+// The raw V stage (row-major V, before the transpose) as TMA writes it: the layout of a K stage,
+// chunks of min(d, 128) bytes of every key (chunk c at c * block_n * min(d, 128)), each key's row of
+// the chunk swizzled (128B, or 64B at d 64). The byte offset of (key, head-dim byte col). Swizzled
+// so that the 8 rows one ldmatrix matrix reads (8 consecutive keys, one 16-byte unit) lie in 8
+// different 16-byte bank groups: with dense unswizzled rows of d bytes (v1) they all fell in one,
+// an 8-way bank conflict on every LDSM of the transpose.
+constexpr uint32_t raw_v_offset(int key, int col, int d, int block_n) {
+  const int cb = d < 128 ? d : 128;
+  const int c = col / cb, u = (col % cb) / 16;
+  return static_cast<uint32_t>(c * block_n * cb + key * cb) +
+         swizzle_unit(static_cast<uint32_t>(key), static_cast<uint32_t>(u), cb) * 16u + static_cast<uint32_t>(col % 16);
+}
 // The V transpose, unit (kk, jj) = keys [16kk, 16kk+16) x head dims [32jj, 32jj+32), one warp:
-// the byte offset in the raw stage (dense rows of d bytes) of the ldmatrix.x4 row that `lane`
-// addresses (matrix lane / 8: keys +8 for odd matrices, dims +16 for matrices 2 and 3), and the byte
-// offset in the Vt stage of the stmatrix.x4 row it addresses (matrix m: Vt row 32jj + 16(m/2) +
-// 2(lane % 8) + m % 2, the even and odd head dims the two prmt selectors split).
-constexpr uint32_t transpose_src(int kk, int jj, int lane, int d) {
+// the byte offset in the raw stage (raw_v_offset) of the ldmatrix.x4 row that `lane` addresses
+// (matrix lane / 8: keys +8 for odd matrices, dims +16 for matrices 2 and 3; 16 bytes, one swizzle
+// unit), and the byte offset in the Vt stage of the stmatrix.x4 row it addresses (matrix m: Vt row
+// 32jj + 16(m/2) + 2(lane % 8) + m % 2, the even and odd head dims the two prmt selectors split).
+constexpr uint32_t transpose_src(int kk, int jj, int lane, int d, int block_n) {
   const int m = lane / 8, rr = lane % 8;
-  return static_cast<uint32_t>((16 * kk + 8 * (m & 1) + rr) * d + 32 * jj + 16 * (m >> 1));
+  return raw_v_offset(16 * kk + 8 * (m & 1) + rr, 32 * jj + 16 * (m >> 1), d, block_n);
 }
 constexpr uint32_t transpose_dst_row(int jj, int lane) {
   const int m = lane / 8, rr = lane % 8;
@@ -72,7 +84,8 @@ struct FwdFp8Params {
   CUtensorMap tma_q;  // e4m3 [batch, seqlen_q, heads_q, d]: box (min(d,128), 128), 128B (64B at d64) swizzle
   CUtensorMap tma_k;  // e4m3 [batch, seqlen_k, heads_kv, d]: box (min(d,128), block_n), same swizzle
   // V, by layout (v_keys_contiguous):
-  //   0: e4m3 [batch, seqlen_k, heads_kv, d] box (d, block_n), no swizzle: the producer transposes it
+  //   0: e4m3 [batch, seqlen_k, heads_kv, d] as tma_k (box (min(d,128), block_n), same swizzle):
+  //      the producer transposes it (raw_v_offset)
   //   1: e4m3 V^T [batch, heads_kv, d, seqlen_k] box (block_n, d), the Vt stage's swizzle: no transpose
   CUtensorMap tma_v;
   uint16_t* o;                        // bf16 [batch, seqlen_q, heads_q, d]
@@ -119,8 +132,8 @@ struct Fp8Layout {
   static constexpr int kProducerRegs = 56;
   static constexpr int kConsumerRegs = 224;
 
-  // Shared memory, from a 1024-aligned base. The raw V stages are dense rows of d bytes (no
-  // swizzle: only the transposing threads read them, with ldmatrix).
+  // Shared memory, from a 1024-aligned base. The raw V stages have the K stages' layout
+  // (raw_v_offset: swizzled chunks; only the transposing threads read them, with ldmatrix).
   static constexpr int kQBytes = kBlockM * C.head_dim;
   static constexpr int kKBytes = C.block_n * C.head_dim;
   static constexpr int kVBytes = C.block_n * C.head_dim;
@@ -143,8 +156,9 @@ struct Fp8Layout {
   static constexpr uint32_t kBarVtEmpty = 1 + 4 * C.stages;  // + stage; 8: one per consumer warp
   static constexpr uint32_t kFullArrivals = 1;
   static constexpr uint32_t kEmptyArrivals = 4 * kConsumerWGs;
-  // Named barrier of the producer warpgroup's transpose (ids 2.. are the bf16 kernel's token ring
-  // and epilogues; this kernel uses only this one and id 0).
+  // Named barrier of the producer warpgroup's transpose. The kernel's others: id 0 (the CTA
+  // barrier after init) and ids 2, 3, the consumers' pingpong token ring (include/flashptx/pingpong.h
+  // TokenRing<2>, as the bf16 forward); 8.. (the bf16 epilogues) are unused here.
   static constexpr uint32_t kBarTranspose = 1;
 
   static_assert(C.head_dim == 64 || C.head_dim == 128 || C.head_dim == 256, "head dims 64, 128, 256");

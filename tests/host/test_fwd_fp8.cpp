@@ -28,6 +28,7 @@ using flashptx::fa3::natural_src;
 using flashptx::fa3::p_acc_index;
 using flashptx::fa3::swizzle_unit;
 using flashptx::fa3::transpose_dst;
+using flashptx::fa3::raw_v_offset;
 using flashptx::fa3::transpose_src;
 
 alignas(16) uint8_t g_buf[4][64];
@@ -79,7 +80,7 @@ std::vector<uint8_t> emulate_transpose(const std::vector<uint8_t>& raw, int d, i
     const int kk = u % (block_n / 16), jj = u / (block_n / 16);
     uint32_t la[32], sa[32], r[32][4], w[32][4];
     for (int lane = 0; lane < 32; ++lane) {
-      la[lane] = transpose_src(kk, jj, lane, d);
+      la[lane] = transpose_src(kk, jj, lane, d, block_n);
       sa[lane] = transpose_dst(kk, jj, lane, block_n);
     }
     ldmatrix_x4_trans(raw.data(), la, r);
@@ -239,9 +240,19 @@ TEST_CASE("the in-kernel V transpose, emulated thread by thread: Vt[d][16kk+p] =
     for (uint8_t x : vt) unwritten += x == 0xEE;
     for (int dim = 0; dim < d; ++dim)
       for (int key = 0; key < bn; ++key)
-        wrong += vt_at(vt, bn, dim, key) != raw[static_cast<size_t>((key / 16 * 16 + fp8m::transpose_sigma(key % 16)) * d + dim)];
+        wrong += vt_at(vt, bn, dim, key) != raw[raw_v_offset(key / 16 * 16 + fp8m::transpose_sigma(key % 16), dim, d, bn)];
     CHECK(wrong == 0);
     CHECK(unwritten < bn * d / 64);  // 0xEE may also be a data byte; a missed unit would leave >= 512
+    // Bank conflicts of the LDSM side: the 8 rows of each ldmatrix matrix (16 bytes each) must lie in
+    // 8 different 16-byte bank groups (address / 16 mod 8) for one wavefront per matrix.
+    int conflicted = 0;
+    for (int u = 0; u < (bn / 16) * (d / 32); ++u)
+      for (int m = 0; m < 4; ++m) {
+        unsigned groups = 0;
+        for (int rr = 0; rr < 8; ++rr) groups |= 1u << ((transpose_src(u % (bn / 16), u / (bn / 16), 8 * m + rr, d, bn) / 16) % 8);
+        conflicted += groups != 0xFFu;
+      }
+    CHECK(conflicted == 0);
   }
 }
 
@@ -257,7 +268,7 @@ TEST_CASE("P repair + transposed V: the RS wgmma's A x B equals P V exactly (and
   for (int k = 0; k < 32; ++k)
     for (int e = 0; e < 16; ++e) {
       v[k][e] = static_cast<double>(rng() % 9) - 4;
-      raw[static_cast<size_t>(k * d + e)] = flashptx::ref::e4m3_encode(v[k][e]);
+      raw[raw_v_offset(k, e, d, bn)] = flashptx::ref::e4m3_encode(v[k][e]);
     }
   const auto vt = emulate_transpose(raw, d, bn);
   for (bool pair_v : {true, false}) {
