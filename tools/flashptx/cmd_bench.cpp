@@ -121,13 +121,19 @@ void fill_meta(Meta* m, const std::string& cmdline, int warmup) {
   m->nvcc_version = run_capture(cuda_bin("nvcc") + " --version", "release");
   m->ptxas_version = run_capture(cuda_bin("ptxas") + " --version", "release");
   const std::string git = "git -C '" + root_dir() + "' ";
-  const std::string head = run_capture(git + "rev-parse HEAD", nullptr);
-  m->git_commit = head.size() == 40 ? head : "unknown";
-  // Where the tree has no .git (the GPU machine's copy), tools/gpu_session.sh passes the commit the
-  // binaries were built from.
-  if (m->git_commit == "unknown" && std::getenv("FLASHPTX_GIT_COMMIT")) m->git_commit = std::getenv("FLASHPTX_GIT_COMMIT");
-  m->git_dirty = m->git_commit != "unknown" &&
-                 run_capture(git + "status --porcelain --untracked-files=no", nullptr) != "unknown";
+  // Binaries built on one machine and run on another (tools/gpu_session.sh): the commit they were
+  // built from, passed in FLASHPTX_GIT_COMMIT, wins over the tree they happen to run beside (the GPU
+  // machine's copy of the tree may carry another HEAD, or none).
+  const char* built_from = std::getenv("FLASHPTX_GIT_COMMIT");
+  if (built_from != nullptr && *built_from != '\0') {
+    m->git_commit = built_from;
+    m->git_dirty = false;
+  } else {
+    const std::string head = run_capture(git + "rev-parse HEAD", nullptr);
+    m->git_commit = head.size() == 40 ? head : "unknown";
+    m->git_dirty = m->git_commit != "unknown" &&
+                   run_capture(git + "status --porcelain --untracked-files=no", nullptr) != "unknown";
+  }
   m->timing_protocol =
       "CUDA events around each flashptx_fwd call on one stream, launches back to back; inputs "
       "rotated over buffer sets totalling > 3x L2 (cold L2); warm-up launches excluded; median "
