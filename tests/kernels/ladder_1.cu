@@ -22,8 +22,9 @@
 //       and the shared tiles they read are no longer read;
 //   __syncthreads at the top of the next block
 //       every warp has passed that wait, so K and V may be overwritten.
-// What it lacks (rung 2 adds it): the copies occupy every thread and the registers for 16 loads in
-// flight; the tensor cores idle while they run.
+// What it lacks (rung 2 adds it): the copies occupy every thread, its address arithmetic and the
+// registers of the loads in flight (ptxas issues all 32 of K and V first: 252 registers); the tensor
+// cores idle while they run.
 #include <cstdint>
 
 #include "ptx/barrier.cuh"
@@ -38,15 +39,24 @@ namespace {
 // Shared memory (1024-aligned base): Q 64 x 128 (16 KiB), K and V 128 x 128 (32 KiB each).
 constexpr uint32_t kOffQ = 0, kOffK = 16384, kOffV = 16384 + 32768, kSmemBytes = 16384 + 2 * 32768 + 1024;
 
-// `rows` rows of one head from `src` (row `row0` of the sequence of `batch`), into the swizzled tile
-// at `tile`: 16 units of 16 bytes per row, every thread of the CTA a share.
-__device__ __forceinline__ void copy_tile(uint32_t tile, const uint16_t* src, int rows, int batch, int seqlen,
-                                          int row0, int heads, int head) {
-  for (int idx = threadIdx.x; idx < rows * 16; idx += blockDim.x) {
-    const int r = idx / 16, u = idx % 16;
-    const uint4 x = *reinterpret_cast<const uint4*>(
+// kRows rows of one head from `src` (row `row0` of the sequence of `batch`), into the swizzled tile
+// at `tile`: 16 units of 16 bytes per row, kRows / 8 per thread, all loads issued before the first
+// store (unrolled: kRows / 8 x 4 registers in flight).
+template <int kRows>
+__device__ __forceinline__ void copy_tile(uint32_t tile, const uint16_t* src, int batch, int seqlen, int row0,
+                                          int heads, int head) {
+  constexpr int kPerThread = kRows * 16 / 128;
+  uint4 x[kPerThread];
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int idx = static_cast<int>(threadIdx.x) + 128 * i, r = idx / 16, u = idx % 16;
+    x[i] = *reinterpret_cast<const uint4*>(
         src + ((static_cast<int64_t>(batch) * seqlen + row0 + r) * heads + head) * ll::kHeadDim + u * 8);
-    fp::st_shared_v4_b32(tile + ll::swizzled(rows, u / 8, r, u % 8), x.x, x.y, x.z, x.w);
+  }
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int idx = static_cast<int>(threadIdx.x) + 128 * i, r = idx / 16, u = idx % 16;
+    fp::st_shared_v4_b32(tile + ll::swizzled(kRows, u / 8, r, u % 8), x[i].x, x[i].y, x[i].z, x[i].w);
   }
 }
 
@@ -60,12 +70,12 @@ extern "C" __global__ void __launch_bounds__(128, 1) ladder_1_kernel(const ll::L
 
   ll::Rows rows;
   rows.init();
-  copy_tile(base + kOffQ, a.q, ll::kBlockM, batch, a.seqlen_q, m_block * ll::kBlockM, a.heads, head);
+  copy_tile<ll::kBlockM>(base + kOffQ, a.q, batch, a.seqlen_q, m_block * ll::kBlockM, a.heads, head);
   for (int n = 0; n < n_blocks; ++n) {
     // Every warp has retired PV(n-1) (its wait_group 0 below): nobody reads K or V any more.
     if (n > 0) __syncthreads();
-    copy_tile(base + kOffK, a.k, ll::kBlockN, batch, a.seqlen_k, n * ll::kBlockN, a.heads, head);
-    copy_tile(base + kOffV, a.v, ll::kBlockN, batch, a.seqlen_k, n * ll::kBlockN, a.heads, head);
+    copy_tile<ll::kBlockN>(base + kOffK, a.k, batch, a.seqlen_k, n * ll::kBlockN, a.heads, head);
+    copy_tile<ll::kBlockN>(base + kOffV, a.v, batch, a.seqlen_k, n * ll::kBlockN, a.heads, head);
     // My generic stores -> the async proxy (wgmma operand reads), then everyone's: the tiles are in.
     fp::fence_proxy_async_shared_cta();
     __syncthreads();
