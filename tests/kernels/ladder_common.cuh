@@ -74,8 +74,11 @@ struct Rows {
     row_sum[0] = row_sum[1] = 0.f;
   }
 
-  // S = Q K^T: 8 k-steps of 16 over the head dim, 4 per 128-byte chunk (+32 B each). Q is 64 rows,
-  // K 128 rows, both K-major (d contiguous), SBO 1024 B between 8-row groups.
+  // S = Q K^T: 8 k-steps of 16 over the head dim, 4 per 128-byte chunk (+32 B each). Q is this
+  // warpgroup's 64 rows of a tile of kQRows rows (its chunks kQRows * 128 B apart; q_tile points at
+  // the warpgroup's first row), K 128 rows, both K-major (d contiguous), SBO 1024 B between 8-row
+  // groups.
+  template <int kQRows = kBlockM>
   __device__ __forceinline__ void issue_qk(uint32_t q_tile, uint32_t k_tile) {
     const uint64_t dq = fp::make_smem_desc(q_tile, 0, 1024, fp::Swizzle::k128B);
     const uint64_t dk = fp::make_smem_desc(k_tile, 0, 1024, fp::Swizzle::k128B);
@@ -83,7 +86,7 @@ struct Rows {
     fp::wgmma_fence();  // S registers (and the smem tiles) written before these MMAs read/overwrite them
 #pragma unroll
     for (int k = 0; k < kHeadDim / 16; ++k) {
-      const uint32_t a_off = (k / 4) * kBlockM * 128 + (k % 4) * 32;
+      const uint32_t a_off = (k / 4) * kQRows * 128 + (k % 4) * 32;
       const uint32_t b_off = (k / 4) * kBlockN * 128 + (k % 4) * 32;
       fp::wgmma_m64k16_f32_bf16_ss<kBlockN, 0, 0>(s, fp::smem_desc_advance(dq, a_off), fp::smem_desc_advance(dk, b_off),
                                                  k > 0 ? 1u : 0u);
@@ -180,4 +183,5 @@ struct LadderTmaArgs {
 cudaError_t launch_rung1(const LadderArgs& a, dim3 grid, cudaStream_t stream);
 cudaError_t launch_rung2(const LadderTmaArgs& a, dim3 grid, cudaStream_t stream);
 cudaError_t launch_rung3(const LadderTmaArgs& a, dim3 grid, cudaStream_t stream);
+cudaError_t launch_rung4(const LadderTmaArgs& a, dim3 grid, cudaStream_t stream);
 }  // namespace flashptx_test::ladder
