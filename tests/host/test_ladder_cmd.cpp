@@ -86,6 +86,7 @@ TEST_CASE("the table from the committed goldens and results file: every rung's c
   for (const Want w : {Want{"1", "ladder_1_kernel               252   1533     16        0      0    2           0 "},
                        Want{"2", "ladder_2_kernel               193    863     16        6      8    2           0 "},
                        Want{"3", "ladder_3_kernel               192    927     16        6     17    1           2 "},
+                       Want{"4", "ladder_4_kernel               168   1571     32        8     21    8           2 "},
                        Want{"fa3", "fa3_fwd_sm90_bf16_d128_n128   168   3305     48        8     53    8           2 "}}) {
     const std::string row = row_of(t, w.id);
     INFO(w.id << ": " << row);
@@ -106,14 +107,16 @@ TEST_CASE("the table: measured values, the 'bought' ratio, a missing golden") {
   write("ladder_1_kernel", "    HGMMA.64x128x16.F32.BF16 R\n    EXIT\n");
   write("ladder_2_kernel", "    UTMALDG.4D [UR], [UR]\n    SYNCS.PHASECHK.TRANS64.TRYWAIT P\n    EXIT\n");
   write("ladder_3_kernel", "    USETMAXREG.DEALLOC.CTAPOOL 0x18\n");
+  write("ladder_4_kernel", "    BAR.SYNC.DEFER_BLOCKING R, 0x100\n");
   const std::string t = ladder_table(dir.string(), "1 100.0\n2 150.0\nfa3 600\n");
   INFO(t);
   CHECK(row_of(t, "1") == "1     ladder_1_kernel               100      2      1        0      0    0           0 100.0             -");
   CHECK(row_of(t, "2") == "2     ladder_2_kernel               100      3      0        1      1    0           0 150.0             x1.50");
   CHECK(row_of(t, "3") == "3     ladder_3_kernel               100      1      0        0      0    0           1 not measured yet  -");
+  CHECK(row_of(t, "4") == "4     ladder_4_kernel               100      1      0        0      0    1           0 not measured yet  -");
   CHECK(row_of(t, "fa3") == "fa3   fa3_fwd_sm90_bf16_d128_n128  (no golden)");
   std::string err;
-  CHECK(ladder_diff(dir.string(), 4, &err).empty());
+  CHECK(ladder_diff(dir.string(), 5, &err).empty());
   CHECK(err == "cannot read " + (dir / "sm_90a" / "fa3_fwd_sm90_bf16_d128_n128.sass").string());
   err.clear();
   const std::string d = ladder_diff(dir.string(), 2, &err);
@@ -127,7 +130,7 @@ TEST_CASE("the table: measured values, the 'bought' ratio, a missing golden") {
   fs::remove_all(dir);
 }
 
-TEST_CASE("the lessons from the committed goldens: rung 2 adds the TMA loads, rung 3 setmaxnreg") {
+TEST_CASE("the lessons from the committed goldens: rung 2 adds the TMA loads, rung 3 setmaxnreg, rung 4 the tokens") {
   std::string err;
   const std::string d2 = ladder_diff(kGoldens, 2, &err);
   REQUIRE(err.empty());
@@ -139,9 +142,13 @@ TEST_CASE("the lessons from the committed goldens: rung 2 adds the TMA loads, ru
   CHECK(d3.find("SETMAXNREG 0 -> 2") != std::string::npos);
   CHECK(d3.find("\n+    USETMAXREG.DEALLOC.CTAPOOL 0x18\n") != std::string::npos);
   CHECK(d3.find("\n+    @!P SYNCS.ARRIVE.TRANS64.A1T0 RZ, [UR+#], RZ\n") != std::string::npos);
-  CHECK(ladder_diff(kGoldens, 4, &err).find("rung 3 -> fa3:") == 0);
+  const std::string d4 = ladder_diff(kGoldens, 4, &err);
+  REQUIRE(err.empty());
+  CHECK(d4.find("HGMMA 16 -> 32") != std::string::npos);
+  CHECK(d4.find("\n+    @!P BAR.ARV 0x2, 0x100\n") != std::string::npos);  // the token ring's bootstrap
+  CHECK(ladder_diff(kGoldens, 5, &err).find("rung 4 -> fa3:") == 0);
   CHECK(ladder_diff(kGoldens, 1, &err).empty());
-  CHECK(err == "--diff must be between 2 and 4, got 1");
+  CHECK(err == "--diff must be between 2 and 5, got 1");
 }
 
 TEST_CASE("flashptx ladder: options") {
@@ -149,7 +156,7 @@ TEST_CASE("flashptx ladder: options") {
   const char* ok[] = {"--diff", "3"};
   REQUIRE(parse_ladder_args(2, ok, &a).run());
   CHECK(a.diff == 3);
-  const char* bad[] = {"--diff", "5"};
+  const char* bad[] = {"--diff", "6"};
   const Parsed p = parse_ladder_args(2, bad, &a);
   CHECK(p.kind == Parsed::kError);
   CHECK(p.text.find("--diff") != std::string::npos);

@@ -63,8 +63,10 @@ const std::vector<LadderRung>& ladder_rungs() {
        "+ TMA loads completing on an mbarrier (arrive.expect_tx, parity wait), one stage"},
       {"3", "ladder_3_kernel", "tests/kernels/ladder_3.cu",
        "+ a producer warpgroup (setmaxnreg 24/240) and a 2-stage K/V ring (full/empty mbarriers)"},
+      {"4", "ladder_4_kernel", "tests/kernels/ladder_4.cu",
+       "+ 2 consumer warpgroups (128 rows, K/V loaded once for both) taking turns by the pingpong token ring"},
       {"fa3", "fa3_fwd_sm90_bf16_d128_n128", "src/sm90/fa3_fwd.cuh",
-       "+ 2 consumer warpgroups (pingpong tokens), softmax/PV overlap, TMA-store epilogue, persistent tiles"},
+       "+ softmax(n) overlapped with PV(n-1) in each warpgroup, TMA-store epilogue, LSE, masks, persistent tiles"},
   };
   return rungs;
 }

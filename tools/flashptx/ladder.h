@@ -3,7 +3,7 @@
 // fixtures:
 //   - the rungs (kernel, what each adds), fixed here;
 //   - SASS facts of each rung, counted at run time in its golden, sass_golden/sm_90a/<kernel>.sass;
-//   - measured TFLOP/s, from tools/ladder/h200_tflops.txt (lines "RUNG TFLOPS", RUNG 1..3 or fa3,
+//   - measured TFLOP/s, from tools/ladder/h200_tflops.txt (lines "RUNG TFLOPS", RUNG 1..4 or fa3,
 //     "#" comments); a rung without a line prints "not measured yet".
 #pragma once
 #include <string>
@@ -12,7 +12,7 @@
 namespace flashptx::cli {
 
 struct LadderRung {
-  const char* id;      // "1", "2", "3", "fa3": the results file's key
+  const char* id;      // "1", "2", "3", "4", "fa3": the results file's key
   const char* kernel;  // the golden's stem (sass_golden/sm_90a/<kernel>.sass)
   const char* source;  // where it is written
   const char* adds;    // what this rung adds to the previous one
@@ -34,7 +34,7 @@ std::string ladder_result(const std::string& results_text, const std::string& id
 // The whole table. golden_dir: the folder holding sm_90a/; results_text: the results file's text.
 std::string ladder_table(const std::string& golden_dir, const std::string& results_text);
 
-// The lesson of rung n (2..4): the normalised SASS diff of rung n-1 -> rung n, golden against golden
+// The lesson of rung n (2..5, 5 being fa3): the normalised SASS diff of rung n-1 -> rung n, golden against golden
 // (tools/sass/sass_diff.h), with a one-line count summary first. "" with *err set when a golden is
 // missing or n is out of range.
 std::string ladder_diff(const std::string& golden_dir, int n, std::string* err);
