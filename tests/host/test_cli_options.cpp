@@ -160,6 +160,9 @@ std::string help_of(const std::string& command) {
   } else if (command == "trace") {
     TraceArgs x;
     p = parse_trace_args(a.argc(), a.argv(), &x);
+  } else if (command == "ladder") {
+    LadderCmdArgs x;
+    p = parse_ladder_args(a.argc(), a.argv(), &x);
   }
   REQUIRE(p.kind == Parsed::kHelp);
   return p.text;
@@ -258,7 +261,7 @@ TEST_CASE("options: --help anywhere wins, on stdout with exit 0; errors on stder
 TEST_CASE("every command: --help on stdout, exit 0; a usage error on stderr, exit 2, nothing else done") {
   struct Cmd { const char* name; int (*fn)(int, char**); };
   for (const Cmd c : {Cmd{"run", cmd_run}, Cmd{"audit", cmd_audit}, Cmd{"ledger", cmd_ledger}, Cmd{"bench", cmd_bench},
-                      Cmd{"trace", cmd_trace}}) {
+                      Cmd{"trace", cmd_trace}, Cmd{"ladder", cmd_ladder}}) {
     INFO(c.name);
     const Run h = run_cmd(c.fn, {"--help"});
     CHECK(h.rc == 0);
@@ -504,7 +507,7 @@ TEST_CASE("README: the command table lists every option of every command's --hel
     return text;
   };
   const std::string main = main_help();
-  for (const std::string c : {"run", "audit", "ledger", "bench", "trace"}) {
+  for (const std::string c : {"run", "audit", "ledger", "bench", "trace", "ladder"}) {
     INFO("flashptx " << c);
     CHECK(main.find(" " + c + " ") != std::string::npos);
     std::string mine = rows_of(c);

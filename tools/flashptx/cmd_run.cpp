@@ -22,7 +22,9 @@ std::string main_help() {
          "  bench        time the forward on a shape or a named grid (--grid fa3-grid), with a\n"
          "               forced kernel or schedule if asked; JSON manifest\n"
          "  trace        measured pipeline timeline of the instrumented forward kernel, as SVG;\n"
-         "               --from-json re-renders a saved trace without a GPU\n";
+         "               --from-json re-renders a saved trace without a GPU\n"
+         "  ladder       the attention ladder: per rung what it adds, SASS facts, TFLOP/s;\n"
+         "               --diff N prints the SASS lesson of rung N\n";
 }
 
 }  // namespace flashptx::cli

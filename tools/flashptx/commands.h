@@ -18,6 +18,7 @@ int cmd_audit(int argc, char** argv);   // golden-SASS audit (tools/sass/)
 int cmd_ledger(int argc, char** argv);  // the protocol tables, from the models (src/models/)
 int cmd_bench(int argc, char** argv);   // side-by-side-ready timing with a JSON manifest
 int cmd_trace(int argc, char** argv);   // measured pipeline timeline (instrumented build)
+int cmd_ladder(int argc, char** argv);  // the attention ladder's table and SASS lessons
 
 // Shared by `flashptx` (no arguments, no GPU) and `flashptx audit --summary`: per kernel, registers,
 // shared memory, spills and golden status. Implemented by the audit (tools/flashptx/cmd_audit.cpp).
@@ -70,5 +71,10 @@ struct TraceArgs {
   std::vector<double> window_us;  // empty, or {T0, T1}
 };
 Parsed parse_trace_args(int argc, const char* const* argv, TraceArgs* a);
+
+struct LadderCmdArgs {
+  int64_t diff = 0;  // 0: the table; N: the lesson of rung N
+};
+Parsed parse_ladder_args(int argc, const char* const* argv, LadderCmdArgs* a);
 
 }  // namespace flashptx::cli

@@ -1,0 +1,209 @@
+// `flashptx ladder`: the attention ladder's table and lessons (tools/flashptx/ladder.h).
+//
+//   flashptx ladder              the table: rung, kernel, SASS facts from the goldens, TFLOP/s
+//   flashptx ladder --diff N     the lesson of rung N: the normalised SASS diff of rung N-1 -> N
+// Exit status: 0; 1 when a golden or the results file cannot be read (one line says which); 2 on a
+// usage error.
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "tools/flashptx/commands.h"
+#include "tools/flashptx/ladder.h"
+#include "tools/sass/sass_diff.h"
+
+#ifndef FLASHPTX_ROOT
+#define FLASHPTX_ROOT "."
+#endif
+
+namespace flashptx::cli {
+
+namespace {
+
+bool slurp(const std::string& path, std::string* out) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  std::ostringstream s;
+  s << f.rdbuf();
+  *out = s.str();
+  return true;
+}
+
+std::vector<std::string> listing_lines(const std::string& text) {
+  std::vector<std::string> v;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] != '#') v.push_back(line);
+  return v;
+}
+
+std::string opcode(const std::string& line) {
+  std::istringstream in(line);
+  std::string t;
+  in >> t;
+  if (!t.empty() && t[0] == '@') in >> t;
+  return t;
+}
+
+bool starts(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+
+std::string golden_path(const std::string& dir, const LadderRung& r) {
+  return dir + "/sm_90a/" + r.kernel + ".sass";
+}
+
+}  // namespace
+
+const std::vector<LadderRung>& ladder_rungs() {
+  static const std::vector<LadderRung> rungs = {
+      {"1", "ladder_1_kernel", "tests/kernels/ladder_1.cu",
+       "one warpgroup, 64 rows: plain 16-byte loads + __syncthreads, wgmma SS (QK) and RS (PV), online softmax"},
+      {"2", "ladder_2_kernel", "tests/kernels/ladder_2.cu",
+       "+ TMA loads completing on an mbarrier (arrive.expect_tx, parity wait), one stage"},
+      {"3", "ladder_3_kernel", "tests/kernels/ladder_3.cu",
+       "+ a producer warpgroup (setmaxnreg 24/240) and a 2-stage K/V ring (full/empty mbarriers)"},
+      {"4", "ladder_4_kernel", "tests/kernels/ladder_4.cu",
+       "+ 2 consumer warpgroups (128 rows, K/V loaded once for both) taking turns by the pingpong token ring"},
+      {"fa3", "fa3_fwd_sm90_bf16_d128_n128", "src/sm90/fa3_fwd.cuh",
+       "+ softmax(n) overlapped with PV(n-1) in each warpgroup, TMA-store epilogue, LSE, masks, persistent tiles"},
+  };
+  return rungs;
+}
+
+SassFacts sass_facts(const std::string& text) {
+  SassFacts f;
+  f.found = true;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line[0] == '#') {
+      const size_t at = line.find("REG:");
+      if (starts(line, "# resources:") && at != std::string::npos) f.reg = std::atoi(line.c_str() + at + 4);
+      continue;
+    }
+    const std::string op = opcode(line);
+    if (op.empty() || op.back() == ':') continue;  // a label
+    ++f.instructions;
+    if (starts(op, "HGMMA.")) ++f.hgmma;
+    if (starts(op, "UTMALDG.")) ++f.utmaldg;
+    if (starts(op, "SYNCS.")) ++f.syncs;
+    if (starts(op, "BAR.")) ++f.bar;
+    if (starts(op, "USETMAXREG.")) ++f.setmaxnreg;
+  }
+  return f;
+}
+
+std::string ladder_result(const std::string& results_text, const std::string& id) {
+  std::istringstream in(results_text);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream l(line);
+    std::string key, value;
+    if (!(l >> key) || key[0] == '#' || key != id || !(l >> value)) continue;
+    return value;
+  }
+  return "";
+}
+
+std::string ladder_table(const std::string& golden_dir, const std::string& results_text) {
+  std::ostringstream o;
+  o << "The attention ladder: bf16, d128, non-causal; one protocol added per rung (README \"Attention ladder\").\n"
+       "SASS facts are counted in the committed goldens (sass_golden/sm_90a/<kernel>.sass): REG registers per\n"
+       "thread at launch, INSTR instructions, HGMMA tensor-core MMAs, UTMALDG TMA tensor loads, SYNCS mbarrier\n"
+       "operations, BAR named-barrier instructions, SETMAXNREG register moves. TFLOP/s: measured on the H200 at\n"
+       "batch 4, seqlen 4096, 16 heads (tools/ladder/h200_tflops.txt); bought: TFLOP/s over the previous rung's.\n\n";
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%-5s %-28s %4s %6s %6s %8s %6s %4s %11s %-17s %s\n", "rung", "kernel", "REG", "INSTR",
+                "HGMMA", "UTMALDG", "SYNCS", "BAR", "SETMAXNREG", "TFLOP/s", "bought");
+  o << buf;
+  double prev = 0;
+  for (const LadderRung& r : ladder_rungs()) {
+    std::string text;
+    const bool have = slurp(golden_path(golden_dir, r), &text);
+    const SassFacts f = have ? sass_facts(text) : SassFacts();
+    const std::string t = ladder_result(results_text, r.id);
+    const double tf = t.empty() ? 0 : std::atof(t.c_str());
+    std::string bought = "-";
+    if (tf > 0 && prev > 0) {
+      char b[32];
+      std::snprintf(b, sizeof b, "x%.2f", tf / prev);
+      bought = b;
+    }
+    prev = tf;
+    if (!have) {
+      std::snprintf(buf, sizeof buf, "%-5s %-28s %s\n", r.id, r.kernel, "(no golden)");
+    } else {
+      std::snprintf(buf, sizeof buf, "%-5s %-28s %4d %6d %6d %8d %6d %4d %11d %-17s %s\n", r.id, r.kernel, f.reg,
+                    f.instructions, f.hgmma, f.utmaldg, f.syncs, f.bar, f.setmaxnreg,
+                    t.empty() ? "not measured yet" : t.c_str(), bought.c_str());
+    }
+    o << buf;
+  }
+  o << "\n";
+  for (const LadderRung& r : ladder_rungs()) o << r.id << (r.id[1] ? ": " : ":   ") << r.adds << "  (" << r.source << ")\n";
+  o << "\nflashptx ladder --diff N prints the lesson of rung N: the SASS diff of rung N-1 -> N (N = 2 .. "
+    << ladder_rungs().size() << ").\n";
+  return o.str();
+}
+
+std::string ladder_diff(const std::string& golden_dir, int n, std::string* err) {
+  const auto& rs = ladder_rungs();
+  if (n < 2 || n > static_cast<int>(rs.size())) {
+    *err = "--diff must be between 2 and " + std::to_string(rs.size()) + ", got " + std::to_string(n);
+    return "";
+  }
+  const LadderRung &a = rs[n - 2], &b = rs[n - 1];
+  std::string ta, tb;
+  for (const auto& [r, t] : {std::pair<const LadderRung*, std::string*>{&a, &ta}, {&b, &tb}})
+    if (!slurp(golden_path(golden_dir, *r), t)) {
+      *err = "cannot read " + golden_path(golden_dir, *r);
+      return "";
+    }
+  const SassFacts fa = sass_facts(ta), fb = sass_facts(tb);
+  std::ostringstream o;
+  o << "rung " << a.id << " -> " << b.id << ": " << b.adds << "\n"
+    << "instructions " << fa.instructions << " -> " << fb.instructions << ", HGMMA " << fa.hgmma << " -> " << fb.hgmma
+    << ", UTMALDG " << fa.utmaldg << " -> " << fb.utmaldg << ", SYNCS " << fa.syncs << " -> " << fb.syncs << ", BAR "
+    << fa.bar << " -> " << fb.bar << ", SETMAXNREG " << fa.setmaxnreg << " -> " << fb.setmaxnreg << ", REG " << fa.reg
+    << " -> " << fb.reg << "\n";
+  o << sass::render_diff(listing_lines(ta), listing_lines(tb), std::string(a.kernel) + ".sass",
+                         std::string(b.kernel) + ".sass");
+  return o.str();
+}
+
+Parsed parse_ladder_args(int argc, const char* const* argv, LadderCmdArgs* a) {
+  *a = LadderCmdArgs();
+  Options o("ladder", "flashptx ladder [--diff N]",
+            "The attention ladder (tests/kernels/ladder_*.cu, README \"Attention ladder\"): per rung, what it\n"
+            "adds, SASS facts counted in its committed golden, and the TFLOP/s measured on the H200.");
+  o.integer("--diff", &a->diff, 2, static_cast<int64_t>(ladder_rungs().size()),
+            "the lesson of rung N: the normalised SASS diff of rung N-1 -> N");
+  return o.parse(argc, argv);
+}
+
+}  // namespace flashptx::cli
+
+int cmd_ladder(int argc, char** argv) {
+  using namespace flashptx::cli;
+  LadderCmdArgs a;
+  const Parsed p = parse_ladder_args(argc, argv, &a);
+  if (!p.run()) return finish(p);
+  const std::string golden_dir = std::string(FLASHPTX_ROOT) + "/sass_golden";
+  if (a.diff > 0) {
+    std::string err;
+    const std::string d = ladder_diff(golden_dir, static_cast<int>(a.diff), &err);
+    if (!err.empty()) {
+      std::fprintf(stderr, "flashptx ladder: %s\n", err.c_str());
+      return 1;
+    }
+    std::fputs(d.c_str(), stdout);
+    return 0;
+  }
+  std::string results;
+  const std::string results_path = std::string(FLASHPTX_ROOT) + "/tools/ladder/h200_tflops.txt";
+  if (!slurp(results_path, &results)) {
+    std::fprintf(stderr, "flashptx ladder: cannot read %s\n", results_path.c_str());
+    return 1;
+  }
+  std::fputs(ladder_table(golden_dir, results).c_str(), stdout);
+  return 0;
+}
