@@ -128,16 +128,9 @@ struct BwdSmem {
 };
 
 // ---- this CTA's work -----------------------------------------------------------------------
-// Grid (n_blocks, heads_q, batch), dispatched x fastest. Causal masks in deterministic mode take
-// the CTAs' linear index L in dispatch order as (rank, batch, head) with the head fastest, and visit
-// key block n = n_blocks - 1 - rank: the largest n first (the dQ writer order "shortest first",
-// include/flashptx/writer_order.h), so that every writer a dQ tile waits for was dispatched
-// earlier, and every head's CTAs of one rank side by side, so that the longest CTAs (n = 0, the
-// whole query walk) of all heads start together in the last waves instead of the last head's
-// starting alone at the end (measured: 18% at d256 causal 8k in head-major order). d64 keeps the
-// head-major order (head = blockIdx.y, batch = blockIdx.z, n = n_blocks - 1 - blockIdx.x): its MMA
-// warpgroups have no register for a computed head and batch (ptxas spilled 8 bytes), and at d64
-// the deterministic causal cost is small (1-5%, tools/NOTES.md).
+// Grid (n_blocks, heads_q, batch). Causal masks in deterministic mode visit key blocks in reverse
+// (the largest n first: the dQ writer order "shortest first", include/flashptx/writer_order.h), so
+// that every writer a dQ tile waits for was dispatched earlier.
 struct KeyBlock {
   int n_block, head, head_kv, batch;
   // The walk over query blocks. The producer, the dQ writer and the MMA warpgroups start at query
@@ -156,19 +149,9 @@ template <BwdConfig C>
 __device__ __forceinline__ KeyBlock key_block(const BwdParams& p) {
   constexpr int kBm = C.block_m, kBn = BwdLayout<C>::kBlockN;
   KeyBlock kb;
-  constexpr bool kRankMajor = C.head_dim >= 128;  // the causal deterministic dispatch order above
-  if (kRankMajor && p.causal && p.deterministic) {
-    const int heads = p.heads_q * p.batch;  // (batch, head) pairs
-    const int L = static_cast<int>(blockIdx.x) + p.n_blocks * (static_cast<int>(blockIdx.y) + p.heads_q * static_cast<int>(blockIdx.z));
-    const int rank = L / heads, pair = L - rank * heads;
-    kb.n_block = p.n_blocks - 1 - rank;
-    kb.batch = pair / p.heads_q;
-    kb.head = pair - kb.batch * p.heads_q;
-  } else {
-    kb.n_block = (p.causal && p.deterministic) ? p.n_blocks - 1 - static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x);
-    kb.head = blockIdx.y;
-    kb.batch = blockIdx.z;
-  }
+  kb.n_block = (p.causal && p.deterministic) ? p.n_blocks - 1 - static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x);
+  kb.head = blockIdx.y;
+  kb.batch = blockIdx.z;
   kb.head_kv = kb.head / (p.heads_q / p.heads_kv);
   const int diag = p.seqlen_k - p.seqlen_q;  // query row r sees key c iff c <= r + diag
   int m_end = p.m_blocks, m_begin = 0, m_unmasked;
