@@ -6,6 +6,7 @@
 // declared order (include/flashptx/writer_order.h).
 #pragma once
 #include <cstdint>
+#include <cstdio>
 
 #include "ptx/arch.cuh"
 
@@ -68,6 +69,33 @@ __device__ __forceinline__ void fence_proxy_async_global() {
   asm volatile("fence.proxy.async.global;" ::: "memory");
 #else
   FLASHPTX_ARCH_UNSUPPORTED("fence.proxy.async.global needs sm_90");
+#endif
+}
+
+// ---- a spin wait on a semaphore (not an instruction: a loop around ld.acquire) ------------------
+// Spins until *sem == value (the deterministic writer order's turn, include/flashptx/writer_order.h).
+// Certifies what the acquire load that saw `value` certifies (above). Test builds
+// (FLASHPTX_BOUNDED_WAIT) bound the spin like every mbarrier wait (ptx/mbarrier.cuh): an order that
+// can never complete traps with the semaphore's name instead of hanging; release builds spin.
+__device__ __noinline__ __attribute__((noreturn)) inline void semaphore_wait_timeout(const uint32_t* sem,
+                                                                                  uint32_t value,
+                                                                                  const char* name) {
+  printf("flashptx: semaphore wait timed out: %s (at %p) waiting for %u, holds %u, block (%d,%d,%d)\n", name,
+         static_cast<const void*>(sem), value, *const_cast<volatile const uint32_t*>(sem), blockIdx.x, blockIdx.y,
+         blockIdx.z);
+  asm volatile("trap;");
+  __builtin_unreachable();
+}
+__device__ __forceinline__ void semaphore_wait_eq(const uint32_t* sem, uint32_t value, const char* name) {
+#if defined(FLASHPTX_BOUNDED_WAIT) && FLASHPTX_BOUNDED_WAIT
+  if (ld_acquire_gpu_u32(sem) == value) return;
+  const long long start = clock64();
+  while (ld_acquire_gpu_u32(sem) != value)
+    if (clock64() - start > 20000000000LL) semaphore_wait_timeout(sem, value, name);
+#else
+  (void)name;
+  while (ld_acquire_gpu_u32(sem) != value) {
+  }
 #endif
 }
 

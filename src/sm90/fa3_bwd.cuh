@@ -227,25 +227,8 @@ __device__ __forceinline__ uint32_t swizzled_pair_offset(int rows, int row, int 
 // ---- the deterministic writer order's turn (include/flashptx/writer_order.h) ----------------------
 // Spins until the semaphore shows `lock` writers done. Test builds bound the wait like every mbarrier
 // wait (FLASHPTX_BOUNDED_WAIT): a writer order that can never complete traps with a message.
-__device__ __noinline__ __attribute__((noreturn)) inline void turn_timeout(const uint32_t* sem, uint32_t lock,
-                                                                        const char* name) {
-  printf("flashptx: semaphore wait timed out: %s (at %p) waiting for %u, holds %u, block (%d,%d,%d)\n", name,
-         static_cast<const void*>(sem), lock, *const_cast<volatile const uint32_t*>(sem), blockIdx.x, blockIdx.y,
-         blockIdx.z);
-  asm volatile("trap;");
-  __builtin_unreachable();
-}
 __device__ __forceinline__ void wait_for_turn(const uint32_t* sem, uint32_t lock, const char* name) {
-#if defined(FLASHPTX_BOUNDED_WAIT) && FLASHPTX_BOUNDED_WAIT
-  if (ptx::ld_acquire_gpu_u32(sem) == lock) return;
-  const long long start = clock64();
-  while (ptx::ld_acquire_gpu_u32(sem) != lock)
-    if (clock64() - start > 20000000000LL) turn_timeout(sem, lock, name);
-#else
-  (void)name;
-  while (ptx::ld_acquire_gpu_u32(sem) != lock) {
-  }
-#endif
+  ptx::semaphore_wait_eq(sem, lock, name);  // ptx/atomic.cuh: bounded in test builds
 }
 
 // ==================================== PRODUCER ====================================================

@@ -40,29 +40,31 @@ std::vector<Record> records(const std::vector<uint64_t>& t, int cta, int lane) {
     r.push_back({base[2 + 2 * i], static_cast<uint32_t>(base[3 + 2 * i] >> 32), static_cast<uint32_t>(base[3 + 2 * i])});
   return r;
 }
-}  // namespace
-
-TEST_SUITE("gpu_sm90 fa3 trace") {
-
-TEST_CASE("the traced build gives the release build's output, bit for bit, and records stamps") {
-  const int64_t b = 2, s = 1500, h = 4, d = 128;
-  const size_t n = static_cast<size_t>(b * s * h * d);
-  void *q, *k, *v, *o1, *o2;
-  float *l1, *l2;
-  uint64_t* trace;
-  CUDA_REQUIRE(cudaMalloc(&q, n * 2));
-  CUDA_REQUIRE(cudaMalloc(&k, n * 2));
-  CUDA_REQUIRE(cudaMalloc(&v, n * 2));
-  CUDA_REQUIRE(cudaMalloc(&o1, n * 2));
-  CUDA_REQUIRE(cudaMalloc(&o2, n * 2));
-  CUDA_REQUIRE(cudaMalloc(&l1, b * h * s * 4));
-  CUDA_REQUIRE(cudaMalloc(&l2, b * h * s * 4));
-  CUDA_REQUIRE(cudaMalloc(&trace, sizeof(uint64_t) * flashptx::trace::kWordsTotal));
-  CUDA_REQUIRE(flashptx::gpuref::fill_random(q, n, FLASHPTX_BF16, 11, 1.f, nullptr));
-  CUDA_REQUIRE(flashptx::gpuref::fill_random(k, n, FLASHPTX_BF16, 12, 1.f, nullptr));
-  CUDA_REQUIRE(flashptx::gpuref::fill_random(v, n, FLASHPTX_BF16, 13, 1.f, nullptr));
-  for (int causal : {0, 1}) {
-    INFO("causal " << causal);
+// One bf16 d128 problem (b x s x h), its buffers, and the comparison of the release library's call
+// with a traced kernel's: O and LSE bitwise equal, no poisoned element left; returns the trace.
+struct TracedRun {
+  int64_t b, s, h, d = 128;
+  size_t n;
+  void *q = nullptr, *k = nullptr, *v = nullptr, *o1 = nullptr, *o2 = nullptr;
+  float *l1 = nullptr, *l2 = nullptr;
+  uint64_t* trace = nullptr;
+  TracedRun(int64_t b_, int64_t s_, int64_t h_, uint64_t seed) : b(b_), s(s_), h(h_), n(static_cast<size_t>(b_ * s_ * h_ * 128)) {
+    CUDA_REQUIRE(cudaMalloc(&q, n * 2));
+    CUDA_REQUIRE(cudaMalloc(&k, n * 2));
+    CUDA_REQUIRE(cudaMalloc(&v, n * 2));
+    CUDA_REQUIRE(cudaMalloc(&o1, n * 2));
+    CUDA_REQUIRE(cudaMalloc(&o2, n * 2));
+    CUDA_REQUIRE(cudaMalloc(&l1, b * h * s * 4));
+    CUDA_REQUIRE(cudaMalloc(&l2, b * h * s * 4));
+    CUDA_REQUIRE(cudaMalloc(&trace, sizeof(uint64_t) * flashptx::trace::kWordsTotal));
+    CUDA_REQUIRE(flashptx::gpuref::fill_random(q, n, FLASHPTX_BF16, seed, 1.f, nullptr));
+    CUDA_REQUIRE(flashptx::gpuref::fill_random(k, n, FLASHPTX_BF16, seed + 1, 1.f, nullptr));
+    CUDA_REQUIRE(flashptx::gpuref::fill_random(v, n, FLASHPTX_BF16, seed + 2, 1.f, nullptr));
+  }
+  ~TracedRun() {
+    for (void* x : {q, k, v, o1, o2, static_cast<void*>(l1), static_cast<void*>(l2), static_cast<void*>(trace)}) cudaFree(x);
+  }
+  std::vector<uint64_t> compare(int causal, const char* kernel) {
     CUDA_REQUIRE(cudaMemset(o1, 0xFF, n * 2));
     CUDA_REQUIRE(cudaMemset(o2, 0xFF, n * 2));
     CUDA_REQUIRE(cudaMemset(trace, 0, sizeof(uint64_t) * flashptx::trace::kWordsTotal));
@@ -71,7 +73,7 @@ TEST_CASE("the traced build gives the release build's output, bit for bit, and r
     REQUIRE_MESSAGE(flashptx_fwd(&p, nullptr) == FLASHPTX_OK, flashptx_last_error());
     p.o = o2;
     p.lse = l2;
-    REQUIRE_MESSAGE(traced_fwd(&p, trace) == FLASHPTX_OK, flashptx_last_error());
+    REQUIRE_MESSAGE(traced_fwd(&p, trace, kernel) == FLASHPTX_OK, flashptx_last_error());
     CUDA_REQUIRE(cudaGetLastError());
     CUDA_REQUIRE(cudaDeviceSynchronize());
     std::vector<uint16_t> a(n), c(n);
@@ -85,9 +87,21 @@ TEST_CASE("the traced build gives the release build's output, bit for bit, and r
     size_t poisoned = 0;
     for (uint16_t x : c) poisoned += x == 0xFFFF;
     CHECK(poisoned == 0);
-    // Every lane of traced CTA 0 stamped something, and its clocks never run backwards.
     std::vector<uint64_t> t(flashptx::trace::kWordsTotal);
     CUDA_REQUIRE(cudaMemcpy(t.data(), trace, t.size() * 8, cudaMemcpyDeviceToHost));
+    return t;
+  }
+};
+}  // namespace
+
+TEST_SUITE("gpu_sm90 fa3 trace") {
+
+TEST_CASE("the traced build gives the release build's output, bit for bit, and records stamps") {
+  TracedRun run(2, 1500, 4, 11);
+  for (int causal : {0, 1}) {
+    INFO("causal " << causal);
+    const std::vector<uint64_t> t = run.compare(causal, "fa3_fwd_sm90_bf16_d128_trace");
+    // Every lane of traced CTA 0 stamped something, and its clocks never run backwards.
     for (int lane = 0; lane < 3; ++lane) {
       const uint64_t* base = t.data() + static_cast<size_t>(lane) * flashptx::trace::kWordsPerLane;
       CHECK_MESSAGE(base[0] > 4, "lane " << lane << " recorded " << base[0] << " stamps");
@@ -95,48 +109,12 @@ TEST_CASE("the traced build gives the release build's output, bit for bit, and r
       for (uint64_t i = 1; i < m; ++i) REQUIRE(base[2 + 2 * i] >= base[2 + 2 * (i - 1)]);
     }
   }
-  for (void* x : {q, k, v, o1, o2, static_cast<void*>(l1), static_cast<void*>(l2), static_cast<void*>(trace)}) cudaFree(x);
 }
 
 TEST_CASE("the paired causal kernel, traced: the release output bit for bit, and a tile's start under the last one's end") {
   // 2 x 1500 x 4 heads, causal: 96 tiles in 48 paired units, so each of the 48 CTAs walks two tiles.
-  const int64_t b = 2, s = 1500, h = 4, d = 128;
-  const size_t n = static_cast<size_t>(b * s * h * d);
-  void *q, *k, *v, *o1, *o2;
-  float *l1, *l2;
-  uint64_t* trace;
-  CUDA_REQUIRE(cudaMalloc(&q, n * 2));
-  CUDA_REQUIRE(cudaMalloc(&k, n * 2));
-  CUDA_REQUIRE(cudaMalloc(&v, n * 2));
-  CUDA_REQUIRE(cudaMalloc(&o1, n * 2));
-  CUDA_REQUIRE(cudaMalloc(&o2, n * 2));
-  CUDA_REQUIRE(cudaMalloc(&l1, b * h * s * 4));
-  CUDA_REQUIRE(cudaMalloc(&l2, b * h * s * 4));
-  CUDA_REQUIRE(cudaMalloc(&trace, sizeof(uint64_t) * flashptx::trace::kWordsTotal));
-  CUDA_REQUIRE(flashptx::gpuref::fill_random(q, n, FLASHPTX_BF16, 21, 1.f, nullptr));
-  CUDA_REQUIRE(flashptx::gpuref::fill_random(k, n, FLASHPTX_BF16, 22, 1.f, nullptr));
-  CUDA_REQUIRE(flashptx::gpuref::fill_random(v, n, FLASHPTX_BF16, 23, 1.f, nullptr));
-  CUDA_REQUIRE(cudaMemset(o1, 0xFF, n * 2));
-  CUDA_REQUIRE(cudaMemset(o2, 0xFF, n * 2));
-  CUDA_REQUIRE(cudaMemset(trace, 0, sizeof(uint64_t) * flashptx::trace::kWordsTotal));
-  flashptx_fwd_params p;
-  flashptx_fwd_params_contiguous(&p, q, k, v, o1, l1, b, s, s, h, h, d, FLASHPTX_BF16, 1);
-  REQUIRE_MESSAGE(flashptx_fwd(&p, nullptr) == FLASHPTX_OK, flashptx_last_error());
-  p.o = o2;
-  p.lse = l2;
-  REQUIRE_MESSAGE(traced_fwd(&p, trace, "fa3_fwd_sm90_bf16_d128_paired_trace") == FLASHPTX_OK, flashptx_last_error());
-  CUDA_REQUIRE(cudaGetLastError());
-  CUDA_REQUIRE(cudaDeviceSynchronize());
-  std::vector<uint16_t> a(n), c(n);
-  std::vector<float> la(b * h * s), lc(b * h * s);
-  CUDA_REQUIRE(cudaMemcpy(a.data(), o1, n * 2, cudaMemcpyDeviceToHost));
-  CUDA_REQUIRE(cudaMemcpy(c.data(), o2, n * 2, cudaMemcpyDeviceToHost));
-  CUDA_REQUIRE(cudaMemcpy(la.data(), l1, la.size() * 4, cudaMemcpyDeviceToHost));
-  CUDA_REQUIRE(cudaMemcpy(lc.data(), l2, lc.size() * 4, cudaMemcpyDeviceToHost));
-  CHECK(std::memcmp(a.data(), c.data(), n * 2) == 0);
-  CHECK(std::memcmp(la.data(), lc.data(), la.size() * 4) == 0);
-  std::vector<uint64_t> t(flashptx::trace::kWordsTotal);
-  CUDA_REQUIRE(cudaMemcpy(t.data(), trace, t.size() * 8, cudaMemcpyDeviceToHost));
+  TracedRun run(2, 1500, 4, 21);
+  const std::vector<uint64_t> t = run.compare(1, "fa3_fwd_sm90_bf16_d128_paired_trace");
   for (int cta = 0; cta < flashptx::trace::kMaxCtas; ++cta) {
     INFO("traced CTA " << cta);
     // The producer (lane 0) begins a second tile; its first K load of that tile is issued before the
@@ -158,7 +136,6 @@ TEST_CASE("the paired causal kernel, traced: the release output bit for bit, and
     CHECK_MESSAGE(second_tile_k < first_epilogue_end, "the second tile's first K load at clock " << second_tile_k
                       << ", the first tile's epilogue ended at " << first_epilogue_end);
   }
-  for (void* x : {q, k, v, o1, o2, static_cast<void*>(l1), static_cast<void*>(l2), static_cast<void*>(trace)}) cudaFree(x);
 }
 
 }  // TEST_SUITE
