@@ -138,9 +138,9 @@ struct KeyBlock {
   // then steps_unmasked that do not. Ascending (the default), m_first is the first query block that
   // sees a key of this block and the walk is m_first, m_first + 1, ... Rotated (p.dq_rotated: the
   // deterministic mode without a mask, include/flashptx/writer_order.h rotated_m_block), key block n
-  // starts at query block n (the plan allows it only with n_blocks <= m_blocks) and wraps past the last: every query block is visited,
-  // and without a mask either every step is masked (a ragged key tail) or none, so the masked steps
-  // are still the masked query blocks. Counted loops (not bounds on m): the MMA warpgroups and the
+  // starts at query block n (the plan allows it only with n_blocks <= m_blocks) and wraps past the
+  // last: every query block is visited, and without a mask either every step is masked (a ragged
+  // key tail) or none, so the masked steps are still the masked query blocks. Counted loops (not bounds on m): the MMA warpgroups and the
   // producer have no register to spare for a rotation, and their old loops carried three values.
   int m_first, steps_masked, steps_unmasked;
 };
