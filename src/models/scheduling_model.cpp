@@ -153,6 +153,41 @@ static void print_flops(std::FILE* o) {
 FLASHPTX_LEDGER("0x0B", "causal tile cost J_m", print_jm);
 FLASHPTX_LEDGER("0x0B", "lexical versus LPT makespan", print_makespan);
 FLASHPTX_LEDGER("0x0B", "L2 head-section rule", print_l2);
+
+BwdWorkingSet bwd_working_set(long long seqlen, int head_dim, long long n_blocks, long long pairs, long long resident,
+                              bool rank_major) {
+  const long long ctas = std::min(resident, n_blocks * pairs);
+  BwdWorkingSet w;
+  w.pairs_in_flight = rank_major ? std::min(pairs, ctas) : std::min(pairs, (ctas + n_blocks - 1) / n_blocks);
+  const double per_pair = static_cast<double>(seqlen) * head_dim * (2 + 2 + 2 + 2 + 4) + seqlen * 8.0;
+  w.bytes = w.pairs_in_flight * per_pair;
+  return w;
+}
+
+// The mutation row "globally sort all heads and batches by cost" on our backward: the deterministic
+// causal dispatch read as (rank, pair) instead of head-major, measured on the H200 (2026-11-30, kernel
+// time): d256 causal 8k 353 -> 178 TFLOP/s, d128 causal 8k 531 -> 344 (tools/NOTES.md).
+static void print_bwd_l2(std::FILE* o) {
+  std::fprintf(o, "FA3 backward working set in flight, 132 resident CTAs (one per SM), 60 MiB L2 (H200);\n"
+                  "columns: d, S = head dim and seqlen (16k tokens, hidden 2048); N = key blocks per pair; pairs =\n"
+                  "(batch, head) pairs; order: head-major (the kernel) or rank-major (the mutation); in flight =\n"
+                  "pairs with CTAs resident; MiB = their Q, dO, K, V, dQ accumulator, LSE and delta\n");
+  std::fprintf(o, "%-4s %-6s %-4s %-5s %-11s %9s %9s  %s\n", "d", "S", "N", "pairs", "order", "in flight", "MiB",
+               "fits L2");
+  struct Shape { int d; long long s, n; };
+  for (const Shape& x : {Shape{128, 8192, 64}, Shape{256, 8192, 128}}) {
+    const long long pairs = (16384 / x.s) * (2048 / x.d);
+    for (bool rank_major : {false, true}) {
+      const BwdWorkingSet w = bwd_working_set(x.s, x.d, x.n, pairs, 132, rank_major);
+      const double mib = w.bytes / 1048576.0;
+      std::fprintf(o, "%-4d %-6lld %-4lld %-5lld %-11s %9lld %9.0f  %s\n", x.d, x.s, x.n, pairs,
+                   rank_major ? "rank-major" : "head-major", w.pairs_in_flight, mib, mib <= 60 ? "yes" : "no");
+    }
+  }
+  std::fprintf(o, "measured (H200, deterministic causal backward, kernel time): rank-major d128 8k 531 -> 344,\n"
+                  "d256 8k 353 -> 178 TFLOP/s: the mutation's 'arithmetic tail may shrink' did not pay for the L2\n");
+}
+FLASHPTX_LEDGER("0x0B", "failure lab: backward heads sorted globally (L2 working set)", print_bwd_l2);
 FLASHPTX_LEDGER("0x0B", "varlen virtual-to-actual batch map", print_varlen);
 FLASHPTX_LEDGER("0x0D", "FLOP numerators and accounting throughput", print_flops);
 

@@ -23,4 +23,14 @@ struct CompileRow { const char* pass; double fa3_s, fa4_s; };
 const std::vector<CompileRow>& compile_times();
 double compile_speedup(const CompileRow& r);
 
+// The FA3 backward's working set under a dispatch order (the 0x0B mutation "globally sort all heads
+// and batches": unrelated working sets thrash L2). One CTA per key block and (batch, head) pair,
+// dispatched in linear order; `resident` CTAs in flight. Head-major (the kernel's grid: key blocks
+// fastest) keeps the pairs of the first `resident` CTAs, ceil(resident / n_blocks) of them; rank-major
+// (every pair's CTAs of one rank side by side, tried on the H200 and reverted: tools/NOTES.md) has
+// min(pairs, resident). Bytes per pair: Q, dO, K, V in bf16, the fp32 dQ accumulator, LSE and delta.
+struct BwdWorkingSet { long long pairs_in_flight; double bytes; };
+BwdWorkingSet bwd_working_set(long long seqlen, int head_dim, long long n_blocks, long long pairs, long long resident,
+                              bool rank_major);
+
 }  // namespace flashptx::models::scheduling

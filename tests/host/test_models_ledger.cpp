@@ -295,6 +295,42 @@ TEST_SUITE("host models ledger") {
     CHECK(bw[3] == "32.14x");
   }
 
+  TEST_CASE("0x0B failure lab: backward heads sorted globally overflow L2; head-major fits (printed)") {
+    namespace sc = flashptx::models::scheduling;
+    // d256 8k: 16 (batch, head) pairs of 128 key blocks, 132 resident CTAs.
+    const sc::BwdWorkingSet hm = sc::bwd_working_set(8192, 256, 128, 16, 132, false);
+    const sc::BwdWorkingSet rm = sc::bwd_working_set(8192, 256, 128, 16, 132, true);
+    CHECK(hm.pairs_in_flight == 2);
+    CHECK(rm.pairs_in_flight == 16);
+    const double per_pair = 8192.0 * 256 * 12 + 8192 * 8;  // Q, dO, K, V bf16 + fp32 dQ + LSE, delta
+    CHECK(hm.bytes == doctest::Approx(2 * per_pair));
+    CHECK(rm.bytes == doctest::Approx(16 * per_pair));
+    CHECK(hm.bytes <= 60.0 * 1048576);
+    CHECK(rm.bytes > 60.0 * 1048576);
+    const std::string t = table("0x0B", "failure lab: backward heads sorted globally (L2 working set)");
+    CHECK(has(t, "columns:"));
+    const auto row = [&](const char* d, const char* order) {
+      std::istringstream in(t);
+      for (std::string l; std::getline(in, l);) {
+        const auto f = fields(l);
+        if (f.size() == 8 && f[0] == d && f[4] == order) return f;
+      }
+      return std::vector<std::string>{};
+    };
+    const auto h256 = row("256", "head-major"), r256 = row("256", "rank-major"), r128 = row("128", "rank-major");
+    REQUIRE(h256.size() == 8);
+    REQUIRE(r256.size() == 8);
+    REQUIRE(r128.size() == 8);
+    CHECK(h256[5] == "2");
+    CHECK(h256[6] == "48");
+    CHECK(h256[7] == "yes");
+    CHECK(r256[5] == "16");
+    CHECK(r256[7] == "no");
+    CHECK(r128[5] == "32");
+    CHECK(r128[7] == "no");
+    CHECK(has(t, "531 -> 344"));
+  }
+
   TEST_CASE("legibility: the tables the issue named explain their columns") {
     CHECK(has(table("0x03", "K/V ring simulation"), "A = producer acquires"));
     CHECK(has(table("0x03", "K/V ring simulation"), "max/min(P-R)"));
