@@ -47,6 +47,7 @@
 #include "src/sm100/fa4_bwd_config.h"
 #include "tools/support/dtype.h"
 #include "tools/support/reference.h"
+#include "tests/host/replay_util.h"
 
 namespace emu = flashptx::models::tcgen05;
 namespace fb = flashptx::fa4bwd;
@@ -55,23 +56,10 @@ using emu::EmuError;
 
 namespace {
 
-uint32_t fresh_seed() {
-  if (const char* s = std::getenv("FLASHPTX_TEST_SEED")) return static_cast<uint32_t>(std::strtoul(s, nullptr, 10));
-  return std::random_device{}();
-}
+using flashptx_test::fresh_seed;
+using flashptx_test::HostMath;
 
-template <bool Bf16>
-struct HostMath {
-  static float ex2(float x) {  // MUFU.EX2 modelled: correctly rounded, .ftz
-    float r = static_cast<float>(std::exp2(static_cast<double>(x)));
-    if (std::fpclassify(r) == FP_SUBNORMAL) r = 0.0f;
-    return r;
-  }
-};
 uint16_t to16(bool bf16, float x) { return bf16 ? flashptx::float_to_bf16(x) : flashptx::float_to_fp16(x); }
-uint32_t pack16(bool bf16, float lo, float hi) {
-  return static_cast<uint32_t>(to16(bf16, lo)) | (static_cast<uint32_t>(to16(bf16, hi)) << 16);
-}
 double from16(bool bf16, uint16_t v) { return bf16 ? flashptx::bf16_to_float(v) : flashptx::fp16_to_float(v); }
 float f(uint32_t u) {
   float x;
@@ -331,8 +319,8 @@ class Replay {
                                                   lse2_[rows0 + m * fb::kBlockM + q], vis);
               dsv[x] = fb::bwd_ds(pv[x], f(dp_raw[th * fb::kComputeCols + 2 * e + x]), delta_[rows0 + m * fb::kBlockM + q]);
             }
-            p_pack[th * (fb::kComputeCols / 2) + e] = pack16(C.bf16, pv[0], pv[1]);
-            ds_pack[e] = pack16(C.bf16, dsv[0], dsv[1]);
+            p_pack[th * (fb::kComputeCols / 2) + e] = HostMath<C.bf16>::pack(pv[0], pv[1]);
+            ds_pack[e] = HostMath<C.bf16>::pack(dsv[0], dsv[1]);
           }
           for (int un = 0; un < fb::kComputeCols / 8; ++un) {
             uint32_t a = Plan::ds_unit_byte(static_cast<uint32_t>(key), static_cast<uint32_t>(q0 + 8 * un));
@@ -408,7 +396,7 @@ class Replay {
             for (int un = 0; un < 4; ++un) {
               uint32_t w[4];
               for (int e = 0; e < 4; ++e)
-                w[e] = pack16(C.bf16, f(r[th * 32 + 8 * un + 2 * e]) * scale, f(r[th * 32 + 8 * un + 2 * e + 1]) * scale);
+                w[e] = HostMath<C.bf16>::pack(f(r[th * 32 + 8 * un + 2 * e]) * scale, f(r[th * 32 + 8 * un + 2 * e + 1]) * scale);
               std::memcpy(&cta_->smem.bytes[tiles[t] + Plan::out_unit_byte(static_cast<uint32_t>(key),
                                                                            static_cast<uint32_t>(col0 + 8 * un))],
                           w, 16);

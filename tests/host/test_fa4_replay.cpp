@@ -43,6 +43,7 @@
 #include "src/sm100/fa4_fwd_config.h"
 #include "tools/support/dtype.h"
 #include "tools/support/reference.h"
+#include "tests/host/replay_util.h"
 
 namespace emu = flashptx::models::tcgen05;
 namespace fa4 = flashptx::fa4;
@@ -51,31 +52,13 @@ using emu::EmuError;
 
 namespace {
 
-// A fresh seed per run; FLASHPTX_TEST_SEED=N replays the run whose INFO printed "seed N".
-uint32_t fresh_seed() {
-  if (const char* s = std::getenv("FLASHPTX_TEST_SEED")) return static_cast<uint32_t>(std::strtoul(s, nullptr, 10));
-  return std::random_device{}();
-}
+using flashptx_test::fresh_seed;
+using flashptx_test::HostMath;
 
 using fa4::fp16;
 using fa4::kD128;
 using fa4::kD128Pair;
 using fa4::kD64;
-
-// The host side of exp_pack_fragment: MUFU.EX2 modelled, cvt.rn.{bf16,f16}x2 as round-to-nearest-even.
-template <bool Bf16>
-struct HostMath {
-  static float ex2(float x) {
-    float r = static_cast<float>(std::exp2(static_cast<double>(x)));
-    if (std::fpclassify(r) == FP_SUBNORMAL) r = 0.0f;  // .ftz
-    return r;
-  }
-  static uint32_t pack(float lo, float hi) {
-    const uint16_t a = Bf16 ? flashptx::float_to_bf16(lo) : flashptx::float_to_fp16(lo);
-    const uint16_t b = Bf16 ? flashptx::float_to_bf16(hi) : flashptx::float_to_fp16(hi);
-    return static_cast<uint32_t>(a) | (static_cast<uint32_t>(b) << 16);
-  }
-};
 
 uint16_t to16(bool bf16, double x) { return bf16 ? flashptx::double_to_bf16(x) : flashptx::double_to_fp16(x); }
 

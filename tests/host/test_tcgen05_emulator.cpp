@@ -16,6 +16,7 @@
 #include "ptx/tcgen05_desc.cuh"
 #include "src/models/tcgen05_emulator.h"
 #include "tests/kernels_sm100/umma_issue.h"
+#include "tests/host/replay_util.h"
 
 namespace emu = flashptx::models::tcgen05;
 namespace ptx = flashptx::ptx;
@@ -24,7 +25,7 @@ using emu::EmuError;
 
 namespace {
 
-uint32_t fresh_seed() { return std::random_device{}(); }
+using flashptx_test::fresh_seed;  // FLASHPTX_TEST_SEED=N replays a run
 
 // ---- the ISA's bit tables, written out independently of ptx/tcgen05_desc.cuh ---------------------
 // "Shared Memory Descriptor": 0-13 start>>4, 16-29 LBO>>4, 32-45 SBO>>4, 46-48 0b001, 49-51 base
