@@ -6,12 +6,12 @@
 // usage error.
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 #include <string>
 
 #include "tools/flashptx/commands.h"
 #include "tools/flashptx/ladder.h"
+#include "tools/sass/audit.h"
 #include "tools/sass/sass_diff.h"
 
 #ifndef FLASHPTX_ROOT
@@ -21,15 +21,6 @@
 namespace flashptx::cli {
 
 namespace {
-
-bool slurp(const std::string& path, std::string* out) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return false;
-  std::ostringstream s;
-  s << f.rdbuf();
-  *out = s.str();
-  return true;
-}
 
 std::vector<std::string> listing_lines(const std::string& text) {
   std::vector<std::string> v;
@@ -118,7 +109,7 @@ std::string ladder_table(const std::string& golden_dir, const std::string& resul
   double prev = 0;
   for (const LadderRung& r : ladder_rungs()) {
     std::string text;
-    const bool have = slurp(golden_path(golden_dir, r), &text);
+    const bool have = sass::read_file(golden_path(golden_dir, r), &text);
     const SassFacts f = have ? sass_facts(text) : SassFacts();
     const std::string t = ladder_result(results_text, r.id);
     const double tf = t.empty() ? 0 : std::atof(t.c_str());
@@ -154,7 +145,7 @@ std::string ladder_diff(const std::string& golden_dir, int n, std::string* err) 
   const LadderRung &a = rs[n - 2], &b = rs[n - 1];
   std::string ta, tb;
   for (const auto& [r, t] : {std::pair<const LadderRung*, std::string*>{&a, &ta}, {&b, &tb}})
-    if (!slurp(golden_path(golden_dir, *r), t)) {
+    if (!sass::read_file(golden_path(golden_dir, *r), t)) {
       *err = "cannot read " + golden_path(golden_dir, *r);
       return "";
     }
@@ -200,7 +191,7 @@ int cmd_ladder(int argc, char** argv) {
   }
   std::string results;
   const std::string results_path = std::string(FLASHPTX_ROOT) + "/tools/ladder/h200_tflops.txt";
-  if (!slurp(results_path, &results)) {
+  if (!flashptx::sass::read_file(results_path, &results)) {
     std::fprintf(stderr, "flashptx ladder: cannot read %s\n", results_path.c_str());
     return 1;
   }

@@ -45,14 +45,6 @@ std::vector<std::string> split_lines(const std::string& text) {
   return out;
 }
 
-bool read_file(const std::string& path, std::string* text) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream os;
-  os << in.rdbuf();
-  *text = os.str();
-  return true;
-}
 
 // "Cuda compilation tools, release 13.0, V13.0.88" -> "release 13.0, V13.0.88".
 std::string version_of(const std::string& cmd) {
@@ -265,6 +257,15 @@ struct Audit {
 };
 
 }  // namespace
+
+bool read_file(const std::string& path, std::string* text) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream os;
+  os << in.rdbuf();
+  *text = os.str();
+  return true;
+}
 
 AuditOptions::AuditOptions()
     : golden_dir(std::string(FLASHPTX_ROOT) + "/sass_golden"),

@@ -57,6 +57,9 @@ Toolchain current_toolchain(const std::string& cuobjdump);
 // Whether `cuobjdump` exists and runs; on false, *why is one line saying what is missing.
 bool disassembler_runs(const std::string& cuobjdump, std::string* why);
 
+// The whole file at `path` into *text (binary); false when it cannot be opened.
+bool read_file(const std::string& path, std::string* text);
+
 // Runs a shell command, capturing stdout and stderr together; returns its exit status.
 int run_command(const std::string& cmd, std::string* output);
 
