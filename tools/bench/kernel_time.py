@@ -76,9 +76,15 @@ for d in (int(x) for x in args.dims.split(",")):
             o, lse = torch.empty_like(q), torch.empty(b, h, s, device=dev)
             dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
             f = _abi.fwd_params({"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "o": o.data_ptr(), "lse": lse.data_ptr()}, tuple(q.shape), tuple(k.shape), {"q": st(q), "k": st(k), "v": st(v), "o": st(o)}, 0, causal, 0.0)
-            bp = _abi.bwd_params({"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "o": o.data_ptr(), "lse": lse.data_ptr(), "dout": do.data_ptr(), "dq": dq.data_ptr(), "dk": dk.data_ptr(), "dv": dv.data_ptr()}, tuple(q.shape), tuple(k.shape), {n: st(t) for n, t in (("q", q), ("k", k), ("v", v), ("o", o), ("do", do), ("dq", dq), ("dk", dk), ("dv", dv))}, 0, causal, 0.0, False)
-            need = ctypes.c_int64(0); lib.flashptx_bwd_workspace_size(ctypes.byref(bp), ctypes.byref(need))
-            ws = torch.empty(max(1, need.value), dtype=torch.uint8, device=dev); bp.workspace, bp.workspace_bytes = ws.data_ptr(), need.value
+            def bwd_call(deterministic):
+                # BwdParams on these tensors with a workspace of the size the library asks for (the
+                # workspace tensor is kept alive as an attribute of the params).
+                bp = _abi.bwd_params({"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "o": o.data_ptr(), "lse": lse.data_ptr(), "dout": do.data_ptr(), "dq": dq.data_ptr(), "dk": dk.data_ptr(), "dv": dv.data_ptr()}, tuple(q.shape), tuple(k.shape), {n: st(t) for n, t in (("q", q), ("k", k), ("v", v), ("o", o), ("do", do), ("dq", dq), ("dk", dk), ("dv", dv))}, 0, causal, 0.0, deterministic)
+                need = ctypes.c_int64(0); lib.flashptx_bwd_workspace_size(ctypes.byref(bp), ctypes.byref(need))
+                bp._ws = torch.empty(max(1, need.value), dtype=torch.uint8, device=dev)
+                bp.workspace, bp.workspace_bytes = bp._ws.data_ptr(), need.value
+                return bp
+            bp = bwd_call(False)
             stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
             ours_f = lambda: lib.flashptx_fwd(ctypes.byref(f), stream)
             ours_b = lambda: lib.flashptx_bwd(ctypes.byref(bp), stream)
@@ -122,10 +128,7 @@ for d in (int(x) for x in args.dims.split(",")):
                 if f2 is not None: plan.insert(2, ("fa2_fwd", f2, 1.0))
                 if b2 is not None and has_bwd: plan.append(("fa2_bwd", b2, 2.5))
             if args.det and has_bwd:
-                bpd = _abi.bwd_params({"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "o": o.data_ptr(), "lse": lse.data_ptr(), "dout": do.data_ptr(), "dq": dq.data_ptr(), "dk": dk.data_ptr(), "dv": dv.data_ptr()}, tuple(q.shape), tuple(k.shape), {n: st(t) for n, t in (("q", q), ("k", k), ("v", v), ("o", o), ("do", do), ("dq", dq), ("dk", dk), ("dv", dv))}, 0, causal, 0.0, True)
-                needd = ctypes.c_int64(0); lib.flashptx_bwd_workspace_size(ctypes.byref(bpd), ctypes.byref(needd))
-                wsd = torch.empty(max(1, needd.value), dtype=torch.uint8, device=dev)
-                bpd.workspace, bpd.workspace_bytes = wsd.data_ptr(), needd.value
+                bpd = bwd_call(True)
                 ours_det = lambda: lib.flashptx_bwd(ctypes.byref(bpd), stream)
                 assert ours_det() == 0
                 plan.append(("ours_det_bwd", ours_det, 2.5))
