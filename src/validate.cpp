@@ -268,6 +268,23 @@ int64_t quantize_fp8_descale_count(const flashptx_quantize_fp8_params& p) {
   return 0;
 }
 
+namespace {
+// e4m3 rows are 1-byte elements: 16-byte rows need strides (of dimensions with more than one
+// element) that are multiples of 16. Negative strides are check_strides' to refuse.
+flashptx_status check_e4m3_alignment(const char* name, int64_t batch, int64_t seqlen, int64_t heads, int64_t sb,
+                                     int64_t ss, int64_t sh, std::string* msg) {
+  const int64_t extent[3] = {batch, seqlen, heads};
+  const int64_t stride[3] = {sb, ss, sh};
+  const char* what[3] = {"batch", "row", "head"};
+  for (int i = 0; i < 3; ++i)
+    if (extent[i] > 1 && stride[i] > 0 && stride[i] % 16 != 0)
+      return bad(FLASHPTX_ERR_MISALIGNED, msg,
+                 std::string(name) + " " + what[i] + " stride " + std::to_string(stride[i]) +
+                     " is not a multiple of 16 elements (16 bytes of e4m3)");
+  return FLASHPTX_OK;
+}
+}  // namespace
+
 flashptx_status validate_quantize_fp8(const flashptx_quantize_fp8_params& p, std::string* msg) {
   if (p.batch < 0 || p.seqlen < 0 || p.heads < 0 || p.head_dim < 0)
     return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "a size is negative");
@@ -300,15 +317,9 @@ flashptx_status validate_quantize_fp8(const flashptx_quantize_fp8_params& p, std
   if ((s = check_strides("in", p.batch, p.seqlen, p.heads, d, p.in_batch_stride, p.in_row_stride, p.in_head_stride,
                          false, msg)) != FLASHPTX_OK)
     return s;
-  // e4m3 rows are 1-byte elements: 16-byte alignment needs strides that are multiples of 16.
-  const int64_t extent[3] = {p.batch, p.seqlen, p.heads};
-  const int64_t stride[3] = {p.out_batch_stride, p.out_row_stride, p.out_head_stride};
-  const char* what[3] = {"batch", "row", "head"};
-  for (int i = 0; i < 3; ++i)
-    if (extent[i] > 1 && stride[i] > 0 && stride[i] % 16 != 0)
-      return bad(FLASHPTX_ERR_MISALIGNED, msg,
-                 std::string("out ") + what[i] + " stride " + std::to_string(stride[i]) +
-                     " is not a multiple of 16 elements (16 bytes of e4m3)");
+  if ((s = check_e4m3_alignment("out", p.batch, p.seqlen, p.heads, p.out_batch_stride, p.out_row_stride,
+                                 p.out_head_stride, msg)) != FLASHPTX_OK)
+    return s;
   if ((s = check_strides("out", p.batch, p.seqlen, p.heads, d, p.out_batch_stride, p.out_row_stride,
                          p.out_head_stride, true, msg)) != FLASHPTX_OK)
     return s;
@@ -319,20 +330,12 @@ namespace {
 bool granularity_ok(flashptx_fp8_scale_granularity g) {
   return g == FLASHPTX_FP8_SCALE_PER_TENSOR || g == FLASHPTX_FP8_SCALE_PER_HEAD || g == FLASHPTX_FP8_SCALE_PER_BLOCK;
 }
-// e4m3 tensors: check_strides' rules, and 16-byte rows need strides that are multiples of 16.
+// e4m3 tensors: check_strides' rules, then check_e4m3_alignment.
 flashptx_status check_e4m3_strides(const char* name, int64_t batch, int64_t seqlen, int64_t heads, int64_t d,
                                    int64_t sb, int64_t ss, int64_t sh, std::string* msg) {
   flashptx_status s = check_strides(name, batch, seqlen, heads, d, sb, ss, sh, false, msg);
   if (s != FLASHPTX_OK) return s;
-  const int64_t extent[3] = {batch, seqlen, heads};
-  const int64_t stride[3] = {sb, ss, sh};
-  const char* what[3] = {"batch", "row", "head"};
-  for (int i = 0; i < 3; ++i)
-    if (extent[i] > 1 && stride[i] % 16 != 0)
-      return bad(FLASHPTX_ERR_MISALIGNED, msg,
-                 std::string(name) + " " + what[i] + " stride " + std::to_string(stride[i]) +
-                     " is not a multiple of 16 elements (16 bytes of e4m3)");
-  return FLASHPTX_OK;
+  return check_e4m3_alignment(name, batch, seqlen, heads, sb, ss, sh, msg);
 }
 }  // namespace
 
