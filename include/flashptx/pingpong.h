@@ -44,6 +44,9 @@ struct TokenRing {
   // Scheduler handoffs (syncs, and as many arrives) per consumer per work tile of J K/V blocks.
   FLASHPTX_HD static constexpr int handoffs_intra_overlap(int J) { return J > 1 ? J - 1 : 0; }
   FLASHPTX_HD static constexpr int handoffs_non_overlap(int J) { return J >= 1 ? J + 1 : 0; }
+  // Our forward kernels (src/sm90/fa3_fwd.cuh): the two-stage overlap with startup QK(0) and drain
+  // PV(J-1) inside the ring as well, so consecutive tiles keep the consumers half a step apart.
+  FLASHPTX_HD static constexpr int handoffs_edges_in_ring(int J) { return J >= 1 ? J + 1 : 0; }
 };
 
 }  // namespace flashptx

@@ -10,12 +10,13 @@
 //   d64_m128   128 x 128          3       2          yes       yes         own        129 KiB
 //   d64_m192   192 x 128          3       3          yes (3)   yes         own        145 KiB  (160 regs/consumer)
 //   *_paired   the d64_m128 and d128_n128 shapes, persistent over the paired causal schedule
-//              (40 regs producer / 232 consumer): the plan's causal launches below 2k rows (d64) and
+//              (40 regs producer / 232 consumer): the plan's causal launches below 4k rows (d64) and
 //              at every length (d128)
 //   d128_n128  128 x 128          2       2          yes       yes         own        193 KiB
-//   d256       128 x 80           2       2          no        no          in Q       225 KiB
-// d256: FA3's admission table disables the pingpong scheduler above head dim 128, and the persistent
-// tile loop's carried state spills there (O alone is 128 registers), so one tile per CTA.
+//   d256       128 x 64           2       2          yes       no          in Q       193 KiB
+// d256: the persistent tile loop's carried state spills there (O alone is 128 registers; 244 B in the
+// epilogue with the loop, measured in ptxas), so one tile per CTA. The token ring is on although
+// FA3's admission table disables it above head dim 128: measured faster (src/sm90/fa3_fwd_config.h).
 //
 // Variable-length batches (flashptx_fwd_varlen): the varlen twin of d64_m128, d128_n128 and d256
 // (fa3::varlen(config): the same shape, packed tensors, the sequence table in the parameter block,

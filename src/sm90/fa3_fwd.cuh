@@ -444,18 +444,26 @@ struct Consumer {
   __device__ __forceinline__ bool block_needs_mask(const Tile& t, int n) const {
     return (n + 1) * kBlockN > len_k(t) || (causal && (n + 1) * kBlockN - 1 > t.m_block * kBlockM + diag_of(t));
   }
-  // (len_k(t) and diag_of(t) stay inside the expression: hoisted into locals, they changed the
-  // fixed-length kernels' instruction schedule, though not their values.)
+  // One compare per element: element (i, e) of this thread lies in column n*kBlockN + 8i + 2q4 +
+  // (e & 1) of query row row0 + 8(e >> 1), and key c is visible to row r iff c < len_k and, under a
+  // causal mask, c <= r + diag: iff c < bound(r) = min(len_k, r + diag + 1). Taken relative to the
+  // thread's first column of the block, the bound is one integer per row (lim[h]) and each
+  // element's offset 8i + (e & 1) a constant, so ptxas emits one ISETP (immediate) and one FSEL per
+  // element instead of two compares, their combination and a select (the golden SASS of v5 had 128
+  // ISETP and 64 FSEL per masked block at d128; tools/NOTES.md, "One compare per masked element").
   __device__ __forceinline__ void apply_mask(const Tile& t, int n) {
+    int lim[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      int bound = len_k(t);
+      if (causal) bound = min(bound, row0 + 8 * h + diag_of(t) + 1);
+      lim[h] = bound - n * kBlockN - 2 * q4;
+    }
 #pragma unroll
     for (int i = 0; i < kBlockN / 8; ++i) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int col = n * kBlockN + 8 * i + 2 * q4 + (e & 1);
-        const int row = row0 + 8 * (e >> 1);
-        const bool masked = col >= len_k(t) || (causal && col > row + diag_of(t));
-        s_acc[4 * i + e] = masked ? -INFINITY : s_acc[4 * i + e];
-      }
+      for (int e = 0; e < 4; ++e)
+        s_acc[4 * i + e] = 8 * i + (e & 1) >= lim[e >> 1] ? -INFINITY : s_acc[4 * i + e];
     }
   }
   // Online softmax on S of block n, base 2, masked or not as the caller knows at compile time: a
@@ -513,11 +521,17 @@ struct Consumer {
   }
 
   // ---- one tile: startup, steady steps, drain ----------------------------------------------
-  // Startup: QK(0) and softmax(0), outside the token ring.
+  // Startup: QK(0) and softmax(0). QK(0) is issued inside the token ring, like every GEMM of the
+  // tile: the consumers then start a tile half a step apart (one's softmax(0) under the other's
+  // QK(0)), as they run the steady loop, instead of computing softmax(0) together while the tensor
+  // cores idle. (Issued outside the ring, as the two-stage overlap alone needs, it measured 0-2%
+  // slower: tools/NOTES.md, "Token ring at the tile edges".)
   __device__ __forceinline__ void startup(const Tile& t) {
     const int n = t.n_max - 1;
     k_ring.wait_full(sm.k_full(k_ring.at.stage), "fa3 consumer: k_full", tr, trace::kFullK);
+    take_token();
     issue_qk(k_ring.at.stage, n);
+    pass_token();
     retire_qk<0>(n);
     k_ring.release(sm.k_empty(k_ring.at.stage), lane, tr, trace::kReleaseK);  // QK(0) retired
     if (t.n_max == 1) QRelease<C>::after_last_qk(sm.q_empty(), lane);
@@ -554,10 +568,13 @@ struct Consumer {
     convert_p();
   }
 
-  // Drain: PV(J-1).
+  // Drain: PV(J-1), inside the token ring (as startup's QK(0)): a tile makes J + 1 handoffs per
+  // consumer (TokenRing::handoffs_edges_in_ring), the same in every consumer of the CTA.
   __device__ __forceinline__ void drain(const Tile& t) {
     v_ring.wait_full(sm.v_full(v_ring.at.stage), "fa3 consumer: v_full", tr, trace::kFullV);
+    take_token();
     issue_pv(v_ring.at.stage, t.n_max > 1, 0);
+    pass_token();
     retire_pv(0);
     v_ring.release(sm.v_empty(v_ring.at.stage), lane, tr, trace::kReleaseV);
   }

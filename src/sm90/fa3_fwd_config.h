@@ -114,8 +114,12 @@ constexpr FwdConfig kD64M192 = {.head_dim = 64, .block_n = 128, .stages = 3, .co
                                 .pingpong = true, .persistent = true, .bf16 = true};
 constexpr FwdConfig kD128N128 = {.head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2,
                                  .pingpong = true, .persistent = true, .bf16 = true};
-constexpr FwdConfig kD256 = {.head_dim = 256, .block_n = 80, .stages = 2, .consumer_wgs = 2,
-                             .pingpong = false, .persistent = false, .bf16 = true};
+// d256: 64-key blocks (every power-of-two length an exact number of blocks; 80 left 512 keys 6.4
+// blocks) and the token ring (FA3 leaves it off above head dim 128; here ptxas also places half of
+// the exponentials before the PV wait with it, none without): +2-5% at every grid point over
+// 128 x 80 without the ring (tools/NOTES.md, "Token ring at the tile edges").
+constexpr FwdConfig kD256 = {.head_dim = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2,
+                             .pingpong = true, .persistent = false, .bf16 = true};
 constexpr FwdConfig fp16(FwdConfig c) {
   c.bf16 = false;
   return c;
