@@ -16,6 +16,7 @@
 #include "src/models/fa4_backward.h"
 #include "src/models/fp8.h"
 #include "src/models/ledger.h"
+#include "src/models/persistent_schedule.h"
 #include "src/models/pingpong_model.h"
 #include "src/models/scheduling_model.h"
 #include "src/models/twostage_model.h"
@@ -73,6 +74,18 @@ std::vector<std::string> fields(const std::string& l) {
 }
 
 bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+// The line of a failure-lab table whose claim column starts with `claim` ("* " mutation rows, "  "
+// correct ones): its evidence/value columns and its verdict (the last field).
+std::string lab_line(const std::string& text, bool mutation, const std::string& claim) {
+  for (const std::string& l : lines(text))
+    if (l.compare(0, 2, mutation ? "* " : "  ") == 0 && l.compare(2, claim.size(), claim) == 0) return l;
+  return "";
+}
+std::string verdict(const std::string& line) {
+  const auto f = fields(line);
+  return f.empty() ? "" : f.back();
+}
 
 }  // namespace
 
@@ -329,6 +342,84 @@ TEST_SUITE("host models ledger") {
     CHECK(r128[5] == "32");
     CHECK(r128[7] == "no");
     CHECK(has(t, "531 -> 344"));
+  }
+
+  TEST_CASE("0x0B scheduling claims: each wrong claim fails with its reason, the correct one passes (printed)") {
+    namespace sc = flashptx::models::scheduling;
+    namespace ps = flashptx::models::persistent;
+    using E = sc::SchedError;
+    // 1. increasing m_block order is not longest-first; the kernel's reversed order is
+    const auto costs = sc::causal_costs(6, 128, 128, 768, 768);
+    CHECK(sc::check_longest_first(costs, sc::tile_order(6, false)) == E::kLongestNotFirst);
+    CHECK(sc::check_longest_first(costs, sc::tile_order(6, true)) == E::kOk);
+    // 2. grid stride over the LPT order: loads 9 7 5 against the bound 7; paired_slot: 7 7 7
+    const ps::CausalProblem p{6, 1, 1, 128, 128, 768, 768};
+    CHECK(ps::loads_round_robin(p, 3) == std::vector<long>{9, 7, 5});
+    CHECK(ps::loads_paired(p, 3) == std::vector<long>{7, 7, 7});
+    CHECK(sc::check_balanced(ps::loads_round_robin(p, 3), ps::lower_bound(p, 3)) == E::kNotBalanced);
+    CHECK(sc::check_balanced(ps::loads_paired(p, 3), ps::lower_bound(p, 3)) == E::kOk);
+    // 3. the FA4 CLC order (fa4::tile_at) and the L2-sectioned map: both bijections, different orders
+    const auto clc = sc::fa4_clc_order(4, 4, 16), sec = sc::sectioned_order(4, 4, 2, 16);
+    std::set<std::pair<int, int>> a, b;
+    for (const auto& t : clc) a.insert({t.m_block, t.head});
+    for (const auto& t : sec) b.insert({t.m_block, t.head});
+    CHECK(a.size() == 16);
+    CHECK(a == b);
+    int differ = -1;
+    CHECK(sc::check_same_order(clc, sec, &differ) == E::kOtherTileOrder);
+    CHECK(differ == 12);
+    CHECK(sc::check_same_order(clc, clc, &differ) == E::kOk);
+    CHECK(differ == 0);
+    // 4. varlen: the kernel's table (build_varlen_table) is the paper's map [1, 3, 2, 0]; prefix sums alone are not
+    const std::vector<int> lens = {128, 768, 256, 512};
+    const sc::VarlenListing kernel = sc::varlen_listing(lens, true, false), unsorted = sc::varlen_listing(lens, true, true);
+    CHECK(kernel.batch == sc::varlen_map(lens, 128));
+    CHECK(kernel.key == std::vector<int>{6, 4, 2, 1});
+    CHECK(unsorted.batch == std::vector<int>{0, 1, 2, 3});
+    CHECK(sc::check_varlen_longest_first(unsorted) == E::kVarlenNotSorted);
+    CHECK(sc::check_varlen_longest_first(kernel) == E::kOk);
+    // 5. dQ turns: the kernel's SPT locks never wait; LPT locks deadlock under the kernel's reversed
+    // dispatch with fewer resident CTAs than key blocks, and stall the first writers otherwise
+    const sc::TurnSim spt = sc::simulate_dq_turns(8, 4, false, false);
+    CHECK_FALSE(spt.deadlock);
+    CHECK(spt.completed == 8);
+    CHECK(spt.idle == 0);
+    CHECK(sc::check_turns(spt) == E::kOk);
+    const sc::TurnSim dead = sc::simulate_dq_turns(8, 4, true, false);
+    CHECK(dead.deadlock);
+    CHECK(sc::check_turns(dead) == E::kTurnDeadlock);
+    const sc::TurnSim stall = sc::simulate_dq_turns(8, 8, true, true);
+    CHECK_FALSE(stall.deadlock);
+    CHECK(stall.idle == 0 + 1 + 2 + 3 + 4 + 5 + 6 + 7);  // key block n waits n units at its diagonal tile
+    CHECK(sc::check_turns(stall) == E::kFirstWriterStalls);
+    CHECK(sc::check_turns(sc::simulate_dq_turns(8, 8, false, false)) == E::kOk);
+
+    const std::string t = table("0x0B", "failure lab: scheduling claims");
+    CHECK(has(t, "columns:"));
+    const std::string inc = lab_line(t, true, "m_block increasing");
+    CHECK(has(inc, "costs 1 2 3 4 5 6; makespan 9, bound 7"));
+    CHECK(verdict(inc) == "longest_not_first");
+    CHECK(has(lab_line(t, false, "m_block reversed"), "costs 6 5 4 3 2 1; makespan 7, bound 7"));
+    CHECK(verdict(lab_line(t, false, "m_block reversed")) == "ok");
+    CHECK(has(lab_line(t, true, "grid-stride"), "loads 9 7 5; bound 7"));
+    CHECK(verdict(lab_line(t, true, "grid-stride")) == "not_balanced");
+    CHECK(has(lab_line(t, false, "the paired static schedule"), "loads 7 7 7; bound 7"));
+    CHECK(verdict(lab_line(t, false, "the paired static schedule")) == "ok");
+    CHECK(has(lab_line(t, true, "FA4 CLC"), "12 of 16 positions differ"));
+    CHECK(verdict(lab_line(t, true, "FA4 CLC")) == "other_tile_order");
+    CHECK(has(t, "first six: fa4::tile_at (3,0)(2,0)(1,0)(0,0)(3,1)(2,1); tile_from_linear_sectioned "
+                 "(3,0)(3,1)(2,0)(2,1)(1,0)(1,1)\n"));
+    CHECK(verdict(lab_line(t, false, "FA4 CLC")) == "ok");
+    CHECK(has(lab_line(t, true, "prefix sums"), "batches 0 1 2 3, keys 1 6 2 4"));
+    CHECK(verdict(lab_line(t, true, "prefix sums")) == "varlen_not_sorted");
+    CHECK(has(lab_line(t, false, "build_varlen_table"), "batches 1 3 2 0, keys 6 4 2 1"));
+    CHECK(verdict(lab_line(t, false, "build_varlen_table")) == "ok");
+    CHECK(has(lab_line(t, true, "LPT turns (lock = n)"), "deadlock after 0 of 8 CTAs"));
+    CHECK(verdict(lab_line(t, true, "LPT turns (lock = n)")) == "turn_deadlock");
+    CHECK(has(lab_line(t, true, "LPT turns and LPT dispatch"), "makespan 8, idle 28"));
+    CHECK(verdict(lab_line(t, true, "LPT turns and LPT dispatch")) == "first_writer_stalls");
+    CHECK(has(lab_line(t, false, "lock_causal_spt"), "makespan 12, idle 0"));
+    CHECK(verdict(lab_line(t, false, "lock_causal_spt")) == "ok");
   }
 
   TEST_CASE("legibility: the tables the issue named explain their columns") {
