@@ -14,12 +14,14 @@
 #include <vector>
 
 #include "src/models/fa4_backward.h"
+#include "src/models/fa4_forward.h"
 #include "src/models/fp8.h"
 #include "src/models/ledger.h"
 #include "src/models/persistent_schedule.h"
 #include "src/models/pingpong_model.h"
 #include "src/models/scheduling_model.h"
 #include "src/models/twostage_model.h"
+#include "tools/sass/audit.h"
 
 namespace {
 
@@ -420,6 +422,67 @@ TEST_SUITE("host models ledger") {
     CHECK(verdict(lab_line(t, true, "LPT turns and LPT dispatch")) == "first_writer_stalls");
     CHECK(has(lab_line(t, false, "lock_causal_spt"), "makespan 12, idle 0"));
     CHECK(verdict(lab_line(t, false, "lock_causal_spt")) == "ok");
+  }
+
+  TEST_CASE("0x08 evidence rows: each mislabelled number fails with its reason, the right label passes (printed)") {
+    namespace f = flashptx::models::fa4fwd;
+    using E = f::EvidenceError;
+    const f::Ledger l = f::ledger(128, 128, 128);
+    CHECK(l.serial() == 2816);
+    CHECK(l.lower_bound() == 1024);
+    CHECK(f::check_runtime_claim(l, {l.serial(), true, false}) == E::kSumIsNoOverlap);
+    CHECK(f::check_runtime_claim(l, {l.serial(), false, false}) == E::kOk);
+    CHECK(f::check_runtime_claim(l, {l.lower_bound(), true, true}) == E::kModelCalledMeasured);
+    CHECK(f::check_runtime_claim(l, {l.lower_bound(), true, false}) == E::kOk);
+    CHECK(f::check_runtime_claim(l, {1500, true, true}) == E::kOk);  // a number no model computed
+    CHECK(f::work_group_rows(2, 2) == 512);
+    CHECK(f::check_work_group_rows(256, 2, 2) == E::kWorkRowsCollapsed);
+    CHECK(f::check_work_group_rows(256, 2, 1) == E::kOk);
+    CHECK(f::check_work_group_rows(256, 1, 1) == E::kWorkRowsCollapsed);
+    // The compiled d128 forward: REG 128 at launch; USETMAXREG 192 / 80 / 48 = fa4_plan.h's role targets.
+    std::string text;
+    REQUIRE(flashptx::sass::read_file(std::string(FLASHPTX_ROOT) + "/sass_golden/sm_100a/fa4_fwd_sm100_bf16_d128.sass", &text));
+    const f::CompiledRegs c = f::compiled_regs(text);
+    CHECK(c.launch_regs == 128);
+    CHECK(c.launch_regs * 512 == 65536);
+    CHECK(c.setmaxnreg == std::vector<int>{192, 80, 48});
+    CHECK(c.setmaxnreg[0] == f::roles()[0].setmaxnreg);
+    CHECK(f::check_compiled_register_claim(192, c) == E::kTargetNotCompiled);
+    CHECK(f::check_compiled_register_claim(128, c) == E::kOk);
+    // A listing mutated as if every thread were compiled at the target: then the claim holds, and
+    // 192 x 512 threads would need 98304 of the 65536 registers.
+    std::string mutated = text;
+    const size_t at = mutated.find("REG:128 ");
+    REQUIRE(at != std::string::npos);
+    mutated.replace(at, 8, "REG:192 ");
+    CHECK(f::compiled_regs(mutated).launch_regs == 192);
+    CHECK(f::check_compiled_register_claim(192, f::compiled_regs(mutated)) == E::kOk);
+    std::vector<double> bounds;
+    CHECK(f::check_order_as_timeline(2, &bounds) == E::kOrderNotTimeline);
+    CHECK(bounds == std::vector<double>{4096, 4096, 4096, 6144});
+
+    const std::string t = table("0x08", "Evidence rows");
+    CHECK(has(t, "columns:"));
+    const std::string sum = lab_line(t, true, "MMA + SMEM + exp is the optimized runtime");
+    CHECK(has(sum, "2816 cycles"));
+    CHECK(verdict(sum) == "sum_is_no_overlap");
+    CHECK(verdict(lab_line(t, false, "MMA + SMEM + exp is the no-overlap subtotal")) == "ok");
+    const std::string mx = lab_line(t, true, "max(MMA, SMEM, exp) is the measured runtime");
+    CHECK(has(mx, "1024 cycles"));
+    CHECK(verdict(mx) == "model_called_measured");
+    CHECK(verdict(lab_line(t, false, "max(MMA, SMEM, exp) is a lower bound")) == "ok");
+    CHECK(verdict(lab_line(t, true, "paper M = 256 rows is the q_stage=2, g=2")) == "work_rows_collapsed");
+    CHECK(has(lab_line(t, false, "q_stage=2, g=2 work group"), "512 rows"));
+    CHECK(verdict(lab_line(t, false, "paper M = 256 rows is the q_stage=2, g=1")) == "ok");
+    CHECK(has(lab_line(t, true, "setmaxnreg target"), "192 registers"));
+    CHECK(verdict(lab_line(t, true, "setmaxnreg target")) == "target_not_compiled");
+    CHECK(has(lab_line(t, false, "ptxas's REG"), "128 registers"));
+    CHECK(verdict(lab_line(t, false, "ptxas's REG")) == "ok");
+    CHECK(has(t, "REG:128 at launch x 512 threads = 65536; USETMAXREG operands 192 80 48\n"));
+    CHECK(has(lab_line(t, true, "kernel_issue_order"), "4096..6144 cycles"));
+    CHECK(verdict(lab_line(t, true, "kernel_issue_order")) == "order_not_timeline");
+    CHECK(has(t, "one order, 38 events, under the 4 rate sets"));
+    CHECK(has(t, "as an order it is what it says: check_order ok\n"));
   }
 
   TEST_CASE("legibility: the tables the issue named explain their columns") {
