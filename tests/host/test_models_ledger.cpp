@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <set>
 #include <sstream>
 #include <string>
@@ -87,6 +88,10 @@ std::string lab_line(const std::string& text, bool mutation, const std::string& 
 std::string verdict(const std::string& line) {
   const auto f = fields(line);
   return f.empty() ? "" : f.back();
+}
+
+bool no_source_tree() {
+  return !std::filesystem::exists(std::string(FLASHPTX_ROOT) + "/" + flashptx::models::twostage::kCommittedTrace);
 }
 
 }  // namespace
@@ -483,6 +488,34 @@ TEST_SUITE("host models ledger") {
     CHECK(verdict(lab_line(t, true, "kernel_issue_order")) == "order_not_timeline");
     CHECK(has(t, "one order, 38 events, under the 4 rate sets"));
     CHECK(has(t, "as an order it is what it says: check_order ok\n"));
+  }
+
+  TEST_CASE("0x05 overlap at run time: the committed trace overlaps, pv_after_softmax does not (printed; skipped "
+            "without the source tree)" * doctest::skip(no_source_tree())) {
+    const std::string t = table("0x05", "overlap at run time");
+    const size_t lab = t.find("failure lab pv_after_softmax");
+    REQUIRE(lab != std::string::npos);
+    const std::string measured = t.substr(0, lab), mutated = t.substr(lab);
+    int rows = 0, mutated_rows = 0;
+    for (const std::string& l : lines(measured)) {
+      const auto f = fields(l);
+      if (f.size() == 8 && (f[0] == "0" || f[0] == "1" || f[0] == "2" || f[0] == "3")) {
+        ++rows;
+        CHECK(f[7] == "yes");
+        CHECK(std::stod(f[6]) > 60.0);                    // hidden %
+        CHECK(std::stod(f[4]) < std::stod(f[5]) / 2);     // wait after softmax < half a lone PV
+      }
+    }
+    for (const std::string& l : lines(mutated)) {
+      const auto f = fields(l);
+      if (f.size() == 9 && f[0] != "CTA") {
+        ++mutated_rows;
+        CHECK(f[6] == "0.0");
+        CHECK(f[7] + " " + f[8] == "no: pv_not_overlapped_at_run_time");
+      }
+    }
+    CHECK(rows == 8);
+    CHECK(mutated_rows == 8);
   }
 
   TEST_CASE("legibility: the tables the issue named explain their columns") {
