@@ -557,5 +557,11 @@ TEST_SUITE("host models ledger") {
     CHECK(has(mg, "with S recomputed                5 MMAs  2.5x"));
     CHECK(has(mg, "mutation: only four MMAs         4 MMAs  2.0x"));
     CHECK(has(mg, "dV needs P (from S), which no MMA produces and the forward does not keep\n"));
+    // the 2CTA widths read from the offsets: S/P at 128 columns collides with dQ(prev) at 64
+    const std::string tm = table("0x0A", "TMEM live intervals");
+    const size_t wid = tm.find("mutation: the 2CTA offsets kept, S/P given a one-CTA MMA's 128 columns");
+    REQUIRE(wid != std::string::npos);
+    CHECK(has(tm.substr(wid), "  S/P       [  0, 128)  live [0, 4)\n  dQ(prev)  [ 64, 128)  live [0, 4)\n"));
+    CHECK(has(tm.substr(wid), "-> rejected: simultaneous address/lifetime overlap S/P/dQ(prev)\n"));
   }
 }
