@@ -14,7 +14,10 @@
 //      from the kernel's own walk (fa4::mma_tile_schedule); check_barrier_plan(): the kernel's barrier
 //      table against its roles and that walk.
 //   6. H/L exponential critical sections never overlap (the paper serializes MUFU work).
-//   7. ledger tables.
+//   7. evidence: the five rows of the forward failure matrix that describe a number as something else
+//      (a sum as an overlapped runtime, the max as a measurement, paper M as every work group, a
+//      setmaxnreg target as the compiled count, the issue order as a timeline), each checked.
+//   8. ledger tables.
 #include "src/models/fa4_forward.h"
 
 #include <algorithm>
@@ -22,6 +25,8 @@
 
 #include "flashptx/fa4_plan.h"
 #include "src/models/ledger.h"
+#include "tools/sass/audit.h"
+#include "tools/sass/sass_listing.h"
 
 namespace flashptx::models::fa4fwd {
 
@@ -402,7 +407,75 @@ FwdError check_exp_sections(const std::vector<ExpSection>& s) {
   return FwdError::kOk;
 }
 
-// ---- 7. ledger tables ------------------------------------------------------------------------------
+
+// ---- 7. evidence ----------------------------------------------------------------------------------------
+const char* evidence_error_name(EvidenceError e) {
+  switch (e) {
+    case EvidenceError::kOk: return "ok";
+    case EvidenceError::kSumIsNoOverlap: return "sum_is_no_overlap";
+    case EvidenceError::kModelCalledMeasured: return "model_called_measured";
+    case EvidenceError::kWorkRowsCollapsed: return "work_rows_collapsed";
+    case EvidenceError::kTargetNotCompiled: return "target_not_compiled";
+    case EvidenceError::kOrderNotTimeline: return "order_not_timeline";
+  }
+  return "?";
+}
+
+EvidenceError check_runtime_claim(const Ledger& l, const RuntimeClaim& c) {
+  if (c.measured)
+    for (double modelled : {l.t_mma, l.t_smem, l.t_exp, l.lower_bound(), l.serial()})
+      if (c.cycles == modelled) return EvidenceError::kModelCalledMeasured;
+  // Overlap means at least two terms run at once, so an overlapped time lies below their sum.
+  if (c.overlapped && c.cycles >= l.serial()) return EvidenceError::kSumIsNoOverlap;
+  return EvidenceError::kOk;
+}
+
+int work_group_rows(int q_stage, int cta_group) { return q_stage * cta_group * fa4::kStageRows; }
+
+EvidenceError check_work_group_rows(int claimed_rows, int q_stage, int cta_group) {
+  return claimed_rows == work_group_rows(q_stage, cta_group) ? EvidenceError::kOk : EvidenceError::kWorkRowsCollapsed;
+}
+
+CompiledRegs compiled_regs(const std::string& text) {
+  CompiledRegs c;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(at, end - at);
+    at = end + 1;
+    if (line.rfind("# resources: ", 0) == 0) {
+      const auto usage = sass::parse_resource_usage("Function k:\n" + line.substr(13) + "\n");
+      if (usage.count("k")) c.launch_regs = usage.at("k").get("REG");
+    }
+    const size_t op = line.find("USETMAXREG.");
+    if (op != std::string::npos) {  // "USETMAXREG.TRY_ALLOC.CTAPOOL UP, 0xc0" / "...DEALLOC.CTAPOOL 0x50"
+      const size_t hex = line.find("0x", op);
+      if (hex != std::string::npos) c.setmaxnreg.push_back(static_cast<int>(std::stol(line.substr(hex), nullptr, 16)));
+    }
+  }
+  return c;
+}
+
+EvidenceError check_compiled_register_claim(int claimed, const CompiledRegs& c) {
+  if (claimed == c.launch_regs) return EvidenceError::kOk;
+  return EvidenceError::kTargetNotCompiled;
+}
+
+EvidenceError check_order_as_timeline(int blocks, std::vector<double>* bounds) {
+  const std::vector<Event> order = kernel_issue_order(blocks);  // takes no rate: nothing in it is a time
+  std::vector<double> b;
+  for (const SensitivityRow& r : sensitivity_rows()) {
+    // The same walk, `blocks` K/V blocks of both query stages, under this row's rates.
+    const Ledger l = ledger(128 * 2, 128 * blocks, 128, 2, r.rates);
+    b.push_back(l.lower_bound());
+  }
+  if (bounds) *bounds = b;
+  const bool one_time = std::all_of(b.begin(), b.end(), [&](double x) { return x == b.front(); });
+  return !order.empty() && !one_time ? EvidenceError::kOrderNotTimeline : EvidenceError::kOk;
+}
+
+// ---- 8. ledger tables ------------------------------------------------------------------------------
 namespace {
 void print_resources(std::FILE* o) {
   std::fprintf(o, "columns: Tile = query rows M, keys N, head dim d; I_QK / I_PV = MMA instructions per GEMM\n"
@@ -491,11 +564,72 @@ void print_order(std::FILE* o) {
   std::fprintf(o, "%-40s %s\n", "overlap H and L exponential sections",
                fwd_error_name(check_exp_sections(ov)));
 }
+
+// The five evidence rows: each claim (* = the mutation) and the correct statement under it.
+void print_evidence(std::FILE* o) {
+  std::fprintf(o, "columns: claim = what a description says of a number (* = the mutation; the line under it =\n"
+                  "         the correct statement); value = the number, computed here (cycles per tile at the\n"
+                  "         paper's B200 rates; rows; 32-bit registers per thread); verdict = the check's named\n"
+                  "         reason, ok when the claim holds\n");
+  auto row = [&](bool mutation, const char* claim, const std::string& value, EvidenceError e) {
+    print_claim_row(o, mutation, 56, claim, 22, value, evidence_error_name(e));
+  };
+  auto num = [](double x) { char b[32]; std::snprintf(b, sizeof b, "%.0f", x); return std::string(b); };
+  const Ledger l = ledger(128, 128, 128);
+  row(true, "MMA + SMEM + exp is the optimized runtime (128^3)", num(l.serial()) + " cycles",
+      check_runtime_claim(l, {l.serial(), true, false}));
+  row(false, "MMA + SMEM + exp is the no-overlap subtotal", num(l.serial()) + " cycles",
+      check_runtime_claim(l, {l.serial(), false, false}));
+  row(true, "max(MMA, SMEM, exp) is the measured runtime", num(l.lower_bound()) + " cycles",
+      check_runtime_claim(l, {l.lower_bound(), true, true}));
+  row(false, "max(MMA, SMEM, exp) is a lower bound on the runtime", num(l.lower_bound()) + " cycles",
+      check_runtime_claim(l, {l.lower_bound(), true, false}));
+  row(true, "paper M = 256 rows is the q_stage=2, g=2 work group", "256 rows",
+      check_work_group_rows(256, 2, 2));
+  row(false, "q_stage=2, g=2 work group: fa4::tile_rows(2)", std::to_string(fa4::tile_rows(2)) + " rows",
+      check_work_group_rows(fa4::tile_rows(2), 2, 2));
+  row(false, "paper M = 256 rows is the q_stage=2, g=1 work group", "256 rows", check_work_group_rows(256, 2, 1));
+  // The compiled d128 kernel's golden listing (sm_100a; never executed: no Blackwell GPU here).
+  const std::string golden = std::string(FLASHPTX_ROOT) + "/sass_golden/sm_100a/fa4_fwd_sm100_bf16_d128.sass";
+  std::string text;
+  const int softmax = fa4::role_regs(fa4::Role::kSoftmaxH);
+  if (sass::read_file(golden, &text)) {
+    const CompiledRegs c = compiled_regs(text);
+    row(true, "setmaxnreg target is the compiled count (softmax)", std::to_string(softmax) + " registers",
+        check_compiled_register_claim(softmax, c));
+    row(false, "ptxas's REG (allocated at launch) is the compiled count", std::to_string(c.launch_regs) + " registers",
+        check_compiled_register_claim(static_cast<int>(c.launch_regs), c));
+    std::string ops;
+    for (int v : c.setmaxnreg) {
+      if (!ops.empty()) ops += ' ';
+      ops += std::to_string(v);
+    }
+    std::fprintf(o, "    fa4_fwd_sm100_bf16_d128.sass: REG:%ld at launch x 512 threads = %ld; USETMAXREG operands %s\n"
+                    "    (the role targets, requested at run time once the other roles release theirs)\n",
+                 c.launch_regs, c.launch_regs * 512, ops.c_str());
+  } else {
+    std::fprintf(o, "    (the setmaxnreg rows read %s, which is not readable here)\n", golden.c_str());
+  }
+  std::vector<double> bounds;
+  const EvidenceError e = check_order_as_timeline(2, &bounds);
+  std::string times;
+  for (double b : bounds) {
+    if (!times.empty()) times += '/';
+    times += num(b);
+  }
+  const auto mm = std::minmax_element(bounds.begin(), bounds.end());
+  row(true, "kernel_issue_order (2 blocks) is a timeline", num(*mm.first) + ".." + num(*mm.second) + " cycles", e);
+  std::fprintf(o, "    one order, %zu events, under the %zu rate sets of the sensitivity table: lower bounds %s cycles;\n"
+                  "    as an order it is what it says: check_order %s\n",
+               kernel_issue_order(2).size(), bounds.size(), times.c_str(),
+               fwd_error_name(check_order(kernel_issue_order(2), 2)));
+}
 }  // namespace
 
 FLASHPTX_LEDGER("0x08", "FA4 forward resource ledger with instruction ceilings; d*", print_resources);
 FLASHPTX_LEDGER("0x08", "Sensitivity: synthetic rate mutations at 128^3", print_sensitivity);
 FLASHPTX_LEDGER("0x08", "Beta23 warp roles, register targets, split P, q_stage coordinates", print_roles);
 FLASHPTX_LEDGER("0x08", "Startup/steady/drain MMA order, handoff edges, mutations", print_order);
+FLASHPTX_LEDGER("0x08", "Evidence rows: what each number is, and the claims that mislabel it", print_evidence);
 
 }  // namespace flashptx::models::fa4fwd

@@ -112,4 +112,43 @@ struct ExpSection { int stage; int block; double begin, end; };
 std::vector<ExpSection> paper_exp_sections(int blocks);
 FwdError check_exp_sections(const std::vector<ExpSection>& s);
 
+// ---- evidence: what each number of this model is, and what it is not ------------------------------
+// The forward failure matrix's five evidence rows (tools/guide/PROTOCOLS.md, "The FA4 roles",
+// "Evidence rows"): a number of this model or of the kernel's source described as something it is not.
+// Each check takes the claim and recomputes what the number is from the object that produced it.
+enum class EvidenceError : uint8_t {
+  kOk = 0,
+  kSumIsNoOverlap,        // the sum of the resource times called an overlapped (optimized) runtime
+  kModelCalledMeasured,   // a number the model computes called a measured runtime
+  kWorkRowsCollapsed,     // paper M used for a work group whose q_stage x cta_group x 128 differs
+  kTargetNotCompiled,     // a setmaxnreg target called the compiled register count
+  kOrderNotTimeline,      // an issue order called a timeline: the same order under different times
+};
+const char* evidence_error_name(EvidenceError e);
+
+// A runtime claim for one tile: `cycles`, said to be an overlapped runtime (overlapped) and/or a
+// measurement (measured). A sum of the three terms is the no-overlap subtotal; any number equal to
+// one the ledger computes is the model's, not a measurement.
+struct RuntimeClaim { double cycles; bool overlapped; bool measured; };
+EvidenceError check_runtime_claim(const Ledger& l, const RuntimeClaim& c);
+
+// Query rows of one work group claimed for (q_stage, cta_group): q_stage x cta_group x 128
+// (fa4::kStageRows; fa4::tile_rows for the kernel's q_stage = 2).
+int work_group_rows(int q_stage, int cta_group);
+EvidenceError check_work_group_rows(int claimed_rows, int q_stage, int cta_group);
+
+// The registers of a compiled kernel, read from its golden listing (sass_golden/sm_100a/*.sass): the
+// per-thread count ptxas allocated at launch (the "# resources: REG:n" line) and the setmaxnreg
+// operands of its USETMAXREG instructions, in listing order. launch_regs < 0: no resources line.
+struct CompiledRegs { long launch_regs = -1; std::vector<int> setmaxnreg; };
+CompiledRegs compiled_regs(const std::string& listing_text);
+// "The compiled register count of a softmax thread is `claimed`": holds when claimed is what ptxas
+// allocated at launch; fails as kTargetNotCompiled when it is one of the setmaxnreg requests instead.
+EvidenceError check_compiled_register_claim(int claimed, const CompiledRegs& c);
+
+// "The kernel's issue order (kernel_issue_order) is a timeline": an order carries no durations. The
+// check computes the lower bound of the same walk under each rate set of the sensitivity table; the
+// claim fails when one order stands for more than one modelled time. `bounds` gets them.
+EvidenceError check_order_as_timeline(int blocks, std::vector<double>* bounds);
+
 }  // namespace flashptx::models::fa4fwd

@@ -6,6 +6,7 @@
 // archive), so a static registration is never dropped by the linker.
 #pragma once
 #include <cstdio>
+#include <string>
 #include <vector>
 
 namespace flashptx::models {
@@ -26,6 +27,14 @@ struct LedgerRegistrar {
     ledger_registry().push_back({section, title, print});
   }
 };
+
+// One row of a claims table, the failure labs whose rows are claims about a number or a schedule
+// ("* " marks the claim a mutation makes; the correct claim follows under it, marked "  "): the claim,
+// the value our code computes for it, and the check's verdict, in columns of the given widths.
+inline void print_claim_row(std::FILE* out, bool mutation, int claim_width, const char* claim, int value_width,
+                            const std::string& value, const char* verdict) {
+  std::fprintf(out, "%s %-*s %-*s %s\n", mutation ? "*" : " ", claim_width, claim, value_width, value.c_str(), verdict);
+}
 
 }  // namespace flashptx::models
 

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+namespace flashptx::trace_render { struct RawTrace; }
+
 namespace flashptx::models::twostage {
 
 // ---- schedule (normalized times M_Q, E, M_V) --------------------------------------------------------
@@ -76,5 +78,15 @@ enum class Variant {
 };
 std::vector<Event> pipeline_trace(int J, Variant v);
 std::string format_event(const Event& e);
+
+// ---- the overlap at run time: the failure lab the listing cannot see ------------------------------------
+// The committed H200 trace of the d128 forward (tools/trace/h200-d128-s8192-b2-h16.json.gz): each
+// consumer's PV(j-1) retires a short wait after softmax(j) ends, much shorter than a drain PV takes
+// alone (trace_render::own_overlap). The mutation `pv_after_softmax` rewrites that trace as a run in
+// which the listing's order held but PV(j-1) only started when softmax(j) ended (the tensor pipe
+// busy elsewhere, say): every steady PV retires one lone-PV time after its softmax, later stamps of
+// the lane shift by the same amount. The instruction order, and so the kernel's .check, are unchanged.
+inline constexpr const char* kCommittedTrace = "tools/trace/h200-d128-s8192-b2-h16.json.gz";  // under FLASHPTX_ROOT
+trace_render::RawTrace pv_after_softmax(const trace_render::RawTrace& t);
 
 }  // namespace flashptx::models::twostage

@@ -45,6 +45,11 @@
 //                                 semaphore (fence, membar, release add) right after issuing the bulk
 //                                 reduce-add, before waiting for its completion: the next writer may
 //                                 add first, and the declared fp32 summation order is lost.
+//   pv_after_softmax              (the two-stage overlap, at run time) the listing keeps its order, so
+//                                 the traced kernel's golden still passes its .check, but the measured
+//                                 H200 trace is rewritten so that each PV(j-1) starts when softmax(j)
+//                                 ends (src/models/twostage_model.h): only the clock shows the lost
+//                                 overlap, and trace_render::own_overlap names it.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -55,8 +60,10 @@
 #include <string>
 #include <vector>
 
+#include "src/models/twostage_model.h"
 #include "tools/sass/sass_check.h"
 #include "tools/sass/sass_listing.h"
+#include "tools/support/trace_render.h"
 
 namespace fs = std::filesystem;
 using flashptx::sass::CheckResult;
@@ -337,6 +344,49 @@ TEST_CASE("another_specialization: the d64 listing fails the d128 kernel's check
   INFO(errs);
   CHECK_FALSE(r.ok);
   CHECK(errs.find("HGMMA.64x128x16.F32.BF16 R, R, gdesc[UR].tnspB, R, UP: not found") != std::string::npos);
+}
+
+TEST_CASE("pv_after_softmax: the listing's order passes its .check; only the trace's clock loses the overlap") {
+  namespace rd = flashptx::trace_render;
+  // The static half: the traced kernel's golden holds the two-stage order (its .check passes), and it
+  // is the same listing in both runs below: the mutation touches the clock, not the instructions.
+  const CheckResult golden = check_kernel("fa3_fwd_sm90_bf16_d128_trace", read_listing("fa3_fwd_sm90_bf16_d128_trace"));
+  INFO(joined(golden));
+  CHECK(golden.ok);
+  std::string text, err;
+  rd::RawTrace raw;
+  REQUIRE_MESSAGE(rd::read_trace_file(std::string(FLASHPTX_ROOT) + "/" + flashptx::models::twostage::kCommittedTrace,
+                                      &text, &err), err);
+  REQUIRE_MESSAGE(rd::from_json(text, &raw, &err), err);
+  const auto measured = rd::own_overlap(rd::build_timeline(raw));
+  const rd::RawTrace m = flashptx::models::twostage::pv_after_softmax(raw);
+  const auto mutated = rd::own_overlap(rd::build_timeline(m));
+  REQUIRE(measured.size() == 8);  // 4 traced CTAs x 2 consumers
+  REQUIRE(mutated.size() == 8);
+  for (size_t i = 0; i < measured.size(); ++i) {
+    CAPTURE(i);
+    CHECK(measured[i].steady > 100);
+    CHECK(measured[i].lone > 0);
+    CHECK(measured[i].overlapped);
+    CHECK(measured[i].hidden_fraction > 0.5);
+    CHECK_FALSE(mutated[i].overlapped);
+    CHECK(mutated[i].hidden_fraction < rd::kMinHiddenFraction);
+    CHECK(mutated[i].steady == measured[i].steady);  // same spans, same order: only times moved
+  }
+  // Nothing but clocks changed, and every lane's stamps stay in time order.
+  REQUIRE(m.lanes.size() == raw.lanes.size());
+  int other_event = 0, out_of_order = 0;
+  for (size_t l = 0; l < m.lanes.size(); ++l) {
+    REQUIRE(m.lanes[l].records.size() == raw.lanes[l].records.size());
+    for (size_t r = 0; r < m.lanes[l].records.size(); ++r) {
+      other_event += m.lanes[l].records[r].event != raw.lanes[l].records[r].event ||
+                     m.lanes[l].records[r].arg != raw.lanes[l].records[r].arg;
+      out_of_order += r > 0 && m.lanes[l].records[r].clock < m.lanes[l].records[r - 1].clock;
+    }
+  }
+  CHECK(other_event == 0);
+  CHECK(out_of_order == 0);
+  CHECK(rd::own_overlap_text(mutated).find("no: pv_not_overlapped_at_run_time") != std::string::npos);
 }
 
 }  // TEST_SUITE

@@ -8,17 +8,21 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "src/models/fa4_backward.h"
+#include "src/models/fa4_forward.h"
 #include "src/models/fp8.h"
 #include "src/models/ledger.h"
+#include "src/models/persistent_schedule.h"
 #include "src/models/pingpong_model.h"
 #include "src/models/scheduling_model.h"
 #include "src/models/twostage_model.h"
+#include "tools/sass/audit.h"
 
 namespace {
 
@@ -73,6 +77,22 @@ std::vector<std::string> fields(const std::string& l) {
 }
 
 bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+// The line of a failure-lab table whose claim column starts with `claim` ("* " mutation rows, "  "
+// correct ones): its evidence/value columns and its verdict (the last field).
+std::string lab_line(const std::string& text, bool mutation, const std::string& claim) {
+  for (const std::string& l : lines(text))
+    if (l.compare(0, 2, mutation ? "* " : "  ") == 0 && l.compare(2, claim.size(), claim) == 0) return l;
+  return "";
+}
+std::string verdict(const std::string& line) {
+  const auto f = fields(line);
+  return f.empty() ? "" : f.back();
+}
+
+bool no_source_tree() {
+  return !std::filesystem::exists(std::string(FLASHPTX_ROOT) + "/" + flashptx::models::twostage::kCommittedTrace);
+}
 
 }  // namespace
 
@@ -331,6 +351,173 @@ TEST_SUITE("host models ledger") {
     CHECK(has(t, "531 -> 344"));
   }
 
+  TEST_CASE("0x0B scheduling claims: each wrong claim fails with its reason, the correct one passes (printed)") {
+    namespace sc = flashptx::models::scheduling;
+    namespace ps = flashptx::models::persistent;
+    using E = sc::SchedError;
+    // 1. increasing m_block order is not longest-first; the kernel's reversed order is
+    const auto costs = sc::causal_costs(6, 128, 128, 768, 768);
+    CHECK(sc::check_longest_first(costs, sc::tile_order(6, false)) == E::kLongestNotFirst);
+    CHECK(sc::check_longest_first(costs, sc::tile_order(6, true)) == E::kOk);
+    // 2. grid stride over the LPT order: loads 9 7 5 against the bound 7; paired_slot: 7 7 7
+    const ps::CausalProblem p{6, 1, 1, 128, 128, 768, 768};
+    CHECK(ps::loads_round_robin(p, 3) == std::vector<long>{9, 7, 5});
+    CHECK(ps::loads_paired(p, 3) == std::vector<long>{7, 7, 7});
+    CHECK(sc::check_balanced(ps::loads_round_robin(p, 3), ps::lower_bound(p, 3)) == E::kNotBalanced);
+    CHECK(sc::check_balanced(ps::loads_paired(p, 3), ps::lower_bound(p, 3)) == E::kOk);
+    // 3. the FA4 CLC order (fa4::tile_at) and the L2-sectioned map: both bijections, different orders
+    const auto clc = sc::fa4_clc_order(4, 4, 16), sec = sc::sectioned_order(4, 4, 2, 16);
+    std::set<std::pair<int, int>> a, b;
+    for (const auto& t : clc) a.insert({t.m_block, t.head});
+    for (const auto& t : sec) b.insert({t.m_block, t.head});
+    CHECK(a.size() == 16);
+    CHECK(a == b);
+    int differ = -1;
+    CHECK(sc::check_same_order(clc, sec, &differ) == E::kOtherTileOrder);
+    CHECK(differ == 12);
+    CHECK(sc::check_same_order(clc, clc, &differ) == E::kOk);
+    CHECK(differ == 0);
+    // 4. varlen: the kernel's table (build_varlen_table) is the paper's map [1, 3, 2, 0]; prefix sums alone are not
+    const std::vector<int> lens = {128, 768, 256, 512};
+    const sc::VarlenListing kernel = sc::varlen_listing(lens, true, false), unsorted = sc::varlen_listing(lens, true, true);
+    CHECK(kernel.batch == sc::varlen_map(lens, 128));
+    CHECK(kernel.key == std::vector<int>{6, 4, 2, 1});
+    CHECK(unsorted.batch == std::vector<int>{0, 1, 2, 3});
+    CHECK(sc::check_varlen_longest_first(unsorted) == E::kVarlenNotSorted);
+    CHECK(sc::check_varlen_longest_first(kernel) == E::kOk);
+    // 5. dQ turns: the kernel's SPT locks never wait; LPT locks deadlock under the kernel's reversed
+    // dispatch with fewer resident CTAs than key blocks, and stall the first writers otherwise
+    const sc::TurnSim spt = sc::simulate_dq_turns(8, 4, false, false);
+    CHECK_FALSE(spt.deadlock);
+    CHECK(spt.completed == 8);
+    CHECK(spt.idle == 0);
+    CHECK(sc::check_turns(spt) == E::kOk);
+    const sc::TurnSim dead = sc::simulate_dq_turns(8, 4, true, false);
+    CHECK(dead.deadlock);
+    CHECK(sc::check_turns(dead) == E::kTurnDeadlock);
+    const sc::TurnSim stall = sc::simulate_dq_turns(8, 8, true, true);
+    CHECK_FALSE(stall.deadlock);
+    CHECK(stall.idle == 0 + 1 + 2 + 3 + 4 + 5 + 6 + 7);  // key block n waits n units at its diagonal tile
+    CHECK(sc::check_turns(stall) == E::kFirstWriterStalls);
+    CHECK(sc::check_turns(sc::simulate_dq_turns(8, 8, false, false)) == E::kOk);
+
+    const std::string t = table("0x0B", "failure lab: scheduling claims");
+    CHECK(has(t, "columns:"));
+    const std::string inc = lab_line(t, true, "m_block increasing");
+    CHECK(has(inc, "costs 1 2 3 4 5 6; makespan 9, bound 7"));
+    CHECK(verdict(inc) == "longest_not_first");
+    CHECK(has(lab_line(t, false, "m_block reversed"), "costs 6 5 4 3 2 1; makespan 7, bound 7"));
+    CHECK(verdict(lab_line(t, false, "m_block reversed")) == "ok");
+    CHECK(has(lab_line(t, true, "grid-stride"), "loads 9 7 5; bound 7"));
+    CHECK(verdict(lab_line(t, true, "grid-stride")) == "not_balanced");
+    CHECK(has(lab_line(t, false, "the paired static schedule"), "loads 7 7 7; bound 7"));
+    CHECK(verdict(lab_line(t, false, "the paired static schedule")) == "ok");
+    CHECK(has(lab_line(t, true, "FA4 CLC"), "12 of 16 positions differ"));
+    CHECK(verdict(lab_line(t, true, "FA4 CLC")) == "other_tile_order");
+    CHECK(has(t, "first six: fa4::tile_at (3,0)(2,0)(1,0)(0,0)(3,1)(2,1); tile_from_linear_sectioned "
+                 "(3,0)(3,1)(2,0)(2,1)(1,0)(1,1)\n"));
+    CHECK(verdict(lab_line(t, false, "FA4 CLC")) == "ok");
+    CHECK(has(lab_line(t, true, "prefix sums"), "batches 0 1 2 3, keys 1 6 2 4"));
+    CHECK(verdict(lab_line(t, true, "prefix sums")) == "varlen_not_sorted");
+    CHECK(has(lab_line(t, false, "build_varlen_table"), "batches 1 3 2 0, keys 6 4 2 1"));
+    CHECK(verdict(lab_line(t, false, "build_varlen_table")) == "ok");
+    CHECK(has(lab_line(t, true, "LPT turns (lock = n)"), "deadlock after 0 of 8 CTAs"));
+    CHECK(verdict(lab_line(t, true, "LPT turns (lock = n)")) == "turn_deadlock");
+    CHECK(has(lab_line(t, true, "LPT turns and LPT dispatch"), "makespan 8, idle 28"));
+    CHECK(verdict(lab_line(t, true, "LPT turns and LPT dispatch")) == "first_writer_stalls");
+    CHECK(has(lab_line(t, false, "lock_causal_spt"), "makespan 12, idle 0"));
+    CHECK(verdict(lab_line(t, false, "lock_causal_spt")) == "ok");
+  }
+
+  TEST_CASE("0x08 evidence rows: each mislabelled number fails with its reason, the right label passes (printed)") {
+    namespace f = flashptx::models::fa4fwd;
+    using E = f::EvidenceError;
+    const f::Ledger l = f::ledger(128, 128, 128);
+    CHECK(l.serial() == 2816);
+    CHECK(l.lower_bound() == 1024);
+    CHECK(f::check_runtime_claim(l, {l.serial(), true, false}) == E::kSumIsNoOverlap);
+    CHECK(f::check_runtime_claim(l, {l.serial(), false, false}) == E::kOk);
+    CHECK(f::check_runtime_claim(l, {l.lower_bound(), true, true}) == E::kModelCalledMeasured);
+    CHECK(f::check_runtime_claim(l, {l.lower_bound(), true, false}) == E::kOk);
+    CHECK(f::check_runtime_claim(l, {1500, true, true}) == E::kOk);  // a number no model computed
+    CHECK(f::work_group_rows(2, 2) == 512);
+    CHECK(f::check_work_group_rows(256, 2, 2) == E::kWorkRowsCollapsed);
+    CHECK(f::check_work_group_rows(256, 2, 1) == E::kOk);
+    CHECK(f::check_work_group_rows(256, 1, 1) == E::kWorkRowsCollapsed);
+    // The compiled d128 forward: REG 128 at launch; USETMAXREG 192 / 80 / 48 = fa4_plan.h's role targets.
+    std::string text;
+    REQUIRE(flashptx::sass::read_file(std::string(FLASHPTX_ROOT) + "/sass_golden/sm_100a/fa4_fwd_sm100_bf16_d128.sass", &text));
+    const f::CompiledRegs c = f::compiled_regs(text);
+    CHECK(c.launch_regs == 128);
+    CHECK(c.launch_regs * 512 == 65536);
+    CHECK(c.setmaxnreg == std::vector<int>{192, 80, 48});
+    CHECK(c.setmaxnreg[0] == f::roles()[0].setmaxnreg);
+    CHECK(f::check_compiled_register_claim(192, c) == E::kTargetNotCompiled);
+    CHECK(f::check_compiled_register_claim(128, c) == E::kOk);
+    // A listing mutated as if every thread were compiled at the target: then the claim holds, and
+    // 192 x 512 threads would need 98304 of the 65536 registers.
+    std::string mutated = text;
+    const size_t at = mutated.find("REG:128 ");
+    REQUIRE(at != std::string::npos);
+    mutated.replace(at, 8, "REG:192 ");
+    CHECK(f::compiled_regs(mutated).launch_regs == 192);
+    CHECK(f::check_compiled_register_claim(192, f::compiled_regs(mutated)) == E::kOk);
+    std::vector<double> bounds;
+    CHECK(f::check_order_as_timeline(2, &bounds) == E::kOrderNotTimeline);
+    CHECK(bounds == std::vector<double>{4096, 4096, 4096, 6144});
+
+    const std::string t = table("0x08", "Evidence rows");
+    CHECK(has(t, "columns:"));
+    const std::string sum = lab_line(t, true, "MMA + SMEM + exp is the optimized runtime");
+    CHECK(has(sum, "2816 cycles"));
+    CHECK(verdict(sum) == "sum_is_no_overlap");
+    CHECK(verdict(lab_line(t, false, "MMA + SMEM + exp is the no-overlap subtotal")) == "ok");
+    const std::string mx = lab_line(t, true, "max(MMA, SMEM, exp) is the measured runtime");
+    CHECK(has(mx, "1024 cycles"));
+    CHECK(verdict(mx) == "model_called_measured");
+    CHECK(verdict(lab_line(t, false, "max(MMA, SMEM, exp) is a lower bound")) == "ok");
+    CHECK(verdict(lab_line(t, true, "paper M = 256 rows is the q_stage=2, g=2")) == "work_rows_collapsed");
+    CHECK(has(lab_line(t, false, "q_stage=2, g=2 work group"), "512 rows"));
+    CHECK(verdict(lab_line(t, false, "paper M = 256 rows is the q_stage=2, g=1")) == "ok");
+    CHECK(has(lab_line(t, true, "setmaxnreg target"), "192 registers"));
+    CHECK(verdict(lab_line(t, true, "setmaxnreg target")) == "target_not_compiled");
+    CHECK(has(lab_line(t, false, "ptxas's REG"), "128 registers"));
+    CHECK(verdict(lab_line(t, false, "ptxas's REG")) == "ok");
+    CHECK(has(t, "REG:128 at launch x 512 threads = 65536; USETMAXREG operands 192 80 48\n"));
+    CHECK(has(lab_line(t, true, "kernel_issue_order"), "4096..6144 cycles"));
+    CHECK(verdict(lab_line(t, true, "kernel_issue_order")) == "order_not_timeline");
+    CHECK(has(t, "one order, 38 events, under the 4 rate sets"));
+    CHECK(has(t, "as an order it is what it says: check_order ok\n"));
+  }
+
+  TEST_CASE("0x05 overlap at run time: the committed trace overlaps, pv_after_softmax does not (printed; skipped "
+            "without the source tree)" * doctest::skip(no_source_tree())) {
+    const std::string t = table("0x05", "overlap at run time");
+    const size_t lab = t.find("failure lab pv_after_softmax");
+    REQUIRE(lab != std::string::npos);
+    const std::string measured = t.substr(0, lab), mutated = t.substr(lab);
+    int rows = 0, mutated_rows = 0;
+    for (const std::string& l : lines(measured)) {
+      const auto f = fields(l);
+      if (f.size() == 8 && (f[0] == "0" || f[0] == "1" || f[0] == "2" || f[0] == "3")) {
+        ++rows;
+        CHECK(f[7] == "yes");
+        CHECK(std::stod(f[6]) > 60.0);                    // hidden %
+        CHECK(std::stod(f[4]) < std::stod(f[5]) / 2);     // wait after softmax < half a lone PV
+      }
+    }
+    for (const std::string& l : lines(mutated)) {
+      const auto f = fields(l);
+      if (f.size() == 9 && f[0] != "CTA") {
+        ++mutated_rows;
+        CHECK(f[6] == "0.0");
+        CHECK(f[7] + " " + f[8] == "no: pv_not_overlapped_at_run_time");
+      }
+    }
+    CHECK(rows == 8);
+    CHECK(mutated_rows == 8);
+  }
+
   TEST_CASE("legibility: the tables the issue named explain their columns") {
     CHECK(has(table("0x03", "K/V ring simulation"), "A = producer acquires"));
     CHECK(has(table("0x03", "K/V ring simulation"), "max/min(P-R)"));
@@ -370,5 +557,11 @@ TEST_SUITE("host models ledger") {
     CHECK(has(mg, "with S recomputed                5 MMAs  2.5x"));
     CHECK(has(mg, "mutation: only four MMAs         4 MMAs  2.0x"));
     CHECK(has(mg, "dV needs P (from S), which no MMA produces and the forward does not keep\n"));
+    // the 2CTA widths read from the offsets: S/P at 128 columns collides with dQ(prev) at 64
+    const std::string tm = table("0x0A", "TMEM live intervals");
+    const size_t wid = tm.find("mutation: the 2CTA offsets kept, S/P given a one-CTA MMA's 128 columns");
+    REQUIRE(wid != std::string::npos);
+    CHECK(has(tm.substr(wid), "  S/P       [  0, 128)  live [0, 4)\n  dQ(prev)  [ 64, 128)  live [0, 4)\n"));
+    CHECK(has(tm.substr(wid), "-> rejected: simultaneous address/lifetime overlap S/P/dQ(prev)\n"));
   }
 }

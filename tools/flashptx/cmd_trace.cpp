@@ -97,6 +97,8 @@ int render(rd::RawTrace raw, int ctas, const std::string& out, const std::vector
   if (!write_file(out, rd::render_svg(windowed ? window(tl, g_window_t0, g_window_t1) : tl, wtitle))) { std::fprintf(stderr, "flashptx trace: cannot write %s\n", out.c_str()); return 1; }
   std::printf("%s\n", raw.shape.c_str());
   std::printf("%s", rd::summary_text(rd::summarize(tl)).c_str());
+  std::printf("two-stage overlap at run time (each consumer's own PV(j-1) under its softmax(j)):\n%s",
+              rd::own_overlap_text(rd::own_overlap(tl)).c_str());
   if (tl.unmatched_ends) std::printf("(%d end stamps had no begin)\n", tl.unmatched_ends);
   std::printf("SVG written to %s\n", out.c_str());
   return 0;

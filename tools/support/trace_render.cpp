@@ -349,6 +349,62 @@ std::string summary_text(const std::vector<ConsumerSummary>& v) {
   return o;
 }
 
+namespace {
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+}  // namespace
+
+std::vector<OwnOverlap> own_overlap(const Timeline& tl) {
+  std::vector<OwnOverlap> out;
+  for (const auto& a : tl.active) {
+    if (a.lane == 0) continue;  // the producer
+    OwnOverlap r;
+    r.cta = a.cta;
+    r.lane = a.lane;
+    std::vector<double> waits, lone;
+    for (const auto& pv : tl.spans) {
+      if (pv.cta != a.cta || pv.lane != a.lane || pv.kind != Kind::kPV || pv.open) continue;
+      double last_softmax_end = NAN;
+      for (const auto& sm : tl.spans)
+        if (sm.cta == a.cta && sm.lane == a.lane && sm.kind == Kind::kSoftmax && !sm.open && sm.t0 >= pv.t0 &&
+            sm.t1 <= pv.t1)
+          last_softmax_end = std::isnan(last_softmax_end) ? sm.t1 : std::max(last_softmax_end, sm.t1);
+      if (std::isnan(last_softmax_end)) lone.push_back(pv.t1 - pv.t0);
+      else waits.push_back(pv.t1 - last_softmax_end);
+    }
+    r.steady = static_cast<int>(waits.size());
+    r.lone = static_cast<int>(lone.size());
+    r.wait_after_softmax_us = median(waits);
+    r.lone_pv_us = median(lone);
+    r.hidden_fraction = r.lone_pv_us > 0 ? std::max(0.0, 1.0 - r.wait_after_softmax_us / r.lone_pv_us) : 0;
+    r.overlapped = r.steady > 0 && r.lone > 0 && r.hidden_fraction >= kMinHiddenFraction;
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::string own_overlap_text(const std::vector<OwnOverlap>& v) {
+  std::string o;
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%-4s %-9s %7s %6s %12s %10s %9s  %s\n", "CTA", "consumer", "steady", "lone", "wait-after us",
+                "lone PV us", "hidden %", "PV(j-1) under softmax(j)");
+  o += buf;
+  for (const auto& r : v) {
+    std::snprintf(buf, sizeof buf, "%-4d %-9d %7d %6d %12.3f %10.3f %9.1f  %s\n", r.cta, r.lane - 1, r.steady, r.lone,
+                  r.wait_after_softmax_us, r.lone_pv_us, 100 * r.hidden_fraction,
+                  r.overlapped ? "yes" : "no: pv_not_overlapped_at_run_time");
+    o += buf;
+  }
+  o += "steady/lone: PV spans with / without a softmax of the same consumer inside. wait-after: median time\n"
+       "from softmax(j)'s end to PV(j-1)'s retiring wait; lone PV: median issue -> retire of a PV with\n"
+       "nothing to hide behind (the drain). hidden %: 1 - wait-after / lone PV; overlap counted from 10%.\n";
+  return o;
+}
+
 std::string render_svg(const Timeline& tl, const std::string& title) {
   // Rows: (cta, lane) in order.
   std::vector<std::pair<int, int>> rows;

@@ -80,6 +80,24 @@ struct ConsumerSummary {
 std::vector<ConsumerSummary> summarize(const Timeline& tl);
 std::string summary_text(const std::vector<ConsumerSummary>& s);
 
+// The two-stage overlap at run time, per consumer (tools/guide/PROTOCOLS.md, "The two-stage overlap").
+// The listing fixes the order (PV(j-1) issued, softmax(j), then the wait that retires PV(j-1)); only
+// the clock says whether PV(j-1) ran during softmax(j). A steady PV span is one that contains a softmax
+// span of the same consumer; `wait_after_softmax` = its end minus that softmax's end (the wait_group 0
+// stall, plus a stamp). A lone PV span (the drain: no softmax inside) = a PV with nothing to hide
+// behind. Medians over the consumer's spans. hidden_fraction = 1 - wait / lone: the part of a PV that
+// ran under softmax(j). overlapped: at least kMinHiddenFraction of it; below that, the difference is
+// within what a stamp (one global store) and the median over different spans move a number.
+constexpr double kMinHiddenFraction = 0.10;
+struct OwnOverlap {
+  int cta = 0, lane = 0;
+  int steady = 0, lone = 0;  // spans of each kind
+  double wait_after_softmax_us = 0, lone_pv_us = 0, hidden_fraction = 0;
+  bool overlapped = false;
+};
+std::vector<OwnOverlap> own_overlap(const Timeline& tl);
+std::string own_overlap_text(const std::vector<OwnOverlap>& v);
+
 // The Gantt chart: a row per (CTA, lane), spans as bars, instants as ticks, a us axis and a legend.
 std::string render_svg(const Timeline& tl, const std::string& title);
 
