@@ -89,21 +89,21 @@ flashptx_status current_device(Device* d, std::string* err) {
 
 // ---- FA3 forward --------------------------------------------------------------------------------
 // The dispatch rule, from the measurements in tools/NOTES.md (H200, bf16, FA3 grid):
-//   d64:  3 consumer warpgroups (block_m 192) except causal below 4k rows, where the smaller tile
+//   d64:  3 consumer warpgroups (block_m 192) except causal up to 2k rows, where the smaller tile
 //         wastes less of the diagonal (v3: 8k +16% non-causal, +9% causal; 1k causal -8%) and walks
-//         the paired schedule (2k: 365 vs 356 TFLOP/s for the 192-row tile, one CTA per tile; 4k:
-//         416 vs 433, so the 192-row tile from 4k: "Token ring at the tile edges").
+//         the paired schedule (2k: 361-365 vs 354-356 TFLOP/s for the 192-row tile, one CTA per tile;
+//         3000 rows 374 vs 409, 4k 416 vs 433: tools/NOTES.md, "Token ring at the tile edges").
 //   d128: block_n 128 everywhere: with O staged in its own buffer (v4) it matches block_n 176 at 8k
 //         (617 vs 615 TFLOP/s) and beats it at 1k (551 vs 489).
 //   d256: one specialization (block_n 64, pingpong).
 // Schedule: persistent for non-causal masks where the kernel can loop (d64, d128). Causal masks: the
 // paired kernels (persistent CTAs over the paired static schedule, include/flashptx/tile_scheduler.h
 // paired_slot: units of tiles m and M-1-m, equal in cost; grid min(units, SMs)) for d128 at every
-// length and d64 below 4k rows (the 128-row tile); one CTA per tile in LPT order otherwise (d64 from
-// 4k rows with the 192-row tile, where the paired walk measured slower; d256). The static
+// length and d64 up to 2k rows (the 128-row tile); one CTA per tile in LPT order otherwise (d64 above
+// 2k rows with the 192-row tile, where the paired walk measured slower; d256). The static
 // round-robin of single causal tiles measured slower than one CTA per tile (tools/NOTES.md, v2).
 static int fwd_block_m_rule(const flashptx_fwd_params& p) {
-  if (p.head_dim == 64) return (p.causal && p.seqlen_q < 4096) ? 128 : 192;
+  if (p.head_dim == 64) return (p.causal && p.seqlen_q <= 2048) ? 128 : 192;
   return 128;
 }
 

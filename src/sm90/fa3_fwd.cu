@@ -10,7 +10,7 @@
 //   d64_m128   128 x 128          3       2          yes       yes         own        129 KiB
 //   d64_m192   192 x 128          3       3          yes (3)   yes         own        145 KiB  (160 regs/consumer)
 //   *_paired   the d64_m128 and d128_n128 shapes, persistent over the paired causal schedule
-//              (40 regs producer / 232 consumer): the plan's causal launches below 4k rows (d64) and
+//              (40 regs producer / 232 consumer): the plan's causal launches up to 2k rows (d64) and
 //              at every length (d128)
 //   d128_n128  128 x 128          2       2          yes       yes         own        193 KiB
 //   d256       128 x 64           2       2          yes       no          in Q       193 KiB

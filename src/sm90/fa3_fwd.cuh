@@ -444,26 +444,20 @@ struct Consumer {
   __device__ __forceinline__ bool block_needs_mask(const Tile& t, int n) const {
     return (n + 1) * kBlockN > len_k(t) || (causal && (n + 1) * kBlockN - 1 > t.m_block * kBlockM + diag_of(t));
   }
-  // One compare per element: element (i, e) of this thread lies in column n*kBlockN + 8i + 2q4 +
-  // (e & 1) of query row row0 + 8(e >> 1), and key c is visible to row r iff c < len_k and, under a
-  // causal mask, c <= r + diag: iff c < bound(r) = min(len_k, r + diag + 1). Taken relative to the
-  // thread's first column of the block, the bound is one integer per row (lim[h]) and each
-  // element's offset 8i + (e & 1) a constant, so ptxas emits one ISETP (immediate) and one FSEL per
-  // element instead of two compares, their combination and a select (the golden SASS of v5 had 128
-  // ISETP and 64 FSEL per masked block at d128; tools/NOTES.md, "One compare per masked element").
+  // (len_k(t) and diag_of(t) stay inside the expression: hoisted into locals, they changed the
+  // fixed-length kernels' instruction schedule, though not their values. A one-compare form, one
+  // per-row bound against a constant per element, saved 125 ISETP per masked block at d128 and
+  // measured 0.4% slower over the grid: tools/NOTES.md, "Token ring at the tile edges".)
   __device__ __forceinline__ void apply_mask(const Tile& t, int n) {
-    int lim[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      int bound = len_k(t);
-      if (causal) bound = min(bound, row0 + 8 * h + diag_of(t) + 1);
-      lim[h] = bound - n * kBlockN - 2 * q4;
-    }
 #pragma unroll
     for (int i = 0; i < kBlockN / 8; ++i) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e)
-        s_acc[4 * i + e] = 8 * i + (e & 1) >= lim[e >> 1] ? -INFINITY : s_acc[4 * i + e];
+      for (int e = 0; e < 4; ++e) {
+        const int col = n * kBlockN + 8 * i + 2 * q4 + (e & 1);
+        const int row = row0 + 8 * (e >> 1);
+        const bool masked = col >= len_k(t) || (causal && col > row + diag_of(t));
+        s_acc[4 * i + e] = masked ? -INFINITY : s_acc[4 * i + e];
+      }
     }
   }
   // Online softmax on S of block n, base 2, masked or not as the caller knows at compile time: a

@@ -291,6 +291,15 @@ TEST_CASE("checker: CHECK-INCLUDE, relative to the including file, errors naming
   // Missing file; an include of itself ends at the depth limit.
   CHECK(any_error_contains(run_checks("CHECK-INCLUDE: nosuch.check.inc\n", main_name, kListing),
                            "k.check:1: CHECK-INCLUDE: nosuch.check.inc: cannot read"));
+  // The path may name a define: the kernel's check file chooses a variant of a section. The
+  // variant that holds passes, the other fails at its own line; an undefined name is an error.
+  write(dir / "step_a.check.inc", "CHECK: SYNCS.ARRIVE\n");
+  write(dir / "step_b.check.inc", "CHECK: NOSUCH\n");
+  CHECK(run_checks("CHECK-DEFINE: V = a\nCHECK-INCLUDE: step_[[V]].check.inc\n", main_name, kListing).ok);
+  CHECK(any_error_contains(run_checks("CHECK-DEFINE: V = b\nCHECK-INCLUDE: step_[[V]].check.inc\n", main_name, kListing),
+                           "step_b.check.inc:1: CHECK: NOSUCH: not found"));
+  CHECK(any_error_contains(run_checks("CHECK-INCLUDE: step_[[W]].check.inc\n", main_name, kListing),
+                           "[[W]] is not defined"));
   write(dir / "loop.check.inc", "CHECK: EXIT\nCHECK-INCLUDE: loop.check.inc\n");
   CHECK(any_error_contains(run_checks("CHECK-INCLUDE: loop.check.inc\n", main_name, kListing),
                            "includes nested deeper than"));

@@ -23,6 +23,11 @@ library defines it (square here, so the same mask). This is the script that ran 
     --out FILE                               the JSON rows (default $OUT/kernel_time.json)
     --fa2                                    FA2 (SDPA's flash backend) columns, both directions
     --det                                    flashptx's deterministic backward ("ours_det_bwd")
+    --shapes B,SQ,SK,HQ,HKV,D,C,DT;...       explicit points instead of the grid (C: 1 causal, 0
+                                             not; DT: bf16 or fp16), e.g. GQA "4,4096,4096,32,8,128,1,bf16",
+                                             cross "8,1024,8192,16,16,128,0,bf16"; a causal point needs
+                                             SQ == SK (PyTorch's is_causal is top-left aligned, ours
+                                             bottom-right: equal only for square masks)
 """
 import argparse, ctypes, sys, os, json
 sys.path.insert(0, os.environ["PYTHONPATH"])
@@ -38,6 +43,7 @@ ap.add_argument("--fwd-only", action="store_true")
 ap.add_argument("--lib-b", default=None)
 ap.add_argument("--fa2", action="store_true")
 ap.add_argument("--det", action="store_true")
+ap.add_argument("--shapes", default=None)
 ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "kernel_time.json"))
 args = ap.parse_args()
 lib = _abi.library(); dev = torch.device("cuda")
@@ -67,88 +73,104 @@ def gpu_us(fn, reps=5, per_kernel=None):
                 per_kernel[e.name[:60]] = per_kernel.get(e.name[:60], 0.0) + us / reps
     return tot / reps
 rows = []
-for d in (int(x) for x in args.dims.split(",")):
-    for s in (int(x) for x in args.seqlens.split(",")):
-        for causal in (False, True):
-            b, h = 16384 // s, 2048 // d
-            g = torch.Generator(device=dev).manual_seed(0)
-            q, k, v, do = (torch.randn(b, s, h, d, device=dev, dtype=torch.bfloat16, generator=g) for _ in range(4))
-            o, lse = torch.empty_like(q), torch.empty(b, h, s, device=dev)
-            dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-            f = _abi.fwd_params({"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "o": o.data_ptr(), "lse": lse.data_ptr()}, tuple(q.shape), tuple(k.shape), {"q": st(q), "k": st(k), "v": st(v), "o": st(o)}, 0, causal, 0.0)
-            def bwd_call(deterministic):
-                # BwdParams on these tensors with a workspace of the size the library asks for (the
-                # workspace tensor is kept alive as an attribute of the params).
-                bp = _abi.bwd_params({"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "o": o.data_ptr(), "lse": lse.data_ptr(), "dout": do.data_ptr(), "dq": dq.data_ptr(), "dk": dk.data_ptr(), "dv": dv.data_ptr()}, tuple(q.shape), tuple(k.shape), {n: st(t) for n, t in (("q", q), ("k", k), ("v", v), ("o", o), ("do", do), ("dq", dq), ("dk", dk), ("dv", dv))}, 0, causal, 0.0, deterministic)
-                need = ctypes.c_int64(0); lib.flashptx_bwd_workspace_size(ctypes.byref(bp), ctypes.byref(need))
-                bp._ws = torch.empty(max(1, need.value), dtype=torch.uint8, device=dev)
-                bp.workspace, bp.workspace_bytes = bp._ws.data_ptr(), need.value
-                return bp
-            bp = bwd_call(False)
-            stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-            ours_f = lambda: lib.flashptx_fwd(ctypes.byref(f), stream)
-            ours_b = lambda: lib.flashptx_bwd(ctypes.byref(bp), stream)
-            assert ours_f() == 0
-            has_bwd = not args.fwd_only and ours_b() == 0  # a head dim without a backward kernel: forward only
-            qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
-            def cud_f():
-                with torch.no_grad(), sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                    F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
-            qg, kg, vg = (t.detach().transpose(1, 2).requires_grad_(True) for t in (q, k, v))
-            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                out = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal)
-            dot = do.transpose(1, 2)
-            def cud_b():
-                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                    torch.autograd.grad(out, (qg, kg, vg), dot, retain_graph=True)
-            def fa2_pair():
-                # FA2 through SDPA's flash backend; (None, None) where it refuses the shape.
-                try:
-                    def f2():
-                        with torch.no_grad(), sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-                            F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
-                    f2()
-                    q2, k2, v2 = (t.detach().transpose(1, 2).requires_grad_(True) for t in (q, k, v))
-                    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-                        o2 = F.scaled_dot_product_attention(q2, k2, v2, is_causal=causal)
-                    def b2():
-                        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-                            torch.autograd.grad(o2, (q2, k2, v2), dot, retain_graph=True)
-                    b2()
-                    return f2, b2
-                except RuntimeError as e:
-                    print("FA2 refuses d%d s%d: %s" % (d, s, str(e).splitlines()[0]), flush=True)
-                    return None, None
-            fl = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
-            r = {"d": d, "s": s, "b": b, "h": h, "causal": causal}
-            plan = [("ours_fwd", ours_f, 1.0), ("cudnn_fwd", cud_f, 1.0)]
-            if has_bwd: plan += [("ours_bwd", ours_b, 2.5), ("cudnn_bwd", cud_b, 2.5)]
-            if args.fa2:
-                f2, b2 = fa2_pair()
-                if f2 is not None: plan.insert(2, ("fa2_fwd", f2, 1.0))
-                if b2 is not None and has_bwd: plan.append(("fa2_bwd", b2, 2.5))
-            if args.det and has_bwd:
-                bpd = bwd_call(True)
-                ours_det = lambda: lib.flashptx_bwd(ctypes.byref(bpd), stream)
-                assert ours_det() == 0
-                plan.append(("ours_det_bwd", ours_det, 2.5))
-            for j, lb in enumerate(libs_b):
-                tag = "ours" + "bcdefg"[j]
-                ours_bf = (lambda lb: lambda: lb.flashptx_fwd(ctypes.byref(f), stream))(lb)
-                ours_bb = (lambda lb: lambda: lb.flashptx_bwd(ctypes.byref(bp), stream))(lb)
-                plan.insert(1 + j, (tag + "_fwd", ours_bf, 1.0))
-                if has_bwd and ours_bb() == 0: plan.append((tag + "_bwd", ours_bb, 2.5))
-            for rep in ("", "2"):
-                for name, fn, w in plan:
-                    pk = {} if (args.breakdown and name.endswith("bwd") and rep == "") else None
-                    us = gpu_us(fn, per_kernel=pk); r[name + rep] = fl * w / (us * 1e-6) / 1e12
-                    if pk is not None: r[name + "_kernels_us"] = pk
-            rows.append(r)
-            line = "d%d s%d %s GPU-kernel TFLOP/s" % (d, s, "causal" if causal else "full  ")
-            for name, _, _ in plan: line += " | %s %.0f/%.0f" % (name, r[name], r[name + "2"])
-            print(line, flush=True)
-            if args.breakdown:
-                for name, _, _ in plan:
-                    if name + "_kernels_us" in r:
-                        print("    %s: %s" % (name, ", ".join("%s %.0f us" % (k, v) for k, v in r[name + "_kernels_us"].items())), flush=True)
+def points():
+    # (b, sq, sk, hq, hkv, d, causal, dtype): the grid (16k tokens, hidden 2048, bf16), or --shapes.
+    if args.shapes:
+        for item in args.shapes.split(";"):
+            f = item.split(",")
+            b, sq, sk, hq, hkv, d, c = (int(x) for x in f[:7])
+            assert not c or sq == sk, "a causal point needs seqlen_q == seqlen_k: " + item
+            yield b, sq, sk, hq, hkv, d, bool(c), f[7] if len(f) > 7 else "bf16"
+        return
+    for d in (int(x) for x in args.dims.split(",")):
+        for s in (int(x) for x in args.seqlens.split(",")):
+            for causal in (False, True):
+                yield 16384 // s, s, s, 2048 // d, 2048 // d, d, causal, "bf16"
+for b, s, sk, h, hkv, d, causal, dt in points():
+    g = torch.Generator(device=dev).manual_seed(0)
+    tdt = torch.bfloat16 if dt == "bf16" else torch.float16
+    q, do = (torch.randn(b, s, h, d, device=dev, dtype=tdt, generator=g) for _ in range(2))
+    k, v = (torch.randn(b, sk, hkv, d, device=dev, dtype=tdt, generator=g) for _ in range(2))
+    gqa = {"enable_gqa": True} if hkv != h else {}
+    code = 0 if dt == "bf16" else 1
+    o, lse = torch.empty_like(q), torch.empty(b, h, s, device=dev)
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    f = _abi.fwd_params({"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "o": o.data_ptr(), "lse": lse.data_ptr()}, tuple(q.shape), tuple(k.shape), {"q": st(q), "k": st(k), "v": st(v), "o": st(o)}, code, causal, 0.0)
+    def bwd_call(deterministic):
+        # BwdParams on these tensors with a workspace of the size the library asks for (the
+        # workspace tensor is kept alive as an attribute of the params).
+        bp = _abi.bwd_params({"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "o": o.data_ptr(), "lse": lse.data_ptr(), "dout": do.data_ptr(), "dq": dq.data_ptr(), "dk": dk.data_ptr(), "dv": dv.data_ptr()}, tuple(q.shape), tuple(k.shape), {n: st(t) for n, t in (("q", q), ("k", k), ("v", v), ("o", o), ("do", do), ("dq", dq), ("dk", dk), ("dv", dv))}, code, causal, 0.0, deterministic)
+        need = ctypes.c_int64(0); lib.flashptx_bwd_workspace_size(ctypes.byref(bp), ctypes.byref(need))
+        bp._ws = torch.empty(max(1, need.value), dtype=torch.uint8, device=dev)
+        bp.workspace, bp.workspace_bytes = bp._ws.data_ptr(), need.value
+        return bp
+    bp = bwd_call(False)
+    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    ours_f = lambda: lib.flashptx_fwd(ctypes.byref(f), stream)
+    ours_b = lambda: lib.flashptx_bwd(ctypes.byref(bp), stream)
+    assert ours_f() == 0
+    has_bwd = not args.fwd_only and ours_b() == 0  # a head dim without a backward kernel: forward only
+    qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
+    def cud_f():
+        with torch.no_grad(), sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal, **gqa)
+    qg, kg, vg = (t.detach().transpose(1, 2).requires_grad_(True) for t in (q, k, v))
+    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+        out = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal, **gqa)
+    dot = do.transpose(1, 2)
+    def cud_b():
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            torch.autograd.grad(out, (qg, kg, vg), dot, retain_graph=True)
+    def fa2_pair():
+        # FA2 through SDPA's flash backend; (None, None) where it refuses the shape.
+        try:
+            def f2():
+                with torch.no_grad(), sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                    F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal, **gqa)
+            f2()
+            q2, k2, v2 = (t.detach().transpose(1, 2).requires_grad_(True) for t in (q, k, v))
+            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                o2 = F.scaled_dot_product_attention(q2, k2, v2, is_causal=causal, **gqa)
+            def b2():
+                with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                    torch.autograd.grad(o2, (q2, k2, v2), dot, retain_graph=True)
+            b2()
+            return f2, b2
+        except RuntimeError as e:
+            print("FA2 refuses d%d s%d: %s" % (d, s, str(e).splitlines()[0]), flush=True)
+            return None, None
+    fl = 4.0 * b * h * s * sk * d * (0.5 if causal else 1.0)
+    r = {"d": d, "s": s, "b": b, "h": h, "causal": causal}
+    if args.shapes: r.update({"sk": sk, "hkv": hkv, "dtype": dt})
+    plan = [("ours_fwd", ours_f, 1.0), ("cudnn_fwd", cud_f, 1.0)]
+    if has_bwd: plan += [("ours_bwd", ours_b, 2.5), ("cudnn_bwd", cud_b, 2.5)]
+    if args.fa2:
+        f2, b2 = fa2_pair()
+        if f2 is not None: plan.insert(2, ("fa2_fwd", f2, 1.0))
+        if b2 is not None and has_bwd: plan.append(("fa2_bwd", b2, 2.5))
+    if args.det and has_bwd:
+        bpd = bwd_call(True)
+        ours_det = lambda: lib.flashptx_bwd(ctypes.byref(bpd), stream)
+        assert ours_det() == 0
+        plan.append(("ours_det_bwd", ours_det, 2.5))
+    for j, lb in enumerate(libs_b):
+        tag = "ours" + "bcdefg"[j]
+        ours_bf = (lambda lb: lambda: lb.flashptx_fwd(ctypes.byref(f), stream))(lb)
+        ours_bb = (lambda lb: lambda: lb.flashptx_bwd(ctypes.byref(bp), stream))(lb)
+        plan.insert(1 + j, (tag + "_fwd", ours_bf, 1.0))
+        if has_bwd and ours_bb() == 0: plan.append((tag + "_bwd", ours_bb, 2.5))
+    for rep in ("", "2"):
+        for name, fn, w in plan:
+            pk = {} if (args.breakdown and name.endswith("bwd") and rep == "") else None
+            us = gpu_us(fn, per_kernel=pk); r[name + rep] = fl * w / (us * 1e-6) / 1e12
+            if pk is not None: r[name + "_kernels_us"] = pk
+    rows.append(r)
+    line = "d%d s%d %s GPU-kernel TFLOP/s" % (d, s, "causal" if causal else "full  ")
+    if args.shapes: line = "b%d sq%d sk%d h%d/%d d%d %s %s GPU-kernel TFLOP/s" % (b, s, sk, h, hkv, d, "causal" if causal else "full", dt)
+    for name, _, _ in plan: line += " | %s %.0f/%.0f" % (name, r[name], r[name + "2"])
+    print(line, flush=True)
+    if args.breakdown:
+        for name, _, _ in plan:
+            if name + "_kernels_us" in r:
+                print("    %s: %s" % (name, ", ".join("%s %.0f us" % (k, v) for k, v in r[name + "_kernels_us"].items())), flush=True)
 json.dump(rows, open(args.out, "w"), indent=1)

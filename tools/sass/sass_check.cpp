@@ -140,9 +140,11 @@ void load(const std::string& text, const std::string& source, int depth, std::ma
     }
     if (d.kind == Kind::Include) {
       if (depth >= kMaxIncludeDepth) { error(d.pattern + ": includes nested deeper than " + std::to_string(kMaxIncludeDepth)); continue; }
-      const std::string path = (std::filesystem::path(source).parent_path() / d.pattern).string();
+      std::string file, why;
+      if (!substitute(d.pattern, *defines, &file, &why)) { error(d.pattern + ": " + why); continue; }
+      const std::string path = (std::filesystem::path(source).parent_path() / file).string();
       std::ifstream f(path);
-      if (!f) { error(d.pattern + ": cannot read " + path); continue; }
+      if (!f) { error(file + ": cannot read " + path); continue; }
       std::ostringstream body;
       body << f.rdbuf();
       load(body.str(), path, depth + 1, defines, out, r);

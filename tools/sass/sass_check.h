@@ -23,7 +23,8 @@
 //                       errors name the included file and its line. Kernels that share a protocol
 //                       share one included file and define what differs (a count, an MMA shape).
 //                       Included files are named *.check.inc so that the audit does not take them
-//                       for a kernel's check file.
+//                       for a kernel's check file. The path may name defines ([[NAME]]), so that a
+//                       kernel's check file chooses between included variants of one section.
 // pat is a literal substring; {{regex}} inside it is a std::regex (ECMAScript) fragment, e.g.
 // "BAR.SYNC{{(\.DEFER_BLOCKING)?}} 0x1, 0x80". Lines are matched with leading blanks removed.
 // Lines of the listing: labels ("L3:") and instructions; the header ("#" lines) is not searched.
