@@ -70,6 +70,15 @@ FLASHPTX_HD int pair_dq_lock(int n_block, int m_block, int seqlen_q, int seqlen_
   return 2 * order + rank;
 }
 
+// The plan rule (src/plan.cpp plan_bwd on sm_100): the 2-CTA kernel when it exists for the head dim
+// (d = 128) and the keys fill at least two key blocks (a pair); otherwise the 1-CTA kernel. One key
+// block would leave the pair's second CTA with no keys: all of its work masked. Nothing here is
+// timed (no Blackwell GPU): the rule follows the seed's traffic ledger (the pair halves the fp32 dQ
+// staging and reduce-add surface and shares B operands), not a measurement.
+FLASHPTX_HD constexpr bool use_pair(int head_dim, long long seqlen_k) {
+  return head_dim == kHeadDim && seqlen_k > kBlockN;
+}
+
 // ---- 2. the MMA plan --------------------------------------------------------------------------------
 template <bool Bf16>
 struct PairMmaPlan {
