@@ -145,12 +145,9 @@ struct PairMmaPlan {
                    kIdescDq, s > 0);
   }
 
-  // The reduction warps' read-out of dQ (Layout B): warp w's lane quarter 32 (w % 4) holds rows
-  // 32 (w % 2) + lane of this CTA's 64 and head-dim columns [64 (w / 2), +64); chunk c in {0, 1} of
-  // 32 columns of them is at column kDqCol + 32 c.
-  FLASHPTX_HD static constexpr uint32_t dq_taddr(uint32_t base, int warp, int c) {
-    return base + ptx::tmem_addr(One::quarter_lane(warp), kDqCol + kDqChunkCols * static_cast<uint32_t>(c));
-  }
+  // The reduction warps' read-out of dQ (Layout B): warp w reads at One::dq_taddr(tmem, w, c) (lane
+  // quarter 32 (w % 4), column kDqCol + 32 c, c in {0, 1}: the 1-CTA address), which holds rows
+  // 32 (w % 2) + lane of this CTA's 64 and head-dim columns [64 (w / 2) + 32 c, +32).
   FLASHPTX_HD static constexpr int dq_row(int warp, int lane) { return 32 * (warp % 2) + lane; }  // in [0, 64)
   FLASHPTX_HD static constexpr int dq_chunk(int warp, int c) { return 2 * (warp / 2) + c; }      // 32-col chunk of d
 

@@ -275,6 +275,49 @@ struct MmaIssuer {
   }
 };
 
+// One 32-query chunk c of a compute thread's step (key `key`, query half h, query block m): S^T and
+// dP^T out of TMEM, P^T = exp2(S^T lambda - LSE2) (masked) and dS^T = P^T (dP^T - delta); P^T back to
+// TMEM over S^T's columns it has read (fa4_bwd_plan.h: the head of the half), dS^T into the shared
+// tile ds_tile at ds_unit_byte (dK's K-major A, dQ's MN-major A). Copy (the 2-CTA kernel): the
+// thread's units also go to copy_tile at the same offsets where `copy` holds (its half is this CTA's
+// dQ rows). Shared by the 1-CTA and 2-CTA kernels.
+template <int D, bool Bf16, bool Copy>
+__device__ __forceinline__ void compute_chunk(const BwdParams& p, const KeyBlock& kb, uint32_t tmem, int warp, int h,
+                                              int key, int c, int m, const float* lse, const float* delta,
+                                              uint32_t ds_tile, uint32_t copy_tile, bool copy = false) {
+  const int gkey = kb.n_block * kBlockN + key;
+  uint32_t s_raw[kComputeCols], dp_raw[kComputeCols];
+  ptx::tcgen05_ld_32x32b_x32(BwdMmaPlan<D, Bf16>::s_taddr(tmem, warp, h, c), s_raw);
+  ptx::tcgen05_ld_32x32b_x32(BwdMmaPlan<D, Bf16>::dp_taddr(tmem, warp, h, c), dp_raw);
+  ptx::tcgen05_wait_ld_bind(s_raw);  // waits for both loads
+  ptx::tcgen05_wait_ld_bind(dp_raw);
+  const int q0 = 64 * h + kComputeCols * c;  // first query of the chunk in the block
+  uint32_t p_pack[kComputeCols / 2], ds_pack[kComputeCols / 2];
+#pragma unroll
+  for (int e = 0; e < kComputeCols / 2; ++e) {
+    float pv[2], dsv[2];
+#pragma unroll
+    for (int x = 0; x < 2; ++x) {
+      const int q = q0 + 2 * e + x;
+      const bool vis = key_visible(gkey, m * kBlockM + q, p.seqlen_q, p.seqlen_k, p.causal != 0);
+      pv[x] = bwd_p<DeviceMath>(__uint_as_float(s_raw[2 * e + x]), p.softmax_scale_log2, lse[q], vis);
+      dsv[x] = bwd_ds(pv[x], __uint_as_float(dp_raw[2 * e + x]), delta[q]);
+    }
+    p_pack[e] = pack2<Bf16>(pv[0], pv[1]);
+    ds_pack[e] = pack2<Bf16>(dsv[0], dsv[1]);
+  }
+  // P^T over columns of S^T this thread has already read (fa4_bwd_plan.h: the head of the half).
+  ptx::tcgen05_st_32x32b_x16(BwdMmaPlan<D, Bf16>::p_taddr(tmem, warp, h, c), p_pack);
+  // dS^T[key][q0 .. q0+32): four 16-byte units, swizzled as dK's K-major A (and dQ's MN-major A).
+#pragma unroll
+  for (int u = 0; u < kComputeCols / 8; ++u) {
+    const uint32_t a = BwdMmaPlan<D, Bf16>::ds_unit_byte(static_cast<uint32_t>(key), static_cast<uint32_t>(q0 + 8 * u));
+    ptx::st_shared_v4_b32(ds_tile + a, ds_pack[4 * u], ds_pack[4 * u + 1], ds_pack[4 * u + 2], ds_pack[4 * u + 3]);
+    if (Copy && copy)
+      ptx::st_shared_v4_b32(copy_tile + a, ds_pack[4 * u], ds_pack[4 * u + 1], ds_pack[4 * u + 2], ds_pack[4 * u + 3]);
+  }
+}
+
 // The dK/dV epilogue of one compute thread (key `key` of the block, query half h = head-dim half h),
 // after dkv_full (`any`: the key block had a step; otherwise zeros): dK (x softmax_scale) and dV,
 // head-dim columns [h d/2, (h+1) d/2), 32 at a time. Non-GQA: bf16/fp16 into the staging tiles
@@ -384,38 +427,10 @@ struct Compute {
     // dS^T(j-1) has been read by dK(j-1) and dQ(j-1) (their commit), so this step may overwrite it.
     if (j > 0) FLASHPTX_MBAR_WAIT(sm.bar(Bar::kDsFree), static_cast<uint32_t>(j - 1) & 1u, "fa4 bwd compute: ds_free");
     ptx::tcgen05_fence_after_thread_sync();  // the MMAs' S^T, dP^T (commit -> mbarrier) before tcgen05.ld
-    const float lambda = p.softmax_scale_log2;
-    const int gkey = kb.n_block * kBlockN + key;
 #pragma unroll
-    for (int c = 0; c < 64 / kComputeCols; ++c) {
-      uint32_t s_raw[kComputeCols], dp_raw[kComputeCols];
-      ptx::tcgen05_ld_32x32b_x32(Plan::s_taddr(tmem, warp, h, c), s_raw);
-      ptx::tcgen05_ld_32x32b_x32(Plan::dp_taddr(tmem, warp, h, c), dp_raw);
-      ptx::tcgen05_wait_ld_bind(s_raw);  // waits for both loads
-      ptx::tcgen05_wait_ld_bind(dp_raw);
-      const int q0 = 64 * h + kComputeCols * c;  // first query of the chunk in the block
-      uint32_t p_pack[kComputeCols / 2], ds_pack[kComputeCols / 2];
-#pragma unroll
-      for (int e = 0; e < kComputeCols / 2; ++e) {
-        float pv[2], dsv[2];
-#pragma unroll
-        for (int x = 0; x < 2; ++x) {
-          const int q = q0 + 2 * e + x;
-          const bool vis = key_visible(gkey, m * kBlockM + q, p.seqlen_q, p.seqlen_k, p.causal != 0);
-          pv[x] = bwd_p<DeviceMath>(__uint_as_float(s_raw[2 * e + x]), lambda, sm.lse_ptr(stage)[q], vis);
-          dsv[x] = bwd_ds(pv[x], __uint_as_float(dp_raw[2 * e + x]), sm.delta_ptr(stage)[q]);
-        }
-        p_pack[e] = pack2<C.bf16>(pv[0], pv[1]);
-        ds_pack[e] = pack2<C.bf16>(dsv[0], dsv[1]);
-      }
-      // P^T over columns of S^T this thread has already read (fa4_bwd_plan.h: the head of the half).
-      ptx::tcgen05_st_32x32b_x16(Plan::p_taddr(tmem, warp, h, c), p_pack);
-      // dS^T[key][q0 .. q0+32): four 16-byte units, swizzled as dK's K-major A (and dQ's MN-major A).
-#pragma unroll
-      for (int u = 0; u < kComputeCols / 8; ++u)
-        ptx::st_shared_v4_b32(sm.ds() + Plan::ds_unit_byte(static_cast<uint32_t>(key), static_cast<uint32_t>(q0 + 8 * u)),
-                              ds_pack[4 * u], ds_pack[4 * u + 1], ds_pack[4 * u + 2], ds_pack[4 * u + 3]);
-    }
+    for (int c = 0; c < 64 / kComputeCols; ++c)
+      compute_chunk<C.head_dim, C.bf16, false>(p, kb, tmem, warp, h, key, c, m, sm.lse_ptr(stage), sm.delta_ptr(stage),
+                                               sm.ds(), 0u);
     // P^T: stores complete (wait::st) and ordered before the arrive (fence::before_thread_sync).
     ptx::tcgen05_wait_st();
     ptx::tcgen05_fence_before_thread_sync();

@@ -166,40 +166,31 @@ struct PairMmaIssuer {
   __device__ __forceinline__ void wait_ds_ready(int) {
     wait(PBar::kDsReady, ph_ds_ready, "fa4 bwd pair mma: ds_ready", true);
   }
-  __device__ __forceinline__ void issue_s(int) {
+  // Steps K steps of one MMA family, each the pair instruction the plan's Issue describes (TS where A is
+  // in TMEM: dV's P^T).
+  template <uint32_t Steps, class F>
+  __device__ __forceinline__ void issue(F make) {
 #pragma unroll
-    for (uint32_t s = 0; s < Plan::kSdpSteps; ++s) {
-      const Issue is = Plan::s_t(tmem, sm.at(L::kOffK), sm.at(L::kOffQs), s);
-      ptx::tcgen05_mma_f16_ss<2>(is.d_tmem, is.a_desc, is.b_desc, is.idesc, is.accumulate);
+    for (uint32_t s = 0; s < Steps; ++s) {
+      const Issue is = make(s);
+      if (is.a_tmem_form) ptx::tcgen05_mma_f16_ts<2>(is.d_tmem, is.a_tmem, is.b_desc, is.idesc, is.accumulate);
+      else ptx::tcgen05_mma_f16_ss<2>(is.d_tmem, is.a_desc, is.b_desc, is.idesc, is.accumulate);
     }
+  }
+  __device__ __forceinline__ void issue_s(int) {
+    issue<Plan::kSdpSteps>([&](uint32_t s) { return Plan::s_t(tmem, sm.at(L::kOffK), sm.at(L::kOffQs), s); });
   }
   __device__ __forceinline__ void issue_dp(int) {
-#pragma unroll
-    for (uint32_t s = 0; s < Plan::kSdpSteps; ++s) {
-      const Issue is = Plan::dp_t(tmem, sm.at(L::kOffV), sm.at(L::kOffDos), s);
-      ptx::tcgen05_mma_f16_ss<2>(is.d_tmem, is.a_desc, is.b_desc, is.idesc, is.accumulate);
-    }
+    issue<Plan::kSdpSteps>([&](uint32_t s) { return Plan::dp_t(tmem, sm.at(L::kOffV), sm.at(L::kOffDos), s); });
   }
   __device__ __forceinline__ void issue_dv(int j) {
-#pragma unroll
-    for (uint32_t s = 0; s < Plan::kDkvSteps; ++s) {
-      const Issue is = Plan::dv(tmem, sm.at(L::kOffDod), s, j > 0);
-      ptx::tcgen05_mma_f16_ts<2>(is.d_tmem, is.a_tmem, is.b_desc, is.idesc, is.accumulate);
-    }
+    issue<Plan::kDkvSteps>([&](uint32_t s) { return Plan::dv(tmem, sm.at(L::kOffDod), s, j > 0); });
   }
   __device__ __forceinline__ void issue_dk(int j) {
-#pragma unroll
-    for (uint32_t s = 0; s < Plan::kDkvSteps; ++s) {
-      const Issue is = Plan::dk(tmem, sm.at(L::kOffDs), sm.at(L::kOffQd), s, j > 0);
-      ptx::tcgen05_mma_f16_ss<2>(is.d_tmem, is.a_desc, is.b_desc, is.idesc, is.accumulate);
-    }
+    issue<Plan::kDkvSteps>([&](uint32_t s) { return Plan::dk(tmem, sm.at(L::kOffDs), sm.at(L::kOffQd), s, j > 0); });
   }
   __device__ __forceinline__ void issue_dq(int) {
-#pragma unroll
-    for (uint32_t s = 0; s < Plan::kDqSteps; ++s) {
-      const Issue is = Plan::dq(tmem, sm.at(L::kOffXa), sm.at(L::kOffXb), s);
-      ptx::tcgen05_mma_f16_ss<2>(is.d_tmem, is.a_desc, is.b_desc, is.idesc, is.accumulate);
-    }
+    issue<Plan::kDqSteps>([&](uint32_t s) { return Plan::dq(tmem, sm.at(L::kOffXa), sm.at(L::kOffXb), s); });
   }
   __device__ __forceinline__ void commit_sdp_full(int) { commit_both(sm.bar(PBar::kSdpFull)); }
   __device__ __forceinline__ void commit_p_free(int) { ptx::tcgen05_commit<2>(sm.bar(PBar::kPFree)); }
@@ -277,38 +268,11 @@ struct PairCompute {
     ptx::tcgen05_fence_after_thread_sync();
     const uint32_t r = rank();
     const bool copy = static_cast<uint32_t>(h) == r;  // this warpgroup's half is this CTA's dQ rows
-    const int gkey = kb.n_block * kBlockN + key;
+    // The 1-CTA chunk (fa4_bwd.cuh compute_chunk); the warpgroup of half r also stores into XA block r.
 #pragma unroll
-    for (int c = 0; c < 64 / kComputeCols; ++c) {
-      uint32_t s_raw[kComputeCols], dp_raw[kComputeCols];
-      ptx::tcgen05_ld_32x32b_x32(One::s_taddr(tmem, warp, h, c), s_raw);
-      ptx::tcgen05_ld_32x32b_x32(One::dp_taddr(tmem, warp, h, c), dp_raw);
-      ptx::tcgen05_wait_ld_bind(s_raw);
-      ptx::tcgen05_wait_ld_bind(dp_raw);
-      const int q0 = 64 * h + kComputeCols * c;
-      uint32_t p_pack[kComputeCols / 2], ds_pack[kComputeCols / 2];
-#pragma unroll
-      for (int e = 0; e < kComputeCols / 2; ++e) {
-        float pv[2], dsv[2];
-#pragma unroll
-        for (int x = 0; x < 2; ++x) {
-          const int q = q0 + 2 * e + x;
-          const bool vis = key_visible(gkey, m * kBlockM + q, p.seqlen_q, p.seqlen_k, p.causal != 0);
-          pv[x] = bwd_p<DeviceMath>(__uint_as_float(s_raw[2 * e + x]), p.softmax_scale_log2, sm.lse_ptr()[q], vis);
-          dsv[x] = bwd_ds(pv[x], __uint_as_float(dp_raw[2 * e + x]), sm.delta_ptr()[q]);
-        }
-        p_pack[e] = pack2<Bf16>(pv[0], pv[1]);
-        ds_pack[e] = pack2<Bf16>(dsv[0], dsv[1]);
-      }
-      ptx::tcgen05_st_32x32b_x16(One::p_taddr(tmem, warp, h, c), p_pack);
-#pragma unroll
-      for (int u = 0; u < kComputeCols / 8; ++u) {
-        const uint32_t a = One::ds_unit_byte(static_cast<uint32_t>(key), static_cast<uint32_t>(q0 + 8 * u));
-        ptx::st_shared_v4_b32(sm.at(L::kOffDs) + a, ds_pack[4 * u], ds_pack[4 * u + 1], ds_pack[4 * u + 2], ds_pack[4 * u + 3]);
-        if (copy)  // XA block r: the same unit offset (ds_unit_byte's chunk q / 64 = r)
-          ptx::st_shared_v4_b32(sm.at(L::kOffXa) + a, ds_pack[4 * u], ds_pack[4 * u + 1], ds_pack[4 * u + 2], ds_pack[4 * u + 3]);
-      }
-    }
+    for (int c = 0; c < 64 / kComputeCols; ++c)
+      compute_chunk<kHeadDim, Bf16, true>(p, kb, tmem, warp, h, key, c, m, sm.lse_ptr(), sm.delta_ptr(),
+                                          sm.at(L::kOffDs), sm.at(L::kOffXa), copy);
     ptx::tcgen05_wait_st();
     ptx::tcgen05_fence_before_thread_sync();
     ptx::fence_proxy_async_shared_cta();  // generic dS^T stores -> the MMA's and the bulk copy's reads
@@ -367,7 +331,7 @@ struct PairReduction {
 #pragma unroll
     for (int c = 0; c < 2; ++c) {
       uint32_t v[kDqChunkCols];
-      ptx::tcgen05_ld_32x32b_x32(Plan::dq_taddr(tmem, warp, c), v);
+      ptx::tcgen05_ld_32x32b_x32(Plan::One::dq_taddr(tmem, warp, c), v);
       ptx::tcgen05_wait_ld_bind(v);
       if (c == 1) {  // dQ is out of TMEM: the next dP^T may overwrite its columns
         ptx::tcgen05_fence_before_thread_sync();

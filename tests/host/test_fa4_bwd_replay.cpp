@@ -194,17 +194,7 @@ class ReplayBase {
     if (e != EmuError::kOk) FAIL(what << " refused by the emulator: " << emu::emu_error_name(e));
   }
   void mma(const std::vector<emu::Cta*>& ctas, const fb::Issue& is) {
-    emu::MmaOp op;
-    op.kind = emu::Kind::kF16;
-    op.cta_group = static_cast<int>(ctas.size());
-    op.d_tmem = is.d_tmem;
-    op.a_from_tmem = is.a_tmem_form;
-    op.a_tmem = is.a_tmem;
-    op.a_desc = is.a_desc;
-    op.b_desc = is.b_desc;
-    op.idesc = is.idesc;
-    op.enable_input_d = is.accumulate;
-    const EmuError e = emu::mma(ctas, op);
+    const EmuError e = emu::mma(ctas, flashptx_test::mma_op(is, static_cast<int>(ctas.size())));
     if (e != EmuError::kOk) FAIL("tcgen05.mma refused by the emulator: " << emu::emu_error_name(e));
     ++out_->mmas;
   }
@@ -627,7 +617,7 @@ class PairReplay : public ReplayBase<fp::kHeadDim, Bf16> {
       for (int warp = 0; warp < fb::kReductionWarps; ++warp)
         for (int c = 0; c < 2; ++c) {
           std::vector<uint32_t> v;
-          B::ok(emu::ld_32x32b(cta_[r]->tmem, warp, Plan::dq_taddr(tmem_, warp, c), fb::kDqChunkCols, &v), "dQ ld");
+          B::ok(emu::ld_32x32b(cta_[r]->tmem, warp, Plan::One::dq_taddr(tmem_, warp, c), fb::kDqChunkCols, &v), "dQ ld");
           const int chunk = Plan::dq_chunk(warp, c) ^ (mut_ == Mutation::kDqFoldSwapped ? 2 : 0);
           const uint32_t stage = kBase + L::dq_stage(chunk);
           for (int th = 0; th < 32; ++th) {
@@ -752,61 +742,62 @@ std::string describe(const Verdict& v) {
   return buf;
 }
 
-template <fb::BwdConfig C>
-void check_shapes(const char* name) {
-  const uint32_t seed = fresh_seed();
-  INFO(name << " seed " << seed);
-  // Two key blocks (the last partial), two query blocks (the last partial): masked keys and padded
-  // rows; causal with seqlen_q < seqlen_k (bottom-right: a key block whose first query block is not 0)
-  // and seqlen_q > seqlen_k (rows that see no key); GQA (dK, dV summed over the group).
-  const Shape shapes[] = {
-      {1, 200, 250, 1, 1, false}, {1, 200, 250, 1, 1, true}, {1, 300, 130, 1, 1, true}, {1, 130, 200, 2, 1, false},
-      {2, 70, 140, 2, 2, true},  // batch and head offsets of LSE2/delta, the dQ accumulator, dK/dV
-  };
-  for (const Shape& sh : shapes) {
-    const Verdict v = run_problem<C>(sh, seed, Mutation::kNone);
-    INFO("b" << sh.batch << " sq" << sh.sq << " sk" << sh.sk << " hq" << sh.hq << " hkv" << sh.hkv
-             << std::string(sh.causal ? " causal" : "") << ": " << describe(v));
-    if (std::getenv("FLASHPTX_REPLAY_VERBOSE")) MESSAGE(describe(v));
-    CHECK(v.passes());
-    // Five MMAs per step: S^T and dP^T over the head dim, dV and dK over 128 queries, dQ over 128 keys.
-    using P = typename fb::BwdLayout<C>::Plan;
-    CHECK(v.mmas == v.steps * (2 * P::kSdpSteps + 2 * P::kDkvSteps + P::kDqSteps));
-  }
-}
-
-// The 2-CTA kernel on the same shapes plus pairs of every kind: an odd number of key blocks (the last
-// pair's second CTA past the keys), causal where the pair's second block starts below the first's
-// query blocks, four key blocks (two pairs: the dQ tile of each query block added by both).
-template <fb::BwdConfig C>
-void check_pair_shapes(const char* name, bool deterministic = false) {
+// Two key blocks (the last partial), two query blocks (the last partial): masked keys and padded rows;
+// causal with seqlen_q < seqlen_k (bottom-right: a key block whose first query block is not 0) and
+// seqlen_q > seqlen_k (rows that see no key); GQA (dK, dV summed over the group); batch and head
+// offsets of LSE2/delta, the dQ accumulator, dK/dV. The 2-CTA kernel also on pairs of every kind: an
+// odd number of key blocks (the last pair's second CTA past the keys), causal where the pair's second
+// block starts below the first's query blocks, four key blocks (two pairs adding each dQ tile).
+template <fb::BwdConfig C, bool Pair = false>
+void check_shapes(const char* name, bool deterministic = false) {
   const uint32_t seed = fresh_seed();
   INFO(name << " seed " << seed);
   const Shape shapes[] = {
       {1, 200, 250, 1, 1, false}, {1, 200, 250, 1, 1, true}, {1, 300, 130, 1, 1, true}, {1, 130, 200, 2, 1, false},
       {2, 70, 140, 2, 2, true},   {1, 256, 500, 1, 1, false}, {1, 400, 390, 1, 1, true},
   };
-  for (const Shape& sh : shapes) {
-    const Verdict v = run_problem<C, true>(sh, seed, Mutation::kNone, deterministic);
+  for (size_t i = 0; i < (Pair ? 7u : 5u); ++i) {
+    const Shape& sh = shapes[i];
+    const Verdict v = run_problem<C, Pair>(sh, seed, Mutation::kNone, deterministic);
     INFO("b" << sh.batch << " sq" << sh.sq << " sk" << sh.sk << " hq" << sh.hq << " hkv" << sh.hkv
              << std::string(sh.causal ? " causal" : "") << ": " << describe(v));
     if (std::getenv("FLASHPTX_REPLAY_VERBOSE")) MESSAGE(describe(v));
     CHECK(v.passes());
-    // Five MMAs per pair step: S^T, dP^T over the head dim, dV, dK over 128 queries, dQ over 256 keys.
-    using P = typename fb::BwdPairLayout<C.bf16>::Plan;
+    // Five MMAs per step: S^T and dP^T over the head dim, dV and dK over 128 queries, dQ over the keys
+    // (128; the pair's 256).
+    using P = std::conditional_t<Pair, typename fb::BwdPairLayout<C.bf16>::Plan, typename fb::BwdLayout<C>::Plan>;
     CHECK(v.mmas == v.steps * (2 * P::kSdpSteps + 2 * P::kDkvSteps + P::kDqSteps));
   }
+}
+
+struct NamedMutation {
+  Mutation m;
+  const char* name;
+};
+// Each mutation fails the rule on one problem; the unmutated run of the same problem passes.
+template <fb::BwdConfig C, bool Pair, size_t N>
+void check_mutations(const NamedMutation (&ms)[N]) {
+  const uint32_t seed = fresh_seed();
+  INFO("seed " << seed);
+  const Shape sh{1, 200, 250, 1, 1, false};
+  for (const NamedMutation& m : ms) {
+    const Verdict v = run_problem<C, Pair>(sh, seed, m.m);
+    INFO(std::string(m.name) << ": " << describe(v));
+    if (std::getenv("FLASHPTX_REPLAY_VERBOSE")) MESSAGE((std::string(m.name) + ": " + describe(v)));
+    CHECK_FALSE(v.passes());
+  }
+  CHECK(run_problem<C, Pair>(sh, seed, Mutation::kNone).passes());
 }
 
 }  // namespace
 
 TEST_SUITE("host fa4 backward replay") {
   TEST_CASE("2-CTA d128 bf16: the pair kernel's issue sequence (cta_group::2, the dS exchange) matches fp64") {
-    check_pair_shapes<fb::kBwdD128>("2-CTA d128 bf16");
+    check_shapes<fb::kBwdD128, true>("2-CTA d128 bf16");
   }
-  TEST_CASE("2-CTA d128 fp16") { check_pair_shapes<fb::fp16(fb::kBwdD128)>("2-CTA d128 fp16"); }
+  TEST_CASE("2-CTA d128 fp16") { check_shapes<fb::fp16(fb::kBwdD128), true>("2-CTA d128 fp16"); }
   TEST_CASE("2-CTA deterministic (causal pairs from the last) and its writer locks") {
-    check_pair_shapes<fb::kBwdD128>("2-CTA d128 bf16 deterministic", true);
+    check_shapes<fb::kBwdD128, true>("2-CTA d128 bf16 deterministic", true);
     // Three pairs over query block 2 of a square causal problem (768 keys, 768 queries): the pairs
     // that see it are 0 and 1 (pair 2's first key is 512 > row 383); SPT: pair 1 writes first.
     CHECK(fp::pair_dq_lock(2, 2, 768, 768, true) == 0);  // pair 1, rank 0
@@ -819,13 +810,7 @@ TEST_SUITE("host fa4 backward replay") {
     CHECK((a.n_block == 4 && b.n_block == 5 && a.m_begin == 4 && b.m_begin == 4));  // the last pair first
   }
   TEST_CASE("2-CTA mutations (the exchange, the peer half, the pair layouts) fail the replay") {
-    const uint32_t seed = fresh_seed();
-    INFO("seed " << seed);
-    struct M {
-      Mutation m;
-      const char* name;
-    };
-    const M ms[] = {
+    const NamedMutation ms[] = {
         {Mutation::kNoExchange, "dS exchange skipped"},
         {Mutation::kWrongPeerHalf, "the wrong dS half sent to the peer"},
         {Mutation::kDqBeforeExchange, "dQ issued before the exchange landed (x_full)"},
@@ -833,14 +818,7 @@ TEST_SUITE("host fa4 backward replay") {
         {Mutation::kXbOwnKOnly, "dQ's B without the peer key block's K"},
         {Mutation::kDsUnswizzled, "dS^T stored without the swizzle"},
     };
-    const Shape sh{1, 200, 250, 1, 1, false};
-    for (const M& m : ms) {
-      const Verdict v = run_problem<fb::kBwdD128, true>(sh, seed, m.m);
-      INFO(std::string(m.name) << ": " << describe(v));
-      if (std::getenv("FLASHPTX_REPLAY_VERBOSE")) MESSAGE((std::string(m.name) + ": " + describe(v)));
-      CHECK_FALSE(v.passes());
-    }
-    CHECK(run_problem<fb::kBwdD128, true>(sh, seed, Mutation::kNone).passes());
+    check_mutations<fb::kBwdD128, true>(ms);
   }
   TEST_CASE("d128 bf16: the kernel's issue sequence through the tcgen05 emulator matches fp64") {
     check_shapes<fb::kBwdD128>("d128 bf16");
@@ -859,13 +837,7 @@ TEST_SUITE("host fa4 backward replay") {
     CHECK(fb::dq_lock(a.n_block, 1, 200, 250, true) == 0);  // the first writer of the last dQ tile
   }
   TEST_CASE("mutations of the plan and of the issue order fail the replay") {
-    const uint32_t seed = fresh_seed();
-    INFO("seed " << seed);
-    struct M {
-      Mutation m;
-      const char* name;
-    };
-    const M ms[] = {
+    const NamedMutation ms[] = {
         {Mutation::kDqReadsDsTransposed, "dQ reads dS^T K-major (the transpose lost)"},
         {Mutation::kPContiguous, "dV reads P^T from contiguous columns"},
         {Mutation::kDsUnswizzled, "dS^T stored without the swizzle"},
@@ -873,13 +845,6 @@ TEST_SUITE("host fa4 backward replay") {
         {Mutation::kDqBeforeDsReady, "dK and dQ issued before ds_ready"},
         {Mutation::kDpBeforeDqFree, "dP^T issued before dq_free"},
     };
-    for (const M& m : ms) {
-      const Verdict v = run_problem<fb::kBwdD64>({1, 200, 250, 1, 1, false}, seed, m.m);
-      INFO(std::string(m.name) << ": " << describe(v));
-      if (std::getenv("FLASHPTX_REPLAY_VERBOSE")) MESSAGE((std::string(m.name) + ": " + describe(v)));
-      CHECK_FALSE(v.passes());
-    }
-    // The unmutated run of the same problem passes (the mutations are what fails).
-    CHECK(run_problem<fb::kBwdD64>({1, 200, 250, 1, 1, false}, seed, Mutation::kNone).passes());
+    check_mutations<fb::kBwdD64, false>(ms);
   }
 }

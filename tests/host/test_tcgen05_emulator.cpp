@@ -749,19 +749,7 @@ void kernel_a_to_tmem(emu::Tmem& t, uint32_t tmem_base, const uint8_t* rows) {
   }
 }
 
-emu::MmaOp to_op(const plan::Issue& is, bool fp8, int cta_group) {
-  emu::MmaOp op;
-  op.kind = fp8 ? emu::Kind::kF8F6F4 : emu::Kind::kF16;
-  op.cta_group = cta_group;
-  op.d_tmem = is.d_tmem;
-  op.a_from_tmem = is.a_tmem_form;
-  op.a_tmem = is.a_tmem;
-  op.a_desc = is.a_desc;
-  op.b_desc = is.b_desc;
-  op.idesc = is.idesc;
-  op.enable_input_d = is.accumulate;
-  return op;
-}
+emu::MmaOp to_op(const plan::Issue& is, bool fp8, int cta_group) { return flashptx_test::mma_op(is, cta_group, fp8); }
 
 // Replays umma_cta1_body<fp8, ts> (tests/kernels_sm100/umma.cu): stores, the issue plan's K steps,
 // the D read. `advance_override` replaces the plan's descriptors with start + s * bytes (the old
