@@ -424,7 +424,13 @@ flashptx_status plan_bwd(const flashptx_bwd_params& p, const BwdOptions& opt, co
   const KernelEntry* post_dkv = row_of(rows, fa4 ? Family::kFa4BwdPostDkv : Family::kFa3BwdPostDkv, p.dtype, 0);
   if (k == nullptr || pre == nullptr || post_dq == nullptr || post_dkv == nullptr) {
     *err = "no backward kernel for head_dim " + std::to_string(p.head_dim) + " in this dtype" +
-           (fa4 ? std::string(" on sm_100 (the FA4 backward has head dims 64 and 128)") : std::string());
+           (fa4 ? std::string(" on sm_100 (the FA4 backward has head dims 64 and 128") +
+                      (fa4bwd::pair::tmem_columns_needed(static_cast<int>(p.head_dim)) > 512
+                           ? "; d" + std::to_string(p.head_dim) + " needs " +
+                                 std::to_string(fa4bwd::pair::tmem_columns_needed(static_cast<int>(p.head_dim))) +
+                                 " TMEM columns of 512)"
+                           : std::string(")"))
+                : std::string());
     return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
   }
   const int64_t m_blocks = (p.seqlen_q + k->block_m - 1) / k->block_m;

@@ -79,6 +79,16 @@ FLASHPTX_HD constexpr bool use_pair(int head_dim, long long seqlen_k) {
   return head_dim == kHeadDim && seqlen_k > kBlockN;
 }
 
+// Head dim 256 (not built, either form): a CTA keeps S^T and dP^T (128 query columns each) and dV and
+// dK (d columns each) of its 128 keys in its own TMEM, the pair's M = 256 MMAs included (the pair splits
+// B, not a CTA's accumulators): 2 x 128 + 2 d columns, 768 of 512 at d = 256. It would need another
+// schedule (64 keys per CTA with M = 128 pair MMAs throughout: 64 + 64 + 128 + 128 + dQ 128 = 512
+// columns, shared memory not evaluated; or dK/dV moved out of TMEM), none written. src/plan.cpp refuses
+// it with FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM.
+FLASHPTX_HD constexpr int tmem_columns_needed(int head_dim) { return 2 * kBlockM + 2 * head_dim; }
+static_assert(tmem_columns_needed(128) == 512 && tmem_columns_needed(256) == 768,
+              "d128 fills TMEM exactly; d256 does not fit");
+
 // ---- 2. the MMA plan --------------------------------------------------------------------------------
 template <bool Bf16>
 struct PairMmaPlan {

@@ -192,6 +192,7 @@ TEST_CASE("on sm_100 flashptx_bwd plans the FA4 backward and its sm_100a pre/pos
   CHECK(flashptx::plan_bwd(bwd_problem(100, 100, 4, 4, 256, FLASHPTX_BF16, 0), {}, kB200, &plan, &err) ==
         FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
   CHECK_MESSAGE(err.find("head dims 64 and 128") != std::string::npos, err);
+  CHECK_MESSAGE(err.find("768 TMEM columns of 512") != std::string::npos, err);
   flashptx::BwdOptions o;
   o.kernel = "fa3_bwd_sm90_bf16_d128";
   CHECK(flashptx::plan_bwd(bwd_problem(100, 100, 4, 4, 128, FLASHPTX_BF16, 0), o, kB200, &plan, &err) ==
