@@ -617,6 +617,13 @@ TEST_CASE("tcgen05.mma cta_group::2 M = 128: Layout B, hand-computed cells and f
   CHECK(emu::mma({c0.get(), c1.get()}, op) == EmuError::kTmemAddress);
   op.idesc = isa_idesc(1, 1, 1, 128, 24);  // N = 24: not a multiple of 16 for cta_group::2
   CHECK(emu::mma({c0.get(), c1.get()}, op) == EmuError::kIllegalShape);
+  // The same operands read as M = 256 (Layout A): each CTA supplies 128 A rows (its rows 64-127 are
+  // zero here, so D rows 64-127 are 0), D in lanes = rows, N columns from column 0; B still split by N.
+  op.idesc = isa_idesc(1, 1, 1, 256, n);
+  REQUIRE(emu::mma({c0.get(), c1.get()}, op) == EmuError::kOk);
+  CHECK(cell(1, 5, 20) == 100.0f + 4 + 10);  // CTA 1 row 5, n = 20: B_1[4][5]
+  CHECK(cell(0, 63, 31) == 145.0f);         // CTA 0 row 63, n = 31: B_1[15][15]
+  CHECK(cell(0, 64, 0) == 0.0f);            // a zero A row
   REQUIRE(c0->tmem.dealloc(tmem, 32) == EmuError::kOk);
   REQUIRE(c1->tmem.dealloc(tmem, 32) == EmuError::kOk);
 }
