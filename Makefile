@@ -141,7 +141,7 @@ $(BUILD)/rel/%.o: %.cu | setup
 # wgmma, ptxas then serialises the wgmma pipeline around that call and says so, info C7510, once per
 # such kernel: the eighteen FA3 forward specializations (src/sm90/fa3_fwd.cu: twelve fixed-length,
 # six varlen) and the traced kernel (src/sm90/fa3_fwd_trace.cu), nineteen lines; the same for the
-# backward's bounded semaphore wait (turn_timeout, src/sm90/fa3_bwd.cuh), once per backward
+# backward's bounded semaphore wait (semaphore_wait_timeout, ptx/atomic.cuh), once per backward
 # specialization (src/sm90/fa3_bwd.cu), six lines; and the race reproducer's kBounded variants (tests/kernels/race_repro.cu), which keep the
 # test build's schedule on purpose, two lines. The library kernels' wgmmas run serialised in this flavour only. The
 # traced kernel's test flavour also spills (36 bytes stored, 72 loaded), from the bounded waits
@@ -149,7 +149,7 @@ $(BUILD)/rel/%.o: %.cu | setup
 # record, the audit checks for spills (the release traced kernel included), bench and trace time,
 # and the GPU suites run beside the test flavour, comparing outputs bit for bit.
 PTXAS_TEST_EXPECTED := -e 'C7510.*wgmma pipeline crossing function boundary.*mbarrier_wait_timeout' \
-                       -e 'C7510.*wgmma pipeline crossing function boundary.*fa33bwd12turn_timeout' \
+                       -e 'C7510.*wgmma pipeline crossing function boundary.*semaphore_wait_timeout' \
                        -e 'C7510.*wgmma pipeline crossing function boundary.*race24race_wait_timeout_printf' \
                        -e 'Registers are spilled to local memory in function .fa3_fwd_sm90_bf16_d128_trace.'
 $(BUILD)/test/%.o: %.cu | setup

@@ -102,6 +102,20 @@ __device__ __forceinline__ void mbarrier_arrive_cluster(uint32_t remote_bar) {
 #endif
 }
 
+// mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [remote_bar], tx_bytes;
+// As mbarrier_arrive_expect_tx, on a barrier of another CTA of the cluster (`remote_bar`: mapa of the
+// peer's barrier), release at cluster scope: the usual companion of a copy into that CTA's shared
+// memory that completes its bytes there (cp_async_bulk_shared_cluster). Does not certify the peer
+// observed it, nor that the bytes arrived.
+__device__ __forceinline__ void mbarrier_arrive_expect_tx_cluster(uint32_t remote_bar, uint32_t tx_bytes) {
+#if FLASHPTX_HAS_SM90
+  asm volatile("mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [%0], %1;"
+               :: "r"(remote_bar), "r"(tx_bytes) : "memory");
+#else
+  FLASHPTX_ARCH_UNSUPPORTED("mbarrier.arrive.expect_tx (shared::cluster) needs sm_90");
+#endif
+}
+
 // mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [bar], parity;
 // Returns true when the phase of parity `parity` has completed; the hardware may suspend the
 // thread for a system-dependent time before returning false. On true, certifies (acquire, cta

@@ -193,6 +193,21 @@ __device__ __forceinline__ void cp_async_bulk_load(uint32_t dst, const void* src
   FLASHPTX_ARCH_UNSUPPORTED("cp.async.bulk needs sm_90");
 #endif
 }
+// cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [dst], [src], size, [bar];
+// Copies `bytes` (a multiple of 16, both addresses 16-byte aligned) from this CTA's shared memory
+// (`src`, shared::cta) to another CTA's of the cluster (`dst`, shared::cluster: mapa), through the
+// async proxy; completes them as transaction bytes on the barrier `bar` of the destination CTA
+// (shared::cluster, same CTA as dst). The source read is by the async proxy: generic stores to it
+// need fence.proxy.async.shared::cta before. Certifies nothing about when; the destination's waiter
+// on `bar` sees the bytes once its phase completes.
+__device__ __forceinline__ void cp_async_bulk_shared_cluster(uint32_t dst, uint32_t src, uint32_t bytes, uint32_t bar) {
+#if FLASHPTX_HAS_SM90
+  asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+               :: "r"(dst), "r"(src), "r"(bytes), "r"(bar) : "memory");
+#else
+  FLASHPTX_ARCH_UNSUPPORTED("cp.async.bulk needs sm_90");
+#endif
+}
 // cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size;
 __device__ __forceinline__ void cp_async_bulk_store(void* dst, uint32_t src, uint32_t bytes) {
 #if FLASHPTX_HAS_SM90

@@ -57,5 +57,6 @@ std::span<const KernelEntry> fa3_fwd_varlen_kernels();
 std::span<const KernelEntry> fa3_bwd_kernels();
 std::span<const KernelEntry> fa4_fwd_kernels();
 std::span<const KernelEntry> fa4_bwd_kernels();
+std::span<const KernelEntry> fa4_bwd_pair_kernels();  // the 2-CTA form (src/sm100/fa4_bwd_pair.cu)
 
 }  // namespace flashptx

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <vector>
 
+#include "flashptx/fa4_bwd_pair_plan.h"
 #include "flashptx/tile_scheduler.h"
 #include "src/sm100/fa4_fwd_config.h"
 #include "src/tensormap.h"
@@ -387,7 +388,8 @@ flashptx_status encode_fwd_varlen_args(const flashptx_fwd_varlen_params& p, FwdV
 
 // ---- FA3 / FA4 backward ---------------------------------------------------------------------------
 // One main kernel per head dim and dtype (src/sm90/fa3_bwd.cu; on sm_100 src/sm100/fa4_bwd.cu, head
-// dims 64 and 128, NEVER RUN: no Blackwell GPU was available); the pre/postprocess kernels per dtype.
+// dims 64 and 128, and for d128 over two key blocks or more the 2-CTA src/sm100/fa4_bwd_pair.cu; NEVER
+// RUN: no Blackwell GPU was available); the pre/postprocess kernels per dtype.
 // The device picks the family: sm_100 the FA4 rows, anything else (sm_90, or no device: the workspace
 // size) the FA3 rows.
 static const KernelEntry* row_of(std::span<const KernelEntry> rows, Family f, flashptx_dtype t, int head_dim) {
@@ -413,6 +415,9 @@ flashptx_status plan_bwd(const flashptx_bwd_params& p, const BwdOptions& opt, co
       *err = std::string("no backward kernel named '") + opt.kernel + "' for this head dim, dtype and device";
       return FLASHPTX_ERR_BAD_OPTION;
     }
+  } else if (fa4 && fa4bwd::pair::use_pair(static_cast<int>(p.head_dim), p.seqlen_k)) {
+    // sm_100, d128, two key blocks or more: the 2-CTA kernel (include/flashptx/fa4_bwd_pair_plan.h use_pair).
+    k = row_of(fa4_bwd_pair_kernels(), main, p.dtype, static_cast<int>(p.head_dim));
   } else {
     k = row_of(rows, main, p.dtype, static_cast<int>(p.head_dim));
   }
@@ -421,7 +426,13 @@ flashptx_status plan_bwd(const flashptx_bwd_params& p, const BwdOptions& opt, co
   const KernelEntry* post_dkv = row_of(rows, fa4 ? Family::kFa4BwdPostDkv : Family::kFa3BwdPostDkv, p.dtype, 0);
   if (k == nullptr || pre == nullptr || post_dq == nullptr || post_dkv == nullptr) {
     *err = "no backward kernel for head_dim " + std::to_string(p.head_dim) + " in this dtype" +
-           (fa4 ? std::string(" on sm_100 (the FA4 backward has head dims 64 and 128)") : std::string());
+           (fa4 ? std::string(" on sm_100 (the FA4 backward has head dims 64 and 128") +
+                      (fa4bwd::pair::tmem_columns_needed(static_cast<int>(p.head_dim)) > 512
+                           ? "; d" + std::to_string(p.head_dim) + " needs " +
+                                 std::to_string(fa4bwd::pair::tmem_columns_needed(static_cast<int>(p.head_dim))) +
+                                 " TMEM columns of 512)"
+                           : std::string(")"))
+                : std::string());
     return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
   }
   const int64_t m_blocks = (p.seqlen_q + k->block_m - 1) / k->block_m;
@@ -451,8 +462,11 @@ flashptx_status plan_bwd(const flashptx_bwd_params& p, const BwdOptions& opt, co
   const int64_t pre_rows = fa3::pre_rows_per_cta(static_cast<int>(p.head_dim));
   plan->pre = Launch{pre, grid3((m_blocks * k->block_m + pre_rows - 1) / pre_rows, p.heads_q, p.batch), dim3(256), 0,
                      Schedule::kOnePerTile, m_blocks * k->block_m * p.heads_q * p.batch};
-  plan->main = Launch{k, grid3(n_blocks, p.heads_q, p.batch), dim3(static_cast<unsigned>(k->threads)), k->smem_bytes,
-                      Schedule::kOnePerTile, n_blocks * p.heads_q * p.batch};
+  // The 2-CTA kernel: one cluster of two CTAs per pair of key blocks (the last pair's second CTA past an
+  // odd count has no keys and writes nothing).
+  const int64_t main_x = k->cluster_ctas == 2 ? 2 * fa4bwd::pair::pair_count(static_cast<int>(n_blocks)) : n_blocks;
+  plan->main = Launch{k, grid3(main_x, p.heads_q, p.batch), dim3(static_cast<unsigned>(k->threads)), k->smem_bytes,
+                      Schedule::kOnePerTile, main_x * p.heads_q * p.batch};
   // The FA4 dQ postprocess reads its accumulator order directly (no shared-memory transpose).
   plan->post_dq = Launch{post_dq, grid3(m_blocks, p.heads_q, p.batch), dim3(256),
                          fa4 ? 0 : fa3::post_dq_smem_bytes(k->block_m, static_cast<int>(p.head_dim)),
@@ -473,6 +487,9 @@ flashptx_status encode_bwd_args(const flashptx_bwd_params& p, BwdPlan* plan, std
   const int64_t m_blocks = (p.seqlen_q + k.block_m - 1) / k.block_m;
   const int64_t n_blocks = (p.seqlen_k + k.block_n - 1) / k.block_n;
 
+  // Q and dO boxes: a query block; the 2-CTA kernel loads each CTA's share in boxes of 64 rows
+  // (src/sm100/fa4_bwd_pair.cuh PairLoader).
+  const uint32_t q_box = k.cluster_ctas == 2 ? 64u : static_cast<uint32_t>(k.block_m);
   fa3::BwdParams& a = plan->args;
   a = fa3::BwdParams{};
   if (plan->main.grid.x > 0) {
@@ -480,9 +497,9 @@ flashptx_status encode_bwd_args(const flashptx_bwd_params& p, BwdPlan* plan, std
     const bool ok =
         (p.seqlen_q == 0 ||
          (encode_bshd(&a.tma_q, type, p.q, p.batch, sq, p.heads_q, p.head_dim, p.q_batch_stride, p.q_row_stride,
-                      p.q_head_stride, static_cast<uint32_t>(k.block_m), err) &&
+                      p.q_head_stride, q_box, err) &&
           encode_bshd(&a.tma_do, type, p.dout, p.batch, sq, p.heads_q, p.head_dim, p.do_batch_stride,
-                      p.do_row_stride, p.do_head_stride, static_cast<uint32_t>(k.block_m), err))) &&
+                      p.do_row_stride, p.do_head_stride, q_box, err))) &&
         encode_bshd(&a.tma_k, type, p.k, p.batch, sk, p.heads_kv, p.head_dim, p.k_batch_stride, p.k_row_stride,
                     p.k_head_stride, static_cast<uint32_t>(k.block_n), err) &&
         encode_bshd(&a.tma_v, type, p.v, p.batch, sk, p.heads_kv, p.head_dim, p.v_batch_stride, p.v_row_stride,

@@ -57,7 +57,7 @@ FLASHPTX_HD constexpr RoleSpec role_spec(Role r) {
     case Role::kCompute: return {r, "compute (P^T, dS^T; dK/dV epilogue)", 4, 11, 136};
     case Role::kMma: return {r, "MMA issuer (TMEM owner)", 12, 12, 88};
     case Role::kLoad: return {r, "load (TMA K, V, Q, dO; bulk LSE2, delta)", 13, 13, 88};
-    case Role::kRelay: return {r, "relay (2-CTA form only: not built; idle here)", 14, 14, 88};
+    case Role::kRelay: return {r, "relay (2-CTA form: TMA landings, the dS exchange; idle in 1-CTA)", 14, 14, 88};
     case Role::kIdle: return {r, "idle (register donor)", 15, 15, 88};
     case Role::kCount: break;
   }

@@ -22,6 +22,7 @@
 #include <cstdio>
 
 #include "flashptx/fa4_bwd_plan.h"
+#include "src/sm100/fa4_bwd_config.h"
 #include "src/models/ledger.h"
 #include "src/models/tmem.h"
 
@@ -306,6 +307,234 @@ std::vector<RelayEvent> mutated_relay(size_t i) {
   return t;
 }
 
+// ---- the 2-CTA kernel's barrier protocol ------------------------------------------------------------
+namespace {
+namespace kp = ::flashptx::fa4bwd::pair;
+using kp::PBar;
+
+// One modelled mbarrier: the count it was initialised with, the arrivals and bytes still pending in the
+// current phase, and how many phases have completed.
+struct MBar {
+  uint32_t count = 1, pending = 1;
+  int64_t tx = 0, expected = 0, moved = 0;  // expect_tx and complete_tx of the current phase
+  int completed = 0;
+};
+
+// One operation of a process. kWait: on (cta, bar) with parity `arg`; kArrive: one arrival belonging to
+// phase `phase`; kExpect: arrive.expect_tx of `arg` bytes; kBytes: complete_tx of `arg` bytes.
+struct PairOp {
+  enum Kind : uint8_t { kWait, kArrive, kExpect, kBytes } kind;
+  int cta;
+  PBar bar;
+  int64_t arg;
+  int phase;
+};
+
+class PairSim {
+ public:
+  PairSim(PairMutation m, const uint32_t (*counts)[kp::kPBarCount]) : mut_(m) {
+    for (int r = 0; r < 2; ++r)
+      for (int b = 0; b < kp::kPBarCount; ++b) {
+        const uint32_t c = counts ? counts[r][b] : kp::pair_arrival_count(static_cast<PBar>(b), r);
+        bars_[r][b].count = bars_[r][b].pending = c;
+      }
+  }
+  std::vector<std::vector<PairOp>> procs;
+
+  PairProtocolError run() {
+    std::vector<size_t> pc(procs.size(), 0);
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (size_t i = 0; i < procs.size(); ++i)
+        while (pc[i] < procs[i].size()) {
+          const PairOp& op = procs[i][pc[i]];
+          if (op.kind == PairOp::kWait) {
+            if ((bar(op).completed & 1) == op.arg) break;  // the phase of parity arg has not completed
+          } else if (!apply(op)) {
+            return error_;
+          }
+          ++pc[i];
+          progress = true;
+        }
+    }
+    for (size_t i = 0; i < procs.size(); ++i)
+      if (pc[i] < procs[i].size()) return PairProtocolError::kDeadlock;
+    for (int r = 0; r < 2; ++r)
+      for (const MBar& b : bars_[r])
+        if (b.pending != b.count || b.tx != 0) return PairProtocolError::kLeftOver;
+    return PairProtocolError::kOk;
+  }
+
+ private:
+  MBar& bar(const PairOp& op) { return bars_[op.cta][static_cast<int>(op.bar)]; }
+  bool fail(PairProtocolError e) {
+    error_ = e;
+    return false;
+  }
+  bool apply(const PairOp& op) {
+    MBar& b = bar(op);
+    if (b.completed != op.phase) return fail(PairProtocolError::kWrongPhase);
+    if (op.kind == PairOp::kBytes) {
+      b.tx -= op.arg;
+      b.moved += op.arg;
+    } else {
+      if (op.kind == PairOp::kExpect) {
+        b.tx += op.arg;
+        b.expected += op.arg;
+      }
+      if (b.pending == 0) return fail(PairProtocolError::kWrongPhase);
+      --b.pending;
+    }
+    if (b.pending == 0 && b.tx == 0) {  // the phase completes
+      if (b.expected != b.moved) return fail(PairProtocolError::kBytesMismatch);
+      b.pending = b.count;
+      b.expected = b.moved = 0;
+      ++b.completed;
+    }
+    return true;
+  }
+  PairMutation mut_;
+  MBar bars_[2][kp::kPBarCount];
+  PairProtocolError error_ = PairProtocolError::kOk;
+};
+
+// The leader's MMA thread: the visitor of fa4bwd::bwd_tile_schedule (the kernel's walk) turned into
+// waits and commits. A commit's arrive is modelled at issue (the MMAs it tracks complete at once).
+struct PairMmaWalk {
+  std::vector<PairOp>& ops;
+  PairMutation mut;
+  void wait(PBar b, int parity) { ops.push_back({PairOp::kWait, 0, b, parity, 0}); }
+  void commit(PBar b, int j, bool both) {
+    ops.push_back({PairOp::kArrive, 0, b, 0, j});
+    if (both) ops.push_back({PairOp::kArrive, 1, b, 0, j});
+  }
+  void wait_kv() { wait(PBar::kKvFull, 0); }
+  void wait_q(int j) { wait(PBar::kQFull, j & 1); }
+  void wait_do(int j) { wait(PBar::kDoFull, j & 1); }
+  void wait_s_free(int j) { wait(PBar::kPFree, (j - 1) & 1); }
+  void wait_dq_free(int j) { wait(PBar::kDqFree, (j - 1) & 1); }
+  void wait_p_ready(int j) { wait(PBar::kPReady, j & 1); }
+  void wait_ds_ready(int j) { wait(PBar::kDsReady, j & 1); }
+  void issue_s(int) {}
+  void issue_dp(int) {}
+  void issue_dv(int) {}
+  void issue_dk(int) {}
+  void issue_dq(int) {}
+  void commit_sdp_full(int j) { commit(PBar::kSdpFull, j, true); }
+  void commit_p_free(int j) { commit(PBar::kPFree, j, false); }
+  void commit_dq_full(int j) { commit(PBar::kDqFull, j, true); }
+  void commit_ds_free(int j) { commit(PBar::kDsFree, j, mut != PairMutation::kDsFreeLeaderOnly); }
+  void commit_qdo_empty(int j) { commit(PBar::kQdoEmpty, j, true); }
+  void commit_dkv_full() { commit(PBar::kDkvFull, 0, true); }
+};
+}  // namespace
+
+const char* pair_protocol_error_name(PairProtocolError e) {
+  switch (e) {
+    case PairProtocolError::kOk: return "ok";
+    case PairProtocolError::kDeadlock: return "deadlock: a wait no remaining arrival completes";
+    case PairProtocolError::kWrongPhase: return "an arrival landed in another step's phase";
+    case PairProtocolError::kBytesMismatch: return "expect_tx differs from the bytes copied";
+    case PairProtocolError::kLeftOver: return "a barrier ends with a partial phase";
+  }
+  return "?";
+}
+
+const char* pair_mutation_name(PairMutation m) {
+  switch (m) {
+    case PairMutation::kNone: return "none";
+    case PairMutation::kNoRelayOfXFull: return "relay does not forward x_full to ds_ready";
+    case PairMutation::kNoExpectTx: return "dS half copied without arrive.expect_tx on the peer's x_full";
+    case PairMutation::kDsFreeLeaderOnly: return "ds_free committed to the leader only";
+    case PairMutation::kNoQFullRelay: return "the peer's relay does not forward q_full";
+    case PairMutation::kNoReductionArrive: return "the reduction does not arrive on qdo_empty";
+    case PairMutation::kCount: break;
+  }
+  return "?";
+}
+
+PairProtocolError simulate_pair_protocol(int J, PairMutation m, const uint32_t (*counts)[kp::kPBarCount]) {
+  using Plan = ::flashptx::fa4bwd::BwdPairLayout<true>::Plan;
+  PairSim sim(m, counts);
+  auto& P = sim.procs;
+  auto wait = [](std::vector<PairOp>& o, int cta, PBar b, int parity) { o.push_back({PairOp::kWait, cta, b, parity, 0}); };
+  auto arrive = [](std::vector<PairOp>& o, int cta, PBar b, int phase) { o.push_back({PairOp::kArrive, cta, b, 0, phase}); };
+  // The TMA boxes and bulk copies each expect_tx covers (64 two-byte columns x rows per box).
+  const int64_t box128 = 64 * 128 * 2, box64 = 64 * 64 * 2, rows = Plan::kRowBytes, xchg = Plan::kXBlockBytes;
+  const int64_t kv_boxes = 2 * (Plan::kD / 64) + 2;  // K, V chunks and the two XB blocks
+  const int64_t qdo_bytes = (Plan::kD / 64) * box64 + 2 * box64 + rows;  // QS boxes, QD's two, the row statistic
+  // The leader's MMA thread (the kernel's walk), then its tail wait on the last p_free.
+  P.emplace_back();
+  PairMmaWalk walk{P.back(), m};
+  ::flashptx::fa4bwd::bwd_tile_schedule(J, walk);
+  if (J > 0) wait(P.back(), 0, PBar::kPFree, (J - 1) & 1);
+  for (int r = 0; r < 2; ++r) {
+    if (J <= 0) break;
+    const int peer = 1 - r;
+    // Load: kv_full once, then per step q_full and do_full after qdo_empty; the tail waits the last.
+    std::vector<PairOp> load;
+    load.push_back({PairOp::kExpect, r, PBar::kKvFull, 2 * Plan::kKBytes + Plan::kXBytes, 0});
+    for (int64_t k = 0; k < kv_boxes; ++k) load.push_back({PairOp::kBytes, r, PBar::kKvFull, box128, 0});
+    for (int j = 0; j < J; ++j) {
+      wait(load, r, PBar::kQdoEmpty, 1 ^ (j & 1));
+      for (PBar b : {PBar::kQFull, PBar::kDoFull}) {
+        load.push_back({PairOp::kExpect, r, b, Plan::kQsBytes + Plan::kQdBytes + Plan::kRowBytes, j});
+        load.push_back({PairOp::kBytes, r, b, qdo_bytes, j});
+      }
+    }
+    wait(load, r, PBar::kQdoEmpty, 1 ^ (J & 1));
+    P.push_back(load);
+    // Relay (warp 14): the peer forwards its landings; both forward x_full to ds_ready; tail: ds_free.
+    std::vector<PairOp> relay;
+    if (r == 1) {
+      wait(relay, 1, PBar::kKvFull, 0);
+      arrive(relay, 0, PBar::kKvFull, 0);
+    }
+    for (int j = 0; j < J; ++j) {
+      if (r == 1) {
+        wait(relay, 1, PBar::kQFull, j & 1);
+        if (m != PairMutation::kNoQFullRelay) arrive(relay, 0, PBar::kQFull, j);
+        wait(relay, 1, PBar::kDoFull, j & 1);
+        arrive(relay, 0, PBar::kDoFull, j);
+      }
+      wait(relay, r, PBar::kXFull, j & 1);
+      if (m != PairMutation::kNoRelayOfXFull) arrive(relay, 0, PBar::kDsReady, j);
+    }
+    wait(relay, r, PBar::kDsFree, (J - 1) & 1);
+    P.push_back(relay);
+    // Compute: one process per warpgroup (h = query half), four warps' arrivals each; the warpgroup of
+    // half 1 - r sends its dS half to the peer after its named barrier.
+    for (int h = 0; h < 2; ++h) {
+      std::vector<PairOp> comp;
+      for (int j = 0; j < J; ++j) {
+        wait(comp, r, PBar::kQFull, j & 1);
+        wait(comp, r, PBar::kDoFull, j & 1);
+        wait(comp, r, PBar::kSdpFull, j & 1);
+        if (j > 0) wait(comp, r, PBar::kDsFree, (j - 1) & 1);
+        if (h != r) {
+          if (m != PairMutation::kNoExpectTx) comp.push_back({PairOp::kExpect, peer, PBar::kXFull, xchg, j});
+          comp.push_back({PairOp::kBytes, peer, PBar::kXFull, xchg, j});
+        }
+        for (int w = 0; w < 4; ++w) {
+          arrive(comp, 0, PBar::kPReady, j);
+          arrive(comp, 0, PBar::kDsReady, j);
+        }
+      }
+      wait(comp, r, PBar::kDkvFull, 0);
+      P.push_back(comp);
+    }
+    // Reduction (four warps): dq_full, one dq_free per warp, then this CTA's qdo_empty arrive.
+    std::vector<PairOp> red;
+    for (int j = 0; j < J; ++j) {
+      wait(red, r, PBar::kDqFull, j & 1);
+      for (int w = 0; w < 4; ++w) arrive(red, 0, PBar::kDqFree, j);
+      if (m != PairMutation::kNoReductionArrive) arrive(red, r, PBar::kQdoEmpty, j);
+    }
+    P.push_back(red);
+  }
+  return sim.run();
+}
+
 // ---- 5. TMEM live intervals ---------------------------------------------------------------------------
 // Logical steps of one key tile: 0 S MMA, 1 dP MMA, 2 P ready / dV MMA, 3 dP retired -> dS formed,
 // 4 dK MMA reads dS, 5 dS operand retired -> dQ MMA, 6 dQ drained, 7-8 dK/dV epilogue.
@@ -412,6 +641,18 @@ SimResult kernel_dq_writers(int seqlen_q, int seqlen_k, bool causal, int m_block
     const int lock = wrong_span && causal ? flashptx::writer_order::lock_causal_spt(kb.n_block, n_blocks)
                                           : k::dq_lock(kb.n_block, m_block, seqlen_q, seqlen_k, causal);
     w.push_back({kb.n_block, lock});
+  }
+  return simulate_writers(w, static_cast<int>(w.size()), false);
+}
+
+SimResult kernel_pair_dq_writers(int seqlen_q, int seqlen_k, bool causal, int m_block) {
+  namespace k = flashptx::fa4bwd;
+  const int n_blocks = (seqlen_k + k::kBlockN - 1) / k::kBlockN, m_blocks = (seqlen_q + k::kBlockM - 1) / k::kBlockM;
+  std::vector<Writer> w;
+  for (int bx = 0; bx < 2 * k::pair::pair_count(n_blocks); ++bx) {
+    const k::KeyBlock kb = k::pair::pair_key_block(bx, 0, 0, n_blocks, m_blocks, 1, 1, seqlen_q, seqlen_k, causal, true);
+    if (m_block < kb.m_begin || m_block >= kb.m_end) continue;
+    w.push_back({kb.n_block, k::pair::pair_dq_lock(kb.n_block, m_block, seqlen_q, seqlen_k, causal)});
   }
   return simulate_writers(w, static_cast<int>(w.size()), false);
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "flashptx/fa4_bwd_pair_plan.h"
 #include "flashptx/tmem_plan.h"
 #include "flashptx/writer_order.h"
 
@@ -134,6 +135,37 @@ enum class KernelTmemMutation : uint8_t { kNone, kDqBeforeDsReady, kNoDqFreeWait
 std::vector<flashptx::tmem::TmemObject> kernel_tmem_objects(int head_dim, int J, KernelTmemMutation m);
 
 
+// ---- the 2-CTA kernel's barrier protocol (include/flashptx/fa4_bwd_pair_plan.h) -----------------------
+// Both CTAs of a pair (src/sm100/fa4_bwd_pair.cuh, never executed: no Blackwell GPU) run as processes
+// over modelled mbarriers (arrival count, transaction bytes, completed phases; a wait on parity P passes
+// once the phase of parity P has completed): the leader's MMA thread walks fa4bwd::bwd_tile_schedule;
+// the loaders, relays, compute warpgroups and reduction warpgroups of each CTA are written here after
+// the kernel's roles. The barriers are fa4bwd::pair::PBar with the counts of pair_arrival_count
+// (`counts`: a table to use instead, counts[rank][bar]), the byte counts the loaders expect are the
+// plan's, the copies the TMA boxes and the exchange actually move. Every arrival carries the phase it
+// belongs to (the step); one that lands in another phase is a protocol error even when nothing hangs.
+// The mutations drop or change one signal of the kernel.
+enum class PairProtocolError : uint8_t {
+  kOk,
+  kDeadlock,         // some process waits on a phase no remaining arrival can complete
+  kWrongPhase,       // an arrival or transaction landed in a phase other than its own
+  kBytesMismatch,    // a phase's expect_tx differs from the bytes its copies move
+  kLeftOver,         // a barrier ends with a partial phase (arrivals or bytes that nobody waited for)
+};
+const char* pair_protocol_error_name(PairProtocolError e);
+enum class PairMutation : uint8_t {
+  kNone,
+  kNoRelayOfXFull,     // the relay does not forward x_full to the leader's ds_ready
+  kNoExpectTx,         // the sender copies its dS half without the arrive.expect_tx on the peer's x_full
+  kDsFreeLeaderOnly,   // ds_free committed to the leader only (no multicast)
+  kNoQFullRelay,       // the peer's relay does not forward q_full
+  kNoReductionArrive,  // the reduction does not arrive on qdo_empty (its staging read)
+  kCount
+};
+const char* pair_mutation_name(PairMutation m);
+PairProtocolError simulate_pair_protocol(int J, PairMutation m = PairMutation::kNone,
+                                         const uint32_t (*counts)[::flashptx::fa4bwd::pair::kPBarCount] = nullptr);
+
 // ---- writer orders ---------------------------------------------------------------------------------
 // The worked example: contributions [1e8, 1, -1e8, 3] summed in FP32 in a given order.
 float fp32_sum_in_order(const std::vector<float>& contrib, const std::vector<int>& order);
@@ -155,5 +187,8 @@ std::vector<Writer> causal_spt_writers();
 // whose query range contains m; simulate_writers runs them under the kernel's locks. `wrong_span`: the
 // causal lock counted over all key blocks instead of those that reach tile m (the failure lab).
 SimResult kernel_dq_writers(int seqlen_q, int seqlen_k, bool causal, int m_block, bool wrong_span);
+// The same for the 2-CTA kernel (fa4bwd::pair::pair_key_block, pair_dq_lock): the writers of dQ tile m
+// are both CTAs of every pair that walks it (their halves of the rows), in the grid's pair order.
+SimResult kernel_pair_dq_writers(int seqlen_q, int seqlen_k, bool causal, int m_block);
 
 }  // namespace flashptx::models::fa4bwd

@@ -298,17 +298,22 @@ EmuError mma(const std::vector<Cta*>& ctas, const MmaOp& op) {
   if (e != EmuError::kOk) return e;
   if (op.kind == Kind::kF16 && id.atype != id.btype) return EmuError::kIdescType;  // .f16 or .bf16, both
   if (!shape_in_isa_table(op.cta_group, id.m, id.n)) return EmuError::kIllegalShape;
-  // TMEM data-path layouts modelled: 128 rows per CTA in lanes [0, 128).
-  if (!((op.cta_group == 1 && id.m == 128) || (op.cta_group == 2 && id.m == 256))) return EmuError::kNotModelled;
+  // TMEM data-path layouts modelled (d_location): cta_group::1 M = 128 and cta_group::2 M = 256
+  // (identity, 128 rows per CTA), cta_group::2 M = 128 (Layout B, 64 rows per CTA, SS form only).
+  const bool pair128 = op.cta_group == 2 && id.m == 128;
+  if (!((op.cta_group == 1 && id.m == 128) || (op.cta_group == 2 && id.m == 256) || pair128))
+    return EmuError::kNotModelled;
+  if (pair128 && op.a_from_tmem) return EmuError::kNotModelled;
   if (op.a_from_tmem && id.transpose_a) return EmuError::kTmemATransposed;
 
   const uint32_t k = 32 / elem_bytes(at);  // K = 16 (kind::f16) or 32 (kind::f8f6f4)
   if (elem_bytes(bt) != elem_bytes(at)) return EmuError::kNotModelled;
-  const uint32_t rows = 128, n_total = id.n, n_local = id.n / op.cta_group;
+  const uint32_t rows = rows_per_cta(op.cta_group, id.m), n_total = id.n, n_local = id.n / op.cta_group;
   const uint32_t d_col = column_of(op.d_tmem);
   if (lane_of(op.d_tmem) != 0) return EmuError::kTmemAddress;
+  const uint32_t d_width = pair128 ? n_total / 2 : n_total;  // TMEM columns D occupies
   for (Cta* c : ctas)
-    if (!c->tmem.live(d_col, d_col + n_total)) return EmuError::kTmemAddress;
+    if (!c->tmem.live(d_col, d_col + d_width)) return EmuError::kTmemAddress;
 
   // Gather everything first (A may share TMEM with nothing D writes, but do not rely on it).
   std::vector<std::vector<double>> a(ctas.size()), b(ctas.size());
@@ -327,17 +332,39 @@ EmuError mma(const std::vector<Cta*>& ctas, const MmaOp& op) {
         const uint32_t nl = n % n_local;
         double acc = 0.0;
         for (uint32_t kk = 0; kk < k; ++kk) acc += (sa * a[r][size_t(i) * k + kk]) * (sb * bn[size_t(nl) * k + kk]);
+        uint32_t lane = 0, col = 0;
+        d_location(op.cta_group, id.m, n_total, i, n, &lane, &col);
         float d = 0.0f;
         if (op.enable_input_d) {
-          const uint32_t old = ctas[r]->tmem.cell(i, d_col + n);
+          const uint32_t old = ctas[r]->tmem.cell(lane, d_col + col);
           std::memcpy(&d, &old, 4);
         }
         const float out = static_cast<float>(static_cast<double>(d) + acc);
         uint32_t o;
         std::memcpy(&o, &out, 4);
-        ctas[r]->tmem.set_cell(i, d_col + n, o);
+        ctas[r]->tmem.set_cell(lane, d_col + col, o);
       }
   return EmuError::kOk;
+}
+
+// The data-path layouts ("Data path layout organization"): Layout A (cta_group::2, M = 256) and
+// Layout D (cta_group::1, M = 128) put row i in lane i; Layout B (cta_group::2, M = 128) puts this
+// CTA's 64 rows in lanes [0, 64) for the first N / 2 columns and in lanes [64, 128) for the rest.
+EmuError d_location(int cta_group, uint32_t m, uint32_t n, uint32_t row, uint32_t col, uint32_t* lane,
+                    uint32_t* column) {
+  if ((cta_group == 1 && m == 128) || (cta_group == 2 && m == 256)) {
+    if (row >= 128 || col >= n) return EmuError::kTmemAddress;
+    *lane = row;
+    *column = col;
+    return EmuError::kOk;
+  }
+  if (cta_group == 2 && m == 128) {
+    if (row >= 64 || col >= n || n % 2 != 0) return EmuError::kTmemAddress;
+    *lane = row + (col < n / 2 ? 0u : 64u);
+    *column = col % (n / 2);
+    return EmuError::kOk;
+  }
+  return EmuError::kNotModelled;
 }
 
 // ---- 6. tcgen05.ld / tcgen05.st, shape .32x32b ("Matrix fragments for shape .32x32b") -------------

@@ -16,13 +16,17 @@
 //   - tcgen05.mma, dense, f16/bf16 and e4m3/e5m2 inputs, f32 accumulate, enable-input-d, negate,
 //     transposes, A from shared memory (SS) or TMEM (TS), cta_group::1 with M = 128 and
 //     cta_group::2 with M = 256 (each CTA of the pair: A rows and D lanes [0, 128), B columns of its
-//     half of N);
+//     half of N) and, SS form only, cta_group::2 with M = 128 (the ISA's data-path "Layout B": each
+//     CTA of the pair holds M / 2 = 64 rows of A and of D, and N / 2 columns of B; its 64 D rows x N
+//     columns are folded into 128 lanes x N / 2 columns: row i, column n < N / 2 in lane i, column n;
+//     row i, column n >= N / 2 in lane 64 + i, column n - N / 2. d_location() says where each D
+//     element lives, for every modelled form);
 //   - Tensor Memory per CTA: 128 lanes x 512 columns of 32 bits, tcgen05.alloc / dealloc /
 //     relinquish_alloc_permit rules ("Tensor Memory Allocation"), and tcgen05.ld / tcgen05.st of
 //     shape .32x32b ("Matrix fragments for shape .32x32b"): thread t, register j <-> lane
 //     (address lane + t), column (address column + j), the warp confined to its lane quarter.
 // What it does not model, and says so with EmuError::kNotModelled rather than guessing: M = 64
-// (cta_group::1) and M = 128 (cta_group::2) TMEM layouts, f16 accumulators, sparse and .ws forms,
+// (cta_group::1) TMEM layouts, the TS form (A from TMEM) of M = 128 cta_group::2, f16 accumulators, sparse and .ws forms,
 // sub-byte types, 128B swizzle with 32-byte atoms, a non-zero matrix base offset, .16x* shapes of
 // tcgen05.ld/st, .pack/.unpack. Timing, asynchrony and the completion chain are not modelled at
 // all (src/models/tmem.cpp checks the event order).
@@ -149,6 +153,16 @@ struct MmaOp {
 };
 // Executes one tcgen05.mma. `ctas` holds one CTA (cta_group::1) or the pair, rank 0 then rank 1.
 EmuError mma(const std::vector<Cta*>& ctas, const MmaOp& op);
+
+// Where one CTA's D element (row, column) of a tcgen05.mma of shape M x N lives in its TMEM, relative
+// to the D address: `row` is the row inside this CTA's share (cta_group::1: [0, M); cta_group::2:
+// [0, M / 2)), `col` in [0, N). The data-path layouts: cta_group::1 M = 128 and cta_group::2 M = 256
+// are the identity (lane = row, column = col); cta_group::2 M = 128 folds N in two halves over the
+// two 64-lane halves (Layout B). kNotModelled for the other shapes.
+EmuError d_location(int cta_group, uint32_t m, uint32_t n, uint32_t row, uint32_t col, uint32_t* lane,
+                    uint32_t* column);
+// Rows of A (and of D) each CTA holds: M for cta_group::1, M / 2 for cta_group::2.
+inline uint32_t rows_per_cta(int cta_group, uint32_t m) { return m / static_cast<uint32_t>(cta_group); }
 
 // The operand a descriptor describes, as doubles, row-major [rows][k]: row = M index (A) or N index
 // (B). The same gather tcgen05.mma performs.

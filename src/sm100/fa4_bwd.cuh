@@ -275,6 +275,131 @@ struct MmaIssuer {
   }
 };
 
+// One 32-query chunk c of a compute thread's step (key `key`, query half h, query block m): S^T and
+// dP^T out of TMEM, P^T = exp2(S^T lambda - LSE2) (masked) and dS^T = P^T (dP^T - delta); P^T back to
+// TMEM over S^T's columns it has read (fa4_bwd_plan.h: the head of the half), dS^T into the shared
+// tile ds_tile at ds_unit_byte (dK's K-major A, dQ's MN-major A). Copy (the 2-CTA kernel): the
+// thread's units also go to copy_tile at the same offsets where `copy` holds (its half is this CTA's
+// dQ rows). Shared by the 1-CTA and 2-CTA kernels.
+template <int D, bool Bf16, bool Copy>
+__device__ __forceinline__ void compute_chunk(const BwdParams& p, const KeyBlock& kb, uint32_t tmem, int warp, int h,
+                                              int key, int c, int m, const float* lse, const float* delta,
+                                              uint32_t ds_tile, uint32_t copy_tile, bool copy = false) {
+  const int gkey = kb.n_block * kBlockN + key;
+  uint32_t s_raw[kComputeCols], dp_raw[kComputeCols];
+  ptx::tcgen05_ld_32x32b_x32(BwdMmaPlan<D, Bf16>::s_taddr(tmem, warp, h, c), s_raw);
+  ptx::tcgen05_ld_32x32b_x32(BwdMmaPlan<D, Bf16>::dp_taddr(tmem, warp, h, c), dp_raw);
+  ptx::tcgen05_wait_ld_bind(s_raw);  // waits for both loads
+  ptx::tcgen05_wait_ld_bind(dp_raw);
+  const int q0 = 64 * h + kComputeCols * c;  // first query of the chunk in the block
+  uint32_t p_pack[kComputeCols / 2], ds_pack[kComputeCols / 2];
+#pragma unroll
+  for (int e = 0; e < kComputeCols / 2; ++e) {
+    float pv[2], dsv[2];
+#pragma unroll
+    for (int x = 0; x < 2; ++x) {
+      const int q = q0 + 2 * e + x;
+      const bool vis = key_visible(gkey, m * kBlockM + q, p.seqlen_q, p.seqlen_k, p.causal != 0);
+      pv[x] = bwd_p<DeviceMath>(__uint_as_float(s_raw[2 * e + x]), p.softmax_scale_log2, lse[q], vis);
+      dsv[x] = bwd_ds(pv[x], __uint_as_float(dp_raw[2 * e + x]), delta[q]);
+    }
+    p_pack[e] = pack2<Bf16>(pv[0], pv[1]);
+    ds_pack[e] = pack2<Bf16>(dsv[0], dsv[1]);
+  }
+  // P^T over columns of S^T this thread has already read (fa4_bwd_plan.h: the head of the half).
+  ptx::tcgen05_st_32x32b_x16(BwdMmaPlan<D, Bf16>::p_taddr(tmem, warp, h, c), p_pack);
+  // dS^T[key][q0 .. q0+32): four 16-byte units, swizzled as dK's K-major A (and dQ's MN-major A).
+#pragma unroll
+  for (int u = 0; u < kComputeCols / 8; ++u) {
+    const uint32_t a = BwdMmaPlan<D, Bf16>::ds_unit_byte(static_cast<uint32_t>(key), static_cast<uint32_t>(q0 + 8 * u));
+    ptx::st_shared_v4_b32(ds_tile + a, ds_pack[4 * u], ds_pack[4 * u + 1], ds_pack[4 * u + 2], ds_pack[4 * u + 3]);
+    if (Copy && copy)
+      ptx::st_shared_v4_b32(copy_tile + a, ds_pack[4 * u], ds_pack[4 * u + 1], ds_pack[4 * u + 2], ds_pack[4 * u + 3]);
+  }
+}
+
+// The dK/dV epilogue of one compute thread (key `key` of the block, query half h = head-dim half h),
+// after dkv_full (`any`: the key block had a step; otherwise zeros): dK (x softmax_scale) and dV,
+// head-dim columns [h d/2, (h+1) d/2), 32 at a time. Non-GQA: bf16/fp16 into the staging tiles
+// (dv_stage, dk_stage: the TMA store layout, 64-column chunks of 128 rows, 128-byte swizzle), then the
+// TMA stores by one thread. GQA: red.global.add.f32 into the fp32 accumulators (the FA3 postprocess
+// layout), deterministic: in the head order of writer_order.h lock_gqa. Shared by the 1-CTA and
+// 2-CTA kernels (the TMEM columns of dV and dK are BwdMmaPlan<D>'s in both).
+template <int D, bool Bf16>
+__device__ __forceinline__ void dkv_epilogue(const BwdParams& p, const KeyBlock& kb, uint32_t tmem, int warp, int h,
+                                             int key, bool any, uint32_t dv_stage, uint32_t dk_stage) {
+  const bool gqa = p.heads_q != p.heads_kv;
+  const int gkey = kb.n_block * kBlockN + key;
+  const int ratio = p.heads_q / p.heads_kv;
+  uint32_t* sem = p.dkv_sem + (static_cast<int64_t>(kb.batch) * p.heads_kv + kb.head_kv) * p.n_blocks + kb.n_block;
+  if (gqa && p.deterministic) {
+    if (threadIdx.x == 32 * kComputeWarp0)
+      wait_for_turn(sem, static_cast<uint32_t>(writer_order::lock_gqa(kb.head % ratio, ratio)), "fa4 bwd: dkv_sem");
+    ptx::bar_sync(kComputeNamedBar, 32 * kComputeWarps);
+  }
+#pragma unroll
+  for (int t = 0; t < 2; ++t) {  // t = 0: dV, t = 1: dK
+    const float scale = t == 0 ? 1.0f : p.softmax_scale;
+#pragma unroll
+    for (int c = 0; c < D / 2 / 32; ++c) {
+      const int col0 = h * (D / 2) + 32 * c;  // head-dim column of the chunk
+      uint32_t r[32];
+      if (any) {
+        if (t == 0) ptx::tcgen05_ld_32x32b_x32(BwdMmaPlan<D, Bf16>::dv_taddr(tmem, warp, col0 / 32), r);
+        else ptx::tcgen05_ld_32x32b_x32(BwdMmaPlan<D, Bf16>::dk_taddr(tmem, warp, col0 / 32), r);
+        ptx::tcgen05_wait_ld_bind(r);
+      } else {
+#pragma unroll
+        for (int k = 0; k < 32; ++k) r[k] = 0u;
+      }
+      if (gqa) {
+        if (gkey < p.seqlen_k) {
+          float* acc = (t == 0 ? p.dv_accum : p.dk_accum) +
+                       ((static_cast<int64_t>(kb.batch) * p.heads_kv + kb.head_kv) * p.n_blocks * kBlockN + gkey) *
+                           D + col0;
+#pragma unroll
+          for (int k = 0; k < 32; ++k) ptx::red_global_add_f32(acc + k, __uint_as_float(r[k]) * scale);
+        }
+      } else {
+        const uint32_t tile = t == 0 ? dv_stage : dk_stage;
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {  // 16-byte units: 8 columns each
+          uint32_t w[4];
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            w[e] = pack2<Bf16>(__uint_as_float(r[8 * u + 2 * e]) * scale, __uint_as_float(r[8 * u + 2 * e + 1]) * scale);
+          ptx::st_shared_v4_b32(tile + BwdMmaPlan<D, Bf16>::out_unit_byte(static_cast<uint32_t>(key), static_cast<uint32_t>(col0 + 8 * u)),
+                                w[0], w[1], w[2], w[3]);
+        }
+      }
+    }
+  }
+  if (gqa) {
+    if (p.deterministic) {
+      ptx::bar_sync(kComputeNamedBar, 32 * kComputeWarps);  // every thread's adds issued (reading only: see NOTES)
+      if (threadIdx.x == 32 * kComputeWarp0) {
+        ptx::fence_acq_rel_gpu();
+        ptx::red_release_gpu_add_u32(sem, 1u);
+      }
+    }
+    return;
+  }
+  // Generic stores -> the TMA stores' async-proxy reads: fence in every writer, then the barrier.
+  ptx::fence_proxy_async_shared_cta();
+  ptx::bar_sync(kComputeNamedBar, 32 * kComputeWarps);
+  if (threadIdx.x == 32 * kComputeWarp0) {
+    for (int c = 0; c < D / kChunkElems; ++c)
+      for (int r0 = 0; r0 < kBlockN; r0 += 64) {
+        ptx::cp_async_bulk_tensor_4d_store(&p.tma_dv, dv_stage + BwdMmaPlan<D, Bf16>::chunk(kBlockN, c) + r0 * kSwizzleRow,
+                                           c * kChunkElems, kb.n_block * kBlockN + r0, kb.head_kv, kb.batch);
+        ptx::cp_async_bulk_tensor_4d_store(&p.tma_dk, dk_stage + BwdMmaPlan<D, Bf16>::chunk(kBlockN, c) + r0 * kSwizzleRow,
+                                           c * kChunkElems, kb.n_block * kBlockN + r0, kb.head_kv, kb.batch);
+      }
+    ptx::cp_async_bulk_commit_group();
+    ptx::cp_async_bulk_wait_group_read<0>();  // the staging tiles stay valid until read (CTA exit)
+  }
+}
+
 // ==================================== COMPUTE (warps 4-11) ==================================================
 template <BwdConfig C>
 struct Compute {
@@ -302,38 +427,10 @@ struct Compute {
     // dS^T(j-1) has been read by dK(j-1) and dQ(j-1) (their commit), so this step may overwrite it.
     if (j > 0) FLASHPTX_MBAR_WAIT(sm.bar(Bar::kDsFree), static_cast<uint32_t>(j - 1) & 1u, "fa4 bwd compute: ds_free");
     ptx::tcgen05_fence_after_thread_sync();  // the MMAs' S^T, dP^T (commit -> mbarrier) before tcgen05.ld
-    const float lambda = p.softmax_scale_log2;
-    const int gkey = kb.n_block * kBlockN + key;
 #pragma unroll
-    for (int c = 0; c < 64 / kComputeCols; ++c) {
-      uint32_t s_raw[kComputeCols], dp_raw[kComputeCols];
-      ptx::tcgen05_ld_32x32b_x32(Plan::s_taddr(tmem, warp, h, c), s_raw);
-      ptx::tcgen05_ld_32x32b_x32(Plan::dp_taddr(tmem, warp, h, c), dp_raw);
-      ptx::tcgen05_wait_ld_bind(s_raw);  // waits for both loads
-      ptx::tcgen05_wait_ld_bind(dp_raw);
-      const int q0 = 64 * h + kComputeCols * c;  // first query of the chunk in the block
-      uint32_t p_pack[kComputeCols / 2], ds_pack[kComputeCols / 2];
-#pragma unroll
-      for (int e = 0; e < kComputeCols / 2; ++e) {
-        float pv[2], dsv[2];
-#pragma unroll
-        for (int x = 0; x < 2; ++x) {
-          const int q = q0 + 2 * e + x;
-          const bool vis = key_visible(gkey, m * kBlockM + q, p.seqlen_q, p.seqlen_k, p.causal != 0);
-          pv[x] = bwd_p<DeviceMath>(__uint_as_float(s_raw[2 * e + x]), lambda, sm.lse_ptr(stage)[q], vis);
-          dsv[x] = bwd_ds(pv[x], __uint_as_float(dp_raw[2 * e + x]), sm.delta_ptr(stage)[q]);
-        }
-        p_pack[e] = pack2<C.bf16>(pv[0], pv[1]);
-        ds_pack[e] = pack2<C.bf16>(dsv[0], dsv[1]);
-      }
-      // P^T over columns of S^T this thread has already read (fa4_bwd_plan.h: the head of the half).
-      ptx::tcgen05_st_32x32b_x16(Plan::p_taddr(tmem, warp, h, c), p_pack);
-      // dS^T[key][q0 .. q0+32): four 16-byte units, swizzled as dK's K-major A (and dQ's MN-major A).
-#pragma unroll
-      for (int u = 0; u < kComputeCols / 8; ++u)
-        ptx::st_shared_v4_b32(sm.ds() + Plan::ds_unit_byte(static_cast<uint32_t>(key), static_cast<uint32_t>(q0 + 8 * u)),
-                              ds_pack[4 * u], ds_pack[4 * u + 1], ds_pack[4 * u + 2], ds_pack[4 * u + 3]);
-    }
+    for (int c = 0; c < 64 / kComputeCols; ++c)
+      compute_chunk<C.head_dim, C.bf16, false>(p, kb, tmem, warp, h, key, c, m, sm.lse_ptr(stage), sm.delta_ptr(stage),
+                                               sm.ds(), 0u);
     // P^T: stores complete (wait::st) and ordered before the arrive (fence::before_thread_sync).
     ptx::tcgen05_wait_st();
     ptx::tcgen05_fence_before_thread_sync();
@@ -346,87 +443,15 @@ struct Compute {
     }
   }
 
-  // dK (x softmax_scale) and dV of this thread's key, head-dim columns [h d/2, (h+1) d/2), 32 at a time.
-  // Non-GQA: bf16/fp16 into the staging tiles (dV in the dS^T buffer, dK in Q stage 0; the TMA store
-  // layout: 64-column chunks of 128 rows, 128-byte swizzle), then the TMA stores by one thread.
-  // GQA: red.global.add.f32 into the fp32 accumulators (the FA3 postprocess layout), deterministic:
-  // in the head order of writer_order.h lock_gqa.
+  // After dkv_full: dK and dV out of TMEM (dkv_epilogue above, shared with the 2-CTA kernel), staged
+  // in the dS^T buffer (dV) and Q stage 0 (dK), both free once every MMA has completed.
   __device__ __forceinline__ void epilogue() {
     const bool any = kb.m_end > kb.m_begin;
     if (any) {
       FLASHPTX_MBAR_WAIT(sm.bar(Bar::kDkvFull), 0u, "fa4 bwd compute: dkv_full");
       ptx::tcgen05_fence_after_thread_sync();  // the last dV/dK MMA (commit -> mbarrier) before tcgen05.ld
     }
-    const bool gqa = p.heads_q != p.heads_kv;
-    const int gkey = kb.n_block * kBlockN + key;
-    const int ratio = p.heads_q / p.heads_kv;
-    uint32_t* sem = p.dkv_sem + (static_cast<int64_t>(kb.batch) * p.heads_kv + kb.head_kv) * p.n_blocks + kb.n_block;
-    if (gqa && p.deterministic) {
-      if (threadIdx.x == 32 * kComputeWarp0)
-        wait_for_turn(sem, static_cast<uint32_t>(writer_order::lock_gqa(kb.head % ratio, ratio)), "fa4 bwd: dkv_sem");
-      ptx::bar_sync(kComputeNamedBar, 32 * kComputeWarps);
-    }
-#pragma unroll
-    for (int t = 0; t < 2; ++t) {  // t = 0: dV, t = 1: dK
-      const float scale = t == 0 ? 1.0f : p.softmax_scale;
-#pragma unroll
-      for (int c = 0; c < C.head_dim / 2 / 32; ++c) {
-        const int col0 = h * (C.head_dim / 2) + 32 * c;  // head-dim column of the chunk
-        uint32_t r[32];
-        if (any) {
-          if (t == 0) ptx::tcgen05_ld_32x32b_x32(Plan::dv_taddr(tmem, warp, col0 / 32), r);
-          else ptx::tcgen05_ld_32x32b_x32(Plan::dk_taddr(tmem, warp, col0 / 32), r);
-          ptx::tcgen05_wait_ld_bind(r);
-        } else {
-#pragma unroll
-          for (int k = 0; k < 32; ++k) r[k] = 0u;
-        }
-        if (gqa) {
-          if (gkey < p.seqlen_k) {
-            float* acc = (t == 0 ? p.dv_accum : p.dk_accum) +
-                         ((static_cast<int64_t>(kb.batch) * p.heads_kv + kb.head_kv) * p.n_blocks * kBlockN + gkey) *
-                             C.head_dim + col0;
-#pragma unroll
-            for (int k = 0; k < 32; ++k) ptx::red_global_add_f32(acc + k, __uint_as_float(r[k]) * scale);
-          }
-        } else {
-          const uint32_t tile = t == 0 ? sm.ds() : sm.q(0);
-#pragma unroll
-          for (int u = 0; u < 4; ++u) {  // 16-byte units: 8 columns each
-            uint32_t w[4];
-#pragma unroll
-            for (int e = 0; e < 4; ++e)
-              w[e] = pack2<C.bf16>(__uint_as_float(r[8 * u + 2 * e]) * scale, __uint_as_float(r[8 * u + 2 * e + 1]) * scale);
-            ptx::st_shared_v4_b32(tile + Plan::out_unit_byte(static_cast<uint32_t>(key), static_cast<uint32_t>(col0 + 8 * u)),
-                                  w[0], w[1], w[2], w[3]);
-          }
-        }
-      }
-    }
-    if (gqa) {
-      if (p.deterministic) {
-        ptx::bar_sync(kComputeNamedBar, 32 * kComputeWarps);  // every thread's adds issued (reading only: see NOTES)
-        if (threadIdx.x == 32 * kComputeWarp0) {
-          ptx::fence_acq_rel_gpu();
-          ptx::red_release_gpu_add_u32(sem, 1u);
-        }
-      }
-      return;
-    }
-    // Generic stores -> the TMA stores' async-proxy reads: fence in every writer, then the barrier.
-    ptx::fence_proxy_async_shared_cta();
-    ptx::bar_sync(kComputeNamedBar, 32 * kComputeWarps);
-    if (threadIdx.x == 32 * kComputeWarp0) {
-      for (int c = 0; c < C.head_dim / kChunkElems; ++c)
-        for (int r0 = 0; r0 < kBlockN; r0 += 64) {
-          ptx::cp_async_bulk_tensor_4d_store(&p.tma_dv, sm.ds() + Plan::chunk(kBlockN, c) + r0 * kSwizzleRow,
-                                             c * kChunkElems, kb.n_block * kBlockN + r0, kb.head_kv, kb.batch);
-          ptx::cp_async_bulk_tensor_4d_store(&p.tma_dk, sm.q(0) + Plan::chunk(kBlockN, c) + r0 * kSwizzleRow,
-                                             c * kChunkElems, kb.n_block * kBlockN + r0, kb.head_kv, kb.batch);
-        }
-      ptx::cp_async_bulk_commit_group();
-      ptx::cp_async_bulk_wait_group_read<0>();  // the staging tiles stay valid until read (CTA exit)
-    }
+    dkv_epilogue<C.head_dim, C.bf16>(p, kb, tmem, warp, h, key, any, sm.ds(), sm.q(0));
   }
 
   __device__ __forceinline__ void run() {

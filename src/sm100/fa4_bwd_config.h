@@ -8,6 +8,7 @@
 //                 (GQA), dq_sem/dkv_sem (deterministic), the sizes and scales. It does not read
 //                 dq_rotated (FA3's rotated writer order): the plan never sets it for this kernel.
 //   BwdConfig     the compile-time shape of one specialization, named fields
+//   BwdPairLayout<Bf16>  the same for the 2-CTA form (include/flashptx/fa4_bwd_pair_plan.h), d = 128
 //   BwdLayout<C>  the MMA plan (include/flashptx/fa4_bwd_plan.h), the shared-memory plan, the barrier
 //                 slots with their arrival counts, the register split (the plan's role table)
 // The specializations that exist are listed once, in src/sm100/fa4_bwd.cu.
@@ -15,6 +16,7 @@
 #pragma once
 #include <cstdint>
 
+#include "flashptx/fa4_bwd_pair_plan.h"
 #include "flashptx/fa4_bwd_plan.h"
 #include "src/sm90/fa3_bwd_config.h"
 
@@ -66,6 +68,45 @@ struct BwdLayout {
 // stage would need 256 KiB.
 constexpr BwdConfig kBwdD64 = {.head_dim = 64, .stages = 2, .bf16 = true};
 constexpr BwdConfig kBwdD128 = {.head_dim = 128, .stages = 1, .bf16 = true};
+// The 2-CTA form's shared memory (each CTA; include/flashptx/fa4_bwd_pair_plan.h says what each tile
+// holds). Every tile sits at the same offset in both CTAs: one descriptor of the leader serves both.
+// The dQ staging reuses QS (chunks 0, 1) and dOS (chunks 2, 3), 8 KiB a chunk (64 rows x 32 fp32):
+// S^T and dP^T, their only readers, completed before dq_full, and the next loads wait qdo_empty, which
+// counts the reduction's arrive. The epilogue stages dV in DS and dK in XA (free after dkv_full).
+template <bool Bf16>
+struct BwdPairLayout {
+  using Plan = pair::PairMmaPlan<Bf16>;
+  static constexpr int kThreads = fa4bwd::kThreads;
+  static constexpr int kReductionRegs = warpgroup_regs(0);
+  static constexpr int kComputeRegs = warpgroup_regs(1);
+  static constexpr int kOtherRegs = warpgroup_regs(3);
+  static constexpr uint32_t kOffK = 0;
+  static constexpr uint32_t kOffV = kOffK + Plan::kKBytes;
+  static constexpr uint32_t kOffQs = kOffV + Plan::kKBytes;
+  static constexpr uint32_t kOffDos = kOffQs + Plan::kQsBytes;
+  static constexpr uint32_t kOffQd = kOffDos + Plan::kQsBytes;
+  static constexpr uint32_t kOffDod = kOffQd + Plan::kQdBytes;
+  static constexpr uint32_t kOffDs = kOffDod + Plan::kQdBytes;
+  static constexpr uint32_t kOffXa = kOffDs + Plan::kDsBytes;
+  static constexpr uint32_t kOffXb = kOffXa + Plan::kXBytes;
+  static constexpr uint32_t kOffLse = kOffXb + Plan::kXBytes;
+  static constexpr uint32_t kOffDelta = kOffLse + Plan::kRowBytes;
+  static constexpr uint32_t kOffTmemSlot = kOffDelta + Plan::kRowBytes;
+  static constexpr uint32_t kOffBar = kOffTmemSlot + 16;
+  static constexpr uint32_t kSmemBytes = kOffBar + 8 * pair::kPBarCount + 1024;  // + alignment slack
+  static constexpr uint32_t kDqStageChunkBytes = kBlockM / 2 * kDqChunkCols * 4;  // 8 KiB
+  // Staging of dQ chunk c (0..3): QS for chunks 0, 1; dOS for 2, 3.
+  static constexpr uint32_t dq_stage(int c) {
+    return (c < 2 ? kOffQs : kOffDos) + static_cast<uint32_t>(c % 2) * kDqStageChunkBytes;
+  }
+  static constexpr uint32_t bar(pair::PBar b) { return kOffBar + 8u * static_cast<uint32_t>(b); }
+  static_assert(2 * kDqStageChunkBytes <= Plan::kQsBytes, "two staged dQ chunks fit QS (and dOS)");
+  static_assert(kOffXa % 1024 == 0 && kOffXb % 1024 == 0 && kOffQd % 1024 == 0, "1024-aligned tiles");
+  static_assert(Plan::kDsBytes >= kBlockN * Plan::kD * 2 && Plan::kXBytes >= kBlockN * Plan::kD * 2,
+                "the epilogue's dV / dK staging fits DS / XA");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
+};
+
 constexpr BwdConfig fp16(BwdConfig c) {
   c.bf16 = false;
   return c;

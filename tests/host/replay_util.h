@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <random>
 
+#include "src/models/tcgen05_emulator.h"
 #include "tools/support/dtype.h"
 
 namespace flashptx_test {
@@ -31,5 +32,22 @@ struct HostMath {
     return static_cast<uint32_t>(a) | (static_cast<uint32_t>(b) << 16);
   }
 };
+
+// The emulator's operation for one tcgen05.mma a kernel plan describes (any plan's Issue: d_tmem,
+// a_tmem_form, a_tmem, a_desc, b_desc, idesc, accumulate).
+template <class Issue>
+flashptx::models::tcgen05::MmaOp mma_op(const Issue& is, int cta_group, bool fp8 = false) {
+  flashptx::models::tcgen05::MmaOp op;
+  op.kind = fp8 ? flashptx::models::tcgen05::Kind::kF8F6F4 : flashptx::models::tcgen05::Kind::kF16;
+  op.cta_group = cta_group;
+  op.d_tmem = is.d_tmem;
+  op.a_from_tmem = is.a_tmem_form;
+  op.a_tmem = is.a_tmem;
+  op.a_desc = is.a_desc;
+  op.b_desc = is.b_desc;
+  op.idesc = is.idesc;
+  op.enable_input_d = is.accumulate;
+  return op;
+}
 
 }  // namespace flashptx_test

@@ -240,17 +240,7 @@ class Replay {
   }
 
   void mma(const fa4::Issue& is) {
-    emu::MmaOp op;
-    op.kind = emu::Kind::kF16;
-    op.cta_group = G;
-    op.d_tmem = is.d_tmem;
-    op.a_from_tmem = is.a_tmem_form;
-    op.a_tmem = is.a_tmem;
-    op.a_desc = is.a_desc;
-    op.b_desc = is.b_desc;
-    op.idesc = is.idesc;
-    op.enable_input_d = is.accumulate;
-    const EmuError e = emu::mma(cta_ptrs_, op);
+    const EmuError e = emu::mma(cta_ptrs_, flashptx_test::mma_op(is, G));
     if (e != EmuError::kOk) FAIL("tcgen05.mma refused by the emulator: " << emu::emu_error_name(e));
     ++out_->mmas;
   }

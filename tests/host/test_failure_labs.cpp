@@ -256,6 +256,34 @@ const char* kNoWaitBetweenBatches =
     "CHECK-NOT: WARPGROUP.DEPBAR.LE gsb0, 0x0\n"
     "CHECK: WARPGROUP.DEPBAR.LE gsb0, 0x1\n";
 
+// ---- FA4 backward, 2-CTA (sm_100a, src/sm100/fa4_bwd_pair.cuh) ----
+// The dS exchange: the DSMEM bulk copy moves above the sending warpgroup's barrier (the half is sent
+// before all of its writers' stores and proxy fences).
+void fa4_pair_send_before_barrier(Listing& l) {
+  const size_t comp = find(l, "USETMAXREG.TRY_ALLOC.CTAPOOL UP, 0x88");
+  const size_t bar = find(l, "BAR.SYNC.DEFER_BLOCKING 0x3, 0x80", comp);
+  const size_t copy = find(l, "UBLKCP.S.S", bar);
+  move_line(l, copy, bar);
+}
+// The leader's MMA thread: the wait on ds_ready (which counts the relays' x_full) moves below the dQ
+// MMAs (dQ reads XA before the peer's half has landed).
+void fa4_pair_dq_before_exchange(Listing& l) {
+  const size_t mma = find(l, "USETMAXREG.DEALLOC.CTAPOOL 0x58");
+  const size_t p_free = find(l, "UTCBAR.2CTA [UR], URZ", mma);        // after dV: the local p_free commit
+  const size_t wait = find(l, "SYNCS.PHASECHK.TRANS64.TRYWAIT", p_free);  // ds_ready
+  const size_t commit = find(l, "UTCBAR.2CTA.MULTICAST", wait);       // dq_full, after dK and dQ
+  move_line(l, wait, commit);
+}
+// The reduction: this CTA's qdo_empty arrive (its staging in QS / dOS read) moves above the wait for
+// the bulk reads (the next Q/dO load may overwrite staging still being read).
+void fa4_pair_qdo_empty_before_bulk_read(Listing& l) {
+  const size_t red_wg = find(l, "USETMAXREG.TRY_ALLOC.CTAPOOL UP, 0x98");
+  const size_t add = find(l, "UBLKRED.G.S.ADD.F32", red_wg);
+  const size_t wait = find(l, "DEPBAR.LE SB0, 0x0", add);
+  const size_t arrive = find(l, "SYNCS.ARRIVE.TRANS64.A1T0", wait);
+  move_line(l, arrive, wait);
+}
+
 struct Lab {
   const char* name;
   const char* kernel;
@@ -281,6 +309,12 @@ const Lab kLabs[] = {
     {"fa4_init_extra_stage", "fa4_bwd_sm100_bf16_d64", fa4_init_extra_stage, "expected exactly 15 matching lines, found 16"},
     {"fa4_p_ready_before_tmem_fence", "fa4_bwd_sm100_bf16_d128", fa4_p_ready_before_tmem_fence,
      "CHECK-NOT: SYNCS.ARRIVE: found at"},
+    {"fa4_pair_send_before_barrier", "fa4_bwd_sm100_bf16_d128_2cta", fa4_pair_send_before_barrier,
+     "CHECK-NOT: UBLKCP: found at"},
+    {"fa4_pair_dq_before_exchange", "fa4_bwd_sm100_bf16_d128_2cta", fa4_pair_dq_before_exchange,
+     "CHECK-NOT: UTCHMMA: found at"},
+    {"fa4_pair_qdo_empty_before_bulk_read", "fa4_bwd_sm100_bf16_d128_2cta", fa4_pair_qdo_empty_before_bulk_read,
+     "CHECK-NOT: SYNCS.ARRIVE: found at"},
 };
 
 }  // namespace
@@ -289,7 +323,7 @@ TEST_SUITE("failure labs (SASS)") {
 
 TEST_CASE("the unmutated goldens pass their kernels' checks") {
   for (const char* k : {"fa3_fwd_sm90_bf16_d128_n128", "fa3_bwd_sm90_bf16_d128", "fa4_bwd_sm100_bf16_d128",
-                        "fa4_bwd_sm100_bf16_d64"}) {
+                        "fa4_bwd_sm100_bf16_d64", "fa4_bwd_sm100_bf16_d128_2cta"}) {
     const CheckResult r = check_kernel(k, read_listing(k));
     INFO(k << "\n" << joined(r));
     CHECK(r.ok);

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -118,6 +119,43 @@ TEST_SUITE("host models fa4 backward 0x0A") {
     }
   }
 
+  TEST_CASE("the 2-CTA kernel's barrier protocol: every phase completes in its step; mutations hang or misplace") {
+    // include/flashptx/fa4_bwd_pair_plan.h (PBar, pair_arrival_count, the byte counts) and the leader's
+    // walk bwd_tile_schedule: the objects src/sm100/fa4_bwd_pair.cuh runs (never executed: no GPU).
+    namespace kp = flashptx::fa4bwd::pair;
+    for (int J : {1, 2, 3, 6}) {
+      CAPTURE(J);
+      CHECK(b::simulate_pair_protocol(J) == b::PairProtocolError::kOk);
+    }
+    CHECK(b::simulate_pair_protocol(0) == b::PairProtocolError::kOk);  // no step: nothing waits, nothing arrives
+    const b::PairProtocolError want[] = {b::PairProtocolError::kOk, b::PairProtocolError::kDeadlock,
+                                         b::PairProtocolError::kDeadlock, b::PairProtocolError::kDeadlock,
+                                         b::PairProtocolError::kDeadlock, b::PairProtocolError::kDeadlock};
+    for (int i = 1; i < static_cast<int>(b::PairMutation::kCount); ++i) {
+      const auto m = static_cast<b::PairMutation>(i);
+      CAPTURE(b::pair_mutation_name(m));
+      CHECK(b::simulate_pair_protocol(3, m) == want[i]);
+    }
+    // Wrong counts: the leader's ds_ready without the relays (16): the relays' arrivals of step j land
+    // in step j + 1's phase; qdo_empty without the reduction's arrive (1): the same, on the loader's
+    // side; the leader's q_full without the peer's relay (1): the relay's arrive of step j lands late.
+    uint32_t counts[2][kp::kPBarCount];
+    for (int r = 0; r < 2; ++r)
+      for (int k = 0; k < kp::kPBarCount; ++k) counts[r][k] = kp::pair_arrival_count(static_cast<kp::PBar>(k), r);
+    CHECK(b::simulate_pair_protocol(3, b::PairMutation::kNone, counts) == b::PairProtocolError::kOk);
+    const struct { int rank; kp::PBar bar; uint32_t count; } wrong[] = {
+        {0, kp::PBar::kDsReady, 16}, {1, kp::PBar::kQdoEmpty, 1}, {0, kp::PBar::kQFull, 1}, {0, kp::PBar::kPReady, 8}};
+    for (const auto& w : wrong) {
+      uint32_t c[2][kp::kPBarCount];
+      std::memcpy(c, counts, sizeof c);
+      c[w.rank][static_cast<int>(w.bar)] = w.count;
+      CAPTURE(static_cast<int>(w.bar));
+      const b::PairProtocolError e = b::simulate_pair_protocol(3, b::PairMutation::kNone, c);
+      CHECK(e != b::PairProtocolError::kOk);
+      CHECK(e != b::PairProtocolError::kDeadlock);  // nothing hangs: the arrivals land in the wrong phase
+    }
+  }
+
   TEST_CASE("TMEM live intervals") {
     CHECK(b::first_illegal_alias(b::tmem_objects_1cta()) == "");
     CHECK(b::first_illegal_alias(b::tmem_objects_2cta()) == "");
@@ -168,6 +206,21 @@ TEST_SUITE("host models fa4 backward 0x0A") {
     // Counting the causal lock over every key block (not those reaching tile 0) leaves lock 0 unowned.
     const b::SimResult bad = b::kernel_dq_writers(300, 1000, true, 0, true);
     CHECK(bad.deadlock);
+  }
+
+  TEST_CASE("the 2-CTA kernel's deterministic dQ writers complete in lock order (pairs, then rank)") {
+    for (bool causal : {false, true})
+      for (int sk : {300, 512, 900})
+        for (int m = 0; m < 6; ++m) {
+          CAPTURE(causal);
+          CAPTURE(sk);
+          CAPTURE(m);
+          const b::SimResult r = b::kernel_pair_dq_writers(700, sk, causal, m);
+          CHECK_FALSE(r.deadlock);
+          // Rank 0 before rank 1 inside each pair; causal: the last pair that reaches the tile first.
+          for (size_t i = 1; i < r.order.size(); i += 2) CHECK(r.order[i] == r.order[i - 1] + 1);
+          if (causal && r.order.size() >= 4) CHECK(r.order[0] > r.order[2]);
+        }
   }
 
   TEST_CASE("writer orders: FP32 order, causal SPT locks, tail bridge") {

@@ -161,11 +161,14 @@ TEST_CASE("on sm_100 flashptx_bwd plans the FA4 backward and its sm_100a pre/pos
           CHECK(k.block_m == kBlockM);
           CHECK(k.block_n == kBlockN);
           CHECK(k.threads == kThreads);
+          // d128 over 3 key blocks: the 2-CTA kernel (pair::use_pair), 2 pairs = 4 CTAs in clusters of 2.
+          const bool pair = d == 128;
+          CHECK(k.cluster_ctas == (pair ? 2 : 1));
           const int smem = d == 64 ? static_cast<int>(BwdLayout<kBwdD64>::kSmemBytes)
-                                   : static_cast<int>(BwdLayout<kBwdD128>::kSmemBytes);
+                                   : static_cast<int>(BwdPairLayout<true>::kSmemBytes);
           CHECK(k.smem_bytes == smem);
           CHECK(k.smem_bytes <= 227 * 1024);
-          CHECK(plan.main.grid.x == 3u);  // key blocks of 128: ceil(257 / 128)
+          CHECK(plan.main.grid.x == (pair ? 4u : 3u));  // key blocks of 128: ceil(257 / 128)
           CHECK(plan.main.grid.y == 8u);
           CHECK(plan.main.grid.z == 2u);
           CHECK(plan.pre.kernel->family == flashptx::Family::kFa4BwdPre);
@@ -189,6 +192,7 @@ TEST_CASE("on sm_100 flashptx_bwd plans the FA4 backward and its sm_100a pre/pos
   CHECK(flashptx::plan_bwd(bwd_problem(100, 100, 4, 4, 256, FLASHPTX_BF16, 0), {}, kB200, &plan, &err) ==
         FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
   CHECK_MESSAGE(err.find("head dims 64 and 128") != std::string::npos, err);
+  CHECK_MESSAGE(err.find("768 TMEM columns of 512") != std::string::npos, err);
   flashptx::BwdOptions o;
   o.kernel = "fa3_bwd_sm90_bf16_d128";
   CHECK(flashptx::plan_bwd(bwd_problem(100, 100, 4, 4, 128, FLASHPTX_BF16, 0), o, kB200, &plan, &err) ==
@@ -208,6 +212,24 @@ TEST_CASE("on sm_100 flashptx_bwd plans the FA4 backward and its sm_100a pre/pos
   CHECK(flashptx::plan_bwd(det, rotated, kB200, &plan, &err) == FLASHPTX_ERR_BAD_OPTION);
   CHECK_MESSAGE(err.find("FA4 backward") != std::string::npos, err);
   CHECK(flashptx::fa4_bwd_kernels().size() == 10u);
+  CHECK(flashptx::fa4_bwd_pair_kernels().size() == 2u);
+  // The 1-CTA / 2-CTA rule: d128 with one key block (seqlen_k <= 128) stays 1-CTA; two or more take the
+  // pair; d64 never; the pair kernel may be named, on sm_100 only; its Q/dO boxes are 64 rows.
+  REQUIRE(flashptx::plan_bwd(bwd_problem(300, 128, 4, 4, 128, FLASHPTX_BF16, 0), {}, kB200, &plan, &err) == FLASHPTX_OK);
+  CHECK(std::string(plan.main.kernel->name) == "fa4_bwd_sm100_bf16_d128");
+  REQUIRE(flashptx::plan_bwd(bwd_problem(300, 129, 4, 4, 128, FLASHPTX_FP16, 1), {}, kB200, &plan, &err) == FLASHPTX_OK);
+  CHECK(std::string(plan.main.kernel->name) == "fa4_bwd_sm100_fp16_d128_2cta");
+  CHECK(plan.main.grid.x == 2u);
+  REQUIRE(flashptx::plan_bwd(bwd_problem(300, 1000, 4, 4, 64, FLASHPTX_BF16, 0), {}, kB200, &plan, &err) == FLASHPTX_OK);
+  CHECK(std::string(plan.main.kernel->name) == "fa4_bwd_sm100_bf16_d64");
+  CHECK_FALSE(flashptx::fa4bwd::pair::use_pair(128, 128));
+  CHECK(flashptx::fa4bwd::pair::use_pair(128, 129));
+  CHECK_FALSE(flashptx::fa4bwd::pair::use_pair(64, 4096));
+  o.kernel = "fa4_bwd_sm100_bf16_d128_2cta";
+  REQUIRE(flashptx::plan_bwd(bwd_problem(100, 100, 4, 4, 128, FLASHPTX_BF16, 0), o, kB200, &plan, &err) == FLASHPTX_OK);
+  CHECK(plan.main.grid.x == 2u);  // one pair (its second CTA past the keys)
+  CHECK(flashptx::plan_bwd(bwd_problem(100, 100, 4, 4, 128, FLASHPTX_BF16, 0), o, kH200, &plan, &err) ==
+        FLASHPTX_ERR_BAD_OPTION);
   CHECK(std::string(flashptx::family_name(flashptx::Family::kFa4Bwd)) == "fa4_bwd");
 }
 

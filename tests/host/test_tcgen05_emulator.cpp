@@ -548,6 +548,135 @@ TEST_CASE("tcgen05.mma: negation, TS form, and what the model refuses") {
   CHECK(emu::mma({cta.get()}, op) == EmuError::kDescLboAbsolute);
 }
 
+// cta_group::2 with M = 128 (the ISA's data-path Layout B), from the ISA's description alone: the
+// pair computes D[128 x N] = A[128 x K] B^T; CTA r supplies A rows [64 r, 64 r + 64) and B (N) columns
+// [N/2 r, N/2 r + N/2) from its own shared memory at the descriptors' offsets, and holds D rows
+// [64 r, 64 r + 64); its row i, column n sits in lane i (n < N/2) or lane 64 + i (n >= N/2), at
+// column n mod N/2 of the D address. Hand-computed case: A selects one K index per row (A_r[i][k] = 1
+// iff k == i mod 16), B_c[j][k] = 100 c + j + 2 k, so D_r[i][n] = B_{n / 16}[n mod 16][i mod 16] with
+// N = 32, every value an integer exact in bf16 and f32.
+TEST_CASE("tcgen05.mma cta_group::2 M = 128: Layout B, hand-computed cells and fp64") {
+  auto c0 = std::make_unique<emu::Cta>(), c1 = std::make_unique<emu::Cta>();
+  emu::Cta* ctas[2] = {c0.get(), c1.get()};
+  uint32_t tmem = 0;
+  REQUIRE(emu::alloc_pair(c0->tmem, c1->tmem, 32, &tmem) == EmuError::kOk);
+  const uint32_t n = 32, k = 16, a_at = 0x0, b_at = 0x4000;
+  const Canonical c = canonical(false, kSwNone, 2, 128, 256);  // K-major, no swizzle, LBO 128, SBO 256
+  for (uint32_t r = 0; r < 2; ++r) {
+    for (uint32_t i = 0; i < 64; ++i)
+      for (uint32_t kk = 0; kk < k; ++kk)
+        put(ctas[r]->smem, canonical_address(c, a_at, 2, i, kk), bf16_bits(kk == i % 16 ? 1.0f : 0.0f), 2);
+    for (uint32_t j = 0; j < n / 2; ++j)
+      for (uint32_t kk = 0; kk < k; ++kk)
+        put(ctas[r]->smem, canonical_address(c, b_at, 2, j, kk), bf16_bits(float(100 * r + j + 2 * kk)), 2);
+  }
+  emu::MmaOp op;
+  op.cta_group = 2;
+  op.d_tmem = tmem;
+  op.a_desc = isa_smem_desc(a_at, 128, 256, kSwNone);
+  op.b_desc = isa_smem_desc(b_at, 128, 256, kSwNone);
+  op.idesc = isa_idesc(1, 1, 1, 128, n);
+  REQUIRE(emu::mma({c0.get(), c1.get()}, op) == EmuError::kOk);
+  auto cell = [&](int r, uint32_t lane, uint32_t col) { return as_float(ctas[r]->tmem.cell(lane, tmem + col)); };
+  // CTA 0 row 3 (logical row 3): n = 5 -> lane 3, column 5: B_0[5][3] = 5 + 6 = 11.
+  CHECK(cell(0, 3, 5) == 11.0f);
+  // CTA 0 row 3, n = 20 -> lane 67, column 4: B_1[4][3] = 100 + 4 + 6 = 110.
+  CHECK(cell(0, 67, 4) == 110.0f);
+  // CTA 1 row 37 (logical row 101): i mod 16 = 5; n = 15 -> lane 37, column 15: B_0[15][5] = 25.
+  CHECK(cell(1, 37, 15) == 25.0f);
+  // CTA 1 row 63, n = 31 -> lane 127, column 15: B_1[15][15] = 100 + 15 + 30 = 145.
+  CHECK(cell(1, 127, 15) == 145.0f);
+  // D is 16 columns wide in each CTA: column 16 is never written (the allocation is 32 wide).
+  CHECK(cell(0, 0, 16) == 0.0f);
+  CHECK(cell(1, 64, 16) == 0.0f);
+  // Every cell, through d_location, against the formula.
+  int bad = 0;
+  for (uint32_t r = 0; r < 2; ++r)
+    for (uint32_t i = 0; i < 64; ++i)
+      for (uint32_t nn = 0; nn < n; ++nn) {
+        uint32_t lane = 0, col = 0;
+        REQUIRE(emu::d_location(2, 128, n, i, nn, &lane, &col) == EmuError::kOk);
+        CHECK(lane == i + (nn >= 16 ? 64u : 0u));
+        CHECK(col == nn % 16);
+        bad += cell(int(r), lane, col) != float(100 * (nn / 16) + nn % 16 + 2 * (i % 16));
+      }
+  CHECK(bad == 0);
+  // Layouts A and D are the identity; M = 64 is not modelled.
+  uint32_t lane = 0, col = 0;
+  REQUIRE(emu::d_location(2, 256, 64, 100, 40, &lane, &col) == EmuError::kOk);
+  CHECK((lane == 100u && col == 40u));
+  REQUIRE(emu::d_location(1, 128, 64, 7, 63, &lane, &col) == EmuError::kOk);
+  CHECK((lane == 7u && col == 63u));
+  CHECK(emu::d_location(1, 64, 64, 0, 0, &lane, &col) == EmuError::kNotModelled);
+  CHECK(emu::d_location(2, 128, 64, 64, 0, &lane, &col) == EmuError::kTmemAddress);  // 64 rows per CTA
+  // The TS form of M = 128 pair is not modelled; a D past the allocation is refused (N / 2 columns).
+  op.a_from_tmem = true;
+  CHECK(emu::mma({c0.get(), c1.get()}, op) == EmuError::kNotModelled);
+  op.a_from_tmem = false;
+  op.idesc = isa_idesc(1, 1, 1, 128, 128);  // 64 columns from column 0: past the 32-column allocation
+  CHECK(emu::mma({c0.get(), c1.get()}, op) == EmuError::kTmemAddress);
+  op.idesc = isa_idesc(1, 1, 1, 128, 24);  // N = 24: not a multiple of 16 for cta_group::2
+  CHECK(emu::mma({c0.get(), c1.get()}, op) == EmuError::kIllegalShape);
+  // The same operands read as M = 256 (Layout A): each CTA supplies 128 A rows (its rows 64-127 are
+  // zero here, so D rows 64-127 are 0), D in lanes = rows, N columns from column 0; B still split by N.
+  op.idesc = isa_idesc(1, 1, 1, 256, n);
+  REQUIRE(emu::mma({c0.get(), c1.get()}, op) == EmuError::kOk);
+  CHECK(cell(1, 5, 20) == 100.0f + 4 + 10);  // CTA 1 row 5, n = 20: B_1[4][5]
+  CHECK(cell(0, 63, 31) == 145.0f);         // CTA 0 row 63, n = 31: B_1[15][15]
+  CHECK(cell(0, 64, 0) == 0.0f);            // a zero A row
+  REQUIRE(c0->tmem.dealloc(tmem, 32) == EmuError::kOk);
+  REQUIRE(c1->tmem.dealloc(tmem, 32) == EmuError::kOk);
+}
+
+// The same form with random bf16 and fp16 inputs, 128B-swizzled MN-major operands (the shape the FA4
+// 2-CTA backward's dQ MMA uses: A MN-major, B MN-major), accumulating over K steps, against fp64.
+TEST_CASE("tcgen05.mma cta_group::2 M = 128: random MN-major SW128 operands over K steps against fp64") {
+  const uint32_t seed = fresh_seed();
+  INFO("seed " << seed);
+  std::mt19937 rng(seed);
+  for (const emu::ElemType t : {emu::ElemType::kBF16, emu::ElemType::kF16}) {
+    auto c0 = std::make_unique<emu::Cta>(), c1 = std::make_unique<emu::Cta>();
+    emu::Cta* ctas[2] = {c0.get(), c1.get()};
+    uint32_t tmem = 0;
+    REQUIRE(emu::alloc_pair(c0->tmem, c1->tmem, 128, &tmem) == EmuError::kOk);
+    const uint32_t n = 128, k = 64, a_at = 0x2000, b_at = 0x8000;
+    // Logical A [128 x k], B [n x k]; CTA r's share: A rows [64 r, +64), B rows [64 r, +64).
+    const Operand a = random_operand(rng, t, 128, k), b = random_operand(rng, t, n, k);
+    // MN-major, 128B swizzle: ((8,8,m),(8,k)) : ((1,8,LBO),(64,SBO)), LBO unused for 64 MN elements, SBO 1024.
+    const Canonical c = canonical(true, kSw128, 2, 8192, 1024);
+    for (uint32_t r = 0; r < 2; ++r)
+      for (uint32_t i = 0; i < 64; ++i)
+        for (uint32_t kk = 0; kk < k; ++kk) {
+          put(ctas[r]->smem, canonical_address(c, a_at, 2, i, kk), a.bits[(64 * r + i) * k + kk], 2);
+          put(ctas[r]->smem, canonical_address(c, b_at, 2, i, kk), b.bits[(64 * r + i) * k + kk], 2);
+        }
+    const uint32_t idesc = isa_idesc(1, t == emu::ElemType::kBF16 ? 1 : 0, t == emu::ElemType::kBF16 ? 1 : 0, 128, n,
+                                     /*transpose A, B: MN-major*/ 1, 1);
+    for (uint32_t s = 0; s < k / 16; ++s) {  // K step s: 16 K rows = 2 core matrices = 2 SBO further
+      emu::MmaOp op;
+      op.cta_group = 2;
+      op.d_tmem = tmem;
+      op.a_desc = isa_smem_desc(a_at + s * 2048, 8192, 1024, kSw128);
+      op.b_desc = isa_smem_desc(b_at + s * 2048, 8192, 1024, kSw128);
+      op.idesc = idesc;
+      op.enable_input_d = s > 0;
+      REQUIRE(emu::mma({c0.get(), c1.get()}, op) == EmuError::kOk);
+    }
+    const std::vector<double> ref = gemm_nt(a.value, b.value, 128, n, k);
+    std::vector<float> got(size_t(128) * n);
+    for (uint32_t r = 0; r < 2; ++r)
+      for (uint32_t i = 0; i < 64; ++i)
+        for (uint32_t nn = 0; nn < n; ++nn) {
+          // Hand-written Layout B here (not d_location): lanes [0, 64) hold the first 64 columns.
+          const uint32_t lane = nn < 64 ? i : 64 + i, col = nn % 64;
+          got[size_t(64 * r + i) * n + nn] = as_float(ctas[r]->tmem.cell(lane, tmem + col));
+        }
+    CHECK(count_mismatches(got, ref, n) == 0);
+    REQUIRE(c0->tmem.dealloc(tmem, 128) == EmuError::kOk);
+    REQUIRE(c1->tmem.dealloc(tmem, 128) == EmuError::kOk);
+  }
+}
+
 TEST_CASE("K steps through a swizzled K-major tile: +32 bytes per step is right there") {
   // 128 rows x 128 bytes (64 bf16 of K), 128B swizzle as a TMA box writes it (row r's chunk c at
   // chunk c ^ (r % 8) of its 128-byte line, 8-row atoms 1024 B apart), four steps at +32 B.
@@ -627,19 +756,7 @@ void kernel_a_to_tmem(emu::Tmem& t, uint32_t tmem_base, const uint8_t* rows) {
   }
 }
 
-emu::MmaOp to_op(const plan::Issue& is, bool fp8, int cta_group) {
-  emu::MmaOp op;
-  op.kind = fp8 ? emu::Kind::kF8F6F4 : emu::Kind::kF16;
-  op.cta_group = cta_group;
-  op.d_tmem = is.d_tmem;
-  op.a_from_tmem = is.a_tmem_form;
-  op.a_tmem = is.a_tmem;
-  op.a_desc = is.a_desc;
-  op.b_desc = is.b_desc;
-  op.idesc = is.idesc;
-  op.enable_input_d = is.accumulate;
-  return op;
-}
+emu::MmaOp to_op(const plan::Issue& is, bool fp8, int cta_group) { return flashptx_test::mma_op(is, cta_group, fp8); }
 
 // Replays umma_cta1_body<fp8, ts> (tests/kernels_sm100/umma.cu): stores, the issue plan's K steps,
 // the D read. `advance_override` replaces the plan's descriptors with start + s * bytes (the old
