@@ -6,8 +6,9 @@
 // emulator on the CPU against an fp64 reference (tests/host/test_fa4_replay.cpp). The memory-model
 // claims below rest on reading the PTX ISA; each says where it comes from.
 //
-// Sources: the FA4 paper (Zadouri et al.) and the seed's sections 0x07-0x09; PTX ISA "Tensorcore 5th
-// Generation Family Instructions" (tcgen05.*), "mbarrier", "clusterlaunchcontrol", "cp.async.bulk".
+// Sources: the FA4 paper (Zadouri et al.); tools/guide/PROTOCOLS.md, "TMEM planning" and "The FA4
+// roles"; PTX ISA "Tensorcore 5th Generation Family Instructions" (tcgen05.*), "mbarrier",
+// "clusterlaunchcontrol", "cp.async.bulk".
 //
 // A work tile is 256 query rows per CTA (two Q stages of 128: H and L; a cta_group::2 pair covers 512)
 // of one (batch, head) against the K/V blocks of 128 keys it may see, visited right to left. CTAs
