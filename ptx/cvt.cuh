@@ -45,6 +45,19 @@ __device__ __forceinline__ uint16_t cvt_rn_satfinite_e4m3x2_f32(float lo, float 
   return d;
 }
 
+// rcp.approx.ftz.f32 d, a;   1/a on the MUFU unit, subnormals flushed; at most 1 ulp from the exact
+// quotient over the normal range (PTX ISA "rcp.approx.ftz.f64" / "rcp"). Unlike 1.f / a (IEEE
+// round-to-nearest), it needs no slow-path subroutine call.
+__device__ __forceinline__ float rcp_approx_ftz_f32(float a) {
+  float d = 0.0f;
+#if FLASHPTX_HAS_ANY_SM
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(d) : "f"(a));
+#else
+  FLASHPTX_ARCH_UNSUPPORTED("rcp.approx.ftz.f32 needs a device target");
+#endif
+  return d;
+}
+
 // ex2.approx.ftz.f32 d, a;   2^a on the MUFU (special-function) unit; subnormal results flush to
 // zero; ex2(-inf) = +0. Maximum relative error 2^-22 over the normal range (PTX ISA).
 __device__ __forceinline__ float ex2_approx_ftz_f32(float a) {

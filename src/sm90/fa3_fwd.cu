@@ -14,8 +14,9 @@
 //              at every length (d128)
 //   d128_n128  128 x 128          2       2          yes       yes         own        193 KiB
 //   d256       128 x 64           2       2          yes       no          in Q       193 KiB
-// d256: the persistent tile loop's carried state spills there (O alone is 128 registers; 244 B in the
-// epilogue with the loop, measured in ptxas), so one tile per CTA. The token ring is on although
+// d256: one tile per CTA. A persistent d256 kernel compiles without spills since the accumulators
+// start each tile dead (src/sm90/fa3_fwd.cuh, Consumer::run), but measured 1-8% slower than one
+// tile per CTA at every point but 512 non-causal (tools/NOTES.md, "Token ring at the tile edges"). The token ring is on although
 // FA3's admission table disables it above head dim 128: measured faster (src/sm90/fa3_fwd_config.h).
 //
 // Variable-length batches (flashptx_fwd_varlen): the varlen twin of d64_m128, d128_n128 and d256

@@ -584,7 +584,7 @@ struct Consumer {
   // 4 bytes (two columns) per store; rows past the sequence belong to another CTA and are never
   // written. Plain global stores (generic proxy): no earlier async-proxy store of this CTA wrote
   // these bytes, and the kernel's completion publishes them.
-  __device__ __forceinline__ void store_rows_guarded(const Tile& t, const float (&inv)[2]) {
+  __device__ __forceinline__ void store_rows_guarded(const Tile& t) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = row0 + 8 * h;
@@ -593,7 +593,7 @@ struct Consumer {
                         static_cast<int64_t>(t.head) * vt->o_head_stride;
 #pragma unroll
       for (int i = 0; i < kD / 8; ++i)
-        ptx::st_global_b32(o_row + 8 * i + 2 * q4, pack2<C.bf16>(o[4 * i + 2 * h] * inv[h], o[4 * i + 2 * h + 1] * inv[h]));
+        ptx::st_global_b32(o_row + 8 * i + 2 * q4, pack2<C.bf16>(o[4 * i + 2 * h], o[4 * i + 2 * h + 1]));
     }
   }
 
@@ -604,17 +604,25 @@ struct Consumer {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const float l = quad_sum(row_sum[h]);
-      inv[h] = l > 0.f ? 1.f / l : 0.f;
+      // rcp.approx, not 1.f / l: the IEEE division calls a slow-path subroutine whose calling
+      // convention made ptxas copy the O accumulator between registers around it in every epilogue
+      // (and spill it at d256 in a tile loop). O is rounded to 16 bits after this; 1 ulp of fp32 is
+      // far below that.
+      inv[h] = l > 0.f ? ptx::rcp_approx_ftz_f32(l) : 0.f;
       const int row = row0 + 8 * h;
       if (p.lse != nullptr && q4 == 0 && row < len_q(t)) {
         const float lse = l > 0.f ? row_max[h] * p.softmax_scale + logf(l) : -INFINITY;
         p.lse[lse_index(t, row)] = lse;
       }
     }
+    // Normalised in place: a persistent tile loop keeps O live into the next tile (its first PV is
+    // one wgmma with scale-d 0, which the compiler sees as reading O), so a scaled copy would need
+    // a second accumulator's worth of registers here.
+    rescale_o(inv);
     if constexpr (C.varlen) {
       // Uniform per warpgroup: do all 64 rows of this warpgroup lie inside the sequence?
       if (t.m_block * kBlockM + 64 * g + 64 > t.len_q) {
-        store_rows_guarded(t, inv);
+        store_rows_guarded(t);
         // The Q buffer's release keeps its one arrival per warpgroup (nothing staged, nothing to wait for).
         if (tid_in_wg == 0) QRelease<C>::after_store(sm.q_empty());
         tr(trace::kEpilogueEnd, t.m_block);
@@ -630,15 +638,17 @@ struct Consumer {
       if (tid_in_wg == 0) ptx::cp_async_bulk_wait_group_read<0>();
       ptx::bar_sync(kBarEpilogueWG0 + g, 128);
     }
+    // Rows r0 and r0 + 8 share r % 8, so the thread's 2 x kD/8 stores use eight unit addresses, each
+    // plus a constant (chunk, row + 8): eight registers, not one per store.
+    uint32_t unit_addr[8];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) unit_addr[u] = s_o + r0 * 128 + ((u ^ (r0 % 8)) * 16) + q4 * 4;
 #pragma unroll
     for (int i = 0; i < kD / 8; ++i) {
-      const uint32_t chunk = s_o + (i / 8) * kBlockM * 128;
-      const int u = i % 8;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int r = r0 + 8 * h;
-        const uint32_t addr = chunk + r * 128 + ((u ^ (r % 8)) * 16) + q4 * 4;
-        ptx::st_shared_b32(addr, pack2<C.bf16>(o[4 * i + 2 * h] * inv[h], o[4 * i + 2 * h + 1] * inv[h]));
+        const uint32_t addr = unit_addr[i % 8] + (i / 8) * kBlockM * 128 + h * 8 * 128;
+        ptx::st_shared_b32(addr, pack2<C.bf16>(o[4 * i + 2 * h], o[4 * i + 2 * h + 1]));
       }
     }
     // Generic-proxy writes -> async-proxy read by the TMA store: fence in every writer, then the
@@ -672,6 +682,14 @@ struct Consumer {
       tr(trace::kTileBegin, t.index);
       row0 = t.m_block * kBlockM + 64 * g + r0;
       row_max[0] = row_max[1] = -INFINITY;
+      // O and S start the tile dead: the tile's first PV and every QK begin with scale-d 0, which
+      // overwrites the accumulator, but the compiler sees each wgmma as reading it ("+f") and would
+      // otherwise keep the previous tile's O and S live through its epilogue and into this tile.
+      // An empty asm that "defines" them ends those live ranges; it emits no instruction.
+#pragma unroll
+      for (int x = 0; x < kD / 2; ++x) asm("" : "=f"(o[x]));
+#pragma unroll
+      for (int x = 0; x < kBlockN / 2; ++x) asm("" : "=f"(s_acc[x]));
       row_sum[0] = row_sum[1] = 0.f;
       FLASHPTX_MBAR_WAIT(sm.q_full(), q_phase, "fa3 consumer: q_full");
       q_phase ^= 1u;
