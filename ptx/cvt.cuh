@@ -45,6 +45,16 @@ __device__ __forceinline__ uint16_t cvt_rn_satfinite_e4m3x2_f32(float lo, float 
   return d;
 }
 
+// mov.b32 d, {lo, hi};   packs two 16-bit registers into one 32-bit register (lo in bits 15..0), the
+// PTX ISA "mov" vector form. After cvt.*x2 into 16-bit registers it lets ptxas write the second pair
+// straight into the upper half (SASS F2FP ... MERGE_C), where a zero-extension and a prmt of two
+// 32-bit values cost two LOP3 and a PRMT per word.
+__device__ __forceinline__ uint32_t mov_b32_b16x2(uint16_t lo, uint16_t hi) {
+  uint32_t d = 0;
+  asm("mov.b32 %0, {%1, %2};" : "=r"(d) : "h"(lo), "h"(hi));
+  return d;
+}
+
 // rcp.approx.ftz.f32 d, a;   1/a on the MUFU unit, subnormals flushed; at most 1 ulp from the exact
 // quotient over the normal range (PTX ISA "rcp.approx.ftz.f64" / "rcp"). Unlike 1.f / a (IEEE
 // round-to-nearest), it needs no slow-path subroutine call.

@@ -145,6 +145,11 @@ struct Producer {
   const FwdFp8Params& p;
   const Smem<C>& sm;
   const int tid;  // 0..127
+  // The transpose's per-thread addresses, relative to the stage bases: this warp's units (below)
+  // are fixed for the kernel's life, so their swizzled offsets are computed once, not per block.
+  static constexpr int kKeyUnits = kBlockN / 16, kUnits = kKeyUnits * (kD / 32), kUnitsPerWarp = kUnits / 4;
+  static_assert(kUnits % 4 == 0, "every producer warp transposes the same number of units");
+  uint32_t src_off[kUnitsPerWarp], dst_off[kUnitsPerWarp];
   RingState<C.stages> load = RingState<C.stages>::producer_start();  // the leader's issue position
   RingState<C.stages> tp = RingState<C.stages>::producer_start();    // the transpose's position
 
@@ -202,17 +207,14 @@ struct Producer {
     // ldmatrix / stmatrix are .sync.aligned: the warp reconverges after the waits (and, in warp 0,
     // after the leader's issue) before the first of them.
     __syncwarp();
-    const int warp = tid / 32, lane = tid % 32;
     const uint32_t src = sm.v(s), dst = sm.vt(s);
-    constexpr int kKeyUnits = kBlockN / 16, kUnits = kKeyUnits * (kD / 32);
 #pragma unroll
-    for (int u = warp; u < kUnits; u += 4) {
-      const int kk = u % kKeyUnits, jj = u / kKeyUnits;
+    for (int i = 0; i < kUnitsPerWarp; ++i) {
       uint32_t r0, r1, r2, r3;
-      ptx::ldmatrix_x4_trans(src + transpose_src(kk, jj, lane, kD, kBlockN), r0, r1, r2, r3);
+      ptx::ldmatrix_x4_trans(src + src_off[i], r0, r1, r2, r3);
       const uint32_t e0 = ptx::prmt<0x6420>(r0, r1), o0 = ptx::prmt<0x7531>(r0, r1);
       const uint32_t e1 = ptx::prmt<0x6420>(r2, r3), o1 = ptx::prmt<0x7531>(r2, r3);
-      ptx::stmatrix_x4(dst + transpose_dst(kk, jj, lane, L::kVtRowBytes), e0, o0, e1, o1);
+      ptx::stmatrix_x4(dst + dst_off[i], e0, o0, e1, o1);
     }
     // Every thread fences its own generic accesses before the hand-over to the async proxy: its
     // stmatrix writes (read next by the PV wgmma) and its ldmatrix reads (the raw stage is next
@@ -225,12 +227,27 @@ struct Producer {
     (void)r;
   }
 
+  // The leader keeps the loads stages - 1 blocks ahead of the transpose: before transposing block r
+  // it issues block r + stages - 1, into the K stage QK(r - 1) read (k_empty) and the raw V stage
+  // the transpose of block r - 1 read (program order, above). With 2 stages that is one block of
+  // lookahead; 3 stages give V(r) two blocks of time to land before its transpose.
   __device__ __forceinline__ void run() {
     const Tile t = tile_of<C>(p);
     if (t.n_max == 0) return;  // no keys for any row: the consumers write O = 0, LSE = -inf without Q
-    if (tid == 0) issue(t, 0);
+    // Warp w transposes units w, w + 4, ...: unit u = keys [16kk, 16kk+16) x dims [32jj, 32jj+32),
+    // kk = u % kKeyUnits, jj = u / kKeyUnits.
+    const int warp = tid / 32, lane = tid % 32;
+#pragma unroll
+    for (int i = 0; i < kUnitsPerWarp; ++i) {
+      const int u = warp + 4 * i, kk = u % kKeyUnits, jj = u / kKeyUnits;
+      src_off[i] = transpose_src(kk, jj, lane, kD, kBlockN);
+      dst_off[i] = transpose_dst(kk, jj, lane, L::kVtRowBytes);
+    }
+    constexpr int kAhead = C.stages - 1;
+    if (tid == 0)
+      for (int r = 0; r < kAhead && r < t.n_max; ++r) issue(t, r);
     for (int r = 0; r < t.n_max; ++r) {
-      if (tid == 0 && r + 1 < t.n_max) issue(t, r + 1);
+      if (tid == 0 && r + kAhead < t.n_max) issue(t, r + kAhead);
       if (!p.v_keys_contiguous) transpose(r);
     }
   }
@@ -282,14 +299,20 @@ struct Consumer {
   }
 
   // ---- descales --------------------------------------------------------------------------
-  __device__ __forceinline__ float dk_of(int n) const {
-    return p.descale_k[p.ik.at(t.batch, t.head_kv, n * kBlockN / kFp8ScaleRows)];
-  }
+  // The tile's (batch, kv head) rows of the K and V descales, set once per tile (run()).
+  const float* dk_row = nullptr;
+  const float* dv_row = nullptr;
+  __device__ __forceinline__ float dk_of(int n) const { return dk_row[(n * kBlockN / kFp8ScaleRows) * p.ik.sblk]; }
   __device__ __forceinline__ float dv_of(int n) const {
-    return descale_or_one(p.descale_v[p.iv.at(t.batch, t.head_kv, n * kBlockN / kFp8ScaleRows)]);
+    return descale_or_one(dv_row[(n * kBlockN / kFp8ScaleRows) * p.iv.sblk]);
   }
-  // The exponent's scale of block n (fa3_fwd_fp8_math.h block_scale).
-  __device__ __forceinline__ float scale_of(int n) const { return block_scale(p.softmax_scale_log2, dq, dk_of(n)); }
+  // The next block's descales, loaded one step ahead (prefetch_descales): a load issued at the step
+  // that uses it put its latency (an L1 or L2 hit, every step) in front of the step's QK issue.
+  float dk_next = 1.f, dv_next = 1.f;
+  __device__ __forceinline__ void prefetch_descales(int n) {
+    dk_next = dk_of(n);
+    dv_next = dv_of(n);
+  }
 
   // ---- the two GEMMs ----------------------------------------------------------------------
   // S = Q K^T: kD/32 k-steps of 32 bytes, kKPerChunk per swizzled chunk (+32 B each).
@@ -393,8 +416,8 @@ struct Consumer {
   // permutation cancels in the reduction (PROTOCOLS.md "FP8 layouts"). With V^T given (keys in
   // natural order in Vt), the slots are put in natural order by two shuffles per word (below).
   __device__ __forceinline__ uint32_t pack4(float a, float b, float c, float d) const {
-    const uint32_t lo = ptx::cvt_rn_satfinite_e4m3x2_f32(a, b), hi = ptx::cvt_rn_satfinite_e4m3x2_f32(c, d);
-    return ptx::prmt<0x5410>(lo, hi);  // bytes {a, b, c, d}
+    // bytes {a, b, c, d}
+    return ptx::mov_b32_b16x2(ptx::cvt_rn_satfinite_e4m3x2_f32(a, b), ptx::cvt_rn_satfinite_e4m3x2_f32(c, d));
   }
   __device__ __forceinline__ void convert_p(uint32_t (&pf)[kBlockN / 32][4]) const {
 #pragma unroll
@@ -418,8 +441,16 @@ struct Consumer {
         }
     }
   }
+  // At d256 (O is 128 registers per thread against 64-key blocks) the multiplies are skipped when
+  // every factor of the warp is exactly 1 (no row max moved, the same dV): a vote and a branch per
+  // step, measured +2% (per-block descales) and +6% (per-head) at d256 16k and -2..4% at d64/d128,
+  // where O is half as large per key (tools/NOTES.md, "FP8 forward v4").
+  static constexpr bool kSkipUnitRescale = kD >= 256;
   __device__ __forceinline__ void rescale_o(const float (&alpha)[2], float ratio) {
     const float a0 = alpha[0] * ratio, a1 = alpha[1] * ratio;
+    if constexpr (kSkipUnitRescale) {
+      if (!__any_sync(0xffffffffu, a0 != 1.f || a1 != 1.f)) return;
+    }
 #pragma unroll
     for (int i = 0; i < kD / 8; ++i) {
       o[4 * i + 0] *= a0;
@@ -432,8 +463,9 @@ struct Consumer {
   // ---- one tile ----------------------------------------------------------------------------
   __device__ __forceinline__ void startup() {
     const int n = t.n_max - 1;
-    const float scale = scale_of(n);
+    const float scale = block_scale(p.softmax_scale_log2, dq, dk_of(n));
     dv_cur = dv_of(n);
+    prefetch_descales(n > 0 ? n - 1 : 0);
     FLASHPTX_MBAR_WAIT(sm.k_full(k_ring.stage), k_ring.phase, "fa3 fp8 consumer: k_full");
     issue_qk(k_ring.stage);
     retire_qk<0>();
@@ -457,8 +489,9 @@ struct Consumer {
   template <bool kMasked>
   __device__ __forceinline__ void steady(int j) {
     const int n = t.n_max - 1 - j;
-    const float scale = scale_of(n);
-    const float dv_n = dv_of(n);
+    const float scale = block_scale(p.softmax_scale_log2, dq, dk_next);  // the exponent's scale of block n
+    const float dv_n = dv_next;
+    prefetch_descales(n > 0 ? n - 1 : 0);
     FLASHPTX_MBAR_WAIT(sm.k_full(k_ring.stage), k_ring.phase, "fa3 fp8 consumer: k_full");
     take_token();
     issue_qk(k_ring.stage);  // older group
@@ -475,7 +508,9 @@ struct Consumer {
     pin_before_pv_wait();
     retire_pv();  // PV(j-1) complete: O readable, P and Vt[j-1] reusable
     release(sm.vt_empty(v_ring.stage), v_ring);
-    rescale_o(alpha, dv_cur / dv_n);  // O moves to the unit of dV_n, whose PV adds next
+    // O moves to the unit of dV_n, whose PV adds next. rcp.approx (1 ulp): an IEEE division costs a
+    // range check and a branch to a subroutine every step.
+    rescale_o(alpha, dv_cur * ptx::rcp_approx_ftz_f32(dv_n));
     dv_cur = dv_n;
     convert_p(pfrag);
   }
@@ -516,6 +551,8 @@ struct Consumer {
     row_sum[0] = row_sum[1] = 0.f;
     if (t.n_max > 0) {
       dq = p.descale_q[p.iq.at(t.batch, t.head, t.m_block)];
+      dk_row = p.descale_k + p.ik.at(t.batch, t.head_kv, 0);
+      dv_row = p.descale_v + p.iv.at(t.batch, t.head_kv, 0);
       FLASHPTX_MBAR_WAIT(sm.q_full(), 0u, "fa3 fp8 consumer: q_full");
       startup();
       // Blocks [n_unmasked_end, n_max) need the mask: the first steps of the right-to-left walk.
