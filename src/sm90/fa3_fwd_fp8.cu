@@ -3,12 +3,18 @@
 // kernel table (src/kernels.h): one CTA shape per head dim, one tile per CTA, no launch plan to
 // choose. Each kernel has its golden sass_golden/sm_90a/<name>.sass and hand-written <name>.check.
 //
-//   kernel                    block_m x block_n  stages (K, raw V, Vt)  smem (bytes)  registers (producer/consumer)
-//   fa3_fwd_fp8_sm90_d64      128 x 128          2                      58,456        56 / 224
-//   fa3_fwd_fp8_sm90_d128     128 x 128          2                      115,800       56 / 224
-//   fa3_fwd_fp8_sm90_d256     128 x 64           2                      132,184       56 / 224
+//   kernel                       block_m x block_n  stages (K, raw V, Vt)  smem (bytes)  registers (producer/consumer)
+//   fa3_fwd_fp8_sm90_d64         128 x 128          2                      58,456        56 / 224
+//   fa3_fwd_fp8_sm90_d128        128 x 128          2                      115,800       56 / 224
+//   fa3_fwd_fp8_sm90_d256        128 x 64           2                      132,184       56 / 224
+//   fa3_fwd_fp8_sm90_d64_n256    128 x 256          2                      107,608       56 / 224
+//   fa3_fwd_fp8_sm90_d128_n192   128 x 192          2                      164,952       56 / 224
 // (smem: Fp8Layout<C>::kSmemBytes, alignment slack included; 168 registers at launch, 384 threads.)
-// d256 takes 64-key blocks: O alone is 128 fp32 registers per consumer thread there.
+// d256 takes 64-key blocks: O alone is 128 fp32 registers per consumer thread there. The _nNNN
+// kernels (wide K/V blocks: the per-block fixed costs, O's rescale, the row-max shuffles, the
+// barrier round trips, spread over more keys) run when the K and V descales are uniform along the
+// keys and V is row-major (wide_blocks_apply); per-block K/V descales need blocks inside one
+// 128-row descale block.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -28,6 +34,8 @@
 FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d64, flashptx::fa3::kFp8D64)
 FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d128, flashptx::fa3::kFp8D128)
 FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d256, flashptx::fa3::kFp8D256)
+FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d64_n256, flashptx::fa3::kFp8D64N256)
+FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d128_n192, flashptx::fa3::kFp8D128N192)
 
 namespace flashptx {
 
@@ -66,9 +74,17 @@ template <fa3::Fp8Config C>
 static flashptx_status launch_fp8(const flashptx_fwd_fp8_params& a, const void* fn, cudaStream_t stream,
                                   std::string* msg) {
   using L = fa3::Fp8Layout<C>;
+  if (L::kUniformKVDescalesOnly &&
+      (a.k_granularity == FLASHPTX_FP8_SCALE_PER_BLOCK || a.v_granularity == FLASHPTX_FP8_SCALE_PER_BLOCK ||
+       a.v_layout != FLASHPTX_FP8_V_ROW_MAJOR)) {
+    *msg = "internal: a wide-block FP8 kernel chosen for per-block K/V descales or V^T";
+    return FLASHPTX_ERR_BAD_OPTION;
+  }
   fa3::FwdFp8Params p{};
   const CUtensorMapSwizzle qk_swz = L::kQKChunkBytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B;
-  const CUtensorMapSwizzle vt_swz = L::kVtRowBytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B;
+  // V^T given: one TMA box per Vt stage, so one chunk (block_n <= 128; wider kernels are not
+  // launched for this layout, launch_fwd_fp8).
+  const CUtensorMapSwizzle vt_swz = C.block_n == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B;
   std::string err;
   bool ok = encode_e4m3_rows(&p.tma_q, a.q, a.batch, a.seqlen_q, a.heads_q, a.head_dim, a.q_batch_stride,
                              a.q_row_stride, a.q_head_stride, L::kQKChunkBytes, L::kBlockM, qk_swz, &err);
@@ -141,20 +157,34 @@ static flashptx_status launch_fp8(const flashptx_fwd_fp8_params& a, const void* 
   return FLASHPTX_OK;
 }
 
+// The wide-block kernels (block_n > 128) read one K and one V descale per block, so they run only
+// when those are uniform along the keys (per tensor or per head) and V is row-major (their Vt stage
+// is two chunks, which one TMA box of V^T cannot fill).
+static bool wide_blocks_apply(const flashptx_fwd_fp8_params& a) {
+  const auto uniform = [](flashptx_fp8_scale_granularity g) { return g != FLASHPTX_FP8_SCALE_PER_BLOCK; };
+  return uniform(a.k_granularity) && uniform(a.v_granularity) && a.v_layout == FLASHPTX_FP8_V_ROW_MAJOR;
+}
+
 flashptx_status launch_fwd_fp8(const flashptx_fwd_fp8_params& a, cudaStream_t stream, std::string* msg) {
+  const bool wide = wide_blocks_apply(a);
   switch (a.head_dim) {
-    case 64: return launch_fp8<fa3::kFp8D64>(a, reinterpret_cast<const void*>(&fa3_fwd_fp8_sm90_d64), stream, msg);
-    case 128: return launch_fp8<fa3::kFp8D128>(a, reinterpret_cast<const void*>(&fa3_fwd_fp8_sm90_d128), stream, msg);
+    case 64:
+      if (wide) return launch_fp8<fa3::kFp8D64N256>(a, reinterpret_cast<const void*>(&fa3_fwd_fp8_sm90_d64_n256), stream, msg);
+      return launch_fp8<fa3::kFp8D64>(a, reinterpret_cast<const void*>(&fa3_fwd_fp8_sm90_d64), stream, msg);
+    case 128:
+      if (wide) return launch_fp8<fa3::kFp8D128N192>(a, reinterpret_cast<const void*>(&fa3_fwd_fp8_sm90_d128_n192), stream, msg);
+      return launch_fp8<fa3::kFp8D128>(a, reinterpret_cast<const void*>(&fa3_fwd_fp8_sm90_d128), stream, msg);
     case 256: return launch_fp8<fa3::kFp8D256>(a, reinterpret_cast<const void*>(&fa3_fwd_fp8_sm90_d256), stream, msg);
   }
   *msg = "head_dim " + std::to_string(a.head_dim) + " has no FP8 kernel";
   return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
 }
 
-const char* fwd_fp8_kernel_name(int64_t head_dim) {
-  switch (head_dim) {
-    case 64: return "fa3_fwd_fp8_sm90_d64";
-    case 128: return "fa3_fwd_fp8_sm90_d128";
+const char* fwd_fp8_kernel_name(const flashptx_fwd_fp8_params& a) {
+  const bool wide = wide_blocks_apply(a);
+  switch (a.head_dim) {
+    case 64: return wide ? "fa3_fwd_fp8_sm90_d64_n256" : "fa3_fwd_fp8_sm90_d64";
+    case 128: return wide ? "fa3_fwd_fp8_sm90_d128_n192" : "fa3_fwd_fp8_sm90_d128";
     case 256: return "fa3_fwd_fp8_sm90_d256";
   }
   return nullptr;

@@ -241,7 +241,7 @@ struct Producer {
     for (int i = 0; i < kUnitsPerWarp; ++i) {
       const int u = warp + 4 * i, kk = u % kKeyUnits, jj = u / kKeyUnits;
       src_off[i] = transpose_src(kk, jj, lane, kD, kBlockN);
-      dst_off[i] = transpose_dst(kk, jj, lane, L::kVtRowBytes);
+      dst_off[i] = transpose_dst(kk, jj, lane, kD, kBlockN);
     }
     constexpr int kAhead = C.stages - 1;
     if (tid == 0)
@@ -258,7 +258,6 @@ template <Fp8Config C>
 struct Consumer {
   using L = Fp8Layout<C>;
   using QKSwz = Swz<L::kQKChunkBytes>;
-  using VtSwz = Swz<L::kVtRowBytes>;
   using Tokens = TokenRing<L::kConsumerWGs>;
   static constexpr int kD = C.head_dim, kBlockN = C.block_n, kBlockM = L::kBlockM;
   static constexpr int kKPerChunk = L::kQKChunkBytes / 32;  // k32 steps per swizzled Q/K chunk
@@ -330,15 +329,23 @@ struct Consumer {
     ptx::wgmma_commit_group();
     ptx::wgmma_fence_operand(s_acc);
   }
-  // O (+)= P Vt^T: kBlockN/32 k-steps over the keys; Vt is K-major (keys contiguous), one swizzled
-  // row of block_n bytes per head dim, +32 B per k32 step.
+  // O (+)= P Vt^T: kBlockN/32 k-steps over the keys; Vt is K-major (keys contiguous) in chunks of
+  // 128 keys (vt_offset): step k reads chunk 32k / 128 at +32 B per step inside it, with the chunk's
+  // row width and swizzle (128B, or 64B for a 64-key chunk).
+  template <int kChunk>
+  __device__ __forceinline__ uint64_t vt_desc(uint32_t vt_stage) const {
+    using S = Swz<vt_chunk_keys(kChunk, kBlockN)>;
+    return ptx::make_smem_desc(sm.vt(vt_stage) + kChunk * kD * 128, 0, S::kAtomBytes, S::kMode);
+  }
   __device__ __forceinline__ void issue_pv(uint32_t vt_stage, bool accumulate) {
-    const uint64_t desc_v = ptx::make_smem_desc(sm.vt(vt_stage), 0, VtSwz::kAtomBytes, VtSwz::kMode);
+    const uint64_t desc_v0 = vt_desc<0>(vt_stage);
+    const uint64_t desc_v1 = vt_desc<L::kVtChunks - 1>(vt_stage);
     ptx::wgmma_fence_operand(o);
     ptx::wgmma_fence();
 #pragma unroll
     for (int k = 0; k < kBlockN / 32; ++k)
-      ptx::wgmma_m64k32_f32_fp8_rs<kD, 0, 0>(o, pfrag[k], ptx::smem_desc_advance(desc_v, k * 32),
+      ptx::wgmma_m64k32_f32_fp8_rs<kD, 0, 0>(o, pfrag[k],
+                                             ptx::smem_desc_advance(k < 4 ? desc_v0 : desc_v1, (k % 4) * 32),
                                              (accumulate || k > 0) ? 1u : 0u);
     ptx::wgmma_commit_group();
     ptx::wgmma_fence_operand(o);

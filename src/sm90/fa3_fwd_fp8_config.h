@@ -61,9 +61,18 @@ constexpr uint32_t transpose_dst_row(int jj, int lane) {
   const int m = lane / 8, rr = lane % 8;
   return static_cast<uint32_t>(32 * jj + 16 * (m >> 1) + 2 * rr + (m & 1));
 }
-constexpr uint32_t transpose_dst(int kk, int jj, int lane, int vt_row_bytes) {
-  const uint32_t row = transpose_dst_row(jj, lane);
-  return row * static_cast<uint32_t>(vt_row_bytes) + swizzle_unit(row, static_cast<uint32_t>(kk), vt_row_bytes) * 16u;
+// The Vt stage (d rows of block_n keys, K-major for the PV wgmma): chunks of 128 keys, chunk c at
+// byte c * d * 128, each chunk d rows of vt_chunk_keys(c) bytes (128, or 64 for a last half chunk),
+// swizzled at that width (128B / 64B). block_n 64 and 128 are one chunk; 192 is 128 + 64; 256 is
+// two chunks of 128. The byte offset of (head dim row, key).
+constexpr int vt_chunk_keys(int c, int block_n) { return block_n - 128 * c < 128 ? block_n - 128 * c : 128; }
+constexpr uint32_t vt_offset(int row, int key, int d, int block_n) {
+  const int c = key / 128, w = vt_chunk_keys(c, block_n), k = key % 128;
+  return static_cast<uint32_t>(c * d * 128 + row * w) +
+         swizzle_unit(static_cast<uint32_t>(row), static_cast<uint32_t>(k / 16), w) * 16u + static_cast<uint32_t>(k % 16);
+}
+constexpr uint32_t transpose_dst(int kk, int jj, int lane, int d, int block_n) {
+  return vt_offset(static_cast<int>(transpose_dst_row(jj, lane)), 16 * kk, d, block_n);
 }
 // P's register repair: byte i of A-fragment register w of k32 step k takes the fp32 S/P accumulator
 // s_acc[p_acc_index(k, w, i)] (the D fragment: n8 block 4k + j, element e = 2 (row half) + column
@@ -123,8 +132,9 @@ struct Fp8Layout {
   // 128B swizzle; head dim 64 is one 64-byte chunk with the 64B swizzle.
   static constexpr int kQKChunkBytes = C.head_dim < 128 ? C.head_dim : 128;
   static constexpr int kQKChunks = C.head_dim / kQKChunkBytes;
-  // Vt rows (keys, K-major for the PV wgmma): block_n bytes, 128B swizzle (block_n 128) or 64B (64).
-  static constexpr int kVtRowBytes = C.block_n;
+  // Vt (keys, K-major for the PV wgmma): chunks of 128 keys (vt_offset), 128B swizzle, or 64B for a
+  // 64-key chunk. Each k32 step of PV lies inside one chunk.
+  static constexpr int kVtChunks = (C.block_n + 127) / 128;
 
   // Register split (setmaxnreg, PTX ISA "setmaxnreg"): the producer warpgroup transposes V, so it
   // keeps 56; 128 x 56 + 256 x 224 = 64,512 = 384 x 168, the CTA's launch allocation (65536 / 384
@@ -162,8 +172,13 @@ struct Fp8Layout {
   static constexpr uint32_t kBarTranspose = 1;
 
   static_assert(C.head_dim == 64 || C.head_dim == 128 || C.head_dim == 256, "head dims 64, 128, 256");
-  static_assert(C.block_n == 64 || C.block_n == 128, "block_n 64 or 128: a swizzle row of Vt, inside one descale block");
-  static_assert(kFp8ScaleRows % C.block_n == 0 && kBlockM == kFp8ScaleRows, "descale blocks align with the tiles");
+  static_assert(C.block_n == 64 || C.block_n == 128 || C.block_n == 192 || C.block_n == 256,
+                "block_n: whole Vt chunks of 128 keys plus at most one of 64 (vt_offset)");
+  static_assert(kBlockM == kFp8ScaleRows, "a tile is one Q descale block");
+  // A K/V block inside one descale block (per-block K/V descales) needs block_n | 128; wider blocks
+  // are launched only for uniform K/V descales (per tensor, per head) and V row-major: see
+  // Fp8Config::wide and launch_fwd_fp8.
+  static constexpr bool kUniformKVDescalesOnly = kFp8ScaleRows % C.block_n != 0;
   static_assert(C.stages >= 2 && C.stages <= 4, "stages 2..4 (see Fp8Config::stages)");
   static_assert(kQBytes % 1024 == 0 && kKBytes % 1024 == 0 && kVtBytes % 1024 == 0, "tiles keep 1024-byte alignment");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
@@ -177,5 +192,7 @@ struct Fp8Layout {
 constexpr Fp8Config kFp8D64 = {.head_dim = 64, .block_n = 128, .stages = 2};
 constexpr Fp8Config kFp8D128 = {.head_dim = 128, .block_n = 128, .stages = 2};
 constexpr Fp8Config kFp8D256 = {.head_dim = 256, .block_n = 64, .stages = 2};
+constexpr Fp8Config kFp8D64N256 = {.head_dim = 64, .block_n = 256, .stages = 2};
+constexpr Fp8Config kFp8D128N192 = {.head_dim = 128, .block_n = 192, .stages = 2};
 
 }  // namespace flashptx::fa3

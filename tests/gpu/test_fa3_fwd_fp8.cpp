@@ -310,14 +310,23 @@ TEST_CASE("shapes: one query, one key, more queries than keys (rows without keys
     check_case({2, 77, 0, 2, 1, d, false, kH, kH, kH}, ++seed);    // O = 0, LSE = -inf
     check_case({1, 1000, 1000, 8, 1, d, true, kB, kB, kB}, ++seed);
     check_case({1, 1024, 1024, 2, 2, d, false, kB, kB, kB}, ++seed);
+    // K and V descales uniform along the keys, V row-major: the wide-block kernels at d64 / d128
+    // (block_n 256 / 192; src/sm90/fa3_fwd_fp8.cu wide_blocks_apply), ragged and causal.
+    check_case({1, 1, 700, 2, 1, d, true, kB, kH, kT}, ++seed);
+    check_case({1, 300, 50, 2, 2, d, true, kB, kT, kT}, ++seed);
+    check_case({1, 1000, 1000, 8, 1, d, true, kB, kH, kH}, ++seed);
+    check_case({1, 1024, 1024, 2, 2, d, false, kT, kT, kT}, ++seed);
+    check_case({2, 517, 1100, 4, 2, d, false, kH, kH, kH}, ++seed);
   }
   // A custom softmax scale and large scores.
   check_case({1, 256, 512, 2, 1, 128, false, kB, kB, kB, Layout::kContiguous, false, 0.3f}, ++seed);
 }
 
-TEST_CASE("determinism: 200 launches bitwise equal, in both V layouts") {
-  for (bool vt : {false, true}) {
-    const Fp8Case c{1, 1000, 1100, 4, 2, 128, true, kB, kB, kB, Layout::kContiguous, vt};
+TEST_CASE("determinism: 200 launches bitwise equal, in both V layouts and the wide-block kernel") {
+  for (int which = 0; which < 3; ++which) {
+    const bool vt = which == 1;
+    const auto g = which == 2 ? kH : kB;  // 2: per-head K/V, the d128 block_n 192 kernel
+    const Fp8Case c{1, 1000, 1100, 4, 2, 128, true, kB, g, g, Layout::kContiguous, vt};
     CAPTURE(c.str());
     Fp8Problem pb(c, 99);
     pb.poison();
@@ -540,12 +549,18 @@ void bench_shape(int64_t B, int64_t S, int64_t H, int64_t D) {
   const double flops = 4.0 * static_cast<double>(B * H) * static_cast<double>(S) * static_cast<double>(S) * D;
   const auto& rel = release_lib();
   REQUIRE_MESSAGE(rel.loaded(), rel.why);
+  // The same codes with one descale per (batch, head) for K and V (the first of each head's blocks:
+  // all are 1/64 here): the wide-block kernel at d64 / d128.
+  flashptx_fwd_fp8_params p8h = p8;
+  p8h.k_granularity = p8h.v_granularity = FLASHPTX_FP8_SCALE_PER_HEAD;
   const double ms8 = time_ms([&] { return rel.fwd_fp8(&p8, nullptr); });
+  const double ms8h = time_ms([&] { return rel.fwd_fp8(&p8h, nullptr); });
   const double ms16 = time_ms([&] { return rel.fwd(&p16, nullptr); });
-  std::printf("fa3 fp8 bench d%lld s%lld b%lld h%lld non-causal: fp8 %.3f ms %.0f TFLOP/s; bf16 %.3f ms %.0f TFLOP/s; "
-              "ratio %.2f (release library, warm L2, events, median of 5 x 20)\n",
+  std::printf("fa3 fp8 bench d%lld s%lld b%lld h%lld non-causal: fp8 (per-block K/V descales) %.3f ms %.0f TFLOP/s; "
+              "fp8 (per-head K/V) %.3f ms %.0f TFLOP/s; bf16 %.3f ms %.0f TFLOP/s; ratio %.2f / %.2f (release library, "
+              "warm L2, events, median of 5 x 20)\n",
               static_cast<long long>(D), static_cast<long long>(S), static_cast<long long>(B), static_cast<long long>(H),
-              ms8, flops / ms8 * 1e-9, ms16, flops / ms16 * 1e-9, ms16 / ms8);
+              ms8, flops / ms8 * 1e-9, ms8h, flops / ms8h * 1e-9, ms16, flops / ms16 * 1e-9, ms16 / ms8, ms16 / ms8h);
   CHECK(ms8 > 0);
 }
 

@@ -4,6 +4,7 @@
 // the shared-memory plan, and the fp64 references the GPU suite uses.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -75,13 +76,13 @@ void stmatrix_x4(uint8_t* mem, const uint32_t (&addr)[32], const uint32_t (&reg)
 
 // The producer's transpose of one stage, as src/sm90/fa3_fwd_fp8.cuh runs it (every unit, any warp).
 std::vector<uint8_t> emulate_transpose(const std::vector<uint8_t>& raw, int d, int block_n) {
-  std::vector<uint8_t> vt(static_cast<size_t>(d * block_n), 0xEE);
+  std::vector<uint8_t> vt(static_cast<size_t>(d * ((block_n + 127) / 128) * 128), 0xEE);
   for (int u = 0; u < (block_n / 16) * (d / 32); ++u) {
     const int kk = u % (block_n / 16), jj = u / (block_n / 16);
     uint32_t la[32], sa[32], r[32][4], w[32][4];
     for (int lane = 0; lane < 32; ++lane) {
       la[lane] = transpose_src(kk, jj, lane, d, block_n);
-      sa[lane] = transpose_dst(kk, jj, lane, block_n);
+      sa[lane] = transpose_dst(kk, jj, lane, d, block_n);
     }
     ldmatrix_x4_trans(raw.data(), la, r);
     for (int t = 0; t < 32; ++t) {
@@ -94,9 +95,17 @@ std::vector<uint8_t> emulate_transpose(const std::vector<uint8_t>& raw, int d, i
   }
   return vt;
 }
-// The PV wgmma's view of a Vt stage: B[key][dim] (K-major, swizzled rows of block_n bytes).
+// The PV wgmma's view of a Vt stage: B[key][dim], K-major, as the consumer's descriptors address it
+// (Consumer::vt_desc): k-step k reads chunk c = 32k / 128 from the stage base + c * d * 128, whose
+// rows (head dims) are w = min(128, block_n - 128c) bytes wide; a swizzle atom is 8 rows (SBO 8w);
+// inside it row r, 16-byte unit u sits at r * w + 16 * (u ^ (r % 8)) for w = 128 (128B swizzle) and
+// 16 * (u ^ ((r / 2) % 4)) for w = 64 (64B swizzle), from a 1024-aligned base (PTX ISA "Shared
+// memory matrix layout", swizzling modes). Written from the descriptor's rules, not from vt_offset.
 uint8_t vt_at(const std::vector<uint8_t>& vt, int block_n, int dim, int key) {
-  return vt[static_cast<size_t>(dim * block_n + swizzle_unit(dim, key / 16, block_n) * 16 + key % 16)];
+  const int c = key / 128, w = std::min(128, block_n - 128 * c), k = key % 128, u = k / 16, r = dim % 8;
+  const int su = w == 128 ? (u ^ r) : (u ^ ((r / 2) % 4));
+  const int d_rows = static_cast<int>(vt.size()) / (((block_n + 127) / 128) * 128);
+  return vt[static_cast<size_t>(c * d_rows * 128 + (dim / 8) * 8 * w + r * w + 16 * su + k % 16)];
 }
 
 
@@ -230,14 +239,16 @@ TEST_CASE("validation: every fault a distinct status with a message") {
 
 TEST_CASE("the in-kernel V transpose, emulated thread by thread: Vt[d][16kk+p] = V[16kk+sigma(p)][d]") {
   std::mt19937 rng(11);
-  for (auto [d, bn] : {std::pair{64, 128}, std::pair{128, 128}, std::pair{256, 64}}) {
+  for (auto [d, bn] : {std::pair{64, 128}, std::pair{128, 128}, std::pair{256, 64}, std::pair{64, 256},
+                       std::pair{128, 192}}) {
     CAPTURE(d);
     CAPTURE(bn);
     std::vector<uint8_t> raw(static_cast<size_t>(bn * d));
     for (auto& x : raw) x = static_cast<uint8_t>(rng());
     const auto vt = emulate_transpose(raw, d, bn);
     int wrong = 0, unwritten = 0;
-    for (uint8_t x : vt) unwritten += x == 0xEE;
+    for (int dim = 0; dim < d; ++dim)
+      for (int key = 0; key < bn; ++key) unwritten += vt_at(vt, bn, dim, key) == 0xEE;
     for (int dim = 0; dim < d; ++dim)
       for (int key = 0; key < bn; ++key)
         wrong += vt_at(vt, bn, dim, key) != raw[raw_v_offset(key / 16 * 16 + fp8m::transpose_sigma(key % 16), dim, d, bn)];
@@ -306,7 +317,8 @@ TEST_CASE("the kernel's block walk replayed on the host meets the GPU suite's ru
   const int64_t B = 1, SQ = 200, SK = 300, HQ = 2, HKV = 1, D = 64;
   std::mt19937 rng(31);
   std::normal_distribution<float> nd(0.f, 1.f);
-  auto make = [&](int64_t s, int64_t heads, std::vector<uint8_t>* c, std::vector<float>* dsc) {
+  auto make = [&](int64_t s, int64_t heads, std::vector<uint8_t>* c, std::vector<float>* dsc,
+                  flashptx_fp8_scale_granularity g = FLASHPTX_FP8_SCALE_PER_BLOCK) {
     std::vector<uint16_t> in(static_cast<size_t>(B * s * heads * D));
     for (int64_t r = 0; r < s; ++r)
       for (int64_t x = 0; x < heads * D; ++x)
@@ -315,13 +327,38 @@ TEST_CASE("the kernel's block walk replayed on the host meets the GPU suite's ru
     c->assign(in.size(), 0);
     dsc->assign(static_cast<size_t>(B * heads * ((s + 127) / 128)), 0.f);
     flashptx::ref::quantize_fp8({in.data(), c->data(), dsc->data(), B, s, heads, D, s * heads * D, heads * D, D,
-                                 s * heads * D, heads * D, D, true, FLASHPTX_FP8_SCALE_PER_BLOCK, 0});
+                                 s * heads * D, heads * D, D, true, g, 0});
   };
-  std::vector<uint8_t> q, k, v;
-  std::vector<float> dq, dk, dv;
+  std::vector<uint8_t> q, k, v, kh, vh;
+  std::vector<float> dq, dk, dv, dkh, dvh;
   make(SQ, HQ, &q, &dq);
   make(SK, HKV, &k, &dk);
   make(SK, HKV, &v, &dv);
+  // The wide-block kernels (block_n 192, 256) run only with K/V descales uniform along the keys:
+  // their replay takes per-head K and V (launch_fwd_fp8, wide_blocks_apply).
+  make(SK, HKV, &kh, &dkh, FLASHPTX_FP8_SCALE_PER_HEAD);
+  make(SK, HKV, &vh, &dvh, FLASHPTX_FP8_SCALE_PER_HEAD);
+  for (bool causal : {false, true})
+    for (int block_n : {192, 256}) {
+      CAPTURE(causal);
+      CAPTURE(block_n);
+      flashptx::ref::Fp8Attention a;
+      a.batch = B; a.seqlen_q = SQ; a.seqlen_k = SK; a.heads_q = HQ; a.heads_kv = HKV; a.head_dim = D;
+      a.causal = causal;
+      a.q = {q.data(), SQ * HQ * D, HQ * D, D, 1, dq.data(), FLASHPTX_FP8_SCALE_PER_BLOCK, HQ, SQ};
+      a.k = {kh.data(), SK * HKV * D, HKV * D, D, 1, dkh.data(), FLASHPTX_FP8_SCALE_PER_HEAD, HKV, SK};
+      a.v = {vh.data(), SK * HKV * D, HKV * D, D, 1, dvh.data(), FLASHPTX_FP8_SCALE_PER_HEAD, HKV, SK};
+      std::vector<double> ref_o, ref_lse, same_o, same_lse, abs_s, o, lse;
+      flashptx::ref::fp8_attention(a, false, &ref_o, &ref_lse, &abs_s);
+      flashptx::ref::fp8_attention(a, true, &same_o, &same_lse);
+      double e_same = 0, e = 0, el = 0;
+      for (size_t i = 0; i < ref_o.size(); ++i) e_same = std::max(e_same, std::fabs(same_o[i] - ref_o[i]));
+      emulate(a, block_n, EmuMutation::none, &o, &lse);
+      for (size_t i = 0; i < o.size(); ++i) e = std::max(e, std::fabs(o[i] - ref_o[i]));
+      for (size_t i = 0; i < lse.size(); ++i) el = std::max(el, std::fabs(lse[i] - ref_lse[i]) - 2e-3 * abs_s[i]);
+      CHECK_MESSAGE(e <= 2 * e_same + 1e-4, "max|O - ref| " << e << " vs O_same " << e_same);
+      CHECK(el <= 1e-4);
+    }
   for (bool causal : {false, true})
     for (int block_n : {64, 128}) {
       CAPTURE(causal);

@@ -21,7 +21,7 @@ std::vector<int> n_values_16bit() {
   for (int n = 8; n <= 256; n += 8) v.push_back(n);
   return v;
 }
-constexpr int kNFp8[] = {64, 128, 256};
+constexpr int kNFp8[] = {64, 128, 192, 256};
 
 // A 16-bit form: the input type spelled in the mnemonic and in the comments.
 struct Type16 {
