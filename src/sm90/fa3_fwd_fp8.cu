@@ -159,10 +159,13 @@ static flashptx_status launch_fp8(const flashptx_fwd_fp8_params& a, const void* 
 
 // The wide-block kernels (block_n > 128) read one K and one V descale per block, so they run only
 // when those are uniform along the keys (per tensor or per head) and V is row-major (their Vt stage
-// is two chunks, which one TMA box of V^T cannot fill).
+// is two chunks, which one TMA box of V^T cannot fill); and from 2k keys: at d128 1k non-causal the
+// 192-key blocks (six, the last a third full) measured 509 TFLOP/s against 537 for 128-key blocks
+// (tools/NOTES.md, "FP8 forward: wide blocks").
 static bool wide_blocks_apply(const flashptx_fwd_fp8_params& a) {
   const auto uniform = [](flashptx_fp8_scale_granularity g) { return g != FLASHPTX_FP8_SCALE_PER_BLOCK; };
-  return uniform(a.k_granularity) && uniform(a.v_granularity) && a.v_layout == FLASHPTX_FP8_V_ROW_MAJOR;
+  return uniform(a.k_granularity) && uniform(a.v_granularity) && a.v_layout == FLASHPTX_FP8_V_ROW_MAJOR &&
+         a.seqlen_k >= 2048;
 }
 
 flashptx_status launch_fwd_fp8(const flashptx_fwd_fp8_params& a, cudaStream_t stream, std::string* msg) {

@@ -147,6 +147,11 @@ __device__ __forceinline__ void quantize_body(const Params& p) {
     descale = p.descale[slot];
   }
 
+  // One correctly rounded reciprocal per CTA (capped at FLT_MAX: a zero element of a group with a
+  // tiny amax stays 0, not 0 * inf), then one multiply per element; the host reference
+  // (tools/support/fp8_quant_ref.cpp) does the same. An IEEE division per element (a reciprocal,
+  // two Newton steps, a range check) left the per-block and rotated modes issue-bound.
+  const float scale = descale > 0.f ? fminf(__frcp_rn(descale), 3.40282347e38f) : 0.f;
 #pragma unroll 2
   for (int r0 = row_begin; r0 < row_end; r0 += rows_per_iter) {
     const int row = r0 + row_in;
@@ -154,11 +159,8 @@ __device__ __forceinline__ void quantize_body(const Params& p) {
     load_rotated<kBf16>(p, b, h, row, valid, col, y);
     uint32_t packed[8];
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const float lo = descale > 0.f ? __fdiv_rn(y[2 * i], descale) : 0.f;
-      const float hi = descale > 0.f ? __fdiv_rn(y[2 * i + 1], descale) : 0.f;
-      packed[i] = ptx::cvt_rn_satfinite_e4m3x2_f32(lo, hi);
-    }
+    for (int i = 0; i < 8; ++i)
+      packed[i] = ptx::cvt_rn_satfinite_e4m3x2_f32(__fmul_rn(y[2 * i], scale), __fmul_rn(y[2 * i + 1], scale));
     if (valid) {
       uint4* dst = reinterpret_cast<uint4*>(p.out + b * p.out_sb + row * p.out_ss + h * p.out_sh + col);
       dst[0] = make_uint4(packed[0] | (packed[1] << 16), packed[2] | (packed[3] << 16),

@@ -310,13 +310,13 @@ TEST_CASE("shapes: one query, one key, more queries than keys (rows without keys
     check_case({2, 77, 0, 2, 1, d, false, kH, kH, kH}, ++seed);    // O = 0, LSE = -inf
     check_case({1, 1000, 1000, 8, 1, d, true, kB, kB, kB}, ++seed);
     check_case({1, 1024, 1024, 2, 2, d, false, kB, kB, kB}, ++seed);
-    // K and V descales uniform along the keys, V row-major: the wide-block kernels at d64 / d128
-    // (block_n 256 / 192; src/sm90/fa3_fwd_fp8.cu wide_blocks_apply), ragged and causal.
-    check_case({1, 1, 700, 2, 1, d, true, kB, kH, kT}, ++seed);
-    check_case({1, 300, 50, 2, 2, d, true, kB, kT, kT}, ++seed);
-    check_case({1, 1000, 1000, 8, 1, d, true, kB, kH, kH}, ++seed);
-    check_case({1, 1024, 1024, 2, 2, d, false, kT, kT, kT}, ++seed);
-    check_case({2, 517, 1100, 4, 2, d, false, kH, kH, kH}, ++seed);
+    // K and V descales uniform along the keys, V row-major, >= 2048 keys: the wide-block kernels at
+    // d64 / d128 (block_n 256 / 192; src/sm90/fa3_fwd_fp8.cu wide_blocks_apply), ragged and causal.
+    check_case({1, 1, 2100, 2, 1, d, true, kB, kH, kT}, ++seed);
+    check_case({1, 2200, 2050, 2, 1, d, true, kB, kT, kT}, ++seed);  // rows < 150 see no key
+    check_case({1, 2048, 2048, 4, 1, d, true, kB, kH, kH}, ++seed);
+    check_case({1, 2048, 2048, 2, 2, d, false, kT, kT, kT}, ++seed);
+    check_case({2, 300, 2200, 2, 2, d, false, kH, kH, kH}, ++seed);
   }
   // A custom softmax scale and large scores.
   check_case({1, 256, 512, 2, 1, 128, false, kB, kB, kB, Layout::kContiguous, false, 0.3f}, ++seed);
@@ -326,7 +326,7 @@ TEST_CASE("determinism: 200 launches bitwise equal, in both V layouts and the wi
   for (int which = 0; which < 3; ++which) {
     const bool vt = which == 1;
     const auto g = which == 2 ? kH : kB;  // 2: per-head K/V, the d128 block_n 192 kernel
-    const Fp8Case c{1, 1000, 1100, 4, 2, 128, true, kB, g, g, Layout::kContiguous, vt};
+    const Fp8Case c{1, 1000, which == 2 ? 2100 : 1100, 4, 2, 128, true, kB, g, g, Layout::kContiguous, vt};
     CAPTURE(c.str());
     Fp8Problem pb(c, 99);
     pb.poison();

@@ -30,6 +30,7 @@ ap.add_argument("--shapes", default="2,8192,16,128,0;1,16384,16,256,0")
 ap.add_argument("--vt", action="store_true")
 ap.add_argument("--gran", type=int, default=2, help="descale granularity: 0 per tensor, 1 per head, 2 per block")
 ap.add_argument("--rounds", type=int, default=3)
+ap.add_argument("--grid", action="store_true", help="the FA3 grid: d 64/128/256 x seqlen 512..16k x causal, 16k tokens, hidden 2048")
 ap.add_argument("--no-bf16", action="store_true")
 ap.add_argument("--check-only", action="store_true")
 ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "fp8_time.json"))
@@ -96,6 +97,9 @@ def quantize(x):  # x [B, S, H, D] fp32 -> e4m3, descales by --gran (laid out [B
 
 
 rows = []
+if args.grid:
+    args.shapes = ";".join(f"{16384 // s},{s},{2048 // d},{d},{c}" for d in (64, 128, 256)
+                           for s in (512, 1024, 2048, 4096, 8192, 16384) for c in (0, 1))
 for item in args.shapes.split(";"):
     B, S, H, D, C = (int(v) for v in item.split(","))
     causal = bool(C)
