@@ -469,7 +469,7 @@ flashptx_status flashptx_fwd_fp8(const flashptx_fwd_fp8_params* p, cudaStream_t 
   if (dev.cc != 90)
     return fail(FLASHPTX_ERR_UNSUPPORTED_DEVICE, "device " + std::to_string(dev.ordinal) + " is sm_" +
                                                      std::to_string(dev.cc) + "; the FP8 forward kernels are sm_90a (Hopper)");
-  if ((s = flashptx::launch_fwd_fp8(*p, stream, &msg)) != FLASHPTX_OK) return fail(s, msg);
+  if ((s = flashptx::launch_fwd_fp8(*p, dev.sm_count, stream, &msg)) != FLASHPTX_OK) return fail(s, msg);
   return ok();
 }
 

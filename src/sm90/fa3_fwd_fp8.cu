@@ -17,6 +17,7 @@
 // 128-row descale block.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -71,8 +72,8 @@ bool encode_e4m3_rows(CUtensorMap* map, const void* ptr, int64_t batch, int64_t 
 }  // namespace
 
 template <fa3::Fp8Config C>
-static flashptx_status launch_fp8(const flashptx_fwd_fp8_params& a, const void* fn, cudaStream_t stream,
-                                  std::string* msg) {
+static flashptx_status launch_fp8(const flashptx_fwd_fp8_params& a, const void* fn, int sm_count,
+                                  cudaStream_t stream, std::string* msg) {
   using L = fa3::Fp8Layout<C>;
   if (L::kUniformKVDescalesOnly &&
       (a.k_granularity == FLASHPTX_FP8_SCALE_PER_BLOCK || a.v_granularity == FLASHPTX_FP8_SCALE_PER_BLOCK ||
@@ -147,9 +148,13 @@ static flashptx_status launch_fp8(const flashptx_fwd_fp8_params& a, const void* 
     *msg = std::string("cudaFuncSetAttribute(max dynamic shared memory): ") + cudaGetErrorString(e);
     return FLASHPTX_ERR_CUDA;
   }
+  // Persistent: one CTA per SM (the kernel's registers and shared memory allow no second), each
+  // walking tiles blockIdx.x, + gridDim.x, ... (the linear order: longest first under a causal mask).
   const int64_t tiles = static_cast<int64_t>(p.num_m_blocks) * a.heads_q * a.batch;
+  p.num_tiles = static_cast<int>(tiles);
+  const int64_t ctas = std::min<int64_t>(tiles, std::max(sm_count, 1));
   void* args[] = {&p};
-  e = cudaLaunchKernel(fn, dim3(static_cast<unsigned>(tiles)), dim3(L::kThreads), args, L::kSmemBytes, stream);
+  e = cudaLaunchKernel(fn, dim3(static_cast<unsigned>(ctas)), dim3(L::kThreads), args, L::kSmemBytes, stream);
   if (e != cudaSuccess) {
     *msg = std::string("launch of the FP8 forward: ") + cudaGetErrorString(e);
     return FLASHPTX_ERR_CUDA;
@@ -168,16 +173,16 @@ static bool wide_blocks_apply(const flashptx_fwd_fp8_params& a) {
          a.seqlen_k >= 2048;
 }
 
-flashptx_status launch_fwd_fp8(const flashptx_fwd_fp8_params& a, cudaStream_t stream, std::string* msg) {
+flashptx_status launch_fwd_fp8(const flashptx_fwd_fp8_params& a, int sm_count, cudaStream_t stream, std::string* msg) {
   const bool wide = wide_blocks_apply(a);
   switch (a.head_dim) {
     case 64:
-      if (wide) return launch_fp8<fa3::kFp8D64N256>(a, reinterpret_cast<const void*>(&fa3_fwd_fp8_sm90_d64_n256), stream, msg);
-      return launch_fp8<fa3::kFp8D64>(a, reinterpret_cast<const void*>(&fa3_fwd_fp8_sm90_d64), stream, msg);
+      if (wide) return launch_fp8<fa3::kFp8D64N256>(a, reinterpret_cast<const void*>(&fa3_fwd_fp8_sm90_d64_n256), sm_count, stream, msg);
+      return launch_fp8<fa3::kFp8D64>(a, reinterpret_cast<const void*>(&fa3_fwd_fp8_sm90_d64), sm_count, stream, msg);
     case 128:
-      if (wide) return launch_fp8<fa3::kFp8D128N192>(a, reinterpret_cast<const void*>(&fa3_fwd_fp8_sm90_d128_n192), stream, msg);
-      return launch_fp8<fa3::kFp8D128>(a, reinterpret_cast<const void*>(&fa3_fwd_fp8_sm90_d128), stream, msg);
-    case 256: return launch_fp8<fa3::kFp8D256>(a, reinterpret_cast<const void*>(&fa3_fwd_fp8_sm90_d256), stream, msg);
+      if (wide) return launch_fp8<fa3::kFp8D128N192>(a, reinterpret_cast<const void*>(&fa3_fwd_fp8_sm90_d128_n192), sm_count, stream, msg);
+      return launch_fp8<fa3::kFp8D128>(a, reinterpret_cast<const void*>(&fa3_fwd_fp8_sm90_d128), sm_count, stream, msg);
+    case 256: return launch_fp8<fa3::kFp8D256>(a, reinterpret_cast<const void*>(&fa3_fwd_fp8_sm90_d256), sm_count, stream, msg);
   }
   *msg = "head_dim " + std::to_string(a.head_dim) + " has no FP8 kernel";
   return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;

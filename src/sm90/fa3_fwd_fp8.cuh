@@ -94,12 +94,13 @@ template <Fp8Config C>
 struct Smem {
   using L = Fp8Layout<C>;
   uint32_t base;  // 1024-aligned shared::cta address
-  __device__ __forceinline__ uint32_t q() const { return base + L::kOffQ; }
+  __device__ __forceinline__ uint32_t q(uint32_t slot) const { return base + L::kOffQ + slot * L::kQBytes; }
   __device__ __forceinline__ uint32_t k(uint32_t s) const { return base + L::kOffK + s * L::kKBytes; }
   __device__ __forceinline__ uint32_t v(uint32_t s) const { return base + L::kOffV + s * L::kVBytes; }
   __device__ __forceinline__ uint32_t vt(uint32_t s) const { return base + L::kOffVt + s * L::kVtBytes; }
   __device__ __forceinline__ uint32_t bar(uint32_t slot) const { return base + L::kOffBar + 8u * slot; }
-  __device__ __forceinline__ uint32_t q_full() const { return bar(L::kBarQFull); }
+  __device__ __forceinline__ uint32_t q_full(uint32_t slot) const { return bar(L::kBarQFull + slot); }
+  __device__ __forceinline__ uint32_t q_empty(uint32_t slot) const { return bar(L::kBarQEmpty + slot); }
   __device__ __forceinline__ uint32_t k_full(uint32_t s) const { return bar(L::kBarKFull + s); }
   __device__ __forceinline__ uint32_t k_empty(uint32_t s) const { return bar(L::kBarKEmpty + s); }
   __device__ __forceinline__ uint32_t v_full(uint32_t s) const { return bar(L::kBarVFull + s); }
@@ -112,11 +113,12 @@ struct Tile {
   int n_max;  // admissible K/V blocks [0, n_max), visited right to left
 };
 
+// Linear tile `idx` (include/flashptx/tile_scheduler.h: m blocks fastest, longest first under a
+// causal mask).
 template <Fp8Config C>
-__device__ __forceinline__ Tile tile_of(const FwdFp8Params& p) {
+__device__ __forceinline__ Tile tile_of(const FwdFp8Params& p, int idx) {
   using L = Fp8Layout<C>;
-  const TileCoord tc =
-      tile_from_linear(static_cast<int>(blockIdx.x), p.num_m_blocks, p.heads_q, p.batch, p.causal != 0);
+  const TileCoord tc = tile_from_linear(idx, p.num_m_blocks, p.heads_q, p.batch, p.causal != 0);
   Tile t;
   t.m_block = tc.m_block;
   t.head = tc.head;
@@ -153,15 +155,49 @@ struct Producer {
   RingState<C.stages> load = RingState<C.stages>::producer_start();  // the leader's issue position
   RingState<C.stages> tp = RingState<C.stages>::producer_start();    // the transpose's position
 
-  __device__ __forceinline__ void load_q(const Tile& t) {
-    ptx::mbarrier_arrive_expect_tx(sm.q_full(), L::kQBytes);
+  // The CTA's stream of K/V blocks: its tiles blockIdx.x, + gridDim.x, ... (static round robin over
+  // the linear tile order), in each the admissible blocks right to left; tiles without keys are
+  // skipped (their consumers write O = 0 and load nothing). qi counts the keyed tiles: Q slot qi % 2.
+  struct StreamPos {
+    int tile, r, qi;
+    Tile t;
+  };
+  __device__ __forceinline__ void seek(StreamPos& s) const {
+    for (; s.tile < p.num_tiles; s.tile += static_cast<int>(gridDim.x)) {
+      s.t = tile_of<C>(p, s.tile);
+      if (s.t.n_max > 0) return;
+    }
+  }
+  __device__ __forceinline__ StreamPos stream_start() const {
+    StreamPos s{static_cast<int>(blockIdx.x), 0, 0, Tile{}};
+    seek(s);
+    return s;
+  }
+  __device__ __forceinline__ bool done(const StreamPos& s) const { return s.tile >= p.num_tiles; }
+  __device__ __forceinline__ void next(StreamPos& s) const {
+    if (++s.r < s.t.n_max) return;
+    s.r = 0;
+    ++s.qi;
+    s.tile += static_cast<int>(gridDim.x);
+    seek(s);
+  }
+
+  // Q of keyed tile qi into slot qi % 2, once the consumers released what that slot held (tile qi - 2;
+  // producer-start parity: the first use of each slot passes at once).
+  __device__ __forceinline__ void load_q(const Tile& t, int qi) {
+    const uint32_t slot = static_cast<uint32_t>(qi) & 1u, phase = (static_cast<uint32_t>(qi) >> 1) & 1u;
+    FLASHPTX_MBAR_WAIT(sm.q_empty(slot), phase ^ 1u, "fa3 fp8 producer: q_empty");
+    ptx::mbarrier_arrive_expect_tx(sm.q_full(slot), L::kQBytes);
     for (int c = 0; c < L::kQKChunks; ++c)
-      ptx::cp_async_bulk_tensor_4d_load(sm.q() + c * L::kBlockM * L::kQKChunkBytes, &p.tma_q, sm.q_full(),
+      ptx::cp_async_bulk_tensor_4d_load(sm.q(slot) + c * L::kBlockM * L::kQKChunkBytes, &p.tma_q, sm.q_full(slot),
                                         c * L::kQKChunkBytes, t.m_block * L::kBlockM, t.head, t.batch);
   }
 
-  // The leader: block r's K (and, r = 0, Q), and its V (raw, or V^T into the Vt ring).
-  __device__ __forceinline__ void issue(const Tile& t, int r) {
+  // The leader: block r of the stream position's tile: its K (and, r = 0, the tile's Q), and its V
+  // (raw, or V^T into the Vt ring).
+  __device__ __forceinline__ void issue(const StreamPos& sp) {
+    const Tile& t = sp.t;
+    const int r = sp.r;
     const int n = t.n_max - 1 - r;
     const uint32_t s = load.stage;
     FLASHPTX_MBAR_WAIT(sm.k_empty(s), load.phase, "fa3 fp8 producer: k_empty");
@@ -169,17 +205,18 @@ struct Producer {
     for (int c = 0; c < L::kQKChunks; ++c)
       ptx::cp_async_bulk_tensor_4d_load(sm.k(s) + c * kBlockN * L::kQKChunkBytes, &p.tma_k, sm.k_full(s),
                                         c * L::kQKChunkBytes, n * kBlockN, t.head_kv, t.batch);
-    if (r == 0) load_q(t);  // Q's latency hides behind K's
+    if (r == 0) load_q(t, sp.qi);  // Q's latency hides behind K's
     if (p.v_keys_contiguous) {
       // V^T [batch, heads_kv, d, seqlen_k]: box (block_n keys, d rows) lands K-major in the Vt stage.
       FLASHPTX_MBAR_WAIT(sm.vt_empty(s), load.phase, "fa3 fp8 producer: vt_empty (V^T load)");
       ptx::mbarrier_arrive_expect_tx(sm.vt_full(s), L::kVtBytes);
       ptx::cp_async_bulk_tensor_4d_load(sm.vt(s), &p.tma_v, sm.vt_full(s), n * kBlockN, 0, t.head_kv, t.batch);
     } else {
-      // The raw stage s was last read by the transpose of block r - stages. run() issues block r
-      // after the transpose of block r - 2 (one block of lookahead), and r - stages <= r - 2 since
-      // stages >= 2: that transpose passed named barrier 1 with every reader fenced, in this
-      // thread's program order, so the TMA write cannot overtake its reads.
+      // The raw stage s was last read by the transpose of the stream's block x - stages (x this
+      // block's place in the CTA's stream). run() issues block x after the transpose of block
+      // x - stages (stages - 1 blocks of lookahead): that transpose passed named barrier 1 with
+      // every reader fenced, in this thread's program order, so the TMA write cannot overtake its
+      // reads.
       // In K's layout (chunks of kQKChunkBytes columns, swizzled: raw_v_offset), like K's load.
       ptx::mbarrier_arrive_expect_tx(sm.v_full(s), L::kVBytes);
       for (int c = 0; c < L::kQKChunks; ++c)
@@ -200,7 +237,7 @@ struct Producer {
   //                      [16kk, 16kk+16), 16-byte unit kk of the swizzled row
   // so Vt[d][16kk + p] = V[16kk + sigma(p)][d] with sigma = transpose_sigma (src/models/fp8.h), the
   // key order the consumers' P fragment has without any exchange (convert_p below).
-  __device__ __forceinline__ void transpose(int r) {
+  __device__ __forceinline__ void transpose() {
     const uint32_t s = tp.stage;
     FLASHPTX_MBAR_WAIT(sm.v_full(s), tp.phase ^ 1u, "fa3 fp8 transpose: v_full");
     FLASHPTX_MBAR_WAIT(sm.vt_empty(s), tp.phase, "fa3 fp8 transpose: vt_empty");
@@ -224,16 +261,13 @@ struct Producer {
     ptx::bar_sync(L::kBarTranspose, 128);
     if (tid == 0) ptx::mbarrier_arrive(sm.vt_full(s));
     tp.advance();
-    (void)r;
   }
 
-  // The leader keeps the loads stages - 1 blocks ahead of the transpose: before transposing block r
-  // it issues block r + stages - 1, into the K stage QK(r - 1) read (k_empty) and the raw V stage
-  // the transpose of block r - 1 read (program order, above). With 2 stages that is one block of
-  // lookahead; 3 stages give V(r) two blocks of time to land before its transpose.
+  // The leader keeps the loads stages - 1 blocks ahead of the transpose along the CTA's stream of
+  // blocks (across tile boundaries: the next tile's Q, K and V are in flight while the consumers
+  // finish this one): before transposing block x it issues block x + stages - 1, into the K stage
+  // QK(x - 1) read (k_empty) and the raw V stage the transpose of block x - 1 read (program order).
   __device__ __forceinline__ void run() {
-    const Tile t = tile_of<C>(p);
-    if (t.n_max == 0) return;  // no keys for any row: the consumers write O = 0, LSE = -inf without Q
     // Warp w transposes units w, w + 4, ...: unit u = keys [16kk, 16kk+16) x dims [32jj, 32jj+32),
     // kk = u % kKeyUnits, jj = u / kKeyUnits.
     const int warp = tid / 32, lane = tid % 32;
@@ -244,11 +278,18 @@ struct Producer {
       dst_off[i] = transpose_dst(kk, jj, lane, kD, kBlockN);
     }
     constexpr int kAhead = C.stages - 1;
+    StreamPos ld = stream_start();  // the leader's next load
     if (tid == 0)
-      for (int r = 0; r < kAhead && r < t.n_max; ++r) issue(t, r);
-    for (int r = 0; r < t.n_max; ++r) {
-      if (tid == 0 && r + kAhead < t.n_max) issue(t, r + kAhead);
-      if (!p.v_keys_contiguous) transpose(r);
+      for (int a = 0; a < kAhead && !done(ld); ++a) {
+        issue(ld);
+        next(ld);
+      }
+    for (StreamPos x = stream_start(); !done(x); next(x)) {
+      if (tid == 0 && !done(ld)) {
+        issue(ld);
+        next(ld);
+      }
+      if (!p.v_keys_contiguous) transpose();
     }
   }
 };
@@ -274,7 +315,7 @@ struct Consumer {
   const int seqlen_q, seqlen_k;
   const bool causal;
   const int diag;  // seqlen_k - seqlen_q: the bottom-right causal alignment offset
-  const uint64_t desc_q;  // this warpgroup's 64 Q rows, K-major
+  uint64_t desc_q = 0;  // this warpgroup's 64 Q rows of the tile's Q slot, K-major
 
   float o[kD / 2];                   // O accumulator, in the unit of dv_cur
   float s_acc[kBlockN / 2];          // S, then P in fp32
@@ -289,8 +330,7 @@ struct Consumer {
 
   __device__ __forceinline__ Consumer(const FwdFp8Params& p_, const Smem<C>& sm_, int g_)
       : p(p_), sm(sm_), g(g_), lane(threadIdx.x % 32), q4(lane % 4), r0(16 * ((threadIdx.x % 128) / 32) + lane / 4),
-        seqlen_q(p_.seqlen_q), seqlen_k(p_.seqlen_k), causal(p_.causal != 0), diag(p_.seqlen_k - p_.seqlen_q),
-        desc_q(ptx::make_smem_desc(sm_.q() + 64 * g_ * L::kQKChunkBytes, 0, QKSwz::kAtomBytes, QKSwz::kMode)) {}
+        seqlen_q(p_.seqlen_q), seqlen_k(p_.seqlen_k), causal(p_.causal != 0), diag(p_.seqlen_k - p_.seqlen_q) {}
 
   __device__ __forceinline__ void release(uint32_t empty_bar, RingState<C.stages>& ring) {
     if (lane == 0) ptx::mbarrier_arrive(empty_bar);
@@ -548,19 +588,30 @@ struct Consumer {
     }
   }
 
+  // The CTA's tiles blockIdx.x, + gridDim.x, ... (persistent; the producer walks the same list).
   __device__ __forceinline__ void run() {
     // Bootstrap half-credit of the token ring, once per CTA, by consumer 0. Both consumers run the
-    // same tile, so they take and pass the token the same number of times (n_max - 1 steady steps).
+    // same tiles, so they take and pass the token the same number of times (n_max - 1 steady steps
+    // per tile); the ring carries over from one tile to the next.
     if (Tokens::primes(g)) ptx::bar_arrive(Tokens::barrier_of(0), Tokens::kParticipants);
-    t = tile_of<C>(p);
+    int qi = 0;  // keyed tiles so far: Q slot qi % 2, its full-barrier parity (qi / 2) % 2
+    for (int tile = static_cast<int>(blockIdx.x); tile < p.num_tiles; tile += static_cast<int>(gridDim.x)) {
+      run_tile(tile, qi);
+      epilogue();
+    }
+  }
+  __device__ __forceinline__ void run_tile(int tile, int& qi) {
+    t = tile_of<C>(p, tile);
     row0 = t.m_block * kBlockM + 64 * g + r0;
     row_max[0] = row_max[1] = -INFINITY;
     row_sum[0] = row_sum[1] = 0.f;
     if (t.n_max > 0) {
+      const uint32_t slot = static_cast<uint32_t>(qi) & 1u;
+      desc_q = ptx::make_smem_desc(sm.q(slot) + 64 * g * L::kQKChunkBytes, 0, QKSwz::kAtomBytes, QKSwz::kMode);
       dq = p.descale_q[p.iq.at(t.batch, t.head, t.m_block)];
       dk_row = p.descale_k + p.ik.at(t.batch, t.head_kv, 0);
       dv_row = p.descale_v + p.iv.at(t.batch, t.head_kv, 0);
-      FLASHPTX_MBAR_WAIT(sm.q_full(), 0u, "fa3 fp8 consumer: q_full");
+      FLASHPTX_MBAR_WAIT(sm.q_full(slot), (static_cast<uint32_t>(qi) >> 1) & 1u, "fa3 fp8 consumer: q_full");
       startup();
       // Blocks [n_unmasked_end, n_max) need the mask: the first steps of the right-to-left walk.
       int n_unmasked_end = t.n_max;
@@ -569,12 +620,15 @@ struct Consumer {
       for (int j = 1; j < j_unmasked && j < t.n_max; ++j) steady<true>(j);
       for (int j = j_unmasked; j < t.n_max; ++j) steady<false>(j);
       drain();
+      // Every QK of the tile has retired (wgmma.wait_group in the steps above): the Q slot may be
+      // refilled, with the Q of keyed tile qi + 2.
+      if (lane == 0) ptx::mbarrier_arrive(sm.q_empty(slot));
+      ++qi;
     } else {
       // No admissible key for any row of this tile (causal, seqlen_q > seqlen_k): O = 0, LSE = -inf.
 #pragma unroll
       for (int x = 0; x < kD / 2; ++x) o[x] = 0.f;
     }
-    epilogue();
   }
 };
 
@@ -586,10 +640,13 @@ __device__ __forceinline__ void fwd_fp8_kernel_body(const FwdFp8Params& p) {
   const Smem<C> sm{(ptx::smem_u32(smem_raw) + 1023u) & ~1023u};  // align the carve-up to 1024 B
   const int warpgroup = threadIdx.x / 128;
 
-  // Barrier initialisation: one thread, exactly kNumBarriers barriers (1 + 5 per stage), then the
+  // Barrier initialisation: one thread, exactly kNumBarriers barriers (4 + 5 per stage), then the
   // mbarrier-init fence and a CTA barrier (PTX ISA "mbarrier.init", "fence.mbarrier_init").
   if (threadIdx.x == 0) {
-    ptx::mbarrier_init(sm.q_full(), L::kFullArrivals);
+    for (uint32_t slot = 0; slot < L::kQSlots; ++slot) {
+      ptx::mbarrier_init(sm.q_full(slot), L::kFullArrivals);
+      ptx::mbarrier_init(sm.q_empty(slot), L::kEmptyArrivals);
+    }
     for (uint32_t s = 0; s < C.stages; ++s) {
       ptx::mbarrier_init(sm.k_full(s), L::kFullArrivals);
       ptx::mbarrier_init(sm.k_empty(s), L::kEmptyArrivals);

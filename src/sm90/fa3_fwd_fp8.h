@@ -1,6 +1,6 @@
 // flashptx_fwd_fp8's launch (src/sm90/fa3_fwd_fp8.cu). Not part of the kernel table (src/kernels.h):
 // one CTA shape per head dim and descale kind (wide K/V blocks where the K and V descales are uniform
-// along the keys), one tile per CTA, a grid from the sizes.
+// along the keys), persistent CTAs (one per SM) over the tiles.
 #pragma once
 #include <string>
 
@@ -8,8 +8,9 @@
 
 namespace flashptx {
 
-// Launches a validated, non-empty call on `stream`. FLASHPTX_OK or FLASHPTX_ERR_CUDA with *msg.
-flashptx_status launch_fwd_fp8(const flashptx_fwd_fp8_params& p, cudaStream_t stream, std::string* msg);
+// Launches a validated, non-empty call on `stream`, min(tiles, sm_count) persistent CTAs.
+// FLASHPTX_OK or FLASHPTX_ERR_CUDA with *msg.
+flashptx_status launch_fwd_fp8(const flashptx_fwd_fp8_params& p, int sm_count, cudaStream_t stream, std::string* msg);
 
 // The symbol of the kernel a call launches (its golden: sass_golden/sm_90a/<name>.sass), or nullptr.
 const char* fwd_fp8_kernel_name(const flashptx_fwd_fp8_params& p);

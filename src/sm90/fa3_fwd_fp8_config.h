@@ -106,6 +106,7 @@ struct FwdFp8Params {
   DescaleIndex iq, ik, iv;
   int seqlen_q, seqlen_k, heads_q, heads_kv, batch;
   int num_m_blocks;
+  int num_tiles;  // num_m_blocks * heads_q * batch: CTA c runs tiles c, c + gridDim.x, ... (persistent)
   int causal;
   int v_keys_contiguous;
   float softmax_scale;       // natural-log scale (for LSE)
@@ -148,22 +149,26 @@ struct Fp8Layout {
   static constexpr int kKBytes = C.block_n * C.head_dim;
   static constexpr int kVBytes = C.block_n * C.head_dim;
   static constexpr int kVtBytes = C.head_dim * C.block_n;
-  static constexpr int kNumBarriers = 1 + 5 * C.stages;
+  // Q is double-buffered: a CTA runs tiles one after another (persistent), and the producer loads
+  // the Q of keyed tile i + 1 while the consumers still read tile i's (slot = i % 2).
+  static constexpr int kQSlots = 2;
+  static constexpr int kNumBarriers = 2 * kQSlots + 5 * C.stages;
   static constexpr int kOffQ = 0;
-  static constexpr int kOffK = kOffQ + kQBytes;
+  static constexpr int kOffK = kOffQ + kQSlots * kQBytes;
   static constexpr int kOffV = kOffK + C.stages * kKBytes;
   static constexpr int kOffVt = kOffV + C.stages * kVBytes;
   static constexpr int kOffBar = kOffVt + C.stages * kVtBytes;
   static constexpr int kSmemBytes = kOffBar + 8 * kNumBarriers + 1024;  // + alignment slack
 
   // Barrier slots (mbarrier i at kOffBar + 8 i) and arrival counts.
-  static constexpr uint32_t kBarQFull = 0;                   // 1: producer arrive.expect_tx
-  static constexpr uint32_t kBarKFull = 1;                   // + stage; 1: expect_tx
-  static constexpr uint32_t kBarKEmpty = 1 + C.stages;       // + stage; 8: one per consumer warp
-  static constexpr uint32_t kBarVFull = 1 + 2 * C.stages;    // + stage; 1: raw V landed (expect_tx)
-  static constexpr uint32_t kBarVtFull = 1 + 3 * C.stages;   // + stage; 1: after the transpose's
-                                                             //   named barrier (or expect_tx for V^T)
-  static constexpr uint32_t kBarVtEmpty = 1 + 4 * C.stages;  // + stage; 8: one per consumer warp
+  static constexpr uint32_t kBarQFull = 0;                   // + slot; 1: producer arrive.expect_tx
+  static constexpr uint32_t kBarQEmpty = kQSlots;            // + slot; 8: one per consumer warp
+  static constexpr uint32_t kBarKFull = 2 * kQSlots;         // + stage; 1: expect_tx
+  static constexpr uint32_t kBarKEmpty = kBarKFull + C.stages;   // + stage; 8: one per consumer warp
+  static constexpr uint32_t kBarVFull = kBarKFull + 2 * C.stages;  // + stage; 1: raw V landed (expect_tx)
+  static constexpr uint32_t kBarVtFull = kBarKFull + 3 * C.stages;  // + stage; 1: after the transpose's
+                                                                    //   named barrier (or expect_tx for V^T)
+  static constexpr uint32_t kBarVtEmpty = kBarKFull + 4 * C.stages;  // + stage; 8: one per consumer warp
   static constexpr uint32_t kFullArrivals = 1;
   static constexpr uint32_t kEmptyArrivals = 4 * kConsumerWGs;
   // Named barrier of the producer warpgroup's transpose. The kernel's others: id 0 (the CTA

@@ -424,14 +424,16 @@ TEST_CASE("P repair for V given keys-contiguous: the quad exchange puts every ke
   }
 }
 
-TEST_CASE("shared-memory plans and register splits of the three kernels") {
+TEST_CASE("shared-memory plans and register splits of the five kernels") {
   using namespace flashptx::fa3;
   auto check = [](auto layout, int d, int bn) {
     using L = decltype(layout);
     CAPTURE(d);
     CHECK(L::kHeadDim == d);
     CHECK(L::kBlockN == bn);
-    CHECK(L::kNumBarriers == 1 + 5 * L::kStages);
+    CHECK(L::kNumBarriers == 2 * L::kQSlots + 5 * L::kStages);  // Q full/empty per slot; K, V, Vt rings
+    CHECK(L::kQSlots == 2);
+    CHECK(L::kOffK == 2 * L::kQBytes);
     CHECK(L::kOffBar + 8 * L::kNumBarriers + 1024 == L::kSmemBytes);
     CHECK(L::kSmemBytes <= 227 * 1024);
     CHECK(L::kBarVtEmpty + L::kStages == static_cast<uint32_t>(L::kNumBarriers));  // the last slot is used
@@ -440,6 +442,11 @@ TEST_CASE("shared-memory plans and register splits of the three kernels") {
   check(Fp8Layout<kFp8D64>{}, 64, 128);
   check(Fp8Layout<kFp8D128>{}, 128, 128);
   check(Fp8Layout<kFp8D256>{}, 256, 64);
+  check(Fp8Layout<kFp8D64N256>{}, 64, 256);
+  check(Fp8Layout<kFp8D128N192>{}, 128, 192);
+  CHECK(Fp8Layout<kFp8D128N192>::kUniformKVDescalesOnly);
+  CHECK(Fp8Layout<kFp8D64N256>::kUniformKVDescalesOnly);
+  CHECK(!Fp8Layout<kFp8D128>::kUniformKVDescalesOnly);
 }
 
 TEST_CASE("references: the 2^8 offset cancels, e4m3 P moves O a little, LSE unchanged") {
