@@ -1,15 +1,17 @@
 // FA3 FP8 forward: the list of specializations (every FP8 forward kernel, named once) and the launch
 // of flashptx_fwd_fp8 (include/flashptx.h). Like the quantize kernels, these are not rows of the
-// kernel table (src/kernels.h): one CTA shape per head dim, one tile per CTA, no launch plan to
-// choose. Each kernel has its golden sass_golden/sm_90a/<name>.sass and hand-written <name>.check.
+// kernel table (src/kernels.h): one CTA shape per head dim and descale kind, persistent or one CTA
+// per tile by a rule of launch_fp8, no launch plan. Each kernel has its golden
+// sass_golden/sm_90a/<name>.sass and hand-written <name>.check.
 //
 //   kernel                       block_m x block_n  stages (K, raw V, Vt)  smem (bytes)  registers (producer/consumer)
-//   fa3_fwd_fp8_sm90_d64         128 x 128          2                      58,456        56 / 224
-//   fa3_fwd_fp8_sm90_d128        128 x 128          2                      115,800       56 / 224
-//   fa3_fwd_fp8_sm90_d256        128 x 64           2                      132,184       56 / 224
-//   fa3_fwd_fp8_sm90_d64_n256    128 x 256          2                      107,608       56 / 224
-//   fa3_fwd_fp8_sm90_d128_n192   128 x 192          2                      164,952       56 / 224
-// (smem: Fp8Layout<C>::kSmemBytes, alignment slack included; 168 registers at launch, 384 threads.)
+//   fa3_fwd_fp8_sm90_d64         128 x 128          2                      66,672        56 / 224
+//   fa3_fwd_fp8_sm90_d128        128 x 128          2                      132,208       56 / 224
+//   fa3_fwd_fp8_sm90_d256        128 x 64           2                      164,976       56 / 224
+//   fa3_fwd_fp8_sm90_d64_n256    128 x 256          2                      115,824       56 / 224
+//   fa3_fwd_fp8_sm90_d128_n192   128 x 192          2                      181,360       56 / 224
+// (smem: Fp8Layout<C>::kSmemBytes, two Q slots and alignment slack included; 168 registers at
+// launch, 384 threads.)
 // d256 takes 64-key blocks: O alone is 128 fp32 registers per consumer thread there. The _nNNN
 // kernels (wide K/V blocks: the per-block fixed costs, O's rescale, the row-max shuffles, the
 // barrier round trips, spread over more keys) run when the K and V descales are uniform along the
@@ -148,11 +150,16 @@ static flashptx_status launch_fp8(const flashptx_fwd_fp8_params& a, const void* 
     *msg = std::string("cudaFuncSetAttribute(max dynamic shared memory): ") + cudaGetErrorString(e);
     return FLASHPTX_ERR_CUDA;
   }
-  // Persistent: one CTA per SM (the kernel's registers and shared memory allow no second), each
-  // walking tiles blockIdx.x, + gridDim.x, ... (the linear order: longest first under a causal mask).
+  // The kernel walks tiles blockIdx.x, + gridDim.x, ... (the linear order: longest first under a
+  // causal mask). Persistent (one CTA per SM: registers and shared memory allow no second) for
+  // non-causal calls up to 4k keys, where it measured +9..22% (the next tile's loads under this
+  // tile's drain, one prologue per SM); one CTA per tile otherwise: under a causal mask the static
+  // round robin balanced worse than the hardware's block scheduler (d128 1k -7%), and at 8k-16k
+  // non-causal it measured -4..5% (tools/NOTES.md, "FP8 forward: persistent").
   const int64_t tiles = static_cast<int64_t>(p.num_m_blocks) * a.heads_q * a.batch;
   p.num_tiles = static_cast<int>(tiles);
-  const int64_t ctas = std::min<int64_t>(tiles, std::max(sm_count, 1));
+  const bool persistent = a.causal == 0 && a.seqlen_k <= 4096;
+  const int64_t ctas = persistent ? std::min<int64_t>(tiles, std::max(sm_count, 1)) : tiles;
   void* args[] = {&p};
   e = cudaLaunchKernel(fn, dim3(static_cast<unsigned>(ctas)), dim3(L::kThreads), args, L::kSmemBytes, stream);
   if (e != cudaSuccess) {

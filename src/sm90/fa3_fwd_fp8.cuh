@@ -5,9 +5,11 @@
 // selectors 0x6420 / 0x7531, transpose_sigma, a_fragment_col / c_fragment_col).
 //
 // A work tile is 128 query rows (= one Q descale block) of one (batch, head) against its admissible
-// K/V blocks of block_n keys, visited right to left (masked blocks first). One tile per CTA
-// (blockIdx.x; longest-first under a causal mask). No persistence (tools/NOTES.md, "FA3 FP8
-// forward"). The two consumer warpgroups issue their GEMMs in turn (pingpong, as the bf16 forward).
+// K/V blocks of block_n keys, visited right to left (masked blocks first). A CTA runs tiles
+// blockIdx.x, blockIdx.x + gridDim.x, ... of the linear order (longest-first under a causal mask):
+// the host launches one CTA per SM (persistent) or one per tile (src/sm90/fa3_fwd_fp8.cu launch_fp8
+// says when); the code is the same. The two consumer warpgroups issue their GEMMs in turn (pingpong,
+// as the bf16 forward); the token ring carries over from tile to tile.
 //
 // Roles:
 //   warpgroup 0   PRODUCER   setmaxnreg.dec 56.
@@ -23,7 +25,10 @@
 //                 O += P Vt^T (wgmma RS, e4m3), O stored from registers (bf16), LSE.
 //
 // Barriers (mbarriers; slots and counts in Fp8Layout, src/sm90/fa3_fwd_fp8_config.h):
-//   q_full              leader arrive.expect_tx(Q bytes) + TMA complete_tx
+//   q_full[q]           leader arrive.expect_tx(Q bytes) + TMA complete_tx; Q slot q = i % 2 for the
+//                       CTA's i-th tile with keys (double-buffered across tiles)
+//   q_empty[q]          one arrive per consumer warp after the tile's last PV retired (every QK of the
+//                       tile retired before it); the leader waits it before loading tile i + 2's Q
 //   k_full[s]           leader arrive.expect_tx + TMA;  k_empty[s]: one arrive per consumer warp
 //                       after the wgmma wait that retires the QK reading stage s
 //   v_full[s]           leader arrive.expect_tx + TMA of the raw V stage; waited by the producer
