@@ -10,6 +10,7 @@
 //   fa3_fwd_fp8_sm90_d256        128 x 64           2                      164,976       56 / 224
 //   fa3_fwd_fp8_sm90_d64_n256    128 x 256          2                      115,824       56 / 224
 //   fa3_fwd_fp8_sm90_d128_n192   128 x 192          2                      181,360       56 / 224
+//   ..._p (each of the five)     the same, persistent: one CTA per SM looping over tiles
 // (smem: Fp8Layout<C>::kSmemBytes, two Q slots and alignment slack included; 168 registers at
 // launch, 384 threads.)
 // d256 takes 64-key blocks: O alone is 128 fp32 registers per consumer thread there. The _nNNN
@@ -39,6 +40,11 @@ FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d128, flashptx::fa3::kFp8D128)
 FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d256, flashptx::fa3::kFp8D256)
 FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d64_n256, flashptx::fa3::kFp8D64N256)
 FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d128_n192, flashptx::fa3::kFp8D128N192)
+FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d64_p, flashptx::fa3::persistent(flashptx::fa3::kFp8D64))
+FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d128_p, flashptx::fa3::persistent(flashptx::fa3::kFp8D128))
+FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d256_p, flashptx::fa3::persistent(flashptx::fa3::kFp8D256))
+FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d64_n256_p, flashptx::fa3::persistent(flashptx::fa3::kFp8D64N256))
+FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d128_n192_p, flashptx::fa3::persistent(flashptx::fa3::kFp8D128N192))
 
 namespace flashptx {
 
@@ -151,15 +157,11 @@ static flashptx_status launch_fp8(const flashptx_fwd_fp8_params& a, const void* 
     return FLASHPTX_ERR_CUDA;
   }
   // The kernel walks tiles blockIdx.x, + gridDim.x, ... (the linear order: longest first under a
-  // causal mask). Persistent (one CTA per SM: registers and shared memory allow no second) for
-  // non-causal calls up to 4k keys, where it measured +9..22% (the next tile's loads under this
-  // tile's drain, one prologue per SM); one CTA per tile otherwise: under a causal mask the static
-  // round robin balanced worse than the hardware's block scheduler (d128 1k -7%), and at 8k-16k
-  // non-causal it measured -4..5% (tools/NOTES.md, "FP8 forward: persistent").
+  // causal mask): a persistent flavour gets one CTA per SM (registers and shared memory allow no
+  // second), the other one CTA per tile (persistent_applies below says which runs).
   const int64_t tiles = static_cast<int64_t>(p.num_m_blocks) * a.heads_q * a.batch;
   p.num_tiles = static_cast<int>(tiles);
-  const bool persistent = a.causal == 0 && a.seqlen_k <= 4096;
-  const int64_t ctas = persistent ? std::min<int64_t>(tiles, std::max(sm_count, 1)) : tiles;
+  const int64_t ctas = C.persistent ? std::min<int64_t>(tiles, std::max(sm_count, 1)) : tiles;
   void* args[] = {&p};
   e = cudaLaunchKernel(fn, dim3(static_cast<unsigned>(ctas)), dim3(L::kThreads), args, L::kSmemBytes, stream);
   if (e != cudaSuccess) {
@@ -180,27 +182,48 @@ static bool wide_blocks_apply(const flashptx_fwd_fp8_params& a) {
          a.seqlen_k >= 2048;
 }
 
+// Persistent (one CTA per SM) for non-causal calls up to 4k keys, where it measured +9..22% (the
+// next tile's loads under this tile's drain, one prologue per SM); one CTA per tile otherwise: under
+// a causal mask the static round robin balanced worse than the hardware's block scheduler (d128 1k
+// -7%), and at 8k-16k non-causal it measured -4..5% (tools/NOTES.md, "FP8 forward: persistent").
+static bool persistent_applies(const flashptx_fwd_fp8_params& a) { return a.causal == 0 && a.seqlen_k <= 4096; }
+
+#define FLASHPTX_FP8_LAUNCH(config, kernel) \
+  launch_fp8<config>(a, reinterpret_cast<const void*>(&kernel), sm_count, stream, msg)
+
 flashptx_status launch_fwd_fp8(const flashptx_fwd_fp8_params& a, int sm_count, cudaStream_t stream, std::string* msg) {
-  const bool wide = wide_blocks_apply(a);
+  using fa3::persistent;
+  const bool wide = wide_blocks_apply(a), pers = persistent_applies(a);
   switch (a.head_dim) {
     case 64:
-      if (wide) return launch_fp8<fa3::kFp8D64N256>(a, reinterpret_cast<const void*>(&fa3_fwd_fp8_sm90_d64_n256), sm_count, stream, msg);
-      return launch_fp8<fa3::kFp8D64>(a, reinterpret_cast<const void*>(&fa3_fwd_fp8_sm90_d64), sm_count, stream, msg);
+      if (wide) return pers ? FLASHPTX_FP8_LAUNCH(persistent(fa3::kFp8D64N256), fa3_fwd_fp8_sm90_d64_n256_p)
+                            : FLASHPTX_FP8_LAUNCH(fa3::kFp8D64N256, fa3_fwd_fp8_sm90_d64_n256);
+      return pers ? FLASHPTX_FP8_LAUNCH(persistent(fa3::kFp8D64), fa3_fwd_fp8_sm90_d64_p)
+                  : FLASHPTX_FP8_LAUNCH(fa3::kFp8D64, fa3_fwd_fp8_sm90_d64);
     case 128:
-      if (wide) return launch_fp8<fa3::kFp8D128N192>(a, reinterpret_cast<const void*>(&fa3_fwd_fp8_sm90_d128_n192), sm_count, stream, msg);
-      return launch_fp8<fa3::kFp8D128>(a, reinterpret_cast<const void*>(&fa3_fwd_fp8_sm90_d128), sm_count, stream, msg);
-    case 256: return launch_fp8<fa3::kFp8D256>(a, reinterpret_cast<const void*>(&fa3_fwd_fp8_sm90_d256), sm_count, stream, msg);
+      if (wide) return pers ? FLASHPTX_FP8_LAUNCH(persistent(fa3::kFp8D128N192), fa3_fwd_fp8_sm90_d128_n192_p)
+                            : FLASHPTX_FP8_LAUNCH(fa3::kFp8D128N192, fa3_fwd_fp8_sm90_d128_n192);
+      return pers ? FLASHPTX_FP8_LAUNCH(persistent(fa3::kFp8D128), fa3_fwd_fp8_sm90_d128_p)
+                  : FLASHPTX_FP8_LAUNCH(fa3::kFp8D128, fa3_fwd_fp8_sm90_d128);
+    case 256:
+      return pers ? FLASHPTX_FP8_LAUNCH(persistent(fa3::kFp8D256), fa3_fwd_fp8_sm90_d256_p)
+                  : FLASHPTX_FP8_LAUNCH(fa3::kFp8D256, fa3_fwd_fp8_sm90_d256);
   }
   *msg = "head_dim " + std::to_string(a.head_dim) + " has no FP8 kernel";
   return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
 }
+#undef FLASHPTX_FP8_LAUNCH
 
 const char* fwd_fp8_kernel_name(const flashptx_fwd_fp8_params& a) {
-  const bool wide = wide_blocks_apply(a);
+  const bool wide = wide_blocks_apply(a), pers = persistent_applies(a);
   switch (a.head_dim) {
-    case 64: return wide ? "fa3_fwd_fp8_sm90_d64_n256" : "fa3_fwd_fp8_sm90_d64";
-    case 128: return wide ? "fa3_fwd_fp8_sm90_d128_n192" : "fa3_fwd_fp8_sm90_d128";
-    case 256: return "fa3_fwd_fp8_sm90_d256";
+    case 64:
+      if (wide) return pers ? "fa3_fwd_fp8_sm90_d64_n256_p" : "fa3_fwd_fp8_sm90_d64_n256";
+      return pers ? "fa3_fwd_fp8_sm90_d64_p" : "fa3_fwd_fp8_sm90_d64";
+    case 128:
+      if (wide) return pers ? "fa3_fwd_fp8_sm90_d128_n192_p" : "fa3_fwd_fp8_sm90_d128_n192";
+      return pers ? "fa3_fwd_fp8_sm90_d128_p" : "fa3_fwd_fp8_sm90_d128";
+    case 256: return pers ? "fa3_fwd_fp8_sm90_d256_p" : "fa3_fwd_fp8_sm90_d256";
   }
   return nullptr;
 }

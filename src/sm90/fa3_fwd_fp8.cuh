@@ -600,8 +600,13 @@ struct Consumer {
     // per tile); the ring carries over from one tile to the next.
     if (Tokens::primes(g)) ptx::bar_arrive(Tokens::barrier_of(0), Tokens::kParticipants);
     int qi = 0;  // keyed tiles so far: Q slot qi % 2, its full-barrier parity (qi / 2) % 2
-    for (int tile = static_cast<int>(blockIdx.x); tile < p.num_tiles; tile += static_cast<int>(gridDim.x)) {
-      run_tile(tile, qi);
+    if constexpr (C.persistent) {
+      for (int tile = static_cast<int>(blockIdx.x); tile < p.num_tiles; tile += static_cast<int>(gridDim.x)) {
+        run_tile(tile, qi);
+        epilogue();
+      }
+    } else {  // one tile per CTA (the host launches gridDim.x == num_tiles)
+      run_tile(static_cast<int>(blockIdx.x), qi);
       epilogue();
     }
   }

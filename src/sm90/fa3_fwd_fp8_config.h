@@ -118,7 +118,16 @@ struct Fp8Config {
   int block_n;   // keys per K / V stage: 64 or 128 (one stage lies inside one 128-row descale block)
   int stages;    // depth of the K, V and Vt rings (>= 2: the producer loads block r+1 before
                  // transposing block r, into the raw V stage block r+1-stages left)
+  // true: the consumers loop over tiles blockIdx.x + k gridDim.x (launched one CTA per SM); false:
+  // one tile per CTA (grid = tiles). The producer's stream is the same code in both. Two flavours
+  // because the tile loop alone made ptxas keep the d128 steady step's descriptors and barrier
+  // addresses in ordinary registers (+41 instructions per step, -5..7% where one tile per CTA runs).
+  bool persistent = false;
 };
+constexpr Fp8Config persistent(Fp8Config c) {
+  c.persistent = true;
+  return c;
+}
 
 template <Fp8Config C>
 struct Fp8Layout {
