@@ -8,9 +8,10 @@
 //   fa3_fwd_fp8_sm90_d64         128 x 128          2                      66,672        56 / 224
 //   fa3_fwd_fp8_sm90_d128        128 x 128          2                      132,208       56 / 224
 //   fa3_fwd_fp8_sm90_d256        128 x 64           2                      164,976       56 / 224
-//   fa3_fwd_fp8_sm90_d64_n256    128 x 256          2                      115,824       56 / 224
-//   fa3_fwd_fp8_sm90_d128_n192   128 x 192          2                      181,360       56 / 224
-//   ..._p (each of the five)     the same, persistent: one CTA per SM looping over tiles
+//   fa3_fwd_fp8_sm90_d64_p, _d128_p, _d256_p: the same, the consumers looping over tiles (persistent)
+//   fa3_fwd_fp8_sm90_d64_n256_p  128 x 256          2                      115,824       56 / 224
+//   fa3_fwd_fp8_sm90_d128_n192_p 128 x 192          2                      181,360       56 / 224
+// (the wide kernels exist only in the loop flavour; launch_fwd_fp8 says why)
 // (smem: Fp8Layout<C>::kSmemBytes, two Q slots and alignment slack included; 168 registers at
 // launch, 384 threads.)
 // d256 takes 64-key blocks: O alone is 128 fp32 registers per consumer thread there. The _nNNN
@@ -38,8 +39,6 @@
 FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d64, flashptx::fa3::kFp8D64)
 FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d128, flashptx::fa3::kFp8D128)
 FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d256, flashptx::fa3::kFp8D256)
-FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d64_n256, flashptx::fa3::kFp8D64N256)
-FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d128_n192, flashptx::fa3::kFp8D128N192)
 FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d64_p, flashptx::fa3::persistent(flashptx::fa3::kFp8D64))
 FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d128_p, flashptx::fa3::persistent(flashptx::fa3::kFp8D128))
 FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d256_p, flashptx::fa3::persistent(flashptx::fa3::kFp8D256))
@@ -80,8 +79,8 @@ bool encode_e4m3_rows(CUtensorMap* map, const void* ptr, int64_t batch, int64_t 
 }  // namespace
 
 template <fa3::Fp8Config C>
-static flashptx_status launch_fp8(const flashptx_fwd_fp8_params& a, const void* fn, int sm_count,
-                                  cudaStream_t stream, std::string* msg) {
+static flashptx_status launch_fp8(const flashptx_fwd_fp8_params& a, const void* fn, bool one_cta_per_sm,
+                                  int sm_count, cudaStream_t stream, std::string* msg) {
   using L = fa3::Fp8Layout<C>;
   if (L::kUniformKVDescalesOnly &&
       (a.k_granularity == FLASHPTX_FP8_SCALE_PER_BLOCK || a.v_granularity == FLASHPTX_FP8_SCALE_PER_BLOCK ||
@@ -157,11 +156,15 @@ static flashptx_status launch_fp8(const flashptx_fwd_fp8_params& a, const void* 
     return FLASHPTX_ERR_CUDA;
   }
   // The kernel walks tiles blockIdx.x, + gridDim.x, ... (the linear order: longest first under a
-  // causal mask): a persistent flavour gets one CTA per SM (registers and shared memory allow no
-  // second), the other one CTA per tile (persistent_applies below says which runs).
+  // causal mask): one CTA per SM (registers and shared memory allow no second) or one per tile
+  // (persistent_applies below says which); only the persistent flavour loops over tiles.
   const int64_t tiles = static_cast<int64_t>(p.num_m_blocks) * a.heads_q * a.batch;
   p.num_tiles = static_cast<int>(tiles);
-  const int64_t ctas = C.persistent ? std::min<int64_t>(tiles, std::max(sm_count, 1)) : tiles;
+  if (!C.persistent && one_cta_per_sm) {
+    *msg = "internal: a one-tile-per-CTA FP8 kernel launched one CTA per SM";
+    return FLASHPTX_ERR_BAD_OPTION;
+  }
+  const int64_t ctas = one_cta_per_sm ? std::min<int64_t>(tiles, std::max(sm_count, 1)) : tiles;
   void* args[] = {&p};
   e = cudaLaunchKernel(fn, dim3(static_cast<unsigned>(ctas)), dim3(L::kThreads), args, L::kSmemBytes, stream);
   if (e != cudaSuccess) {
@@ -189,20 +192,22 @@ static bool wide_blocks_apply(const flashptx_fwd_fp8_params& a) {
 static bool persistent_applies(const flashptx_fwd_fp8_params& a) { return a.causal == 0 && a.seqlen_k <= 4096; }
 
 #define FLASHPTX_FP8_LAUNCH(config, kernel) \
-  launch_fp8<config>(a, reinterpret_cast<const void*>(&kernel), sm_count, stream, msg)
+  launch_fp8<config>(a, reinterpret_cast<const void*>(&kernel), pers, sm_count, stream, msg)
 
+// Which code runs: the 128-key and d256 kernels in their plain flavour (no tile loop) when one CTA
+// per tile runs, since the loop alone cost the d128 steady step 41 instructions (-5..7%); the wide
+// kernels only in the loop flavour, which measured faster for them whatever the grid (d128 n192 8k
+// 851 against 809 TFLOP/s, d64 n256 16k 583 against 503, per-head descales; tools/NOTES.md).
 flashptx_status launch_fwd_fp8(const flashptx_fwd_fp8_params& a, int sm_count, cudaStream_t stream, std::string* msg) {
   using fa3::persistent;
   const bool wide = wide_blocks_apply(a), pers = persistent_applies(a);
   switch (a.head_dim) {
     case 64:
-      if (wide) return pers ? FLASHPTX_FP8_LAUNCH(persistent(fa3::kFp8D64N256), fa3_fwd_fp8_sm90_d64_n256_p)
-                            : FLASHPTX_FP8_LAUNCH(fa3::kFp8D64N256, fa3_fwd_fp8_sm90_d64_n256);
+      if (wide) return FLASHPTX_FP8_LAUNCH(persistent(fa3::kFp8D64N256), fa3_fwd_fp8_sm90_d64_n256_p);
       return pers ? FLASHPTX_FP8_LAUNCH(persistent(fa3::kFp8D64), fa3_fwd_fp8_sm90_d64_p)
                   : FLASHPTX_FP8_LAUNCH(fa3::kFp8D64, fa3_fwd_fp8_sm90_d64);
     case 128:
-      if (wide) return pers ? FLASHPTX_FP8_LAUNCH(persistent(fa3::kFp8D128N192), fa3_fwd_fp8_sm90_d128_n192_p)
-                            : FLASHPTX_FP8_LAUNCH(fa3::kFp8D128N192, fa3_fwd_fp8_sm90_d128_n192);
+      if (wide) return FLASHPTX_FP8_LAUNCH(persistent(fa3::kFp8D128N192), fa3_fwd_fp8_sm90_d128_n192_p);
       return pers ? FLASHPTX_FP8_LAUNCH(persistent(fa3::kFp8D128), fa3_fwd_fp8_sm90_d128_p)
                   : FLASHPTX_FP8_LAUNCH(fa3::kFp8D128, fa3_fwd_fp8_sm90_d128);
     case 256:
@@ -218,10 +223,10 @@ const char* fwd_fp8_kernel_name(const flashptx_fwd_fp8_params& a) {
   const bool wide = wide_blocks_apply(a), pers = persistent_applies(a);
   switch (a.head_dim) {
     case 64:
-      if (wide) return pers ? "fa3_fwd_fp8_sm90_d64_n256_p" : "fa3_fwd_fp8_sm90_d64_n256";
+      if (wide) return "fa3_fwd_fp8_sm90_d64_n256_p";
       return pers ? "fa3_fwd_fp8_sm90_d64_p" : "fa3_fwd_fp8_sm90_d64";
     case 128:
-      if (wide) return pers ? "fa3_fwd_fp8_sm90_d128_n192_p" : "fa3_fwd_fp8_sm90_d128_n192";
+      if (wide) return "fa3_fwd_fp8_sm90_d128_n192_p";
       return pers ? "fa3_fwd_fp8_sm90_d128_p" : "fa3_fwd_fp8_sm90_d128";
     case 256: return pers ? "fa3_fwd_fp8_sm90_d256_p" : "fa3_fwd_fp8_sm90_d256";
   }
