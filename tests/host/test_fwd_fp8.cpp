@@ -14,6 +14,7 @@
 
 #include "flashptx.h"
 #include "src/models/fp8.h"
+#include "src/sm90/fa3_fwd_fp8.h"
 #include "src/sm90/fa3_fwd_fp8_config.h"
 #include "src/sm90/fa3_fwd_fp8_math.h"
 #include "include/flashptx/tile_scheduler.h"
@@ -472,6 +473,44 @@ TEST_CASE("references: the 2^8 offset cancels, e4m3 P moves O a little, LSE unch
   CHECK(el < 1e-12); // the offset leaves LSE unchanged
   // Row 0 of a causal 40 x 70 problem sees 31 keys; every row has a finite LSE.
   for (double x : lse) CHECK(std::isfinite(x));
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("host fp8 forward") {
+
+// Which kernel a call launches (src/sm90/fa3_fwd_fp8.cu: wide_blocks_apply, persistent_applies): a
+// host-only decision, checked here against the rules the launch comments and README state.
+TEST_CASE("kernel choice: wide blocks only for uniform K/V descales, V row-major, >= 2k keys; the loop flavour for non-causal up to 4k keys") {
+  flashptx_fwd_fp8_params p;
+  const auto name = [&](int64_t d, int64_t sk, int causal, flashptx_fp8_scale_granularity kv, bool vt) {
+    flashptx_fwd_fp8_params_contiguous(&p, reinterpret_cast<void*>(256), reinterpret_cast<void*>(512),
+                                       reinterpret_cast<void*>(768), reinterpret_cast<void*>(1024), nullptr,
+                                       reinterpret_cast<const float*>(2048), reinterpret_cast<const float*>(4096),
+                                       reinterpret_cast<const float*>(8192), 1, 1000, sk, 4, 4, d,
+                                       FLASHPTX_FP8_SCALE_PER_BLOCK, causal);
+    p.k_granularity = p.v_granularity = kv;
+    if (vt) p.v_layout = FLASHPTX_FP8_V_KEYS_CONTIGUOUS;
+    const char* n = flashptx::fwd_fp8_kernel_name(p);
+    return std::string(n != nullptr ? n : "(none)");
+  };
+  const auto kB = FLASHPTX_FP8_SCALE_PER_BLOCK, kH = FLASHPTX_FP8_SCALE_PER_HEAD, kT = FLASHPTX_FP8_SCALE_PER_TENSOR;
+  // Per-block K/V descales: 128-key (d256: 64-key) blocks whatever the length.
+  CHECK(name(128, 8192, 0, kB, false) == "fa3_fwd_fp8_sm90_d128");
+  CHECK(name(128, 4096, 0, kB, false) == "fa3_fwd_fp8_sm90_d128_p");
+  CHECK(name(64, 8192, 1, kB, false) == "fa3_fwd_fp8_sm90_d64");
+  // Uniform K/V descales from 2048 keys: the wide blocks (loop flavour only, any grid).
+  CHECK(name(128, 2048, 0, kH, false) == "fa3_fwd_fp8_sm90_d128_n192_p");
+  CHECK(name(128, 16384, 1, kT, false) == "fa3_fwd_fp8_sm90_d128_n192_p");
+  CHECK(name(64, 8192, 0, kH, false) == "fa3_fwd_fp8_sm90_d64_n256_p");
+  CHECK(name(128, 2047, 0, kH, false) == "fa3_fwd_fp8_sm90_d128_p");
+  // V given keys-contiguous: one TMA box per Vt stage, so never the two-chunk wide stage.
+  CHECK(name(128, 8192, 0, kH, true) == "fa3_fwd_fp8_sm90_d128");
+  // d256 has no wide kernel (O is 128 registers per thread); causal and long calls one CTA per tile.
+  CHECK(name(256, 8192, 0, kH, false) == "fa3_fwd_fp8_sm90_d256");
+  CHECK(name(256, 1024, 1, kH, false) == "fa3_fwd_fp8_sm90_d256");
+  CHECK(name(256, 1024, 0, kH, false) == "fa3_fwd_fp8_sm90_d256_p");
+  CHECK(name(96, 1024, 0, kH, false) == "(none)");
 }
 
 }  // TEST_SUITE
