@@ -13,9 +13,10 @@
 //
 // Roles:
 //   warpgroup 0   PRODUCER   setmaxnreg.dec 56.
-//                 thread 0 (the leader) issues every TMA load: K(r) into the K ring, Q once, V(r)
-//                 into the raw V ring (or, V^T given, straight into the Vt ring); it issues block
-//                 r+1's loads before the warpgroup transposes block r.
+//                 thread 0 (the leader) issues every TMA load: K(r) into the K ring, each tile's
+//                 Q into its Q slot, V(r) into the raw V ring (or, V^T given, straight into the Vt
+//                 ring), along the CTA's stream of blocks across its tiles, stages - 1 blocks
+//                 ahead of the warpgroup's transpose.
 //                 all 128 threads transpose each raw V stage into a Vt stage (ldmatrix .trans,
 //                 prmt, stmatrix; below), fence, meet at named barrier 1, and the leader arrives
 //                 on vt_full.
@@ -496,7 +497,7 @@ struct Consumer {
   // At d256 (O is 128 registers per thread against 64-key blocks) the multiplies are skipped when
   // every factor of the warp is exactly 1 (no row max moved, the same dV): a vote and a branch per
   // step, measured +2% (per-block descales) and +6% (per-head) at d256 16k and -2..4% at d64/d128,
-  // where O is half as large per key (tools/NOTES.md, "FP8 forward v4").
+  // where O is half as large per key (tools/NOTES.md, "FP8 forward v4-v7").
   static constexpr bool kSkipUnitRescale = kD >= 256;
   __device__ __forceinline__ void rescale_o(const float (&alpha)[2], float ratio) {
     const float a0 = alpha[0] * ratio, a1 = alpha[1] * ratio;

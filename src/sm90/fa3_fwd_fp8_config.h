@@ -115,9 +115,10 @@ struct FwdFp8Params {
 
 struct Fp8Config {
   int head_dim;  // 64, 128 or 256
-  int block_n;   // keys per K / V stage: 64 or 128 (one stage lies inside one 128-row descale block)
-  int stages;    // depth of the K, V and Vt rings (>= 2: the producer loads block r+1 before
-                 // transposing block r, into the raw V stage block r+1-stages left)
+  int block_n;   // keys per K / V stage: 64 or 128 (inside one 128-row descale block), or 192 / 256
+                 // (wide: launched only for K/V descales uniform along the keys)
+  int stages;    // depth of the K, V and Vt rings (>= 2: the producer loads block r + stages - 1
+                 // before transposing block r, into the raw V stage block r - 1 left)
   // true: the consumers loop over tiles blockIdx.x + k gridDim.x (launched one CTA per SM); false:
   // one tile per CTA (grid = tiles). The producer's stream is the same code in both. Two flavours
   // because the tile loop alone made ptxas keep the d128 steady step's descriptors and barrier
@@ -202,7 +203,7 @@ struct Fp8Layout {
 
 // The shipped configurations (instantiated in src/sm90/fa3_fwd_fp8.cu).
 // Stages: 3 (loads two blocks ahead) measured the same as 2 at d128 8k (695 vs 689 TFLOP/s, the
-// consumers' softmax is the bound; tools/NOTES.md "FP8 forward v4"), so 2 keeps the smaller footprint.
+// consumers' softmax is the bound; tools/NOTES.md "FP8 forward v4-v7"), so 2 keeps the smaller footprint.
 constexpr Fp8Config kFp8D64 = {.head_dim = 64, .block_n = 128, .stages = 2};
 constexpr Fp8Config kFp8D128 = {.head_dim = 128, .block_n = 128, .stages = 2};
 constexpr Fp8Config kFp8D256 = {.head_dim = 256, .block_n = 64, .stages = 2};
