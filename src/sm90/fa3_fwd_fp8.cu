@@ -178,7 +178,7 @@ static flashptx_status launch_fp8(const flashptx_fwd_fp8_params& a, const void* 
 // when those are uniform along the keys (per tensor or per head) and V is row-major (their Vt stage
 // is two chunks, which one TMA box of V^T cannot fill); and from 2k keys: at d128 1k non-causal the
 // 192-key blocks (six, the last a third full) measured 509 TFLOP/s against 537 for 128-key blocks
-// (tools/NOTES.md, "FP8 forward: wide blocks").
+// (tools/NOTES.md, "FP8 forward v4-v7").
 static bool wide_blocks_apply(const flashptx_fwd_fp8_params& a) {
   const auto uniform = [](flashptx_fp8_scale_granularity g) { return g != FLASHPTX_FP8_SCALE_PER_BLOCK; };
   return uniform(a.k_granularity) && uniform(a.v_granularity) && a.v_layout == FLASHPTX_FP8_V_ROW_MAJOR &&
@@ -188,49 +188,61 @@ static bool wide_blocks_apply(const flashptx_fwd_fp8_params& a) {
 // Persistent (one CTA per SM) for non-causal calls up to 4k keys, where it measured +9..22% (the
 // next tile's loads under this tile's drain, one prologue per SM); one CTA per tile otherwise: under
 // a causal mask the static round robin balanced worse than the hardware's block scheduler (d128 1k
-// -7%), and at 8k-16k non-causal it measured -4..5% (tools/NOTES.md, "FP8 forward: persistent").
+// -7%), and at 8k-16k non-causal it measured -4..5% (tools/NOTES.md, "FP8 forward v4-v7").
 static bool persistent_applies(const flashptx_fwd_fp8_params& a) { return a.causal == 0 && a.seqlen_k <= 4096; }
 
-#define FLASHPTX_FP8_LAUNCH(config, kernel) \
-  launch_fp8<config>(a, reinterpret_cast<const void*>(&kernel), pers, sm_count, stream, msg)
+// Every launchable FP8 forward kernel, its symbol and its launch, named once: launch_fwd_fp8 and
+// fwd_fp8_kernel_name take the same entry from select_fp8_kernel.
+using Fp8Launch = flashptx_status (*)(const flashptx_fwd_fp8_params&, bool, int, cudaStream_t, std::string*);
+template <fa3::Fp8Config C, auto Kernel>
+static flashptx_status launch_entry(const flashptx_fwd_fp8_params& a, bool one_cta_per_sm, int sm_count,
+                                    cudaStream_t stream, std::string* msg) {
+  return launch_fp8<C>(a, reinterpret_cast<const void*>(Kernel), one_cta_per_sm, sm_count, stream, msg);
+}
+struct Fp8Kernel {
+  const char* name;
+  Fp8Launch launch;
+};
+#define FLASHPTX_FP8_ENTRY(kernel, config) Fp8Kernel{#kernel, &launch_entry<config, &kernel>}
 
 // Which code runs: the 128-key and d256 kernels in their plain flavour (no tile loop) when one CTA
 // per tile runs, since the loop alone cost the d128 steady step 41 instructions (-5..7%); the wide
 // kernels only in the loop flavour, which measured faster for them whatever the grid (d128 n192 8k
-// 851 against 809 TFLOP/s, d64 n256 16k 583 against 503, per-head descales; tools/NOTES.md).
-flashptx_status launch_fwd_fp8(const flashptx_fwd_fp8_params& a, int sm_count, cudaStream_t stream, std::string* msg) {
+// 851 against 809 TFLOP/s, d64 n256 16k 583 against 503, per-head descales; tools/NOTES.md,
+// "FP8 forward v4-v7"). nullptr for a head dim without a kernel.
+static const Fp8Kernel* select_fp8_kernel(const flashptx_fwd_fp8_params& a) {
   using fa3::persistent;
+  static const Fp8Kernel d64 = FLASHPTX_FP8_ENTRY(fa3_fwd_fp8_sm90_d64, fa3::kFp8D64);
+  static const Fp8Kernel d64_p = FLASHPTX_FP8_ENTRY(fa3_fwd_fp8_sm90_d64_p, persistent(fa3::kFp8D64));
+  static const Fp8Kernel d64_n256_p = FLASHPTX_FP8_ENTRY(fa3_fwd_fp8_sm90_d64_n256_p, persistent(fa3::kFp8D64N256));
+  static const Fp8Kernel d128 = FLASHPTX_FP8_ENTRY(fa3_fwd_fp8_sm90_d128, fa3::kFp8D128);
+  static const Fp8Kernel d128_p = FLASHPTX_FP8_ENTRY(fa3_fwd_fp8_sm90_d128_p, persistent(fa3::kFp8D128));
+  static const Fp8Kernel d128_n192_p =
+      FLASHPTX_FP8_ENTRY(fa3_fwd_fp8_sm90_d128_n192_p, persistent(fa3::kFp8D128N192));
+  static const Fp8Kernel d256 = FLASHPTX_FP8_ENTRY(fa3_fwd_fp8_sm90_d256, fa3::kFp8D256);
+  static const Fp8Kernel d256_p = FLASHPTX_FP8_ENTRY(fa3_fwd_fp8_sm90_d256_p, persistent(fa3::kFp8D256));
   const bool wide = wide_blocks_apply(a), pers = persistent_applies(a);
   switch (a.head_dim) {
-    case 64:
-      if (wide) return FLASHPTX_FP8_LAUNCH(persistent(fa3::kFp8D64N256), fa3_fwd_fp8_sm90_d64_n256_p);
-      return pers ? FLASHPTX_FP8_LAUNCH(persistent(fa3::kFp8D64), fa3_fwd_fp8_sm90_d64_p)
-                  : FLASHPTX_FP8_LAUNCH(fa3::kFp8D64, fa3_fwd_fp8_sm90_d64);
-    case 128:
-      if (wide) return FLASHPTX_FP8_LAUNCH(persistent(fa3::kFp8D128N192), fa3_fwd_fp8_sm90_d128_n192_p);
-      return pers ? FLASHPTX_FP8_LAUNCH(persistent(fa3::kFp8D128), fa3_fwd_fp8_sm90_d128_p)
-                  : FLASHPTX_FP8_LAUNCH(fa3::kFp8D128, fa3_fwd_fp8_sm90_d128);
-    case 256:
-      return pers ? FLASHPTX_FP8_LAUNCH(persistent(fa3::kFp8D256), fa3_fwd_fp8_sm90_d256_p)
-                  : FLASHPTX_FP8_LAUNCH(fa3::kFp8D256, fa3_fwd_fp8_sm90_d256);
-  }
-  *msg = "head_dim " + std::to_string(a.head_dim) + " has no FP8 kernel";
-  return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
-}
-#undef FLASHPTX_FP8_LAUNCH
-
-const char* fwd_fp8_kernel_name(const flashptx_fwd_fp8_params& a) {
-  const bool wide = wide_blocks_apply(a), pers = persistent_applies(a);
-  switch (a.head_dim) {
-    case 64:
-      if (wide) return "fa3_fwd_fp8_sm90_d64_n256_p";
-      return pers ? "fa3_fwd_fp8_sm90_d64_p" : "fa3_fwd_fp8_sm90_d64";
-    case 128:
-      if (wide) return "fa3_fwd_fp8_sm90_d128_n192_p";
-      return pers ? "fa3_fwd_fp8_sm90_d128_p" : "fa3_fwd_fp8_sm90_d128";
-    case 256: return pers ? "fa3_fwd_fp8_sm90_d256_p" : "fa3_fwd_fp8_sm90_d256";
+    case 64: return wide ? &d64_n256_p : pers ? &d64_p : &d64;
+    case 128: return wide ? &d128_n192_p : pers ? &d128_p : &d128;
+    case 256: return pers ? &d256_p : &d256;
   }
   return nullptr;
+}
+#undef FLASHPTX_FP8_ENTRY
+
+flashptx_status launch_fwd_fp8(const flashptx_fwd_fp8_params& a, int sm_count, cudaStream_t stream, std::string* msg) {
+  const Fp8Kernel* k = select_fp8_kernel(a);
+  if (k == nullptr) {
+    *msg = "head_dim " + std::to_string(a.head_dim) + " has no FP8 kernel";
+    return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
+  }
+  return k->launch(a, persistent_applies(a), sm_count, stream, msg);
+}
+
+const char* fwd_fp8_kernel_name(const flashptx_fwd_fp8_params& a) {
+  const Fp8Kernel* k = select_fp8_kernel(a);
+  return k != nullptr ? k->name : nullptr;
 }
 
 }  // namespace flashptx

@@ -192,7 +192,7 @@ struct Fp8Layout {
   static_assert(kBlockM == kFp8ScaleRows, "a tile is one Q descale block");
   // A K/V block inside one descale block (per-block K/V descales) needs block_n | 128; wider blocks
   // are launched only for uniform K/V descales (per tensor, per head) and V row-major: see
-  // Fp8Config::wide and launch_fwd_fp8.
+  // wide_blocks_apply in src/sm90/fa3_fwd_fp8.cu.
   static constexpr bool kUniformKVDescalesOnly = kFp8ScaleRows % C.block_n != 0;
   static_assert(C.stages >= 2 && C.stages <= 4, "stages 2..4 (see Fp8Config::stages)");
   static_assert(kQBytes % 1024 == 0 && kKBytes % 1024 == 0 && kVtBytes % 1024 == 0, "tiles keep 1024-byte alignment");
