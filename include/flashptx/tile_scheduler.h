@@ -55,6 +55,21 @@ FLASHPTX_HD int causal_n_blocks(int m_block, int block_m, int block_n, int seqle
   return ceil_div(hi, block_n);
 }
 
+// K/V blocks that query rows [row_begin, row_end) of one sequence see: the blocks one consumer
+// warpgroup of a tile visits (its 64 rows), where the tile's n_max is set by the tile's last row.
+// Rows at or past seqlen_q are no one's and see nothing (a ragged tile's last warpgroup may have
+// none); for a causal mask the range's last visible row sets the count (bottom-right aligned, as
+// causal_n_blocks). Never more than the tile's own count when [row_begin, row_end) lies in the tile.
+FLASHPTX_HD int rows_n_blocks(int row_begin, int row_end, int block_n, int seqlen_q, int seqlen_k, bool causal) {
+  if (row_end > seqlen_q) row_end = seqlen_q;
+  if (row_begin >= row_end) return 0;
+  if (!causal) return n_blocks(block_n, seqlen_k);
+  int hi = row_end + seqlen_k - seqlen_q;
+  if (hi > seqlen_k) hi = seqlen_k;
+  if (hi <= 0) return 0;
+  return ceil_div(hi, block_n);
+}
+
 // L2 section rule (the FA4 paper, section 3.3): heads whose K/V working sets, S_k (d_qk + d_v) b
 // bytes each, fit the L2 budget together. Rounded down to a power of two (the head swizzle), at
 // least 1, at most `heads`.

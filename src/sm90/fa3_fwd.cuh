@@ -441,8 +441,25 @@ struct Consumer {
   }
   // Whether block n holds a masked key for some row of this tile: keys past seqlen_k, or keys
   // right of the causal diagonal of the tile's first row. True exactly for a suffix of the blocks.
+  // (The tile's first row, not this warpgroup's: a value that depends on the warpgroup index is not
+  // warp-uniform to the compiler, and loop bounds built from it moved the ring's descriptor
+  // arithmetic out of the uniform datapath, +50-66 instructions per steady step at d128.)
   __device__ __forceinline__ bool block_needs_mask(const Tile& t, int n) const {
     return (n + 1) * kBlockN > len_k(t) || (causal && (n + 1) * kBlockN - 1 > t.m_block * kBlockM + diag_of(t));
+  }
+  // The K/V blocks this warpgroup's own 64 rows see: [0, own) with own <= t.n_max (the tile's last
+  // row sets n_max). Less than n_max where a later warpgroup's rows reach further right: the causal
+  // diagonal with 64-key blocks (d256: warpgroup 0 sees none of the tile's last block) or with
+  // 192-row tiles, and a ragged tile whose last warpgroup holds no row of the sequence (own = 0).
+  // Compiled in where a warpgroup can see fewer blocks than its tile under a square causal mask:
+  // 64-key blocks (d256) and 192-row tiles (d64_m192). Measured on the H200 (tools/NOTES.md,
+  // "Per-warpgroup block skipping"): d256 causal +2-4% at 512-1k, d64 causal 4k-16k +2-6%; compiled
+  // into the 128 x 128 kernels, where it skips only a ragged tile's empty warpgroup, it cost their
+  // short causal shapes 2-3%.
+  static constexpr bool kSkipsBlocks = C.block_n < kBlockM || C.consumer_wgs > 2;
+  __device__ __forceinline__ int own_n_blocks(const Tile& t) const {
+    const int first = t.m_block * kBlockM + 64 * g;
+    return rows_n_blocks(first, first + 64, kBlockN, len_q(t), len_k(t), causal);
   }
   // (len_k(t) and diag_of(t) stay inside the expression: hoisted into locals, they changed the
   // fixed-length kernels' instruction schedule, though not their values. A one-compare form, one
@@ -560,6 +577,23 @@ struct Consumer {
     v_ring.release(sm.v_empty(v_ring.at.stage), lane, tr, trace::kReleaseV);
     rescale_o(alpha);
     convert_p();
+  }
+
+  // A block none of this warpgroup's rows can see (n >= own_n_blocks): no GEMM, no softmax; the
+  // block contributes exactly what a fully masked block would (nothing: P = 0, alpha = 1). Its K and
+  // V stages are still consumed in ring order, and the token still passes once, so the producer and
+  // the other consumers see the protocol they see for a visited block. The full-barrier waits are
+  // not for data: full[s] of this generation certifies that every consumer released the stage's
+  // previous generation (the producer refilled it after empty[s] completed), so this warpgroup's
+  // arrivals on empty[s] count towards this generation, never the previous one (PROTOCOLS.md,
+  // "The K/V rings").
+  __device__ __forceinline__ void skip_block() {
+    k_ring.wait_full(sm.k_full(k_ring.at.stage), "fa3 consumer: k_full (skip)", tr, trace::kFullK);
+    k_ring.release(sm.k_empty(k_ring.at.stage), lane, tr, trace::kReleaseK);
+    v_ring.wait_full(sm.v_full(v_ring.at.stage), "fa3 consumer: v_full (skip)", tr, trace::kFullV);
+    v_ring.release(sm.v_empty(v_ring.at.stage), lane, tr, trace::kReleaseV);
+    take_token();
+    pass_token();
   }
 
   // Drain: PV(J-1), inside the token ring (as startup's QK(0)): a tile makes J + 1 handoffs per
@@ -693,18 +727,36 @@ struct Consumer {
       row_sum[0] = row_sum[1] = 0.f;
       FLASHPTX_MBAR_WAIT(sm.q_full(), q_phase, "fa3 consumer: q_full");
       q_phase ^= 1u;
-      if (t.n_max > 0) {
-        startup(t);
-        // Blocks [n_unmasked_end, n_max) need the mask: the first steps of the right-to-left walk.
-        int n_unmasked_end = t.n_max;
-        while (n_unmasked_end > 0 && block_needs_mask(t, n_unmasked_end - 1)) --n_unmasked_end;
-        const int j_unmasked = max(1, t.n_max - n_unmasked_end);
-        for (int j = 1; j < j_unmasked && j < t.n_max; ++j) steady<true>(t, j);
-        for (int j = j_unmasked; j < t.n_max; ++j) steady<false>(t, j);
-        drain(t);
+      // This warpgroup's own blocks [0, own): the right-to-left walk first passes the tile's blocks
+      // it cannot see (skip_block), then runs startup, steady steps and drain on its own blocks, as
+      // if its tile ended at `own` (mine.n_max). Every consumer makes t.n_max + 1 token handoffs per
+      // tile either way (pingpong.h, TokenRing::handoffs_edges_in_ring).
+      // (Broadcast from lane 0: own depends on the warpgroup index, which the compiler cannot prove
+      // warp-uniform; the ring positions derived from it then left the uniform datapath, +86
+      // instructions per d256 steady step. After the shuffle they stay there.)
+      int own = t.n_max;
+      if constexpr (kSkipsBlocks) own = __shfl_sync(0xffffffffu, t.n_max > 0 ? own_n_blocks(t) : 0, 0);
+      for (int r = own; r < t.n_max; ++r) skip_block();
+      Tile mine = t;
+      mine.n_max = own;
+      if (own > 0) {
+        startup(mine);
+        // Blocks [n_unmasked_end, own) need the mask: the first steps of the right-to-left walk.
+        int n_unmasked_end = own;
+        while (n_unmasked_end > 0 && block_needs_mask(mine, n_unmasked_end - 1)) --n_unmasked_end;
+        const int j_unmasked = max(1, own - n_unmasked_end);
+        for (int j = 1; j < j_unmasked && j < own; ++j) steady<true>(mine, j);
+        for (int j = j_unmasked; j < own; ++j) steady<false>(mine, j);
+        drain(mine);
       } else {
-        // No admissible key for any row of this tile (causal, seqlen_q > seqlen_k): O = 0, LSE = -inf.
-        QRelease<C>::after_last_qk(sm.q_empty(), lane);  // Q was loaded but has no reader
+        // The (J + 1)-th handoff of a tile none of whose blocks this warpgroup sees (J skips above).
+        if (kSkipsBlocks && t.n_max > 0) {
+          take_token();
+          pass_token();
+        }
+        // No admissible key for any row of this warpgroup (causal, seqlen_q > seqlen_k, or rows past
+        // the sequence's end): O = 0, LSE = -inf.
+        QRelease<C>::after_last_qk(sm.q_empty(), lane);  // Q was loaded but has no reader here
 #pragma unroll
         for (int x = 0; x < kD / 2; ++x) o[x] = 0.f;
       }

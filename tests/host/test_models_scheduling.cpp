@@ -36,6 +36,38 @@ TEST_SUITE("host models scheduling") {
           }
   }
 
+  // The forward's per-warpgroup visit count (Consumer::own_n_blocks) against a brute force over keys:
+  // the blocks a 64-row warpgroup visits are those holding a key some row of it (below seqlen_q) sees,
+  // and the warpgroups of a tile together need exactly the tile's n_max.
+  TEST_CASE("rows_n_blocks: brute force over rows and keys; max over a tile's warpgroups is n_max") {
+    for (int sq : {1, 63, 64, 200, 512, 777})
+      for (int sk : {0, 1, 100, 512, 1000})
+        for (int bn : {64, 128})
+          for (int bm : {128, 192})
+            for (bool causal : {false, true}) {
+              int skipped = 0;
+              for (int m = 0; m * bm < sq; ++m) {
+                const int tile = causal ? causal_n_blocks(m, bm, bn, sq, sk) : n_blocks(bn, sk);
+                int widest = 0;
+                for (int g = 0; g < bm / 64; ++g) {
+                  const int r0 = m * bm + 64 * g;
+                  int last_key = -1;  // the rightmost key any row of the warpgroup sees
+                  for (int r = r0; r < std::min(r0 + 64, sq); ++r)
+                    last_key = std::max(last_key, causal ? std::min(sk - 1, r + sk - sq) : sk - 1);
+                  const int want = last_key < 0 ? 0 : last_key / bn + 1;
+                  const int own = rows_n_blocks(r0, r0 + 64, bn, sq, sk, causal);
+                  CHECK(own == want);
+                  CHECK(own <= tile);
+                  widest = std::max(widest, own);
+                  skipped += tile - own;
+                }
+                CHECK(widest == tile);
+              }
+              // d256's 128 x 64 tiles under a square causal mask: warpgroup 0 skips one block per tile
+              if (causal && bm == 128 && bn == 64 && sq == sk && sq % 128 == 0) CHECK(skipped == sq / 128);
+            }
+  }
+
   TEST_CASE("tile_from_linear: bijection; longest_first reverses m_block") {
     const int nm = 5, h = 3, b = 2;
     for (bool lf : {false, true}) {
