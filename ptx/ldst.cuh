@@ -284,4 +284,18 @@ __device__ __forceinline__ float2 ld_shared_v2_f32(uint32_t addr) {
   return v;
 }
 
+// ld.shared.v4.b32 {a, b, c, d}, [addr];   (addr 16-byte aligned)
+// A plain load (generic proxy). Bytes another thread wrote with st.shared are visible to it once
+// this thread has observed complete an mbarrier phase that the writer's release-arrive (after the
+// store) completed (PTX ISA "mbarrier": arrive has release, try_wait acquire semantics).
+__device__ __forceinline__ int4 ld_shared_v4_b32(uint32_t addr) {
+  int4 v = make_int4(0, 0, 0, 0);
+#if FLASHPTX_HAS_SM90
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr) : "memory");
+#else
+  FLASHPTX_ARCH_UNSUPPORTED("ld.shared is only built for sm_90+ in flashptx");
+#endif
+  return v;
+}
+
 }  // namespace flashptx::ptx

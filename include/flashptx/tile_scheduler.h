@@ -70,6 +70,21 @@ FLASHPTX_HD int rows_n_blocks(int row_begin, int row_end, int block_n, int seqle
   return ceil_div(hi, block_n);
 }
 
+// One past the rightmost key that query rows [row_begin, row_end) of one sequence see: seqlen_k
+// without a causal mask, the range's last row's bound with one (bottom-right aligned); 0 when the
+// range holds no row below seqlen_q or its rows see no key. The forward's consumer compares it with
+// the first block it visits (Consumer::half_first): when no key of that block's right half is
+// visible to any of its 64 rows, the block's QK is issued 64 columns wide (the causal diagonal of a
+// 128 x 128 tile, for warpgroup 0). ceil_div(rows_key_end, block_n) == rows_n_blocks.
+FLASHPTX_HD int rows_key_end(int row_begin, int row_end, int seqlen_q, int seqlen_k, bool causal) {
+  if (row_end > seqlen_q) row_end = seqlen_q;
+  if (row_begin >= row_end) return 0;
+  if (!causal) return seqlen_k > 0 ? seqlen_k : 0;
+  int hi = row_end + seqlen_k - seqlen_q;
+  if (hi > seqlen_k) hi = seqlen_k;
+  return hi > 0 ? hi : 0;
+}
+
 // L2 section rule (the FA4 paper, section 3.3): heads whose K/V working sets, S_k (d_qk + d_v) b
 // bytes each, fit the L2 budget together. Rounded down to a power of two (the head swizzle), at
 // least 1, at most `heads`.

@@ -9,14 +9,17 @@
 //   kernel     block_m x block_n  stages  consumers  pingpong  persistent  O staging  smem
 //   d64_m128   128 x 128          3       2          yes       yes         own        129 KiB
 //   d64_m192   192 x 128          3       3          yes (3)   yes         own        145 KiB  (160 regs/consumer)
-//   *_paired   the d64_m128 and d128_n128 shapes, persistent over the paired causal schedule
-//              (40 regs producer / 232 consumer): the plan's causal launches up to 2k rows (d64) and
-//              at every length (d128)
+//   *_paired   the d64_m128, d128_n128 and d256 shapes, persistent over the paired causal schedule
+//              (40 regs producer / 232 consumer): the plan's causal launches up to 2k rows (d64), at
+//              every length (d128) and up to 8k rows (d256)
 //   d128_n128  128 x 128          2       2          yes       yes         own        193 KiB
 //   d256       128 x 64           2       2          yes       no          in Q       193 KiB
-// d256: one tile per CTA. A persistent d256 kernel compiles without spills since the accumulators
-// start each tile dead (src/sm90/fa3_fwd.cuh, Consumer::run), but measured 1-8% slower than one
-// tile per CTA at every point but 512 non-causal (tools/NOTES.md, "Token ring at the tile edges"). The token ring is on although
+// The two-consumer persistent and paired kernels take their tiles from the producer through shared
+// memory (the tile feed, FwdLayout::kTileFeed), and their warpgroup 0 computes the diagonal block 64
+// columns wide (Consumer::half_first): tools/NOTES.md, "The tile feed and the half-width diagonal".
+// d256 non-causal: one tile per CTA. A persistent d256 kernel measured 2-5% slower than one tile
+// per CTA from 2k (and +2% at 512) even with the tile feed; its paired causal twin, with the feed,
+// +3-6% up to 8k and -5% at 16k (tools/NOTES.md). The token ring is on although
 // FA3's admission table disables it above head dim 128: measured faster (src/sm90/fa3_fwd_config.h).
 //
 // Variable-length batches (flashptx_fwd_varlen): the varlen twin of d64_m128, d128_n128 and d256
@@ -47,6 +50,8 @@ FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_bf16_d128_n128_paired, flashptx::fa3::paire
 FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_fp16_d128_n128_paired, flashptx::fa3::paired(flashptx::fa3::fp16(flashptx::fa3::kD128N128)))
 FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_bf16_d256, flashptx::fa3::kD256)
 FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_fp16_d256, flashptx::fa3::fp16(flashptx::fa3::kD256))
+FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_bf16_d256_paired, flashptx::fa3::paired(flashptx::fa3::kD256))
+FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_fp16_d256_paired, flashptx::fa3::paired(flashptx::fa3::fp16(flashptx::fa3::kD256)))
 
 #define FLASHPTX_FA3_FWD_VARLEN_KERNEL(name, config)                                                 \
   extern "C" __global__ void __launch_bounds__(flashptx::fa3::FwdLayout<config>::kThreads, 1)        \
@@ -95,6 +100,8 @@ std::span<const KernelEntry> fa3_fwd_kernels() {
       FLASHPTX_FA3_FWD_ROW(fa3_fwd_sm90_fp16_d128_n128_paired, paired(fp16(kD128N128))),
       FLASHPTX_FA3_FWD_ROW(fa3_fwd_sm90_bf16_d256, kD256),
       FLASHPTX_FA3_FWD_ROW(fa3_fwd_sm90_fp16_d256, fp16(kD256)),
+      FLASHPTX_FA3_FWD_ROW(fa3_fwd_sm90_bf16_d256_paired, paired(kD256)),
+      FLASHPTX_FA3_FWD_ROW(fa3_fwd_sm90_fp16_d256_paired, paired(fp16(kD256))),
   };
   return rows;
 }

@@ -25,7 +25,9 @@
 // Roles:
 //
 //   warpgroup 0   PRODUCER   setmaxnreg.dec; one elected thread issues every TMA load:
-//                            Q once per tile (q_full), then K and V block by block into the rings.
+//                            Q once per tile (q_full), then K and V block by block into the rings;
+//                            in the kernels with a tile feed it alone walks the schedule and
+//                            hands each tile to the consumers (tile_full).
 //   warpgroup 1.. CONSUMERS  setmaxnreg.inc; consumer g owns query rows [64g, 64g+64) of the tile:
 //                            S = Q K^T (wgmma SS), online softmax in base 2 (FP32 row max and sum),
 //                            O += P V (wgmma RS: P straight from registers), epilogue through
@@ -37,6 +39,9 @@
 //   k_full[s]/v_full[s]    producer arrive.expect_tx(stage bytes) + TMA complete_tx
 //   k_empty[s]/v_empty[s]  one arrive per consumer warp, after the wgmma wait that retires the
 //                          last MMA reading the stage
+//   tile_full[t]      the tile feed (persistent and paired kernels of two consumers, TileFeed):
+//                     the producer's arrive after it stored tile slot t
+//   tile_empty[t]     one arrive per consumer warp, after the whole warp read tile slot t
 // Named barriers (include/flashptx/pingpong.h):
 //   2 + g             the pingpong token ring, 256 threads per generation (consumer g syncs, its
 //                     predecessor arrives); primed once per CTA by consumer 0 (bootstrap half-credit)
@@ -99,6 +104,9 @@ struct FwdSmem {
   __device__ __forceinline__ uint32_t k_empty(uint32_t s) const { return bar(L::kBarKEmpty + s); }
   __device__ __forceinline__ uint32_t v_full(uint32_t s) const { return bar(L::kBarVFull + s); }
   __device__ __forceinline__ uint32_t v_empty(uint32_t s) const { return bar(L::kBarVEmpty + s); }
+  __device__ __forceinline__ uint32_t tile_full(uint32_t s) const { return bar(L::kBarTileFull + s); }
+  __device__ __forceinline__ uint32_t tile_empty(uint32_t s) const { return bar(L::kBarTileEmpty + s); }
+  __device__ __forceinline__ uint32_t tile_slot(uint32_t s) const { return base + L::kOffTile + 16u * s; }
 };
 
 // ---- work tiles ----------------------------------------------------------------------------
@@ -169,7 +177,8 @@ __device__ __forceinline__ int k_coord(const Tile& t, int row) {
 //                                            M-1-m, equal in cost, round-robin over the CTAs;
 //   varlen (C.varlen, one CTA per tile)      the tile blockIdx.x of the host's longest-first table.
 // (A run-time choice between the persistent and paired walks in one kernel cost the non-causal
-// forward 4-7% on the H200: tools/NOTES.md, "The paired causal schedule".)
+// forward 4-7% on the H200: tools/NOTES.md, "The paired causal schedule".) With a tile feed
+// (FwdLayout::kTileFeed) only the producer walks; the consumers read its tiles (TileFeed).
 template <FwdConfig C>
 struct TileWalk {
   int k = 0;  // this CTA's next slot
@@ -197,6 +206,44 @@ struct TileWalk {
       *t = tile_of<C>(p, tile_from_linear(i, p.num_m_blocks, p.heads_q, p.batch, p.causal != 0), i);
       return true;
     }
+  }
+};
+
+// The tile feed (FwdLayout::kTileFeed, persistent kernels): the producer walks TileWalk and
+// publishes each tile in a two-slot ring of shared memory; the consumers take it from there. Every
+// consumer still sees the same tiles in the same order (they all read every slot), and the
+// producer's walk is the only one, so the consumers' tile transition has no division in it.
+template <FwdConfig C>
+struct TileFeed {
+  using L = FwdLayout<C>;
+  RingState<(L::kTileSlots > 0 ? L::kTileSlots : 1)> at;
+  // Producer: wait until every consumer warp has read the slot's previous tile, store, release.
+  __device__ __forceinline__ void publish(const FwdSmem<C>& sm, int m_block, int head, int batch, int n_max) {
+    FLASHPTX_MBAR_WAIT(sm.tile_empty(at.stage), at.phase, "fa3 producer: tile_empty");
+    ptx::st_shared_v4_b32(sm.tile_slot(at.stage), static_cast<uint32_t>(m_block), static_cast<uint32_t>(head),
+                          static_cast<uint32_t>(batch), static_cast<uint32_t>(n_max));
+    ptx::mbarrier_arrive(sm.tile_full(at.stage));  // release: the store above is visible to the waiter
+    at.advance();
+  }
+  // Consumer: acquire the slot, read it (every lane), then lane 0 releases it for this warp once
+  // the whole warp has read (__syncwarp). The values are broadcast from lane 0: loaded from shared
+  // memory they are not warp-uniform to the compiler, and loop bounds built from them would leave
+  // the uniform datapath (see own in Consumer::run).
+  __device__ __forceinline__ bool take(const FwdSmem<C>& sm, const FwdParams& p, int lane, Tile* t) {
+    FLASHPTX_MBAR_WAIT(sm.tile_full(at.stage), at.phase, "fa3 consumer: tile_full");
+    int4 v = ptx::ld_shared_v4_b32(sm.tile_slot(at.stage));
+    __syncwarp();
+    if (lane == 0) ptx::mbarrier_arrive(sm.tile_empty(at.stage));
+    at.advance();
+    v.x = __shfl_sync(0xffffffffu, v.x, 0);
+    if (v.x < 0) return false;
+    t->m_block = v.x;
+    t->head = __shfl_sync(0xffffffffu, v.y, 0);
+    t->batch = __shfl_sync(0xffffffffu, v.z, 0);
+    t->n_max = __shfl_sync(0xffffffffu, v.w, 0);
+    t->head_kv = 0;  // the producer's only
+    t->index = (t->batch * p.heads_q + t->head) * p.num_m_blocks + t->m_block;  // trace stamps only
+    return true;
   }
 };
 
@@ -302,7 +349,9 @@ struct Producer {
 
   __device__ __forceinline__ void run() {
     TileWalk<C> walk;
+    TileFeed<C> feed{RingState<(L::kTileSlots > 0 ? L::kTileSlots : 1)>::producer_start()};
     for (Tile t; walk.next(p, vt, &t);) {
+      if constexpr (L::kTileFeed) feed.publish(sm, t.m_block, t.head, t.batch, t.n_max);
       tr(trace::kTileBegin, t.index);
       if (t.n_max == 0) load_q(t);  // consumers still take (and release) the tile's Q buffer
       for (int r = 0; r < t.n_max; ++r) {
@@ -316,6 +365,7 @@ struct Producer {
       }
       tr(trace::kTileEnd, t.index);
     }
+    if constexpr (L::kTileFeed) feed.publish(sm, -1, 0, 0, 0);  // no more tiles
     // Producer tail: wait until the consumers have released every stage, so the producer never
     // leaves while a stage it filled is still being read. A synchronization tail, not data.
     for (int s = 0; s < C.stages; ++s) {
@@ -366,17 +416,21 @@ struct Consumer {
         desc_q(ptx::make_smem_desc(sm_.q() + 64 * g_ * 128, 0, 1024, ptx::Swizzle::k128B)) {}
 
   // ---- the two GEMMs ----------------------------------------------------------------------
-  // S = Q K^T over the head dim: kD/16 k-steps; 4 per 128-byte chunk (+32 B each).
+  // S = Q K^T over the head dim: kD/16 k-steps; 4 per 128-byte chunk (+32 B each). kCols < kBlockN:
+  // the block's first kCols keys only (an m64nNk16 with N = kCols reads the stage's first kCols K
+  // rows: the same descriptor), into s_acc[0, kCols / 2); the rest of s_acc is left as it was.
+  template <int kCols = kBlockN>
   __device__ __forceinline__ void issue_qk(uint32_t k_stage, int n) {
     const uint64_t desc_k = ptx::make_smem_desc(sm.k(k_stage), 0, 1024, ptx::Swizzle::k128B);
+    float(&s)[kCols / 2] = *reinterpret_cast<float(*)[kCols / 2]>(&s_acc[0]);
     ptx::wgmma_fence_operand(s_acc);
     ptx::wgmma_fence();
 #pragma unroll
     for (int k = 0; k < kD / 16; ++k) {
       const uint32_t a_off = (k / 4) * kBlockM * 128 + (k % 4) * 32;
       const uint32_t b_off = (k / 4) * kBlockN * 128 + (k % 4) * 32;
-      mma_ss<kBlockN, C.bf16>(s_acc, ptx::smem_desc_advance(desc_q, a_off), ptx::smem_desc_advance(desc_k, b_off),
-                              k > 0 ? 1u : 0u);
+      mma_ss<kCols, C.bf16>(s, ptx::smem_desc_advance(desc_q, a_off), ptx::smem_desc_advance(desc_k, b_off),
+                            k > 0 ? 1u : 0u);
     }
     ptx::wgmma_commit_group();
     ptx::wgmma_fence_operand(s_acc);
@@ -461,13 +515,24 @@ struct Consumer {
     const int first = t.m_block * kBlockM + 64 * g;
     return rows_n_blocks(first, first + 64, kBlockN, len_q(t), len_k(t), causal);
   }
+  // Whether the first block this warpgroup visits (own - 1, the rightmost) holds no key that any of
+  // its rows sees in the block's right half: startup<true> then computes that block 64 columns wide.
+  // With 128-key blocks: warpgroup 0 on the diagonal of a square causal mask, or a K length that
+  // ends in the first half of its last block. (With 64-key blocks, d256, the per-warpgroup skip
+  // already drops whole blocks.)
+  static constexpr bool kHalfFirst = C.block_n == 128 && C.consumer_wgs == 2 && !C.varlen;
+  __device__ __forceinline__ bool half_first(const Tile& t, int own) const {
+    const int first = t.m_block * kBlockM + 64 * g;
+    return rows_key_end(first, first + 64, len_q(t), len_k(t), causal) <= (own - 1) * kBlockN + kBlockN / 2;
+  }
   // (len_k(t) and diag_of(t) stay inside the expression: hoisted into locals, they changed the
   // fixed-length kernels' instruction schedule, though not their values. A one-compare form, one
   // per-row bound against a constant per element, saved 125 ISETP per masked block at d128 and
   // measured 0.4% slower over the grid: tools/NOTES.md, "Token ring at the tile edges".)
+  template <int kCols>
   __device__ __forceinline__ void apply_mask(const Tile& t, int n) {
 #pragma unroll
-    for (int i = 0; i < kBlockN / 8; ++i) {
+    for (int i = 0; i < kCols / 8; ++i) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int col = n * kBlockN + 8 * i + 2 * q4 + (e & 1);
@@ -482,15 +547,16 @@ struct Consumer {
   // (seen in our SASS: WARPGROUP.DEPBAR.LE gsb0, 0x0 hoisted above the exponentials), so the steady
   // loop is split into a masked and an unmasked loop, each without control flow there.
   // Returns the rescale factors of the two rows (applied to O once the PV into O has retired).
-  template <bool kMasked>
+  // kCols < kBlockN: a half-width block (startup<true>): S holds its first kCols columns only.
+  template <bool kMasked, int kCols = kBlockN>
   __device__ __forceinline__ void softmax(const Tile& t, int n, float (&alpha)[2]) {
     tr(trace::kSoftmaxBegin, n);
-    if constexpr (kMasked) apply_mask(t, n);
+    if constexpr (kMasked) apply_mask<kCols>(t, n);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float mx = row_max[h];
 #pragma unroll
-      for (int i = 0; i < kBlockN / 8; ++i) mx = fmaxf(mx, fmaxf(s_acc[4 * i + 2 * h], s_acc[4 * i + 2 * h + 1]));
+      for (int i = 0; i < kCols / 8; ++i) mx = fmaxf(mx, fmaxf(s_acc[4 * i + 2 * h], s_acc[4 * i + 2 * h + 1]));
       mx = quad_max(mx);
       // A row with no visible key so far keeps max -inf: use 0 as its exponent reference so that
       // exp2(-inf - ref) = 0 and never NaN; its O and sum are exactly 0 (alpha = 0 keeps them so).
@@ -500,7 +566,7 @@ struct Consumer {
       row_max[h] = mx;
       float sum = 0.f;
 #pragma unroll
-      for (int i = 0; i < kBlockN / 8; ++i) {
+      for (int i = 0; i < kCols / 8; ++i) {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           float& s = s_acc[4 * i + 2 * h + e];
@@ -512,13 +578,20 @@ struct Consumer {
     }
   }
   // P (registers, the RS A fragment) from the exponentiated S: two adjacent n8 blocks per k16.
+  // kCols < kBlockN: the columns past kCols are P = 0 (keys no row of this warpgroup sees), so the
+  // PV that reads this P adds nothing for them.
+  template <int kCols = kBlockN>
   __device__ __forceinline__ void convert_p() {
 #pragma unroll
     for (int k = 0; k < kBlockN / 16; ++k) {
-      pfrag[k][0] = pack2<C.bf16>(s_acc[8 * k + 0], s_acc[8 * k + 1]);
-      pfrag[k][1] = pack2<C.bf16>(s_acc[8 * k + 2], s_acc[8 * k + 3]);
-      pfrag[k][2] = pack2<C.bf16>(s_acc[8 * k + 4], s_acc[8 * k + 5]);
-      pfrag[k][3] = pack2<C.bf16>(s_acc[8 * k + 6], s_acc[8 * k + 7]);
+      if (k < kCols / 16) {
+        pfrag[k][0] = pack2<C.bf16>(s_acc[8 * k + 0], s_acc[8 * k + 1]);
+        pfrag[k][1] = pack2<C.bf16>(s_acc[8 * k + 2], s_acc[8 * k + 3]);
+        pfrag[k][2] = pack2<C.bf16>(s_acc[8 * k + 4], s_acc[8 * k + 5]);
+        pfrag[k][3] = pack2<C.bf16>(s_acc[8 * k + 6], s_acc[8 * k + 7]);
+      } else {
+        pfrag[k][0] = pfrag[k][1] = pfrag[k][2] = pfrag[k][3] = 0u;
+      }
     }
   }
   __device__ __forceinline__ void rescale_o(const float (&alpha)[2]) {
@@ -537,19 +610,25 @@ struct Consumer {
   // QK(0)), as they run the steady loop, instead of computing softmax(0) together while the tensor
   // cores idle. (Issued outside the ring, as the two-stage overlap alone needs, it measured 0-2%
   // slower: tools/NOTES.md, "Token ring at the tile edges".)
+  // kHalf: no row of this warpgroup sees a key in the right half of the block (half_first): QK(0)
+  // is one m64n64 wgmma per k-step instead of m64n128, the softmax runs on 64 columns, and the
+  // right half of P is zero. On a 128 x 128 tile of a square causal mask this is warpgroup 0's
+  // diagonal block in every tile: a quarter of the diagonal block's QK and softmax work of the CTA.
+  template <bool kHalf>
   __device__ __forceinline__ void startup(const Tile& t) {
+    constexpr int kCols = kHalf ? kBlockN / 2 : kBlockN;
     const int n = t.n_max - 1;
     k_ring.wait_full(sm.k_full(k_ring.at.stage), "fa3 consumer: k_full", tr, trace::kFullK);
     take_token();
-    issue_qk(k_ring.at.stage, n);
+    issue_qk<kCols>(k_ring.at.stage, n);
     pass_token();
     retire_qk<0>(n);
     k_ring.release(sm.k_empty(k_ring.at.stage), lane, tr, trace::kReleaseK);  // QK(0) retired
     if (t.n_max == 1) QRelease<C>::after_last_qk(sm.q_empty(), lane);
     float alpha[2];
-    if (block_needs_mask(t, n)) softmax<true>(t, n, alpha);
-    else softmax<false>(t, n, alpha);
-    convert_p();
+    if (block_needs_mask(t, n)) softmax<true, kCols>(t, n, alpha);
+    else softmax<false, kCols>(t, n, alpha);
+    convert_p<kCols>();
     tr(trace::kSoftmaxEnd, n);
   }
 
@@ -712,7 +791,8 @@ struct Consumer {
     }
     uint32_t q_phase = 0;
     TileWalk<C> walk;
-    for (Tile t; walk.next(p, vt, &t);) {
+    TileFeed<C> feed{RingState<(L::kTileSlots > 0 ? L::kTileSlots : 1)>::consumer_start()};
+    for (Tile t; L::kTileFeed ? feed.take(sm, p, lane, &t) : walk.next(p, vt, &t);) {
       tr(trace::kTileBegin, t.index);
       row0 = t.m_block * kBlockM + 64 * g + r0;
       row_max[0] = row_max[1] = -INFINITY;
@@ -734,17 +814,23 @@ struct Consumer {
       // (Broadcast from lane 0: own depends on the warpgroup index, which the compiler cannot prove
       // warp-uniform; the ring positions derived from it then left the uniform datapath, +86
       // instructions per d256 steady step. After the shuffle they stay there.)
+      // half_first is broadcast the same way.
       int own = t.n_max;
       if constexpr (kSkipsBlocks) own = __shfl_sync(0xffffffffu, t.n_max > 0 ? own_n_blocks(t) : 0, 0);
+      bool half = false;
+      if constexpr (kHalfFirst) half = __shfl_sync(0xffffffffu, own > 0 && half_first(t, own) ? 1 : 0, 0) != 0;
       for (int r = own; r < t.n_max; ++r) skip_block();
       Tile mine = t;
       mine.n_max = own;
       if (own > 0) {
-        startup(mine);
+        if (kHalfFirst && half) startup<true>(mine);
+        else startup<false>(mine);
         // Blocks [n_unmasked_end, own) need the mask: the first steps of the right-to-left walk.
         int n_unmasked_end = own;
         while (n_unmasked_end > 0 && block_needs_mask(mine, n_unmasked_end - 1)) --n_unmasked_end;
         const int j_unmasked = max(1, own - n_unmasked_end);
+        // (The half-width block's PV stays 128 keys wide, P's right half zero: a half-width PV in
+        // the first steady step, a third steady-step body, measured 2-6% slower at 512-1k causal.)
         for (int j = 1; j < j_unmasked && j < own; ++j) steady<true>(mine, j);
         for (int j = j_unmasked; j < own; ++j) steady<false>(mine, j);
         drain(mine);
@@ -790,6 +876,12 @@ __device__ __forceinline__ void fwd_kernel_body(const FwdParams& p, const FwdVar
   if (threadIdx.x == 0) {
     ptx::mbarrier_init(sm.q_full(), L::kFullArrivals);
     ptx::mbarrier_init(sm.q_empty(), L::kQEmptyArrivals);
+    if constexpr (L::kTileFeed) {
+      for (uint32_t s = 0; s < L::kTileSlots; ++s) {
+        ptx::mbarrier_init(sm.tile_full(s), L::kTileFullArrivals);
+        ptx::mbarrier_init(sm.tile_empty(s), L::kTileEmptyArrivals);
+      }
+    }
     for (uint32_t s = 0; s < C.stages; ++s) {
       ptx::mbarrier_init(sm.k_full(s), L::kFullArrivals);
       ptx::mbarrier_init(sm.v_full(s), L::kFullArrivals);

@@ -66,7 +66,16 @@ struct FwdLayout {
   // 8 rows x 128 B, so every tile starts 1024-aligned).
   static constexpr int kQBytes = kBlockM * C.head_dim * 2;
   static constexpr int kKVBytes = C.block_n * C.head_dim * 2;  // one stage of K (or of V)
-  static constexpr int kNumBarriers = 2 + 4 * C.stages;         // q_full, q_empty, k/v full/empty rings
+  // The tile feed (the persistent and paired kernels of two consumer warpgroups): the producer walks
+  // the schedule and hands each tile to the consumers through kTileSlots 16-byte slots {m_block,
+  // head, batch, n_max} (m_block < 0: no more tiles), each guarded by tile_full (the producer's
+  // release-arrive after its store) and tile_empty (one arrival per consumer warp after its read).
+  // The consumers then hold no walk state and do no division between tiles (src/sm90/fa3_fwd.cuh,
+  // TileFeed; measured on the H200: tools/NOTES.md, "The tile feed"). Off for the 192-row kernel
+  // (measured 0-2% slower there) and the one-tile-per-CTA kernels (nothing to walk).
+  static constexpr bool kTileFeed = (C.persistent || C.paired) && !C.varlen && C.consumer_wgs == 2;
+  static constexpr int kTileSlots = kTileFeed ? 2 : 0;
+  static constexpr int kNumBarriers = 2 + 4 * C.stages + 2 * kTileSlots;  // q, k/v rings, tile feed
   // O is staged for its TMA store in a buffer of its own where it fits (the next tile's Q can then
   // load while this tile drains); otherwise (head dim 256) in the Q buffer, which stays taken until
   // the store has read it.
@@ -77,7 +86,8 @@ struct FwdLayout {
   static constexpr int kOffV = kOffK + C.stages * kKVBytes;
   static constexpr int kOffO = kOffV + C.stages * kKVBytes;
   static constexpr int kOffBar = kOffO + (kSeparateO ? kQBytes : 0);
-  static constexpr int kSmemBytes = kOffBar + 8 * kNumBarriers + 1024;  // + alignment slack
+  static constexpr int kOffTile = kOffBar + 8 * kNumBarriers;  // tile-feed slots (16-byte aligned)
+  static constexpr int kSmemBytes = kOffTile + 16 * kTileSlots + 1024;  // + alignment slack
 
   // Barrier slots: mbarrier i lives at kOffBar + 8 i. Arrival counts beside each.
   static constexpr uint32_t kBarQFull = 0;                      // 1: producer arrive.expect_tx
@@ -86,8 +96,12 @@ struct FwdLayout {
   static constexpr uint32_t kBarKEmpty = 2 + C.stages;          // + stage; 4G: one per consumer warp
   static constexpr uint32_t kBarVFull = 2 + 2 * C.stages;       // + stage; 1
   static constexpr uint32_t kBarVEmpty = 2 + 3 * C.stages;      // + stage; 4G
+  static constexpr uint32_t kBarTileFull = 2 + 4 * C.stages;    // + slot; 1: producer arrive
+  static constexpr uint32_t kBarTileEmpty = kBarTileFull + kTileSlots;  // + slot; 4G: one per consumer warp
   static constexpr uint32_t kFullArrivals = 1;
   static constexpr uint32_t kEmptyArrivals = 4 * C.consumer_wgs;
+  static constexpr uint32_t kTileFullArrivals = 1;
+  static constexpr uint32_t kTileEmptyArrivals = 4 * C.consumer_wgs;
   // q_empty: with O in its own buffer, every consumer warp arrives once the wait that retires the
   // tile's last QK has passed; with O in the Q buffer, every consumer warpgroup's storing thread
   // arrives once its TMA store has read the buffer.
@@ -97,6 +111,7 @@ struct FwdLayout {
   static_assert(C.block_n % 16 == 0 && C.block_n <= 256, "block_n is a multiple of 16 (wgmma k16)");
   static_assert(C.consumer_wgs == 2 || C.consumer_wgs == 3, "two or three consumer warpgroups");
   static_assert(!C.pingpong || C.consumer_wgs >= 2, "pingpong needs two or three consumer warpgroups");
+  static_assert(kOffTile % 16 == 0, "tile-feed slots are read with ld.shared.v4");
   static_assert(kQBytes % 1024 == 0 && kKVBytes % 1024 == 0, "tiles keep 1024-byte alignment");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
   static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * C.consumer_wgs <= 65536, "register file");
@@ -129,6 +144,7 @@ constexpr FwdConfig fp16(FwdConfig c) {
 // (src/plan.cpp); the plain kernel keeps the non-causal launches (whose code it leaves unchanged).
 constexpr FwdConfig paired(FwdConfig c) {
   c.paired = true;
+  c.persistent = true;  // its CTAs loop over their units (d256's one-tile-per-CTA shape included)
   return c;
 }
 // The varlen twin of a configuration: the same shape, tiles decoded from FwdVarlenTable, one tile

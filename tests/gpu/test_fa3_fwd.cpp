@@ -390,8 +390,11 @@ TEST_CASE("determinism: repeated runs are bitwise equal; 1000-launch race stress
 
 TEST_CASE("the paired causal schedule: checked against fp64, then 1000 launches bitwise equal") {
   // More units than SMs, so that CTAs walk several units; d64 with an odd number of query blocks
-  // (830 rows: 7 of 128, an empty slot in the middle pair), d128 with GQA.
-  const Case cases[] = {{2, 830, 830, 32, 32, 64, true, FLASHPTX_BF16}, {2, 1000, 1000, 32, 8, 128, true, FLASHPTX_FP16}};
+  // (830 rows: 7 of 128, an empty slot in the middle pair), d128 with GQA, d256 (128 x 64 tiles,
+  // 1100 rows: 9 query blocks, the per-warpgroup skip; the tile feed hands over every tile).
+  const Case cases[] = {{2, 830, 830, 32, 32, 64, true, FLASHPTX_BF16},
+                        {2, 1000, 1000, 32, 8, 128, true, FLASHPTX_FP16},
+                        {2, 1100, 1100, 16, 16, 256, true, FLASHPTX_BF16}};
   uint64_t seed = 7100;
   for (const Case& c : cases) {
     INFO("d=" << c.d << " s=" << c.sq);

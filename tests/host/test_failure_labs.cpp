@@ -248,6 +248,8 @@ void fa4_p_ready_before_tmem_fence(Listing& l) {
 // (The startup's QK(0), also taken under the token ring, ends with its full wait: skipped first.)
 const char* kNoWaitBetweenBatches =
     "CHECK-LABEL: USETMAXREG.TRY_ALLOC.CTAPOOL UP, 0xf0\n"
+    // the full-width startup's QK(0) (the half-width one before it is 64x64) and its full wait
+    "CHECK: HGMMA.64x128x16.F32.BF16 R, gdesc[UR], RZ, !UPT\n"
     "CHECK: WARPGROUP.DEPBAR.LE gsb0, 0x0\n"
     "CHECK: BAR.SYNC.DEFER_BLOCKING R, 0x100\n"
     "CHECK: HGMMA.64x128x16.F32.BF16 R, gdesc[UR], RZ, !UPT\n"

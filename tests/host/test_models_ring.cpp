@@ -175,7 +175,9 @@ TEST_CASE("the article's liveness ledger and the shipped d128 kernel's FwdLayout
   CHECK(l.q == L::kQBytes);
   CHECK(l.k == 2 * L::kKVBytes);
   CHECK(l.v == 2 * L::kKVBytes);
-  CHECK(l.barriers == L::kNumBarriers);
+  // The ledger's barriers are the Q and K/V rings'; the kernel adds its tile feed's two per slot.
+  CHECK(l.barriers + 2 * L::kTileSlots == L::kNumBarriers);
+  CHECK(L::kTileSlots == 2);
   // The two-consumer register row of setmaxnreg_table() is the kernel's split (24 / 240); the
   // paired causal twin moves 8 registers per consumer thread to its producer (40 / 232), the same
   // launch allocation (168 x 384 = 64,512).

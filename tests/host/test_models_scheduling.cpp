@@ -57,12 +57,25 @@ TEST_SUITE("host models scheduling") {
                   const int want = last_key < 0 ? 0 : last_key / bn + 1;
                   const int own = rows_n_blocks(r0, r0 + 64, bn, sq, sk, causal);
                   CHECK(own == want);
+                  const int key_end = rows_key_end(r0, r0 + 64, sq, sk, causal);
+                  CHECK(key_end == last_key + 1);
+                  CHECK(ceil_div(key_end, bn) == own);
                   CHECK(own <= tile);
                   widest = std::max(widest, own);
                   skipped += tile - own;
                 }
                 CHECK(widest == tile);
               }
+              // 128 x 128 tiles under a square causal mask: warpgroup 0's first block (the diagonal)
+              // holds visible keys in its left 64 columns only; warpgroup 1's reaches the last column.
+              if (causal && bm == 128 && bn == 128 && sq == sk && sq % 128 == 0)
+                for (int m = 0; m * bm < sq; ++m)
+                  for (int g = 0; g < 2; ++g) {
+                    const int r0 = m * bm + 64 * g;
+                    const int own = rows_n_blocks(r0, r0 + 64, bn, sq, sk, causal);
+                    const bool half = rows_key_end(r0, r0 + 64, sq, sk, causal) <= (own - 1) * bn + bn / 2;
+                    CHECK(half == (g == 0));
+                  }
               // d256's 128 x 64 tiles under a square causal mask: warpgroup 0 skips one block per tile
               if (causal && bm == 128 && bn == 64 && sq == sk && sq % 128 == 0) CHECK(skipped == sq / 128);
             }

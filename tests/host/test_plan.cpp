@@ -88,8 +88,9 @@ TEST_CASE("the forward rule resolves every head dim, dtype and mask to a kernel 
           CHECK(plan.launch.tiles == tiles);
           CHECK(plan.launch.block.x == static_cast<unsigned>(k.threads));
           CHECK(plan.launch.smem_bytes == k.smem_bytes);
-          // causal: the paired twin for d128 and for d64's 128-row tile; nothing else is paired
-          CHECK(k.paired == (causal && (d == 128 || (d == 64 && k.block_m == 128))));
+          // causal: the paired twin for d128, for d64's 128-row tile and for d256 up to 8k rows;
+          // nothing else is paired
+          CHECK(k.paired == (causal && (d == 128 || (d == 64 && k.block_m == 128) || (d == 256 && s <= 8192))));
           if (plan.launch.schedule == flashptx::Schedule::kPersistent) {
             CHECK(k.persistent);
             CHECK((k.paired || !causal));
@@ -106,7 +107,15 @@ TEST_CASE("the forward rule resolves every head dim, dtype and mask to a kernel 
   // The measured rule (src/plan.cpp): d64 causal below 2k rows takes the 128-row tile.
   CHECK(plan_or_fail(problem(1, 1024, 1024, 8, 64, FLASHPTX_BF16, 1)).launch.kernel->block_m == 128);
   CHECK(plan_or_fail(problem(1, 4096, 4096, 8, 64, FLASHPTX_BF16, 1)).launch.kernel->block_m == 192);
-  CHECK(plan_or_fail(problem(1, 1024, 1024, 8, 64, FLASHPTX_BF16, 0)).launch.kernel->block_m == 192);
+  CHECK(plan_or_fail(problem(1, 2048, 2048, 8, 64, FLASHPTX_BF16, 0)).launch.kernel->block_m == 192);
+  // d64 non-causal up to 1k rows: the 128-row tile (a 192-row tile leaves 512 rows 2.7 tiles).
+  CHECK(plan_or_fail(problem(1, 1024, 1024, 8, 64, FLASHPTX_BF16, 0)).launch.kernel->block_m == 128);
+  CHECK(plan_or_fail(problem(1, 512, 512, 8, 64, FLASHPTX_FP16, 0)).launch.kernel->block_m == 128);
+  // d256 causal: the paired twin up to 8k rows, one CTA per tile from 16k.
+  CHECK(std::string(plan_or_fail(problem(1, 8192, 8192, 8, 256, FLASHPTX_BF16, 1)).launch.kernel->name) ==
+        "fa3_fwd_sm90_bf16_d256_paired");
+  CHECK(std::string(plan_or_fail(problem(1, 16384, 16384, 8, 256, FLASHPTX_BF16, 1)).launch.kernel->name) ==
+        "fa3_fwd_sm90_bf16_d256");
   // Persistent (grid = SMs) for non-causal masks where the kernel loops and for the paired causal
   // kernels (d128; d64 below 2k rows); one CTA per tile for d64 causal from 2k rows and for d256.
   // A small causal problem: one CTA per unit of two tiles.
@@ -116,7 +125,8 @@ TEST_CASE("the forward rule resolves every head dim, dtype and mask to a kernel 
         "fa3_fwd_sm90_bf16_d128_n128_paired");
   CHECK(plan_or_fail(problem(1, 1024, 1024, 4, 128, FLASHPTX_BF16, 1)).launch.grid.x == 4 * 4);
   CHECK(plan_or_fail(problem(2, 4096, 4096, 8, 64, FLASHPTX_BF16, 1)).launch.grid.x == 22 * 8 * 2);
-  CHECK(plan_or_fail(problem(2, 8192, 8192, 8, 256, FLASHPTX_BF16, 1)).launch.grid.x == 64 * 8 * 2);
+  CHECK(plan_or_fail(problem(2, 8192, 8192, 8, 256, FLASHPTX_BF16, 1)).launch.grid.x == 132);  // paired
+  CHECK(plan_or_fail(problem(1, 16384, 16384, 8, 256, FLASHPTX_BF16, 1)).launch.grid.x == 128 * 8);
   CHECK(plan_or_fail(problem(2, 8192, 8192, 8, 256, FLASHPTX_BF16, 0)).launch.grid.x == 64 * 8 * 2);
 }
 
@@ -192,12 +202,17 @@ TEST_CASE("the layout object: the shared-memory plan of every shipped forward fi
   CHECK(L::kQBytes == 128 * 128 * 2);
   CHECK(L::kKVBytes == 128 * 128 * 2);
   CHECK(L::kSeparateO);
-  CHECK(L::kSmemBytes == 6 * 32768 + 8 * (2 + 4 * 2) + 1024);  // Q, 2 K, 2 V, O; 10 barriers; slack
+  // Q, 2 K, 2 V, O; 10 ring barriers + 4 of the tile feed; 2 tile slots of 16 B; slack
+  CHECK(L::kTileFeed);
+  CHECK(L::kSmemBytes == 6 * 32768 + 8 * (2 + 4 * 2 + 4) + 2 * 16 + 1024);
   for (const flashptx::KernelEntry& k : flashptx::fa3_fwd_kernels()) {
     INFO(k.name);
     const int q = k.block_m * k.head_dim * 2, kv = k.block_n * k.head_dim * 2;
     const bool separate_o = 2 * q + 2 * k.stages * kv + 8 * (2 + 4 * k.stages) + 1024 <= 227 * 1024;
-    CHECK(k.smem_bytes == q + 2 * k.stages * kv + (separate_o ? q : 0) + 8 * (2 + 4 * k.stages) + 1024);
+    // The tile feed: the persistent and paired kernels of two consumer warpgroups (4 barriers, 32 B).
+    const bool feed = (k.persistent || k.paired) && k.consumer_wgs == 2;
+    CHECK(k.smem_bytes ==
+          q + 2 * k.stages * kv + (separate_o ? q : 0) + 8 * (2 + 4 * k.stages + (feed ? 4 : 0)) + (feed ? 32 : 0) + 1024);
   }
 }
 

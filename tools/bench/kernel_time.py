@@ -159,6 +159,14 @@ for b, s, sk, h, hkv, d, causal, dt in points():
         ours_bb = (lambda lb: lambda: lb.flashptx_bwd(ctypes.byref(bp), stream))(lb)
         plan.insert(1 + j, (tag + "_fwd", ours_bf, 1.0))
         if has_bwd and ours_bb() == 0: plan.append((tag + "_bwd", ours_bb, 2.5))
+    # Correctness of every build measured (variants included): max |O - cuDNN's O| after one call.
+    with torch.no_grad(), sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+        o_ref = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal, **gqa).transpose(1, 2).float()
+    for name, fn, _ in plan:
+        if name.endswith("_fwd") and name.startswith("ours"):
+            o.fill_(float("nan")); fn(); torch.cuda.synchronize()
+            r["err_" + name] = float((o.float() - o_ref).abs().max())
+            if not r["err_" + name] < 0.05: print("WRONG OUTPUT %s d%d s%d causal=%d: %s" % (name, d, s, causal, r["err_" + name]), flush=True)
     for rep in ("", "2"):
         for name, fn, w in plan:
             pk = {} if (args.breakdown and name.endswith("bwd") and rep == "") else None
