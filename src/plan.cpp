@@ -107,14 +107,34 @@ flashptx_status current_device(Device* d, std::string* err) {
 // CTA per tile in LPT order otherwise (d64 above 2k rows with the 192-row tile, where the paired
 // walk measured slower; d256 from 16k). The static round-robin of single causal tiles measured
 // slower than one CTA per tile (tools/NOTES.md, v2).
-static int fwd_block_m_rule(const flashptx_fwd_params& p) {
-  if (p.head_dim == 64) return p.seqlen_q <= (p.causal ? 2048 : 1024) ? 128 : 192;
-  return 128;
+// d64 causal: the 128-row paired kernel, the 192-row paired kernel or the 192-row kernel one CTA per
+// tile, whichever finishes first by the makespan estimates of include/flashptx/tile_scheduler.h,
+// a 192 x 128 block weighted 1.29 of a 128 x 128 one (the 192-row kernel's three consumers run a
+// block of 1.5x the FLOPs in 1.29x the time: fitted on the H200 at 830, 1k, 1500 and 2k rows,
+// 1.27-1.35; tools/NOTES.md, "Choosing the d64 causal schedule"). The estimates stand for what
+// the measurements showed: a few units per CTA quantize (1500 rows, 32 heads, batch 3: 4.4 units
+// of the 128-row tile per CTA, 2.9 of the 192-row tile), and a ragged 192-row tile wastes rows
+// (1k: 6 tiles of 192 for 1024 rows).
+FwdChoice fwd_d64_causal_choice(int64_t seqlen_q, int64_t seqlen_k, int64_t heads, int64_t batch, int sms) {
+  const int sq = static_cast<int>(seqlen_q), sk = static_cast<int>(seqlen_k), h = static_cast<int>(heads),
+            b = static_cast<int>(batch);
+  const int m128 = static_cast<int>((seqlen_q + 127) / 128), m192 = static_cast<int>((seqlen_q + 191) / 192);
+  const double paired128 = static_cast<double>(paired_makespan_blocks(m128, 128, 128, sq, sk, h, b, sms));
+  const double paired192 = 1.29 * static_cast<double>(paired_makespan_blocks(m192, 192, 128, sq, sk, h, b, sms));
+  const double one192 = 1.29 * static_cast<double>(one_per_tile_makespan_blocks(m192, 192, 128, sq, sk, h, b, sms));
+  if (paired128 <= paired192 && paired128 <= one192) return {128, true};
+  return paired192 < one192 ? FwdChoice{192, true} : FwdChoice{192, false};
 }
 
-static bool fwd_paired_rule(const flashptx_fwd_params& p, int block_m) {
-  return p.causal && (p.head_dim == 128 || (p.head_dim == 64 && block_m == 128) ||
-                      (p.head_dim == 256 && p.seqlen_q <= 8192));
+static FwdChoice fwd_choice(const flashptx_fwd_params& p, int sms) {
+  if (p.head_dim == 64) {
+    if (!p.causal) return {p.seqlen_q <= 1024 ? 128 : 192, false};
+    // (Problems whose sizes leave int range take the 192-row kernel one CTA per tile.)
+    if (p.seqlen_q > (1 << 24) || p.seqlen_k > (1 << 24) || p.heads_q * p.batch > (1 << 24))
+      return {192, false};
+    return fwd_d64_causal_choice(p.seqlen_q, p.seqlen_k, p.heads_q, p.batch, sms);
+  }
+  return {128, p.causal && (p.head_dim == 128 || (p.head_dim == 256 && p.seqlen_q <= 8192))};
 }
 
 static const KernelEntry* fwd_kernel_for(const flashptx_fwd_params& p, int block_m, bool paired) {
@@ -184,9 +204,9 @@ flashptx_status plan_fwd(const flashptx_fwd_params& p, const FwdOptions& opt, co
       return FLASHPTX_ERR_BAD_OPTION;
     }
   } else {
-    const int block_m = fwd_block_m_rule(p);
+    const FwdChoice c = fwd_choice(p, std::max(dev.sm_count, 1));
     // A forced one-CTA-per-tile schedule takes the plain kernel (the paired ones only loop).
-    k = fwd_kernel_for(p, block_m, fwd_paired_rule(p, block_m) && opt.schedule != Schedule::kOnePerTile);
+    k = fwd_kernel_for(p, c.block_m, c.paired && opt.schedule != Schedule::kOnePerTile);
     if (k == nullptr) {
       *err = "no forward kernel for head_dim " + std::to_string(p.head_dim) + " in this dtype";
       return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;

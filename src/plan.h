@@ -72,6 +72,13 @@ struct FwdPlan {
 // unknown or mismatched forced kernel, a schedule the kernel cannot run, a missing trace buffer.
 flashptx_status plan_fwd(const flashptx_fwd_params& p, const FwdOptions& opt, const Device& dev, FwdPlan* plan,
                          std::string* err);
+// The d64 causal rule (what plan_fwd runs): query rows per tile (128 or 192) and whether the paired
+// kernel runs, by the makespan estimates of include/flashptx/tile_scheduler.h on `sms` SMs.
+struct FwdChoice {
+  int block_m;
+  bool paired;
+};
+FwdChoice fwd_d64_causal_choice(int64_t seqlen_q, int64_t seqlen_k, int64_t heads, int64_t batch, int sms);
 // Encodes the four tensor maps (the driver's cuTensorMapEncodeTiled) and the scalar arguments.
 flashptx_status encode_fwd_args(const flashptx_fwd_params& p, const FwdOptions& opt, FwdPlan* plan,
                                 std::string* err);

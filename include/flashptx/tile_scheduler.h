@@ -202,4 +202,46 @@ FLASHPTX_HD SlotKind paired_slot(int cta, int k, int grid, int num_m_blocks, int
   return SlotKind::kTile;
 }
 
+// ---- choosing a causal schedule: the makespan estimates the launch plan compares ----------------
+// Key blocks the busiest CTA computes (each block is block_m x block_n), estimated for a causal
+// launch of num_m_blocks query blocks per (head, batch) on `sms` CTAs at a time:
+//   paired        ceil(U / G) units of the costliest unit, U = paired_units, G = min(U, sms): a
+//                 CTA walks every G-th unit; units of unequal cost (block_m != block_n, an odd M's
+//                 middle tile alone) are bounded by the costliest.
+//   one per tile  the hardware dispatches tiles in LPT index order as SMs free up, a greedy list
+//                 schedule: the total over sms, plus half the longest tile for the tail, plus half
+//                 a block per tile of the busiest CTA for its launch and prologue (fitted on the
+//                 H200: tools/NOTES.md, "Choosing the d64 causal schedule").
+// What they leave out, the plan's weight per block carries (src/plan.cpp, fwd_d64_causal_choice).
+FLASHPTX_HD long long paired_unit_cost_max(int num_m_blocks, int block_m, int block_n, int seqlen_q, int seqlen_k) {
+  long long worst = 0;
+  for (int p = 0; p < (num_m_blocks + 1) / 2; ++p) {
+    const int hi = num_m_blocks - 1 - p;
+    long long c = causal_n_blocks(hi, block_m, block_n, seqlen_q, seqlen_k);
+    if (hi != p) c += causal_n_blocks(p, block_m, block_n, seqlen_q, seqlen_k);
+    if (c > worst) worst = c;
+  }
+  return worst;
+}
+FLASHPTX_HD long long paired_makespan_blocks(int num_m_blocks, int block_m, int block_n, int seqlen_q, int seqlen_k,
+                                             int heads, int batch, int sms) {
+  const long long units = static_cast<long long>((num_m_blocks + 1) / 2) * heads * batch;
+  const long long g = units < sms ? units : sms;
+  if (g <= 0) return 0;
+  return (units + g - 1) / g * paired_unit_cost_max(num_m_blocks, block_m, block_n, seqlen_q, seqlen_k);
+}
+FLASHPTX_HD long long one_per_tile_makespan_blocks(int num_m_blocks, int block_m, int block_n, int seqlen_q,
+                                                   int seqlen_k, int heads, int batch, int sms) {
+  long long total = 0, longest = 0;
+  for (int m = 0; m < num_m_blocks; ++m) {
+    const long long c = causal_n_blocks(m, block_m, block_n, seqlen_q, seqlen_k);
+    total += c;
+    if (c > longest) longest = c;
+  }
+  total *= static_cast<long long>(heads) * batch;
+  if (sms <= 0) return 0;
+  const long long tiles = static_cast<long long>(num_m_blocks) * heads * batch;
+  return (total + sms - 1) / sms + longest / 2 + (tiles + sms - 1) / sms / 2;
+}
+
 }  // namespace flashptx

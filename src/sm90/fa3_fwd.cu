@@ -9,9 +9,10 @@
 //   kernel     block_m x block_n  stages  consumers  pingpong  persistent  O staging  smem
 //   d64_m128   128 x 128          3       2          yes       yes         own        129 KiB
 //   d64_m192   192 x 128          3       3          yes (3)   yes         own        145 KiB  (160 regs/consumer)
-//   *_paired   the d64_m128, d128_n128 and d256 shapes, persistent over the paired causal schedule
-//              (40 regs producer / 232 consumer): the plan's causal launches up to 2k rows (d64), at
-//              every length (d128) and up to 8k rows (d256)
+//   *_paired   the d64_m128, d64_m192, d128_n128 and d256 shapes, persistent over the paired causal
+//              schedule (two consumers: 40 regs producer / 232 consumer; d64_m192: 32 / 160): the
+//              plan's causal launches at every length (d128), up to 8k rows (d256), and d64 where
+//              the makespan estimates put them first (src/plan.cpp, fwd_d64_causal_choice)
 //   d128_n128  128 x 128          2       2          yes       yes         own        193 KiB
 //   d256       128 x 64           2       2          yes       no          in Q       193 KiB
 // The two-consumer persistent and paired kernels take their tiles from the producer through shared
@@ -51,6 +52,8 @@ FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_fp16_d128_n128_paired, flashptx::fa3::paire
 FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_bf16_d256, flashptx::fa3::kD256)
 FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_fp16_d256, flashptx::fa3::fp16(flashptx::fa3::kD256))
 FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_bf16_d256_paired, flashptx::fa3::paired(flashptx::fa3::kD256))
+FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_bf16_d64_m192_paired, flashptx::fa3::paired(flashptx::fa3::kD64M192))
+FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_fp16_d64_m192_paired, flashptx::fa3::paired(flashptx::fa3::fp16(flashptx::fa3::kD64M192)))
 FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_fp16_d256_paired, flashptx::fa3::paired(flashptx::fa3::fp16(flashptx::fa3::kD256)))
 
 #define FLASHPTX_FA3_FWD_VARLEN_KERNEL(name, config)                                                 \
@@ -101,6 +104,8 @@ std::span<const KernelEntry> fa3_fwd_kernels() {
       FLASHPTX_FA3_FWD_ROW(fa3_fwd_sm90_bf16_d256, kD256),
       FLASHPTX_FA3_FWD_ROW(fa3_fwd_sm90_fp16_d256, fp16(kD256)),
       FLASHPTX_FA3_FWD_ROW(fa3_fwd_sm90_bf16_d256_paired, paired(kD256)),
+      FLASHPTX_FA3_FWD_ROW(fa3_fwd_sm90_bf16_d64_m192_paired, paired(kD64M192)),
+      FLASHPTX_FA3_FWD_ROW(fa3_fwd_sm90_fp16_d64_m192_paired, paired(fp16(kD64M192))),
       FLASHPTX_FA3_FWD_ROW(fa3_fwd_sm90_fp16_d256_paired, paired(fp16(kD256))),
   };
   return rows;

@@ -71,9 +71,10 @@ struct FwdLayout {
   // head, batch, n_max} (m_block < 0: no more tiles), each guarded by tile_full (the producer's
   // release-arrive after its store) and tile_empty (one arrival per consumer warp after its read).
   // The consumers then hold no walk state and do no division between tiles (src/sm90/fa3_fwd.cuh,
-  // TileFeed; measured on the H200: tools/NOTES.md, "The tile feed"). Off for the 192-row kernel
-  // (measured 0-2% slower there) and the one-tile-per-CTA kernels (nothing to walk).
-  static constexpr bool kTileFeed = (C.persistent || C.paired) && !C.varlen && C.consumer_wgs == 2;
+  // TileFeed; measured on the H200: tools/NOTES.md, "The tile feed"). On in every paired kernel
+  // (the 192-row one's 160-register consumers spilled with the paired walk of their own); off for
+  // the plain 192-row kernel (measured 0-2% slower there) and the one-tile-per-CTA kernels.
+  static constexpr bool kTileFeed = (C.persistent || C.paired) && !C.varlen && (C.consumer_wgs == 2 || C.paired);
   static constexpr int kTileSlots = kTileFeed ? 2 : 0;
   static constexpr int kNumBarriers = 2 + 4 * C.stages + 2 * kTileSlots;  // q, k/v rings, tile feed
   // O is staged for its TMA store in a buffer of its own where it fits (the next tile's Q can then

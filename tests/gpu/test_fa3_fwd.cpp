@@ -388,15 +388,12 @@ TEST_CASE("determinism: repeated runs are bitwise equal; 1000-launch race stress
   CHECK_MESSAGE(mismatches == 0, mismatches << " of 1000 launches differed from the first");
 }
 
-TEST_CASE("the paired causal schedule: checked against fp64, then 1000 launches bitwise equal") {
-  // More units than SMs, so that CTAs walk several units; d64 with an odd number of query blocks
-  // (830 rows: 7 of 128, an empty slot in the middle pair), d128 with GQA, d256 (128 x 64 tiles,
-  // 1100 rows: 9 query blocks, the per-warpgroup skip; the tile feed hands over every tile).
-  const Case cases[] = {{2, 830, 830, 32, 32, 64, true, FLASHPTX_BF16},
-                        {2, 1000, 1000, 32, 8, 128, true, FLASHPTX_FP16},
-                        {2, 1100, 1100, 16, 16, 256, true, FLASHPTX_BF16}};
-  uint64_t seed = 7100;
-  for (const Case& c : cases) {
+// The paired kernels' test: each case against fp64 (and the release library bit for bit), the
+// plan's choice (a paired kernel, one CTA per SM: more units than SMs), then 1000 launches bitwise
+// equal to the first.
+static void check_paired_cases(const Case* cases, int n, uint64_t seed) {
+  for (int i = 0; i < n; ++i) {
+    const Case& c = cases[i];
     INFO("d=" << c.d << " s=" << c.sq);
     check_case(c, seed);  // the suite's fp64 rule on sampled rows, and the release library bit for bit
     Problem st(c, seed++);
@@ -412,6 +409,24 @@ TEST_CASE("the paired causal schedule: checked against fp64, then 1000 launches 
     const int mismatches = launches_differing(st, 1000, [&] { return flashptx_fwd(&st.params, nullptr); });
     CHECK_MESSAGE(mismatches == 0, mismatches << " of 1000 launches differed from the first");
   }
+}
+
+TEST_CASE("the paired causal schedule: checked against fp64, then 1000 launches bitwise equal") {
+  // More units than SMs, so that CTAs walk several units; d64 with an odd number of query blocks
+  // (830 rows: 7 of 128, an empty slot in the middle pair), d128 with GQA, d256 (128 x 64 tiles,
+  // 1100 rows: 9 query blocks, the per-warpgroup skip; the tile feed hands over every tile).
+  const Case cases[] = {{2, 830, 830, 32, 32, 64, true, FLASHPTX_BF16},
+                        {2, 1000, 1000, 32, 8, 128, true, FLASHPTX_FP16},
+                        {2, 1100, 1100, 16, 16, 256, true, FLASHPTX_BF16}};
+  check_paired_cases(cases, 3, 7100);
+}
+
+TEST_CASE("the paired 192-row kernel (d64): checked against fp64, then 1000 launches bitwise equal") {
+  // 1500 rows: 8 tiles of 192 (the last ragged), 4 units per (head, batch), 256 units; the plan's
+  // makespan estimates choose this kernel here (src/plan.cpp, fwd_d64_causal_choice).
+  const Case cases[] = {{2, 1500, 1500, 32, 32, 64, true, FLASHPTX_BF16},
+                        {2, 1500, 1500, 32, 32, 64, true, FLASHPTX_FP16}};
+  check_paired_cases(cases, 2, 7200);
 }
 
 TEST_CASE("bad input on the device path: nothing launched, O untouched") {

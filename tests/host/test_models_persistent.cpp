@@ -3,7 +3,9 @@
 // src/models/persistent_schedule.cpp.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
+#include <utility>
 #include <tuple>
 
 #include "flashptx/tile_scheduler.h"
@@ -76,6 +78,39 @@ TEST_SUITE("host models persistent schedule") {
     const CausalProblem p{8, 16, 16, 128, 128, 1024, 1024};
     CHECK(makespan(loads_paired(p, 132)) == 72);
     CHECK(lower_bound(p, 132) == 70);
+  }
+
+  // The launch plan's estimates (tile_scheduler.h, paired_makespan_blocks and
+  // one_per_tile_makespan_blocks, which src/plan.cpp compares for d64 causal) against the exact loads
+  // of the kernel's paired walk and of the hardware's first-free dispatch.
+  TEST_CASE("makespan estimates: paired bounded by the exact walk, one-per-tile by the dispatch model") {
+    for (int s : {512, 830, 1024, 1500, 2048, 3000, 4096})
+      for (int bm : {128, 192})
+        for (const auto& [h, b] : {std::pair{32, 2}, std::pair{8, 1}, std::pair{16, 5}}) {
+          const int M = (s + bm - 1) / bm;
+          const CausalProblem p{M, h, b, bm, 128, s, s};
+          INFO("s=" << s << " block_m=" << bm << " h=" << h << " b=" << b);
+          const long exact = makespan(loads_paired(p, 132));
+          const long long est = paired_makespan_blocks(M, bm, 128, s, s, h, b, 132);
+          const long long unit = paired_unit_cost_max(M, bm, 128, s, s);
+          CHECK(est >= exact);         // never optimistic about the walk the kernel runs
+          CHECK(est <= exact + unit);  // and at most one unit pessimistic
+          // equal units (128 x 128 blocks, an even M): exactly the walk's makespan
+          if (bm == 128 && M % 2 == 0 && s % 128 == 0) CHECK(est == exact);
+          long total = 0, longest = 0;
+          for (int m = 0; m < M; ++m) {
+            total += causal_n_blocks(m, bm, 128, s, s);
+            longest = std::max<long>(longest, causal_n_blocks(m, bm, 128, s, s));
+          }
+          const long long tiles_per_cta = (static_cast<long long>(M) * h * b + 131) / 132;
+          const long long one = one_per_tile_makespan_blocks(M, bm, 128, s, s, h, b, 132);
+          CHECK(one >= lower_bound(p, 132) / 2);
+          // the greedy dispatch finishes within the estimate's tail allowance of it
+          const long dispatch = makespan(loads_dispatch(p, 132));
+          CHECK(one - tiles_per_cta / 2 >= dispatch - longest);
+          CHECK(one - tiles_per_cta / 2 <= dispatch + longest);
+          (void)total;
+        }
   }
 
   TEST_CASE("bottom-right causal with seqlen_q != seqlen_k: still every tile once, loads bounded") {
