@@ -90,23 +90,21 @@ flashptx_status current_device(Device* d, std::string* err) {
 
 // ---- FA3 forward --------------------------------------------------------------------------------
 // The dispatch rule, from the measurements in tools/NOTES.md (H200, bf16, FA3 grid):
-//   d64:  3 consumer warpgroups (block_m 192) except causal up to 2k rows, where the smaller tile
-//         wastes less of the diagonal (v3: 8k +16% non-causal, +9% causal; 1k causal -8%) and walks
-//         the paired schedule (2k: 361-365 vs 354-356 TFLOP/s for the 192-row tile, one CTA per tile;
-//         3000 rows 374 vs 409, 4k 416 vs 433: tools/NOTES.md, "Token ring at the tile edges"), and
+//   d64:  3 consumer warpgroups (block_m 192; v3: 8k +16% non-causal, +9% causal) except
 //         non-causal up to 1k rows, where 192-row tiles leave a ragged last tile (512 rows: 2.7
-//         tiles) and the 128-row persistent kernel measured +1-2% (tools/NOTES.md, "The tile feed").
+//         tiles) and the 128-row persistent kernel measured +1-2% (tools/NOTES.md, "The tile
+//         feed"); causal: fwd_d64_causal_choice below (128- or 192-row tiles, paired or not).
 //   d128: block_n 128 everywhere: with O staged in its own buffer (v4) it matches block_n 176 at 8k
 //         (617 vs 615 TFLOP/s) and beats it at 1k (551 vs 489).
 //   d256: one specialization (block_n 64, pingpong) and its paired twin.
 // Schedule: persistent for non-causal masks where the kernel can loop (d64, d128). Causal masks: the
 // paired kernels (persistent CTAs over the paired static schedule, include/flashptx/tile_scheduler.h
 // paired_slot: units of tiles m and M-1-m, equal in cost; grid min(units, SMs)) for d128 at every
-// length, d64 up to 2k rows (the 128-row tile) and d256 up to 8k rows (+3-6% over one CTA per tile;
-// at 16k -5%: 3.9 units per CTA balance worse than the hardware's dispatch of 1024 LPT tiles); one
-// CTA per tile in LPT order otherwise (d64 above 2k rows with the 192-row tile, where the paired
-// walk measured slower; d256 from 16k). The static round-robin of single causal tiles measured
-// slower than one CTA per tile (tools/NOTES.md, v2).
+// length, d64 where fwd_d64_causal_choice puts them first, and d256 up to 8k rows (+3-6% over one
+// CTA per tile; at 16k -5%: 3.9 units per CTA balance worse than the hardware's dispatch of 1024
+// LPT tiles); one CTA per tile in LPT order otherwise (d64 where the estimates say so, d256 from
+// 16k). The static round-robin of single causal tiles measured slower than one CTA per tile
+// (tools/NOTES.md, v2).
 // d64 causal: the 128-row paired kernel, the 192-row paired kernel or the 192-row kernel one CTA per
 // tile, whichever finishes first by the makespan estimates of include/flashptx/tile_scheduler.h,
 // a 192 x 128 block weighted 1.29 of a 128 x 128 one (the 192-row kernel's three consumers run a
