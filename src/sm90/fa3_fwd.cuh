@@ -216,7 +216,8 @@ struct TileWalk {
 template <FwdConfig C>
 struct TileFeed {
   using L = FwdLayout<C>;
-  RingState<(L::kTileSlots > 0 ? L::kTileSlots : 1)> at;
+  using Ring = RingState<(L::kTileSlots > 0 ? L::kTileSlots : 1)>;  // one slot where there is no feed
+  Ring at;
   // Producer: wait until every consumer warp has read the slot's previous tile, store, release.
   __device__ __forceinline__ void publish(const FwdSmem<C>& sm, int m_block, int head, int batch, int n_max) {
     FLASHPTX_MBAR_WAIT(sm.tile_empty(at.stage), at.phase, "fa3 producer: tile_empty");
@@ -349,7 +350,7 @@ struct Producer {
 
   __device__ __forceinline__ void run() {
     TileWalk<C> walk;
-    TileFeed<C> feed{RingState<(L::kTileSlots > 0 ? L::kTileSlots : 1)>::producer_start()};
+    TileFeed<C> feed{TileFeed<C>::Ring::producer_start()};
     for (Tile t; walk.next(p, vt, &t);) {
       if constexpr (L::kTileFeed) feed.publish(sm, t.m_block, t.head, t.batch, t.n_max);
       tr(trace::kTileBegin, t.index);
@@ -791,7 +792,7 @@ struct Consumer {
     }
     uint32_t q_phase = 0;
     TileWalk<C> walk;
-    TileFeed<C> feed{RingState<(L::kTileSlots > 0 ? L::kTileSlots : 1)>::consumer_start()};
+    TileFeed<C> feed{TileFeed<C>::Ring::consumer_start()};
     for (Tile t; L::kTileFeed ? feed.take(sm, p, lane, &t) : walk.next(p, vt, &t);) {
       tr(trace::kTileBegin, t.index);
       row0 = t.m_block * kBlockM + 64 * g + r0;
