@@ -74,7 +74,8 @@ struct FwdLayout {
   // TileFeed; measured on the H200: tools/NOTES.md, "The tile feed"). On in every paired kernel
   // (the 192-row one's 160-register consumers spilled with the paired walk of their own); off for
   // the plain 192-row kernel (measured 0-2% slower there) and the one-tile-per-CTA kernels.
-  static constexpr bool kTileFeed = (C.persistent || C.paired) && !C.varlen && (C.consumer_wgs == 2 || C.paired);
+  // (paired() sets persistent, and varlen() clears it: persistent alone names the looping kernels.)
+  static constexpr bool kTileFeed = C.persistent && (C.consumer_wgs == 2 || C.paired);
   static constexpr int kTileSlots = kTileFeed ? 2 : 0;
   static constexpr int kNumBarriers = 2 + 4 * C.stages + 2 * kTileSlots;  // q, k/v rings, tile feed
   // O is staged for its TMA store in a buffer of its own where it fits (the next tile's Q can then
