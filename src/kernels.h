@@ -44,6 +44,7 @@ struct KernelEntry {
   const void* fn;         // the __global__ function
   int cluster_ctas = 1;   // CTAs per cluster (2: the cta_group::2 pair; the kernel declares it)
   bool paired = false;    // FA3 forward: persistent CTAs walk the paired causal schedule (causal only)
+  bool dynamic = false;   // FA3 forward: also the dynamic schedule, given a tile counter (FwdLayout::kDynamicWalk)
 };
 
 std::span<const KernelEntry> kernel_table();

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -186,6 +187,23 @@ static flashptx_status plan_fa4_fwd(const flashptx_fwd_params& p, const FwdOptio
   return FLASHPTX_OK;
 }
 
+// The dynamic schedule runs where the kernel has it (KernelEntry::dynamic: the 128-row d64 paired
+// kernel) and the caller gave a counter; its grid is then min(tiles, SMs), every tile one fetch.
+static bool dynamic_schedule(const KernelEntry& k, const flashptx_fwd_params& p) {
+  return k.dynamic && p.tile_counter != nullptr;
+}
+
+// (batch, head) pairs per section of the dynamic schedule: as many as keep their K and V within 32
+// MiB of L2 (H200: 50 MB; measured against 8 MiB and one section of every pair, tools/NOTES.md "The
+// dynamic schedule"), the sections then made equal, so that the last is not a sliver whose few
+// tiles leave most CTAs idle.
+int lpt_section_pairs(int64_t seqlen_k, int64_t head_dim, int64_t pairs) {
+  const int64_t per_pair = std::max<int64_t>(seqlen_k, 1) * head_dim * 2 * 2;  // K and V, 2 bytes
+  const int64_t fit = std::clamp<int64_t>((int64_t{32} << 20) / per_pair, 1, std::max<int64_t>(pairs, 1));
+  const int64_t sections = (pairs + fit - 1) / fit;
+  return static_cast<int>(std::max<int64_t>((pairs + sections - 1) / std::max<int64_t>(sections, 1), 1));
+}
+
 flashptx_status plan_fwd(const flashptx_fwd_params& p, const FwdOptions& opt, const Device& dev, FwdPlan* plan,
                          std::string* err) {
   if (dev.cc == 100) return plan_fa4_fwd(p, opt, plan, err);
@@ -242,7 +260,7 @@ flashptx_status plan_fwd(const flashptx_fwd_params& p, const FwdOptions& opt, co
   // A persistent CTA uses more than half the shared memory of an SM: one per SM.
   // A paired CTA walks units of two tiles (paired_slot): at most one CTA per unit.
   if (sched == Schedule::kPersistent) {
-    const int64_t work = k->paired ? paired_units(static_cast<int>(m_blocks), static_cast<int>(p.heads_q),
+    const int64_t work = (k->paired && !dynamic_schedule(*k, p)) ? paired_units(static_cast<int>(m_blocks), static_cast<int>(p.heads_q),
                                                   static_cast<int>(p.batch))
                                    : tiles;
     ctas = std::min<int64_t>(work, std::max(dev.sm_count, 1));
@@ -292,6 +310,10 @@ flashptx_status encode_fwd_args(const flashptx_fwd_params& p, const FwdOptions& 
   a.batch = static_cast<int>(p.batch);
   a.num_m_blocks = static_cast<int>((p.seqlen_q + k.block_m - 1) / k.block_m);
   a.causal = p.causal ? 1 : 0;
+  if (dynamic_schedule(k, p)) {
+    a.tile_counter = p.tile_counter;
+    a.lpt_section = lpt_section_pairs(p.seqlen_k, p.head_dim, p.heads_q * p.batch);
+  }
   const float scale = p.softmax_scale != 0.f ? p.softmax_scale : 1.f / std::sqrt(static_cast<float>(p.head_dim));
   a.softmax_scale = scale;
   a.softmax_scale_log2 = scale * 1.4426950408889634f;

@@ -79,6 +79,8 @@ struct FwdChoice {
   bool paired;
 };
 FwdChoice fwd_d64_causal_choice(int64_t seqlen_q, int64_t seqlen_k, int64_t heads, int64_t batch, int sms);
+// The dynamic schedule's L2 section, in (batch, head) pairs (fa3::FwdParams::lpt_section).
+int lpt_section_pairs(int64_t seqlen_k, int64_t head_dim, int64_t pairs);
 // Encodes the four tensor maps (the driver's cuTensorMapEncodeTiled) and the scalar arguments.
 flashptx_status encode_fwd_args(const flashptx_fwd_params& p, const FwdOptions& opt, FwdPlan* plan,
                                 std::string* err);

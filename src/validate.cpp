@@ -83,6 +83,8 @@ flashptx_status validate_fwd(const flashptx_fwd_params& p, std::string* msg) {
     return bad(FLASHPTX_ERR_MISALIGNED, msg, "q, k, v and o must be 16-byte aligned");
   if (p.lse != nullptr && reinterpret_cast<uintptr_t>(p.lse) % 4 != 0)
     return bad(FLASHPTX_ERR_MISALIGNED, msg, "lse must be 4-byte aligned");
+  if (p.tile_counter != nullptr && reinterpret_cast<uintptr_t>(p.tile_counter) % 8 != 0)
+    return bad(FLASHPTX_ERR_MISALIGNED, msg, "tile_counter must be 8-byte aligned");
   const int64_t kMaxInt = 0x7fffffff;
   if (p.seqlen_q > kMaxInt - 256 || p.seqlen_k > kMaxInt - 256 || p.heads_q > 65535 || p.batch > kMaxInt)
     return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "seqlen must stay below 2^31 - 256, heads_q below 65536");

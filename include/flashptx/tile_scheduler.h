@@ -121,6 +121,26 @@ FLASHPTX_HD TileCoord tile_from_linear_sectioned(int idx, int num_m_blocks, int 
   return t;
 }
 
+// The dynamic causal schedule's order: (batch, head) pairs in sections of `section` (K/V of a
+// section's pairs sized to stay in L2 together), and inside a section every pair's longest query
+// block first: for section: for m_block descending: for pair in section. A CTA that finishes a tile
+// takes the next index (an atomic counter), so the order is a greedy longest-first list schedule;
+// the last section's shortest tiles fill the tail.
+FLASHPTX_HD TileCoord tile_from_linear_lpt(int idx, int num_m_blocks, int heads, int batch, int section) {
+  const int pairs = heads * batch;
+  const int per_section = num_m_blocks * section;
+  const int s = idx / per_section;
+  const int bh0 = s * section;
+  const int width = (pairs - bh0) < section ? (pairs - bh0) : section;
+  const int r = idx - s * per_section;
+  const int bh = bh0 + r % width;
+  TileCoord t;
+  t.m_block = num_m_blocks - 1 - r / width;
+  t.head = bh % heads;
+  t.batch = bh / heads;
+  return t;
+}
+
 // ---- variable-length batches (the FA3 varlen forward, src/sm90/fa3_fwd_config.h FwdVarlenTable) --
 // The host lists the sequences in schedule order and gives each its tile prefix: tile_prefix[s] =
 // tiles of the sequences before s, strictly increasing (every listed sequence has a tile), with

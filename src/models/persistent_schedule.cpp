@@ -58,6 +58,20 @@ std::vector<long> loads_dispatch(const CausalProblem& p, int grid) {
   return std::vector<long>(ls.loads.begin(), ls.loads.end());
 }
 
+std::vector<long> loads_dynamic(const CausalProblem& p, int grid, int section) {
+  // The kernel's CTAs start with tiles 0 .. grid-1 (blockIdx.x) and each later fetch hands the next
+  // index to the CTA that asked first, i.e. the one that finished first: the list schedule of the
+  // tiles in tile_from_linear_lpt order.
+  const int tiles = num_tiles(p.num_m_blocks, p.heads, p.batch);
+  std::vector<int> costs(tiles), order(tiles);
+  for (int i = 0; i < tiles; ++i) {
+    costs[i] = cost(p, tile_from_linear_lpt(i, p.num_m_blocks, p.heads, p.batch, section).m_block);
+    order[i] = i;
+  }
+  const scheduling::ListSchedule ls = scheduling::list_schedule(costs, order, grid);
+  return std::vector<long>(ls.loads.begin(), ls.loads.end());
+}
+
 long lower_bound(const CausalProblem& p, int grid) {
   std::vector<int> costs;
   for (int i = 0; i < num_tiles(p.num_m_blocks, p.heads, p.batch); ++i)
@@ -71,15 +85,16 @@ static void print_paired(std::FILE* o) {
   std::fprintf(o, "Causal forward tiles on 132 persistent CTAs (one H200), 16k tokens, hidden 2048, M = N = 128.\n");
   std::fprintf(o, "Columns: makespan in K/V blocks (the busiest CTA's blocks; lower is better) of the paired static\n");
   std::fprintf(o, "schedule the kernel runs, a static round-robin of LPT-ordered tiles, the hardware's first-free\n");
-  std::fprintf(o, "dispatch of one CTA per tile (per-tile launch and epilogue costs not counted), and the lower\n");
-  std::fprintf(o, "bound max(ceil(total / 132), longest tile).\n");
-  std::fprintf(o, "d    seqlen  tiles   paired  round-robin  dispatch  lower bound\n");
+  std::fprintf(o, "dispatch of one CTA per tile (per-tile launch and epilogue costs not counted), the dynamic\n");
+  std::fprintf(o, "schedule (an atomic counter, longest-first in sections of 64 (batch, head) pairs; the kernel sizes\n");
+  std::fprintf(o, "its sections by L2), and the lower bound max(ceil(total / 132), longest tile).\n");
+  std::fprintf(o, "d    seqlen  tiles   paired  round-robin  dispatch  dynamic  lower bound\n");
   for (int d : {64, 128})
     for (int s : {512, 1024, 2048, 4096}) {
       const CausalProblem p{(s + 127) / 128, 2048 / d, 16384 / s, 128, 128, s, s};
-      std::fprintf(o, "%-4d %-7d %-7d %-7ld %-12ld %-9ld %ld\n", d, s, num_tiles(p.num_m_blocks, p.heads, p.batch),
+      std::fprintf(o, "%-4d %-7d %-7d %-7ld %-12ld %-9ld %-8ld %ld\n", d, s, num_tiles(p.num_m_blocks, p.heads, p.batch),
                    makespan(loads_paired(p, 132)), makespan(loads_round_robin(p, 132)),
-                   makespan(loads_dispatch(p, 132)), lower_bound(p, 132));
+                   makespan(loads_dispatch(p, 132)), makespan(loads_dynamic(p, 132, 64)), lower_bound(p, 132));
     }
 }
 

@@ -14,6 +14,9 @@ struct CausalProblem {
 std::vector<long> loads_paired(const CausalProblem& p, int grid);        // the kernel's paired_slot
 std::vector<long> loads_round_robin(const CausalProblem& p, int grid);   // tile c + k G, LPT order
 std::vector<long> loads_dispatch(const CausalProblem& p, int grid);      // first-free, blockIdx order
+// The dynamic schedule (the kernel's TileWalk::next_dynamic): tile_from_linear_lpt order in sections
+// of `section` (batch, head) pairs, each tile to the first CTA that frees (the atomic counter).
+std::vector<long> loads_dynamic(const CausalProblem& p, int grid, int section);
 long lower_bound(const CausalProblem& p, int grid);                      // max(ceil(sum / G), max J)
 long makespan(const std::vector<long>& loads);
 

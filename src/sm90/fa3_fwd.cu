@@ -10,14 +10,18 @@
 //   d64_m128   128 x 128          3       2          yes       yes         own        129 KiB
 //   d64_m192   192 x 128          3       3          yes (3)   yes         own        145 KiB  (160 regs/consumer)
 //   *_paired   the d64_m128, d64_m192, d128_n128 and d256 shapes, persistent over the paired causal
-//              schedule (two consumers: 40 regs producer / 232 consumer; d64_m192: 32 / 160): the
-//              plan's causal launches at every length (d128), up to 8k rows (d256), and d64 where
-//              the makespan estimates put them first (src/plan.cpp, fwd_d64_causal_choice)
-//   d128_n128  128 x 128          2       2          yes       yes         own        193 KiB
+//              schedule (two consumers: 40 regs producer / 232 consumer, d64_m128 56 / 224;
+//              d64_m192: 32 / 160): the plan's causal launches at every length (d128), up to 8k
+//              rows (d256), and d64 where the makespan estimates put them first (src/plan.cpp,
+//              fwd_d64_causal_choice). d64_m128_paired also has the dynamic schedule (an atomic
+//              tile counter, longest-first in L2 sections), run when the caller passes a counter.
+//   d128_n128  128 x 128          2       2          yes       yes         own        225 KiB  (two Q slots)
 //   d256       128 x 64           2       2          yes       no          in Q       193 KiB
 // The two-consumer persistent and paired kernels take their tiles from the producer through shared
 // memory (the tile feed, FwdLayout::kTileFeed), and their warpgroup 0 computes the diagonal block 64
 // columns wide (Consumer::half_first): tools/NOTES.md, "The tile feed and the half-width diagonal".
+// Their producer walks one tile ahead (FwdLayout::kWalkAhead; not in d64_m128's non-causal loop):
+// tools/NOTES.md, "Walking ahead".
 // d256 non-causal: one tile per CTA. A persistent d256 kernel measured 2-5% slower than one tile
 // per CTA from 2k (and +2% at 512) even with the tile feed; its paired causal twin, with the feed,
 // +3-6% up to 8k and -5% at 16k (tools/NOTES.md). The token ring is on although
@@ -81,7 +85,8 @@ KernelEntry fa3_fwd_entry(const char* name, const void* fn, Family family) {
                      C.head_dim,   L::kBlockM,       C.block_n,
                      C.stages,     C.consumer_wgs,   C.pingpong,
                      C.persistent, L::kThreads,      L::kSmemBytes,
-                     fn,           1,                C.paired};
+                     fn,           1,                C.paired,
+                     L::kDynamicWalk};
 }
 #define FLASHPTX_FA3_FWD_ROW(name, config) \
   fa3_fwd_entry<config>(#name, reinterpret_cast<const void*>(&name), Family::kFa3Fwd)

@@ -34,8 +34,10 @@
 //                            shared memory and a TMA store, LSE in fp32 natural log.
 //
 // Barriers (shared memory; slots and arrival counts in FwdLayout, src/sm90/fa3_fwd_config.h):
-//   q_full            producer arrive.expect_tx(Q bytes) + TMA complete_tx
-//   q_empty           the Q buffer is free for the next tile's Q (see QRelease below)
+//   q_full[s]         producer arrive.expect_tx(Q bytes) + TMA complete_tx
+//   q_empty[s]        Q slot s is free for a later tile's Q (see QRelease below); one slot, or two
+//                     (FwdLayout::kQSlots, d128) so that the next tile's Q loads before this tile's
+//                     last QK
 //   k_full[s]/v_full[s]    producer arrive.expect_tx(stage bytes) + TMA complete_tx
 //   k_empty[s]/v_empty[s]  one arrive per consumer warp, after the wgmma wait that retires the
 //                          last MMA reading the stage
@@ -93,13 +95,13 @@ template <FwdConfig C>
 struct FwdSmem {
   using L = FwdLayout<C>;
   uint32_t base;  // 1024-aligned shared::cta address
-  __device__ __forceinline__ uint32_t q() const { return base + L::kOffQ; }
+  __device__ __forceinline__ uint32_t q(uint32_t slot = 0) const { return base + L::kOffQ + slot * L::kQBytes; }
   __device__ __forceinline__ uint32_t k(uint32_t s) const { return base + L::kOffK + s * L::kKVBytes; }
   __device__ __forceinline__ uint32_t v(uint32_t s) const { return base + L::kOffV + s * L::kKVBytes; }
   __device__ __forceinline__ uint32_t o() const { return L::kSeparateO ? base + L::kOffO : base + L::kOffQ; }
   __device__ __forceinline__ uint32_t bar(uint32_t slot) const { return base + L::kOffBar + 8u * slot; }
-  __device__ __forceinline__ uint32_t q_full() const { return bar(L::kBarQFull); }
-  __device__ __forceinline__ uint32_t q_empty() const { return bar(L::kBarQEmpty); }
+  __device__ __forceinline__ uint32_t q_full(uint32_t slot = 0) const { return bar(L::kBarQFull + slot * L::kBarQStride); }
+  __device__ __forceinline__ uint32_t q_empty(uint32_t slot = 0) const { return bar(L::kBarQEmpty + slot * L::kBarQStride); }
   __device__ __forceinline__ uint32_t k_full(uint32_t s) const { return bar(L::kBarKFull + s); }
   __device__ __forceinline__ uint32_t k_empty(uint32_t s) const { return bar(L::kBarKEmpty + s); }
   __device__ __forceinline__ uint32_t v_full(uint32_t s) const { return bar(L::kBarVFull + s); }
@@ -182,8 +184,34 @@ __device__ __forceinline__ int k_coord(const Tile& t, int row) {
 template <FwdConfig C>
 struct TileWalk {
   int k = 0;  // this CTA's next slot
+  unsigned fetched = 0;  // the dynamic schedule: the counter value fetched for the call after this one
+  // The dynamic schedule (p.tile_counter, in the kernels with FwdLayout::kDynamicWalk, where only
+  // the producer walks): the first
+  // tile is blockIdx.x, each later one gridDim.x + an atomic increment of tile_counter[0], fetched
+  // one call ahead so that the atomic's latency passes under a whole tile. A CTA stops at its first
+  // index past the last tile; then it counts itself in tile_counter[1], and the last CTA to do so
+  // resets both words for the next launch on the stream: every CTA's last increment of word 0
+  // returned before its increment of word 1 (the fence between them), so none follows the reset.
+  __device__ __forceinline__ bool next_dynamic(const FwdParams& p, Tile* t) {
+    const int num_tiles = p.num_m_blocks * p.heads_q * p.batch;
+    const int i = k++ == 0 ? static_cast<int>(blockIdx.x) : static_cast<int>(gridDim.x + fetched);
+    if (i >= num_tiles) {
+      __threadfence();
+      if (atomicAdd(p.tile_counter + 1, 1u) == gridDim.x - 1) {
+        p.tile_counter[0] = 0u;
+        p.tile_counter[1] = 0u;
+      }
+      return false;
+    }
+    fetched = atomicAdd(p.tile_counter, 1u);  // used by the next call: its latency passes under this tile
+    *t = tile_of<C>(p, tile_from_linear_lpt(i, p.num_m_blocks, p.heads_q, p.batch, p.lpt_section), i);
+    return true;
+  }
   // vt: the varlen kernels' sequence table (in the parameter block), nullptr otherwise.
   __device__ __forceinline__ bool next(const FwdParams& p, const FwdVarlenTable* vt, Tile* t) {
+    if constexpr (FwdLayout<C>::kDynamicWalk) {
+      if (p.tile_counter != nullptr) return next_dynamic(p, t);
+    }
     if constexpr (C.varlen) {
       if (k++ > 0 || static_cast<int>(blockIdx.x) >= vt->tile_prefix[vt->num_seqs]) return false;
       *t = varlen_tile_at<C>(p, *vt, static_cast<int>(blockIdx.x));
@@ -325,14 +353,15 @@ struct Producer {
   Tracer tr;
   const FwdVarlenTable* vt;  // varlen only (else nullptr)
   RingState<C.stages> write = RingState<C.stages>::producer_start();  // one generation ahead
-  uint32_t q_empty_phase = 1;  // the Q buffer starts empty: the first wait passes at once
+  RingState<L::kQSlots> q_write = RingState<L::kQSlots>::producer_start();  // the Q buffers start empty
 
   __device__ __forceinline__ void load_q(const Tile& t) {
-    FLASHPTX_MBAR_WAIT(sm.q_empty(), q_empty_phase, "fa3 producer: q_empty");
-    q_empty_phase ^= 1u;
-    ptx::mbarrier_arrive_expect_tx(sm.q_full(), L::kQBytes);
+    const uint32_t slot = q_write.stage;
+    FLASHPTX_MBAR_WAIT(sm.q_empty(slot), q_write.phase, "fa3 producer: q_empty");
+    q_write.advance();
+    ptx::mbarrier_arrive_expect_tx(sm.q_full(slot), L::kQBytes);
     for (int c = 0; c < L::kChunks; ++c)
-      ptx::cp_async_bulk_tensor_4d_load(sm.q() + c * L::kBlockM * 128, &p.tma_q, sm.q_full(), c * 64,
+      ptx::cp_async_bulk_tensor_4d_load(sm.q(slot) + c * L::kBlockM * 128, &p.tma_q, sm.q_full(slot), c * 64,
                                         q_coord<C>(t, t.m_block * L::kBlockM), t.head, t.batch);
     tr(trace::kTmaIssueQ, t.m_block);
   }
@@ -348,7 +377,67 @@ struct Producer {
     tr(ev_issue, (n << 8) | write.stage);
   }
 
+  // With a tile feed: the walk runs one tile ahead, in the shadow of the ring. The next tile is
+  // found and published right after the current tile's first K, Q and V are issued, where the
+  // producer would otherwise wait for a free stage; walked between tiles, it sat between the last
+  // V of one tile and the first K of the next (~1,800 cycles in the d128 causal trace), and that K
+  // and the Q behind it reached the consumers late (measured: tools/NOTES.md, "Walking ahead").
+  // Publishing tile k + 1 waits for the consumers to have read tile k - 1's slot (TileFeed: two
+  // slots), which they do when they begin tile k - 1: usually long done; after short tiles it can
+  // hold the producer back, never deadlock it, since every load of the tiles before k is issued.
+  __device__ __forceinline__ void run_walk_ahead() {
+    TileWalk<C> walk;
+    TileFeed<C> feed{TileFeed<C>::Ring::producer_start()};
+    Tile t;
+    bool have = walk.next(p, vt, &t);
+    publish_or_end(feed, have, t);
+    while (have) {
+      Tile next;
+      bool have_next = false;
+      tr(trace::kTileBegin, t.index);
+      if (t.n_max == 0) {
+        load_q(t);  // consumers still take (and release) the tile's Q buffer
+        have_next = walk.next(p, vt, &next);
+        publish_or_end(feed, have_next, next);
+      }
+      for (int r = 0; r < t.n_max; ++r) {
+        const int n = t.n_max - 1 - r;
+        load_kv(&p.tma_k, sm.k(write.stage), sm.k_empty(write.stage), sm.k_full(write.stage), t, n,
+                "fa3 producer: k_empty", trace::kEmptyWaitK, trace::kTmaIssueK);
+        if (r == 0) load_q(t);
+        load_kv(&p.tma_v, sm.v(write.stage), sm.v_empty(write.stage), sm.v_full(write.stage), t, n,
+                "fa3 producer: v_empty", trace::kEmptyWaitV, trace::kTmaIssueV);
+        write.advance();
+        if (r == 0) {
+          have_next = walk.next(p, vt, &next);
+          publish_or_end(feed, have_next, next);
+        }
+      }
+      tr(trace::kTileEnd, t.index);
+      t = next;
+      have = have_next;
+    }
+    tail();
+  }
+  __device__ __forceinline__ void publish_or_end(TileFeed<C>& feed, bool have, const Tile& t) {
+    if (have) feed.publish(sm, t.m_block, t.head, t.batch, t.n_max);
+    else feed.publish(sm, -1, 0, 0, 0);  // no more tiles
+  }
+  // Producer tail: wait until the consumers have released every stage, so the producer never
+  // leaves while a stage it filled is still being read. A synchronization tail, not data.
+  __device__ __forceinline__ void tail() {
+    for (int s = 0; s < C.stages; ++s) {
+      FLASHPTX_MBAR_WAIT(sm.k_empty(write.stage), write.phase, "fa3 producer tail: k_empty");
+      FLASHPTX_MBAR_WAIT(sm.v_empty(write.stage), write.phase, "fa3 producer tail: v_empty");
+      write.advance();
+    }
+  }
+
   __device__ __forceinline__ void run() {
+    if constexpr (L::kWalkAhead) {
+      run_walk_ahead();
+      return;
+    }
     TileWalk<C> walk;
     TileFeed<C> feed{TileFeed<C>::Ring::producer_start()};
     for (Tile t; walk.next(p, vt, &t);) {
@@ -367,13 +456,7 @@ struct Producer {
       tr(trace::kTileEnd, t.index);
     }
     if constexpr (L::kTileFeed) feed.publish(sm, -1, 0, 0, 0);  // no more tiles
-    // Producer tail: wait until the consumers have released every stage, so the producer never
-    // leaves while a stage it filled is still being read. A synchronization tail, not data.
-    for (int s = 0; s < C.stages; ++s) {
-      FLASHPTX_MBAR_WAIT(sm.k_empty(write.stage), write.phase, "fa3 producer tail: k_empty");
-      FLASHPTX_MBAR_WAIT(sm.v_empty(write.stage), write.phase, "fa3 producer tail: v_empty");
-      write.advance();
-    }
+    tail();
   }
 };
 
@@ -397,8 +480,12 @@ struct Consumer {
   const bool causal;
   const int diag;  // seqlen_k - seqlen_q: the bottom-right causal alignment offset
   const float scale_log2;
-  // Q rows of this warpgroup, K-major, 128B swizzle, SBO = 1024 (ptx/wgmma.cuh descriptor).
-  const uint64_t desc_q;
+  // Q rows of this warpgroup, K-major, 128B swizzle, SBO = 1024 (ptx/wgmma.cuh descriptor), in Q
+  // slot 0 and in the current tile's slot (FwdLayout::kQSlots: two at d128, the k-th tile of the
+  // CTA in slot k % 2).
+  const uint64_t desc_q0;
+  uint64_t desc_q;
+  uint32_t q_slot = 0;
 
   // Registers owned across the steady loop.
   float o[kD / 2];                 // O accumulator (wgmma D layout)
@@ -414,7 +501,7 @@ struct Consumer {
         r0(16 * ((threadIdx.x % 128) / 32) + lane / 4), seqlen_q(p_.seqlen_q), seqlen_k(p_.seqlen_k),
         causal(p_.causal != 0), diag(p_.seqlen_k - p_.seqlen_q),
         scale_log2(p_.softmax_scale_log2),
-        desc_q(ptx::make_smem_desc(sm_.q() + 64 * g_ * 128, 0, 1024, ptx::Swizzle::k128B)) {}
+        desc_q0(ptx::make_smem_desc(sm_.q() + 64 * g_ * 128, 0, 1024, ptx::Swizzle::k128B)), desc_q(desc_q0) {}
 
   // ---- the two GEMMs ----------------------------------------------------------------------
   // S = Q K^T over the head dim: kD/16 k-steps; 4 per 128-byte chunk (+32 B each). kCols < kBlockN:
@@ -625,7 +712,7 @@ struct Consumer {
     pass_token();
     retire_qk<0>(n);
     k_ring.release(sm.k_empty(k_ring.at.stage), lane, tr, trace::kReleaseK);  // QK(0) retired
-    if (t.n_max == 1) QRelease<C>::after_last_qk(sm.q_empty(), lane);
+    if (t.n_max == 1) QRelease<C>::after_last_qk(sm.q_empty(q_slot), lane);
     float alpha[2];
     if (block_needs_mask(t, n)) softmax<true, kCols>(t, n, alpha);
     else softmax<false, kCols>(t, n, alpha);
@@ -645,7 +732,7 @@ struct Consumer {
     pass_token();
     retire_qk<1>(n);  // QK(j) complete; PV(j-1) may still run
     k_ring.release(sm.k_empty(k_ring.at.stage), lane, tr, trace::kReleaseK);
-    if (j == t.n_max - 1) QRelease<C>::after_last_qk(sm.q_empty(), lane);
+    if (j == t.n_max - 1) QRelease<C>::after_last_qk(sm.q_empty(q_slot), lane);
     float alpha[2];
     softmax<kMasked>(t, n, alpha);
     // Pin the exponentials here, before the wait below: they are plain register arithmetic, and
@@ -790,7 +877,7 @@ struct Consumer {
     if constexpr (C.pingpong) {
       if (Tokens::primes(g)) ptx::bar_arrive(Tokens::barrier_of(0), Tokens::kParticipants);
     }
-    uint32_t q_phase = 0;
+    RingState<L::kQSlots> q_read = RingState<L::kQSlots>::consumer_start();
     TileWalk<C> walk;
     TileFeed<C> feed{TileFeed<C>::Ring::consumer_start()};
     for (Tile t; L::kTileFeed ? feed.take(sm, p, lane, &t) : walk.next(p, vt, &t);) {
@@ -806,8 +893,12 @@ struct Consumer {
 #pragma unroll
       for (int x = 0; x < kBlockN / 2; ++x) asm("" : "=f"(s_acc[x]));
       row_sum[0] = row_sum[1] = 0.f;
-      FLASHPTX_MBAR_WAIT(sm.q_full(), q_phase, "fa3 consumer: q_full");
-      q_phase ^= 1u;
+      if constexpr (L::kQSlots == 2) {
+        q_slot = q_read.stage;
+        desc_q = ptx::smem_desc_advance(desc_q0, q_slot * L::kQBytes);
+      }
+      FLASHPTX_MBAR_WAIT(sm.q_full(q_slot), q_read.phase, "fa3 consumer: q_full");
+      q_read.advance();
       // This warpgroup's own blocks [0, own): the right-to-left walk first passes the tile's blocks
       // it cannot see (skip_block), then runs startup, steady steps and drain on its own blocks, as
       // if its tile ended at `own` (mine.n_max). Every consumer makes t.n_max + 1 token handoffs per
@@ -843,7 +934,7 @@ struct Consumer {
         }
         // No admissible key for any row of this warpgroup (causal, seqlen_q > seqlen_k, or rows past
         // the sequence's end): O = 0, LSE = -inf.
-        QRelease<C>::after_last_qk(sm.q_empty(), lane);  // Q was loaded but has no reader here
+        QRelease<C>::after_last_qk(sm.q_empty(q_slot), lane);  // Q was loaded but has no reader here
 #pragma unroll
         for (int x = 0; x < kD / 2; ++x) o[x] = 0.f;
       }
@@ -875,8 +966,10 @@ __device__ __forceinline__ void fwd_kernel_body(const FwdParams& p, const FwdVar
   // "mbarrier.init", "fence.mbarrier_init"). Once per CTA: ring states, the Q phase and the
   // pingpong token all persist across work tiles.
   if (threadIdx.x == 0) {
-    ptx::mbarrier_init(sm.q_full(), L::kFullArrivals);
-    ptx::mbarrier_init(sm.q_empty(), L::kQEmptyArrivals);
+    for (uint32_t s = 0; s < L::kQSlots; ++s) {
+      ptx::mbarrier_init(sm.q_full(s), L::kFullArrivals);
+      ptx::mbarrier_init(sm.q_empty(s), L::kQEmptyArrivals);
+    }
     if constexpr (L::kTileFeed) {
       for (uint32_t s = 0; s < L::kTileSlots; ++s) {
         ptx::mbarrier_init(sm.tile_full(s), L::kTileFullArrivals);

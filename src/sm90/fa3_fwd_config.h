@@ -29,6 +29,14 @@ struct FwdParams {
   int causal;
   float softmax_scale;       // natural-log scale (for LSE)
   float softmax_scale_log2;  // softmax_scale * log2(e)
+  // The dynamic causal schedule (the kernels with FwdLayout::kDynamicWalk; nullptr: their paired
+  // static schedule). The caller's two words (flashptx_fwd_params::tile_counter): [0] the next tile
+  // index minus gridDim.x, [1] the CTAs that have stopped fetching; zero at launch, and zero again
+  // when the kernel ends (its last CTA resets them). Tiles go out longest-first inside sections of
+  // lpt_section (batch, head) pairs (tile_scheduler.h tile_from_linear_lpt). (Last in the block: the
+  // fields above keep their offsets, and the kernels that never read these keep their listings.)
+  unsigned* tile_counter;
+  int lpt_section;
 };
 
 struct FwdConfig {
@@ -41,6 +49,7 @@ struct FwdConfig {
   bool bf16;         // bf16 in and out; fp16 otherwise
   bool varlen = false;  // packed variable-length sequences (FwdVarlenParams; one tile per CTA)
   bool paired = false;  // persistent causal walk: the paired static schedule (tile_scheduler.h paired_slot)
+  bool traced = false;  // the instrumented build (FLASHPTX_TRACE, `flashptx trace`): its own register split
 };
 
 template <FwdConfig C>
@@ -58,9 +67,16 @@ struct FwdLayout {
   // with (168 x 384, 128 x 512), which is the pool setmaxnreg moves registers within; a split that
   // asks for more never completes its .inc (USETMAXREG.TRY_ALLOC retries forever, measured on the
   // H200). The paired causal kernels move 8 registers per consumer thread to the producer (40 / 232):
-  // the paired walk's index arithmetic spilled at 24 (in the test flavour's bounded waits).
-  static constexpr int kProducerRegs = C.consumer_wgs == 2 ? (C.paired ? 40 : 24) : 32;
-  static constexpr int kConsumerRegs = C.consumer_wgs == 2 ? (C.paired ? 232 : 240) : 160;
+  // the paired walk's index arithmetic spilled at 24 (in the test flavour's bounded waits). The d64
+  // paired kernel moves 16 more (56 / 224): its producer holds both the paired and the dynamic walk
+  // (kDynamicWalk), which spilled 24 bytes at 40; d64's consumers (O 32, S 64, P 32 registers) fit.
+  // The traced kernels (C.traced) move 8 more for the producer's stamps (which spilled with the walk
+  // run one tile ahead): their consumers run 8 registers below the release kernel's.
+  static constexpr int kProducerRegs =
+      C.consumer_wgs == 2 ? (C.paired || C.traced ? (C.head_dim == 64 || (C.paired && C.traced) ? 56 : 40) : 24) : 32;
+  static constexpr int kConsumerRegs =
+      C.consumer_wgs == 2 ? (C.paired || C.traced ? (C.head_dim == 64 || (C.paired && C.traced) ? 224 : 232) : 240)
+                          : 160;
 
   // Shared-memory plan, in bytes from a 1024-aligned base (the 128B swizzle repeats every
   // 8 rows x 128 B, so every tile starts 1024-aligned).
@@ -77,14 +93,34 @@ struct FwdLayout {
   // (paired() sets persistent, and varlen() clears it: persistent alone names the looping kernels.)
   static constexpr bool kTileFeed = C.persistent && (C.consumer_wgs == 2 || C.paired);
   static constexpr int kTileSlots = kTileFeed ? 2 : 0;
-  static constexpr int kNumBarriers = 2 + 4 * C.stages + 2 * kTileSlots;  // q, k/v rings, tile feed
   // O is staged for its TMA store in a buffer of its own where it fits (the next tile's Q can then
   // load while this tile drains); otherwise (head dim 256) in the Q buffer, which stays taken until
   // the store has read it.
   static constexpr bool kSeparateO =
-      2 * kQBytes + 2 * C.stages * kKVBytes + 8 * kNumBarriers + 1024 <= 227 * 1024;
-  static constexpr int kOffQ = 0;
-  static constexpr int kOffK = kOffQ + kQBytes;
+      2 * kQBytes + 2 * C.stages * kKVBytes + 8 * (2 + 4 * C.stages + 2 * kTileSlots) + 1024 <= 227 * 1024;
+  // The producer walks one tile ahead of its loads (Producer::run_walk_ahead) in the kernels with a
+  // tile feed, except the 128-row d64 kernel's non-causal loop, where it measured 2-3% slower at
+  // 512-1k (tools/NOTES.md, "Walking ahead").
+  static constexpr bool kWalkAhead = kTileFeed && (C.paired || C.head_dim != 64);
+  // Q slots: two at d128 with the walk ahead, where they fit beside O's buffer: the next tile's Q
+  // then loads right after the next tile's first K, not after the current tile's last QK (+1-2% at
+  // d128 512; at d64 -3 to -5% non-causal, tools/NOTES.md). The slot of a CTA's k-th tile is k % 2.
+  static constexpr int kQSlots =
+      (kWalkAhead && C.head_dim == 128 && kSeparateO &&
+       3 * kQBytes + 2 * C.stages * kKVBytes + 8 * (4 + 4 * C.stages + 2 * kTileSlots) + 16 * kTileSlots + 1024 <=
+           227 * 1024)
+          ? 2
+          : 1;
+  static constexpr int kNumBarriers = 2 * kQSlots + 4 * C.stages + 2 * kTileSlots;  // q, k/v rings, tile feed
+  // The dynamic schedule (TileWalk::next_dynamic: an atomic tile counter, longest-first inside L2
+  // sections) beside the paired static one, chosen at run time by FwdParams::tile_counter: in the
+  // 128-row d64 paired kernel only. Measured on the H200 (tools/NOTES.md, "The dynamic schedule"):
+  // d64 causal 512-2k +4-5% over the paired static schedule; d128 and d256 causal 1-15% slower
+  // (their K/V stay in L2 better in the paired order, whose concurrent CTAs share few heads) and the
+  // 192-row kernel mixed, so they keep the static schedule alone.
+  static constexpr bool kDynamicWalk = C.paired && C.head_dim == 64 && C.consumer_wgs == 2;
+  static constexpr int kOffQ = 0;  // + slot * kQBytes
+  static constexpr int kOffK = kOffQ + kQSlots * kQBytes;
   static constexpr int kOffV = kOffK + C.stages * kKVBytes;
   static constexpr int kOffO = kOffV + C.stages * kKVBytes;
   static constexpr int kOffBar = kOffO + (kSeparateO ? kQBytes : 0);
@@ -100,6 +136,9 @@ struct FwdLayout {
   static constexpr uint32_t kBarVEmpty = 2 + 3 * C.stages;      // + stage; 4G
   static constexpr uint32_t kBarTileFull = 2 + 4 * C.stages;    // + slot; 1: producer arrive
   static constexpr uint32_t kBarTileEmpty = kBarTileFull + kTileSlots;  // + slot; 4G: one per consumer warp
+  // The second Q slot's pair, after the tile feed's (the other slots keep their numbers):
+  // q_full(s) = kBarQFull + s * kBarQStride, q_empty(s) = kBarQEmpty + s * kBarQStride.
+  static constexpr uint32_t kBarQStride = kQSlots == 2 ? kBarTileEmpty + kTileSlots : 0;
   static constexpr uint32_t kFullArrivals = 1;
   static constexpr uint32_t kEmptyArrivals = 4 * C.consumer_wgs;
   static constexpr uint32_t kTileFullArrivals = 1;
@@ -137,6 +176,12 @@ constexpr FwdConfig kD128N128 = {.head_dim = 128, .block_n = 128, .stages = 2, .
 // 128 x 80 without the ring (tools/NOTES.md, "Token ring at the tile edges").
 constexpr FwdConfig kD256 = {.head_dim = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2,
                              .pingpong = true, .persistent = false, .bf16 = true};
+// The instrumented twin (src/sm90/fa3_fwd_trace*.cu): the same shape and protocol, its own
+// instantiation (compiled with FLASHPTX_TRACE) and register split (FwdLayout::kProducerRegs).
+constexpr FwdConfig traced(FwdConfig c) {
+  c.traced = true;
+  return c;
+}
 constexpr FwdConfig fp16(FwdConfig c) {
   c.bf16 = false;
   return c;

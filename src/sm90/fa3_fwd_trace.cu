@@ -8,7 +8,7 @@
 #include "src/sm90/fa3_fwd.cuh"
 
 namespace flashptx::fa3 {
-constexpr FwdConfig kTracedD128N128 = kD128N128;  // the release configuration, traced
+constexpr FwdConfig kTracedD128N128 = traced(kD128N128);  // the release configuration, traced
 }  // namespace flashptx::fa3
 
 extern "C" __global__ void __launch_bounds__(flashptx::fa3::FwdLayout<flashptx::fa3::kTracedD128N128>::kThreads, 1)

@@ -10,7 +10,7 @@
 #include "src/sm90/fa3_fwd.cuh"
 
 namespace flashptx::fa3 {
-constexpr FwdConfig kTracedD128N128Paired = paired(kD128N128);  // the release configuration, traced
+constexpr FwdConfig kTracedD128N128Paired = traced(paired(kD128N128));  // the release configuration, traced
 }  // namespace flashptx::fa3
 
 extern "C" __global__ void __launch_bounds__(flashptx::fa3::FwdLayout<flashptx::fa3::kTracedD128N128Paired>::kThreads, 1)

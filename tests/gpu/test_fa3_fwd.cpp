@@ -42,12 +42,14 @@ struct Case {
   Layout layout = Layout::kContiguous;
   float input_scale = 1.f;  // multiplies Q: larger -> large-magnitude scores
   float softmax_scale = 0.f;
+  bool tile_counter = false;  // pass a zeroed tile counter (the dynamic schedule where the plan has it)
   std::string str() const {
     return "B=" + std::to_string(batch) + " Sq=" + std::to_string(sq) + " Sk=" + std::to_string(sk) +
            " Hq=" + std::to_string(hq) + " Hkv=" + std::to_string(hkv) + " d=" + std::to_string(d) +
            (causal ? " causal" : "") + (dtype == FLASHPTX_BF16 ? " bf16" : " fp16") +
            layout_name(layout) +
-           (input_scale != 1.f ? " qscale=" + std::to_string(input_scale) : "");
+           (input_scale != 1.f ? " qscale=" + std::to_string(input_scale) : "") +
+           (tile_counter ? " tile_counter" : "");
   }
 };
 
@@ -56,7 +58,7 @@ struct Problem {
   Case c;
   Strides sq_, sk_, so_;
   std::vector<uint16_t> q, k, v;
-  std::unique_ptr<DeviceBuf> dq, dk, dv, dout, dlse;
+  std::unique_ptr<DeviceBuf> dq, dk, dv, dout, dlse, dctr;
   flashptx_fwd_params params{};
 
   explicit Problem(const Case& cs, uint64_t seed) : c(cs) {
@@ -96,6 +98,17 @@ struct Problem {
     params.q_dtype = params.k_dtype = params.v_dtype = params.o_dtype = c.dtype;
     params.causal = c.causal ? 1 : 0;
     params.softmax_scale = c.softmax_scale;
+    if (c.tile_counter) {
+      dctr.reset(new DeviceBuf(8));
+      CUDA_REQUIRE(cudaMemset(dctr->p, 0, 8));
+      params.tile_counter = static_cast<unsigned int*>(dctr->p);
+    }
+  }
+  // The tile counter after a call: every call must leave it zero (include/flashptx.h).
+  std::array<unsigned, 2> counter() const {
+    std::array<unsigned, 2> w{~0u, ~0u};
+    if (dctr) CUDA_REQUIRE(cudaMemcpy(w.data(), dctr->p, 8, cudaMemcpyDeviceToHost));
+    return w;
   }
 
   void poison() {
@@ -429,6 +442,45 @@ TEST_CASE("the paired 192-row kernel (d64): checked against fp64, then 1000 laun
   check_paired_cases(cases, 2, 7200);
 }
 
+TEST_CASE("the dynamic schedule (d64 causal, a tile counter): fp64, equal to the static schedule, counter left zero, 1000 launches") {
+  // The 128-row d64 paired kernel with tile_counter: tiles longest-first inside L2 sections, taken
+  // from the counter by the CTA that frees first. Each tile is computed the same way whichever CTA
+  // takes it, so O and LSE equal the static schedule's bit for bit. 830 rows: 7 query blocks (the
+  // longest-first order over an odd count); 512 x 4 with fp16; a shorter Q than K (bottom-right) with
+  // GQA. (tests/host/test_plan.cpp holds that the plan runs the dynamic kernel on each.)
+  const Case cases[] = {{2, 830, 830, 32, 32, 64, true, FLASHPTX_BF16},
+                        {4, 512, 512, 32, 32, 64, true, FLASHPTX_FP16},
+                        {4, 512, 1024, 32, 8, 64, true, FLASHPTX_BF16}};
+  int sms = 0;
+  CUDA_REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  uint64_t seed = 7300;
+  for (Case c : cases) {
+    c.tile_counter = true;
+    INFO(c.str());
+    check_case(c, seed);  // the fp64 rule on sampled rows, the release library bit for bit
+    Problem dyn(c, seed);
+    Case plain = c;
+    plain.tile_counter = false;
+    Problem st(plain, seed++);
+    flashptx_kernel_info info{};
+    REQUIRE(flashptx_fwd_kernel_info(&dyn.params, &info) == FLASHPTX_OK);
+    CHECK(std::string(info.symbol).find("d64_m128_paired") != std::string::npos);
+    const int64_t tiles = (c.sq + 127) / 128 * c.hq * c.batch;
+    CHECK(info.ctas == std::min<int64_t>(tiles, sms));  // one CTA per SM, tiles taken one at a time
+    dyn.poison();
+    dyn.run();
+    CHECK(dyn.counter() == std::array<unsigned, 2>{0u, 0u});
+    st.poison();
+    st.run();
+    CHECK_MESSAGE(dyn.out() == st.out(), "the dynamic schedule's O differs from the static schedule's");
+    const auto ld = dyn.lse(), ls = st.lse();
+    CHECK(std::memcmp(ld.data(), ls.data(), ld.size() * 4) == 0);
+    const int mismatches = launches_differing(dyn, 1000, [&] { return flashptx_fwd(&dyn.params, nullptr); });
+    CHECK_MESSAGE(mismatches == 0, mismatches << " of 1000 launches differed from the first");
+    CHECK(dyn.counter() == std::array<unsigned, 2>{0u, 0u});
+  }
+}
+
 TEST_CASE("bad input on the device path: nothing launched, O untouched") {
   Problem pb(Case{1, 64, 64, 2, 2, 128, false, FLASHPTX_BF16}, 8000);
   pb.poison();
@@ -441,6 +493,9 @@ TEST_CASE("bad input on the device path: nothing launched, O untouched") {
   p = pb.params;
   p.heads_q = 3;
   CHECK(flashptx_fwd(&p, nullptr) == FLASHPTX_ERR_BAD_HEADS);
+  p = pb.params;
+  p.tile_counter = reinterpret_cast<unsigned int*>(static_cast<char*>(pb.dlse->p) + 4);
+  CHECK(flashptx_fwd(&p, nullptr) == FLASHPTX_ERR_MISALIGNED);
   p = pb.params;
   p.batch = 0;
   CHECK(flashptx_fwd(&p, nullptr) == FLASHPTX_OK);

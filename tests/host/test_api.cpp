@@ -50,6 +50,8 @@ TEST_CASE("each bad input has its own status and a message naming it") {
        [](flashptx_fwd_params& p) { p.v = static_cast<const char*>(p.v) + 8; }, "16-byte"},
       {"misaligned lse", FLASHPTX_ERR_MISALIGNED,
        [](flashptx_fwd_params& p) { p.lse = reinterpret_cast<float*>(g_fake[3] + 2); }, "lse"},
+      {"misaligned tile_counter", FLASHPTX_ERR_MISALIGNED,
+       [](flashptx_fwd_params& p) { p.tile_counter = reinterpret_cast<unsigned int*>(g_fake[3] + 4); }, "tile_counter"},
       {"row stride not 16 B", FLASHPTX_ERR_MISALIGNED, [](flashptx_fwd_params& p) { p.q_row_stride += 4; }, "row stride"},
       {"negative stride", FLASHPTX_ERR_BAD_STRIDES, [](flashptx_fwd_params& p) { p.k_head_stride = -128; }, "negative"},
       {"zero row stride", FLASHPTX_ERR_BAD_STRIDES, [](flashptx_fwd_params& p) { p.v_row_stride = 0; }, "stride is 0"},

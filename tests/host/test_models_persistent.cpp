@@ -118,4 +118,61 @@ TEST_SUITE("host models persistent schedule") {
     for (int m = 0; m < 4; ++m) expect += causal_n_blocks(m, 128, 128, 512, 1000) * 8 * 3;
     CHECK(total == expect);
   }
+
+  TEST_CASE("tile_from_linear_lpt: every tile once, longest first inside each section of (batch, head) pairs") {
+    for (int M : {1, 4, 7, 16})
+      for (int H : {1, 3, 32})
+        for (int B : {1, 2, 5})
+          for (int section : {1, 2, 7, 64, 1000}) {
+            INFO("M=" << M << " H=" << H << " B=" << B << " section=" << section);
+            const int pairs = H * B;
+            std::map<std::tuple<int, int, int>, int> seen;
+            int prev_m = M, prev_section = 0;
+            for (int i = 0; i < M * pairs; ++i) {
+              const TileCoord t = tile_from_linear_lpt(i, M, H, B, section);
+              REQUIRE(t.m_block >= 0);
+              REQUIRE(t.m_block < M);
+              REQUIRE(t.head >= 0);
+              REQUIRE(t.head < H);
+              REQUIRE(t.batch >= 0);
+              REQUIRE(t.batch < B);
+              ++seen[{t.m_block, t.head, t.batch}];
+              const int s = (t.batch * H + t.head) / section;  // the pair's section
+              CHECK(s >= prev_section);                        // sections in order
+              if (s == prev_section) CHECK(t.m_block <= prev_m);  // longest first inside one
+              prev_section = s;
+              prev_m = t.m_block;
+            }
+            CHECK(static_cast<int>(seen.size()) == M * pairs);
+            for (const auto& kv : seen) CHECK(kv.second == 1);
+          }
+  }
+
+  TEST_CASE("the dynamic schedule: every block once, within one tile of the lower bound (greedy list bound)") {
+    // A list schedule's makespan is at most total / G + the longest job (Graham); longest-first
+    // inside sections keeps the tail to the last section's short tiles. Checked on the grid's
+    // square problems (the plan's d64 causal launches) and on a shorter Q than K.
+    const CausalProblem probs[] = {{4, 32, 32, 128, 128, 512, 512},   {8, 32, 16, 128, 128, 1024, 1024},
+                                   {16, 32, 8, 128, 128, 2048, 2048}, {7, 32, 2, 128, 128, 830, 830},
+                                   {6, 4, 3, 128, 128, 700, 1000}};
+    for (const CausalProblem& p : probs)
+      for (int section : {1, 16, 64, 1024}) {
+        INFO("M=" << p.num_m_blocks << " H=" << p.heads << " B=" << p.batch << " section=" << section);
+        const auto loads = loads_dynamic(p, 132, section);
+        long total = 0, expect = 0, longest = 0;
+        for (long l : loads) total += l;
+        for (int m = 0; m < p.num_m_blocks; ++m) {
+          const long c = causal_n_blocks(m, p.block_m, p.block_n, p.seqlen_q, p.seqlen_k);
+          expect += c * p.heads * p.batch;
+          longest = std::max(longest, c);
+        }
+        CHECK(total == expect);
+        CHECK(makespan(loads) <= (expect + 131) / 132 + longest);
+        CHECK(makespan(loads) >= lower_bound(p, 132));
+      }
+    // Where the paired static schedule rounds up (units not a multiple of the CTAs: 2048 units of
+    // 5 blocks on 132 CTAs at d64 512), the dynamic schedule's makespan is lower.
+    const CausalProblem d64_512{4, 32, 32, 128, 128, 512, 512};
+    CHECK(makespan(loads_dynamic(d64_512, 132, 64)) < makespan(loads_paired(d64_512, 132)));
+  }
 }

@@ -175,8 +175,10 @@ TEST_CASE("the article's liveness ledger and the shipped d128 kernel's FwdLayout
   CHECK(l.q == L::kQBytes);
   CHECK(l.k == 2 * L::kKVBytes);
   CHECK(l.v == 2 * L::kKVBytes);
-  // The ledger's barriers are the Q and K/V rings'; the kernel adds its tile feed's two per slot.
-  CHECK(l.barriers + 2 * L::kTileSlots == L::kNumBarriers);
+  // The ledger's barriers are the Q and K/V rings'; the kernel adds its tile feed's two per slot and
+  // the second Q slot's pair (FwdLayout::kQSlots).
+  CHECK(l.barriers + 2 * L::kTileSlots + 2 * (L::kQSlots - 1) == L::kNumBarriers);
+  CHECK(L::kQSlots == 2);
   CHECK(L::kTileSlots == 2);
   // The two-consumer register row of setmaxnreg_table() is the kernel's split (24 / 240); the
   // paired causal twin moves 8 registers per consumer thread to its producer (40 / 232), the same

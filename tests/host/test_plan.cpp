@@ -149,6 +149,73 @@ TEST_CASE("the forward rule resolves every head dim, dtype and mask to a kernel 
   CHECK(plan_or_fail(problem(2, 8192, 8192, 8, 256, FLASHPTX_BF16, 0)).launch.grid.x == 64 * 8 * 2);
 }
 
+TEST_CASE("the dynamic schedule: with a tile counter, the d64 128-row paired kernel on min(tiles, SMs) CTAs") {
+  alignas(8) static unsigned counter[2];
+  for (int64_t s : {512, 830, 1024, 2048}) {
+    INFO("s=" << s);
+    flashptx_fwd_params p = problem(16384 / s, s, s, 32, 64, FLASHPTX_BF16, 1);
+    const auto st = plan_or_fail(p);
+    p.tile_counter = counter;
+    auto dyn = plan_or_fail(p);
+    CHECK(std::string(dyn.launch.kernel->name) == "fa3_fwd_sm90_bf16_d64_m128_paired");
+    CHECK(dyn.launch.kernel->dynamic);
+    const int64_t tiles = (s + 127) / 128 * 32 * (16384 / s);
+    CHECK(dyn.launch.grid.x == static_cast<unsigned>(std::min<int64_t>(tiles, 132)));
+    CHECK(st.launch.kernel == dyn.launch.kernel);  // the same kernel; its static walk without a counter
+    CHECK(st.launch.grid.x == static_cast<unsigned>(std::min<int64_t>((tiles / 32 / (16384 / s) + 1) / 2 * 32 * (16384 / s), 132)));
+  }
+  // The GPU test's shapes (tests/gpu/test_fa3_fwd.cpp, "the dynamic schedule") run the dynamic kernel.
+  struct Shape { int64_t b, sq, sk, hq, hkv; };
+  for (const Shape& g : {Shape{2, 830, 830, 32, 32}, Shape{4, 512, 512, 32, 32}, Shape{4, 512, 1024, 32, 8}}) {
+    INFO("b=" << g.b << " sq=" << g.sq << " sk=" << g.sk);
+    flashptx_fwd_params p;
+    flashptx_fwd_params_contiguous(&p, g_fake[0], g_fake[1], g_fake[2], g_fake[3], nullptr, g.b, g.sq, g.sk, g.hq,
+                                   g.hkv, 64, FLASHPTX_BF16, 1);
+    p.tile_counter = counter;
+    CHECK(plan_or_fail(p).launch.kernel->dynamic);
+  }
+  // Every other launch ignores the counter: its kernel has no dynamic walk, its grid is unchanged.
+  for (int64_t d : {64, 128, 256})
+    for (int causal : {0, 1}) {
+      if (d == 64 && causal) continue;
+      flashptx_fwd_params p = problem(4, 4096, 4096, 2048 / d, d, FLASHPTX_BF16, causal);
+      const auto st = plan_or_fail(p);
+      p.tile_counter = counter;
+      auto dyn = plan_or_fail(p);
+      CHECK(!dyn.launch.kernel->dynamic);
+      CHECK(dyn.launch.grid.x == st.launch.grid.x);
+    }
+  // Which kernels have it: the 128-row d64 paired kernel in both dtypes, nothing else.
+  int with = 0;
+  for (const flashptx::KernelEntry& k : flashptx::kernel_table())
+    if (k.dynamic) {
+      ++with;
+      CHECK(k.paired);
+      CHECK(k.head_dim == 64);
+      CHECK(k.block_m == 128);
+    }
+  CHECK(with == 2);
+}
+
+TEST_CASE("lpt_section_pairs: K/V of a section within 32 MiB, sections of equal size") {
+  // d64, 2k keys: 512 KiB of K and V per pair -> 64 pairs fit; 256 pairs -> 4 sections of 64.
+  CHECK(flashptx::lpt_section_pairs(2048, 64, 256) == 64);
+  // 1500 keys, d64: 375 KiB per pair -> 87 fit; 96 pairs -> 2 sections of 48, not 87 + 9.
+  CHECK(flashptx::lpt_section_pairs(1500, 64, 96) == 48);
+  // fewer pairs than fit: one section of all of them; a pair larger than the budget: one per section
+  CHECK(flashptx::lpt_section_pairs(512, 64, 10) == 10);
+  CHECK(flashptx::lpt_section_pairs(1 << 20, 256, 8) == 1);
+  for (int64_t sk : {1, 100, 512, 1024, 4096, 65536})
+    for (int64_t pairs : {1, 7, 96, 1024}) {
+      const int sec = flashptx::lpt_section_pairs(sk, 64, pairs);
+      REQUIRE(sec >= 1);
+      CHECK(sec <= pairs);
+      const int64_t n = (pairs + sec - 1) / sec;
+      CHECK(n * sec - pairs <= n - 1);  // the last section within n - 1 pairs of the others
+      if (sec > 1) CHECK(sec * sk * 64 * 4 <= (int64_t{32} << 20));
+    }
+}
+
 TEST_CASE("variant selection: a forced kernel and schedule, and every misuse named") {
   const flashptx_fwd_params p = problem(2, 4096, 4096, 16, 128, FLASHPTX_BF16, 1);
   flashptx::FwdOptions o;
@@ -221,9 +288,11 @@ TEST_CASE("the layout object: the shared-memory plan of every shipped forward fi
   CHECK(L::kQBytes == 128 * 128 * 2);
   CHECK(L::kKVBytes == 128 * 128 * 2);
   CHECK(L::kSeparateO);
-  // Q, 2 K, 2 V, O; 10 ring barriers + 4 of the tile feed; 2 tile slots of 16 B; slack
+  // 2 Q slots, 2 K, 2 V, O; 12 ring barriers (2 per Q slot) + 4 of the tile feed; 2 tile slots of
+  // 16 B; slack
   CHECK(L::kTileFeed);
-  CHECK(L::kSmemBytes == 6 * 32768 + 8 * (2 + 4 * 2 + 4) + 2 * 16 + 1024);
+  CHECK(L::kQSlots == 2);
+  CHECK(L::kSmemBytes == 7 * 32768 + 8 * (4 + 4 * 2 + 4) + 2 * 16 + 1024);
   for (const flashptx::KernelEntry& k : flashptx::fa3_fwd_kernels()) {
     INFO(k.name);
     const int q = k.block_m * k.head_dim * 2, kv = k.block_n * k.head_dim * 2;
@@ -231,8 +300,10 @@ TEST_CASE("the layout object: the shared-memory plan of every shipped forward fi
     // The tile feed: the paired kernels and the persistent ones of two consumer warpgroups (4
     // barriers, 32 B).
     const bool feed = k.paired || (k.persistent && k.consumer_wgs == 2);
-    CHECK(k.smem_bytes ==
-          q + 2 * k.stages * kv + (separate_o ? q : 0) + 8 * (2 + 4 * k.stages + (feed ? 4 : 0)) + (feed ? 32 : 0) + 1024);
+    // Two Q slots at d128 in the kernels with a feed (FwdLayout::kQSlots), each with its pair of barriers.
+    const int q_slots = feed && k.head_dim == 128 ? 2 : 1;
+    CHECK(k.smem_bytes == q_slots * q + 2 * k.stages * kv + (separate_o ? q : 0) +
+                              8 * (2 * q_slots + 4 * k.stages + (feed ? 4 : 0)) + (feed ? 32 : 0) + 1024);
   }
 }
 

@@ -21,6 +21,8 @@ library defines it (square here, so the same mask). This is the script that ran 
                                              measured in the same process on the same tensors,
                                              interleaved with the first ("oursb", "oursc", ... columns)
     --out FILE                               the JSON rows (default $OUT/kernel_time.json)
+    --static-schedule                        no tile counter (flashptx_fwd_params.tile_counter NULL):
+                                             the causal d64 forward on its static schedule
     --fa2                                    FA2 (SDPA's flash backend) columns, both directions
     --det                                    flashptx's deterministic backward ("ours_det_bwd")
     --shapes B,SQ,SK,HQ,HKV,D,C,DT;...       explicit points instead of the grid (C: 1 causal, 0
@@ -44,6 +46,7 @@ ap.add_argument("--lib-b", default=None)
 ap.add_argument("--fa2", action="store_true")
 ap.add_argument("--det", action="store_true")
 ap.add_argument("--shapes", default=None)
+ap.add_argument("--static-schedule", action="store_true")
 ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "kernel_time.json"))
 args = ap.parse_args()
 lib = _abi.library(); dev = torch.device("cuda")
@@ -95,7 +98,11 @@ for b, s, sk, h, hkv, d, causal, dt in points():
     code = 0 if dt == "bf16" else 1
     o, lse = torch.empty_like(q), torch.empty(b, h, s, device=dev)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-    f = _abi.fwd_params({"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "o": o.data_ptr(), "lse": lse.data_ptr()}, tuple(q.shape), tuple(k.shape), {"q": st(q), "k": st(k), "v": st(v), "o": st(o)}, code, causal, 0.0)
+    # The dynamic schedule's tile counter (flashptx_fwd_params.tile_counter; zero, and every call
+    # leaves it zero), shared by the builds measured here: they run one after another on one stream.
+    # --static-schedule leaves it NULL. (A build older than the field never reads it.)
+    ctr = torch.zeros(2, dtype=torch.int32, device=dev)
+    f = _abi.fwd_params({"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "o": o.data_ptr(), "lse": lse.data_ptr(), "tile_counter": None if args.static_schedule else ctr.data_ptr()}, tuple(q.shape), tuple(k.shape), {"q": st(q), "k": st(k), "v": st(v), "o": st(o)}, code, causal, 0.0)
     def bwd_call(deterministic):
         # BwdParams on these tensors with a workspace of the size the library asks for (the
         # workspace tensor is kept alive as an attribute of the params).

@@ -242,6 +242,13 @@ void bench_shape(const cli::BenchArgs& opt, const FwdOptions& fo, const Meta& me
     CK(gpuref::fill_random(sets[i].v, nkv, dt, 1002 + 3 * i, 1.0f, 0));
   }
   CK(cudaMalloc(&lse, sizeof(float) * std::max<int64_t>(1, nlse)));
+  // The dynamic schedule's tile counter (include/flashptx.h, tile_counter): zeroed once; every call
+  // leaves it zero, and the calls here run one after another on one stream.
+  uint32_t* counter = nullptr;
+  struct CounterGuard { uint32_t*& p; ~CounterGuard() { cudaFree(p); } } counter_guard{counter};
+  CK(cudaMalloc(&counter, 8));
+  CK(cudaMemset(counter, 0, 8));
+  p.tile_counter = counter;
   CK(cudaDeviceSynchronize());
 
   auto params_for = [&](int i, float* l) {

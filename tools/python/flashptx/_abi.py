@@ -50,7 +50,7 @@ class FwdParams(ctypes.Structure):
                 [(n, _i64) for n in ("batch", "seqlen_q", "seqlen_k", "heads_q", "heads_kv", "head_dim")] +
                 _strides("q", "k", "v", "o") +
                 [(n, _int) for n in ("q_dtype", "k_dtype", "v_dtype", "o_dtype", "causal")] +
-                [("softmax_scale", _f32)])
+                [("softmax_scale", _f32), ("tile_counter", _p)])
 
 
 class BwdParams(ctypes.Structure):
@@ -246,6 +246,7 @@ def fwd_params(ptrs, shape_q, shape_k, strides, dtype, causal, softmax_scale):
     p.q_dtype, p.k_dtype, p.v_dtype, p.o_dtype = dq, dk, dv, do
     p.causal = 1 if causal else 0
     p.softmax_scale = softmax_scale
+    p.tile_counter = ptrs.get("tile_counter") or None
     return p
 
 

@@ -92,7 +92,13 @@ def _launch_fwd(q, k, v, out, lse, causal, softmax_scale):
     # With seqlen_k 0, k and v are never read but must not be NULL: any valid device pointer will do.
     kp = k.data_ptr() or q.data_ptr()
     vp = v.data_ptr() or q.data_ptr()
-    p = _abi.fwd_params({"q": q.data_ptr(), "k": kp, "v": vp, "o": out.data_ptr(), "lse": lse.data_ptr()},
+    # The dynamic schedule's counter (include/flashptx.h, tile_counter), where the plan can use it
+    # (causal d64): a fresh zeroed one per call, so that calls on other streams or in CUDA graphs
+    # never share one. Kept alive on the params until the call is queued; the stream-ordered
+    # allocator frees it after the kernel.
+    ctr = torch.zeros(2, dtype=torch.int32, device=q.device) if causal and q.shape[-1] == 64 else None
+    p = _abi.fwd_params({"q": q.data_ptr(), "k": kp, "v": vp, "o": out.data_ptr(), "lse": lse.data_ptr(),
+                         "tile_counter": ctr.data_ptr() if ctr is not None else None},
                         tuple(q.shape), tuple(k.shape),
                         {"q": _strides(q), "k": _strides(k), "v": _strides(v), "o": _strides(out)},
                         (_DTYPES[q.dtype], _DTYPES[k.dtype], _DTYPES[v.dtype], _DTYPES[out.dtype]),
