@@ -97,14 +97,16 @@ flashptx_status current_device(Device* d, std::string* err) {
 //         feed"); causal: fwd_d64_causal_choice below (128- or 192-row tiles, paired or not).
 //   d128: block_n 128 everywhere: with O staged in its own buffer (v4) it matches block_n 176 at 8k
 //         (617 vs 615 TFLOP/s) and beats it at 1k (551 vs 489).
-//   d256: one specialization (block_n 64, pingpong) and its paired twin.
+//   d256: one specialization (block_n 64, pingpong), its paired twin (causal up to 8k rows) and its
+//         persistent twin (non-causal up to 4k keys; both stage O in halves beside Q).
 // Schedule: persistent for non-causal masks where the kernel can loop (d64, d128). Causal masks: the
 // paired kernels (persistent CTAs over the paired static schedule, include/flashptx/tile_scheduler.h
 // paired_slot: units of tiles m and M-1-m, equal in cost; grid min(units, SMs)) for d128 at every
 // length, d64 where fwd_d64_causal_choice puts them first, and d256 up to 8k rows (+3-6% over one
 // CTA per tile; at 16k -5%: 3.9 units per CTA balance worse than the hardware's dispatch of 1024
-// LPT tiles); one CTA per tile in LPT order otherwise (d64 where the estimates say so, d256 from
-// 16k). The static round-robin of single causal tiles measured slower than one CTA per tile
+// LPT tiles; measured before O was staged in halves, which made the paired d256 kernel 2-12%
+// faster at 512-8k: 16k not measured again); one CTA per tile in LPT order otherwise (d64 where the
+// estimates say so, d256 from 16k). d256 non-causal: the persistent twin up to 4k keys. The static round-robin of single causal tiles measured slower than one CTA per tile
 // (tools/NOTES.md, v2).
 // d64 causal: the 128-row paired kernel, the 192-row paired kernel or the 192-row kernel one CTA per
 // tile, whichever finishes first by the makespan estimates of include/flashptx/tile_scheduler.h,
@@ -133,13 +135,22 @@ static FwdChoice fwd_choice(const flashptx_fwd_params& p, int sms) {
       return {192, false};
     return fwd_d64_causal_choice(p.seqlen_q, p.seqlen_k, p.heads_q, p.batch, sms);
   }
+  // d256 non-causal: the persistent twin up to 4k keys (O staged in halves: +2-10% at 512-2k, equal
+  // at 4k, 1-2% slower from 8k: tools/NOTES.md, "O in halves"), the plain kernel beyond.
+  if (p.head_dim == 256 && !p.causal) return {128, false, p.seqlen_k <= 4096};
   return {128, p.causal && (p.head_dim == 128 || (p.head_dim == 256 && p.seqlen_q <= 8192))};
 }
 
-static const KernelEntry* fwd_kernel_for(const flashptx_fwd_params& p, int block_m, bool paired) {
+// The row of (dtype, head dim, block_m, paired); where a head dim has a plain and a persistent
+// kernel of that shape (d256), `loop` picks between them.
+static const KernelEntry* fwd_kernel_for(const flashptx_fwd_params& p, int block_m, bool paired, bool loop = false) {
+  const KernelEntry* any = nullptr;
   for (const KernelEntry& k : fa3_fwd_kernels())
-    if (k.dtype == p.q_dtype && k.head_dim == p.head_dim && k.block_m == block_m && k.paired == paired) return &k;
-  return nullptr;
+    if (k.dtype == p.q_dtype && k.head_dim == p.head_dim && k.block_m == block_m && k.paired == paired) {
+      if (k.persistent == loop) return &k;
+      if (any == nullptr) any = &k;
+    }
+  return any;
 }
 
 // ---- FA4 forward (sm_100) --------------------------------------------------------------------------
@@ -222,7 +233,8 @@ flashptx_status plan_fwd(const flashptx_fwd_params& p, const FwdOptions& opt, co
   } else {
     const FwdChoice c = fwd_choice(p, std::max(dev.sm_count, 1));
     // A forced one-CTA-per-tile schedule takes the plain kernel (the paired ones only loop).
-    k = fwd_kernel_for(p, c.block_m, c.paired && opt.schedule != Schedule::kOnePerTile);
+    k = fwd_kernel_for(p, c.block_m, c.paired && opt.schedule != Schedule::kOnePerTile,
+                       c.loop && opt.schedule != Schedule::kOnePerTile);
     if (k == nullptr) {
       *err = "no forward kernel for head_dim " + std::to_string(p.head_dim) + " in this dtype";
       return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;

@@ -77,6 +77,7 @@ flashptx_status plan_fwd(const flashptx_fwd_params& p, const FwdOptions& opt, co
 struct FwdChoice {
   int block_m;
   bool paired;
+  bool loop = false;  // the persistent twin where a head dim has one (d256 non-causal)
 };
 FwdChoice fwd_d64_causal_choice(int64_t seqlen_q, int64_t seqlen_k, int64_t heads, int64_t batch, int sms);
 // The dynamic schedule's L2 section, in (batch, head) pairs (fa3::FwdParams::lpt_section).

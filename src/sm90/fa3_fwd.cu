@@ -17,14 +17,16 @@
 //              tile counter, longest-first in L2 sections), run when the caller passes a counter.
 //   d128_n128  128 x 128          2       2          yes       yes         own        225 KiB  (two Q slots)
 //   d256       128 x 64           2       2          yes       no          in Q       193 KiB
+//   d256_persistent  the d256 shape, persistent (non-causal up to 4k keys)  in halves  225 KiB
 // The two-consumer persistent and paired kernels take their tiles from the producer through shared
 // memory (the tile feed, FwdLayout::kTileFeed), and their warpgroup 0 computes the diagonal block 64
 // columns wide (Consumer::half_first): tools/NOTES.md, "The tile feed and the half-width diagonal".
 // Their producer walks one tile ahead (FwdLayout::kWalkAhead; not in d64_m128's non-causal loop):
 // tools/NOTES.md, "Walking ahead".
-// d256 non-causal: one tile per CTA. A persistent d256 kernel measured 2-5% slower than one tile
-// per CTA from 2k (and +2% at 512) even with the tile feed; its paired causal twin, with the feed,
-// +3-6% up to 8k and -5% at 16k (tools/NOTES.md). The token ring is on although
+// d256 non-causal: the persistent kernel up to 4k keys, one tile per CTA from 8k. With O in the Q
+// buffer a persistent d256 kernel had measured 2-5% slower than one tile per CTA from 2k (+2% at
+// 512); staging O in halves beside Q (FwdLayout::kOHalves) freed Q at the last QK: +10% at 512,
+// +6% at 1k, and +2-11% for the paired causal twin (tools/NOTES.md, "O in halves"). The token ring is on although
 // FA3's admission table disables it above head dim 128: measured faster (src/sm90/fa3_fwd_config.h).
 //
 // Variable-length batches (flashptx_fwd_varlen): the varlen twin of d64_m128, d128_n128 and d256
@@ -59,6 +61,8 @@ FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_bf16_d256_paired, flashptx::fa3::paired(fla
 FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_bf16_d64_m192_paired, flashptx::fa3::paired(flashptx::fa3::kD64M192))
 FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_fp16_d64_m192_paired, flashptx::fa3::paired(flashptx::fa3::fp16(flashptx::fa3::kD64M192)))
 FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_fp16_d256_paired, flashptx::fa3::paired(flashptx::fa3::fp16(flashptx::fa3::kD256)))
+FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_bf16_d256_persistent, flashptx::fa3::kD256Persistent)
+FLASHPTX_FA3_FWD_KERNEL(fa3_fwd_sm90_fp16_d256_persistent, flashptx::fa3::fp16(flashptx::fa3::kD256Persistent))
 
 #define FLASHPTX_FA3_FWD_VARLEN_KERNEL(name, config)                                                 \
   extern "C" __global__ void __launch_bounds__(flashptx::fa3::FwdLayout<config>::kThreads, 1)        \
@@ -112,6 +116,8 @@ std::span<const KernelEntry> fa3_fwd_kernels() {
       FLASHPTX_FA3_FWD_ROW(fa3_fwd_sm90_bf16_d64_m192_paired, paired(kD64M192)),
       FLASHPTX_FA3_FWD_ROW(fa3_fwd_sm90_fp16_d64_m192_paired, paired(fp16(kD64M192))),
       FLASHPTX_FA3_FWD_ROW(fa3_fwd_sm90_fp16_d256_paired, paired(fp16(kD256))),
+      FLASHPTX_FA3_FWD_ROW(fa3_fwd_sm90_bf16_d256_persistent, kD256Persistent),
+      FLASHPTX_FA3_FWD_ROW(fa3_fwd_sm90_fp16_d256_persistent, fp16(kD256Persistent)),
   };
   return rows;
 }

@@ -98,7 +98,7 @@ struct FwdSmem {
   __device__ __forceinline__ uint32_t q(uint32_t slot = 0) const { return base + L::kOffQ + slot * L::kQBytes; }
   __device__ __forceinline__ uint32_t k(uint32_t s) const { return base + L::kOffK + s * L::kKVBytes; }
   __device__ __forceinline__ uint32_t v(uint32_t s) const { return base + L::kOffV + s * L::kKVBytes; }
-  __device__ __forceinline__ uint32_t o() const { return L::kSeparateO ? base + L::kOffO : base + L::kOffQ; }
+  __device__ __forceinline__ uint32_t o() const { return L::kOBytes > 0 ? base + L::kOffO : base + L::kOffQ; }
   __device__ __forceinline__ uint32_t bar(uint32_t slot) const { return base + L::kOffBar + 8u * slot; }
   __device__ __forceinline__ uint32_t q_full(uint32_t slot = 0) const { return bar(L::kBarQFull + slot * L::kBarQStride); }
   __device__ __forceinline__ uint32_t q_empty(uint32_t slot = 0) const { return bar(L::kBarQEmpty + slot * L::kBarQStride); }
@@ -329,7 +329,7 @@ struct ReadRing {
 // TMA store has read the buffer (cp.async.bulk.wait_group.read 0, PTX ISA "cp.async.bulk.wait_group").
 template <FwdConfig C>
 struct QRelease {
-  static constexpr bool kAfterLastQK = FwdLayout<C>::kSeparateO;
+  static constexpr bool kAfterLastQK = FwdLayout<C>::kOBytes > 0;
   __device__ __forceinline__ static void after_last_qk(uint32_t q_empty, int lane) {
     if constexpr (kAfterLastQK) {
       if (lane == 0) ptx::mbarrier_arrive(q_empty);
@@ -798,6 +798,42 @@ struct Consumer {
     }
   }
 
+  // O in two halves through a buffer of half the Q tile (FwdLayout::kOHalves, d256 persistent): this
+  // warpgroup's columns [128 h, 128 h + 128) in round h, each round waiting until the previous
+  // store from the buffer (the previous round's, or the previous tile's last) has read it.
+  template <int kHalf>
+  __device__ __forceinline__ void store_o_half(const Tile& t, uint32_t s_o, const uint32_t (&unit_addr)[8],
+                                               int tid_in_wg) {
+    if (tid_in_wg == 0) ptx::cp_async_bulk_wait_group_read<0>();
+    ptx::bar_sync(kBarEpilogueWG0 + g, 128);
+#pragma unroll
+    for (int j = 0; j < kD / 16; ++j) {
+      constexpr int kFirst = kHalf * kD / 16;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int i = kFirst + j;
+        const uint32_t addr = unit_addr[i % 8] + (j / 8) * kBlockM * 128 + h * 8 * 128;
+        ptx::st_shared_b32(addr, pack2<C.bf16>(o[4 * i + 2 * h], o[4 * i + 2 * h + 1]));
+      }
+    }
+    ptx::fence_proxy_async_shared_cta();
+    ptx::bar_sync(kBarEpilogueWG0 + g, 128);
+    if (tid_in_wg == 0) {
+#pragma unroll
+      for (int c = 0; c < 2; ++c)
+        ptx::cp_async_bulk_tensor_4d_store(&p.tma_o, s_o + c * kBlockM * 128, (2 * kHalf + c) * 64,
+                                           t.m_block * kBlockM + 64 * g, t.head, t.batch);
+      ptx::cp_async_bulk_commit_group();
+    }
+  }
+  __device__ __forceinline__ void store_o_halves(const Tile& t, uint32_t s_o, int tid_in_wg) {
+    uint32_t unit_addr[8];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) unit_addr[u] = s_o + r0 * 128 + ((u ^ (r0 % 8)) * 16) + q4 * 4;
+    store_o_half<0>(t, s_o, unit_addr, tid_in_wg);
+    store_o_half<1>(t, s_o, unit_addr, tid_in_wg);
+  }
+
   __device__ __forceinline__ void epilogue(const Tile& t) {
     tr(trace::kEpilogueBegin, t.m_block);
     const int tid_in_wg = threadIdx.x % 128;
@@ -834,6 +870,11 @@ struct Consumer {
     // last QK has retired, and the other warpgroups read only their own rows), in the 128B-swizzled
     // layout of the O tensor map: row r at r*128 B, 16-byte unit u stored at u ^ (r % 8).
     const uint32_t s_o = sm.o() + 64 * g * 128;
+    if constexpr (L::kOHalves) {
+      store_o_halves(t, s_o, tid_in_wg);
+      tr(trace::kEpilogueEnd, t.m_block);
+      return;
+    }
     if constexpr (L::kSeparateO) {
       // The previous tile's store from this buffer must have read it before it is overwritten.
       if (tid_in_wg == 0) ptx::cp_async_bulk_wait_group_read<0>();

@@ -119,11 +119,19 @@ struct FwdLayout {
   // (their K/V stay in L2 better in the paired order, whose concurrent CTAs share few heads) and the
   // 192-row kernel mixed, so they keep the static schedule alone.
   static constexpr bool kDynamicWalk = C.paired && C.head_dim == 64 && C.consumer_wgs == 2;
+  // Where a whole O buffer does not fit (head dim 256), the persistent kernels stage O half at a time
+  // in a buffer of half the Q tile (each warpgroup 128 of its columns, stored, then the other 128),
+  // so that Q, as with kSeparateO, is free once the tile's last QK has retired and the next tile's Q
+  // loads under this tile's drain and epilogue. One-tile-per-CTA kernels keep O in the Q buffer.
+  static constexpr bool kOHalves =
+      !kSeparateO && C.persistent &&
+      kQBytes + kQBytes / 2 + 2 * C.stages * kKVBytes + 8 * kNumBarriers + 16 * kTileSlots + 1024 <= 227 * 1024;
+  static constexpr int kOBytes = kSeparateO ? kQBytes : (kOHalves ? kQBytes / 2 : 0);
   static constexpr int kOffQ = 0;  // + slot * kQBytes
   static constexpr int kOffK = kOffQ + kQSlots * kQBytes;
   static constexpr int kOffV = kOffK + C.stages * kKVBytes;
   static constexpr int kOffO = kOffV + C.stages * kKVBytes;
-  static constexpr int kOffBar = kOffO + (kSeparateO ? kQBytes : 0);
+  static constexpr int kOffBar = kOffO + kOBytes;
   static constexpr int kOffTile = kOffBar + 8 * kNumBarriers;  // tile-feed slots (16-byte aligned)
   static constexpr int kSmemBytes = kOffTile + 16 * kTileSlots + 1024;  // + alignment slack
 
@@ -146,10 +154,11 @@ struct FwdLayout {
   // q_empty: with O in its own buffer, every consumer warp arrives once the wait that retires the
   // tile's last QK has passed; with O in the Q buffer, every consumer warpgroup's storing thread
   // arrives once its TMA store has read the buffer.
-  static constexpr uint32_t kQEmptyArrivals = kSeparateO ? 4 * C.consumer_wgs : C.consumer_wgs;
+  static constexpr uint32_t kQEmptyArrivals = kOBytes > 0 ? 4 * C.consumer_wgs : C.consumer_wgs;
 
   static_assert(C.head_dim % 64 == 0 && C.head_dim <= 256, "head dims are multiples of 64 up to 256");
   static_assert(C.block_n % 16 == 0 && C.block_n <= 256, "block_n is a multiple of 16 (wgmma k16)");
+  static_assert(!kOHalves || (C.head_dim == 256 && !C.varlen), "O in halves: 2 of the 4 chunks per round (d256)");
   static_assert(C.consumer_wgs == 2 || C.consumer_wgs == 3, "two or three consumer warpgroups");
   static_assert(!C.pingpong || C.consumer_wgs >= 2, "pingpong needs two or three consumer warpgroups");
   static_assert(kOffTile % 16 == 0, "tile-feed slots are read with ld.shared.v4");
@@ -176,6 +185,12 @@ constexpr FwdConfig kD128N128 = {.head_dim = 128, .block_n = 128, .stages = 2, .
 // 128 x 80 without the ring (tools/NOTES.md, "Token ring at the tile edges").
 constexpr FwdConfig kD256 = {.head_dim = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2,
                              .pingpong = true, .persistent = false, .bf16 = true};
+// Its persistent twin (non-causal up to 4k keys): CTAs loop over the tiles with the tile feed and O
+// staged in halves (FwdLayout::kOHalves), so the next tile's Q loads under this tile's drain and
+// epilogue: +10% at 512, +6% at 1k, +2% at 2k, equal at 4k, 1-2% slower at 8k-16k on the H200
+// (tools/NOTES.md, "O in halves"), where the plain kernel keeps the launches.
+constexpr FwdConfig kD256Persistent = {.head_dim = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2,
+                                       .pingpong = true, .persistent = true, .bf16 = true};
 // The instrumented twin (src/sm90/fa3_fwd_trace*.cu): the same shape and protocol, its own
 // instantiation (compiled with FLASHPTX_TRACE) and register split (FwdLayout::kProducerRegs).
 constexpr FwdConfig traced(FwdConfig c) {

@@ -442,6 +442,34 @@ TEST_CASE("the paired 192-row kernel (d64): checked against fp64, then 1000 laun
   check_paired_cases(cases, 2, 7200);
 }
 
+TEST_CASE("the persistent d256 kernel (O staged in halves): checked against fp64, then 1000 launches bitwise equal") {
+  // Non-causal d256 up to 4k keys loops over tiles with O staged half at a time beside Q
+  // (FwdLayout::kOHalves). More tiles than SMs, so CTAs run several tiles and the next tile's Q
+  // loads under the previous tile's epilogue; a ragged last tile (1000 and 777 rows), GQA, and a
+  // shorter Q than K.
+  const Case cases[] = {{2, 1000, 1000, 16, 4, 256, false, FLASHPTX_BF16},
+                        {3, 777, 1333, 16, 16, 256, false, FLASHPTX_FP16}};
+  int sms = 0;
+  CUDA_REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  uint64_t seed = 7400;
+  for (const Case& c : cases) {
+    INFO(c.str());
+    check_case(c, seed);  // the fp64 rule on sampled rows, the release library bit for bit
+    Problem st(c, seed++);
+    flashptx_kernel_info info{};
+    REQUIRE(flashptx_fwd_kernel_info(&st.params, &info) == FLASHPTX_OK);
+    CHECK(std::string(info.symbol).find("_d256_persistent") != std::string::npos);
+    CHECK(std::string(info.schedule) == "persistent");
+    const int64_t tiles = (c.sq + 127) / 128 * c.hq * c.batch;
+    REQUIRE(tiles > sms);
+    CHECK(info.ctas == sms);
+    st.poison();
+    st.run();
+    const int mismatches = launches_differing(st, 1000, [&] { return flashptx_fwd(&st.params, nullptr); });
+    CHECK_MESSAGE(mismatches == 0, mismatches << " of 1000 launches differed from the first");
+  }
+}
+
 TEST_CASE("the dynamic schedule (d64 causal, a tile counter): fp64, equal to the static schedule, counter left zero, 1000 launches") {
   // The 128-row d64 paired kernel with tile_counter: tiles longest-first inside L2 sections, taken
   // from the counter by the CTA that frees first. Each tile is computed the same way whichever CTA

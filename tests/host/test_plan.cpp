@@ -147,6 +147,21 @@ TEST_CASE("the forward rule resolves every head dim, dtype and mask to a kernel 
   CHECK(plan_or_fail(problem(2, 8192, 8192, 8, 256, FLASHPTX_BF16, 1)).launch.grid.x == 132);  // paired
   CHECK(plan_or_fail(problem(1, 16384, 16384, 8, 256, FLASHPTX_BF16, 1)).launch.grid.x == 128 * 8);
   CHECK(plan_or_fail(problem(2, 8192, 8192, 8, 256, FLASHPTX_BF16, 0)).launch.grid.x == 64 * 8 * 2);
+  // d256 non-causal: the persistent twin up to 4k keys (O in halves), the plain kernel beyond; a
+  // forced one-CTA-per-tile schedule takes the plain kernel.
+  for (int64_t s : {512, 1024, 2048, 4096, 8192}) {
+    const auto pl = plan_or_fail(problem(16384 / s, s, s, 8, 256, FLASHPTX_BF16, 0));
+    INFO("s=" << s);
+    CHECK(std::string(pl.launch.kernel->name) ==
+          (s <= 4096 ? "fa3_fwd_sm90_bf16_d256_persistent" : "fa3_fwd_sm90_bf16_d256"));
+    CHECK(pl.launch.grid.x == (s <= 4096 ? 132u : static_cast<unsigned>(s / 128 * 8 * (16384 / s))));
+  }
+  {
+    flashptx::FwdOptions o;
+    o.schedule = flashptx::Schedule::kOnePerTile;
+    CHECK(std::string(plan_or_fail(problem(8, 2048, 2048, 8, 256, FLASHPTX_FP16, 0), o).launch.kernel->name) ==
+          "fa3_fwd_sm90_fp16_d256");
+  }
 }
 
 TEST_CASE("the dynamic schedule: with a tile counter, the d64 128-row paired kernel on min(tiles, SMs) CTAs") {
@@ -246,6 +261,7 @@ TEST_CASE("variant selection: a forced kernel and schedule, and every misuse nam
   wrong_d.kernel = "fa3_fwd_sm90_bf16_d64_m128";
   wrong_t.kernel = "fa3_fwd_sm90_fp16_d128_n128";
   persist256.schedule = flashptx::Schedule::kPersistent;
+  persist256.kernel = "fa3_fwd_sm90_bf16_d256";  // the plain d256 kernel (its persistent twin can loop)
   traced_no_buf.kernel = "fa3_fwd_sm90_bf16_d128_trace";
   static uint64_t fake_trace[4];
   buf_untraced.trace = fake_trace;
@@ -253,7 +269,7 @@ TEST_CASE("variant selection: a forced kernel and schedule, and every misuse nam
       {"unknown kernel", unknown, p, "no forward kernel named"},
       {"kernel of another head dim", wrong_d, p, "head_dim 64"},
       {"kernel of another dtype", wrong_t, p, "fp16"},
-      {"persistent schedule on d256", persist256, problem(1, 1000, 1000, 2, 256, FLASHPTX_BF16, 0), "cannot loop"},
+      {"persistent schedule on the plain d256 kernel", persist256, problem(1, 1000, 1000, 2, 256, FLASHPTX_BF16, 0), "cannot loop"},
       {"traced kernel without a buffer", traced_no_buf, p, "needs a trace buffer"},
       {"a buffer without the traced kernel", buf_untraced, p, "only for the traced kernel"},
       {"the paired kernel without a causal mask", paired_full, problem(2, 4096, 4096, 16, 128, FLASHPTX_BF16, 0),
@@ -300,9 +316,11 @@ TEST_CASE("the layout object: the shared-memory plan of every shipped forward fi
     // The tile feed: the paired kernels and the persistent ones of two consumer warpgroups (4
     // barriers, 32 B).
     const bool feed = k.paired || (k.persistent && k.consumer_wgs == 2);
-    // Two Q slots at d128 in the kernels with a feed (FwdLayout::kQSlots), each with its pair of barriers.
+    // Two Q slots at d128 in the kernels with a feed (FwdLayout::kQSlots), each with its pair of
+    // barriers; O in halves (a buffer of half of Q) in the persistent d256 kernels (kOHalves).
     const int q_slots = feed && k.head_dim == 128 ? 2 : 1;
-    CHECK(k.smem_bytes == q_slots * q + 2 * k.stages * kv + (separate_o ? q : 0) +
+    const bool halves = !separate_o && k.persistent;
+    CHECK(k.smem_bytes == q_slots * q + 2 * k.stages * kv + (separate_o ? q : (halves ? q / 2 : 0)) +
                               8 * (2 * q_slots + 4 * k.stages + (feed ? 4 : 0)) + (feed ? 32 : 0) + 1024);
   }
 }
