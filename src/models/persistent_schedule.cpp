@@ -45,31 +45,32 @@ std::vector<long> loads_round_robin(const CausalProblem& p, int grid) {
   return loads;
 }
 
-std::vector<long> loads_dispatch(const CausalProblem& p, int grid) {
-  // The hardware's dispatch of one CTA per tile, in blockIdx order, to the first free SM: the list
-  // schedule of scheduling_model.h over the tiles' costs.
+// The list schedule of the tiles in the order `at` gives (linear index -> tile) on `grid` CTAs: each
+// tile to the first CTA that frees (scheduling_model.h list_schedule).
+template <class Order>
+static std::vector<long> loads_in_order(const CausalProblem& p, int grid, Order at) {
   const int tiles = num_tiles(p.num_m_blocks, p.heads, p.batch);
   std::vector<int> costs(tiles), order(tiles);
   for (int i = 0; i < tiles; ++i) {
-    costs[i] = cost(p, tile_from_linear(i, p.num_m_blocks, p.heads, p.batch, true).m_block);
+    costs[i] = cost(p, at(i).m_block);
     order[i] = i;
   }
   const scheduling::ListSchedule ls = scheduling::list_schedule(costs, order, grid);
   return std::vector<long>(ls.loads.begin(), ls.loads.end());
 }
 
+std::vector<long> loads_dispatch(const CausalProblem& p, int grid) {
+  // The hardware's dispatch of one CTA per tile, in blockIdx order, to the first free SM.
+  return loads_in_order(p, grid, [&](int i) { return tile_from_linear(i, p.num_m_blocks, p.heads, p.batch, true); });
+}
+
 std::vector<long> loads_dynamic(const CausalProblem& p, int grid, int section) {
   // The kernel's CTAs start with tiles 0 .. grid-1 (blockIdx.x) and each later fetch hands the next
   // index to the CTA that asked first, i.e. the one that finished first: the list schedule of the
   // tiles in tile_from_linear_lpt order.
-  const int tiles = num_tiles(p.num_m_blocks, p.heads, p.batch);
-  std::vector<int> costs(tiles), order(tiles);
-  for (int i = 0; i < tiles; ++i) {
-    costs[i] = cost(p, tile_from_linear_lpt(i, p.num_m_blocks, p.heads, p.batch, section).m_block);
-    order[i] = i;
-  }
-  const scheduling::ListSchedule ls = scheduling::list_schedule(costs, order, grid);
-  return std::vector<long>(ls.loads.begin(), ls.loads.end());
+  return loads_in_order(p, grid, [&](int i) {
+    return tile_from_linear_lpt(i, p.num_m_blocks, p.heads, p.batch, section);
+  });
 }
 
 long lower_bound(const CausalProblem& p, int grid) {

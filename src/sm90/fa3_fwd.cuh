@@ -377,6 +377,18 @@ struct Producer {
     tr(ev_issue, (n << 8) | write.stage);
   }
 
+  // The r-th K/V block of tile t (right to left: block n_max - 1 - r) into the rings' next stage;
+  // the tile's Q after its first K, so that Q's latency hides behind K's.
+  __device__ __forceinline__ void load_block(const Tile& t, int r) {
+    const int n = t.n_max - 1 - r;
+    load_kv(&p.tma_k, sm.k(write.stage), sm.k_empty(write.stage), sm.k_full(write.stage), t, n,
+            "fa3 producer: k_empty", trace::kEmptyWaitK, trace::kTmaIssueK);
+    if (r == 0) load_q(t);
+    load_kv(&p.tma_v, sm.v(write.stage), sm.v_empty(write.stage), sm.v_full(write.stage), t, n,
+            "fa3 producer: v_empty", trace::kEmptyWaitV, trace::kTmaIssueV);
+    write.advance();
+  }
+
   // With a tile feed: the walk runs one tile ahead, in the shadow of the ring. The next tile is
   // found and published right after the current tile's first K, Q and V are issued, where the
   // producer would otherwise wait for a free stage; walked between tiles, it sat between the last
@@ -401,13 +413,7 @@ struct Producer {
         publish_or_end(feed, have_next, next);
       }
       for (int r = 0; r < t.n_max; ++r) {
-        const int n = t.n_max - 1 - r;
-        load_kv(&p.tma_k, sm.k(write.stage), sm.k_empty(write.stage), sm.k_full(write.stage), t, n,
-                "fa3 producer: k_empty", trace::kEmptyWaitK, trace::kTmaIssueK);
-        if (r == 0) load_q(t);
-        load_kv(&p.tma_v, sm.v(write.stage), sm.v_empty(write.stage), sm.v_full(write.stage), t, n,
-                "fa3 producer: v_empty", trace::kEmptyWaitV, trace::kTmaIssueV);
-        write.advance();
+        load_block(t, r);
         if (r == 0) {
           have_next = walk.next(p, vt, &next);
           publish_or_end(feed, have_next, next);
@@ -445,13 +451,7 @@ struct Producer {
       tr(trace::kTileBegin, t.index);
       if (t.n_max == 0) load_q(t);  // consumers still take (and release) the tile's Q buffer
       for (int r = 0; r < t.n_max; ++r) {
-        const int n = t.n_max - 1 - r;
-        load_kv(&p.tma_k, sm.k(write.stage), sm.k_empty(write.stage), sm.k_full(write.stage), t, n,
-                "fa3 producer: k_empty", trace::kEmptyWaitK, trace::kTmaIssueK);
-        if (r == 0) load_q(t);
-        load_kv(&p.tma_v, sm.v(write.stage), sm.v_empty(write.stage), sm.v_full(write.stage), t, n,
-                "fa3 producer: v_empty", trace::kEmptyWaitV, trace::kTmaIssueV);
-        write.advance();
+        load_block(t, r);
       }
       tr(trace::kTileEnd, t.index);
     }

@@ -14,6 +14,16 @@
 using namespace flashptx;
 using namespace flashptx::models::persistent;
 
+// A tile coordinate inside the problem's M x H x B tiles.
+static void require_in_range(const TileCoord& t, int M, int H, int B) {
+  REQUIRE(t.m_block >= 0);
+  REQUIRE(t.m_block < M);
+  REQUIRE(t.head >= 0);
+  REQUIRE(t.head < H);
+  REQUIRE(t.batch >= 0);
+  REQUIRE(t.batch < B);
+}
+
 TEST_SUITE("host models persistent schedule") {
   TEST_CASE("paired_slot covers every tile exactly once, for odd and even M and any grid") {
     for (int M : {1, 2, 3, 7, 8, 16})
@@ -31,12 +41,7 @@ TEST_SUITE("host models persistent schedule") {
                 if (s == SlotKind::kDone) break;
                 last_k = k;
                 if (s == SlotKind::kEmpty) { ++empty; continue; }
-                REQUIRE(t.m_block >= 0);
-                REQUIRE(t.m_block < M);
-                REQUIRE(t.head >= 0);
-                REQUIRE(t.head < H);
-                REQUIRE(t.batch >= 0);
-                REQUIRE(t.batch < B);
+                require_in_range(t, M, H, B);
                 ++seen[{t.m_block, t.head, t.batch}];
                 // a unit's two slots are consecutive: the long tile first, then m = M-1-long
                 if (k % 2 == 1) {
@@ -130,12 +135,7 @@ TEST_SUITE("host models persistent schedule") {
             int prev_m = M, prev_section = 0;
             for (int i = 0; i < M * pairs; ++i) {
               const TileCoord t = tile_from_linear_lpt(i, M, H, B, section);
-              REQUIRE(t.m_block >= 0);
-              REQUIRE(t.m_block < M);
-              REQUIRE(t.head >= 0);
-              REQUIRE(t.head < H);
-              REQUIRE(t.batch >= 0);
-              REQUIRE(t.batch < B);
+              require_in_range(t, M, H, B);
               ++seen[{t.m_block, t.head, t.batch}];
               const int s = (t.batch * H + t.head) / section;  // the pair's section
               CHECK(s >= prev_section);                        // sections in order
