@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -106,8 +105,8 @@ flashptx_status current_device(Device* d, std::string* err) {
 // CTA per tile; at 16k -5%: 3.9 units per CTA balance worse than the hardware's dispatch of 1024
 // LPT tiles; measured before O was staged in halves, which made the paired d256 kernel 2-12%
 // faster at 512-8k: 16k not measured again); one CTA per tile in LPT order otherwise (d64 where the
-// estimates say so, d256 from 16k). d256 non-causal: the persistent twin up to 4k keys. The static round-robin of single causal tiles measured slower than one CTA per tile
-// (tools/NOTES.md, v2).
+// estimates say so, d256 from 16k). d256 non-causal: the persistent twin up to 4k keys. The static
+// round-robin of single causal tiles measured slower than one CTA per tile (tools/NOTES.md, v2).
 // d64 causal: the 128-row paired kernel, the 192-row paired kernel or the 192-row kernel one CTA per
 // tile, whichever finishes first by the makespan estimates of include/flashptx/tile_scheduler.h,
 // a 192 x 128 block weighted 1.29 of a 128 x 128 one (the 192-row kernel's three consumers run a

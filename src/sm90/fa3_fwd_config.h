@@ -94,8 +94,9 @@ struct FwdLayout {
   static constexpr bool kTileFeed = C.persistent && (C.consumer_wgs == 2 || C.paired);
   static constexpr int kTileSlots = kTileFeed ? 2 : 0;
   // O is staged for its TMA store in a buffer of its own where it fits (the next tile's Q can then
-  // load while this tile drains); otherwise (head dim 256) in the Q buffer, which stays taken until
-  // the store has read it.
+  // load while this tile drains); otherwise (head dim 256) in halves beside Q in the persistent
+  // kernels (kOHalves, below), or in the Q buffer one tile per CTA, which stays taken until the store
+  // has read it.
   static constexpr bool kSeparateO =
       2 * kQBytes + 2 * C.stages * kKVBytes + 8 * (2 + 4 * C.stages + 2 * kTileSlots) + 1024 <= 227 * 1024;
   // The producer walks one tile ahead of its loads (Producer::run_walk_ahead) in the kernels with a
@@ -151,9 +152,9 @@ struct FwdLayout {
   static constexpr uint32_t kEmptyArrivals = 4 * C.consumer_wgs;
   static constexpr uint32_t kTileFullArrivals = 1;
   static constexpr uint32_t kTileEmptyArrivals = 4 * C.consumer_wgs;
-  // q_empty: with O in its own buffer, every consumer warp arrives once the wait that retires the
-  // tile's last QK has passed; with O in the Q buffer, every consumer warpgroup's storing thread
-  // arrives once its TMA store has read the buffer.
+  // q_empty: with O in its own buffer or in halves beside Q (kOBytes > 0), every consumer warp
+  // arrives once the wait that retires the tile's last QK has passed; with O in the Q buffer, every
+  // consumer warpgroup's storing thread arrives once its TMA store has read the buffer.
   static constexpr uint32_t kQEmptyArrivals = kOBytes > 0 ? 4 * C.consumer_wgs : C.consumer_wgs;
 
   static_assert(C.head_dim % 64 == 0 && C.head_dim <= 256, "head dims are multiples of 64 up to 256");

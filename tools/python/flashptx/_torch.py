@@ -94,8 +94,8 @@ def _launch_fwd(q, k, v, out, lse, causal, softmax_scale):
     vp = v.data_ptr() or q.data_ptr()
     # The dynamic schedule's counter (include/flashptx.h, tile_counter), where the plan can use it
     # (causal d64): a fresh zeroed one per call, so that calls on other streams or in CUDA graphs
-    # never share one. Kept alive on the params until the call is queued; the stream-ordered
-    # allocator frees it after the kernel.
+    # never share one. Alive until the call is queued; PyTorch's caching allocator hands its memory
+    # out again only in stream order, after the kernel. (Not yet run on the H200 through this layer.)
     ctr = torch.zeros(2, dtype=torch.int32, device=q.device) if causal and q.shape[-1] == 64 else None
     p = _abi.fwd_params({"q": q.data_ptr(), "k": kp, "v": vp, "o": out.data_ptr(), "lse": lse.data_ptr(),
                          "tile_counter": ctr.data_ptr() if ctr is not None else None},
