@@ -713,7 +713,7 @@ template <flashptx::fa3::FwdConfig C>
 void print_layout_row(std::FILE* o, const char* name) {
   using L = flashptx::fa3::FwdLayout<C>;
   std::fprintf(o, "%-10s %4d x %-4d %6d %6d %6d %7d %7s %8d  128*%d + %d*128*%d = %d\n", name, L::kBlockM, C.block_n,
-               C.stages, L::kQBytes / 1024, L::kKVBytes / 1024, L::kSmemBytes, L::kSeparateO ? "own" : "in Q",
+               C.stages, L::kQBytes / 1024, L::kKVBytes / 1024, L::kSmemBytes, L::kSeparateO ? "own" : (L::kOHalves ? "halves" : "in Q"),
                L::kNumBarriers, L::kProducerRegs, C.consumer_wgs, L::kConsumerRegs,
                128 * L::kProducerRegs + 128 * C.consumer_wgs * L::kConsumerRegs);
 }
@@ -721,13 +721,15 @@ void print_shipped_layouts(std::FILE* o) {
   using namespace flashptx::fa3;
   std::fprintf(o, "columns: tile = query rows x keys per block; stages = K/V ring depth; Q KiB = the Q tile;\n"
                   "         KV KiB = one K (or V) stage; smem B = dynamic shared memory requested (bytes); O stage =\n"
-                  "         where the output is staged (own buffer, or reusing Q's); barriers = mbarriers;\n"
+                  "         where the output is staged (own buffer, a half-size buffer in two rounds, or reusing\n"
+                  "         Q's); barriers = mbarriers (d128: two Q slots, 32 KiB each);\n"
                   "         registers = producer WG 128 x target + consumer WGs 128 x target = CTA total\n");
   std::fprintf(o, "kernel     tile        stages  Q KiB  KV KiB   smem B  O stage  barriers  registers (producer + consumers)\n");
   print_layout_row<kD64M128>(o, "d64_m128");
   print_layout_row<kD64M192>(o, "d64_m192");
   print_layout_row<kD128N128>(o, "d128_n128");
   print_layout_row<kD256>(o, "d256");
+  print_layout_row<kD256Persistent>(o, "d256_pers");
 }
 }  // namespace
 
