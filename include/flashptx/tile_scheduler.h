@@ -101,6 +101,20 @@ FLASHPTX_HD int heads_per_l2_section(long long seqlen_k, int d_qk, int d_v, int 
   return p;
 }
 
+// Longest first inside sections: `units` work units (heads, or (batch, head) pairs) of
+// num_m_blocks query blocks each, grouped `section` at a time (the last group may be narrower);
+// index `local` -> (m_block, unit) in the order: for section: for m_block descending: for unit in
+// section. The order both functions below hand out.
+FLASHPTX_HD void sectioned_lpt(int local, int num_m_blocks, int units, int section, int* m_block, int* unit) {
+  const int full_tiles = num_m_blocks * section;  // tiles in one full section
+  const int s = local / full_tiles;
+  const int u0 = s * section;
+  const int width = (units - u0) < section ? (units - u0) : section;
+  const int r = local - s * full_tiles;
+  *m_block = num_m_blocks - 1 - r / width;
+  *unit = u0 + r % width;
+}
+
 // The FA4 paper's L2-aware LPT hierarchy:
 //   for batch: for head_section: for m_block descending: for head in section
 // A residual section (heads % section) comes last in each batch. Linear index -> coordinate.
@@ -110,32 +124,19 @@ FLASHPTX_HD TileCoord tile_from_linear_sectioned(int idx, int num_m_blocks, int 
   const int per_batch = num_m_blocks * heads;
   TileCoord t;
   t.batch = idx / per_batch;
-  const int local = idx % per_batch;
-  const int full_tiles = num_m_blocks * section;  // tiles in one full section
-  const int s = local / full_tiles;
-  const int h0 = s * section;
-  const int width = (heads - h0) < section ? (heads - h0) : section;
-  const int r = local - s * full_tiles;
-  t.m_block = num_m_blocks - 1 - r / width;
-  t.head = h0 + r % width;
+  sectioned_lpt(idx % per_batch, num_m_blocks, heads, section, &t.m_block, &t.head);
   return t;
 }
 
-// The dynamic causal schedule's order: (batch, head) pairs in sections of `section` (K/V of a
-// section's pairs sized to stay in L2 together), and inside a section every pair's longest query
-// block first: for section: for m_block descending: for pair in section. A CTA that finishes a tile
-// takes the next index (an atomic counter), so the order is a greedy longest-first list schedule;
-// the last section's shortest tiles fill the tail.
+// The dynamic causal schedule's order: the same hierarchy over (batch, head) pairs instead of the
+// heads of one batch (K/V of a section's pairs sized to stay in L2 together): for section: for
+// m_block descending: for pair in section. A CTA that finishes a tile takes the next index (an
+// atomic counter), so the order is a greedy longest-first list schedule; the last section's
+// shortest tiles fill the tail.
 FLASHPTX_HD TileCoord tile_from_linear_lpt(int idx, int num_m_blocks, int heads, int batch, int section) {
-  const int pairs = heads * batch;
-  const int per_section = num_m_blocks * section;
-  const int s = idx / per_section;
-  const int bh0 = s * section;
-  const int width = (pairs - bh0) < section ? (pairs - bh0) : section;
-  const int r = idx - s * per_section;
-  const int bh = bh0 + r % width;
+  int bh = 0;
   TileCoord t;
-  t.m_block = num_m_blocks - 1 - r / width;
+  sectioned_lpt(idx, num_m_blocks, heads * batch, section, &t.m_block, &bh);
   t.head = bh % heads;
   t.batch = bh / heads;
   return t;
