@@ -401,22 +401,24 @@ TEST_CASE("determinism: repeated runs are bitwise equal; 1000-launch race stress
   CHECK_MESSAGE(mismatches == 0, mismatches << " of 1000 launches differed from the first");
 }
 
-// The paired kernels' test: each case against fp64 (and the release library bit for bit), the
-// plan's choice (a paired kernel, one CTA per SM: more units than SMs), then 1000 launches bitwise
-// equal to the first.
-static void check_paired_cases(const Case* cases, int n, uint64_t seed) {
+// The looping kernels' test (the paired kernels, the persistent d256 kernel): each case against fp64
+// (and the release library bit for bit), the plan's choice (a kernel whose name holds `kernel`,
+// persistent, one CTA per SM: more work units than SMs), then 1000 launches bitwise equal to the
+// first.
+static void check_looping_cases(const Case* cases, int n, uint64_t seed, const char* kernel) {
   for (int i = 0; i < n; ++i) {
     const Case& c = cases[i];
-    INFO("d=" << c.d << " s=" << c.sq);
+    INFO(c.str());
     check_case(c, seed);  // the suite's fp64 rule on sampled rows, and the release library bit for bit
     Problem st(c, seed++);
     flashptx_kernel_info info{};
     REQUIRE(flashptx_fwd_kernel_info(&st.params, &info) == FLASHPTX_OK);
-    CHECK(std::string(info.symbol).find("_paired") != std::string::npos);
+    CHECK(std::string(info.symbol).find(kernel) != std::string::npos);
     CHECK(std::string(info.schedule) == "persistent");
     int sms = 0;
     CUDA_REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    CHECK(info.ctas == sms);  // more units than SMs
+    CHECK(info.tiles > sms);
+    CHECK(info.ctas == sms);  // more work units than SMs
     st.poison();
     st.run();
     const int mismatches = launches_differing(st, 1000, [&] { return flashptx_fwd(&st.params, nullptr); });
@@ -431,7 +433,7 @@ TEST_CASE("the paired causal schedule: checked against fp64, then 1000 launches 
   const Case cases[] = {{2, 830, 830, 32, 32, 64, true, FLASHPTX_BF16},
                         {2, 1000, 1000, 32, 8, 128, true, FLASHPTX_FP16},
                         {2, 1100, 1100, 16, 16, 256, true, FLASHPTX_BF16}};
-  check_paired_cases(cases, 3, 7100);
+  check_looping_cases(cases, 3, 7100, "_paired");
 }
 
 TEST_CASE("the paired 192-row kernel (d64): checked against fp64, then 1000 launches bitwise equal") {
@@ -439,7 +441,7 @@ TEST_CASE("the paired 192-row kernel (d64): checked against fp64, then 1000 laun
   // makespan estimates choose this kernel here (src/plan.cpp, fwd_d64_causal_choice).
   const Case cases[] = {{2, 1500, 1500, 32, 32, 64, true, FLASHPTX_BF16},
                         {2, 1500, 1500, 32, 32, 64, true, FLASHPTX_FP16}};
-  check_paired_cases(cases, 2, 7200);
+  check_looping_cases(cases, 2, 7200, "_paired");
 }
 
 TEST_CASE("the persistent d256 kernel (O staged in halves): checked against fp64, then 1000 launches bitwise equal") {
@@ -449,25 +451,7 @@ TEST_CASE("the persistent d256 kernel (O staged in halves): checked against fp64
   // shorter Q than K.
   const Case cases[] = {{2, 1000, 1000, 16, 4, 256, false, FLASHPTX_BF16},
                         {3, 777, 1333, 16, 16, 256, false, FLASHPTX_FP16}};
-  int sms = 0;
-  CUDA_REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  uint64_t seed = 7400;
-  for (const Case& c : cases) {
-    INFO(c.str());
-    check_case(c, seed);  // the fp64 rule on sampled rows, the release library bit for bit
-    Problem st(c, seed++);
-    flashptx_kernel_info info{};
-    REQUIRE(flashptx_fwd_kernel_info(&st.params, &info) == FLASHPTX_OK);
-    CHECK(std::string(info.symbol).find("_d256_persistent") != std::string::npos);
-    CHECK(std::string(info.schedule) == "persistent");
-    const int64_t tiles = (c.sq + 127) / 128 * c.hq * c.batch;
-    REQUIRE(tiles > sms);
-    CHECK(info.ctas == sms);
-    st.poison();
-    st.run();
-    const int mismatches = launches_differing(st, 1000, [&] { return flashptx_fwd(&st.params, nullptr); });
-    CHECK_MESSAGE(mismatches == 0, mismatches << " of 1000 launches differed from the first");
-  }
+  check_looping_cases(cases, 2, 7400, "_d256_persistent");
 }
 
 TEST_CASE("the dynamic schedule (d64 causal, a tile counter): fp64, equal to the static schedule, counter left zero, 1000 launches") {
