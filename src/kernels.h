@@ -54,6 +54,7 @@ const KernelEntry* kernel_by_name(std::string_view name);
 std::span<const KernelEntry> fa3_fwd_kernels();
 std::span<const KernelEntry> fa3_fwd_traced_kernels();
 std::span<const KernelEntry> fa3_fwd_traced_paired_kernels();
+std::span<const KernelEntry> fa3_fwd_traced_d64_kernels();
 std::span<const KernelEntry> fa3_fwd_varlen_kernels();
 std::span<const KernelEntry> fa3_bwd_kernels();
 std::span<const KernelEntry> fa4_fwd_kernels();

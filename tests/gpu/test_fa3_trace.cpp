@@ -1,5 +1,5 @@
 // The instrumented build (`flashptx trace`) computes what the release build computes: the
-// same bf16 head-dim-128 problem through flashptx_fwd and through the traced kernel (selected by
+// same bf16 problem through flashptx_fwd (or a named release kernel) and through the traced kernel (selected by
 // name with the internal API, src/internal.h) gives bitwise equal O and LSE, and the trace buffer
 // holds stamps for the traced CTAs.
 #include <doctest/doctest.h>
@@ -40,15 +40,17 @@ std::vector<Record> records(const std::vector<uint64_t>& t, int cta, int lane) {
     r.push_back({base[2 + 2 * i], static_cast<uint32_t>(base[3 + 2 * i] >> 32), static_cast<uint32_t>(base[3 + 2 * i])});
   return r;
 }
-// One bf16 d128 problem (b x s x h), its buffers, and the comparison of the release library's call
-// with a traced kernel's: O and LSE bitwise equal, no poisoned element left; returns the trace.
+// One bf16 problem (b x s x h, head dim d), its buffers, and the comparison of the release library's
+// call (or of a release kernel named by `release`) with a traced kernel's: O and LSE bitwise equal, no
+// poisoned element left; returns the trace.
 struct TracedRun {
-  int64_t b, s, h, d = 128;
+  int64_t b, s, h, d;
   size_t n;
   void *q = nullptr, *k = nullptr, *v = nullptr, *o1 = nullptr, *o2 = nullptr;
   float *l1 = nullptr, *l2 = nullptr;
   uint64_t* trace = nullptr;
-  TracedRun(int64_t b_, int64_t s_, int64_t h_, uint64_t seed) : b(b_), s(s_), h(h_), n(static_cast<size_t>(b_ * s_ * h_ * 128)) {
+  TracedRun(int64_t b_, int64_t s_, int64_t h_, uint64_t seed, int64_t d_ = 128)
+      : b(b_), s(s_), h(h_), d(d_), n(static_cast<size_t>(b_ * s_ * h_ * d_)) {
     CUDA_REQUIRE(cudaMalloc(&q, n * 2));
     CUDA_REQUIRE(cudaMalloc(&k, n * 2));
     CUDA_REQUIRE(cudaMalloc(&v, n * 2));
@@ -64,13 +66,19 @@ struct TracedRun {
   ~TracedRun() {
     for (void* x : {q, k, v, o1, o2, static_cast<void*>(l1), static_cast<void*>(l2), static_cast<void*>(trace)}) cudaFree(x);
   }
-  std::vector<uint64_t> compare(int causal, const char* kernel) {
+  std::vector<uint64_t> compare(int causal, const char* kernel, const char* release = nullptr) {
     CUDA_REQUIRE(cudaMemset(o1, 0xFF, n * 2));
     CUDA_REQUIRE(cudaMemset(o2, 0xFF, n * 2));
     CUDA_REQUIRE(cudaMemset(trace, 0, sizeof(uint64_t) * flashptx::trace::kWordsTotal));
     flashptx_fwd_params p;
     flashptx_fwd_params_contiguous(&p, q, k, v, o1, l1, b, s, s, h, h, d, FLASHPTX_BF16, causal);
-    REQUIRE_MESSAGE(flashptx_fwd(&p, nullptr) == FLASHPTX_OK, flashptx_last_error());
+    if (release == nullptr) {
+      REQUIRE_MESSAGE(flashptx_fwd(&p, nullptr) == FLASHPTX_OK, flashptx_last_error());
+    } else {
+      flashptx::FwdOptions opt;
+      opt.kernel = release;
+      REQUIRE_MESSAGE(flashptx::fwd(&p, opt, nullptr) == FLASHPTX_OK, flashptx_last_error());
+    }
     p.o = o2;
     p.lse = l2;
     REQUIRE_MESSAGE(traced_fwd(&p, trace, kernel) == FLASHPTX_OK, flashptx_last_error());
@@ -135,6 +143,19 @@ TEST_CASE("the paired causal kernel, traced: the release output bit for bit, and
     REQUIRE(first_epilogue_end > 0);
     CHECK_MESSAGE(second_tile_k < first_epilogue_end, "the second tile's first K load at clock " << second_tile_k
                       << ", the first tile's epilogue ended at " << first_epilogue_end);
+  }
+}
+
+TEST_CASE("the d64 paired causal kernel, traced: the release kernel's output bit for bit, and stamps in every lane") {
+  // 4 x 512 x 32 heads, causal: 512 tiles on the 128-row d64 paired kernel (its static schedule here:
+  // no tile counter), traced and release, against each other.
+  TracedRun run(4, 512, 32, 31, 64);
+  const std::vector<uint64_t> t =
+      run.compare(1, "fa3_fwd_sm90_bf16_d64_paired_trace", "fa3_fwd_sm90_bf16_d64_m128_paired");
+  for (int lane = 0; lane < 3; ++lane) {
+    const auto r = records(t, 0, lane);
+    CHECK_MESSAGE(r.size() > 4, "lane " << lane << " recorded " << r.size() << " stamps");
+    for (size_t i = 1; i < r.size(); ++i) REQUIRE(r[i].clock >= r[i - 1].clock);
   }
 }
 

@@ -439,7 +439,10 @@ TEST_CASE("trace: the traced kernel's shapes only; --from-json takes no GPU opti
   CHECK(t.hdim == 128);
   CHECK(t.heads_kv == 16);
   CHECK(t.out == "trace.svg");
-  check_error(trace({"--hdim", "64"}, &t), "trace", "--hdim must be one of 128, got 64");
+  check_error(trace({"--hdim", "256"}, &t), "trace", "--hdim must be one of 128, 64, got 256");
+  // d64 has a traced kernel for causal masks only (the 128-row paired kernel).
+  check_error(trace({"--hdim", "64"}, &t), "trace", "no traced kernel for --hdim 64 --dtype bf16 without --causal");
+  REQUIRE(trace({"--hdim", "64", "--causal", "--seqlen", "512", "--batch", "4", "--heads", "32"}, &t).run());
   check_error(trace({"--dtype", "fp16"}, &t), "trace", "--dtype must be one of bf16, got 'fp16'");
   check_error(trace({"--window-us", "5"}, &t), "trace", "--window-us needs 2 values (T0 T1)");
   check_error(trace({"--from-json", "t.json", "--window-us", "5", "3"}, &t), "trace", "--window-us needs T0 < T1");

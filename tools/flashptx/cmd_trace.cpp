@@ -41,8 +41,9 @@ namespace {
 
 // The traced kernels are rows of the kernel table like any other, selected by name through the
 // library's internal API (src/internal.h), with the trace buffer they need. A causal mask takes the
-// paired persistent kernel (the plan's choice for causal d128): its CTAs walk several tiles, and the
-// trace shows one tile's start under the previous tile's end.
+// paired persistent kernel (the plan's choice for causal d128 and for d64 up to 2k rows): its CTAs
+// walk several tiles, and the trace shows one tile's start under the previous tile's end. d64 has a
+// causal traced kernel only (the 128-row paired one, src/sm90/fa3_fwd_trace_d64.cu).
 const KernelEntry* traced_kernel(int64_t hdim, const std::string& dtype, bool causal) {
   for (const KernelEntry& k : kernel_table())
     if (k.family == Family::kFa3FwdTraced && k.head_dim == hdim && (k.dtype == FLASHPTX_FP16) == (dtype == "fp16") &&
@@ -157,7 +158,9 @@ Parsed parse_trace_args(int argc, const char* const* argv, TraceArgs* a) {
                    std::to_string(a->heads_kv));
   // The shape as the library will check it, for the traced kernel (stand-in pointers, no CUDA call).
   const KernelEntry* k = traced_kernel(a->hdim, a->dtype, a->causal);
-  if (k == nullptr) return o.error("no traced kernel for --hdim " + std::to_string(a->hdim) + " --dtype " + a->dtype);
+  if (k == nullptr)
+    return o.error("no traced kernel for --hdim " + std::to_string(a->hdim) + " --dtype " + a->dtype +
+                   (a->causal ? " --causal" : " without --causal"));
   alignas(16) static unsigned char stand_in[4][16];
   static uint64_t stand_in_trace[1];
   flashptx_fwd_params fp;
@@ -203,6 +206,7 @@ int cmd_trace(int argc, char** argv) {
   void *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr;
   uint64_t* tb = nullptr;
   float* ro = nullptr;
+  unsigned* ctr = nullptr;  // the dynamic schedule's tile counter, for a traced kernel that has it
   int rc = 1;
   auto ck = [](cudaError_t e, const char* what) {
     if (e != cudaSuccess) std::fprintf(stderr, "flashptx trace: %s: %s\n", what, cudaGetErrorString(e));
@@ -219,6 +223,15 @@ int cmd_trace(int argc, char** argv) {
       break;
     flashptx_fwd_params p;
     flashptx_fwd_params_contiguous(&p, q, k, v, o, nullptr, batch, seqlen, seqlen, heads, heads_kv, hdim, dt, causal);
+    // A traced kernel with the dynamic schedule (FwdLayout::kDynamicWalk) runs it, as its release twin
+    // does in the benchmarks: the caller's zeroed counter (include/flashptx.h, tile_counter), which
+    // every call leaves zero.
+    if (traced_kernel(hdim, dtype, causal)->dynamic) {
+      if (!ck(cudaMalloc(&ctr, 2 * sizeof(unsigned)), "cudaMalloc tile counter") ||
+          !ck(cudaMemset(ctr, 0, 2 * sizeof(unsigned)), "zero tile counter"))
+        break;
+      p.tile_counter = ctr;
+    }
     // one untraced call first: module load and clocks ramp outside the trace
     flashptx_status st = flashptx_fwd(&p, 0);
     if (st != FLASHPTX_OK) { std::fprintf(stderr, "flashptx trace: flashptx_fwd: %s: %s\n", flashptx_status_name(st), flashptx_last_error()); break; }
@@ -262,6 +275,6 @@ int cmd_trace(int argc, char** argv) {
     std::printf("raw trace written to %s\n", json_out.c_str());
     rc = render(raw, ctas, out, a.window_us);
   } while (false);
-  cudaFree(q); cudaFree(k); cudaFree(v); cudaFree(o); cudaFree(tb); cudaFree(ro);
+  cudaFree(q); cudaFree(k); cudaFree(v); cudaFree(o); cudaFree(tb); cudaFree(ro); cudaFree(ctr);
   return rc;
 }

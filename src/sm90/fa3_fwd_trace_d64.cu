@@ -1,0 +1,35 @@
+// The instrumented build of the 128-row d64 paired causal FA3 forward (bf16) behind
+// `flashptx trace --hdim 64 --causal`: the same source and configuration as the release kernel
+// fa3_fwd_sm90_bf16_d64_m128_paired (persistent CTAs over the paired causal schedule, or, with a
+// tile counter, the dynamic schedule: FwdLayout::kDynamicWalk), compiled with FLASHPTX_TRACE=1
+// (include/flashptx/trace.h), so that the timeline shows where a short causal tile's time goes
+// (d64 causal 512-2k, the grid's weakest points against cuDNN: tools/NOTES.md). In its own
+// translation unit, as the d128 traced kernels are (src/sm90/fa3_fwd_trace_paired.cu says why).
+// A row of the kernel table, family kFa3FwdTraced.
+#define FLASHPTX_TRACE 1
+#include "src/kernels.h"
+#include "src/sm90/fa3_fwd.cuh"
+
+namespace flashptx::fa3 {
+constexpr FwdConfig kTracedD64M128Paired = traced(paired(kD64M128));  // the release configuration, traced
+}  // namespace flashptx::fa3
+
+extern "C" __global__ void __launch_bounds__(flashptx::fa3::FwdLayout<flashptx::fa3::kTracedD64M128Paired>::kThreads, 1)
+    fa3_fwd_sm90_bf16_d64_paired_trace(const __grid_constant__ flashptx::fa3::FwdParams p) {
+  flashptx::fa3::fwd_kernel_body<flashptx::fa3::kTracedD64M128Paired>(p);
+}
+
+namespace flashptx {
+
+std::span<const KernelEntry> fa3_fwd_traced_d64_kernels() {
+  using L = fa3::FwdLayout<fa3::kTracedD64M128Paired>;
+  constexpr fa3::FwdConfig C = fa3::kTracedD64M128Paired;
+  static const KernelEntry rows[] = {
+      {"fa3_fwd_sm90_bf16_d64_paired_trace", Family::kFa3FwdTraced, FLASHPTX_BF16, C.head_dim, L::kBlockM, C.block_n,
+       C.stages, C.consumer_wgs, C.pingpong, C.persistent, L::kThreads, L::kSmemBytes,
+       reinterpret_cast<const void*>(&fa3_fwd_sm90_bf16_d64_paired_trace), 1, C.paired, L::kDynamicWalk},
+  };
+  return rows;
+}
+
+}  // namespace flashptx
