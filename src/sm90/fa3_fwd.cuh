@@ -466,6 +466,16 @@ struct Consumer {
   using L = FwdLayout<C>;
   using Tokens = TokenRing<(C.consumer_wgs >= 2 ? C.consumer_wgs : 2)>;
   static constexpr int kD = C.head_dim, kBlockN = C.block_n, kBlockM = L::kBlockM;
+  // The deferred epilogue (the 128-row d64 paired kernel): a tile's O is normalised (and its LSE
+  // written) when the tile ends, but staged in shared memory and stored only once the next tile's
+  // QK(0) is issued, so that the next tile's first GEMM follows this tile's drain without the
+  // staging's barriers and stores in between, and the staging runs under QK(0). O's own buffer
+  // (kSeparateO) stages it, as before; the previous tile's O waits in 32 registers. Measured on the
+  // H200 (tools/NOTES.md, "Where a short d64 causal tile's time goes, and the deferred epilogue"):
+  // d64 causal 1k-2k +1-1.7%, 512 equal; in the 128-row non-causal loop -3 to -6% (512-1k) and at
+  // d128 -1 to -2.5%, where it is not compiled.
+  static constexpr bool kDeferEpilogue =
+      C.paired && C.head_dim == 64 && C.consumer_wgs == 2 && L::kTileFeed && L::kSeparateO && !C.varlen;
 
   const FwdParams& p;
   const FwdSmem<C>& sm;
@@ -492,6 +502,11 @@ struct Consumer {
   float s_acc[kBlockN / 2];        // S, then P in fp32
   uint32_t pfrag[kBlockN / 16][4];  // P as the RS A fragment
   float row_max[2], row_sum[2];    // row_sum: per-thread partial sums, reduced across the quad at the end
+  // The deferred epilogue (kDeferEpilogue): the previous tile's normalised O, staged and stored under
+  // this tile's QK(0).
+  float o_prev[kDeferEpilogue ? kD / 2 : 1];
+  Tile prev;
+  bool have_prev = false;
   ReadRing<C.stages> k_ring, v_ring;
   int row0 = 0;                    // global query row of r0 in the current tile
 
@@ -710,6 +725,7 @@ struct Consumer {
     take_token();
     issue_qk<kCols>(k_ring.at.stage, n);
     pass_token();
+    store_prev();  // the deferred epilogue's staging and store, under QK(0)
     retire_qk<0>(n);
     k_ring.release(sm.k_empty(k_ring.at.stage), lane, tr, trace::kReleaseK);  // QK(0) retired
     if (t.n_max == 1) QRelease<C>::after_last_qk(sm.q_empty(q_slot), lane);
@@ -834,6 +850,65 @@ struct Consumer {
     store_o_half<1>(t, s_o, unit_addr, tid_in_wg);
   }
 
+  // This warpgroup's O tile (src, normalised) -> its rows of the staging buffer (the Q buffer for
+  // head dim 256: its last QK has retired, and the other warpgroups read only their own rows), in
+  // the 128B-swizzled layout of the O tensor map: row r at r*128 B, 16-byte unit u stored at
+  // u ^ (r % 8); then the TMA store.
+  __device__ __forceinline__ void stage_o(const Tile& t, const float (&src)[kD / 2], int tid_in_wg) {
+    const uint32_t s_o = sm.o() + 64 * g * 128;
+    if constexpr (L::kOHalves) {
+      store_o_halves(t, s_o, tid_in_wg);
+      return;
+    }
+    if constexpr (L::kSeparateO) {
+      // The previous tile's store from this buffer must have read it before it is overwritten.
+      if (tid_in_wg == 0) ptx::cp_async_bulk_wait_group_read<0>();
+      ptx::bar_sync(kBarEpilogueWG0 + g, 128);
+    }
+    // Rows r0 and r0 + 8 share r % 8, so the thread's 2 x kD/8 stores use eight unit addresses, each
+    // plus a constant (chunk, row + 8): eight registers, not one per store.
+    uint32_t unit_addr[8];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) unit_addr[u] = s_o + r0 * 128 + ((u ^ (r0 % 8)) * 16) + q4 * 4;
+#pragma unroll
+    for (int i = 0; i < kD / 8; ++i) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t addr = unit_addr[i % 8] + (i / 8) * kBlockM * 128 + h * 8 * 128;
+        ptx::st_shared_b32(addr, pack2<C.bf16>(src[4 * i + 2 * h], src[4 * i + 2 * h + 1]));
+      }
+    }
+    // Generic-proxy writes -> async-proxy read by the TMA store: fence in every writer, then the
+    // warpgroup's own barrier, then one thread stores (PTX ISA "Memory Consistency Model: proxies").
+    ptx::fence_proxy_async_shared_cta();
+    ptx::bar_sync(kBarEpilogueWG0 + g, 128);
+    if (tid_in_wg == 0) {
+      for (int c = 0; c < L::kChunks; ++c) {
+        // (Spelled out per flavour: through q_coord, the fixed-length kernels' schedule changed.)
+        if constexpr (C.varlen)
+          ptx::cp_async_bulk_tensor_4d_store(&p.tma_o, s_o + c * kBlockM * 128, c * 64,
+                                             t.q_row0 + t.m_block * kBlockM + 64 * g, t.head, t.batch);
+        else
+          ptx::cp_async_bulk_tensor_4d_store(&p.tma_o, s_o + c * kBlockM * 128, c * 64, t.m_block * kBlockM + 64 * g,
+                                             t.head, t.batch);
+      }
+      ptx::cp_async_bulk_commit_group();
+      QRelease<C>::after_store(sm.q_empty());
+    }
+  }
+  // The deferred epilogue's second half: the previous tile's O staged and stored (kDeferEpilogue),
+  // called under the next tile's QK(0), where a warpgroup sees no block of the next tile, and after
+  // the CTA's last tile. The staging's barriers are per warpgroup (kBarEpilogueWG0 + g), so the
+  // token ring and the other warpgroup are untouched by where it runs.
+  __device__ __forceinline__ void store_prev() {
+    if constexpr (kDeferEpilogue) {
+      if (have_prev) {
+        stage_o(prev, o_prev, threadIdx.x % 128);
+        have_prev = false;
+      }
+    }
+  }
+
   __device__ __forceinline__ void epilogue(const Tile& t) {
     tr(trace::kEpilogueBegin, t.m_block);
     const int tid_in_wg = threadIdx.x % 128;
@@ -866,50 +941,16 @@ struct Consumer {
         return;
       }
     }
-    // This warpgroup's O tile -> its rows of the staging buffer (the Q buffer for head dim 256: its
-    // last QK has retired, and the other warpgroups read only their own rows), in the 128B-swizzled
-    // layout of the O tensor map: row r at r*128 B, 16-byte unit u stored at u ^ (r % 8).
-    const uint32_t s_o = sm.o() + 64 * g * 128;
-    if constexpr (L::kOHalves) {
-      store_o_halves(t, s_o, tid_in_wg);
+    if constexpr (kDeferEpilogue) {
+      // Staged under the next tile's QK(0) (store_prev), or after the CTA's last tile.
+#pragma unroll
+      for (int x = 0; x < kD / 2; ++x) o_prev[x] = o[x];
+      prev = t;
+      have_prev = true;
       tr(trace::kEpilogueEnd, t.m_block);
       return;
     }
-    if constexpr (L::kSeparateO) {
-      // The previous tile's store from this buffer must have read it before it is overwritten.
-      if (tid_in_wg == 0) ptx::cp_async_bulk_wait_group_read<0>();
-      ptx::bar_sync(kBarEpilogueWG0 + g, 128);
-    }
-    // Rows r0 and r0 + 8 share r % 8, so the thread's 2 x kD/8 stores use eight unit addresses, each
-    // plus a constant (chunk, row + 8): eight registers, not one per store.
-    uint32_t unit_addr[8];
-#pragma unroll
-    for (int u = 0; u < 8; ++u) unit_addr[u] = s_o + r0 * 128 + ((u ^ (r0 % 8)) * 16) + q4 * 4;
-#pragma unroll
-    for (int i = 0; i < kD / 8; ++i) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const uint32_t addr = unit_addr[i % 8] + (i / 8) * kBlockM * 128 + h * 8 * 128;
-        ptx::st_shared_b32(addr, pack2<C.bf16>(o[4 * i + 2 * h], o[4 * i + 2 * h + 1]));
-      }
-    }
-    // Generic-proxy writes -> async-proxy read by the TMA store: fence in every writer, then the
-    // warpgroup's own barrier, then one thread stores (PTX ISA "Memory Consistency Model: proxies").
-    ptx::fence_proxy_async_shared_cta();
-    ptx::bar_sync(kBarEpilogueWG0 + g, 128);
-    if (tid_in_wg == 0) {
-      for (int c = 0; c < L::kChunks; ++c) {
-        // (Spelled out per flavour: through q_coord, the fixed-length kernels' schedule changed.)
-        if constexpr (C.varlen)
-          ptx::cp_async_bulk_tensor_4d_store(&p.tma_o, s_o + c * kBlockM * 128, c * 64,
-                                             t.q_row0 + t.m_block * kBlockM + 64 * g, t.head, t.batch);
-        else
-          ptx::cp_async_bulk_tensor_4d_store(&p.tma_o, s_o + c * kBlockM * 128, c * 64, t.m_block * kBlockM + 64 * g,
-                                             t.head, t.batch);
-      }
-      ptx::cp_async_bulk_commit_group();
-      QRelease<C>::after_store(sm.q_empty());
-    }
+    stage_o(t, o, tid_in_wg);
     tr(trace::kEpilogueEnd, t.m_block);
   }
 
@@ -976,12 +1017,14 @@ struct Consumer {
         // No admissible key for any row of this warpgroup (causal, seqlen_q > seqlen_k, or rows past
         // the sequence's end): O = 0, LSE = -inf.
         QRelease<C>::after_last_qk(sm.q_empty(q_slot), lane);  // Q was loaded but has no reader here
+        store_prev();  // (no QK(0) here to hide it under)
 #pragma unroll
         for (int x = 0; x < kD / 2; ++x) o[x] = 0.f;
       }
       epilogue(t);
       tr(trace::kTileEnd, t.index);
     }
+    store_prev();  // the deferred epilogue of the CTA's last tile
     // The last store's source is this CTA's shared memory: it must have been read before exit.
     if (threadIdx.x % 128 == 0) ptx::cp_async_bulk_wait_group_read<0>();
   }

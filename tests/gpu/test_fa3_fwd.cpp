@@ -459,10 +459,13 @@ TEST_CASE("the dynamic schedule (d64 causal, a tile counter): fp64, equal to the
   // from the counter by the CTA that frees first. Each tile is computed the same way whichever CTA
   // takes it, so O and LSE equal the static schedule's bit for bit. 830 rows: 7 query blocks (the
   // longest-first order over an odd count); 512 x 4 with fp16; a shorter Q than K (bottom-right) with
-  // GQA. (tests/host/test_plan.cpp holds that the plan runs the dynamic kernel on each.)
+  // GQA; a longer Q than K, whose first four query blocks see no key (n_max = 0: O = 0, LSE = -inf,
+  // and the deferred epilogue's store taken where there is no QK(0) to hide it under).
+  // (tests/host/test_plan.cpp holds that the plan runs the dynamic kernel on each.)
   const Case cases[] = {{2, 830, 830, 32, 32, 64, true, FLASHPTX_BF16},
                         {4, 512, 512, 32, 32, 64, true, FLASHPTX_FP16},
-                        {4, 512, 1024, 32, 8, 64, true, FLASHPTX_BF16}};
+                        {4, 512, 1024, 32, 8, 64, true, FLASHPTX_BF16},
+                        {2, 1024, 512, 32, 32, 64, true, FLASHPTX_BF16}};
   int sms = 0;
   CUDA_REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   uint64_t seed = 7300;
