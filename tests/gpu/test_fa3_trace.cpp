@@ -1,7 +1,7 @@
-// The instrumented build (`flashptx trace`) computes what the release build computes: the
-// same bf16 problem through flashptx_fwd (or a named release kernel) and through the traced kernel (selected by
-// name with the internal API, src/internal.h) gives bitwise equal O and LSE, and the trace buffer
-// holds stamps for the traced CTAs.
+// The instrumented build (`flashptx trace`) computes what the release build computes: the same
+// bf16 problem through flashptx_fwd (or a release kernel named through the internal API) and
+// through the traced kernel (selected by name with the internal API, src/internal.h) gives bitwise
+// equal O and LSE, and the trace buffer holds stamps for the traced CTAs.
 #include <doctest/doctest.h>
 
 #include <cuda_runtime.h>
