@@ -223,10 +223,11 @@ int cmd_trace(int argc, char** argv) {
       break;
     flashptx_fwd_params p;
     flashptx_fwd_params_contiguous(&p, q, k, v, o, nullptr, batch, seqlen, seqlen, heads, heads_kv, hdim, dt, causal);
+    const KernelEntry* tk = traced_kernel(hdim, dtype, causal);  // found by the argument parser
     // A traced kernel with the dynamic schedule (FwdLayout::kDynamicWalk) runs it, as its release twin
     // does in the benchmarks: the caller's zeroed counter (include/flashptx.h, tile_counter), which
     // every call leaves zero.
-    if (traced_kernel(hdim, dtype, causal)->dynamic) {
+    if (tk->dynamic) {
       if (!ck(cudaMalloc(&ctr, 2 * sizeof(unsigned)), "cudaMalloc tile counter") ||
           !ck(cudaMemset(ctr, 0, 2 * sizeof(unsigned)), "zero tile counter"))
         break;
@@ -238,7 +239,7 @@ int cmd_trace(int argc, char** argv) {
     if (!ck(cudaMemset(o, 0xff, 2 * nq), "poison o") || !ck(cudaMemset(tb, 0, sizeof(uint64_t) * tr::kWordsTotal), "zero trace"))
       break;
     FwdOptions traced;
-    traced.kernel = traced_kernel(hdim, dtype, causal)->name;
+    traced.kernel = tk->name;
     traced.trace = tb;
     st = flashptx::fwd(&p, traced, 0);
     if (st != FLASHPTX_OK) { std::fprintf(stderr, "flashptx trace: traced forward: %s: %s\n", flashptx_status_name(st), flashptx_last_error()); break; }
