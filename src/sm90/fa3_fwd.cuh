@@ -658,6 +658,15 @@ struct Consumer {
   // loop is split into a masked and an unmasked loop, each without control flow there.
   // Returns the rescale factors of the two rows (applied to O once the PV into O has retired).
   // kCols < kBlockN: a half-width block (startup<true>): S holds its first kCols columns only.
+  // The row maximum as a tree (pairs, then halving: 6 dependent FMNMX per row at 128 columns) or as
+  // one chain (17 dependent FMNMX): max is exact in any order, so O and LSE are bit-identical either
+  // way; only the latency before the first exponential differs. Measured on the H200, four runs
+  // (tools/NOTES.md, "The softmax's dependent steps"): the tree +0.2-0.9% at d256 from 2k (every
+  // d256 kernel) and +0.5-1.5% in the 128-row d64 non-causal kernel at 512-1k; elsewhere it lost
+  // (d128 -0.3%, the 128-row d64 paired kernel -0.1 to -0.6%, the 192-row d64 kernel -1 to -6%
+  // non-causal at 8k-16k), and those kernels keep the chain (their listings are unchanged).
+  static constexpr bool kTreeMax =
+      !C.varlen && !C.traced && (C.head_dim == 256 || (C.head_dim == 64 && C.consumer_wgs == 2 && !C.paired));
   template <bool kMasked, int kCols = kBlockN>
   __device__ __forceinline__ void softmax(const Tile& t, int n, float (&alpha)[2]) {
     tr(trace::kSoftmaxBegin, n);
@@ -665,8 +674,25 @@ struct Consumer {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float mx = row_max[h];
+      if constexpr (kTreeMax) {
+        float m[kCols / 8];
 #pragma unroll
-      for (int i = 0; i < kCols / 8; ++i) mx = fmaxf(mx, fmaxf(s_acc[4 * i + 2 * h], s_acc[4 * i + 2 * h + 1]));
+        for (int i = 0; i < kCols / 8; ++i) m[i] = fmaxf(s_acc[4 * i + 2 * h], s_acc[4 * i + 2 * h + 1]);
+        constexpr int kLevels = kCols == 128 ? 4 : kCols == 64 ? 3 : kCols == 32 ? 2 : 1;  // log2(kCols / 8)
+        static_assert((kCols / 8) == (1 << kLevels), "a power-of-two count of n8 blocks");
+#pragma unroll
+        for (int lv = 0; lv < kLevels; ++lv) {
+#pragma unroll
+          for (int i = 0; i < kCols / 16; ++i) {
+            const int w = (kCols / 16) >> lv;  // a constant bound inside: nvcc unrolls inner loops first
+            if (i < w) m[i] = fmaxf(m[i], m[i + w]);
+          }
+        }
+        mx = fmaxf(mx, m[0]);
+      } else {
+#pragma unroll
+        for (int i = 0; i < kCols / 8; ++i) mx = fmaxf(mx, fmaxf(s_acc[4 * i + 2 * h], s_acc[4 * i + 2 * h + 1]));
+      }
       mx = quad_max(mx);
       // A row with no visible key so far keeps max -inf: use 0 as its exponent reference so that
       // exp2(-inf - ref) = 0 and never NaN; its O and sum are exactly 0 (alpha = 0 keeps them so).
