@@ -254,16 +254,15 @@ struct TileFeed {
     ptx::mbarrier_arrive(sm.tile_full(at.stage));  // release: the store above is visible to the waiter
     at.advance();
   }
-  // Consumer: acquire the slot; lane 0 alone reads it and, after the warp barrier, releases it for
-  // this warp; the values reach the other lanes by shuffle. One reader per warp, so the release
-  // follows the only read of the slot in program order (every lane reading it, ordered before lane
-  // 0's arrive only through __syncwarp, drew compute-sanitizer racecheck hazards against the
-  // producer's next store: tools/NOTES.md, "racecheck and the tile feed"). The __syncwarp stays: it
-  // is what keeps the consumers' code warp-uniform to the compiler (without it ptxas moved the
-  // steady loops off the uniform datapath, d128 497 -> 794 instructions per step, and spilled).
-  // The values are broadcast from lane 0: loaded from shared memory they are not warp-uniform to
-  // the compiler, and loop bounds built from them would leave the uniform datapath (see own in
-  // Consumer::run).
+  // Consumer: acquire the slot; lane 0 alone reads it, then the warp barrier, then lane 0 releases
+  // it for this warp. One reader per warp, so the release follows the slot's only read in program
+  // order (every lane reading it, ordered before lane 0's arrive only through __syncwarp, drew
+  // compute-sanitizer racecheck hazards against the producer's next store: tools/NOTES.md,
+  // "racecheck and the tile feed"). The values reach the other lanes by shuffle, which also makes
+  // them warp-uniform to the compiler: loop bounds built from shared-memory loads would leave the
+  // uniform datapath (see own in Consumer::run). The __syncwarp stays for the same reason: without
+  // it ptxas moved the steady loops off that datapath (d128 497 -> 794 instructions per step) and
+  // spilled.
   __device__ __forceinline__ bool take(const FwdSmem<C>& sm, const FwdParams& p, int lane, Tile* t) {
     FLASHPTX_MBAR_WAIT(sm.tile_full(at.stage), at.phase, "fa3 consumer: tile_full");
     int4 v = make_int4(0, 0, 0, 0);
