@@ -36,6 +36,7 @@
 // kernels, so the fixed-length kernels' SASS is unchanged by varlen.
 #include "src/kernels.h"
 #include "src/sm90/fa3_fwd.cuh"
+#include "src/sm90/fa3_fwd_entry.h"
 
 // The configurations (kD64M128, ...) are named in src/sm90/fa3_fwd_config.h.
 
@@ -82,16 +83,6 @@ FLASHPTX_FA3_FWD_VARLEN_KERNEL(fa3_fwd_varlen_sm90_fp16_d256,
 
 namespace flashptx {
 
-template <fa3::FwdConfig C>
-KernelEntry fa3_fwd_entry(const char* name, const void* fn, Family family) {
-  using L = fa3::FwdLayout<C>;
-  return KernelEntry{name,         family,           C.bf16 ? FLASHPTX_BF16 : FLASHPTX_FP16,
-                     C.head_dim,   L::kBlockM,       C.block_n,
-                     C.stages,     C.consumer_wgs,   C.pingpong,
-                     C.persistent, L::kThreads,      L::kSmemBytes,
-                     fn,           1,                C.paired,
-                     L::kDynamicWalk};
-}
 #define FLASHPTX_FA3_FWD_ROW(name, config) \
   fa3_fwd_entry<config>(#name, reinterpret_cast<const void*>(&name), Family::kFa3Fwd)
 #define FLASHPTX_FA3_FWD_VARLEN_ROW(name, config) \

@@ -6,6 +6,7 @@
 #define FLASHPTX_TRACE 1
 #include "src/kernels.h"
 #include "src/sm90/fa3_fwd.cuh"
+#include "src/sm90/fa3_fwd_entry.h"
 
 namespace flashptx::fa3 {
 constexpr FwdConfig kTracedD128N128 = traced(kD128N128);  // the release configuration, traced
@@ -19,12 +20,9 @@ extern "C" __global__ void __launch_bounds__(flashptx::fa3::FwdLayout<flashptx::
 namespace flashptx {
 
 std::span<const KernelEntry> fa3_fwd_traced_kernels() {
-  using L = fa3::FwdLayout<fa3::kTracedD128N128>;
-  constexpr fa3::FwdConfig C = fa3::kTracedD128N128;
   static const KernelEntry rows[] = {
-      {"fa3_fwd_sm90_bf16_d128_trace", Family::kFa3FwdTraced, FLASHPTX_BF16, C.head_dim, L::kBlockM, C.block_n,
-       C.stages, C.consumer_wgs, C.pingpong, C.persistent, L::kThreads, L::kSmemBytes,
-       reinterpret_cast<const void*>(&fa3_fwd_sm90_bf16_d128_trace)},
+      fa3_fwd_entry<fa3::kTracedD128N128>("fa3_fwd_sm90_bf16_d128_trace",
+                     reinterpret_cast<const void*>(&fa3_fwd_sm90_bf16_d128_trace), Family::kFa3FwdTraced),
   };
   return rows;
 }
