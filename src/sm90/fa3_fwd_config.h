@@ -103,11 +103,14 @@ struct FwdLayout {
   // tile feed, except the 128-row d64 kernel's non-causal loop, where it measured 2-3% slower at
   // 512-1k (tools/NOTES.md, "Walking ahead").
   static constexpr bool kWalkAhead = kTileFeed && (C.paired || C.head_dim != 64);
-  // Q slots: two at d128 with the walk ahead, where they fit beside O's buffer: the next tile's Q
-  // then loads right after the next tile's first K, not after the current tile's last QK (+1-2% at
-  // d128 512; at d64 -3 to -5% non-causal, tools/NOTES.md). The slot of a CTA's k-th tile is k % 2.
+  // Q slots: two at d128 with the walk ahead, where they fit beside O's buffer, and in the 128-row
+  // d64 paired kernel: the next tile's Q then loads right after the next tile's first K, not after
+  // the current tile's last QK. Measured on the H200 (tools/NOTES.md, "Walking ahead", "Two Q slots
+  // in the d64 paired kernel"): +1-2% at d128 512; d64 causal 512 +2% (two runs; 1k-2k equal) in the
+  // paired kernel with the dynamic schedule and the deferred epilogue; in the 128-row d64
+  // non-causal loop -3 to -5% (one slot there). The slot of a CTA's k-th tile is k % 2.
   static constexpr int kQSlots =
-      (kWalkAhead && C.head_dim == 128 && kSeparateO &&
+      (kWalkAhead && kSeparateO && (C.head_dim == 128 || (C.head_dim == 64 && C.paired && C.consumer_wgs == 2)) &&
        3 * kQBytes + 2 * C.stages * kKVBytes + 8 * (4 + 4 * C.stages + 2 * kTileSlots) + 16 * kTileSlots + 1024 <=
            227 * 1024)
           ? 2

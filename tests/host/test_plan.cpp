@@ -318,9 +318,10 @@ TEST_CASE("the layout object: the shared-memory plan of every shipped forward fi
     // The tile feed: the paired kernels and the persistent ones of two consumer warpgroups (4
     // barriers, 32 B).
     const bool feed = k.paired || (k.persistent && k.consumer_wgs == 2);
-    // Two Q slots at d128 in the kernels with a feed (FwdLayout::kQSlots), each with its pair of
-    // barriers; O in halves (a buffer of half of Q) in the persistent d256 kernels (kOHalves).
-    const int q_slots = feed && k.head_dim == 128 ? 2 : 1;
+    // Two Q slots (FwdLayout::kQSlots), each with its pair of barriers: at d128 in the kernels with a
+    // feed, and in the 128-row d64 paired kernel; O in halves (a buffer of half of Q) in the
+    // persistent d256 kernels (kOHalves).
+    const int q_slots = feed && (k.head_dim == 128 || (k.head_dim == 64 && k.paired && k.consumer_wgs == 2)) ? 2 : 1;
     const bool halves = !separate_o && k.persistent;
     CHECK(k.smem_bytes == q_slots * q + 2 * k.stages * kv + (separate_o ? q : (halves ? q / 2 : 0)) +
                               8 * (2 * q_slots + 4 * k.stages + (feed ? 4 : 0)) + (feed ? 32 : 0) + 1024);
