@@ -14,7 +14,8 @@
 //              d64_m192: 32 / 160): the plan's causal launches at every length (d128), up to 8k
 //              rows (d256), and d64 where the makespan estimates put them first (src/plan.cpp,
 //              fwd_d64_causal_choice). d64_m128_paired also has the dynamic schedule (an atomic
-//              tile counter, longest-first in L2 sections), run when the caller passes a counter.
+//              tile counter, longest-first in L2 sections), run when the caller passes a counter,
+//              and two Q slots, as d128_n128 (FwdLayout::kQSlots).
 //   d128_n128  128 x 128          2       2          yes       yes         own        225 KiB  (two Q slots)
 //   d256       128 x 64           2       2          yes       no          in Q       193 KiB
 //   d256_persistent  the d256 shape, persistent (non-causal up to 4k keys)  in halves  225 KiB
