@@ -45,6 +45,18 @@ __device__ __forceinline__ uint16_t cvt_rn_satfinite_e4m3x2_f32(float lo, float 
   return d;
 }
 
+// cvt.f32.f16 d, a;   an fp16 value (a 16-bit register) widened to f32, exactly (PTX ISA "cvt":
+// every f16 value is an f32 value). bf16 needs no instruction: its bits are an f32's upper half.
+__device__ __forceinline__ float cvt_f32_f16(uint16_t a) {
+  float d = 0.f;
+#if FLASHPTX_HAS_SM80
+  asm("cvt.f32.f16 %0, %1;" : "=f"(d) : "h"(a));
+#else
+  FLASHPTX_ARCH_UNSUPPORTED("cvt.f32.f16 (as used here) needs sm_80");
+#endif
+  return d;
+}
+
 // mov.b32 d, {lo, hi};   packs two 16-bit registers into one 32-bit register (lo in bits 15..0), the
 // PTX ISA "mov" vector form. After cvt.*x2 into 16-bit registers it lets ptxas write the second pair
 // straight into the upper half (SASS F2FP ... MERGE_C), where a zero-extension and a prmt of two

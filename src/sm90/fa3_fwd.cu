@@ -24,6 +24,8 @@
 // columns wide (Consumer::half_first): tools/NOTES.md, "The tile feed and the half-width diagonal".
 // Their producer walks one tile ahead (FwdLayout::kWalkAhead; not in d64_m128's non-causal loop):
 // tools/NOTES.md, "Walking ahead".
+// Every d256 kernel rescales O lazily (Consumer::kLazyRescale: +2-4% at 512, +4-10% from 1k on the
+// H200; tools/NOTES.md, "The seventh session").
 // d256 non-causal: the persistent kernel up to 4k keys, one tile per CTA from 8k. With O in the Q
 // buffer a persistent d256 kernel had measured 2-5% slower than one tile per CTA from 2k (+2% at
 // 512); staging O in halves beside Q (FwdLayout::kOHalves) freed Q at the last QK: +10% at 512,

@@ -289,6 +289,13 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
   else return ptx::cvt_rn_f16x2_f32(lo, hi);
 }
 
+// The sum of the two 16-bit values of a pack2 word, each widened exactly: what the PV GEMM multiplies.
+template <bool IsBf16>
+__device__ __forceinline__ float unpacked_sum2(uint32_t w) {
+  if constexpr (IsBf16) return __uint_as_float(w << 16) + __uint_as_float(w & 0xffff0000u);
+  else return ptx::cvt_f32_f16(static_cast<uint16_t>(w & 0xffffu)) + ptx::cvt_f32_f16(static_cast<uint16_t>(w >> 16));
+}
+
 template <int N, bool IsBf16>
 __device__ __forceinline__ void mma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, uint32_t scale_d) {
   if constexpr (IsBf16) ptx::wgmma_m64k16_f32_bf16_ss<N, 0, 0>(d, da, db, scale_d);
@@ -508,6 +515,7 @@ struct Consumer {
   float s_acc[kBlockN / 2];        // S, then P in fp32
   uint32_t pfrag[kBlockN / 16][4];  // P as the RS A fragment
   float row_max[2], row_sum[2];    // row_sum: per-thread partial sums, reduced across the quad at the end
+  float row_sum_pv[2];             // kLazyRescale: the same over P as rounded for the PV GEMM (else unused)
   // The deferred epilogue (kDeferEpilogue): the previous tile's normalised O, staged and stored under
   // this tile's QK(0).
   float o_prev[kDeferEpilogue ? kD / 2 : 1];
@@ -666,6 +674,20 @@ struct Consumer {
   // non-causal at 8k-16k), and those kernels keep the chain (their listings are unchanged).
   static constexpr bool kTreeMax =
       !C.varlen && !C.traced && (C.head_dim == 256 || (C.head_dim == 64 && C.consumer_wgs == 2 && !C.paired));
+  // The lazy rescale (FlashAttention-4's conditional rescaling, Zadouri et al. 2025, here inside each
+  // warpgroup), at head dim 256: a row whose maximum grew by at most kRescaleLog2 (log2 units, after
+  // the scale) keeps its old exponent reference, so its alpha is exactly 1, and a warp none of whose
+  // rows moved its reference skips the rescale of O: 128 FMULs per thread between PV(j-1)'s wait and
+  // PV(j)'s issue, on the step's critical path. P may then reach 2^kRescaleLog2, and its largest
+  // entry is no longer exactly 1 before the bf16/fp16 rounding; O is therefore normalised by the sum
+  // of the rounded P (row_sum_pv: the weights the PV GEMM used), under which a rounded dominant entry
+  // cancels, while the LSE keeps the sum of the unrounded P (normalised by the unrounded sum, as the
+  // eager kernels are, a first build missed the fp64 rule once: d128 113 x 203 causal, 0.0056 >
+  // 0.0045). Measured on the H200 (tools/NOTES.md, "The seventh session"): d256 +2-4% at 512, +4-10%
+  // from 1k, both masks; the first build at d64 up to 10% slower (the vote and branch in a latency-
+  // bound step) and at d128 equal, where it is not compiled.
+  static constexpr bool kLazyRescale = C.head_dim == 256;
+  static constexpr float kRescaleLog2 = 8.f;
   template <bool kMasked, int kCols = kBlockN>
   __device__ __forceinline__ void softmax(const Tile& t, int n, float (&alpha)[2]) {
     tr(trace::kSoftmaxBegin, n);
@@ -693,6 +715,11 @@ struct Consumer {
         for (int i = 0; i < kCols / 8; ++i) mx = fmaxf(mx, fmaxf(s_acc[4 * i + 2 * h], s_acc[4 * i + 2 * h + 1]));
       }
       mx = quad_max(mx);
+      // The lazy rescale (kLazyRescale, above): growth of at most kRescaleLog2 keeps the old
+      // reference. O, both row sums and the LSE all use the reference the exponentials used.
+      if constexpr (kLazyRescale) {
+        if (row_max[h] != -INFINITY && (mx - row_max[h]) * scale_log2 <= kRescaleLog2) mx = row_max[h];
+      }
       // A row with no visible key so far keeps max -inf: use 0 as its exponent reference so that
       // exp2(-inf - ref) = 0 and never NaN; its O and sum are exactly 0 (alpha = 0 keeps them so).
       const float ref_new = mx == -INFINITY ? 0.f : mx * scale_log2;
@@ -710,6 +737,7 @@ struct Consumer {
         }
       }
       row_sum[h] = row_sum[h] * alpha[h] + sum;
+      if constexpr (kLazyRescale) row_sum_pv[h] *= alpha[h];  // the previous block's P is in already
     }
   }
   // P (registers, the RS A fragment) from the exponentiated S: two adjacent n8 blocks per k16.
@@ -726,6 +754,18 @@ struct Consumer {
         pfrag[k][3] = pack2<C.bf16>(s_acc[8 * k + 6], s_acc[8 * k + 7]);
       } else {
         pfrag[k][0] = pfrag[k][1] = pfrag[k][2] = pfrag[k][3] = 0u;
+      }
+    }
+  }
+  // kLazyRescale: the rounded P of the block whose PV was just issued (pfrag, read while the GEMM
+  // reads it) into row_sum_pv, in the GEMMs' shadow; words 0 and 2 of each k16 hold row r0's P,
+  // words 1 and 3 row r0 + 8's. Before the next softmax scales the sum by its alpha.
+  __device__ __forceinline__ void add_pv_sum() {
+    if constexpr (kLazyRescale) {
+#pragma unroll
+      for (int k = 0; k < kBlockN / 16; ++k) {
+        row_sum_pv[0] += unpacked_sum2<C.bf16>(pfrag[k][0]) + unpacked_sum2<C.bf16>(pfrag[k][2]);
+        row_sum_pv[1] += unpacked_sum2<C.bf16>(pfrag[k][1]) + unpacked_sum2<C.bf16>(pfrag[k][3]);
       }
     }
   }
@@ -778,6 +818,7 @@ struct Consumer {
     v_ring.wait_full(sm.v_full(v_ring.at.stage), "fa3 consumer: v_full", tr, trace::kFullV);
     issue_pv(v_ring.at.stage, j > 1, n + 1);  // newer group; the first PV overwrites O
     pass_token();
+    add_pv_sum();
     retire_qk<1>(n);  // QK(j) complete; PV(j-1) may still run
     k_ring.release(sm.k_empty(k_ring.at.stage), lane, tr, trace::kReleaseK);
     if (j == t.n_max - 1) QRelease<C>::after_last_qk(sm.q_empty(q_slot), lane);
@@ -790,7 +831,8 @@ struct Consumer {
     tr(trace::kSoftmaxEnd, n);
     retire_pv(n + 1);  // PV(j-1) complete: O readable, P and V[j-1] reusable
     v_ring.release(sm.v_empty(v_ring.at.stage), lane, tr, trace::kReleaseV);
-    rescale_o(alpha);
+    // Lazy: skipped by the whole warp when none of its rows moved its reference (alpha == 1).
+    if (!kLazyRescale || __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) rescale_o(alpha);
     convert_p();
   }
 
@@ -818,6 +860,7 @@ struct Consumer {
     take_token();
     issue_pv(v_ring.at.stage, t.n_max > 1, 0);
     pass_token();
+    add_pv_sum();
     retire_pv(0);
     v_ring.release(sm.v_empty(v_ring.at.stage), lane, tr, trace::kReleaseV);
   }
@@ -948,11 +991,13 @@ struct Consumer {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const float l = quad_sum(row_sum[h]);
+      // (kLazyRescale: O by the sum of the P it was accumulated from; the LSE by the exact sum.)
+      const float l_o = kLazyRescale ? quad_sum(row_sum_pv[h]) : l;
       // rcp.approx, not 1.f / l: the IEEE division calls a slow-path subroutine whose calling
       // convention made ptxas copy the O accumulator between registers around it in every epilogue
       // (and spill it at d256 in a tile loop). O is rounded to 16 bits after this; 1 ulp of fp32 is
       // far below that.
-      inv[h] = l > 0.f ? ptx::rcp_approx_ftz_f32(l) : 0.f;
+      inv[h] = l_o > 0.f ? ptx::rcp_approx_ftz_f32(l_o) : 0.f;
       const int row = row0 + 8 * h;
       if (p.lse != nullptr && q4 == 0 && row < len_q(t)) {
         const float lse = l > 0.f ? row_max[h] * p.softmax_scale + logf(l) : -INFINITY;
@@ -1007,6 +1052,7 @@ struct Consumer {
 #pragma unroll
       for (int x = 0; x < kBlockN / 2; ++x) asm("" : "=f"(s_acc[x]));
       row_sum[0] = row_sum[1] = 0.f;
+      if constexpr (kLazyRescale) row_sum_pv[0] = row_sum_pv[1] = 0.f;
       if constexpr (L::kQSlots == 2) {
         q_slot = q_read.stage;
         desc_q = ptx::smem_desc_advance(desc_q0, q_slot * L::kQBytes);
