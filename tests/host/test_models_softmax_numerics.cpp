@@ -5,12 +5,15 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "flashptx/e4m3.h"
 #include "flashptx/exp2_emulation.h"
 #include "flashptx/online_softmax.h"
 #include "src/models/softmax_numerics.h"
+#include "tools/support/dtype.h"
 
 namespace sn = flashptx::models::softmax_numerics;
 namespace emu = flashptx::exp2emu;
@@ -189,6 +192,67 @@ TEST_CASE("failure lab: a per-lane branch in place of the warp vote reaches a co
     CHECK(sn::correction_warp(uniform, true).verdict == "ok");
     CHECK(sn::correction_warp(uniform, false).verdict == "ok");
   }
+}
+
+// The FA3 d256 kernels' lazy rescale (src/sm90/fa3_fwd.cuh, Consumer::kLazyRescale), read here in
+// double precision, apart from the kernel: with a reference delta below the row maximum, P reaches
+// 2^delta and its largest entry is rounded to bf16 like the others. Normalising O by the sum of the
+// unrounded P (the kernel's first build) leaves that rounding in O, eps * w * V; by the sum of the
+// rounded P (the kept form) the error is sum eps_i w_i (V_i - O), small for a dominant entry. The
+// bar is the fp64 rule of the GPU tests: the same-dtype reference rounds the normalised weights.
+TEST_CASE("a stale reference with bf16 P: O normalised by the rounded P's sum (the FA3 d256 lazy rescale)") {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> nd(0.0, 1.0);
+  using flashptx::Round;
+  using flashptx::round_to;
+  const int n = 256, cols = 16, rows = 150;
+  for (int peaked = 0; peaked < 2; ++peaked)
+    for (double delta : {2.7, 5.3, 7.9}) {  // how far the retained reference sits below the maximum
+      double e_same = 0, e_eager = 0, e_unrounded = 0, e_rounded = 0;
+      std::vector<double> s(n), v(static_cast<size_t>(n) * cols);
+      for (int r = 0; r < rows; ++r) {
+        for (auto& x : s) x = 1.5 * nd(rng);  // scores in log2 units, after the scale
+        double m = s[0];
+        for (double x : s) m = std::max(m, x);
+        if (peaked) {
+          s[rng() % n] = m + 6;  // one key carries ~90% of the weight
+          m += 6;
+        }
+        for (auto& x : v) x = round_to(Round::kBF16, nd(rng));
+        for (int c = 0; c < cols; ++c) {
+          double num = 0, den = 0, same = 0, ne = 0, le = 0, nl = 0, lu = 0, lr = 0;
+          for (int i = 0; i < n; ++i) {
+            const double vi = v[static_cast<size_t>(i) * cols + c];
+            const double w = std::exp2(s[i] - m);
+            num += w * vi;
+            den += w;
+            const double pe = static_cast<float>(std::exp2(s[i] - m));            // eager: P <= 1
+            const double pl = static_cast<float>(std::exp2(s[i] - (m - delta)));  // lazy: P <= 2^delta
+            ne += round_to(Round::kBF16, pe) * vi;
+            le += pe;
+            nl += round_to(Round::kBF16, pl) * vi;
+            lu += pl;
+            lr += round_to(Round::kBF16, pl);
+          }
+          for (int i = 0; i < n; ++i)
+            same += round_to(Round::kBF16, std::exp2(s[i] - m) / den) * v[static_cast<size_t>(i) * cols + c];
+          const double o = num / den;
+          e_same = std::max(e_same, std::fabs(same - o));
+          e_eager = std::max(e_eager, std::fabs(ne / le - o));
+          e_unrounded = std::max(e_unrounded, std::fabs(nl / lu - o));
+          e_rounded = std::max(e_rounded, std::fabs(nl / lr - o));
+        }
+      }
+      INFO(std::string(peaked ? "peaked" : "flat") << " rows, delta " << delta << ": same-dtype " << e_same << ", eager "
+                                        << e_eager << ", lazy / unrounded sum " << e_unrounded
+                                        << ", lazy / rounded sum " << e_rounded);
+      CHECK(e_rounded <= 1.5 * e_same);  // within the GPU tests' rule (2x, before O's own rounding)
+      if (peaked) {
+        CHECK(e_rounded <= 0.5 * e_same);
+        CHECK(e_unrounded > 1.25 * e_rounded);  // what the rounded sum buys on a dominant key
+        CHECK(e_eager < e_rounded);          // and what the lazy rescale still costs against eager
+      }
+    }
 }
 
 }  // TEST_SUITE
