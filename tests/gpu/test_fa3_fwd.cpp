@@ -45,7 +45,7 @@ struct Case {
   bool tile_counter = false;  // pass a zeroed tile counter (the dynamic schedule where the plan has it)
   // Nonzero: Q's element 0 is 1 and K row j's element 0 is key_ramp * (1 - j / sk), so every row's
   // scores grow towards key 0, the last block the kernels' right-to-left walk visits: the running
-  // maximum moves at most blocks, by less or more than the lazy rescale's threshold, and the largest
+  // maximum moves in most blocks, by less or more than the lazy rescale's threshold, and the largest
   // weights sit in the last blocks (src/sm90/fa3_fwd.cuh, Consumer::kLazyRescale).
   float key_ramp = 0.f;
   std::string str() const {
