@@ -91,22 +91,21 @@ flashptx_status current_device(Device* d, std::string* err) {
 // ---- FA3 forward --------------------------------------------------------------------------------
 // The dispatch rule, from the measurements in tools/NOTES.md (H200, bf16, FA3 grid):
 //   d64:  3 consumer warpgroups (block_m 192; v3: 8k +16% non-causal, +9% causal) except
-//         non-causal up to 1k rows, where 192-row tiles leave a ragged last tile (512 rows: 2.7
-//         tiles) and the 128-row persistent kernel measured +1-2% (tools/NOTES.md, "The tile
-//         feed"); causal: fwd_d64_causal_choice below (128- or 192-row tiles, paired or not).
+//         non-causal up to 1k rows where fwd_d64_noncausal_block_m's rounds put the 128-row
+//         persistent kernel first (a ragged last 192-row tile: 512 rows are 2.7 tiles; 768 rows are
+//         4 whole ones); causal: fwd_d64_causal_choice below (128- or 192-row tiles, paired or not).
 //   d128: block_n 128 everywhere: with O staged in its own buffer (v4) it matches block_n 176 at 8k
 //         (617 vs 615 TFLOP/s) and beats it at 1k (551 vs 489).
 //   d256: one specialization (block_n 64, pingpong), its paired twin (causal up to 8k rows) and its
 //         persistent twin (non-causal up to 4k keys; both stage O in halves beside Q).
 // Schedule: persistent for non-causal masks where the kernel can loop (d64, d128). Causal masks: the
 // paired kernels (persistent CTAs over the paired static schedule, include/flashptx/tile_scheduler.h
-// paired_slot: units of tiles m and M-1-m, equal in cost; grid min(units, SMs)) for d128 at every
-// length, d64 where fwd_d64_causal_choice puts them first, and d256 up to 8k rows (+3-6% over one
-// CTA per tile; at 16k -5%: 3.9 units per CTA balance worse than the hardware's dispatch of 1024
-// LPT tiles; measured before O was staged in halves, which made the paired d256 kernel 2-12%
-// faster at 512-8k: 16k not measured again); one CTA per tile in LPT order otherwise (d64 where the
-// estimates say so, d256 from 16k). d256 non-causal: the persistent twin up to 4k keys. The static
-// round-robin of single causal tiles measured slower than one CTA per tile (tools/NOTES.md, v2).
+// paired_slot: units of tiles m and M-1-m, equal in cost; grid min(units, SMs)) where the makespan
+// estimates put them first (fwd_d64_causal_choice, fwd_causal_paired: on the grid, d128 at every
+// length and d256 up to 8k rows, +6-23% over one CTA per tile; d256 at 16k 1% slower); one CTA per
+// tile in LPT order otherwise (few units per CTA, which quantize: 1500 rows x 3 x 8 heads at d256 is
+// 1.09 units per CTA; and d256 from 16k). d256 non-causal: the persistent twin up to 4k keys. The
+// static round-robin of single causal tiles measured slower than one CTA per tile (NOTES.md, v2).
 // d64 causal: the 128-row paired kernel, the 192-row paired kernel or the 192-row kernel one CTA per
 // tile, whichever finishes first by the makespan estimates of include/flashptx/tile_scheduler.h,
 // a 192 x 128 block weighted 1.29 of a 128 x 128 one (the 192-row kernel's three consumers run a
@@ -126,9 +125,54 @@ FwdChoice fwd_d64_causal_choice(int64_t seqlen_q, int64_t seqlen_k, int64_t head
   return paired192 < one192 ? FwdChoice{192, true} : FwdChoice{192, false};
 }
 
+// d128 and d256 causal: the paired kernel, or the plain kernel one CTA per tile in LPT order, by the
+// same makespan estimates as d64 (128- and 64-key blocks), the plain kernel's blocks weighted 1.10 at
+// d128 and 1.02 at d256; and at d256 the plain kernel from 16k rows whatever the estimates say.
+// Fitted on the H200 (tools/NOTES.md, "The eighth session"; estimate ratio r = one per tile / paired):
+//   d256, 17 shapes: the plain kernel 2-18% faster at r = 0.81-0.98 (3000 rows x 3 x 8 heads: 570 vs
+//        522 TFLOP/s; 1500 x 3 x 8: 390 vs 331), 0.5-1% slower at r = 0.98, 6-29% slower at r >= 1.10
+//        (the grid to 8k rows: 3.88 units per CTA, r 1.10-1.18); at 16k 1% faster at r = 1.10, where
+//        its CTAs, not the paired walk's, share K/V in L2 (eight heads of 16k keys), which the
+//        estimates do not see. Then on 15 shapes not used in the fit: 7-22% faster where the plain
+//        kernel was chosen (2200 x 2 x 8: 425 vs 351; 2700 x 2 x 8: 477 vs 443), equal where the
+//        paired one was.
+//   d128, 20 shapes: the plain kernel 2-17% faster at r = 0.78-0.89 (2200 x 2 x 8: 358 vs 305;
+//        1500 x 3 x 8: 324 vs 287), 1.5% slower at r = 0.917 (1300 x 4 x 8), equal at 0.938, 3.5-7%
+//        slower at r = 1.00-1.06, 17-23% at r >= 1.14 (the grid). 1.10 puts the change at r = 0.909,
+//        between 0.889 (plain 2.4% faster: 1000 x 5 x 8) and 0.917.
+bool fwd_causal_paired(int64_t head_dim, int64_t seqlen_q, int64_t seqlen_k, int64_t heads, int64_t batch, int sms) {
+  if (seqlen_q > (1 << 24) || seqlen_k > (1 << 24) || heads * batch > (1 << 24)) return head_dim == 128;
+  if (head_dim == 256 && seqlen_q > 8192) return false;
+  const int sq = static_cast<int>(seqlen_q), sk = static_cast<int>(seqlen_k), h = static_cast<int>(heads),
+            b = static_cast<int>(batch);
+  const int m = static_cast<int>((seqlen_q + 127) / 128), block_n = head_dim == 256 ? 64 : 128;
+  const double weight = head_dim == 256 ? 1.02 : 1.10;
+  const double paired = static_cast<double>(paired_makespan_blocks(m, 128, block_n, sq, sk, h, b, sms));
+  const double one = weight * static_cast<double>(one_per_tile_makespan_blocks(m, 128, block_n, sq, sk, h, b, sms));
+  return paired <= one;
+}
+
+// d64 non-causal up to 1k rows: the 128- or the 192-row kernel (both persistent, equal tiles), by
+// rounds of tiles on the CTAs, a 192-row tile weighted 1.34 of a 128-row one whether or not its last
+// warpgroups hold rows (they skip their blocks, but the tile's other warpgroups set its time).
+// Fitted on the H200 (tools/NOTES.md, "The eighth session"): 1024 x 16 x 32 heads, 32 rounds of
+// 128 rows against 24 of 192 rows, measured equal (452-456 vs 450 TFLOP/s); 768 rows, 24 rounds
+// against 16: the 192-row tile 12% faster (469 vs 419), as 1.34 predicts; 512 rows: 128 rows 1.8%
+// faster (1.34 x 24 = 32.2 against 32). Then on 7 shapes not used in the fit: the 192-row tile, where
+// chosen, 8-15% faster (960 rows x 16 x 32: 453 vs 396; 384 x 32 x 32: 386 vs 336), 640 rows (the
+// 128-row tile kept) equal. From 1k rows the 192-row tile (1.5x the rows of a 128-row tile in about
+// the same time from 4k: tools/NOTES.md, "The tile feed").
+int fwd_d64_noncausal_block_m(int64_t seqlen_q, int64_t heads, int64_t batch, int sms) {
+  if (seqlen_q > 1024) return 192;
+  const int64_t g = std::max(sms, 1), hb = heads * batch;
+  const int64_t t128 = (seqlen_q + 127) / 128 * hb, t192 = (seqlen_q + 191) / 192 * hb;
+  const double r128 = static_cast<double>((t128 + g - 1) / g), r192 = 1.34 * static_cast<double>((t192 + g - 1) / g);
+  return r128 <= r192 ? 128 : 192;
+}
+
 static FwdChoice fwd_choice(const flashptx_fwd_params& p, int sms) {
   if (p.head_dim == 64) {
-    if (!p.causal) return {p.seqlen_q <= 1024 ? 128 : 192, false};
+    if (!p.causal) return {fwd_d64_noncausal_block_m(p.seqlen_q, p.heads_q, p.batch, sms), false};
     // (Problems whose sizes leave int range take the 192-row kernel one CTA per tile.)
     if (p.seqlen_q > (1 << 24) || p.seqlen_k > (1 << 24) || p.heads_q * p.batch > (1 << 24))
       return {192, false};
@@ -137,7 +181,7 @@ static FwdChoice fwd_choice(const flashptx_fwd_params& p, int sms) {
   // d256 non-causal: the persistent twin up to 4k keys (O staged in halves: +2-10% at 512-2k, equal
   // at 4k, 1-2% slower from 8k: tools/NOTES.md, "O in halves"), the plain kernel beyond.
   if (p.head_dim == 256 && !p.causal) return {128, false, p.seqlen_k <= 4096};
-  return {128, p.causal && (p.head_dim == 128 || (p.head_dim == 256 && p.seqlen_q <= 8192))};
+  return {128, p.causal && fwd_causal_paired(p.head_dim, p.seqlen_q, p.seqlen_k, p.heads_q, p.batch, sms)};
 }
 
 // The row of (dtype, head dim, block_m, paired); where a head dim has a plain and a persistent

@@ -80,6 +80,10 @@ struct FwdChoice {
   bool loop = false;  // the persistent twin where a head dim has one (d256 non-causal)
 };
 FwdChoice fwd_d64_causal_choice(int64_t seqlen_q, int64_t seqlen_k, int64_t heads, int64_t batch, int sms);
+// d128 and d256 causal: true for the paired kernel, false for the plain one (one CTA per tile).
+bool fwd_causal_paired(int64_t head_dim, int64_t seqlen_q, int64_t seqlen_k, int64_t heads, int64_t batch, int sms);
+// d64 non-causal: the tile's rows (128 or 192).
+int fwd_d64_noncausal_block_m(int64_t seqlen_q, int64_t heads, int64_t batch, int sms);
 // The dynamic schedule's L2 section, in (batch, head) pairs (fa3::FwdParams::lpt_section).
 int lpt_section_pairs(int64_t seqlen_k, int64_t head_dim, int64_t pairs);
 // Encodes the four tensor maps (the driver's cuTensorMapEncodeTiled) and the scalar arguments.

@@ -88,14 +88,17 @@ TEST_CASE("the forward rule resolves every head dim, dtype and mask to a kernel 
           CHECK(plan.launch.tiles == tiles);
           CHECK(plan.launch.block.x == static_cast<unsigned>(k.threads));
           CHECK(plan.launch.smem_bytes == k.smem_bytes);
-          // causal: the paired twin for d128 and for d256 up to 8k rows; d64 by the makespan
-          // estimates (fwd_d64_causal_choice); nothing non-causal is paired
+          // causal: the paired twins or one CTA per tile by the makespan estimates
+          // (fwd_d64_causal_choice, fwd_causal_paired); nothing non-causal is paired
           if (d == 64 && causal) {
             const flashptx::FwdChoice c = flashptx::fwd_d64_causal_choice(s, s, 8, 2, 132);
             CHECK(k.block_m == c.block_m);
             CHECK(k.paired == c.paired);
+          } else if (causal) {
+            CHECK(k.paired == flashptx::fwd_causal_paired(d, s, s, 8, 2, 132));
           } else {
-            CHECK(k.paired == (causal && (d == 128 || (d == 256 && s <= 8192))));
+            CHECK(!k.paired);
+            if (d == 64) CHECK(k.block_m == flashptx::fwd_d64_noncausal_block_m(s, 8, 2, 132));
           }
           if (plan.launch.schedule == flashptx::Schedule::kPersistent) {
             CHECK(k.persistent);
@@ -127,22 +130,57 @@ TEST_CASE("the forward rule resolves every head dim, dtype and mask to a kernel 
           pt.kernel);
   }
   CHECK(plan_or_fail(problem(1, 2048, 2048, 8, 64, FLASHPTX_BF16, 0)).launch.kernel->block_m == 192);
-  // d64 non-causal up to 1k rows: the 128-row tile (a 192-row tile leaves 512 rows 2.7 tiles).
+  // d64 non-causal up to 1k rows: the 128- or 192-row tile by rounds of tiles (a 192-row tile leaves
+  // 512 rows 2.7 tiles, 768 rows 4 whole ones), at the points measured on the H200 (tools/NOTES.md,
+  // "The eighth session") and the grid's (32 heads, 16k tokens).
   CHECK(plan_or_fail(problem(1, 1024, 1024, 8, 64, FLASHPTX_BF16, 0)).launch.kernel->block_m == 128);
   CHECK(plan_or_fail(problem(1, 512, 512, 8, 64, FLASHPTX_FP16, 0)).launch.kernel->block_m == 128);
-  // d256 causal: the paired twin up to 8k rows, one CTA per tile from 16k.
-  CHECK(std::string(plan_or_fail(problem(1, 8192, 8192, 8, 256, FLASHPTX_BF16, 1)).launch.kernel->name) ==
-        "fa3_fwd_sm90_bf16_d256_paired");
-  CHECK(std::string(plan_or_fail(problem(1, 16384, 16384, 8, 256, FLASHPTX_BF16, 1)).launch.kernel->name) ==
-        "fa3_fwd_sm90_bf16_d256");
+  struct D64NcPoint { int64_t b, s; int block_m; };
+  for (const D64NcPoint& pt : {D64NcPoint{32, 512, 128}, D64NcPoint{16, 1024, 128}, D64NcPoint{4, 1024, 128},
+                               D64NcPoint{16, 768, 192}, D64NcPoint{8, 2048, 192}, D64NcPoint{16, 960, 192},
+                               D64NcPoint{16, 700, 192}, D64NcPoint{32, 384, 192}, D64NcPoint{16, 576, 192},
+                               D64NcPoint{8, 896, 192}, D64NcPoint{16, 640, 128}}) {
+    INFO("b=" << pt.b << " s=" << pt.s);
+    CHECK(plan_or_fail(problem(pt.b, pt.s, pt.s, 32, 64, FLASHPTX_BF16, 0)).launch.kernel->block_m == pt.block_m);
+  }
+  // d256 causal: the paired twin up to 8k rows where the makespan estimates put it first, one CTA
+  // per tile from 16k; at the points measured on the H200 (tools/NOTES.md, "The eighth session"),
+  // each with the kernel that measured faster there (fp16 as bf16).
+  struct D256Point { int64_t b, s, h; bool paired; };
+  for (const D256Point& pt : {D256Point{32, 512, 8, true}, D256Point{16, 1024, 8, true}, D256Point{8, 2048, 8, true},
+                              D256Point{4, 4096, 8, true}, D256Point{2, 8192, 8, true}, D256Point{1, 16384, 8, false},
+                              D256Point{3, 3000, 8, false}, D256Point{3, 1500, 8, false}, D256Point{1, 4096, 8, true},
+                              D256Point{1, 8192, 8, true}, D256Point{1, 3000, 8, true}, D256Point{2, 1024, 8, false},
+                              D256Point{4, 2000, 16, true}, D256Point{2, 5000, 8, false}, D256Point{1, 6000, 16, true},
+                              D256Point{4, 1536, 8, true}, D256Point{2, 2500, 16, true}, D256Point{4, 1300, 8, false},
+                              D256Point{2, 2700, 8, false}, D256Point{4, 800, 8, true}, D256Point{2, 2200, 8, false},
+                              D256Point{2, 700, 24, false}, D256Point{5, 1000, 8, false}, D256Point{2, 1100, 16, false},
+                              D256Point{3, 1100, 16, true}}) {
+    INFO("b=" << pt.b << " s=" << pt.s << " h=" << pt.h);
+    CHECK(std::string(plan_or_fail(problem(pt.b, pt.s, pt.s, pt.h, 256, FLASHPTX_BF16, 1)).launch.kernel->name) ==
+          (pt.paired ? "fa3_fwd_sm90_bf16_d256_paired" : "fa3_fwd_sm90_bf16_d256"));
+  }
+  // d128 causal: the paired twin on the grid and wherever the estimates do not put one CTA per tile
+  // 10% ahead; the plain kernel at the points where it measured 2-17% faster.
+  for (const D256Point& pt : {D256Point{32, 512, 16, true}, D256Point{16, 1024, 16, true}, D256Point{1, 16384, 16, true},
+                              D256Point{3, 3000, 16, true}, D256Point{2, 1500, 16, true}, D256Point{1, 6000, 32, true},
+                              D256Point{4, 1300, 8, true}, D256Point{2, 1800, 12, true},
+                              D256Point{3, 1500, 8, false}, D256Point{2, 2200, 8, false}, D256Point{2, 700, 24, false},
+                              D256Point{5, 1000, 8, false}, D256Point{1, 5000, 8, false}, D256Point{1, 1200, 8, false}}) {
+    INFO("d128 b=" << pt.b << " s=" << pt.s << " h=" << pt.h);
+    CHECK(std::string(plan_or_fail(problem(pt.b, pt.s, pt.s, pt.h, 128, FLASHPTX_BF16, 1)).launch.kernel->name) ==
+          (pt.paired ? "fa3_fwd_sm90_bf16_d128_n128_paired" : "fa3_fwd_sm90_bf16_d128_n128"));
+  }
   // Persistent (grid = SMs) for non-causal masks where the kernel loops and for the paired causal
-  // kernels (d128; d64 below 2k rows); one CTA per tile for d64 causal from 2k rows and for d256.
-  // A small causal problem: one CTA per unit of two tiles.
+  // kernels (where the estimates choose them); one CTA per tile otherwise. A small causal problem on
+  // the paired kernel: one CTA per unit of two tiles (64 units); a smaller one (16 units, the
+  // estimates' ratio 0.56) one CTA per tile.
   CHECK(plan_or_fail(problem(2, 8192, 8192, 16, 128, FLASHPTX_BF16, 0)).launch.grid.x == 132);
   CHECK(plan_or_fail(problem(2, 8192, 8192, 16, 128, FLASHPTX_BF16, 1)).launch.grid.x == 132);
   CHECK(std::string(plan_or_fail(problem(2, 8192, 8192, 16, 128, FLASHPTX_BF16, 1)).launch.kernel->name) ==
         "fa3_fwd_sm90_bf16_d128_n128_paired");
-  CHECK(plan_or_fail(problem(1, 1024, 1024, 4, 128, FLASHPTX_BF16, 1)).launch.grid.x == 4 * 4);
+  CHECK(plan_or_fail(problem(1, 1024, 1024, 16, 128, FLASHPTX_BF16, 1)).launch.grid.x == 4 * 16);
+  CHECK(plan_or_fail(problem(1, 1024, 1024, 4, 128, FLASHPTX_BF16, 1)).launch.grid.x == 8 * 4);
   CHECK(plan_or_fail(problem(2, 8192, 8192, 32, 64, FLASHPTX_BF16, 1)).launch.grid.x == 43 * 32 * 2);  // one per tile
   CHECK(plan_or_fail(problem(2, 8192, 8192, 8, 256, FLASHPTX_BF16, 1)).launch.grid.x == 132);  // paired
   CHECK(plan_or_fail(problem(1, 16384, 16384, 8, 256, FLASHPTX_BF16, 1)).launch.grid.x == 128 * 8);

@@ -41,9 +41,10 @@ namespace {
 
 // The traced kernels are rows of the kernel table like any other, selected by name through the
 // library's internal API (src/internal.h), with the trace buffer they need. A causal mask takes the
-// paired persistent kernel (the plan's choice for causal d128 and for d64 up to 2k rows): its CTAs
-// walk several tiles, and the trace shows one tile's start under the previous tile's end. d64 has a
-// causal traced kernel only (the 128-row paired one, src/sm90/fa3_fwd_trace_d64.cu).
+// paired persistent kernel (the plan's choice for causal d128 on the grid and for d64 up to 2k
+// rows): its CTAs walk several tiles, and the trace shows one tile's start under the previous
+// tile's end. d64 has a causal traced kernel only (the 128-row paired one,
+// src/sm90/fa3_fwd_trace_d64.cu).
 const KernelEntry* traced_kernel(int64_t hdim, const std::string& dtype, bool causal) {
   for (const KernelEntry& k : kernel_table())
     if (k.family == Family::kFa3FwdTraced && k.head_dim == hdim && (k.dtype == FLASHPTX_FP16) == (dtype == "fp16") &&
