@@ -824,9 +824,13 @@ struct Consumer {
     if (j == t.n_max - 1) QRelease<C>::after_last_qk(sm.q_empty(q_slot), lane);
     float alpha[2];
     softmax<kMasked>(t, n, alpha);
-    // Pin the exponentials here, before the wait below: they are plain register arithmetic, and
-    // without a volatile use of S the compiler sinks them past wgmma.wait_group 0, which
-    // serialises softmax(j) after PV(j-1) and loses the overlap this loop exists for.
+    // A compiler fence on S: nvcc keeps the exponentials before the wait below in the PTX. ptxas
+    // still schedules the wait (WARPGROUP.DEPBAR.LE gsb0, 0x0) after the first 4-12 of 66 (d256: 8-12
+    // of 34) in the release listings, and the rest run after PV(j-1) retires; the golden check
+    // (sass_golden/sm_90a/fa3_fwd_sm90_steady_overlap.check.inc) holds at least one before it.
+    // Forcing all of them before the wait (a uniform branch as a scheduling boundary, as the traced
+    // builds' stamps are) measured 1-11% slower on the H200 (tools/NOTES.md, "The eighth
+    // session"): how much of softmax(j) runs under PV(j-1) is ptxas's choice, and its choice won.
     ptx::wgmma_fence_operand(s_acc);
     tr(trace::kSoftmaxEnd, n);
     retire_pv(n + 1);  // PV(j-1) complete: O readable, P and V[j-1] reusable
