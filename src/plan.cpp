@@ -131,9 +131,9 @@ FwdChoice fwd_d64_causal_choice(int64_t seqlen_q, int64_t seqlen_k, int64_t head
 // Fitted on the H200 (tools/NOTES.md, "The eighth session"; estimate ratio r = one per tile / paired):
 //   d256, 17 shapes: the plain kernel 2-18% faster at r = 0.81-0.98 (3000 rows x 3 x 8 heads: 570 vs
 //        522 TFLOP/s; 1500 x 3 x 8: 390 vs 331), 0.5-1% slower at r = 0.98, 6-29% slower at r >= 1.10
-//        (the grid to 8k rows: 3.88 units per CTA, r 1.10-1.18); at 16k 1% faster at r = 1.10, where
-//        its CTAs, not the paired walk's, share K/V in L2 (eight heads of 16k keys), which the
-//        estimates do not see. Then on 15 shapes not used in the fit: 7-22% faster where the plain
+//        (the grid to 8k rows: 3.88 units per CTA, r 1.10-1.18); at 16k 1% faster at r = 1.10, which
+//        the estimates do not explain (not profiled; 5% slower before O was staged in halves).
+//        Then on 15 shapes not used in the fit: 7-22% faster where the plain
 //        kernel was chosen (2200 x 2 x 8: 425 vs 351; 2700 x 2 x 8: 477 vs 443), equal where the
 //        paired one was.
 //   d128, 20 shapes: the plain kernel 2-17% faster at r = 0.78-0.89 (2200 x 2 x 8: 358 vs 305;

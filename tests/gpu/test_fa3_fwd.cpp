@@ -468,7 +468,7 @@ TEST_CASE("the paired causal schedule: checked against fp64, then 1000 launches 
   // (830 rows: 7 of 128, an empty slot in the middle pair), d128 with GQA, d256 (128 x 64 tiles,
   // 1100 rows: 9 query blocks, the per-warpgroup skip; the tile feed hands over every tile; batch 3,
   // where the plan's makespan estimates choose the paired kernel: src/plan.cpp,
-  // fwd_d256_causal_paired).
+  // fwd_causal_paired).
   const Case cases[] = {{2, 830, 830, 32, 32, 64, true, FLASHPTX_BF16},
                         {2, 1000, 1000, 32, 8, 128, true, FLASHPTX_FP16},
                         {3, 1100, 1100, 16, 16, 256, true, FLASHPTX_BF16}};
