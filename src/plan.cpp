@@ -105,7 +105,8 @@ flashptx_status current_device(Device* d, std::string* err) {
 // length and d256 up to 8k rows, +6-23% over one CTA per tile; d256 at 16k 1% slower); one CTA per
 // tile in LPT order otherwise (few units per CTA, which quantize: 1500 rows x 3 x 8 heads at d256 is
 // 1.09 units per CTA; and d256 from 16k). d256 non-causal: the persistent twin up to 4k keys. The
-// static round-robin of single causal tiles measured slower than one CTA per tile (NOTES.md, v2).
+// static round-robin of single causal tiles measured slower than one CTA per tile (tools/NOTES.md,
+// v2).
 // d64 causal: the 128-row paired kernel, the 192-row paired kernel or the 192-row kernel one CTA per
 // tile, whichever finishes first by the makespan estimates of include/flashptx/tile_scheduler.h,
 // a 192 x 128 block weighted 1.29 of a 128 x 128 one (the 192-row kernel's three consumers run a
