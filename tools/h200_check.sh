@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The hardware check of main on the H200, in device calls of at most ~9 minutes each:
+#
+#   tools/h200_check.sh BIN OUT suites     every GPU suite, one process each (a trapped kernel
+#                                          poisons its own CUDA context only), test flavour
+#                                          (./run_tests) and release flavour (libflashptx.so: the
+#                                          release-flavour suites and the Python GPU tests)
+#   tools/h200_check.sh BIN OUT sanitize   compute-sanitizer memcheck, synccheck and racecheck on one
+#                                          small case per kernel family; the package's host cost
+#
+# BIN holds run_tests, flashptx, libflashptx.so (CUDA runtime linked statically) and COMMIT.
+# Every step writes its own log; the summary (printed last, and in summary.txt) gives each step's
+# exit code, seconds and last line; the logs come back in one archive.
+set -u
+BIN=$(cd "${1:?BIN}" && pwd); OUT=${2:?OUT}; what=${3:?suites|sanitize}
+mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
+export FLASHPTX_LIB=$BIN/libflashptx.so PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/tools/python${PYTHONPATH:+:$PYTHONPATH}
+[ -f "$BIN/COMMIT" ] && export FLASHPTX_GIT_COMMIT=$(cat "$BIN/COMMIT")
+summary=()
+step() {  # step NAME TIMEOUT CMD...
+  local name=$1 t=$2 t0 rc; shift 2
+  t0=$(date +%s)
+  timeout "$t" "$@" > "$OUT/$name.log" 2>&1; rc=$?
+  summary+=("$name rc=$rc $(( $(date +%s) - t0 ))s: $(grep -E 'passed|ERROR SUMMARY|test cases' "$OUT/$name.log" | tail -n 1 | cut -c1-150)")
+}
+step info 40 bash -c 'nvidia-smi; python3 -c "import torch; print(\"torch\", torch.__version__, \"cuda\", torch.version.cuda, \"cudnn\", torch.backends.cudnn.version())"; compute-sanitizer --version; echo commit ${FLASHPTX_GIT_COMMIT:-unknown}'
+case $what in
+  suites)
+    for suite in "gpu_sm90 fa3 forward" "gpu_sm90 fa3 backward" "gpu_sm90 fa3 fp8 forward" "gpu_sm90 fa3 fp8 rmse" \
+                 "gpu_sm90 fp8 quantize" "gpu_sm90 fa3 varlen" "gpu_sm90 release flavour" "gpu_sm90 launch plan" \
+                 "gpu_sm90 fa3 trace" "gpu_sm90 numerics" "gpu_sm90 ladder" "gpu_sm90 race repro" \
+                 "gpu_sm90 primitives mbarrier" "gpu_sm90 primitives named barriers" "gpu_sm90 primitives setmaxnreg" \
+                 "gpu_sm90 primitives tma" "gpu_sm90 primitives wgmma" "gpu_sm90 primitives ldst" \
+                 "gpu_sm90 primitives cluster" "gpu_sm90 release fa3 fp8 bench" "gpu_sm90 release ladder bench"; do
+      step "suite_${suite// /_}" 240 "$BIN/run_tests" -ts="$suite"
+    done
+    step all_but_gpu 200 "$BIN/run_tests" -tse='gpu*'
+    step python_gpu 200 python3 tools/python/tests/test_gpu.py --json "$OUT/python_gpu.json" ;;
+  sanitize)
+    cs() { local tool=$1 name=$2 suite=$3 cases=$4; step "${tool}_$name" 150 compute-sanitizer --tool "$tool" \
+             --error-exitcode 9 "$BIN/run_tests" -ts="$suite" -tc="$cases"; }
+    for tool in memcheck synccheck racecheck; do
+      cs $tool fwd "gpu_sm90 fa3 forward" "unequal lengths*"
+      cs $tool bwd "gpu_sm90 fa3 backward" "small shapes*"
+      cs $tool fp8 "gpu_sm90 fa3 fp8 forward" "d128:*"
+      cs $tool varlen "gpu_sm90 fa3 varlen" "every head dim*"
+      cs $tool quant "gpu_sm90 fp8 quantize" "shapes:*"
+    done
+    cs racecheck release "gpu_sm90 release flavour" "*"
+    step profile_calls 200 python3 tools/python/profile_calls.py --json "$OUT/profile_calls.json" ;;
+esac
+printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
+(cd "$OUT" && tar czf logs.tgz *.log && rm -f *.log)
