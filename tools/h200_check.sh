@@ -17,9 +17,13 @@ mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 export FLASHPTX_LIB=$BIN/libflashptx.so PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/tools/python${PYTHONPATH:+:$PYTHONPATH}
 [ -f "$BIN/COMMIT" ] && export FLASHPTX_GIT_COMMIT=$(cat "$BIN/COMMIT")
 summary=()
-step() {  # step NAME TIMEOUT CMD...
+t_start=$(date +%s); budget=${BUDGET:-540}
+step() {  # step NAME TIMEOUT CMD...: not started once the call's budget (seconds) would be passed
   local name=$1 t=$2 t0 rc; shift 2
   t0=$(date +%s)
+  local left=$(( budget - (t0 - t_start) ))
+  if [ "$left" -lt 20 ]; then summary+=("$name not run: the call's budget of ${budget}s is spent"); return; fi
+  [ "$t" -le "$left" ] || t=$left
   timeout "$t" "$@" > "$OUT/$name.log" 2>&1; rc=$?
   summary+=("$name rc=$rc $(( $(date +%s) - t0 ))s: $(grep -E 'passed|ERROR SUMMARY|test cases' "$OUT/$name.log" | tail -n 1 | cut -c1-150)")
 }
@@ -37,6 +41,8 @@ case $what in
     step all_but_gpu 200 "$BIN/run_tests" -tse='gpu*'
     step python_gpu 200 python3 tools/python/tests/test_gpu.py --json "$OUT/python_gpu.json" ;;
   sanitize)
+    step "suite_gpu_sm90_fa3_forward_rest" 200 "$BIN/run_tests" -ts="gpu_sm90 fa3 forward" \
+      -tc="the persistent d256*,the dynamic schedule*,bad input*"
     cs() { local tool=$1 name=$2 suite=$3 cases=$4; step "${tool}_$name" 150 compute-sanitizer --tool "$tool" \
              --error-exitcode 9 "$BIN/run_tests" -ts="$suite" -tc="$cases"; }
     for tool in memcheck synccheck racecheck; do
