@@ -83,6 +83,20 @@ def compact(run1, direction):
     return "\n".join(lines)
 
 
+def offgrid(path):
+    """kernel_time.py's rows of shapes off the grid (rows x batch x heads, keys, K/V heads, dtype)."""
+    with open(path) as f:
+        rows = json.load(f)
+    lines = ["| d | rows x batch x heads | keys | K/V heads | mask | dtype | flashptx / cuDNN / FA2 | ratio |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        ours, cudnn, fa2 = (value(r, i, "fwd") for i, _ in IMPLS)
+        lines.append(f"| {r['d']} | {r['s']} x {r['b']} x {r['h']} | {r.get('sk', r['s'])} | {r.get('hkv', r['h'])} | "
+                     f"{'causal' if r['causal'] else 'none'} | {r.get('dtype', 'bf16')} | "
+                     f"{ours:.0f} / {cudnn:.0f} / {fa2:.0f} | {ours / cudnn:.2f} |")
+    return "\n".join(lines)
+
+
 def plot(run1, direction, title, prefix):
     import matplotlib
     matplotlib.use("Agg")
@@ -120,6 +134,7 @@ def main():
     ap.add_argument("--fwd", nargs=2, metavar=("RUN1", "RUN2"), required=True)
     ap.add_argument("--bwd", nargs=2, metavar=("RUN1", "RUN2"))
     ap.add_argument("--out", metavar="PREFIX")
+    ap.add_argument("--offgrid", metavar="FILE", help="print the table of a result file of off-grid shapes")
     ap.add_argument("--table", action="store_true")
     ap.add_argument("--compact", action="store_true", help="the README's tables: flashptx / cuDNN (ratio)")
     a = ap.parse_args()
@@ -133,6 +148,8 @@ def main():
         print("forward\n" + compact(fwd[0], "fwd"))
         if bwd:
             print("\nbackward\n" + compact(bwd[0], "bwd"))
+    if a.offgrid:
+        print("off the grid\n" + offgrid(a.offgrid))
     if a.out:
         plot(fwd[0], "fwd", "Forward, bf16, H200: flashptx, cuDNN 9.19 and FA2 (PyTorch 2.11 SDPA)", a.out)
         if bwd:
