@@ -75,7 +75,7 @@ typedef struct flashptx_fwd_params {
   /* Optional (NULL: a static schedule). Two words of device memory, 8-byte aligned, zero before the
    * first call that uses them; every call leaves them zero again. Where the launch plan runs a kernel
    * with the dynamic schedule (a causal d64 forward on the 128-row paired kernel), its CTAs take their
-   * tiles from this counter, longest first (tools/NOTES.md, "The dynamic schedule": +3-4% at 512-2k
+   * tiles from this counter, longest first (docs/DECISIONS.md, "The dynamic schedule": +3-4% at 512-2k
    * rows on the H200); other launches do not touch it. Calls that may run at the same time (other
    * streams, graph launches) need counters of their own: a shared one hands each call the other's
    * tiles. A call that stops part-way (a trap) leaves it nonzero: zero it again. */

@@ -89,7 +89,7 @@ flashptx_status current_device(Device* d, std::string* err) {
 }
 
 // ---- FA3 forward --------------------------------------------------------------------------------
-// The dispatch rule, from the measurements in tools/NOTES.md (H200, bf16, FA3 grid):
+// The dispatch rule, from the measurements in docs/DECISIONS.md (H200, bf16, FA3 grid):
 //   d64:  3 consumer warpgroups (block_m 192; v3: 8k +16% non-causal, +9% causal) except
 //         non-causal up to 1k rows where fwd_d64_noncausal_block_m's rounds put the 128-row
 //         persistent kernel first (a ragged last 192-row tile: 512 rows are 2.7 tiles; 768 rows are
@@ -105,13 +105,13 @@ flashptx_status current_device(Device* d, std::string* err) {
 // length and d256 up to 8k rows, +6-23% over one CTA per tile; d256 at 16k 1% slower); one CTA per
 // tile in LPT order otherwise (few units per CTA, which quantize: 1500 rows x 3 x 8 heads at d256 is
 // 1.09 units per CTA; and d256 from 16k). d256 non-causal: the persistent twin up to 4k keys. The
-// static round-robin of single causal tiles measured slower than one CTA per tile (tools/NOTES.md,
-// v2).
+// static round-robin of single causal tiles measured slower than one CTA per tile (docs/DECISIONS.md,
+// "Persistent tiles for non-causal masks").
 // d64 causal: the 128-row paired kernel, the 192-row paired kernel or the 192-row kernel one CTA per
 // tile, whichever finishes first by the makespan estimates of include/flashptx/tile_scheduler.h,
 // a 192 x 128 block weighted 1.29 of a 128 x 128 one (the 192-row kernel's three consumers run a
 // block of 1.5x the FLOPs in 1.29x the time: fitted on the H200 at 830, 1k, 1500 and 2k rows,
-// 1.27-1.35; tools/NOTES.md, "Choosing the d64 causal schedule"). The estimates stand for what
+// 1.27-1.35; docs/DECISIONS.md, "Plan calibration"). The estimates stand for what
 // the measurements showed: a few units per CTA quantize (1500 rows, 32 heads, batch 3: 4.4 units
 // of the 128-row tile per CTA, 2.9 of the 192-row tile), and a ragged 192-row tile wastes rows
 // (1k: 6 tiles of 192 for 1024 rows).
@@ -129,7 +129,7 @@ FwdChoice fwd_d64_causal_choice(int64_t seqlen_q, int64_t seqlen_k, int64_t head
 // d128 and d256 causal: the paired kernel, or the plain kernel one CTA per tile in LPT order, by the
 // same makespan estimates as d64 (128- and 64-key blocks), the plain kernel's blocks weighted 1.10 at
 // d128 and 1.02 at d256; and at d256 the plain kernel from 16k rows whatever the estimates say.
-// Fitted on the H200 (tools/NOTES.md, "The eighth session"; estimate ratio r = one per tile / paired):
+// Fitted on the H200 (docs/DECISIONS.md, "Plan calibration"; estimate ratio r = one per tile / paired):
 //   d256, 17 shapes: the plain kernel 2-18% faster at r = 0.81-0.98 (3000 rows x 3 x 8 heads: 570 vs
 //        522 TFLOP/s; 1500 x 3 x 8: 390 vs 331), 0.5-1% slower at r = 0.98, 6-29% slower at r >= 1.10
 //        (the grid to 8k rows: 3.88 units per CTA, r 1.10-1.18); at 16k 1% faster at r = 1.10, which
@@ -156,13 +156,13 @@ bool fwd_causal_paired(int64_t head_dim, int64_t seqlen_q, int64_t seqlen_k, int
 // d64 non-causal up to 1k rows: the 128- or the 192-row kernel (both persistent, equal tiles), by
 // rounds of tiles on the CTAs, a 192-row tile weighted 1.34 of a 128-row one whether or not its last
 // warpgroups hold rows (they skip their blocks, but the tile's other warpgroups set its time).
-// Fitted on the H200 (tools/NOTES.md, "The eighth session"): 1024 x 16 x 32 heads, 32 rounds of
+// Fitted on the H200 (docs/DECISIONS.md, "Plan calibration"): 1024 x 16 x 32 heads, 32 rounds of
 // 128 rows against 24 of 192 rows, measured equal (452-456 vs 450 TFLOP/s); 768 rows, 24 rounds
 // against 16: the 192-row tile 12% faster (469 vs 419), as 1.34 predicts; 512 rows: 128 rows 1.8%
 // faster (1.34 x 24 = 32.2 against 32). Then on 7 shapes not used in the fit: the 192-row tile, where
 // chosen, 8-15% faster (960 rows x 16 x 32: 453 vs 396; 384 x 32 x 32: 386 vs 336), 640 rows (the
 // 128-row tile kept) equal. From 1k rows the 192-row tile (1.5x the rows of a 128-row tile in about
-// the same time from 4k: tools/NOTES.md, "The tile feed").
+// the same time from 4k: docs/DECISIONS.md, "Three consumer warpgroups at d64").
 int fwd_d64_noncausal_block_m(int64_t seqlen_q, int64_t heads, int64_t batch, int sms) {
   if (seqlen_q > 1024) return 192;
   const int64_t g = std::max(sms, 1), hb = heads * batch;
@@ -180,7 +180,7 @@ static FwdChoice fwd_choice(const flashptx_fwd_params& p, int sms) {
     return fwd_d64_causal_choice(p.seqlen_q, p.seqlen_k, p.heads_q, p.batch, sms);
   }
   // d256 non-causal: the persistent twin up to 4k keys (O staged in halves: +2-10% at 512-2k, equal
-  // at 4k, 1-2% slower from 8k: tools/NOTES.md, "O in halves"), the plain kernel beyond.
+  // at 4k, 1-2% slower from 8k: docs/DECISIONS.md, "O in halves at d256"), the plain kernel beyond.
   if (p.head_dim == 256 && !p.causal) return {128, false, p.seqlen_k <= 4096};
   return {128, p.causal && fwd_causal_paired(p.head_dim, p.seqlen_q, p.seqlen_k, p.heads_q, p.batch, sms)};
 }
@@ -249,8 +249,8 @@ static bool dynamic_schedule(const KernelEntry& k, const flashptx_fwd_params& p)
 }
 
 // (batch, head) pairs per section of the dynamic schedule: as many as keep their K and V within 32
-// MiB of L2 (H200: 50 MB; measured against 8 MiB and one section of every pair, tools/NOTES.md "The
-// dynamic schedule"), the sections then made equal, so that the last is not a sliver whose few
+// MiB of L2 (H200: 50 MB; measured against 8 MiB and one section of every pair:
+// docs/DECISIONS.md, "The dynamic schedule"), the sections then made equal, so that the last is not a sliver whose few
 // tiles leave most CTAs idle.
 int lpt_section_pairs(int64_t seqlen_k, int64_t head_dim, int64_t pairs) {
   const int64_t per_pair = std::max<int64_t>(seqlen_k, 1) * head_dim * 2 * 2;  // K and V, 2 bytes

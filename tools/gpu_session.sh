@@ -6,7 +6,7 @@
 # COMMIT (`git rev-parse HEAD` of the build);
 # steps (default: info tests bench): info tests gputests sanitize bench bwdbench ab variants grid side quick
 #   trace ncu racematrix
-# (what the 2026-11-30 sessions ran, step by step, is in tools/NOTES.md)
+# (the measurement method: docs/PERFORMANCE.md, "Method")
 # Variants are chosen with flashptx's own options (bench --kernel NAME --schedule S), never with
 # environment variables: the library reads none.
 # Every step writes its own log; the last lines printed are a short summary.

@@ -1,4 +1,4 @@
-// The E4M3FN codebook (tools/guide/PROTOCOLS.md, "FP8 layouts"; PTX ISA "Alternate Floating-Point
+// The E4M3FN codebook (docs/PROTOCOLS.md, "FP8 layouts"; PTX ISA "Alternate Floating-Point
 // Data Formats" for the e4m3 format).
 //
 // One sign bit, four exponent bits (bias 7), three fraction bits; finite-only ("FN"): no infinity,

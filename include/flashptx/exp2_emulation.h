@@ -1,4 +1,4 @@
-// Degree-3 software exp2 (tools/guide/PROTOCOLS.md, "The FA4 roles"; the FA4 paper, Zadouri et al.,
+// Degree-3 software exp2 (docs/PROTOCOLS.md, "The FA4 roles"; the FA4 paper, Zadouri et al.,
 // arXiv 2603.05451, section 3.1.3).
 //
 // FA4 moves a share of the softmax exponentials off the MUFU.EX2 unit onto FP32 FMA/ALU issue. For
@@ -144,7 +144,7 @@ FLASHPTX_HD uint16_t bf16_bits_rne(float x) {
 }
 FLASHPTX_HD float bf16_to_float(uint16_t b) { return u2f(static_cast<uint32_t>(b) << 16); }
 
-// Hardware/software dispatch inside one score row (tools/guide/PROTOCOLS.md, "The FA4 roles";
+// Hardware/software dispatch inside one score row (docs/PROTOCOLS.md, "The FA4 roles";
 // SoftmaxSm100.apply_exp2_convert in flash-attention fa4-v4.0.0.beta23). A row is cut into F
 // fragments of 32 elements; the loop visits element pairs (k, k+1), k even, inside fragment j. The
 // pair is emulated only when

@@ -394,7 +394,7 @@ FLASHPTX_HD constexpr int key_limit(int row, int n, int seqlen_q, int seqlen_k, 
 
 // ---- 5. softmax arithmetic (one thread = one query row) ------------------------------------------------
 // The exp2 split between MUFU.EX2 and the degree-3 emulation: exp2emu::pair_uses_emulation over a row
-// of kBlockN elements in fragments of 32 (tools/guide/PROTOCOLS.md, "The FA4 roles"; the pinned FA4
+// of kBlockN elements in fragments of 32 (docs/PROTOCOLS.md, "The FA4 roles"; the pinned FA4
 // source's SoftmaxSm100.apply_exp2_convert). freq = 0: all MUFU.
 struct EmuSplit {
   int freq, res, start;

@@ -1,4 +1,4 @@
-// Online softmax with a retained reference and conditional rescaling (tools/guide/PROTOCOLS.md,
+// Online softmax with a retained reference and conditional rescaling (docs/PROTOCOLS.md,
 // "The FA4 roles"; the FA4 paper, Zadouri et al., arXiv 2603.05451, section 3.1.4).
 //
 // Coordinates:
@@ -21,7 +21,7 @@
 // running this code produce identical bits for r, D and N. (LSE uses log2f, which is not bit-equal
 // between glibc and CUDA; it is compared with a tolerance.)
 //
-// The Mutation argument exists only for the failure lab (tools/guide/PROTOCOLS.md, "The FA4 roles",
+// The Mutation argument exists only for the failure lab (docs/PROTOCOLS.md, "The FA4 roles",
 // failure lab); kernels use Mutation::none.
 #pragma once
 #include <cstdint>

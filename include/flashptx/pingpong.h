@@ -1,4 +1,4 @@
-// The pingpong token ring of FA3's consumer warpgroups (tools/guide/PROTOCOLS.md, "Pingpong"; the FA3
+// The pingpong token ring of FA3's consumer warpgroups (docs/PROTOCOLS.md, "Pingpong"; the FA3
 // paper, Shah et al., arXiv 2407.08608, section 3.1; PTX ISA "bar, barrier").
 //
 // G consumer warpgroups pass one issue token around a ring of named barriers. Consumer g waits its

@@ -1,4 +1,4 @@
-// The (stage, phase) coordinate of a circular shared-memory ring (tools/guide/PROTOCOLS.md, "Hopper
+// The (stage, phase) coordinate of a circular shared-memory ring (docs/PROTOCOLS.md, "Hopper
 // prerequisites" and "The K/V rings"; PTX ISA "mbarrier" for the phase and parity semantics).
 //
 // A ring of S stages is a set of S slots, each guarded by a "full" mbarrier (producer -> consumer:

@@ -1,5 +1,5 @@
 // Blackwell Tensor Memory (TMEM): capacity, allocator rules, address packing, the FA4 S/P/O column
-// plan, alias legality and lane ownership (tools/guide/PROTOCOLS.md, "TMEM planning"; PTX ISA
+// plan, alias legality and lane ownership (docs/PROTOCOLS.md, "TMEM planning"; PTX ISA
 // "Tensorcore 5th Generation Family Instructions", "Tensor Memory").
 //
 // This is the code an sm_100a kernel uses to lay out its TMEM and the code the CPU oracle
@@ -145,7 +145,7 @@ struct TmemAllocator {
   }
 };
 
-// ---- column intervals, live intervals, alias legality (tools/guide/PROTOCOLS.md, "TMEM planning")
+// ---- column intervals, live intervals, alias legality (docs/PROTOCOLS.md, "TMEM planning")
 struct Interval {  // half-open [begin, end)
   uint32_t begin = 0, end = 0;
   FLASHPTX_HD constexpr uint32_t width() const { return end - begin; }

@@ -1,4 +1,4 @@
-// Pipeline timeline instrumentation (`flashptx trace`; tools/guide/PROTOCOLS.md, "Evidence").
+// Pipeline timeline instrumentation (`flashptx trace`; docs/PROTOCOLS.md, "Evidence").
 //
 // A kernel compiled with -DFLASHPTX_TRACE=1 stamps protocol events; compiled without it, every
 // FLASHPTX_STAMP expands to nothing, so the release SASS (and its golden) is unchanged.

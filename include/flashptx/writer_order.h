@@ -1,4 +1,4 @@
-// Deterministic writer order for global gradient accumulation (tools/guide/PROTOCOLS.md,
+// Deterministic writer order for global gradient accumulation (docs/PROTOCOLS.md,
 // "Deterministic writer order"; the FA4 paper, Zadouri et al., arXiv 2603.05451, section 3.2).
 //
 // FP32 addition is not associative, so a deterministic backward needs a declared physical order of

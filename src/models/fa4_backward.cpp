@@ -1,4 +1,4 @@
-// The FA4 backward oracle (tools/guide/PROTOCOLS.md, "The backward relay" and "Deterministic writer
+// The FA4 backward oracle (docs/PROTOCOLS.md, "The backward relay" and "Deterministic writer
 // order"; the FA4 paper, Zadouri et al., arXiv 2603.05451, section 3.2).
 //
 // Read top to bottom:

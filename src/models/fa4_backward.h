@@ -1,4 +1,4 @@
-// CPU oracle of the FA4 backward (tools/guide/PROTOCOLS.md, "The backward relay" and "Deterministic
+// CPU oracle of the FA4 backward (docs/PROTOCOLS.md, "The backward relay" and "Deterministic
 // writer order"; `flashptx ledger 0x0A`): the five-MMA cycle ledger (1CTA and 2CTA), the softmax
 // backward algebra on a tiled fp64 model against direct formulas, the 2CTA dS repack and its wrong
 // variants, the DSMEM relay event order, TMEM live intervals, and deterministic writer orders.

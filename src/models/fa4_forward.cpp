@@ -1,4 +1,4 @@
-// The FA4 forward model (tools/guide/PROTOCOLS.md, "The FA4 roles"; the FA4 paper, Zadouri et al., arXiv 2603.05451, section 3.1.1 and Table 1).
+// The FA4 forward model (docs/PROTOCOLS.md, "The FA4 roles"; the FA4 paper, Zadouri et al., arXiv 2603.05451, section 3.1.1 and Table 1).
 //
 // Read top to bottom:
 //   1. ledger(): F_MMA = 4MNd; SMEM bytes from the 128x128 instruction grids (ceilings kept, the

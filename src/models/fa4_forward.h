@@ -1,4 +1,4 @@
-// CPU oracle of the FA4 forward (tools/guide/PROTOCOLS.md, "The FA4 roles"; `flashptx ledger 0x08`): the feeds-and-speeds ledger with instruction ceilings,
+// CPU oracle of the FA4 forward (docs/PROTOCOLS.md, "The FA4 roles"; `flashptx ledger 0x08`): the feeds-and-speeds ledger with instruction ceilings,
 // the sensitivity table, the d* crossover, the beta23 warp roles and register targets, split P,
 // the startup/steady/drain MMA issue order with its handoff edges, and the H/L exponential
 // critical-section rule. Every checker reports a named reason.
@@ -113,8 +113,8 @@ std::vector<ExpSection> paper_exp_sections(int blocks);
 FwdError check_exp_sections(const std::vector<ExpSection>& s);
 
 // ---- evidence: what each number of this model is, and what it is not ------------------------------
-// The forward failure matrix's five evidence rows (tools/guide/PROTOCOLS.md, "The FA4 roles",
-// "Evidence rows"): a number of this model or of the kernel's source described as something it is not.
+// The forward failure matrix's five evidence rows (docs/PROTOCOLS.md, "The FA4 roles",
+// its evidence rows): a number of this model or of the kernel's source described as something it is not.
 // Each check takes the claim and recomputes what the number is from the object that produced it.
 enum class EvidenceError : uint8_t {
   kOk = 0,

@@ -1,4 +1,4 @@
-// FLOP numerators of the benchmarks (tools/guide/PROTOCOLS.md, "Evidence"). TFLOP/s is an
+// FLOP numerators of the benchmarks (docs/PROTOCOLS.md, "Evidence"). TFLOP/s is an
 // accounting throughput: counted FLOPs over a timed interval. Which FLOPs are counted is a
 // convention; these functions name each.
 //

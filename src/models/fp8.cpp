@@ -1,4 +1,4 @@
-// FA3 FP8 oracle (tools/guide/PROTOCOLS.md, "FP8 layouts"; the FA3 paper, Shah et al., arXiv
+// FA3 FP8 oracle (docs/PROTOCOLS.md, "FP8 layouts"; the FA3 paper, Shah et al., arXiv
 // 2407.08608, section 3.3 and appendix B).
 //
 // Read top to bottom:

@@ -1,4 +1,4 @@
-// FA3 FP8 oracle (tools/guide/PROTOCOLS.md, "FP8 layouts"): the E4M3FN codebook, descale placement
+// FA3 FP8 oracle (docs/PROTOCOLS.md, "FP8 layouts"): the E4M3FN codebook, descale placement
 // and its failure lab, the 2^8 probability offset, the Q/K orthogonal (signed Hadamard) identity,
 // the paired P/V permutation, and the seeded quantization-error experiment. Codes come from
 // include/flashptx/e4m3.h, the encoder the device uses (checked against the hardware conversion by
@@ -130,7 +130,7 @@ int transpose_mismatches(const uint8_t v[16][16], const Vt16& t);
 // (even: odd = false) in ascending key order; the model enumerates all 4096.
 std::vector<uint32_t> derive_selectors(bool odd);
 
-// ---- the FP8 layout failure lab (tools/guide/PROTOCOLS.md, "FP8 layouts") ---------------------
+// ---- the FP8 layout failure lab (docs/PROTOCOLS.md, "FP8 layouts") ---------------------
 // Each lab breaks one rule of the FP8 path and names the fault its checker reports; "ok" for the
 // protocol as the kernel runs it.
 enum class LayoutLab {

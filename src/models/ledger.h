@@ -1,6 +1,6 @@
 // The ledger: each protocol model registers the tables it reproduces, under a section code, and
 // `flashptx ledger [section]` prints them. The codes (0x02 ... 0x0D) are the section numbers of the
-// design write-up the models were checked against; tools/guide/PROTOCOLS.md, "The ledger's section
+// design write-up the models were checked against; docs/PROTOCOLS.md, "The ledger's section
 // codes", maps each to the guide section that explains it. Models live in src/models/*.cpp, one
 // section or protocol per file; they are linked into ./flashptx and ./run_tests as objects (not an
 // archive), so a static registration is never dropped by the linker.

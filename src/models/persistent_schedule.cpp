@@ -1,5 +1,5 @@
 // Persistent causal scheduling on the CPU: `flashptx ledger 0x0B` ("paired static schedule") and
-// tests/host/test_models_persistent.cpp (tools/guide/PROTOCOLS.md, "Scheduling").
+// tests/host/test_models_persistent.cpp (docs/PROTOCOLS.md, "Scheduling").
 //
 // What this file certifies, driving the kernel's own functions (include/flashptx/tile_scheduler.h):
 //   1. paired_slot visits every causal tile exactly once for any grid, odd or even M.

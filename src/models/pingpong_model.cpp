@@ -1,4 +1,4 @@
-// FA3 pingpong token ring: the CPU oracle behind `flashptx ledger 0x04` (tools/guide/PROTOCOLS.md,
+// FA3 pingpong token ring: the CPU oracle behind `flashptx ledger 0x04` (docs/PROTOCOLS.md,
 // "Pingpong").
 //
 // What this file certifies:

@@ -1,4 +1,4 @@
-// FA3 pingpong: the named-barrier token ring of the consumer warpgroups (tools/guide/PROTOCOLS.md,
+// FA3 pingpong: the named-barrier token ring of the consumer warpgroups (docs/PROTOCOLS.md,
 // "Pingpong"); see pingpong_model.cpp.
 #pragma once
 #include <string>

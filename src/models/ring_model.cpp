@@ -1,4 +1,4 @@
-// FA3 producer/consumer rings over shared memory: the CPU oracle (tools/guide/PROTOCOLS.md, "Hopper
+// FA3 producer/consumer rings over shared memory: the CPU oracle (docs/PROTOCOLS.md, "Hopper
 // prerequisites" and "The K/V rings"; `flashptx ledger 0x02` and `0x03`).
 //
 // What this file certifies, top to bottom:

@@ -1,4 +1,4 @@
-// FA3 K/V mbarrier rings: the CPU oracle (tools/guide/PROTOCOLS.md, "Hopper prerequisites" and "The
+// FA3 K/V mbarrier rings: the CPU oracle (docs/PROTOCOLS.md, "Hopper prerequisites" and "The
 // K/V rings"; `flashptx ledger 0x02` and `0x03`); see ring_model.cpp.
 #pragma once
 #include <cstdint>

@@ -1,5 +1,5 @@
 // Persistent scheduling, LPT and variable-work geometry: the CPU oracle behind `flashptx ledger 0x0B`
-// (tools/guide/PROTOCOLS.md, "Scheduling"), and the FLOP accounting behind `flashptx ledger 0x0D`
+// (docs/PROTOCOLS.md, "Scheduling"), and the FLOP accounting behind `flashptx ledger 0x0D`
 // (the guide's "Evidence"). Both drive the headers the kernels and the bench use
 // (include/flashptx/tile_scheduler.h, src/models/flops.h).
 //
@@ -320,7 +320,8 @@ BwdWorkingSet bwd_working_set(long long seqlen, int head_dim, long long n_blocks
 
 // The mutation row "globally sort all heads and batches by cost" on our backward: the deterministic
 // causal dispatch read as (rank, pair) instead of head-major, measured on the H200 (2026-11-30, kernel
-// time): d256 causal 8k 353 -> 178 TFLOP/s, d128 causal 8k 531 -> 344 (tools/NOTES.md).
+// time): d256 causal 8k 353 -> 178 TFLOP/s, d128 causal 8k 531 -> 344
+// (docs/DECISIONS.md, "Rank-major deterministic dispatch").
 static void print_bwd_l2(std::FILE* o) {
   std::fprintf(o, "FA3 backward working set in flight, 132 resident CTAs (one per SM), 60 MiB L2 (H200);\n"
                   "columns: d, S = head dim and seqlen (16k tokens, hidden 2048); N = key blocks per pair; pairs =\n"

@@ -1,4 +1,4 @@
-// Scheduling and FLOP accounting oracles (tools/guide/PROTOCOLS.md, "Scheduling" and "Evidence");
+// Scheduling and FLOP accounting oracles (docs/PROTOCOLS.md, "Scheduling" and "Evidence");
 // see scheduling_model.cpp.
 #pragma once
 #include <string>
@@ -30,7 +30,7 @@ double compile_speedup(const CompileRow& r);
 // and batches": unrelated working sets thrash L2). One CTA per key block and (batch, head) pair,
 // dispatched in linear order; `resident` CTAs in flight. Head-major (the kernel's grid: key blocks
 // fastest) keeps the pairs of the first `resident` CTAs, ceil(resident / n_blocks) of them; rank-major
-// (every pair's CTAs of one rank side by side, tried on the H200 and reverted: tools/NOTES.md) has
+// (every pair's CTAs of one rank side by side, reverted: docs/DECISIONS.md, "Rank-major deterministic dispatch") has
 // min(pairs, resident). Bytes per pair: Q, dO, K, V in bf16, the fp32 dQ accumulator, LSE and delta.
 struct BwdWorkingSet { long long pairs_in_flight; double bytes; };
 BwdWorkingSet bwd_working_set(long long seqlen, int head_dim, long long n_blocks, long long pairs, long long resident,

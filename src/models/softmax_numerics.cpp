@@ -1,4 +1,4 @@
-// FA4 softmax numerics oracle (tools/guide/PROTOCOLS.md, "The FA4 roles"; the FA4 paper, Zadouri et
+// FA4 softmax numerics oracle (docs/PROTOCOLS.md, "The FA4 roles"; the FA4 paper, Zadouri et
 // al., arXiv 2603.05451, sections 3.1.3 and 3.1.4).
 //
 // Read top to bottom:

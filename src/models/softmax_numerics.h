@@ -1,4 +1,4 @@
-// FA4 softmax numerics oracle (tools/guide/PROTOCOLS.md, "The FA4 roles"): the degree-3 exp2 grid,
+// FA4 softmax numerics oracle (docs/PROTOCOLS.md, "The FA4 roles"): the degree-3 exp2 grid,
 // the fragment-dispatch table, the retained-reference recurrence fixture and its failure lab, the
 // dtype envelopes. The arithmetic itself lives in include/flashptx/exp2_emulation.h and
 // include/flashptx/online_softmax.h, the same code the device runs.

@@ -1,4 +1,4 @@
-// The TMEM and CTA-group oracle (tools/guide/PROTOCOLS.md, "TMEM planning"; PTX ISA "Tensorcore 5th
+// The TMEM and CTA-group oracle (docs/PROTOCOLS.md, "TMEM planning"; PTX ISA "Tensorcore 5th
 // Generation Family Instructions").
 //
 // Read top to bottom:

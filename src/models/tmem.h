@@ -1,4 +1,4 @@
-// CPU oracle of Blackwell TMEM and CTA groups (tools/guide/PROTOCOLS.md, "TMEM planning"; its tables:
+// CPU oracle of Blackwell TMEM and CTA groups (docs/PROTOCOLS.md, "TMEM planning"; its tables:
 // `flashptx ledger 0x07`): an event checker for tcgen05 allocation / issue / completion /
 // visibility / CTA-group rules, driven over the positive traces and the eleven negative fixtures of
 // its failure lab. The column plan and allocator it drives are the kernel's own code in

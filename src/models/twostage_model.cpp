@@ -1,4 +1,4 @@
-// FA3 two-stage WGMMA-softmax pipeline: the CPU oracle (tools/guide/PROTOCOLS.md, "The two-stage
+// FA3 two-stage WGMMA-softmax pipeline: the CPU oracle (docs/PROTOCOLS.md, "The two-stage
 // overlap"; the FA3 paper, Shah et al., arXiv 2407.08608, section 3.2; `flashptx ledger 0x05`).
 //
 // What this file certifies:

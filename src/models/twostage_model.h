@@ -1,4 +1,4 @@
-// FA3 two-stage WGMMA-softmax pipeline (tools/guide/PROTOCOLS.md, "The two-stage overlap"): schedule
+// FA3 two-stage WGMMA-softmax pipeline (docs/PROTOCOLS.md, "The two-stage overlap"): schedule
 // bound, register liveness, and the wait_group legality checker over event traces; see
 // twostage_model.cpp.
 #pragma once

@@ -10,7 +10,7 @@
 // Sources: the FA4 paper (Zadouri et al.) section 3.2 and the seed's FA4 backward section (five MMAs
 // per step, the TMEM budget, the ordered dQ reduction); PTX ISA "Tensorcore 5th Generation Family
 // Instructions" (tcgen05.*), "mbarrier", "cp.async.bulk", "cp.reduce.async.bulk"; the protocols
-// guide tools/guide/PROTOCOLS.md, "The backward relay" and "Deterministic writer order".
+// guide docs/PROTOCOLS.md, "The backward relay" and "Deterministic writer order".
 //
 // A CTA owns one key block (128 keys) of one (batch, query head) and walks the query blocks of 128
 // rows that see it (causal: from the diagonal down), one step each. Per step, five MMAs (the plan:
@@ -49,7 +49,7 @@
 // Every TMEM hand-off between threads is: producer's tcgen05.wait::ld/st (or tcgen05.commit) ->
 // tcgen05.fence::before_thread_sync -> mbarrier arrive ... mbarrier wait -> tcgen05.fence::
 // after_thread_sync -> consumer's tcgen05 operation (PTX ISA "Memory Consistency Model for 5th
-// generation of TensorCore operations"; tools/guide/PROTOCOLS.md "TMEM hand-offs"). dS^T, written by
+// generation of TensorCore operations"; docs/PROTOCOLS.md, "The backward relay"). dS^T, written by
 // generic stores and read by the MMA (async proxy): fence.proxy.async.shared::cta in every writer
 // before its arrive (PTX ISA "Async proxy"). The dQ staging chunk, read by the bulk reduce (async
 // proxy): the same fence, then a named barrier, then thread 0's cp.reduce.async.bulk.

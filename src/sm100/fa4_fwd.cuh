@@ -6,7 +6,7 @@
 // emulator on the CPU against an fp64 reference (tests/host/test_fa4_replay.cpp). The memory-model
 // claims below rest on reading the PTX ISA; each says where it comes from.
 //
-// Sources: the FA4 paper (Zadouri et al.); tools/guide/PROTOCOLS.md, "TMEM planning" and "The FA4
+// Sources: the FA4 paper (Zadouri et al.); docs/PROTOCOLS.md, "TMEM planning" and "The FA4
 // roles"; PTX ISA "Tensorcore 5th Generation Family Instructions" (tcgen05.*), "mbarrier",
 // "clusterlaunchcontrol", "cp.async.bulk".
 //

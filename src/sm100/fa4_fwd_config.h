@@ -94,7 +94,7 @@ struct FwdLayout {
 
 // The specializations that exist (their kernels: src/sm100/fa4_fwd.cu; the CPU replay runs the same
 // objects). The emulation splits are the pinned FA4 source's for (1-CTA, d 128) and (2-CTA, d 128)
-// (tools/guide/PROTOCOLS.md, "The FA4 roles"); d 64 takes the 1-CTA one. tau = 8 (log2 256): the
+// (docs/PROTOCOLS.md, "The FA4 roles"); d 64 takes the 1-CTA one. tau = 8 (log2 256): the
 // BF16/FP16 envelope.
 constexpr FwdConfig kD64 = {.head_dim = 64, .cta_group = 1, .kv_slots = 6, .bf16 = true,
                             .emu = {16, 4, 1}, .tau_log2 = 8};

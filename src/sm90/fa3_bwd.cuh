@@ -1,5 +1,5 @@
 // FlashAttention-3 backward on Hopper (sm_90a), by hand: the main kernel.
-// Protocols: tools/guide/PROTOCOLS.md ("The backward relay", "Deterministic writer order"); the FA3
+// Protocols: docs/PROTOCOLS.md ("The backward relay", "Deterministic writer order"); the FA3
 // paper (Shah et al., arXiv 2407.08608, section 3 and appendix B); PTX ISA sections cited inline.
 // The preprocess (delta, LSE in base 2, dQ accumulator zeroed) and postprocess (dQ, and dK/dV under
 // GQA, converted to the output dtype) are in src/sm90/fa3_bwd_aux.cuh.

@@ -3,8 +3,8 @@
 // Each is an extern "C" __global__ wrapper around fa3::fwd_kernel_body<config> (src/sm90/fa3_fwd.cuh),
 // so its SASS golden is named plainly (sass_golden/sm_90a/fa3_fwd_sm90_bf16_d128_n128.sass), and a
 // row of the kernel table (src/kernels.h). Which row a problem uses is the launch plan's rule
-// (src/plan.cpp). Candidates that lost a measurement are removed from this list; tools/NOTES.md
-// keeps their numbers.
+// (src/plan.cpp). Candidates that lost a measurement are removed from this list; docs/DECISIONS.md
+// keeps their numbers ("Forward (FA3)").
 //
 //   kernel     block_m x block_n  stages  consumers  pingpong  persistent  O staging  smem
 //   d64_m128   128 x 128          3       2          yes       yes         own        129 KiB
@@ -21,15 +21,16 @@
 //   d256_persistent  the d256 shape, persistent (non-causal up to 4k keys)  in halves  225 KiB
 // The two-consumer persistent and paired kernels take their tiles from the producer through shared
 // memory (the tile feed, FwdLayout::kTileFeed), and their warpgroup 0 computes the diagonal block 64
-// columns wide (Consumer::half_first): tools/NOTES.md, "The tile feed and the half-width diagonal".
+// columns wide (Consumer::half_first): docs/DECISIONS.md, "The half-width diagonal".
 // Their producer walks one tile ahead (FwdLayout::kWalkAhead; not in d64_m128's non-causal loop):
-// tools/NOTES.md, "Walking ahead".
+// docs/DECISIONS.md, "Walking ahead".
 // Every d256 kernel rescales O lazily (Consumer::kLazyRescale: +2-4% at 512, +4-10% from 1k on the
-// H200; tools/NOTES.md, "The seventh session").
+// H200; docs/DECISIONS.md, "Lazy rescale at d256").
 // d256 non-causal: the persistent kernel up to 4k keys, one tile per CTA from 8k. With O in the Q
 // buffer a persistent d256 kernel had measured 2-5% slower than one tile per CTA from 2k (+2% at
 // 512); staging O in halves beside Q (FwdLayout::kOHalves) freed Q at the last QK: +10% at 512,
-// +6% at 1k, and +2-11% for the paired causal twin (tools/NOTES.md, "O in halves"). The token ring is on although
+// +6% at 1k, and +2-11% for the paired causal twin (docs/DECISIONS.md, "O in halves at d256").
+// The token ring is on although
 // FA3's admission table disables it above head dim 128: measured faster (src/sm90/fa3_fwd_config.h).
 //
 // Variable-length batches (flashptx_fwd_varlen): the varlen twin of d64_m128, d128_n128 and d256

@@ -1,5 +1,5 @@
 // FlashAttention-3 forward on Hopper (sm_90a), by hand.
-// Protocols: tools/guide/PROTOCOLS.md ("The K/V rings", "Pingpong", "The two-stage overlap");
+// Protocols: docs/PROTOCOLS.md ("The K/V rings", "Pingpong", "The two-stage overlap");
 // the FA3 paper (Shah et al., arXiv 2407.08608, sections 3.1-3.2); PTX ISA sections cited inline.
 //
 // A work tile is block_m query rows of one (batch, head) against all admissible K/V blocks of
@@ -179,7 +179,7 @@ __device__ __forceinline__ int k_coord(const Tile& t, int row) {
 //                                            M-1-m, equal in cost, round-robin over the CTAs;
 //   varlen (C.varlen, one CTA per tile)      the tile blockIdx.x of the host's longest-first table.
 // (A run-time choice between the persistent and paired walks in one kernel cost the non-causal
-// forward 4-7% on the H200: tools/NOTES.md, "The paired causal schedule".) With a tile feed
+// forward 4-7% on the H200: docs/DECISIONS.md, "The paired causal schedule".) With a tile feed
 // (FwdLayout::kTileFeed) only the producer walks; the consumers read its tiles (TileFeed).
 template <FwdConfig C>
 struct TileWalk {
@@ -257,7 +257,7 @@ struct TileFeed {
   // Consumer: acquire the slot; lane 0 alone reads it, then the warp barrier, then lane 0 releases
   // it for this warp. One reader per warp, so the release follows the slot's only read in program
   // order (every lane reading it, ordered before lane 0's arrive only through __syncwarp, drew
-  // compute-sanitizer racecheck hazards against the producer's next store: tools/NOTES.md,
+  // compute-sanitizer racecheck hazards against the producer's next store: docs/DECISIONS.md,
   // "racecheck and the tile feed"). The values reach the other lanes by shuffle, which also makes
   // them warp-uniform to the compiler: loop bounds built from shared-memory loads would leave the
   // uniform datapath (see own in Consumer::run). The __syncwarp stays for the same reason: without
@@ -406,7 +406,7 @@ struct Producer {
   // found and published right after the current tile's first K, Q and V are issued, where the
   // producer would otherwise wait for a free stage; walked between tiles, it sat between the last
   // V of one tile and the first K of the next (~1,800 cycles in the d128 causal trace), and that K
-  // and the Q behind it reached the consumers late (measured: tools/NOTES.md, "Walking ahead").
+  // and the Q behind it reached the consumers late (measured: docs/DECISIONS.md, "Walking ahead").
   // Publishing tile k + 1 waits for the consumers to have read tile k - 1's slot (TileFeed: two
   // slots), which they do when they begin tile k - 1: usually long done; after short tiles it can
   // hold the producer back, never deadlock it, since every load of the tiles before k is issued.
@@ -484,7 +484,7 @@ struct Consumer {
   // QK(0) is issued, so that the next tile's first GEMM follows this tile's drain without the
   // staging's barriers and stores in between, and the staging runs under QK(0). O's own buffer
   // (kSeparateO) stages it, as before; the previous tile's O waits in 32 registers. Measured on the
-  // H200 (tools/NOTES.md, "Where a short d64 causal tile's time goes, and the deferred epilogue"):
+  // H200 (docs/DECISIONS.md, "The deferred epilogue"):
   // d64 causal 1k-2k +1-1.7%, 512 equal; in the 128-row non-causal loop -3 to -6% (512-1k) and at
   // d128 -1 to -2.5%, where it is not compiled.
   static constexpr bool kDeferEpilogue =
@@ -623,7 +623,7 @@ struct Consumer {
   // diagonal with 64-key blocks (d256: warpgroup 0 sees none of the tile's last block) or with
   // 192-row tiles, and a ragged tile whose last warpgroup holds no row of the sequence (own = 0).
   // Compiled in where a warpgroup can see fewer blocks than its tile under a square causal mask:
-  // 64-key blocks (d256) and 192-row tiles (d64_m192). Measured on the H200 (tools/NOTES.md,
+  // 64-key blocks (d256) and 192-row tiles (d64_m192). Measured on the H200 (docs/DECISIONS.md,
   // "Per-warpgroup block skipping"): d256 causal +2-4% at 512-1k, d64 causal 4k-16k +2-6%; compiled
   // into the 128 x 128 kernels, where it skips only a ragged tile's empty warpgroup, it cost their
   // short causal shapes 2-3%.
@@ -645,7 +645,7 @@ struct Consumer {
   // (len_k(t) and diag_of(t) stay inside the expression: hoisted into locals, they changed the
   // fixed-length kernels' instruction schedule, though not their values. A one-compare form, one
   // per-row bound against a constant per element, saved 125 ISETP per masked block at d128 and
-  // measured 0.4% slower over the grid: tools/NOTES.md, "Token ring at the tile edges".)
+  // measured 0.4% slower over the grid: docs/DECISIONS.md, "Smaller levers measured and not kept".)
   template <int kCols>
   __device__ __forceinline__ void apply_mask(const Tile& t, int n) {
 #pragma unroll
@@ -668,7 +668,7 @@ struct Consumer {
   // The row maximum as a tree (pairs, then halving: 6 dependent FMNMX per row at 128 columns) or as
   // one chain (17 dependent FMNMX): max is exact in any order, so O and LSE are bit-identical either
   // way; only the latency before the first exponential differs. Measured on the H200, four runs
-  // (tools/NOTES.md, "The softmax's dependent steps"): the tree +0.2-0.9% at d256 from 2k (every
+  // (docs/DECISIONS.md, "The row maximum as a tree"): the tree +0.2-0.9% at d256 from 2k (every
   // d256 kernel) and +0.5-1.5% in the 128-row d64 non-causal kernel at 512-1k; elsewhere it lost
   // (d128 -0.3%, the 128-row d64 paired kernel -0.1 to -0.6%, the 192-row d64 kernel -1 to -6%
   // non-causal at 8k-16k), and those kernels keep the chain (their listings are unchanged).
@@ -683,7 +683,7 @@ struct Consumer {
   // of the rounded P (row_sum_pv: the weights the PV GEMM used), under which a rounded dominant entry
   // cancels, while the LSE keeps the sum of the unrounded P (normalised by the unrounded sum, as the
   // eager kernels are, a first build missed the fp64 rule once: d128 113 x 203 causal, 0.0056 >
-  // 0.0045). Measured on the H200 (tools/NOTES.md, "The seventh session"): d256 +2-4% at 512, +4-10%
+  // 0.0045). Measured on the H200 (docs/DECISIONS.md, "Lazy rescale at d256"): d256 +2-4% at 512, +4-10%
   // from 1k, both masks; the first build at d64 up to 10% slower (the vote and branch in a latency-
   // bound step) and at d128 equal, where it is not compiled.
   static constexpr bool kLazyRescale = C.head_dim == 256;
@@ -784,7 +784,7 @@ struct Consumer {
   // tile: the consumers then start a tile half a step apart (one's softmax(0) under the other's
   // QK(0)), as they run the steady loop, instead of computing softmax(0) together while the tensor
   // cores idle. (Issued outside the ring, as the two-stage overlap alone needs, it measured 0-2%
-  // slower: tools/NOTES.md, "Token ring at the tile edges".)
+  // slower: docs/DECISIONS.md, "The token ring at the tile edges".)
   // kHalf: no row of this warpgroup sees a key in the right half of the block (half_first): QK(0)
   // is one m64n64 wgmma per k-step instead of m64n128, the softmax runs on 64 columns, and the
   // right half of P is zero. On a 128 x 128 tile of a square causal mask this is warpgroup 0's
@@ -829,8 +829,9 @@ struct Consumer {
     // of 34) in the release listings, and the rest run after PV(j-1) retires; the golden check
     // (sass_golden/sm_90a/fa3_fwd_sm90_steady_overlap.check.inc) holds at least one before it.
     // Forcing all of them before the wait (a uniform branch as a scheduling boundary, as the traced
-    // builds' stamps are) measured 1-11% slower on the H200 (tools/NOTES.md, "The eighth
-    // session"): how much of softmax(j) runs under PV(j-1) is ptxas's choice, and its choice won.
+    // builds' stamps are) measured 1-11% slower on the H200 (docs/DECISIONS.md,
+    // "The exponentials before the PV wait"): how much of softmax(j) runs under PV(j-1) is
+    // ptxas's choice, and its choice won.
     ptx::wgmma_fence_operand(s_acc);
     tr(trace::kSoftmaxEnd, n);
     retire_pv(n + 1);  // PV(j-1) complete: O readable, P and V[j-1] reusable
@@ -846,7 +847,7 @@ struct Consumer {
   // the other consumers see the protocol they see for a visited block. The full-barrier waits are
   // not for data: full[s] of this generation certifies that every consumer released the stage's
   // previous generation (the producer refilled it after empty[s] completed), so this warpgroup's
-  // arrivals on empty[s] count towards this generation, never the previous one (PROTOCOLS.md,
+  // arrivals on empty[s] count towards this generation, never the previous one (docs/PROTOCOLS.md,
   // "The K/V rings").
   __device__ __forceinline__ void skip_block() {
     k_ring.wait_full(sm.k_full(k_ring.at.stage), "fa3 consumer: k_full (skip)", tr, trace::kFullK);

@@ -9,7 +9,7 @@
 //                 from it, and the launch plan sizes the launch from it (through the kernel table
 //                 rows of src/sm90/fa3_fwd.cu); tests/host/test_plan.cpp checks it. (The ring
 //                 model's shared-memory ledger, `flashptx ledger 0x02`, prints the generic equation,
-//                 not this object.) Protocols: tools/guide/PROTOCOLS.md.
+//                 not this object.) Protocols: docs/PROTOCOLS.md.
 // The specializations that exist are listed once, in src/sm90/fa3_fwd.cu.
 #pragma once
 #include <cuda.h>
@@ -87,7 +87,7 @@ struct FwdLayout {
   // head, batch, n_max} (m_block < 0: no more tiles), each guarded by tile_full (the producer's
   // release-arrive after its store) and tile_empty (one arrival per consumer warp after its read).
   // The consumers then hold no walk state and do no division between tiles (src/sm90/fa3_fwd.cuh,
-  // TileFeed; measured on the H200: tools/NOTES.md, "The tile feed"). On in every paired kernel
+  // TileFeed; measured on the H200: docs/DECISIONS.md, "The tile feed"). On in every paired kernel
   // (the 192-row one's 160-register consumers spilled with the paired walk of their own); off for
   // the plain 192-row kernel (measured 0-2% slower there) and the one-tile-per-CTA kernels.
   // (paired() sets persistent, and varlen() clears it: persistent alone names the looping kernels.)
@@ -101,12 +101,12 @@ struct FwdLayout {
       2 * kQBytes + 2 * C.stages * kKVBytes + 8 * (2 + 4 * C.stages + 2 * kTileSlots) + 1024 <= 227 * 1024;
   // The producer walks one tile ahead of its loads (Producer::run_walk_ahead) in the kernels with a
   // tile feed, except the 128-row d64 kernel's non-causal loop, where it measured 2-3% slower at
-  // 512-1k (tools/NOTES.md, "Walking ahead").
+  // 512-1k (docs/DECISIONS.md, "Walking ahead").
   static constexpr bool kWalkAhead = kTileFeed && (C.paired || C.head_dim != 64);
   // Q slots: two at d128 with the walk ahead, where they fit beside O's buffer, and in the 128-row
   // d64 paired kernel: the next tile's Q then loads right after the next tile's first K, not after
-  // the current tile's last QK. Measured on the H200 (tools/NOTES.md, "Walking ahead", "Two Q slots
-  // in the d64 paired kernel"): +1-2% at d128 512; d64 causal 512 +2% (two runs; 1k-2k equal) in the
+  // the current tile's last QK. Measured on the H200 (docs/DECISIONS.md, "Walking ahead",
+  // "Two Q slots"): +1-2% at d128 512; d64 causal 512 +2% (two runs; 1k-2k equal) in the
   // paired kernel with the dynamic schedule and the deferred epilogue; in the 128-row d64
   // non-causal loop -3 to -5% (one slot there). The slot of a CTA's k-th tile is k % 2.
   static constexpr int kQSlots =
@@ -118,7 +118,7 @@ struct FwdLayout {
   static constexpr int kNumBarriers = 2 * kQSlots + 4 * C.stages + 2 * kTileSlots;  // q, k/v rings, tile feed
   // The dynamic schedule (TileWalk::next_dynamic: an atomic tile counter, longest-first inside L2
   // sections) beside the paired static one, chosen at run time by FwdParams::tile_counter: in the
-  // 128-row d64 paired kernel only. Measured on the H200 (tools/NOTES.md, "The dynamic schedule"):
+  // 128-row d64 paired kernel only. Measured on the H200 (docs/DECISIONS.md, "The dynamic schedule"):
   // d64 causal 512-2k +4-5% over the paired static schedule; d128 and d256 causal 1-15% slower
   // (their K/V stay in L2 better in the paired order, whose concurrent CTAs share few heads) and the
   // 192-row kernel mixed, so they keep the static schedule alone.
@@ -186,13 +186,13 @@ constexpr FwdConfig kD128N128 = {.head_dim = 128, .block_n = 128, .stages = 2, .
 // d256: 64-key blocks (every power-of-two length an exact number of blocks; 80 left 512 keys 6.4
 // blocks) and the token ring (FA3 leaves it off above head dim 128; here ptxas also places half of
 // the exponentials before the PV wait with it, none without): +2-5% at every grid point over
-// 128 x 80 without the ring (tools/NOTES.md, "Token ring at the tile edges").
+// 128 x 80 without the ring (docs/DECISIONS.md, "64-key blocks at d256").
 constexpr FwdConfig kD256 = {.head_dim = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2,
                              .pingpong = true, .persistent = false, .bf16 = true};
 // Its persistent twin (non-causal up to 4k keys): CTAs loop over the tiles with the tile feed and O
 // staged in halves (FwdLayout::kOHalves), so the next tile's Q loads under this tile's drain and
 // epilogue: +10% at 512, +6% at 1k, +2% at 2k, equal at 4k, 1-2% slower at 8k-16k on the H200
-// (tools/NOTES.md, "O in halves"), where the plain kernel keeps the launches.
+// (docs/DECISIONS.md, "O in halves at d256"), where the plain kernel keeps the launches.
 constexpr FwdConfig kD256Persistent = {.head_dim = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2,
                                        .pingpong = true, .persistent = true, .bf16 = true};
 // The instrumented twin (src/sm90/fa3_fwd_trace*.cu): the same shape and protocol, its own
@@ -234,7 +234,8 @@ constexpr FwdConfig varlen(FwdConfig c) {
 // query blocks longest-first under a causal mask, every head of a block before the next block.
 // One CTA per tile, blockIdx.x = tile index: the hardware dispatches CTAs in index order as SMs
 // free up, a greedy list scheduler, so the order above is what makes it longest-first (for tiles
-// of unequal length it balanced better than a static round-robin: tools/NOTES.md, v2; the
+// of unequal length it balanced better than a static round-robin:
+// docs/DECISIONS.md, "Persistent tiles for non-causal masks"; the
 // fixed-length causal launches' paired schedule needs equal-cost pairs, which sequences of
 // unequal length do not give). A tile finds its sequence by binary
 // search over tile_prefix (include/flashptx/tile_scheduler.h): log2(1024) = 10 constant-bank loads

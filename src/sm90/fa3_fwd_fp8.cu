@@ -178,7 +178,7 @@ static flashptx_status launch_fp8(const flashptx_fwd_fp8_params& a, const void* 
 // when those are uniform along the keys (per tensor or per head) and V is row-major (their Vt stage
 // is two chunks, which one TMA box of V^T cannot fill); and from 2k keys: at d128 1k non-causal the
 // 192-key blocks (six, the last a third full) measured 509 TFLOP/s against 537 for 128-key blocks
-// (tools/NOTES.md, "FP8 forward v4-v7").
+// (docs/DECISIONS.md, "FP8: wide K/V blocks").
 static bool wide_blocks_apply(const flashptx_fwd_fp8_params& a) {
   const auto uniform = [](flashptx_fp8_scale_granularity g) { return g != FLASHPTX_FP8_SCALE_PER_BLOCK; };
   return uniform(a.k_granularity) && uniform(a.v_granularity) && a.v_layout == FLASHPTX_FP8_V_ROW_MAJOR &&
@@ -188,7 +188,8 @@ static bool wide_blocks_apply(const flashptx_fwd_fp8_params& a) {
 // Persistent (one CTA per SM) for non-causal calls up to 4k keys, where it measured +9..22% (the
 // next tile's loads under this tile's drain, one prologue per SM); one CTA per tile otherwise: under
 // a causal mask the static round robin balanced worse than the hardware's block scheduler (d128 1k
-// -7%), and at 8k-16k non-causal it measured -4..5% (tools/NOTES.md, "FP8 forward v4-v7").
+// -7%), and at 8k-16k non-causal it measured -4..5%
+// (docs/DECISIONS.md, "FP8: two flavours, persistent and plain").
 static bool persistent_applies(const flashptx_fwd_fp8_params& a) { return a.causal == 0 && a.seqlen_k <= 4096; }
 
 // Every launchable FP8 forward kernel, its symbol and its launch, named once: launch_fwd_fp8 and
@@ -208,8 +209,8 @@ struct Fp8Kernel {
 // Which code runs: the 128-key and d256 kernels in their plain flavour (no tile loop) when one CTA
 // per tile runs, since the loop alone cost the d128 steady step 41 instructions (-5..7%); the wide
 // kernels only in the loop flavour, which measured faster for them whatever the grid (d128 n192 8k
-// 851 against 809 TFLOP/s, d64 n256 16k 583 against 503, per-head descales; tools/NOTES.md,
-// "FP8 forward v4-v7"). nullptr for a head dim without a kernel.
+// 851 against 809 TFLOP/s, d64 n256 16k 583 against 503, per-head descales; docs/DECISIONS.md,
+// "FP8: two flavours, persistent and plain"). nullptr for a head dim without a kernel.
 static const Fp8Kernel* select_fp8_kernel(const flashptx_fwd_fp8_params& a) {
   using fa3::persistent;
   static const Fp8Kernel d64 = FLASHPTX_FP8_ENTRY(fa3_fwd_fp8_sm90_d64, fa3::kFp8D64);

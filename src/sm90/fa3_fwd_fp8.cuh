@@ -1,5 +1,5 @@
 // FlashAttention-3 FP8 forward on Hopper (sm_90a), by hand: e4m3 Q, K, V; bf16 O; fp32 LSE.
-// Protocols: tools/guide/PROTOCOLS.md ("FP8 layouts", "The K/V rings", "Hopper prerequisites");
+// Protocols: docs/PROTOCOLS.md ("FP8 layouts", "The K/V rings", "Hopper prerequisites");
 // the FA3 paper (Shah et al., arXiv 2407.08608, section 3.3); PTX ISA sections cited inline. The
 // CPU model of the layouts this file uses: src/models/fp8.{h,cpp} (transpose_tile_16x16, the
 // selectors 0x6420 / 0x7531, transpose_sigma, a_fragment_col / c_fragment_col).
@@ -35,8 +35,8 @@
 //   v_full[s]           leader arrive.expect_tx + TMA of the raw V stage; waited by the producer
 //                       warpgroup only. The raw stage is refilled by the leader after the transpose
 //                       that read it has passed named barrier 1 (program order of the leader), every
-//                       reader having fenced (generic reads -> async-proxy write: PROTOCOLS.md,
-//                       "The proxy rule in both directions").
+//                       reader having fenced (generic reads -> async-proxy write: docs/PROTOCOLS.md,
+//                       "Hopper prerequisites").
 //   vt_full[s]          the leader's arrive after named barrier 1 of the transpose of stage s: all
 //                       128 threads' stmatrix writes done and each followed by fence.proxy.async
 //                       (generic writes -> async-proxy reads by wgmma). With V^T given: leader
@@ -44,7 +44,7 @@
 //   vt_empty[s]         one arrive per consumer warp after the wgmma wait that retires the PV
 //                       reading Vt stage s; the producer waits it before writing the stage again.
 // Named barrier 1: the producer warpgroup's 128 threads, once per transposed stage.
-// Named barriers 2 + g (include/flashptx/pingpong.h, PROTOCOLS.md "Pingpong"): the token ring of the
+// Named barriers 2 + g (include/flashptx/pingpong.h, docs/PROTOCOLS.md "Pingpong"): the token ring of the
 // two consumer warpgroups, 256 threads per generation (consumer g syncs before issuing a steady
 // step's QK and PV, its predecessor arrives after issuing its own); primed once by consumer 0.
 //
@@ -53,9 +53,9 @@
 // the bf16 forward: wait_group(1) retires QK(j) (K released), softmax(j) overlaps PV(j-1),
 // wait_group(0) retires PV(j-1) (Vt released, O rescaled, P overwritten). ptxas keeps all the
 // step's exponentials before the PV wait only because of pin_before_pv_wait (below; v1 had the wait
-// before all of them: tools/NOTES.md, "FA3 FP8 forward"); the .check files hold that order.
+// before all of them: docs/DECISIONS.md, "FP8: the exponentials before the PV wait"); the .check files hold that order.
 //
-// Scales (PROTOCOLS.md "FP8 layouts", invariants): with descales dQ (the tile's Q block), dK_n and
+// Scales (docs/PROTOCOLS.md "FP8 layouts", invariants): with descales dQ (the tile's Q block), dK_n and
 // dV_n (the K/V block's), the scores are softmax_scale * dQ * dK_n * (q8 k8^T): the product goes into
 // the exponent's scale per block (scale_n below), before the row max. The row max m is kept in the
 // scaled base-2 unit. P = 2^(s*scale_n - m + 8) in [0, 256] uses e4m3's range; the row sum l adds the
@@ -261,8 +261,8 @@ struct Producer {
     }
     // Every thread fences its own generic accesses before the hand-over to the async proxy: its
     // stmatrix writes (read next by the PV wgmma) and its ldmatrix reads (the raw stage is next
-    // written by TMA). PTX ISA "Memory Consistency Model: proxies"; PROTOCOLS.md, "The proxy rule
-    // in both directions". Then the 128-thread barrier: after it, the whole stage is written.
+    // written by TMA). PTX ISA "Memory Consistency Model: proxies"; docs/PROTOCOLS.md, "Hopper
+    // prerequisites". Then the 128-thread barrier: after it, the whole stage is written.
     ptx::fence_proxy_async_shared_cta();
     ptx::bar_sync(L::kBarTranspose, 128);
     if (tid == 0) ptx::mbarrier_arrive(sm.vt_full(s));
@@ -408,7 +408,7 @@ struct Consumer {
     ptx::wgmma_fence_operand(o);
   }
 
-  // ---- the pingpong token (include/flashptx/pingpong.h; PROTOCOLS.md "Pingpong") ------------
+  // ---- the pingpong token (include/flashptx/pingpong.h; docs/PROTOCOLS.md "Pingpong") ------------
   // Orders the two warpgroups' tensor-core issue only (one warpgroup's softmax runs under the
   // other's GEMMs); it certifies nothing about K/V readiness, which stays the mbarrier rings'.
   __device__ __forceinline__ void take_token() {
@@ -466,7 +466,7 @@ struct Consumer {
   // a[2], a[3] = the same for slots 16 + 4q.. (src/models/fp8.cpp a_fragment_col). This thread holds
   // keys 2q, 2q+1 (n8 block 0) and 8+2q, 9+2q (block 1) of each 16: packed in that order, slot 4q+i
   // holds key sigma(4q+i) (transpose_sigma), the order the in-kernel transpose left in Vt, so the
-  // permutation cancels in the reduction (PROTOCOLS.md "FP8 layouts"). With V^T given (keys in
+  // permutation cancels in the reduction (docs/PROTOCOLS.md "FP8 layouts"). With V^T given (keys in
   // natural order in Vt), the slots are put in natural order by two shuffles per word (below).
   __device__ __forceinline__ uint32_t pack4(float a, float b, float c, float d) const {
     // bytes {a, b, c, d}
@@ -497,7 +497,7 @@ struct Consumer {
   // At d256 (O is 128 registers per thread against 64-key blocks) the multiplies are skipped when
   // every factor of the warp is exactly 1 (no row max moved, the same dV): a vote and a branch per
   // step, measured +2% (per-block descales) and +6% (per-head) at d256 16k and -2..4% at d64/d128,
-  // where O is half as large per key (tools/NOTES.md, "FP8 forward v4-v7").
+  // where O is half as large per key (docs/DECISIONS.md, "FP8: what binds the step").
   static constexpr bool kSkipUnitRescale = kD >= 256;
   __device__ __forceinline__ void rescale_o(const float (&alpha)[2], float ratio) {
     const float a0 = alpha[0] * ratio, a1 = alpha[1] * ratio;
@@ -530,10 +530,10 @@ struct Consumer {
   }
   // Keeps softmax(j) ahead of the PV(j-1) wait in the SASS. The PTX has the exponentials before
   // wgmma.wait_group 0 (the operand fences pin them there for nvcc), but ptxas schedules the wait
-  // freely inside a basic block and put it before all 64 MUFU.EX2 of the step (tools/NOTES.md, FA3
-  // FP8 forward), serialising softmax(j) after PV(j-1). A branch whose condition reads every
-  // exponential (through the row sums) ends the basic block: ptxas does not move the wait above
-  // it, nor the exponentials below it. The branch is never taken (a row sum is a sum of
+  // freely inside a basic block and put it before all 64 MUFU.EX2 of the step (docs/DECISIONS.md,
+  // "FP8: the exponentials before the PV wait"), serialising softmax(j) after PV(j-1). A branch
+  // whose condition reads every exponential (through the row sums) ends the basic block: ptxas
+  // does not move the wait above it, nor the exponentials below it. The branch is never taken (a row sum is a sum of
   // exponentials, >= 0, or NaN, and NaN < 0 is false); its body is a side effect nvcc cannot drop.
   __device__ __forceinline__ void pin_before_pv_wait() const {
     if (row_sum[0] + row_sum[1] < 0.f) ptx::nanosleep_u32(0);

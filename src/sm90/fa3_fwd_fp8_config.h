@@ -6,7 +6,7 @@
 //   Fp8Config        the compile-time shape of one specialization
 //   Fp8Layout<C>     tile sizes, the register split, the shared-memory plan, the barrier slots
 //   DescaleIndex     where the descale of a (batch, head, 128-row block) lives, for every granularity
-// Protocols: tools/guide/PROTOCOLS.md ("FP8 layouts", "The K/V rings").
+// Protocols: docs/PROTOCOLS.md ("FP8 layouts", "The K/V rings").
 #pragma once
 #include <cuda.h>
 #include <cstdint>
@@ -203,7 +203,7 @@ struct Fp8Layout {
 
 // The shipped configurations (instantiated in src/sm90/fa3_fwd_fp8.cu).
 // Stages: 3 (loads two blocks ahead) measured the same as 2 at d128 8k (695 vs 689 TFLOP/s, the
-// consumers' softmax is the bound; tools/NOTES.md "FP8 forward v4-v7"), so 2 keeps the smaller footprint.
+// consumers' softmax is the bound; docs/DECISIONS.md, "FP8: what binds the step"), so 2 keeps the smaller footprint.
 constexpr Fp8Config kFp8D64 = {.head_dim = 64, .block_n = 128, .stages = 2};
 constexpr Fp8Config kFp8D128 = {.head_dim = 128, .block_n = 128, .stages = 2};
 constexpr Fp8Config kFp8D256 = {.head_dim = 256, .block_n = 64, .stages = 2};

@@ -2,7 +2,7 @@
 // and the host tile emulator of tests/host/test_fwd_fp8.cpp, which replays the kernel's block walk
 // with these functions against the fp64 reference. Plain scalar code, host and device (FLASHPTX_HD);
 // the exponential is the caller's (ex2.approx on the device, exp2f on the host).
-// Protocols: tools/guide/PROTOCOLS.md, "FP8 layouts" (invariants: scores dQ dK (q8 k8^T) scaled
+// Protocols: docs/PROTOCOLS.md, "FP8 layouts" (invariants: scores dQ dK (q8 k8^T) scaled
 // before the max; u = 2^8 exp2(x - m); O = sum dV_j u v8 / sum u; LSE = m + ln(sum u) - 8 ln 2).
 #pragma once
 #include <cmath>
@@ -34,7 +34,8 @@ FLASHPTX_HD float row_update(float& row_max, float mx, float scale, float* bias,
   const float ref = m_new == -INFINITY ? 0.f : m_new;
   // The exponential unconditionally, then a select: ex2 is inline asm, which the compiler does not
   // speculate, so `cond ? 0 : ex2(..)` became a branch in the kernel's PTX, and a branch between
-  // wgmma.wait_group 1 and 0 makes ptxas retire every wgmma at the join (tools/NOTES.md, FP8). The
+  // wgmma.wait_group 1 and 0 makes ptxas retire every wgmma at the join
+  // (docs/DECISIONS.md, "FP8: the exponentials before the PV wait"). The
   // value is the same: a row at -inf has ex2(-inf - ref) = +0.
   const float e = ex2(row_max - ref);
   const float alpha = row_max == -INFINITY ? 0.f : e;

@@ -3,7 +3,8 @@
 // fa3_fwd_sm90_bf16_d64_m128_paired (persistent CTAs over the paired causal schedule, or, with a
 // tile counter, the dynamic schedule: FwdLayout::kDynamicWalk), compiled with FLASHPTX_TRACE=1
 // (include/flashptx/trace.h), so that the timeline shows where a short causal tile's time goes
-// (d64 causal 512-2k, the grid's weakest points against cuDNN: tools/NOTES.md). In its own
+// (d64 causal 512-2k, the grid's weakest points against cuDNN:
+// docs/DECISIONS.md, "The d64 step is a dependence chain"). In its own
 // translation unit, as the d128 traced kernels are (src/sm90/fa3_fwd_trace_paired.cu says why).
 // A row of the kernel table, family kFa3FwdTraced.
 #define FLASHPTX_TRACE 1

@@ -1,4 +1,4 @@
-// GPU test (tools/guide/PROTOCOLS.md, "The FA4 roles" and "FP8 layouts"): the same exp2 and rescale
+// GPU test (docs/PROTOCOLS.md, "The FA4 roles" and "FP8 layouts"): the same exp2 and rescale
 // code runs as device functions on the H200
 // and matches the host bit for bit; the E4M3FN codebook encoder matches the hardware conversion.
 // The host side is the CPU oracle of src/models/softmax_numerics.cpp; the device side is

@@ -1,4 +1,4 @@
-// FA3 backward on the GPU (tools/guide/PROTOCOLS.md, "The backward relay"): gradients against the
+// FA3 backward on the GPU (docs/PROTOCOLS.md, "The backward relay"): gradients against the
 // fp64 reference (CPU) on small and medium shapes and against an fp32 GPU reference on large ones,
 // fresh random inputs and dO, outputs poisoned; strides; GQA/MQA; edge sizes; the deterministic
 // mode (100 launches bitwise equal); the release library bit for bit; bad input.

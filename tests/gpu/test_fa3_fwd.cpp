@@ -353,7 +353,7 @@ TEST_CASE("scores that grow along the walk (the lazy rescale at d256): the fp64 
   // 1/16): a maximum that grows below the threshold of 8 for several blocks (P up to 2^8 before its
   // rounding) and one that crosses it every block or two, with the weights concentrated on the last
   // blocks visited. The other head dims run the same inputs through their eager rescale. (Seeds as
-  // in the run on the H200 recorded in tools/NOTES.md, "The seventh session", which also had a ramp
+  // in the run on the H200 recorded in docs/DECISIONS.md, "Lazy rescale at d256", which also had a ramp
   // of 5000: its d256 fp16 causal case missed the LSE rule by 3%, scores near 310 after the scale.)
   const int64_t dims[] = {64, 128, 256};
   const float ramps[] = {300.f, 1200.f};

@@ -487,8 +487,8 @@ TEST_CASE("RMSE of O vs fp64 with outlier channels: per tensor, per block, per b
 // The FA3 grid's two headline shapes of issue 11, FP8 beside our bf16 forward on the same shapes:
 // CUDA events around 20 back-to-back launches after 3 warm-ups, the median of 5 such rounds; FLOPs
 // 4 B H Sq Sk d (non-causal). Inputs: e4m3 codes of N(0,1) samples, per-block descales of 1/64; bf16
-// N(0,1) for the bf16 forward. Warm L2 (the same buffers every launch): not the **bench** method of
-// tools/NOTES.md, a first look only. Both through the release libflashptx.so (tests/gpu/release_lib.h):
+// N(0,1) for the bf16 forward. Warm L2 (the same buffers every launch): not the kernel-time method of
+// docs/PERFORMANCE.md, "Method": a first look only. Both through the release libflashptx.so (tests/gpu/release_lib.h):
 // the test build's bounded waits serialise the wgmma pipeline (Makefile, C7510), so its timing means
 // nothing.
 namespace {

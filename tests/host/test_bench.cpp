@@ -1,4 +1,4 @@
-// The bench's host side: FLOP numerators (tools/guide/PROTOCOLS.md, "Evidence"), timing statistics,
+// The bench's host side: FLOP numerators (docs/PROTOCOLS.md, "Evidence"), timing statistics,
 // the fa3 grid, and the JSON manifest (well-formed, parses back, carries the keys the side-by-side
 // and README rely on).
 #include <doctest/doctest.h>

@@ -4,7 +4,7 @@
 // its kernel's .check; the mutated one must fail, and the failure must name the directive that
 // holds the broken rule. No disassembler and no GPU are needed: the listings are read from the tree.
 //
-// Labs (listed in tools/guide/PROTOCOLS.md under "Pingpong", "The two-stage overlap" and
+// Labs (listed in docs/PROTOCOLS.md under "Pingpong", "The two-stage overlap" and
 // "Deterministic writer order"):
 //   overlap_not_compiled          (the two-stage overlap; a drawn timeline is not compiled fact) the
 //                                 same source, but the compiled steady state waits for PV(j-1)

@@ -1,4 +1,4 @@
-// The FA4 backward model (tools/guide/PROTOCOLS.md, "The backward relay", "Deterministic writer
+// The FA4 backward model (docs/PROTOCOLS.md, "The backward relay", "Deterministic writer
 // order"; `flashptx ledger 0x0A`): ledger, algebra, tiled vs direct gradients, 2CTA repack, relay
 // order, TMEM intervals, deterministic writer orders. Every mutation is checked against its named
 // reason.

@@ -1,4 +1,4 @@
-// The FA4 forward model (tools/guide/PROTOCOLS.md, "The FA4 roles"): feeds and speeds, sensitivity,
+// The FA4 forward model (docs/PROTOCOLS.md, "The FA4 roles"): feeds and speeds, sensitivity,
 // d*, roles, split P, issue order, H/L rule.
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-// Host tests for the FA3 FP8 oracle (tools/guide/PROTOCOLS.md, "FP8 layouts";
+// Host tests for the FA3 FP8 oracle (docs/PROTOCOLS.md, "FP8 layouts";
 // `flashptx ledger 0x06`).
 #include <doctest/doctest.h>
 
@@ -129,7 +129,7 @@ TEST_CASE("Q/K orthogonal transform is exact before quantization only; P/V permu
 TEST_CASE("seeded experiment: the spec's orderings (numbers of its Python oracle not reproducible)") {
   // Seed 3406 of this oracle's generator; the design write-up's run (per-tensor 0.04762, per-block
   // 0.04066, Hadamard 0.05024) used Python's generator and fixture code, which it does not give
-  // (tools/guide/PROTOCOLS.md, "FP8 layouts", ledger).
+  // (docs/PROTOCOLS.md, "FP8 layouts", ledger).
   const f8::ExperimentRow h = f8::outlier_experiment(f8::kHeadlineSeed);
   CHECK(h.per_block < h.per_tensor);
   CHECK(h.hadamard_block > h.per_block);  // "The transform is worse on that seed"

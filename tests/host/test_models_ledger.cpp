@@ -1,5 +1,5 @@
 // Host test of the ledger registry behind `flashptx ledger`: every registered table prints, the
-// sections 0x02-0x05, 0x0B and 0x0D are present (tools/guide/PROTOCOLS.md maps the codes), and the
+// sections 0x02-0x05, 0x0B and 0x0D are present (docs/PROTOCOLS.md maps the codes), and the
 // printed VALUES of the tables added for the teaching issue are what the models compute (each table
 // is printed into a string and parsed back).
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// Host oracle tests of the pingpong token ring (tools/guide/PROTOCOLS.md, "Pingpong"), driven
+// Host oracle tests of the pingpong token ring (docs/PROTOCOLS.md, "Pingpong"), driven
 // through TokenRing<G>.
 #include <doctest/doctest.h>
 

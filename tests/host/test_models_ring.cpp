@@ -1,4 +1,4 @@
-// Host oracle tests of the K/V mbarrier rings (tools/guide/PROTOCOLS.md, "The K/V rings"), driven
+// Host oracle tests of the K/V mbarrier rings (docs/PROTOCOLS.md, "The K/V rings"), driven
 // through RingState<S>.
 #include <doctest/doctest.h>
 

@@ -1,5 +1,5 @@
 // Host oracle tests of scheduling (tile_scheduler.h) and FLOP accounting (flops.h):
-// tools/guide/PROTOCOLS.md, "Scheduling" and "Evidence".
+// docs/PROTOCOLS.md, "Scheduling" and "Evidence".
 #include <doctest/doctest.h>
 
 #include <algorithm>

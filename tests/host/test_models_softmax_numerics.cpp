@@ -1,4 +1,4 @@
-// Host tests for the FA4 softmax numerics oracle (tools/guide/PROTOCOLS.md, "The FA4 roles";
+// Host tests for the FA4 softmax numerics oracle (docs/PROTOCOLS.md, "The FA4 roles";
 // `flashptx ledger 0x09`).
 #include <doctest/doctest.h>
 

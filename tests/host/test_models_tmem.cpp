@@ -1,4 +1,4 @@
-// TMEM planning (tools/guide/PROTOCOLS.md, "TMEM planning"; `flashptx ledger 0x07`): capacity,
+// TMEM planning (docs/PROTOCOLS.md, "TMEM planning"; `flashptx ledger 0x07`): capacity,
 // allocator, address packing, S/P/O map, alias legality, lane bands, CTA-group rules, and the
 // eleven negative fixtures (each with its named reason).
 #include <doctest/doctest.h>

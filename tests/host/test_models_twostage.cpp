@@ -1,4 +1,4 @@
-// Host oracle tests of the two-stage WGMMA-softmax pipeline (tools/guide/PROTOCOLS.md, "The two-stage
+// Host oracle tests of the two-stage WGMMA-softmax pipeline (docs/PROTOCOLS.md, "The two-stage
 // overlap").
 #include <doctest/doctest.h>
 

@@ -114,7 +114,7 @@ TEST_CASE("the forward rule resolves every head dim, dtype and mask to a kernel 
           }
         }
   // The measured rule (src/plan.cpp): d64 causal by the makespan estimates, at the points measured
-  // on the H200 (tools/NOTES.md, "Choosing the d64 causal schedule"): 32 heads, 16k tokens.
+  // on the H200 (docs/DECISIONS.md, "Plan calibration"): 32 heads, 16k tokens.
   struct D64Point { int64_t b, s; const char* kernel; };
   for (const D64Point& pt : {D64Point{32, 512, "fa3_fwd_sm90_bf16_d64_m128_paired"},
                              D64Point{16, 1024, "fa3_fwd_sm90_bf16_d64_m128_paired"},
@@ -131,8 +131,8 @@ TEST_CASE("the forward rule resolves every head dim, dtype and mask to a kernel 
   }
   CHECK(plan_or_fail(problem(1, 2048, 2048, 8, 64, FLASHPTX_BF16, 0)).launch.kernel->block_m == 192);
   // d64 non-causal up to 1k rows: the 128- or 192-row tile by rounds of tiles (a 192-row tile leaves
-  // 512 rows 2.7 tiles, 768 rows 4 whole ones), at the points measured on the H200 (tools/NOTES.md,
-  // "The eighth session") and the grid's (32 heads, 16k tokens).
+  // 512 rows 2.7 tiles, 768 rows 4 whole ones), at the points measured on the H200 (docs/DECISIONS.md,
+  // "Plan calibration") and the grid's (32 heads, 16k tokens).
   CHECK(plan_or_fail(problem(1, 1024, 1024, 8, 64, FLASHPTX_BF16, 0)).launch.kernel->block_m == 128);
   CHECK(plan_or_fail(problem(1, 512, 512, 8, 64, FLASHPTX_FP16, 0)).launch.kernel->block_m == 128);
   struct D64NcPoint { int64_t b, s; int block_m; };
@@ -144,7 +144,7 @@ TEST_CASE("the forward rule resolves every head dim, dtype and mask to a kernel 
     CHECK(plan_or_fail(problem(pt.b, pt.s, pt.s, 32, 64, FLASHPTX_BF16, 0)).launch.kernel->block_m == pt.block_m);
   }
   // d256 causal: the paired twin up to 8k rows where the makespan estimates put it first, one CTA
-  // per tile from 16k; at the points measured on the H200 (tools/NOTES.md, "The eighth session"),
+  // per tile from 16k; at the points measured on the H200 (docs/DECISIONS.md, "Plan calibration"),
   // each with the kernel that measured faster there (fp16 as bf16).
   struct CausalPoint { int64_t b, s, h; bool paired; };
   const CausalPoint d256_points[] = {

@@ -1,5 +1,5 @@
 // Device side of the host/device bit-equality tests of the exp2 emulation and retained-reference
-// rescaling (tools/guide/PROTOCOLS.md, "The FA4 roles") and the E4M3FN encoding ("FP8 layouts").
+// rescaling (docs/PROTOCOLS.md, "The FA4 roles") and the E4M3FN encoding ("FP8 layouts").
 // The kernels contain no arithmetic of their own: they call the __host__ __device__ functions of
 // include/flashptx/ that the CPU oracle calls.
 #include "tests/kernels/exp2_emulation_kernels.h"

@@ -1,6 +1,6 @@
 // Launchers of the softmax-numerics test kernels (tests/kernels/exp2_emulation_kernels.cu): the
 // degree-3 exp2 emulation, the retained-reference recurrence and the E4M3FN encoder
-// (tools/guide/PROTOCOLS.md, "The FA4 roles" and "FP8 layouts") evaluated on the device by the same
+// (docs/PROTOCOLS.md, "The FA4 roles" and "FP8 layouts") evaluated on the device by the same
 // __host__ __device__ code the host oracle runs. Each launcher returns the launch's error
 // (cudaGetLastError); the caller synchronises and checks. All pointers are device pointers.
 #pragma once

@@ -11,7 +11,7 @@
 //   at the end O / rowsum is stored from registers to global memory.
 // Nothing overlaps: the loads of block n+1 start after the last MMA of block n retired.
 //
-// Which barrier certifies what (tools/guide/PROTOCOLS.md, "Hopper prerequisites": the proxy rule and
+// Which barrier certifies what (docs/PROTOCOLS.md, "Hopper prerequisites": the proxy rule and
 // wgmma groups; "The K/V rings" describes the ring that later rungs put in place of this):
 //   fence.proxy.async.shared::cta, by every writer, then __syncthreads (BAR.SYNC 0x0)
 //       the generic-proxy stores of the tile are ordered before the async-proxy reads of the

@@ -6,7 +6,7 @@
 // flight; every thread then waits on a shared-memory transaction barrier (mbarrier) until the bytes
 // have landed. Still one stage: the loads of block n+1 are issued after block n's MMAs retired.
 //
-// Which barrier certifies what (tools/guide/PROTOCOLS.md, "Hopper prerequisites": expect_tx and the
+// Which barrier certifies what (docs/PROTOCOLS.md, "Hopper prerequisites": expect_tx and the
 // phase parity; "The K/V rings": this is the ring's full barrier with one stage and no empty barrier):
 //   mbarrier.init (count 1) by thread 0, fence.mbarrier_init, __syncthreads
 //       the two barriers are initialised and visible to every thread and to the TMA unit before use;

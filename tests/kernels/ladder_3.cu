@@ -12,7 +12,7 @@
 // consumer's code under the launch cap: at 168 and 176 the test flavour's bounded waits spilled;
 // 192 is the smallest of 168/176/184/192 with no spill in either flavour.)
 //
-// Which barrier certifies what (tools/guide/PROTOCOLS.md, "The K/V rings"):
+// Which barrier certifies what (docs/PROTOCOLS.md, "The K/V rings"):
 //   mbarrier.init by thread 0 (q_full, kv_full[0..1]: count 1; kv_empty[0..1]: count 4, one arrival
 //   per consumer warp; five barriers), fence.mbarrier_init, __syncthreads: initialised before use;
 //   q_full          producer arrive.expect_tx(16 KiB) + the Q loads' complete_tx;

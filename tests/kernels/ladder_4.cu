@@ -9,7 +9,7 @@
 // Register split: 384 threads x 168 at launch (__launch_bounds__(384, 1)) = 64512 = 128 x 24 +
 // 2 x 128 x 240, the whole register file.
 //
-// The pingpong token (tools/guide/PROTOCOLS.md, "Pingpong"; include/flashptx/pingpong.h TokenRing<2>):
+// The pingpong token (docs/PROTOCOLS.md, "Pingpong"; include/flashptx/pingpong.h TokenRing<2>):
 // the consumers take turns to issue their MMAs, so that one warpgroup's softmax runs while the
 // other's MMAs use the tensor cores. Consumer g waits its turn with bar.sync(2 + g, 256) and passes
 // it with bar.arrive(2 + next(g), 256); consumer 0 deposits the bootstrap half-credit on barrier 2
@@ -17,7 +17,7 @@
 // while waiting): the first turn QK(0) alone, the last PV(N-1) alone, N + 1 turns per consumer
 // (TokenRing::handoffs_non_overlap). The token carries no data: K/V readiness is the mbarriers'.
 //
-// Which barrier certifies what (tools/guide/PROTOCOLS.md, "The K/V rings"):
+// Which barrier certifies what (docs/PROTOCOLS.md, "The K/V rings"):
 //   five mbarrier inits by thread 0 (q_full, kv_full[2]: count 1; kv_empty[2]: count 8, one arrival
 //   per consumer warp of both consumers), fence.mbarrier_init, __syncthreads;
 //   q_full          producer arrive.expect_tx(32 KiB) + four Q loads (two 64-row halves x two chunks);

@@ -329,7 +329,7 @@ __global__ void __launch_bounds__(kRaceThreads, 1)
       // FA3's steady loop without the softmax: QK(j) (older group) and PV(j-1) (newer) in flight
       // together; wait_group<1> retires QK(j) and releases K, wait_group<0> retires PV(j-1) and
       // releases V, then P_j = bf16(S_j) overwrites the A fragments (src/sm90/fa3_fwd.cuh;
-      // tools/guide/PROTOCOLS.md, "The two-stage overlap").
+      // docs/PROTOCOLS.md, "The two-stage overlap").
       Ring vr = Ring::consumer_start();
       float o[32];
       uint32_t pfrag[4][4];

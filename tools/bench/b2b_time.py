@@ -7,7 +7,7 @@ No L2 flush and no gap between launches (the sustained load of `flashptx bench` 
 bench): CUDA events around 20 launches, 5 warm-ups per build, 5 rounds with the builds alternated
 in each, TFLOP/s of the median round printed with every round's (clocks fall over the rounds under
 sustained load, so only builds measured in the same rounds compare). bf16, seqlen_q = seqlen_k.
-Written for tools/NOTES.md, "The tile feed and the half-width diagonal" (device call 5).
+Written for docs/DECISIONS.md, "The tile feed" (builds compared under sustained load).
 """
 import ctypes, sys, os, torch
 sys.path.insert(0, os.environ["PYTHONPATH"])

@@ -12,7 +12,7 @@
 // rep finds its inputs in L2: this is the cold-L2 number, as in the FA3 paper's protocol; a hot-L2
 // number would be higher for small shapes. Warm-up launches come first and are not counted. We
 // report the median and the spread (min, p10, p90, max); TFLOP/s uses the median and the papers'
-// numerator (causal halved; tools/guide/PROTOCOLS.md, "Evidence"), with the exact valid-pair count
+// numerator (causal halved; docs/PROTOCOLS.md, "Evidence"), with the exact valid-pair count
 // and the "useful" TFLOP/s beside it.
 // The manifest records, per row, the kernel, the schedule, the grid (CTAs) and the work tiles that
 // flashptx::fwd_kernel_info reports for the same options.

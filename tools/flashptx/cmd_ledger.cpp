@@ -1,4 +1,4 @@
-// flashptx ledger: the protocol tables of tools/guide/PROTOCOLS.md, computed by the models in
+// flashptx ledger: the protocol tables of docs/PROTOCOLS.md, computed by the models in
 // src/models/.
 //
 //   flashptx ledger            every registered table, by section code (0x02, 0x03, ...)

@@ -1,4 +1,4 @@
-// FLOP numerators for the bench (tools/guide/PROTOCOLS.md, "Evidence"): thin wrappers over
+// FLOP numerators for the bench (docs/PROTOCOLS.md, "Evidence"): thin wrappers over
 // src/models/flops.h, so that
 // the bench and the accounting oracle share one implementation.
 //

@@ -89,7 +89,7 @@ void quantize_fp8(const QuantizeFp8Host& q) {
     // The scale is the fp32 reciprocal of the descale (correctly rounded, capped at FLT_MAX so that a
     // zero element of a group with a tiny amax stays 0 rather than 0 * inf), applied by one fp32
     // multiply per element: the kernel's arithmetic (an IEEE division per element cost it a fifth of
-    // its bandwidth; tools/NOTES.md, quantizer).
+    // its bandwidth; docs/DECISIONS.md, "FP8 quantizer").
     const float scale = descale > 0.f ? std::min(1.0f / descale, std::numeric_limits<float>::max()) : 0.f;
     for (int64_t s = s0; s < s1; ++s) {
       const float* r = row(b, h, s);

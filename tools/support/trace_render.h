@@ -80,7 +80,7 @@ struct ConsumerSummary {
 std::vector<ConsumerSummary> summarize(const Timeline& tl);
 std::string summary_text(const std::vector<ConsumerSummary>& s);
 
-// The two-stage overlap at run time, per consumer (tools/guide/PROTOCOLS.md, "The two-stage overlap").
+// The two-stage overlap at run time, per consumer (docs/PROTOCOLS.md, "The two-stage overlap").
 // The listing fixes the order (PV(j-1) issued, softmax(j), then the wait that retires PV(j-1)); only
 // the clock says whether PV(j-1) ran during softmax(j). A steady PV span is one that contains a softmax
 // span of the same consumer; `wait_after_softmax` = its end minus that softmax's end (the wait_group 0
