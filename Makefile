@@ -257,8 +257,15 @@ regen-wgmma: $(WGMMA_GEN)
 # FLASHPTX_VERSION (flashptx_version()), the .so's SONAME takes MAJOR, the install names the files
 # by it, and the Python package asks the library it carries. CHANGELOG.md's top entry names it
 # (the host test "host install" checks that they agree).
+#   make install PREFIX=/opt/flashptx [DESTDIR=...]   copies the built products (builds them first if
+#                     needed; copies, compiles nothing), tools/install/install.sh says what goes where
 FLASHPTX_VERSION := $(shell cat VERSION)
 VERSION_MAJOR    := $(firstword $(subst ., ,$(FLASHPTX_VERSION)))
 $(BUILD)/rel/src/version.o $(BUILD)/test/src/version.o: VERSION
 $(BUILD)/rel/src/version.o $(BUILD)/test/src/version.o: CXXFLAGS += -DFLASHPTX_VERSION='"$(FLASHPTX_VERSION)"'
 
+PREFIX  ?= /usr/local
+DESTDIR ?=
+.PHONY: install
+install: $(BIN)/libflashptx.a $(BIN)/libflashptx.so $(BIN)/flashptx
+	@sh tools/install/install.sh "$(DESTDIR)$(PREFIX)" "$(PREFIX)" "$(BIN)" "$(FLASHPTX_VERSION)" "$(CUDA)"
