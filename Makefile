@@ -184,9 +184,10 @@ $(BIN)/libflashptx.a: $(REL_LIB_OBJ)
 	ar rcs $@ $^
 
 # The shared library exports the C ABI only; the CUDA runtime inside it (static) stays hidden.
-$(BIN)/libflashptx.so: $(REL_LIB_OBJ) src/libflashptx.map
+# Its SONAME is libflashptx.so.MAJOR (the install's link names: see "version and install" below).
+$(BIN)/libflashptx.so: $(REL_LIB_OBJ) src/libflashptx.map VERSION
 	$(NVCC) -shared -o $@ $(REL_LIB_OBJ) -cudart static -Xlinker --version-script=src/libflashptx.map \
-	  -Xlinker -Bsymbolic $(filter-out -L% -lcudart_static,$(LDLIBS))
+	  -Xlinker -Bsymbolic -Xlinker -soname=libflashptx.so.$(VERSION_MAJOR) $(filter-out -L% -lcudart_static,$(LDLIBS))
 
 $(BUILD)/libflashptx_test.a: $(TEST_LIB_OBJ)
 	@rm -f $@
@@ -250,3 +251,21 @@ $(WGMMA_GEN): tools/gen/gen_wgmma.cpp tools/support/wgmma_gen.cpp tools/support/
 	$(CXX) -std=c++17 -O1 -Wall -Wextra -I$(ROOT) -o $@ tools/gen/gen_wgmma.cpp tools/support/wgmma_gen.cpp
 regen-wgmma: $(WGMMA_GEN)
 	$(WGMMA_GEN) ptx/wgmma_mma.cuh
+
+# ---- version and install ------------------------------------------------------------------------
+# The version is the VERSION file, MAJOR.MINOR.PATCH, and nowhere else: src/version.cpp gets it as
+# FLASHPTX_VERSION (flashptx_version()), the .so's SONAME takes MAJOR, the install names the files
+# by it, and the Python package asks the library it carries. CHANGELOG.md's top entry names it
+# (the host test "host install" checks that they agree).
+#   make install PREFIX=/opt/flashptx [DESTDIR=...]   copies the built products (builds them first if
+#                     needed; copies, compiles nothing), tools/install/install.sh says what goes where
+FLASHPTX_VERSION := $(shell cat VERSION)
+VERSION_MAJOR    := $(firstword $(subst ., ,$(FLASHPTX_VERSION)))
+$(BUILD)/rel/src/version.o $(BUILD)/test/src/version.o: VERSION
+$(BUILD)/rel/src/version.o $(BUILD)/test/src/version.o: CXXFLAGS += -DFLASHPTX_VERSION='"$(FLASHPTX_VERSION)"'
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+.PHONY: install
+install: $(BIN)/libflashptx.a $(BIN)/libflashptx.so $(BIN)/flashptx
+	@sh tools/install/install.sh "$(DESTDIR)$(PREFIX)" "$(PREFIX)" "$(BIN)" "$(FLASHPTX_VERSION)" "$(CUDA)"

@@ -7,9 +7,19 @@
  * strides are given in elements, are arbitrary (64-bit), and must keep every row 16-byte aligned.
  * LSE, when asked for, is fp32 [batch, heads_q, seqlen_q], contiguous, natural log.
  *
- * Supported (forward and backward, Hopper sm_90 only): bf16 or fp16 in and out (all tensors one dtype);
- * head_dim 64, 128, 256; causal masks aligned to the bottom-right when seqlen_q != seqlen_k (as
- * FlashAttention does); heads_q a multiple of heads_kv (GQA, MQA).
+ * What runs where (any other device, or none: FLASHPTX_ERR_UNSUPPORTED_DEVICE, with the reason):
+ *   sm_90 (Hopper)      the FA3 kernels: forward, backward, variable-length forward, FP8 quantize and
+ *                       FP8 forward. bf16 or fp16 in and out (all tensors one dtype); head_dim 64, 128,
+ *                       256; causal masks aligned to the bottom-right when seqlen_q != seqlen_k (as
+ *                       FlashAttention does); heads_q a multiple of heads_kv (GQA, MQA).
+ *   sm_100 (Blackwell)  the FA4 kernels: forward and backward, head_dim 64 and 128, otherwise as above.
+ *                       They have never executed on a Blackwell GPU (compiled, SASS-audited and
+ *                       replayed on an emulator only), so they run only after the caller opts in:
+ *                       flashptx_set_option(FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100, 1). Without it every
+ *                       call (and kernel_info) on an sm_100 device answers FLASHPTX_ERR_UNSUPPORTED_DEVICE.
+ *
+ * Version: flashptx_version(). The shared library's SONAME is libflashptx.so.MAJOR; it changes when a
+ * release removes or changes a call, a struct field or an enum value (adding them keeps it).
  */
 #ifndef FLASHPTX_H
 #define FLASHPTX_H
@@ -31,11 +41,13 @@ typedef enum flashptx_status {
   FLASHPTX_ERR_BAD_STRIDES = 6,         /* negative, zero where it matters, or overlapping rows */
   FLASHPTX_ERR_BAD_HEADS = 7,           /* heads_q not a positive multiple of heads_kv */
   FLASHPTX_ERR_BAD_SHAPE = 8,           /* a negative size, or a non-finite / non-positive scale */
-  FLASHPTX_ERR_UNSUPPORTED_DEVICE = 9,  /* the current device is not sm_90 */
+  FLASHPTX_ERR_UNSUPPORTED_DEVICE = 9,  /* no usable GPU, a GPU this build has no kernels for, or
+                                           sm_100 without FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100 */
   FLASHPTX_ERR_CUDA = 10,               /* a CUDA call failed; the message names it */
   FLASHPTX_ERR_NULL_PARAMS = 11,
-  FLASHPTX_ERR_BAD_OPTION = 12,         /* a variant selection (the CLI's --kernel/--schedule, internal
-                                           API) that does not fit the problem */
+  FLASHPTX_ERR_BAD_OPTION = 12,         /* flashptx_set_option: an option or value outside the enum;
+                                           internal API (the CLI's --kernel/--schedule): a variant
+                                           selection that does not fit the problem */
   FLASHPTX_ERR_WORKSPACE = 13,          /* backward: workspace NULL, misaligned or smaller than
                                            flashptx_bwd_workspace_size */
   FLASHPTX_ERR_BAD_CU_SEQLENS = 14,     /* varlen: cu_seqlens not starting at 0, decreasing, not ending
@@ -53,6 +65,29 @@ typedef enum flashptx_dtype {
   FLASHPTX_FP32 = 2, /* not supported for q/k/v/o; named so that a mismatch can be reported */
   FLASHPTX_FP8_E4M3 = 3
 } flashptx_dtype;
+
+/* ---- version and options -------------------------------------------------------------------- */
+
+/* The library's version, "MAJOR.MINOR.PATCH" (for example "0.9.0"): static storage, never NULL. */
+const char* flashptx_version(void);
+/* The same version as one number, MAJOR * 10000 + MINOR * 100 + PATCH (0.9.0: 900). */
+int flashptx_version_number(void);
+
+/* Process-wide options: set them before the calls they are to govern (a call reads them once, when
+ * it plans). Every option starts at 0. */
+typedef enum flashptx_option {
+  /* 1: on an sm_100 (Blackwell) device, run the FA4 kernels although they have never executed on a
+   * Blackwell GPU. 0 (the default): calls on sm_100 answer FLASHPTX_ERR_UNSUPPORTED_DEVICE. */
+  FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100 = 1
+} flashptx_option;
+
+/* Sets `option` to `value` (FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100: 0 or 1). FLASHPTX_OK, or
+ * FLASHPTX_ERR_BAD_OPTION naming the unknown option or the value out of range (nothing changes). */
+flashptx_status flashptx_set_option(flashptx_option option, int64_t value);
+/* Reads `option` into *value. FLASHPTX_OK, FLASHPTX_ERR_BAD_OPTION, or FLASHPTX_ERR_NULL_POINTER. */
+flashptx_status flashptx_get_option(flashptx_option option, int64_t* value);
+
+/* ---- forward ----------------------------------------------------------------------------------- */
 
 typedef struct flashptx_fwd_params {
   const void* q;   /* [batch, seqlen_q, heads_q, head_dim] */
@@ -75,10 +110,9 @@ typedef struct flashptx_fwd_params {
   /* Optional (NULL: a static schedule). Two words of device memory, 8-byte aligned, zero before the
    * first call that uses them; every call leaves them zero again. Where the launch plan runs a kernel
    * with the dynamic schedule (a causal d64 forward on the 128-row paired kernel), its CTAs take their
-   * tiles from this counter, longest first (docs/DECISIONS.md, "The dynamic schedule": +3-4% at 512-2k
-   * rows on the H200); other launches do not touch it. Calls that may run at the same time (other
-   * streams, graph launches) need counters of their own: a shared one hands each call the other's
-   * tiles. A call that stops part-way (a trap) leaves it nonzero: zero it again. */
+   * tiles from this counter, longest first; other launches do not touch it. Calls that may run at the
+   * same time (other streams, graph launches) need counters of their own: a shared one hands each call
+   * the other's tiles. A call that stops part-way (a trap) leaves it nonzero: zero it again. */
   uint32_t* tile_counter;
 } flashptx_fwd_params;
 
@@ -89,7 +123,8 @@ void flashptx_fwd_params_contiguous(flashptx_fwd_params* p, const void* q, const
                                     int64_t heads_kv, int64_t head_dim, flashptx_dtype dtype,
                                     int causal);
 
-/* Validates, then launches FA3 forward on `stream`. Batch or seqlen 0: FLASHPTX_OK, no launch. */
+/* Validates, then launches the forward (FA3 on sm_90, FA4 on sm_100) on `stream`. Batch or seqlen 0:
+ * FLASHPTX_OK, no launch. */
 flashptx_status flashptx_fwd(const flashptx_fwd_params* p, cudaStream_t stream);
 
 /* Validation alone (what flashptx_fwd checks before launching), without the device check. */
@@ -103,8 +138,10 @@ const char* flashptx_status_name(flashptx_status s);
  * with what ran): the kernel's symbol, registers per thread, static plus dynamic shared memory per
  * CTA, threads per CTA, the grid (CTAs), the work tiles it covers and the schedule ("persistent":
  * grid = min(tiles, SMs), each CTA loops over tiles, or for causal masks units of two tiles;
- * "one-per-tile"). Needs the device (the grid
- * depends on it): FLASHPTX_OK, a validation status, or FLASHPTX_ERR_UNSUPPORTED_DEVICE. */
+ * "one-per-tile"; "clc": cluster launch control, grid = tiles x cluster size, on sm_100). Needs the
+ * device (the grid depends on it): FLASHPTX_OK, a validation status, or
+ * FLASHPTX_ERR_UNSUPPORTED_DEVICE exactly where flashptx_fwd would answer it (so a successful
+ * kernel_info of a small valid problem is the test of whether this machine runs the forward). */
 typedef struct flashptx_kernel_info {
   const char* symbol;
   int registers;
@@ -139,7 +176,7 @@ flashptx_status flashptx_fwd_kernel_info(const flashptx_fwd_params* p, flashptx_
  * captures this call with its lengths: new lengths need a new capture.
  *
  * Scheduling: sequences longest-first, one CTA per tile of 128 query rows of one head. num_seqs 0
- * or total_q 0 is a successful no-op. Hopper sm_90 only; bf16 or fp16 (one dtype for all tensors);
+ * or total_q 0 is a successful no-op. sm_90 only; bf16 or fp16 (one dtype for all tensors);
  * head_dim 64, 128, 256; heads_q a multiple of heads_kv (GQA, MQA).
  */
 #define FLASHPTX_VARLEN_MAX_SEQS 1024
@@ -202,7 +239,8 @@ flashptx_status flashptx_fwd_varlen_kernel_info(const flashptx_fwd_varlen_params
  * accumulations add in a fixed writer order, waited on through semaphores). Otherwise the add order
  * follows arrival and may vary in the last bits.
  *
- * Supported: bf16 or fp16 (all tensors one dtype), head_dim 64 or 128, causal or not (bottom-right
+ * Supported: bf16 or fp16 (all tensors one dtype), head_dim 64, 128 or 256 on sm_90 (64 or 128 on
+ * sm_100, with the opt-in), causal or not (bottom-right
  * aligned), any seqlen_q, seqlen_k >= 0, strides as for the forward (last dim contiguous, rows
  * 16-byte aligned), 64-bit offsets. Batch 0 is a successful no-op; seqlen_q 0 writes dk = dv = 0;
  * seqlen_k 0 writes dq = 0.
@@ -283,7 +321,7 @@ flashptx_status flashptx_bwd_kernel_info(const flashptx_bwd_params* p, flashptx_
  *
  * Strides in elements (batch, row, head), last dimension contiguous; input rows 16-byte aligned
  * (strides multiples of 8), output rows 16-byte aligned (strides multiples of 16), output rows must not
- * overlap. batch, heads at most 65535. Hopper sm_90 only.
+ * overlap. batch, heads at most 65535. sm_90 only.
  */
 typedef enum flashptx_fp8_scale_granularity {
   FLASHPTX_FP8_SCALE_PER_TENSOR = 0,
@@ -327,7 +365,7 @@ flashptx_status flashptx_quantize_fp8_check(const flashptx_quantize_fp8_params* 
 
 /* ---- FP8 forward (FlashAttention-3 FP8 on Hopper) ---------------------------------------------
  *
- * NOT YET RUN ON A GPU (compiled, audited and CPU-tested only; see README "FP8 forward").
+ * Not yet verified on a GPU: compiled, SASS-audited and CPU-tested only.
  *
  * Q, K, V in e4m3 (FLASHPTX_FP8_E4M3) with fp32 descales as flashptx_quantize_fp8 writes them; O in
  * bf16; LSE (optional) fp32 [batch, heads_q, seqlen_q], natural log, of the dequantized scores.

@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 
 #include "src/internal.h"
@@ -27,9 +28,14 @@ flashptx_status ok() {
   return FLASHPTX_OK;
 }
 
+// FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100 (include/flashptx.h): read by every plan on the current device.
+std::atomic<bool> g_allow_unverified_sm100{false};
+
 }  // namespace
 
 namespace flashptx {
+
+bool sm100_opted_in() { return g_allow_unverified_sm100.load(std::memory_order_relaxed); }
 
 // Validation, device, plan: what a launch and its kernel_info share.
 static flashptx_status plan_checked(const flashptx_fwd_params* p, const FwdOptions& opt, FwdPlan* plan) {
@@ -155,20 +161,6 @@ flashptx_status fwd_varlen_kernel_info(const flashptx_fwd_varlen_params* p, cons
 }
 
 // ---- backward -------------------------------------------------------------------------------------
-// The size does not depend on the device: the larger of the FA3 plan's and (head dims 64, 128) the
-// FA4 plan's, whose 128-row query blocks may pad the per-row scratch further.
-static flashptx_status bwd_workspace_needed(const flashptx_bwd_params& p, int64_t* bytes, std::string* msg) {
-  BwdPlan plan;
-  const flashptx_status s = plan_bwd(p, BwdOptions{}, Device{}, &plan, msg);
-  if (s != FLASHPTX_OK) return s;
-  *bytes = plan.workspace.total;
-  BwdPlan sm100;
-  std::string ignored;
-  if (plan_bwd(p, BwdOptions{}, Device{-1, 100, 0}, &sm100, &ignored) == FLASHPTX_OK)
-    *bytes = std::max(*bytes, sm100.workspace.total);
-  return FLASHPTX_OK;
-}
-
 static flashptx_status bwd_plan_checked(const flashptx_bwd_params* p, const BwdOptions& opt, BwdPlan* plan) {
   if (p == nullptr) return fail(FLASHPTX_ERR_NULL_PARAMS, "params is NULL");
   std::string msg;
@@ -177,11 +169,10 @@ static flashptx_status bwd_plan_checked(const flashptx_bwd_params* p, const BwdO
   Device dev;
   if (p->batch > 0) {
     int64_t need = 0;
-    if ((s = bwd_workspace_needed(*p, &need, &msg)) != FLASHPTX_OK) return fail(s, msg);
+    if ((s = bwd_workspace_bytes(*p, &need, &msg)) != FLASHPTX_OK) return fail(s, msg);
     if ((s = validate_bwd(*p, need, &msg)) != FLASHPTX_OK) return fail(s, msg);
   }
   if ((s = current_device(&dev, &msg)) != FLASHPTX_OK) return fail(s, msg);
-  // sm_100: the FA4 backward (src/sm100/fa4_bwd.cu), NEVER RUN on a Blackwell GPU (none was available).
   if (dev.cc != 90 && !(dev.cc == 100 && !fa4_bwd_kernels().empty()))
     return fail(FLASHPTX_ERR_UNSUPPORTED_DEVICE, "device " + std::to_string(dev.ordinal) + " is sm_" +
                                                      std::to_string(dev.cc) +
@@ -245,6 +236,27 @@ const char* flashptx_status_name(flashptx_status s) {
     case FLASHPTX_ERR_BAD_V_LAYOUT: return "FLASHPTX_ERR_BAD_V_LAYOUT";
   }
   return "FLASHPTX_ERR_UNKNOWN";
+}
+
+static flashptx_status unknown_option(flashptx_option option) {
+  return fail(FLASHPTX_ERR_BAD_OPTION, "option " + std::to_string(static_cast<int>(option)) +
+                                           " is not a flashptx_option (FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100 is 1)");
+}
+
+flashptx_status flashptx_set_option(flashptx_option option, int64_t value) {
+  if (option != FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100) return unknown_option(option);
+  if (value != 0 && value != 1)
+    return fail(FLASHPTX_ERR_BAD_OPTION,
+                "FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100 takes 0 or 1, not " + std::to_string(value));
+  g_allow_unverified_sm100.store(value == 1, std::memory_order_relaxed);
+  return ok();
+}
+
+flashptx_status flashptx_get_option(flashptx_option option, int64_t* value) {
+  if (value == nullptr) return fail(FLASHPTX_ERR_NULL_POINTER, "value is NULL");
+  if (option != FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100) return unknown_option(option);
+  *value = flashptx::sm100_opted_in() ? 1 : 0;
+  return ok();
 }
 
 void flashptx_fwd_params_contiguous(flashptx_fwd_params* p, const void* q, const void* k, const void* v, void* o,
@@ -352,7 +364,7 @@ flashptx_status flashptx_bwd_workspace_size(const flashptx_bwd_params* p, int64_
   if (s != FLASHPTX_OK) return fail(s, msg);
   *bytes = 0;
   if (p->batch == 0) return ok();
-  if ((s = flashptx::bwd_workspace_needed(*p, bytes, &msg)) != FLASHPTX_OK) return fail(s, msg);
+  if ((s = flashptx::bwd_workspace_bytes(*p, bytes, &msg)) != FLASHPTX_OK) return fail(s, msg);
   return ok();
 }
 
@@ -363,7 +375,7 @@ flashptx_status flashptx_bwd_check(const flashptx_bwd_params* p) {
   if (s != FLASHPTX_OK) return fail(s, msg);
   if (p->batch == 0) return ok();
   int64_t need = 0;
-  if ((s = flashptx::bwd_workspace_needed(*p, &need, &msg)) != FLASHPTX_OK) return fail(s, msg);
+  if ((s = flashptx::bwd_workspace_bytes(*p, &need, &msg)) != FLASHPTX_OK) return fail(s, msg);
   if ((s = flashptx::validate_bwd(*p, need, &msg)) != FLASHPTX_OK) return fail(s, msg);
   return ok();
 }

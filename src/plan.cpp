@@ -88,6 +88,15 @@ flashptx_status current_device(Device* d, std::string* err) {
   return FLASHPTX_OK;
 }
 
+flashptx_status admit_sm100(const Device& dev, std::string* err) {
+  if (dev.cc != 100 || sm100_opted_in()) return FLASHPTX_OK;
+  *err = "device " + std::to_string(dev.ordinal) +
+         " is sm_100 (Blackwell), whose FA4 kernels have never executed on a Blackwell GPU (compiled, "
+         "SASS-audited and replayed on an emulator only); to run them anyway, opt in with "
+         "flashptx_set_option(FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100, 1) (Python: flashptx.allow_unverified_sm100())";
+  return FLASHPTX_ERR_UNSUPPORTED_DEVICE;
+}
+
 // ---- FA3 forward --------------------------------------------------------------------------------
 // The dispatch rule, from the measurements in docs/DECISIONS.md (H200, bf16, FA3 grid):
 //   d64:  3 consumer warpgroups (block_m 192; v3: 8k +16% non-causal, +9% causal) except
@@ -261,6 +270,7 @@ int lpt_section_pairs(int64_t seqlen_k, int64_t head_dim, int64_t pairs) {
 
 flashptx_status plan_fwd(const flashptx_fwd_params& p, const FwdOptions& opt, const Device& dev, FwdPlan* plan,
                          std::string* err) {
+  if (const flashptx_status s = admit_sm100(dev, err); s != FLASHPTX_OK) return s;
   if (dev.cc == 100) return plan_fa4_fwd(p, opt, plan, err);
   const KernelEntry* k = nullptr;
   if (opt.kernel != nullptr) {
@@ -504,8 +514,9 @@ bool dq_order_rotated_ok(int64_t n_blocks, int64_t m_blocks, int sm_count) {
          (sm_count % n_blocks) * 16 <= sm_count;
 }
 
-flashptx_status plan_bwd(const flashptx_bwd_params& p, const BwdOptions& opt, const Device& dev, BwdPlan* plan,
-                         std::string* err) {
+// plan_bwd without the sm_100 gate (the workspace size plans both families on any device).
+static flashptx_status plan_bwd_family(const flashptx_bwd_params& p, const BwdOptions& opt, const Device& dev,
+                                       BwdPlan* plan, std::string* err) {
   const bool fa4 = dev.cc == 100;
   const std::span<const KernelEntry> rows = fa4 ? fa4_bwd_kernels() : fa3_bwd_kernels();
   const Family main = fa4 ? Family::kFa4Bwd : Family::kFa3Bwd;
@@ -574,6 +585,24 @@ flashptx_status plan_bwd(const flashptx_bwd_params& p, const BwdOptions& opt, co
                          Schedule::kOnePerTile, m_blocks * p.heads_q * p.batch};
   plan->post_dkv = Launch{post_dkv, grid3(plan->gqa ? n_blocks : 0, p.heads_kv, p.batch), dim3(256), 0,
                           Schedule::kOnePerTile, plan->gqa ? n_blocks * p.heads_kv * p.batch : 0};
+  return FLASHPTX_OK;
+}
+
+flashptx_status plan_bwd(const flashptx_bwd_params& p, const BwdOptions& opt, const Device& dev, BwdPlan* plan,
+                         std::string* err) {
+  if (const flashptx_status s = admit_sm100(dev, err); s != FLASHPTX_OK) return s;
+  return plan_bwd_family(p, opt, dev, plan, err);
+}
+
+flashptx_status bwd_workspace_bytes(const flashptx_bwd_params& p, int64_t* bytes, std::string* err) {
+  BwdPlan plan;
+  const flashptx_status s = plan_bwd_family(p, BwdOptions{}, Device{}, &plan, err);
+  if (s != FLASHPTX_OK) return s;
+  *bytes = plan.workspace.total;
+  BwdPlan sm100;
+  std::string ignored;
+  if (plan_bwd_family(p, BwdOptions{}, Device{-1, 100, 0}, &sm100, &ignored) == FLASHPTX_OK)
+    *bytes = std::max(*bytes, sm100.workspace.total);
   return FLASHPTX_OK;
 }
 

@@ -46,6 +46,15 @@ std::string no_gpu_reason(cudaError_t e, int count, int driver_version, int runt
 // sm_100 with the FA4 kernels built).
 flashptx_status current_device(Device* d, std::string* err);
 
+// Whether the caller opted in to the FA4 kernels (flashptx_set_option,
+// FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100; process-wide, src/api.cpp).
+bool sm100_opted_in();
+// The sm_100 gate of plan_fwd and plan_bwd: FLASHPTX_OK for any device but sm_100, and for sm_100
+// once sm100_opted_in(); otherwise FLASHPTX_ERR_UNSUPPORTED_DEVICE with *err saying why (the FA4
+// kernels have never executed on a Blackwell GPU) and how to opt in. Every C call that plans on the
+// current device goes through it, kernel_info included, so that both give one answer.
+flashptx_status admit_sm100(const Device& dev, std::string* err);
+
 struct Launch {
   const KernelEntry* kernel = nullptr;
   dim3 grid{1, 1, 1};
@@ -139,9 +148,13 @@ struct BwdOptions {
   DqOrder dq_order = DqOrder::kAuto;  // deterministic mode only; kRotated is refused where unsafe
 };
 // Chooses the kernels and sizes the launches and the workspace. `p`'s shape must be valid
-// (validate_bwd_shape). No CUDA call.
+// (validate_bwd_shape). No CUDA call. An sm_100 device passes admit_sm100 first.
 flashptx_status plan_bwd(const flashptx_bwd_params& p, const BwdOptions& opt, const Device& dev, BwdPlan* plan,
                          std::string* err);
+// The workspace flashptx_bwd_workspace_size reports: the larger of the FA3 plan's and (head dims 64,
+// 128) the FA4 plan's, whose 128-row query blocks may pad the per-row scratch further. The same on
+// every device and whatever the options. No CUDA call.
+flashptx_status bwd_workspace_bytes(const flashptx_bwd_params& p, int64_t* bytes, std::string* err);
 // Carves the workspace and encodes the tensor maps and scalars.
 flashptx_status encode_bwd_args(const flashptx_bwd_params& p, BwdPlan* plan, std::string* err);
 // The launch sequence.

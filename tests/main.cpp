@@ -9,6 +9,8 @@
 //   audit_sm90*, audit_sm100*  need a disassembler that decodes that architecture
 //   vendoring compile*  needs nvcc and the source tree (it compiles the README's vendored files)
 //   python cpu*  needs python3 and the source tree (it runs tools/python/tests/test_cpu.py)
+//   host install*  needs the source tree, make, cmake, pkg-config, cc and readelf (it installs and
+//               builds programs against the installed tree)
 //   nogpu*      what a machine without a device of this build must answer (refusals): skipped on an
 //               sm_90 or sm_100 one
 // Everything else (host suites) always runs. The last line printed is exactly
@@ -127,6 +129,17 @@ int main(int argc, char** argv) {
     rules.push_back({"python cpu*", tree && !py.empty(),
                      !tree ? std::string("the source tree is not at ") + FLASHPTX_ROOT
                            : std::string("no python3 on PATH (set FLASHPTX_PYTHON)")});
+  }
+  {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const bool tree = fs::exists(fs::path(FLASHPTX_ROOT) / "tests/install_consumer/CMakeLists.txt", ec);
+    std::string missing;
+    for (const char* tool : {"make", "cmake", "pkg-config", "cc", "readelf"})
+      if (flashptx_test::program_on_path(tool).empty()) missing += std::string(missing.empty() ? "" : ", ") + tool;
+    rules.push_back({"host install*", tree && missing.empty(),
+                     !tree ? std::string("the source tree is not at ") + FLASHPTX_ROOT
+                           : "not on PATH: " + missing + " (the install test builds a CMake and a pkg-config program)"});
   }
   rules.push_back({"nogpu*", cc != 90 && cc != 100,
                    "an sm_" + std::to_string(cc) + " GPU is present: the GPU suites test the launch path instead"});

@@ -10,4 +10,11 @@ int device_cc();
 // The nvcc the vendoring compile test runs ($FLASHPTX_NVCC, else the toolkit's); "" when absent.
 std::string nvcc_path();
 
+// The first `name` on PATH (a file, not a folder); "" when there is none.
+std::string program_on_path(const std::string& name);
+
+// Runs `cmd` through /bin/sh with stderr joined to stdout: its exit status (-1 when it could not be
+// started or did not exit), and its output in *out.
+int run_command(const std::string& cmd, std::string* out);
+
 }  // namespace flashptx_test

@@ -5,7 +5,9 @@
 //
 // Every FA4 specialization (forced by name, so the pair kernels run at sizes the rule would not pick)
 // against the CPU fp64 reference under FlashAttention's rule, max|O - ref| <= 2 max|O_same - ref| + 1e-5,
-// LSE within 5e-4; O and LSE poisoned with NaN first; plus the C ABI's own choice on one problem.
+// LSE within 5e-4; O and LSE poisoned with NaN first; plus the C ABI's own choice on one problem. The
+// cases opt in to the FA4 kernels (FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100) first; the first checks the
+// refusal without it.
 #include <doctest/doctest.h>
 
 #include <cuda_runtime.h>
@@ -99,7 +101,22 @@ void run_case(const Case& c) {
 
 TEST_SUITE("gpu_sm100 fa4 forward") {
 
+TEST_CASE("without the caller's opt-in the device is refused, by kernel_info and by the forward alike") {
+  REQUIRE(flashptx_set_option(FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100, 0) == FLASHPTX_OK);
+  alignas(16) static unsigned char placeholder[16];  // never dereferenced: nothing launches
+  flashptx_fwd_params p;
+  flashptx_fwd_params_contiguous(&p, placeholder, placeholder, placeholder, placeholder, nullptr, 1, 128, 128, 4, 4,
+                                 128, FLASHPTX_BF16, 0);
+  flashptx_kernel_info info{};
+  CHECK(flashptx_fwd_kernel_info(&p, &info) == FLASHPTX_ERR_UNSUPPORTED_DEVICE);
+  const std::string why = flashptx_last_error();
+  CHECK_MESSAGE(why.find("FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100") != std::string::npos, why);
+  CHECK(flashptx_fwd(&p, nullptr) == FLASHPTX_ERR_UNSUPPORTED_DEVICE);
+  CHECK(std::string(flashptx_last_error()) == why);
+}
+
 TEST_CASE("every FA4 specialization against fp64 (first run on a Blackwell GPU)") {
+  REQUIRE(flashptx_set_option(FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100, 1) == FLASHPTX_OK);
   for (flashptx_dtype t : {FLASHPTX_BF16, FLASHPTX_FP16}) {
     const char* d64 = t == FLASHPTX_BF16 ? "fa4_fwd_sm100_bf16_d64" : "fa4_fwd_sm100_fp16_d64";
     const char* d128 = t == FLASHPTX_BF16 ? "fa4_fwd_sm100_bf16_d128" : "fa4_fwd_sm100_fp16_d128";
@@ -114,6 +131,7 @@ TEST_CASE("every FA4 specialization against fp64 (first run on a Blackwell GPU)"
 }
 
 TEST_CASE("the C ABI's rule on sm_100 picks an FA4 kernel, and it computes attention") {
+  REQUIRE(flashptx_set_option(FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100, 1) == FLASHPTX_OK);
   run_case({nullptr, 1, 1024, 1024, 4, 4, 128, false, FLASHPTX_BF16});
   run_case({nullptr, 1, 1024, 1024, 4, 4, 64, true, FLASHPTX_BF16});
 }

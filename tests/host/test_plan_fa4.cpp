@@ -1,7 +1,7 @@
 // The sm_100 launch plan (src/plan.cpp, plan_fa4_fwd) and the FA4 rows of the kernel table, on any
 // machine: plan_fwd makes no CUDA call, so the dispatch to the FA4 kernels is checked here with a stated
-// device (148 SMs, sm_100, as a B200). Nothing here launches anything: no Blackwell GPU was available,
-// and the FA4 kernels have never run.
+// device (148 SMs, sm_100, as a B200), and so is the gate in front of it: without the caller's opt-in
+// (FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100) an sm_100 device is refused. Nothing here launches anything.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -17,6 +17,17 @@ namespace {
 alignas(16) unsigned char g_fake[4][64];
 const flashptx::Device kB200{0, 100, 148};
 const flashptx::Device kH200{0, 90, 132};
+
+// The caller's opt-in to the FA4 kernels (FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100) for one scope; the
+// option as it was afterwards.
+struct Sm100OptIn {
+  int64_t before = 0;
+  explicit Sm100OptIn(int64_t value = 1) {
+    REQUIRE(flashptx_get_option(FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100, &before) == FLASHPTX_OK);
+    REQUIRE(flashptx_set_option(FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100, value) == FLASHPTX_OK);
+  }
+  ~Sm100OptIn() { flashptx_set_option(FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100, before); }
+};
 
 flashptx_fwd_params problem(int64_t b, int64_t sq, int64_t sk, int64_t h, int64_t hkv, int64_t d, flashptx_dtype t,
                             int causal) {
@@ -63,6 +74,7 @@ TEST_CASE("the FA4 rows of the kernel table are the configs the replay runs") {
 }
 
 TEST_CASE("on sm_100 the forward rule picks an FA4 kernel of the problem, scheduled by cluster launch control") {
+  const Sm100OptIn opted_in;
   for (int64_t d : {64, 128})
     for (flashptx_dtype t : {FLASHPTX_BF16, FLASHPTX_FP16})
       for (int causal : {0, 1})
@@ -95,6 +107,7 @@ TEST_CASE("on sm_100 the forward rule picks an FA4 kernel of the problem, schedu
 }
 
 TEST_CASE("sm_100 refusals name their reason") {
+  const Sm100OptIn opted_in;
   struct Bad {
     const char* what;
     flashptx::FwdOptions opt;
@@ -144,6 +157,7 @@ flashptx_bwd_params bwd_problem(int64_t sq, int64_t sk, int64_t h, int64_t hkv, 
 }  // namespace
 
 TEST_CASE("on sm_100 flashptx_bwd plans the FA4 backward and its sm_100a pre/postprocess; sm_90 keeps FA3") {
+  const Sm100OptIn opted_in;
   using namespace flashptx::fa4bwd;
   for (int64_t d : {64, 128})
     for (flashptx_dtype t : {FLASHPTX_BF16, FLASHPTX_FP16})
@@ -231,6 +245,68 @@ TEST_CASE("on sm_100 flashptx_bwd plans the FA4 backward and its sm_100a pre/pos
   CHECK(flashptx::plan_bwd(bwd_problem(100, 100, 4, 4, 128, FLASHPTX_BF16, 0), o, kH200, &plan, &err) ==
         FLASHPTX_ERR_BAD_OPTION);
   CHECK(std::string(flashptx::family_name(flashptx::Family::kFa4Bwd)) == "fa4_bwd");
+}
+
+TEST_CASE("sm_100 without the caller's opt-in: FLASHPTX_ERR_UNSUPPORTED_DEVICE saying why and how to opt in") {
+  const Sm100OptIn opted_out(0);
+  const flashptx_fwd_params f = problem(1, 1024, 1024, 4, 4, 128, FLASHPTX_BF16, 0);
+  const flashptx_bwd_params b = bwd_problem(300, 257, 8, 2, 128, FLASHPTX_BF16, 1);
+  flashptx::FwdPlan fp;
+  flashptx::BwdPlan bp;
+  std::string ferr, berr;
+  CHECK(flashptx::plan_fwd(f, {}, kB200, &fp, &ferr) == FLASHPTX_ERR_UNSUPPORTED_DEVICE);
+  CHECK(flashptx::plan_bwd(b, {}, kB200, &bp, &berr) == FLASHPTX_ERR_UNSUPPORTED_DEVICE);
+  for (const std::string& err : {ferr, berr}) {
+    CHECK_MESSAGE(err.find("device 0 is sm_100") != std::string::npos, err);
+    CHECK_MESSAGE(err.find("never executed on a Blackwell GPU") != std::string::npos, err);
+    CHECK_MESSAGE(err.find("flashptx_set_option(FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100, 1)") != std::string::npos, err);
+  }
+  // A forced kernel does not get past the gate either.
+  flashptx::FwdOptions forced;
+  forced.kernel = "fa4_fwd_sm100_bf16_d128";
+  CHECK(flashptx::plan_fwd(f, forced, kB200, &fp, &ferr) == FLASHPTX_ERR_UNSUPPORTED_DEVICE);
+  // sm_90 is not gated.
+  REQUIRE(flashptx::plan_fwd(f, {}, kH200, &fp, &ferr) == FLASHPTX_OK);
+  CHECK(fp.launch.kernel->family == flashptx::Family::kFa3Fwd);
+  REQUIRE(flashptx::plan_bwd(b, {}, kH200, &bp, &berr) == FLASHPTX_OK);
+  // The workspace size is the same whatever the option (it covers the FA4 plan either way).
+  int64_t ws_out = 0, ws_in = 0;
+  REQUIRE(flashptx_bwd_workspace_size(&b, &ws_out) == FLASHPTX_OK);
+  {
+    const Sm100OptIn opted_in;
+    REQUIRE(flashptx_bwd_workspace_size(&b, &ws_in) == FLASHPTX_OK);
+    REQUIRE(flashptx::plan_fwd(f, {}, kB200, &fp, &ferr) == FLASHPTX_OK);
+    CHECK(fp.launch.kernel->family == flashptx::Family::kFa4Fwd);
+    REQUIRE(flashptx::plan_bwd(b, {}, kB200, &bp, &berr) == FLASHPTX_OK);
+    CHECK(bp.main.kernel->family == flashptx::Family::kFa4Bwd);
+    CHECK(ws_in >= bp.workspace.total);
+  }
+  CHECK(ws_in == ws_out);
+  // Back to the default: refused again.
+  CHECK(flashptx::plan_fwd(f, {}, kB200, &fp, &ferr) == FLASHPTX_ERR_UNSUPPORTED_DEVICE);
+}
+
+TEST_CASE("flashptx_set_option / flashptx_get_option: the option starts at 0; bad options and values are named") {
+  int64_t v = -1;
+  REQUIRE(flashptx_get_option(FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100, &v) == FLASHPTX_OK);
+  CHECK(v == 0);  // nothing in this process has opted in outside a scope that put it back
+  {
+    const Sm100OptIn opted_in;
+    REQUIRE(flashptx_get_option(FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100, &v) == FLASHPTX_OK);
+    CHECK(v == 1);
+    CHECK(flashptx::sm100_opted_in());
+    // A refused value changes nothing.
+    CHECK(flashptx_set_option(FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100, 2) == FLASHPTX_ERR_BAD_OPTION);
+    CHECK(std::string(flashptx_last_error()) ==
+          "FLASHPTX_ERR_BAD_OPTION: FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100 takes 0 or 1, not 2");
+    CHECK(flashptx::sm100_opted_in());
+  }
+  CHECK_FALSE(flashptx::sm100_opted_in());
+  CHECK(flashptx_set_option(static_cast<flashptx_option>(7), 1) == FLASHPTX_ERR_BAD_OPTION);
+  CHECK(std::string(flashptx_last_error()).find("option 7 is not a flashptx_option") != std::string::npos);
+  CHECK(flashptx_get_option(static_cast<flashptx_option>(0), &v) == FLASHPTX_ERR_BAD_OPTION);
+  CHECK(flashptx_get_option(FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100, nullptr) == FLASHPTX_ERR_NULL_POINTER);
+  CHECK_FALSE(flashptx::sm100_opted_in());
 }
 
 }  // TEST_SUITE

@@ -12,22 +12,41 @@
 #include <sstream>
 #include <string>
 
+#include "tests/test_env.h"
+
 namespace flashptx_test {
+
+std::string program_on_path(const std::string& name) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    if (dir.empty()) continue;
+    const fs::path p = fs::path(dir) / name;
+    if (fs::exists(p, ec) && !fs::is_directory(p, ec)) return p.string();
+  }
+  return "";
+}
+
+int run_command(const std::string& cmd, std::string* out) {
+  out->clear();
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
+  const int st = pclose(p);
+  return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
 
 // $FLASHPTX_PYTHON when it names a file, else the first python3 on PATH; "" when there is none.
 std::string python3_path() {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (const char* e = std::getenv("FLASHPTX_PYTHON"); e && *e && fs::exists(e, ec)) return e;
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    if (dir.empty()) continue;
-    const fs::path p = fs::path(dir) / "python3";
-    if (fs::exists(p, ec) && !fs::is_directory(p, ec)) return p.string();
-  }
-  return "";
+  return program_on_path("python3");
 }
 
 }  // namespace flashptx_test
@@ -37,16 +56,10 @@ TEST_SUITE("python cpu") {
 TEST_CASE("tools/python/tests/test_cpu.py: ctypes layouts, library lookup, import without torch") {
   const std::string py = flashptx_test::python3_path();
   const std::string script = (std::filesystem::path(FLASHPTX_ROOT) / "tools/python/tests/test_cpu.py").string();
-  const std::string cmd = "'" + py + "' '" + script + "' 2>&1";
+  const std::string cmd = "'" + py + "' '" + script + "'";
   std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE_MESSAGE(p != nullptr, "cannot run " << cmd);
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int st = pclose(p);
-  const bool exited = st != -1 && WIFEXITED(st);
-  CHECK_MESSAGE((exited && WEXITSTATUS(st) == 0), cmd << " failed:\n" << out);
+  const int rc = flashptx_test::run_command(cmd, &out);
+  CHECK_MESSAGE(rc == 0, cmd << " failed (" << rc << "):\n" << out);
   CHECK_MESSAGE(out.find(" 0 failed, ") != std::string::npos, "no '0 failed' summary:\n" << out);
 }
 

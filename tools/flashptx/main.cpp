@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "flashptx.h"
 #include "tools/flashptx/commands.h"
 
 int main(int argc, char** argv) {
@@ -15,6 +16,10 @@ int main(int argc, char** argv) {
   if (!std::strcmp(c, "bench")) return cmd_bench(argc - 2, argv + 2);
   if (!std::strcmp(c, "trace")) return cmd_trace(argc - 2, argv + 2);
   if (!std::strcmp(c, "ladder")) return cmd_ladder(argc - 2, argv + 2);
+  if (!std::strcmp(c, "--version")) {
+    std::printf("flashptx %s\n", flashptx_version());
+    return 0;
+  }
   if (!std::strcmp(c, "help") || !std::strcmp(c, "--help") || !std::strcmp(c, "-h")) {
     std::fputs(flashptx::cli::main_help().c_str(), stdout);
     return 0;

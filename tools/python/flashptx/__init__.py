@@ -1,12 +1,16 @@
-"""flashptx: FlashAttention-3 forward and backward for Hopper (sm_90), from PyTorch.
+"""flashptx: FlashAttention-3 (Hopper, sm_90) and FlashAttention-4 (Blackwell, sm_100) from PyTorch.
 
     import flashptx
     out = flashptx.attention(q, k, v, causal=True)   # [batch, seqlen, heads, head_dim], bf16/fp16, CUDA
 
-Pure Python over ctypes: it loads the libflashptx.so that `make` builds (looked for in $FLASHPTX_LIB,
-next to this package, then the build tree: the repository root) and needs nothing else at import.
-PyTorch is imported on first use of flashptx.attention, so that `import flashptx` works anywhere;
-flashptx.available() / flashptx.unavailable_reason() say whether (and why not) it can run here.
+Pure Python over ctypes: it loads libflashptx.so (looked for next to this package, where an
+installed package carries it, then in $FLASHPTX_LIB, then in the build tree: the repository root)
+and needs nothing else at import. PyTorch is imported on first use of flashptx.attention, so that
+`import flashptx` works anywhere; flashptx.available() / flashptx.unavailable_reason() say whether
+(and why not) it can run here. The options are keyword-only, named as FlashAttention-3's
+flash_attn_func names them (softmax_scale, causal, deterministic). On an sm_100 GPU the FA4
+kernels run only after flashptx.allow_unverified_sm100(): they have never executed on one.
+flashptx.__version__ is the version of the library it loads.
 """
 from ._abi import (  # noqa: F401 - the public names
     FlashptxError,
@@ -14,21 +18,22 @@ from ._abi import (  # noqa: F401 - the public names
     FlashptxValueError,
     LibraryNotFoundError,
     STATUS_NAMES,
+    allow_unverified_sm100,
     available,
     find_library,
     library,
     library_path,
     unavailable_reason,
+    unverified_sm100_allowed,
 )
 
-__version__ = "0.1.0"
 __all__ = ["attention", "attention_varlen", "available", "unavailable_reason", "library_path", "find_library",
-           "library", "FlashptxError", "FlashptxValueError", "FlashptxRuntimeError", "LibraryNotFoundError",
-           "STATUS_NAMES"]
+           "library", "allow_unverified_sm100", "unverified_sm100_allowed", "FlashptxError", "FlashptxValueError",
+           "FlashptxRuntimeError", "LibraryNotFoundError", "STATUS_NAMES"]
 
 
-def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False,
-                     softmax_scale=None, deterministic=False, return_lse=False):
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, softmax_scale=None,
+                     causal=False, deterministic=False, return_lse=False):
     """Variable-length attention over packed sequences (cu_seqlens): not bound in this package yet."""
     raise NotImplementedError(
         "flashptx.attention_varlen: the C ABI has a variable-length forward (flashptx_fwd_varlen, no "
@@ -36,12 +41,17 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
         "batch to [batch, seqlen, heads, head_dim] and use flashptx.attention")
 
 
-def _attention_without_torch(*args, **kwargs):
+def _attention_without_torch(q, k, v, *, softmax_scale=None, causal=False, deterministic=False, return_lse=False):
+    """flashptx.attention where torch cannot be imported (its signature, so that a call is checked
+    the same way)."""
     from ._abi import _torch_reason
     raise RuntimeError("flashptx.attention needs PyTorch: %s" % (_torch_reason() or "torch cannot be imported"))
 
 
 def __getattr__(name):  # PEP 562: torch is imported here, on first use, never at `import flashptx`
+    if name == "__version__":
+        from ._abi import version
+        return version()
     if name == "attention":
         try:
             from ._torch import attention as fn

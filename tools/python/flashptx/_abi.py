@@ -36,6 +36,8 @@ RUNTIME_STATUSES = frozenset({9, 10})
 
 DTYPE_CODES = {"FLASHPTX_BF16": 0, "FLASHPTX_FP16": 1, "FLASHPTX_FP32": 2, "FLASHPTX_FP8_E4M3": 3}
 FLASHPTX_BF16, FLASHPTX_FP16, FLASHPTX_FP32 = 0, 1, 2
+OPTION_CODES = {"FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100": 1}
+FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100 = 1
 
 _p, _i64, _int, _f32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_float
 
@@ -91,6 +93,10 @@ SIGNATURES = {
     "flashptx_bwd_workspace_size": (_int, [_P(BwdParams), _P(_i64)]),
     "flashptx_last_error": (ctypes.c_char_p, []),
     "flashptx_status_name": (ctypes.c_char_p, [_int]),
+    "flashptx_version": (ctypes.c_char_p, []),
+    "flashptx_version_number": (_int, []),
+    "flashptx_set_option": (_int, [_int, _i64]),
+    "flashptx_get_option": (_int, [_int, _P(_i64)]),
 }
 
 
@@ -150,23 +156,24 @@ def source_tree_root(package_dir=PACKAGE_DIR):
 def candidates(env=None, package_dir=PACKAGE_DIR):
     """The places looked at, in order: [(label, path or None, why it is or is not used)].
 
-    1. $FLASHPTX_LIB (a file, or a folder holding libflashptx.so). When it is set, it is the only
-       place looked at: an explicit path that does not exist is an error, not a reason to load
-       another build.
-    2. next to the package: <package>/libflashptx.so
+    1. next to the package: <package>/libflashptx.so, the library an installed package carries
+       (tools/python/flashptx_build.py puts it there)
+    2. $FLASHPTX_LIB (a file, or a folder holding libflashptx.so). When it is set and the package
+       carries none, it is the last place looked at: an explicit path that does not exist is an
+       error, not a reason to load another build.
     3. the build tree: <repository root>/libflashptx.so, where `make` puts it (only for the package
        in the source tree, tools/python/flashptx)
     """
     env = os.environ if env is None else env
     out = []
+    here = os.path.join(package_dir, LIB_NAME)
+    out.append(("next to the package", here, "found" if os.path.isfile(here) else "no such file"))
     explicit = env.get("FLASHPTX_LIB", "")
     if explicit:
         path = os.path.join(explicit, LIB_NAME) if os.path.isdir(explicit) else explicit
         out.append(("$FLASHPTX_LIB", path, "found" if os.path.isfile(path) else "no such file"))
         return out
     out.append(("$FLASHPTX_LIB", None, "not set"))
-    here = os.path.join(package_dir, LIB_NAME)
-    out.append(("next to the package", here, "found" if os.path.isfile(here) else "no such file"))
     root = source_tree_root(package_dir)
     if root is None:
         out.append(("the build tree", None, "the package is not inside the flashptx source tree"))
@@ -228,6 +235,28 @@ def library_path():
     return library()._flashptx_path
 
 
+def version():
+    """The version of the library this process uses, "MAJOR.MINOR.PATCH" (flashptx_version(); loads it)."""
+    return library().flashptx_version().decode()
+
+
+def allow_unverified_sm100(enabled=True):
+    """Opts in (or back out) to the FA4 kernels on an sm_100 (Blackwell) GPU, for this process:
+    flashptx_set_option(FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100). They have never executed on a
+    Blackwell GPU; without the opt-in every call there raises FlashptxRuntimeError
+    (FLASHPTX_ERR_UNSUPPORTED_DEVICE) and available() is False, saying why."""
+    lib = library()
+    check(lib, "flashptx_set_option", lib.flashptx_set_option(FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100, 1 if enabled else 0))
+
+
+def unverified_sm100_allowed():
+    """Whether this process opted in to the FA4 kernels (allow_unverified_sm100)."""
+    lib = library()
+    value = ctypes.c_int64(0)
+    check(lib, "flashptx_get_option", lib.flashptx_get_option(FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100, ctypes.byref(value)))
+    return value.value == 1
+
+
 # ---- parameters from plain numbers (torch-free; the torch layer passes tensors' pointers) --------
 def fwd_params(ptrs, shape_q, shape_k, strides, dtype, causal, softmax_scale):
     """FwdParams from pointers {q,k,v,o,lse}, q's and k's [batch, seqlen, heads, head_dim], strides
@@ -271,8 +300,9 @@ def bwd_params(ptrs, shape_q, shape_k, strides, dtype, causal, softmax_scale, de
 
 def probe_device(lib):
     """(True, description) when this library can launch on the current CUDA device, else (False, the
-    library's own reason: no driver, no device, not sm_90...). Launches nothing and touches no
-    memory: flashptx_fwd_kernel_info of a small valid problem with placeholder pointers."""
+    library's own reason: no driver, no device, a device it has no kernels for, sm_100 without the
+    opt-in...). Launches nothing and touches no memory: flashptx_fwd_kernel_info of a small valid
+    problem with placeholder pointers, which answers as flashptx_fwd would (the same plan)."""
     fake = 1 << 20  # 16-byte aligned, never dereferenced: kernel_info only plans
     p = fwd_params({n: fake for n in ("q", "k", "v", "o")}, (1, 128, 1, 128), (1, 128, 1, 128),
                    {n: (128 * 128, 128, 128) for n in ("q", "k", "v", "o")}, FLASHPTX_BF16, False, 0.0)
@@ -324,6 +354,7 @@ def unavailable_reason():
 
 
 def available():
-    """True when flashptx.attention can run here: the library loads, the current device is an sm_90
-    GPU (the library's own check), and PyTorch with CUDA is installed. unavailable_reason() says why not."""
+    """True when flashptx.attention can run here: the library loads, the library runs on the current
+    device (its own answer: an sm_90 GPU, or an sm_100 one after allow_unverified_sm100()), and
+    PyTorch with CUDA is installed. unavailable_reason() says why not."""
     return not unavailable_reasons()

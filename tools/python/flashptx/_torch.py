@@ -201,14 +201,19 @@ _fwd.register_autograd(_backward, setup_context=_setup_context)
 
 
 # ---- the public function ------------------------------------------------------------------------------
-def attention(q, k, v, causal=False, softmax_scale=None, deterministic=False, return_lse=False):
-    """Scaled dot-product attention by flashptx's FA3 kernels (Hopper, sm_90), with autograd.
+def attention(q, k, v, *, softmax_scale=None, causal=False, deterministic=False, return_lse=False):
+    """Scaled dot-product attention by flashptx's kernels (FA3 on sm_90; FA4 on sm_100 after
+    flashptx.allow_unverified_sm100()), with autograd.
+
+    The options are keyword-only and named as FlashAttention-3's flash_attn_func names them, so
+    that code ported from it says what it means: FA3's positional flash_attn_func(q, k, v, 0.088,
+    True) raises TypeError here; write attention(q, k, v, softmax_scale=0.088, causal=True).
 
     q: [batch, seqlen_q, heads_q, head_dim]; k, v: [batch, seqlen_k, heads_kv, head_dim]
     (FlashAttention's layout, not SDPA's [batch, heads, seqlen, head_dim]). CUDA tensors, all
     torch.bfloat16 or all torch.float16 (under torch.autocast, fp32 inputs are first cast to the
     autocast dtype, as SDPA does). heads_q a multiple of heads_kv: GQA, MQA (heads_kv 1).
-    head_dim 64, 128 or 256, forward and backward.
+    head_dim 64, 128 or 256 (sm_100: 64 and 128), forward and backward.
 
     Strides: any the C ABI accepts are used as they are, without a copy: last dim contiguous and
     the batch, row and head strides multiples of 16 bytes in any order (e.g. q, k, v unbound from

@@ -10,13 +10,15 @@ Run by ./run_tests (suite "python cpu", tests/host/test_python.cpp). What it che
   of the real header; the status and dtype enums; the prototypes of the functions the package binds
 - status codes to exceptions: ValueError for rejected input, RuntimeError for device and CUDA ones,
   the library's message kept
-- the lookup of libflashptx.so: $FLASHPTX_LIB (alone when set), next to the package, the build tree;
-  the message when it is nowhere
+- the lookup of libflashptx.so: next to the package, $FLASHPTX_LIB (the last place when set), the
+  build tree; the message when it is nowhere
 - `import flashptx` without torch (and that it never imports torch by itself); available() is
-  False with a reason; attention without torch and attention_varlen raise informative errors
+  False with a reason; attention without torch and attention_varlen raise informative errors; the
+  options are keyword-only with FlashAttention-3's names (FA3's positional call raises TypeError)
 - with the built library (skipped when there is none): every status name matches the library's,
-  the library's own validation messages come back as FlashptxValueError, and the device probe
-  (a GPU or the library's reason for there being none)
+  the library's own validation messages come back as FlashptxValueError, the device probe (a GPU
+  or the library's reason for there being none), the version and the sm_100 opt-in, and the
+  package installed outside the source tree (pip install --target) carrying its library
 """
 import ctypes
 import os
@@ -173,6 +175,8 @@ def enums_match_the_header():
     assert status == {v: k for k, v in _abi.STATUS_NAMES.items()}, "flashptx_status differs:\n  header %s\n  package %s" % (
         status, _abi.STATUS_NAMES)
     assert parse_enum(text, "flashptx_dtype") == _abi.DTYPE_CODES
+    assert parse_enum(text, "flashptx_option") == _abi.OPTION_CODES
+    assert _abi.FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100 == _abi.OPTION_CODES["FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100"]
     assert _abi.FLASHPTX_BF16 == _abi.DTYPE_CODES["FLASHPTX_BF16"]
     assert _abi.FLASHPTX_FP16 == _abi.DTYPE_CODES["FLASHPTX_FP16"]
 
@@ -186,9 +190,11 @@ def c_arg_type(decl):
             return ctypes.POINTER(py)
     if re.match(r"^int64_t\s*\*", decl):
         return ctypes.POINTER(ctypes.c_int64)
+    if re.match(r"^int64_t\s+\w+$", decl):
+        return ctypes.c_int64
     if decl.startswith("cudaStream_t"):
         return ctypes.c_void_p
-    if decl.startswith("flashptx_status") or decl.startswith("int "):
+    if decl.startswith("flashptx_status") or decl.startswith("flashptx_option") or decl.startswith("int "):
         return ctypes.c_int
     raise AssertionError("unmapped C parameter %r" % decl)
 
@@ -202,7 +208,7 @@ def bound_functions_match_the_prototypes():
         assert name in protos, "%s is not declared in %s" % (name, HEADER)
         ret, args = protos[name]
         want_ret = ctypes.c_char_p if ret.replace(" ", "") == "constchar*" else ctypes.c_int
-        assert ret in ("flashptx_status", "const char*", "const char *"), "%s returns %s" % (name, ret)
+        assert ret in ("flashptx_status", "int", "const char*", "const char *"), "%s returns %s" % (name, ret)
         assert restype is want_ret, "%s: restype %s for C %s" % (name, restype, ret)
         c_args = [] if args in ("", "void") else [a.strip() for a in args.split(",")]
         assert len(c_args) == len(argtypes), "%s: %d C parameters, %d bound" % (name, len(c_args), len(argtypes))
@@ -281,24 +287,25 @@ def lookup_order():
         beside = t.touch(os.path.join(t.pkg, "libflashptx.so"))
         built = t.touch(os.path.join(t.root, "libflashptx.so"))
         mine = t.touch(os.path.join(t.custom, "libflashptx.so"))
-        # 1. $FLASHPTX_LIB wins over both, as a file or as a folder
+        # 1. next to the package (what an installed package carries) wins over both
+        assert _abi.find_library({}, t.pkg) == beside
+        assert _abi.find_library({"FLASHPTX_LIB": mine}, t.pkg) == beside
+        os.remove(beside)
+        # 2. $FLASHPTX_LIB, as a file or as a folder, over the build tree
         assert _abi.find_library({"FLASHPTX_LIB": mine}, t.pkg) == mine
         assert _abi.find_library({"FLASHPTX_LIB": t.custom}, t.pkg) == mine
         # ... and when it names nothing, nothing else is loaded in its place
         missing = os.path.join(t.custom, "nope.so")
         msg = lookup_error({"FLASHPTX_LIB": missing}, t.pkg)
         assert "$FLASHPTX_LIB" in msg and missing in msg and "no such file" in msg, msg
-        # 2. next to the package, before 3. the build tree
-        assert _abi.find_library({}, t.pkg) == beside
-        assert _abi.find_library({"FLASHPTX_LIB": ""}, t.pkg) == beside
-        os.remove(beside)
-        assert _abi.find_library({}, t.pkg) == built
+        # 3. the build tree
+        assert _abi.find_library({"FLASHPTX_LIB": ""}, t.pkg) == built
         os.remove(built)
         msg = lookup_error({}, t.pkg)
         lines = msg.split("\n")
         assert lines[0].startswith("flashptx: cannot find libflashptx.so"), msg
-        assert lines[1].strip() == "1. $FLASHPTX_LIB: not set", msg
-        assert lines[2].strip().startswith("2. next to the package (%s)" % os.path.join(t.pkg, "libflashptx.so")), msg
+        assert lines[1].strip().startswith("1. next to the package (%s)" % os.path.join(t.pkg, "libflashptx.so")), msg
+        assert lines[2].strip() == "2. $FLASHPTX_LIB: not set", msg
         assert lines[3].strip().startswith("3. the build tree") and os.path.join(t.root, "libflashptx.so") in lines[3], msg
         assert "make" in lines[4] and t.root in lines[4] and "FLASHPTX_LIB" in lines[4], msg
     with Tree(in_source_tree=False) as t:  # an installed copy outside the tree: no build tree to look in
@@ -357,6 +364,18 @@ except RuntimeError as e:
 else:
     raise AssertionError("attention ran without torch")
 try:
+    flashptx.attention(1, 2, 3, 0.088, True)   # FA3's flash_attn_func(q, k, v, softmax_scale, causal)
+except TypeError as e:
+    assert "positional" in str(e), str(e)
+else:
+    raise AssertionError("a positional softmax_scale and causal were accepted")
+try:
+    flashptx.attention_varlen(1, 2, 3, None, None, 0, 0, 0.088)
+except TypeError as e:
+    assert "positional" in str(e), str(e)
+else:
+    raise AssertionError("attention_varlen took a positional softmax_scale")
+try:
     flashptx.attention_varlen(1, 2, 3, None, None, 0, 0)
 except NotImplementedError as e:
     assert "variable-length" in str(e) and "flashptx.attention" in str(e), str(e)
@@ -365,6 +384,31 @@ else:
 print(reason)
 '''
     run_python(code)
+
+
+@case
+def options_are_keyword_only_with_fa3_names():
+    """The torch wrapper's signature (read from its source: torch is not needed here): q, k, v, then
+    keyword-only options, with FA3's flash_attn_func names where they mean the same thing."""
+    import ast
+    import inspect
+    import flashptx
+    with open(os.path.join(PKG_PARENT, "flashptx", "_torch.py")) as f:
+        tree = ast.parse(f.read())
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "attention")
+    assert [a.arg for a in fn.args.args] == ["q", "k", "v"], [a.arg for a in fn.args.args]
+    assert fn.args.vararg is None and fn.args.kwarg is None
+    kw = [a.arg for a in fn.args.kwonlyargs]
+    assert kw[:3] == ["softmax_scale", "causal", "deterministic"], kw
+    defaults = [ast.literal_eval(d) for d in fn.args.kw_defaults]
+    assert defaults[:3] == [None, False, False], defaults
+    # The stand-in used without torch has the same signature.
+    stub = inspect.signature(flashptx._attention_without_torch)
+    assert [p.name for p in stub.parameters.values()] == ["q", "k", "v"] + kw, stub
+    assert all(p.kind == p.KEYWORD_ONLY for p in list(stub.parameters.values())[3:]), stub
+    varlen = inspect.signature(flashptx.attention_varlen)
+    assert all(p.kind == p.KEYWORD_ONLY for n, p in varlen.parameters.items()
+               if n in ("softmax_scale", "causal", "deterministic", "return_lse")), varlen
 
 
 # ---- with the built library ------------------------------------------------------------------------------
@@ -483,6 +527,68 @@ def device_probe_says_why():
     else:
         raise AssertionError("no device, yet kernel_info succeeded")
     print("      (no GPU here, as the library says: %s)" % why)
+
+
+@case
+def library_version_and_the_sm100_opt_in():
+    lib = real_library()
+    with open(os.path.join(REPO, "VERSION")) as f:
+        want = f.read().strip()
+    assert _abi.version() == want, (_abi.version(), want)
+    major, minor, patch = (int(x) for x in want.split("."))
+    assert lib.flashptx_version_number() == major * 10000 + minor * 100 + patch
+    out = run_python("import flashptx; print(flashptx.__version__)")
+    assert out.strip() == want, out
+    assert _abi.unverified_sm100_allowed() is False
+    try:
+        _abi.allow_unverified_sm100(True)
+        assert _abi.unverified_sm100_allowed() is True
+    finally:
+        _abi.allow_unverified_sm100(False)
+    assert _abi.unverified_sm100_allowed() is False
+    st = lib.flashptx_set_option(_abi.FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100, 2)
+    msg = lib.flashptx_last_error().decode()
+    assert _abi.STATUS_NAMES[st] == "FLASHPTX_ERR_BAD_OPTION" and "takes 0 or 1, not 2" in msg, (st, msg)
+    assert _abi.unverified_sm100_allowed() is False  # a refused value changes nothing
+
+
+@case
+def installs_outside_the_tree_carrying_its_library():
+    """pip install --target DIR tools/python (no index, no build isolation: the backend needs
+    nothing), then from another folder, with PYTHONPATH=DIR alone and no FLASHPTX_LIB, the package
+    imports from DIR and loads the library inside DIR."""
+    lib = real_library()
+    if subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True).returncode != 0:
+        raise Skip("no pip for %s" % sys.executable)
+    tmp = tempfile.mkdtemp(prefix="flashptx-pip-")
+    try:
+        target, away = os.path.join(tmp, "site"), os.path.join(tmp, "elsewhere")
+        os.makedirs(away)
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FLASHPTX_LIB")}
+        env["FLASHPTX_LIB"] = lib._flashptx_path  # the build to carry: the one these tests load
+        r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps",
+                            "--no-build-isolation", "--disable-pip-version-check", "--target", target, PKG_PARENT],
+                           capture_output=True, text=True, env=env, timeout=300)
+        assert r.returncode == 0, "pip install --target failed:\n%s%s" % (r.stdout, r.stderr)
+        carried = os.path.join(target, "flashptx", "libflashptx.so")
+        assert os.path.isfile(carried), os.listdir(os.path.join(target, "flashptx"))
+        with open(carried, "rb") as a, open(lib._flashptx_path, "rb") as b:
+            assert a.read() == b.read(), "the carried library differs from the build's"
+        del env["FLASHPTX_LIB"]
+        env["PYTHONPATH"] = target
+        code = ("import os, flashptx; print(flashptx.__file__); print(flashptx.library_path()); "
+                "print(flashptx.__version__); print(flashptx.available())")
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=away, timeout=120)
+        assert r.returncode == 0, "import from the target failed:\n%s%s" % (r.stdout, r.stderr)
+        pkg_file, path, version, _ = r.stdout.strip().split("\n")
+        inside = lambda p: os.path.realpath(p).startswith(os.path.realpath(target) + os.sep)
+        assert inside(pkg_file), "imported %s, not the installed copy in %s" % (pkg_file, target)
+        assert inside(path), "loaded %s, not the library inside %s" % (path, target)
+        assert version == _abi.version(), (version, _abi.version())
+        dist = [d for d in os.listdir(target) if d.endswith(".dist-info")]
+        assert dist == ["flashptx-%s.dist-info" % version], dist
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main():

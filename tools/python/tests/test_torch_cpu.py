@@ -131,6 +131,23 @@ def forward_and_gradients_through_the_ops():
 
 
 @case
+def fa3_positional_call_raises():
+    # FA3's flash_attn_func(q, k, v, softmax_scale, causal) ported positionally: refused, not run
+    # with causal=0.088 and softmax_scale=True.
+    q = rnd(1, 16, 2, 64)
+    CALLS.clear()
+    try:
+        flashptx.attention(q, q, q, 0.088, True)
+    except TypeError as e:
+        assert "positional" in str(e), str(e)
+    else:
+        raise AssertionError("flashptx.attention took a positional softmax_scale and causal")
+    assert not CALLS, "the C call ran"
+    out = flashptx.attention(q, q, q, softmax_scale=0.088, causal=True)
+    assert torch.allclose(out.float(), math_attention(q, q, q, True, 0.088)[0], atol=1e-2)
+
+
+@case
 def strided_inputs_without_copies_and_others_copied():
     qkv = rnd(2, 40, 3, 4, 64, grad=True)
     q, k, v = qkv.unbind(2)
