@@ -68,7 +68,12 @@ struct TraceArgs {
   bool causal = false;
   int64_t ctas = 0;  // render the first N traced CTAs; 0: all
   std::string out = "trace.svg", json_out = "trace.json", from_json;
+  std::vector<std::string> more_json;  // further saved traces after --from-json FILE
   std::vector<double> window_us;  // empty, or {T0, T1}
+  // --from-json: each saved trace and the SVG it renders to (one: --out; several: FILE's name with
+  // .json / .json.gz replaced by .svg, in the current directory).
+  struct Render { std::string json, svg; };
+  std::vector<Render> renders;
 };
 Parsed parse_trace_args(int argc, const char* const* argv, TraceArgs* a);
 

@@ -63,6 +63,8 @@ class Options {
                 const std::string& help, const std::string& meta = "S");
   // One optional positional argument (its checking is the command's).
   Options& positional(const std::string& meta, std::string* out, const std::string& help);
+  // Any number of positional arguments, in order (instead of `positional`).
+  Options& positionals(const std::string& meta, std::vector<std::string>* out, const std::string& help);
 
   Parsed parse(int argc, const char* const* argv);
 
@@ -101,6 +103,7 @@ class Options {
   std::vector<Opt> opts_;
   std::string pos_meta_, pos_help_;
   std::string* pos_ = nullptr;
+  std::vector<std::string>* pos_list_ = nullptr;
   std::vector<std::string> given_;
 };
 
