@@ -585,21 +585,53 @@ TEST_CASE("no sm_90 GPU: bench and trace say why in one line; run says why, then
   const Run t = run_cmd(cmd_trace, {});
   CHECK(t.rc == 1);
   CHECK(t.err == "flashptx trace: " + g.why + "; `flashptx trace --from-json FILE` renders a saved trace\n");
+  // An unwritable --out fails before any work, GPU or not.
+  const Run unwritable = run_cmd(cmd_bench, {"--seqlen", "1024", "--out", "/nonexistent/dir/b.json"});
+  CHECK(unwritable.rc == 1);
+  CHECK(unwritable.out.empty());
+  CHECK(unwritable.err ==
+        "flashptx bench: cannot write --out /nonexistent/dir/b.json: the directory /nonexistent/dir does not exist; "
+        "nothing was timed\n");
   const Run r = run_cmd(cmd_run, {});
   CHECK((r.rc == 0 || r.rc == 1));
-  CHECK(r.out.rfind("flashptx: " + g.why + ". The kernels are compiled and audited here, not run.\n", 0) == 0);
+  // What it does, before each slow step: the probe, the reason, then the disassembly.
+  CHECK(r.out.rfind("flashptx: looking for a Hopper GPU (flashptx --help lists the commands)\n"
+                    "flashptx: " + g.why + ". The kernels are compiled and audited here, not run.\n"
+                    "Audit summary of the built kernels (flashptx audit for the full check): disassembling the ",
+                    0) == 0);
   CHECK(r.out.find("\naudit: ") != std::string::npos);
+}
+
+TEST_CASE("can_write: an existing writable file, a new name in a writable directory; not a missing directory") {
+  std::string why;
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  CHECK(can_write(dir + "/flashptx-can-write-" + std::to_string(getpid()) + ".json", &why));
+  CHECK_FALSE(std::filesystem::exists(dir + "/flashptx-can-write-" + std::to_string(getpid()) + ".json"));  // nothing made
+  CHECK_FALSE(can_write("/nonexistent/x.json", &why));
+  CHECK(why == "the directory /nonexistent does not exist");
+  CHECK(can_write("relative-name.json", &why));  // the current directory
 }
 
 }  // TEST_SUITE
 
 TEST_SUITE("audit_sm90 cli") {
 
+// The goldens of both architectures in the source tree.
+size_t golden_count() {
+  bool exists = false;
+  return flashptx::sass::golden_kernel_names(flashptx::sass::AuditOptions().golden_dir, "", &exists).size();
+}
+
 TEST_CASE("audit --kernel that matches nothing: one line, exit 2; --summary differs from the full report") {
   const Run none = run_cmd(cmd_audit, {"--kernel", "nosuch"});
   CHECK(none.rc == 2);
   CHECK(none.out.empty());
-  CHECK(none.err == "flashptx audit: no built kernel matches --kernel 'nosuch'\n");
+  CHECK(none.err == "flashptx audit: no kernel name contains 'nosuch' (the " +
+                     std::to_string(golden_count()) + " goldens in " + flashptx::sass::AuditOptions().golden_dir +
+                     "/ name the audited kernels: flashptx audit --summary lists them)\n");
+  const Run dir = run_cmd(cmd_audit, {"--golden-dir", "/nonexistent/g"});
+  CHECK(dir.rc == 2);
+  CHECK(dir.err == "flashptx audit: the golden directory /nonexistent/g does not exist\n");
   const Run full = run_cmd(cmd_audit, {"--arch", "sm_90a", "--kernel", "fa3_fwd_sm90_bf16_d128"});
   const Run summary = run_cmd(cmd_audit, {"--arch", "sm_90a", "--kernel", "fa3_fwd_sm90_bf16_d128", "--summary"});
   CHECK(full.rc == 0);

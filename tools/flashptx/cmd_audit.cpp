@@ -43,7 +43,7 @@ int cmd_audit(int argc, char** argv) {
     std::fprintf(stderr, "flashptx audit: cannot run: %s\n", r.errors.front().c_str());
     return 1;
   }
-  if (r.matched_nothing) {
+  if (r.matched_nothing || r.bad_golden_dir) {
     std::fprintf(stderr, "flashptx audit: %s\n", r.errors.back().c_str());
     return 2;
   }

@@ -47,8 +47,12 @@ struct BenchArgs {
 };
 // command: "bench" or "run".
 Parsed parse_bench_args(const std::string& command, int argc, const char* const* argv, BenchArgs* a);
-// Times a.shapes on the GPU (the GPU must be there: the caller checked).
+// Times a.shapes on the GPU (the GPU must be there: the caller checked). It opens a.out before it
+// times anything, so an unwritable path fails at once.
 int run_bench(const BenchArgs& a);
+// Whether `path` can be written (an existing file that is writable, or a new name in a writable
+// directory), without creating or changing anything; on false, *why says what is wrong.
+bool can_write(const std::string& path, std::string* why);
 
 struct AuditArgs {
   sass::AuditOptions opt;
