@@ -99,6 +99,7 @@ flashptx_status check_heads(int64_t heads_q, int64_t heads_kv, std::string* msg)
              "heads_q (" + std::to_string(heads_q) + ") must be a positive multiple of heads_kv (" +
                  std::to_string(heads_kv) + ")");
 }
+
 }  // namespace
 
 flashptx_status check_sizes(std::initializer_list<SizeField> sizes, std::string* msg) {
@@ -106,6 +107,27 @@ flashptx_status check_sizes(std::initializer_list<SizeField> sizes, std::string*
     if (f.value < 0) return bad(FLASHPTX_ERR_BAD_SHAPE, msg, std::string(f.name) + " is " + str(f.value) + ": a size must be 0 or more");
   return FLASHPTX_OK;
 }
+
+namespace {
+// The sizes (each 0 or more) and the softmax scale of a fixed-length problem: the forward's, the
+// backward's and the FP8 forward's params name them alike.
+template <class Params>
+flashptx_status check_sizes_and_scale(const Params& p, std::string* msg) {
+  const flashptx_status s = check_sizes({{"batch", p.batch}, {"seqlen_q", p.seqlen_q}, {"seqlen_k", p.seqlen_k},
+                                         {"heads_q", p.heads_q}, {"heads_kv", p.heads_kv}, {"head_dim", p.head_dim}},
+                                        msg);
+  return s != FLASHPTX_OK ? s : check_scale(p.softmax_scale, msg);
+}
+// Sequence lengths below 2^31 - 256, heads_q below 65536, batch at most batch_max.
+template <class Params>
+flashptx_status check_row_bounds(const Params& p, int64_t batch_max, const char* batch_limit, std::string* msg) {
+  return check_bounds({{"seqlen_q", p.seqlen_q, kMaxRows, "2^31 - 256"},
+                       {"seqlen_k", p.seqlen_k, kMaxRows, "2^31 - 256"},
+                       {"heads_q", p.heads_q, kMax16, "65536"},
+                       {"batch", p.batch, batch_max, batch_limit}},
+                      msg);
+}
+}  // namespace
 
 flashptx_status check_strides(const char* name, int64_t batch, int64_t seqlen, int64_t heads, int64_t d, int64_t sb,
                               int64_t ss, int64_t sh, bool must_not_overlap, std::string* msg) {
@@ -149,11 +171,7 @@ flashptx_status check_strides(const char* name, int64_t batch, int64_t seqlen, i
 
 flashptx_status validate_fwd(const flashptx_fwd_params& p, std::string* msg) {
   flashptx_status s;
-  if ((s = check_sizes({{"batch", p.batch}, {"seqlen_q", p.seqlen_q}, {"seqlen_k", p.seqlen_k}, {"heads_q", p.heads_q},
-                        {"heads_kv", p.heads_kv}, {"head_dim", p.head_dim}},
-                       msg)) != FLASHPTX_OK)
-    return s;
-  if ((s = check_scale(p.softmax_scale, msg)) != FLASHPTX_OK) return s;
+  if ((s = check_sizes_and_scale(p, msg)) != FLASHPTX_OK) return s;
   if (p.batch == 0 || p.seqlen_q == 0) return FLASHPTX_OK;  // nothing to compute
 
   if ((s = check_half_dtype("q_dtype", p.q_dtype, msg)) != FLASHPTX_OK) return s;
@@ -166,12 +184,7 @@ flashptx_status validate_fwd(const flashptx_fwd_params& p, std::string* msg) {
   if ((s = check_buffers({{"q", p.q}, {"k", p.k}, {"v", p.v}, {"o", p.o}}, msg)) != FLASHPTX_OK) return s;
   if ((s = check_aligned("lse", p.lse, 4, msg)) != FLASHPTX_OK) return s;
   if ((s = check_aligned("tile_counter", p.tile_counter, 8, msg)) != FLASHPTX_OK) return s;
-  if ((s = check_bounds({{"seqlen_q", p.seqlen_q, kMaxRows, "2^31 - 256"},
-                         {"seqlen_k", p.seqlen_k, kMaxRows, "2^31 - 256"},
-                         {"heads_q", p.heads_q, kMax16, "65536"},
-                         {"batch", p.batch, kMaxInt, "2^31"}},
-                        msg)) != FLASHPTX_OK)
-    return s;
+  if ((s = check_row_bounds(p, kMaxInt, "2^31", msg)) != FLASHPTX_OK) return s;
   if ((s = check_tiles((p.seqlen_q + 63) / 64 * p.heads_q * p.batch, msg)) != FLASHPTX_OK) return s;
 
   const int64_t d = p.head_dim;
@@ -280,20 +293,12 @@ flashptx_status validate_fwd_varlen(const flashptx_fwd_varlen_params& p, std::st
 
 flashptx_status validate_bwd_shape(const flashptx_bwd_params& p, std::string* msg) {
   flashptx_status s;
-  if ((s = check_sizes({{"batch", p.batch}, {"seqlen_q", p.seqlen_q}, {"seqlen_k", p.seqlen_k}, {"heads_q", p.heads_q},
-                        {"heads_kv", p.heads_kv}, {"head_dim", p.head_dim}},
-                       msg)) != FLASHPTX_OK)
-    return s;
-  if ((s = check_scale(p.softmax_scale, msg)) != FLASHPTX_OK) return s;
+  if ((s = check_sizes_and_scale(p, msg)) != FLASHPTX_OK) return s;
   if (p.batch == 0) return FLASHPTX_OK;  // nothing to compute
   if ((s = check_half_dtype("dtype", p.dtype, msg)) != FLASHPTX_OK) return s;
   if (check_head_dim(p.head_dim, msg, "the backward's ") != FLASHPTX_OK) return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
   if (check_heads(p.heads_q, p.heads_kv, msg) != FLASHPTX_OK) return FLASHPTX_ERR_BAD_HEADS;
-  return check_bounds({{"seqlen_q", p.seqlen_q, kMaxRows, "2^31 - 256"},
-                       {"seqlen_k", p.seqlen_k, kMaxRows, "2^31 - 256"},
-                       {"heads_q", p.heads_q, kMax16, "65536"},
-                       {"batch", p.batch, kMax16, "65536"}},
-                      msg);
+  return check_row_bounds(p, kMax16, "65536", msg);
 }
 
 flashptx_status validate_bwd(const flashptx_bwd_params& p, int64_t workspace_needed, std::string* msg) {
@@ -429,11 +434,7 @@ flashptx_status check_e4m3_strides(const char* name, int64_t batch, int64_t seql
 
 flashptx_status validate_fwd_fp8(const flashptx_fwd_fp8_params& p, std::string* msg) {
   flashptx_status s;
-  if ((s = check_sizes({{"batch", p.batch}, {"seqlen_q", p.seqlen_q}, {"seqlen_k", p.seqlen_k}, {"heads_q", p.heads_q},
-                        {"heads_kv", p.heads_kv}, {"head_dim", p.head_dim}},
-                       msg)) != FLASHPTX_OK)
-    return s;
-  if ((s = check_scale(p.softmax_scale, msg)) != FLASHPTX_OK) return s;
+  if ((s = check_sizes_and_scale(p, msg)) != FLASHPTX_OK) return s;
   if (p.batch == 0 || p.seqlen_q == 0) return FLASHPTX_OK;  // nothing to compute
 
   const DtypeField fp8[3] = {{"q_dtype", p.q_dtype}, {"k_dtype", p.k_dtype}, {"v_dtype", p.v_dtype}};
@@ -467,12 +468,7 @@ flashptx_status validate_fwd_fp8(const flashptx_fwd_fp8_params& p, std::string* 
   for (int i = 0; i < 3; ++i)
     if ((s = check_aligned((std::string("descale_") + gname[i]).c_str(), ds[i], 4, msg)) != FLASHPTX_OK) return s;
   if ((s = check_aligned("lse", p.lse, 4, msg)) != FLASHPTX_OK) return s;
-  if ((s = check_bounds({{"seqlen_q", p.seqlen_q, kMaxRows, "2^31 - 256"},
-                         {"seqlen_k", p.seqlen_k, kMaxRows, "2^31 - 256"},
-                         {"heads_q", p.heads_q, kMax16, "65536"},
-                         {"batch", p.batch, kMax16, "65536"}},
-                        msg)) != FLASHPTX_OK)
-    return s;
+  if ((s = check_row_bounds(p, kMax16, "65536", msg)) != FLASHPTX_OK) return s;
   if ((s = check_tiles((p.seqlen_q + 127) / 128 * p.heads_q * p.batch, msg)) != FLASHPTX_OK) return s;
   // The descale arrays are indexed with 32-bit strides in the kernel.
   const int64_t descales_k = p.batch * p.heads_kv * ((p.seqlen_k + 127) / 128);
