@@ -1,5 +1,6 @@
 // The one option parser of the `flashptx` commands: typed options (flag, integer, real, string,
-// a fixed number of reals), ranges and allowed values, at most one positional argument, and the
+// a fixed number of reals), ranges and allowed values, one optional positional argument or a list
+// of them, and the
 // rules every command follows:
 //   - every option is checked before the command does anything else (no device work first);
 //   - `--help` / `-h` anywhere: the help on stdout, exit 0;
