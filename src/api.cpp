@@ -37,12 +37,10 @@ namespace flashptx {
 
 bool sm100_opted_in() { return g_allow_unverified_sm100.load(std::memory_order_relaxed); }
 
-// Validation, device, plan: what a launch and its kernel_info share.
-static flashptx_status plan_checked(const flashptx_fwd_params* p, const FwdOptions& opt, FwdPlan* plan) {
-  if (p == nullptr) return fail(FLASHPTX_ERR_NULL_PARAMS, "params is NULL");
+// Device and plan of a validated problem: what a launch and its kernel_info share.
+static flashptx_status plan_validated(const flashptx_fwd_params* p, const FwdOptions& opt, FwdPlan* plan) {
   std::string msg;
-  flashptx_status s = validate_fwd(*p, &msg);
-  if (s != FLASHPTX_OK) return fail(s, msg);
+  flashptx_status s;
   Device dev;
   if ((s = current_device(&dev, &msg)) != FLASHPTX_OK) return fail(s, msg);
   if ((s = plan_fwd(*p, opt, dev, plan, &msg)) != FLASHPTX_OK) return fail(s, msg);
@@ -56,7 +54,7 @@ flashptx_status fwd(const flashptx_fwd_params* p, const FwdOptions& opt, cudaStr
   if (s != FLASHPTX_OK) return fail(s, msg);
   if (p->batch == 0 || p->seqlen_q == 0) return ok();  // nothing to compute, nothing launched
   FwdPlan plan;
-  if ((s = plan_checked(p, opt, &plan)) != FLASHPTX_OK) return s;
+  if ((s = plan_validated(p, opt, &plan)) != FLASHPTX_OK) return s;
   if ((s = encode_fwd_args(*p, opt, &plan, &msg)) != FLASHPTX_OK) return fail(s, msg);
   if ((s = launch(plan.launch, &plan.args, stream, &msg)) != FLASHPTX_OK) return fail(s, msg);
   return ok();
@@ -82,11 +80,15 @@ static void fill_info(const Launch& l, flashptx_kernel_info* info) {
 
 flashptx_status fwd_kernel_info(const flashptx_fwd_params* p, const FwdOptions& opt, flashptx_kernel_info* info) {
   if (info == nullptr) return fail(FLASHPTX_ERR_NULL_POINTER, "info is NULL");
-  if (p != nullptr && (p->batch == 0 || p->seqlen_q == 0))
-    return fail(FLASHPTX_ERR_BAD_SHAPE, "batch or seqlen_q is 0: nothing would launch");
+  if (p == nullptr) return fail(FLASHPTX_ERR_NULL_PARAMS, "params is NULL");
+  std::string msg;
+  flashptx_status s = validate_fwd(*p, &msg);
+  if (s != FLASHPTX_OK) return fail(s, msg);
+  if (p->batch == 0 || p->seqlen_q == 0)
+    return fail(FLASHPTX_ERR_BAD_SHAPE, "batch is " + std::to_string(p->batch) + " and seqlen_q " +
+                                            std::to_string(p->seqlen_q) + ": nothing would launch");
   FwdPlan plan;
-  flashptx_status s = plan_checked(p, opt, &plan);
-  if (s != FLASHPTX_OK) return s;
+  if ((s = plan_validated(p, opt, &plan)) != FLASHPTX_OK) return s;
   fill_info(plan.launch, info);
   return ok();
 }
@@ -170,7 +172,7 @@ static flashptx_status bwd_plan_checked(const flashptx_bwd_params* p, const BwdO
   if (p->batch > 0) {
     int64_t need = 0;
     if ((s = bwd_workspace_bytes(*p, &need, &msg)) != FLASHPTX_OK) return fail(s, msg);
-    if ((s = validate_bwd(*p, need, &msg)) != FLASHPTX_OK) return fail(s, msg);
+    if ((s = validate_bwd_buffers(*p, need, &msg)) != FLASHPTX_OK) return fail(s, msg);
   }
   if ((s = current_device(&dev, &msg)) != FLASHPTX_OK) return fail(s, msg);
   if (dev.cc != 90 && !(dev.cc == 100 && !fa4_bwd_kernels().empty()))
@@ -376,7 +378,7 @@ flashptx_status flashptx_bwd_check(const flashptx_bwd_params* p) {
   if (p->batch == 0) return ok();
   int64_t need = 0;
   if ((s = flashptx::bwd_workspace_bytes(*p, &need, &msg)) != FLASHPTX_OK) return fail(s, msg);
-  if ((s = flashptx::validate_bwd(*p, need, &msg)) != FLASHPTX_OK) return fail(s, msg);
+  if ((s = flashptx::validate_bwd_buffers(*p, need, &msg)) != FLASHPTX_OK) return fail(s, msg);
   return ok();
 }
 
@@ -408,7 +410,10 @@ flashptx_status flashptx_quantize_fp8_descale_count(const flashptx_quantize_fp8_
   if (p == nullptr) return fail(FLASHPTX_ERR_NULL_PARAMS, "params is NULL");
   if (count == nullptr) return fail(FLASHPTX_ERR_NULL_POINTER, "count is NULL");
   // The sizes and the granularity only: a params whose pointers are not set yet may be sized.
-  if (p->batch < 0 || p->seqlen < 0 || p->heads < 0) return fail(FLASHPTX_ERR_BAD_SHAPE, "a size is negative");
+  std::string msg;
+  const flashptx_status s =
+      flashptx::check_sizes({{"batch", p->batch}, {"seqlen", p->seqlen}, {"heads", p->heads}}, &msg);
+  if (s != FLASHPTX_OK) return fail(s, msg);
   if (p->granularity != FLASHPTX_FP8_SCALE_PER_TENSOR && p->granularity != FLASHPTX_FP8_SCALE_PER_HEAD &&
       p->granularity != FLASHPTX_FP8_SCALE_PER_BLOCK)
     return fail(FLASHPTX_ERR_BAD_GRANULARITY, "granularity " + std::to_string(static_cast<int>(p->granularity)) +

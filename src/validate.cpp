@@ -3,14 +3,87 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <initializer_list>
 
 namespace flashptx {
 
 namespace {
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 flashptx_status bad(flashptx_status s, std::string* msg, std::string text) {
   *msg = std::move(text);
   return s;
+}
+std::string str(int64_t v) { return std::to_string(v); }
+std::string address(const void* p) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%p", p);
+  return b;
+}
+std::string dtype_text(flashptx_dtype t) {
+  switch (t) {
+    case FLASHPTX_BF16: return "FLASHPTX_BF16";
+    case FLASHPTX_FP16: return "FLASHPTX_FP16";
+    case FLASHPTX_FP32: return "FLASHPTX_FP32";
+    case FLASHPTX_FP8_E4M3: return "FLASHPTX_FP8_E4M3";
+  }
+  return std::to_string(static_cast<int>(t));
+}
+// A 2-byte element type of the forward and backward: bf16 or fp16.
+flashptx_status check_half_dtype(const char* name, flashptx_dtype t, std::string* msg) {
+  if (t == FLASHPTX_BF16 || t == FLASHPTX_FP16) return FLASHPTX_OK;
+  return bad(FLASHPTX_ERR_UNSUPPORTED_DTYPE, msg, std::string(name) + " is " + dtype_text(t) +
+                                                      ": it must be FLASHPTX_BF16 or FLASHPTX_FP16");
+}
+// Every named field is `want` (the first field's type, checked by the caller).
+struct DtypeField { const char* name; flashptx_dtype t; };
+flashptx_status check_same_dtype(std::initializer_list<DtypeField> fields, std::string* msg) {
+  const DtypeField& first = *fields.begin();
+  for (const DtypeField& f : fields)
+    if (f.t != first.t)
+      return bad(FLASHPTX_ERR_DTYPE_MISMATCH, msg,
+                 std::string(f.name) + " is " + dtype_text(f.t) + " but " + first.name + " is " + dtype_text(first.t) +
+                     ": q, k, v and o must share one dtype");
+  return FLASHPTX_OK;
+}
+flashptx_status check_scale(float scale, std::string* msg) {
+  if (std::isfinite(scale) && scale >= 0.f) return FLASHPTX_OK;
+  return bad(FLASHPTX_ERR_BAD_SHAPE, msg,
+             "softmax_scale is " + std::to_string(scale) + ": it must be finite and 0 or more (0 selects 1/sqrt(d))");
+}
+// A buffer the call reads or writes: non-NULL, 16-byte aligned.
+struct Buffer { const char* name; const void* ptr; };
+flashptx_status check_buffers(std::initializer_list<Buffer> buffers, std::string* msg) {
+  for (const Buffer& b : buffers)
+    if (b.ptr == nullptr) return bad(FLASHPTX_ERR_NULL_POINTER, msg, std::string(b.name) + " is NULL");
+  for (const Buffer& b : buffers)
+    if (reinterpret_cast<uintptr_t>(b.ptr) % 16 != 0)
+      return bad(FLASHPTX_ERR_MISALIGNED, msg,
+                 std::string(b.name) + " is not 16-byte aligned (" + address(b.ptr) + ")");
+  return FLASHPTX_OK;
+}
+// An optional pointer (NULL allowed) that must be `bytes`-aligned.
+flashptx_status check_aligned(const char* name, const void* p, int bytes, std::string* msg) {
+  if (p == nullptr || reinterpret_cast<uintptr_t>(p) % bytes == 0) return FLASHPTX_OK;
+  return bad(FLASHPTX_ERR_MISALIGNED, msg,
+             std::string(name) + " must be " + std::to_string(bytes) + "-byte aligned (" + address(p) + ")");
+}
+// A size at most `max` (`limit` says the bound in words: "2^31 - 256").
+struct Bound { const char* name; int64_t value, max; const char* limit; };
+flashptx_status check_bounds(std::initializer_list<Bound> bounds, std::string* msg) {
+  for (const Bound& b : bounds)
+    if (b.value > b.max)
+      return bad(FLASHPTX_ERR_BAD_SHAPE, msg,
+                 std::string(b.name) + " is " + str(b.value) + ": it must stay below " + b.limit);
+  return FLASHPTX_OK;
+}
+constexpr int64_t kMaxInt = 0x7fffffff;
+constexpr int64_t kMaxRows = kMaxInt - 256 - 1;  // "below 2^31 - 256"
+constexpr int64_t kMax16 = 65535;                // "below 65536"
+// The grid has at most 2^31 - 1 CTAs of `rows`-row query tiles.
+flashptx_status check_tiles(int64_t tiles, std::string* msg) {
+  if (tiles <= kMaxInt) return FLASHPTX_OK;
+  return bad(FLASHPTX_ERR_BAD_SHAPE, msg,
+             "the problem has " + str(tiles) + " output tiles: more than one grid holds (2^31 - 1)");
 }
 // The head dims every kernel family specialises (forward, varlen, backward, FP8 quantize).
 // `whose` names the family in the message ("the backward's "), or is empty.
@@ -26,6 +99,34 @@ flashptx_status check_heads(int64_t heads_q, int64_t heads_kv, std::string* msg)
              "heads_q (" + std::to_string(heads_q) + ") must be a positive multiple of heads_kv (" +
                  std::to_string(heads_kv) + ")");
 }
+
+}  // namespace
+
+flashptx_status check_sizes(std::initializer_list<SizeField> sizes, std::string* msg) {
+  for (const SizeField& f : sizes)
+    if (f.value < 0) return bad(FLASHPTX_ERR_BAD_SHAPE, msg, std::string(f.name) + " is " + str(f.value) + ": a size must be 0 or more");
+  return FLASHPTX_OK;
+}
+
+namespace {
+// The sizes (each 0 or more) and the softmax scale of a fixed-length problem: the forward's, the
+// backward's and the FP8 forward's params name them alike.
+template <class Params>
+flashptx_status check_sizes_and_scale(const Params& p, std::string* msg) {
+  const flashptx_status s = check_sizes({{"batch", p.batch}, {"seqlen_q", p.seqlen_q}, {"seqlen_k", p.seqlen_k},
+                                         {"heads_q", p.heads_q}, {"heads_kv", p.heads_kv}, {"head_dim", p.head_dim}},
+                                        msg);
+  return s != FLASHPTX_OK ? s : check_scale(p.softmax_scale, msg);
+}
+// Sequence lengths below 2^31 - 256, heads_q below 65536, batch at most batch_max.
+template <class Params>
+flashptx_status check_row_bounds(const Params& p, int64_t batch_max, const char* batch_limit, std::string* msg) {
+  return check_bounds({{"seqlen_q", p.seqlen_q, kMaxRows, "2^31 - 256"},
+                       {"seqlen_k", p.seqlen_k, kMaxRows, "2^31 - 256"},
+                       {"heads_q", p.heads_q, kMax16, "65536"},
+                       {"batch", p.batch, batch_max, batch_limit}},
+                      msg);
+}
 }  // namespace
 
 flashptx_status check_strides(const char* name, int64_t batch, int64_t seqlen, int64_t heads, int64_t d, int64_t sb,
@@ -34,16 +135,20 @@ flashptx_status check_strides(const char* name, int64_t batch, int64_t seqlen, i
   const int64_t stride[3] = {sb, ss, sh};
   const char* what[3] = {"batch", "row", "head"};
   for (int i = 0; i < 3; ++i) {
-    if (stride[i] < 0) return bad(FLASHPTX_ERR_BAD_STRIDES, msg, std::string(name) + " " + what[i] + " stride is negative");
+    if (stride[i] < 0)
+      return bad(FLASHPTX_ERR_BAD_STRIDES, msg,
+                 std::string(name) + " " + what[i] + " stride is " + str(stride[i]) + ": it is negative");
     if (extent[i] > 1 && stride[i] == 0)
       return bad(FLASHPTX_ERR_BAD_STRIDES, msg,
-                 std::string(name) + " " + what[i] + " stride is 0 (broadcast is not supported)");
+                 std::string(name) + " " + what[i] + " stride is 0 over " + str(extent[i]) + " " + what[i] +
+                     "s (broadcast is not supported)");
     if (extent[i] > 1 && stride[i] % 8 != 0)
       return bad(FLASHPTX_ERR_MISALIGNED, msg,
                  std::string(name) + " " + what[i] + " stride " + std::to_string(stride[i]) +
                      " is not a multiple of 8 elements (16 bytes)");
     if (extent[i] > 1 && stride[i] >= (int64_t(1) << 39))
-      return bad(FLASHPTX_ERR_BAD_STRIDES, msg, std::string(name) + " " + what[i] + " stride is 2^39 elements or more");
+      return bad(FLASHPTX_ERR_BAD_STRIDES, msg,
+                 std::string(name) + " " + what[i] + " stride is " + str(stride[i]) + ": 2^39 elements or more");
   }
   if (must_not_overlap) {
     // Sufficient condition for distinct (b, s, h) rows never to share an element: sorted by stride,
@@ -65,33 +170,23 @@ flashptx_status check_strides(const char* name, int64_t batch, int64_t seqlen, i
 }
 
 flashptx_status validate_fwd(const flashptx_fwd_params& p, std::string* msg) {
-  if (p.batch < 0 || p.seqlen_q < 0 || p.seqlen_k < 0 || p.heads_q < 0 || p.heads_kv < 0 || p.head_dim < 0)
-    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "a size is negative");
-  if (!std::isfinite(p.softmax_scale) || p.softmax_scale < 0.f)
-    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "softmax_scale must be finite and positive (0 selects 1/sqrt(d))");
+  flashptx_status s;
+  if ((s = check_sizes_and_scale(p, msg)) != FLASHPTX_OK) return s;
   if (p.batch == 0 || p.seqlen_q == 0) return FLASHPTX_OK;  // nothing to compute
 
-  if (p.q_dtype != FLASHPTX_BF16 && p.q_dtype != FLASHPTX_FP16)
-    return bad(FLASHPTX_ERR_UNSUPPORTED_DTYPE, msg, "q dtype must be FLASHPTX_BF16 or FLASHPTX_FP16");
-  if (p.k_dtype != p.q_dtype || p.v_dtype != p.q_dtype || p.o_dtype != p.q_dtype)
-    return bad(FLASHPTX_ERR_DTYPE_MISMATCH, msg, "q, k, v and o must share one dtype");
+  if ((s = check_half_dtype("q_dtype", p.q_dtype, msg)) != FLASHPTX_OK) return s;
+  if ((s = check_same_dtype({{"q_dtype", p.q_dtype}, {"k_dtype", p.k_dtype}, {"v_dtype", p.v_dtype},
+                             {"o_dtype", p.o_dtype}},
+                            msg)) != FLASHPTX_OK)
+    return s;
   if (check_head_dim(p.head_dim, msg) != FLASHPTX_OK) return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
   if (check_heads(p.heads_q, p.heads_kv, msg) != FLASHPTX_OK) return FLASHPTX_ERR_BAD_HEADS;
-  if (p.q == nullptr || p.k == nullptr || p.v == nullptr || p.o == nullptr)
-    return bad(FLASHPTX_ERR_NULL_POINTER, msg, "q, k, v and o must be non-NULL");
-  if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.o))
-    return bad(FLASHPTX_ERR_MISALIGNED, msg, "q, k, v and o must be 16-byte aligned");
-  if (p.lse != nullptr && reinterpret_cast<uintptr_t>(p.lse) % 4 != 0)
-    return bad(FLASHPTX_ERR_MISALIGNED, msg, "lse must be 4-byte aligned");
-  if (p.tile_counter != nullptr && reinterpret_cast<uintptr_t>(p.tile_counter) % 8 != 0)
-    return bad(FLASHPTX_ERR_MISALIGNED, msg, "tile_counter must be 8-byte aligned");
-  const int64_t kMaxInt = 0x7fffffff;
-  if (p.seqlen_q > kMaxInt - 256 || p.seqlen_k > kMaxInt - 256 || p.heads_q > 65535 || p.batch > kMaxInt)
-    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "seqlen must stay below 2^31 - 256, heads_q below 65536");
-  if ((p.seqlen_q + 63) / 64 * p.heads_q * p.batch > kMaxInt)
-    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "too many output tiles for one grid (2^31 - 1)");
+  if ((s = check_buffers({{"q", p.q}, {"k", p.k}, {"v", p.v}, {"o", p.o}}, msg)) != FLASHPTX_OK) return s;
+  if ((s = check_aligned("lse", p.lse, 4, msg)) != FLASHPTX_OK) return s;
+  if ((s = check_aligned("tile_counter", p.tile_counter, 8, msg)) != FLASHPTX_OK) return s;
+  if ((s = check_row_bounds(p, kMaxInt, "2^31", msg)) != FLASHPTX_OK) return s;
+  if ((s = check_tiles((p.seqlen_q + 63) / 64 * p.heads_q * p.batch, msg)) != FLASHPTX_OK) return s;
 
-  flashptx_status s;
   const int64_t d = p.head_dim;
   if ((s = check_strides("q", p.batch, p.seqlen_q, p.heads_q, d, p.q_batch_stride, p.q_row_stride, p.q_head_stride,
                          false, msg)) != FLASHPTX_OK)
@@ -141,24 +236,27 @@ static flashptx_status check_cu_seqlens(const char* name, const int32_t* cu, int
 }
 
 flashptx_status validate_fwd_varlen(const flashptx_fwd_varlen_params& p, std::string* msg) {
-  if (p.num_seqs < 0 || p.total_q < 0 || p.total_k < 0 || p.max_seqlen_q < 0 || p.max_seqlen_k < 0 ||
-      p.heads_q < 0 || p.heads_kv < 0 || p.head_dim < 0)
-    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "a size is negative");
-  if (!std::isfinite(p.softmax_scale) || p.softmax_scale < 0.f)
-    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "softmax_scale must be finite and positive (0 selects 1/sqrt(d))");
+  flashptx_status s;
+  if ((s = check_sizes({{"num_seqs", p.num_seqs}, {"total_q", p.total_q}, {"total_k", p.total_k},
+                        {"max_seqlen_q", p.max_seqlen_q}, {"max_seqlen_k", p.max_seqlen_k}, {"heads_q", p.heads_q},
+                        {"heads_kv", p.heads_kv}, {"head_dim", p.head_dim}},
+                       msg)) != FLASHPTX_OK)
+    return s;
+  if ((s = check_scale(p.softmax_scale, msg)) != FLASHPTX_OK) return s;
   if (p.num_seqs > FLASHPTX_VARLEN_MAX_SEQS)
     return bad(FLASHPTX_ERR_TOO_MANY_SEQS, msg,
                "num_seqs " + std::to_string(p.num_seqs) + " is above FLASHPTX_VARLEN_MAX_SEQS (" +
                    std::to_string(FLASHPTX_VARLEN_MAX_SEQS) + "): split the batch");
-  const int64_t kMaxInt = 0x7fffffff;
-  if (p.total_q > kMaxInt - 256 || p.total_k > kMaxInt - 256)
-    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "total_q and total_k must stay below 2^31 - 256");
+  if ((s = check_bounds({{"total_q", p.total_q, kMaxRows, "2^31 - 256"}, {"total_k", p.total_k, kMaxRows, "2^31 - 256"}},
+                        msg)) != FLASHPTX_OK)
+    return s;
   if (p.num_seqs == 0) {
     if (p.total_q != 0 || p.total_k != 0)
-      return bad(FLASHPTX_ERR_BAD_CU_SEQLENS, msg, "num_seqs is 0 but total_q or total_k is not");
+      return bad(FLASHPTX_ERR_BAD_CU_SEQLENS, msg,
+                 "num_seqs is 0 but total_q is " + str(p.total_q) + " and total_k " + str(p.total_k) +
+                     " (both must be 0)");
     return FLASHPTX_OK;  // nothing to compute
   }
-  flashptx_status s;
   if ((s = check_cu_seqlens("cu_seqlens_q", p.cu_seqlens_q, p.num_seqs, p.total_q, p.max_seqlen_q, "total_q",
                             "max_seqlen_q", msg)) != FLASHPTX_OK)
     return s;
@@ -167,22 +265,17 @@ flashptx_status validate_fwd_varlen(const flashptx_fwd_varlen_params& p, std::st
     return s;
   if (p.total_q == 0) return FLASHPTX_OK;  // every sequence empty: nothing to compute
 
-  if (p.dtype != FLASHPTX_BF16 && p.dtype != FLASHPTX_FP16)
-    return bad(FLASHPTX_ERR_UNSUPPORTED_DTYPE, msg, "dtype must be FLASHPTX_BF16 or FLASHPTX_FP16");
+  if ((s = check_half_dtype("dtype", p.dtype, msg)) != FLASHPTX_OK) return s;
   if (check_head_dim(p.head_dim, msg) != FLASHPTX_OK) return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
   if (check_heads(p.heads_q, p.heads_kv, msg) != FLASHPTX_OK) return FLASHPTX_ERR_BAD_HEADS;
-  if (p.heads_q > 65535) return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "heads_q must stay below 65536");
+  if ((s = check_bounds({{"heads_q", p.heads_q, kMax16, "65536"}}, msg)) != FLASHPTX_OK) return s;
   const bool keys = p.total_k > 0;
-  if (p.q == nullptr || p.o == nullptr || (keys && (p.k == nullptr || p.v == nullptr)))
-    return bad(FLASHPTX_ERR_NULL_POINTER, msg, "q, k, v and o must be non-NULL");
-  if (!aligned16(p.q) || !aligned16(p.o) || (keys && (!aligned16(p.k) || !aligned16(p.v))))
-    return bad(FLASHPTX_ERR_MISALIGNED, msg, "q, k, v and o must be 16-byte aligned");
-  if (p.lse != nullptr && reinterpret_cast<uintptr_t>(p.lse) % 4 != 0)
-    return bad(FLASHPTX_ERR_MISALIGNED, msg, "lse must be 4-byte aligned");
+  if ((s = check_buffers({{"q", p.q}, {"o", p.o}}, msg)) != FLASHPTX_OK) return s;
+  if (keys && (s = check_buffers({{"k", p.k}, {"v", p.v}}, msg)) != FLASHPTX_OK) return s;
+  if ((s = check_aligned("lse", p.lse, 4, msg)) != FLASHPTX_OK) return s;
   // Tiles: at most ceil(len / 64) query blocks per sequence; the sum over sequences is below
   // total_q / 64 + num_seqs.
-  if ((p.total_q / 64 + p.num_seqs) * p.heads_q > kMaxInt)
-    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "too many output tiles for one grid (2^31 - 1)");
+  if ((s = check_tiles((p.total_q / 64 + p.num_seqs) * p.heads_q, msg)) != FLASHPTX_OK) return s;
 
   // The packed tensors as [1, total, heads, d]: the batch stride is never used.
   const int64_t d = p.head_dim;
@@ -199,24 +292,23 @@ flashptx_status validate_fwd_varlen(const flashptx_fwd_varlen_params& p, std::st
 }
 
 flashptx_status validate_bwd_shape(const flashptx_bwd_params& p, std::string* msg) {
-  if (p.batch < 0 || p.seqlen_q < 0 || p.seqlen_k < 0 || p.heads_q < 0 || p.heads_kv < 0 || p.head_dim < 0)
-    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "a size is negative");
-  if (!std::isfinite(p.softmax_scale) || p.softmax_scale < 0.f)
-    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "softmax_scale must be finite and positive (0 selects 1/sqrt(d))");
+  flashptx_status s;
+  if ((s = check_sizes_and_scale(p, msg)) != FLASHPTX_OK) return s;
   if (p.batch == 0) return FLASHPTX_OK;  // nothing to compute
-  if (p.dtype != FLASHPTX_BF16 && p.dtype != FLASHPTX_FP16)
-    return bad(FLASHPTX_ERR_UNSUPPORTED_DTYPE, msg, "dtype must be FLASHPTX_BF16 or FLASHPTX_FP16");
+  if ((s = check_half_dtype("dtype", p.dtype, msg)) != FLASHPTX_OK) return s;
   if (check_head_dim(p.head_dim, msg, "the backward's ") != FLASHPTX_OK) return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
   if (check_heads(p.heads_q, p.heads_kv, msg) != FLASHPTX_OK) return FLASHPTX_ERR_BAD_HEADS;
-  const int64_t kMaxInt = 0x7fffffff;
-  if (p.seqlen_q > kMaxInt - 256 || p.seqlen_k > kMaxInt - 256 || p.heads_q > 65535 || p.batch > 65535)
-    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "seqlen must stay below 2^31 - 256, heads_q and batch below 65536");
-  return FLASHPTX_OK;
+  return check_row_bounds(p, kMax16, "65536", msg);
 }
 
 flashptx_status validate_bwd(const flashptx_bwd_params& p, int64_t workspace_needed, std::string* msg) {
-  flashptx_status s = validate_bwd_shape(p, msg);
+  const flashptx_status s = validate_bwd_shape(p, msg);
   if (s != FLASHPTX_OK || p.batch == 0) return s;
+  return validate_bwd_buffers(p, workspace_needed, msg);
+}
+
+flashptx_status validate_bwd_buffers(const flashptx_bwd_params& p, int64_t workspace_needed, std::string* msg) {
+  flashptx_status s;
   struct T { const char* name; const void* ptr; bool used; };
   const bool rows_q = p.seqlen_q > 0, rows_k = p.seqlen_k > 0;
   const T tensors[] = {{"q", p.q, rows_q},   {"k", p.k, rows_k},   {"v", p.v, rows_k},
@@ -224,12 +316,10 @@ flashptx_status validate_bwd(const flashptx_bwd_params& p, int64_t workspace_nee
                        {"dk", p.dk, rows_k}, {"dv", p.dv, rows_k}};
   for (const T& t : tensors) {
     if (!t.used) continue;
-    if (t.ptr == nullptr) return bad(FLASHPTX_ERR_NULL_POINTER, msg, std::string(t.name) + " is NULL");
-    if (!aligned16(t.ptr)) return bad(FLASHPTX_ERR_MISALIGNED, msg, std::string(t.name) + " is not 16-byte aligned");
+    if ((s = check_buffers({{t.name, t.ptr}}, msg)) != FLASHPTX_OK) return s;
   }
   if (rows_q && p.lse == nullptr) return bad(FLASHPTX_ERR_NULL_POINTER, msg, "lse is NULL (the forward's LSE is needed)");
-  if (rows_q && reinterpret_cast<uintptr_t>(p.lse) % 4 != 0)
-    return bad(FLASHPTX_ERR_MISALIGNED, msg, "lse must be 4-byte aligned");
+  if (rows_q && (s = check_aligned("lse", p.lse, 4, msg)) != FLASHPTX_OK) return s;
   const int64_t d = p.head_dim;
   struct S { const char* name; int64_t seq, heads, sb, ss, sh; bool out; };
   const S strides[] = {
@@ -251,7 +341,7 @@ flashptx_status validate_bwd(const flashptx_bwd_params& p, int64_t workspace_nee
       return bad(FLASHPTX_ERR_WORKSPACE, msg,
                  "workspace is NULL (" + std::to_string(workspace_needed) + " bytes needed: flashptx_bwd_workspace_size)");
     if (reinterpret_cast<uintptr_t>(p.workspace) % 256 != 0)
-      return bad(FLASHPTX_ERR_WORKSPACE, msg, "workspace must be 256-byte aligned");
+      return bad(FLASHPTX_ERR_WORKSPACE, msg, "workspace must be 256-byte aligned (" + address(p.workspace) + ")");
     if (p.workspace_bytes < workspace_needed)
       return bad(FLASHPTX_ERR_WORKSPACE, msg,
                  "workspace_bytes " + std::to_string(p.workspace_bytes) + " is below the " +
@@ -288,19 +378,24 @@ flashptx_status check_e4m3_alignment(const char* name, int64_t batch, int64_t se
 }  // namespace
 
 flashptx_status validate_quantize_fp8(const flashptx_quantize_fp8_params& p, std::string* msg) {
-  if (p.batch < 0 || p.seqlen < 0 || p.heads < 0 || p.head_dim < 0)
-    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "a size is negative");
-  if (p.batch > 65535 || p.heads > 65535 || p.seqlen > 0x7fffffffLL - 256)
-    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "batch and heads must stay below 65536, seqlen below 2^31 - 256");
+  flashptx_status s;
+  if ((s = check_sizes({{"batch", p.batch}, {"seqlen", p.seqlen}, {"heads", p.heads}, {"head_dim", p.head_dim}},
+                       msg)) != FLASHPTX_OK)
+    return s;
+  if ((s = check_bounds({{"batch", p.batch, kMax16, "65536"},
+                         {"heads", p.heads, kMax16, "65536"},
+                         {"seqlen", p.seqlen, kMaxRows, "2^31 - 256"}},
+                        msg)) != FLASHPTX_OK)
+    return s;
   if (p.granularity != FLASHPTX_FP8_SCALE_PER_TENSOR && p.granularity != FLASHPTX_FP8_SCALE_PER_HEAD &&
       p.granularity != FLASHPTX_FP8_SCALE_PER_BLOCK)
     return bad(FLASHPTX_ERR_BAD_GRANULARITY, msg,
                "granularity " + std::to_string(static_cast<int>(p.granularity)) +
                    " is not FLASHPTX_FP8_SCALE_PER_TENSOR, _PER_HEAD or _PER_BLOCK");
-  if (p.in_dtype != FLASHPTX_BF16 && p.in_dtype != FLASHPTX_FP16)
-    return bad(FLASHPTX_ERR_UNSUPPORTED_DTYPE, msg, "in dtype must be FLASHPTX_BF16 or FLASHPTX_FP16");
+  if ((s = check_half_dtype("in_dtype", p.in_dtype, msg)) != FLASHPTX_OK) return s;
   if (p.out_dtype != FLASHPTX_FP8_E4M3)
-    return bad(FLASHPTX_ERR_UNSUPPORTED_DTYPE, msg, "out dtype must be FLASHPTX_FP8_E4M3");
+    return bad(FLASHPTX_ERR_UNSUPPORTED_DTYPE, msg,
+               "out_dtype is " + dtype_text(p.out_dtype) + ": it must be FLASHPTX_FP8_E4M3");
   if (check_head_dim(p.head_dim, msg) != FLASHPTX_OK) return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
   if (p.hadamard_block != 0 && !(p.hadamard_block == p.head_dim || (p.hadamard_block == 128 && p.head_dim >= 128)))
     return bad(FLASHPTX_ERR_BAD_HADAMARD, msg,
@@ -308,13 +403,9 @@ flashptx_status validate_quantize_fp8(const flashptx_quantize_fp8_params& p, std
                    std::to_string(p.head_dim) + ") or 128 (at most head_dim)");
   if (p.batch == 0 || p.seqlen == 0 || p.heads == 0) return FLASHPTX_OK;  // nothing to compute
 
-  if (p.in == nullptr || p.out == nullptr || p.descale == nullptr)
-    return bad(FLASHPTX_ERR_NULL_POINTER, msg, "in, out and descale must be non-NULL");
-  if (!aligned16(p.in) || !aligned16(p.out))
-    return bad(FLASHPTX_ERR_MISALIGNED, msg, "in and out must be 16-byte aligned");
-  if (reinterpret_cast<uintptr_t>(p.descale) % 4 != 0)
-    return bad(FLASHPTX_ERR_MISALIGNED, msg, "descale must be 4-byte aligned");
-  flashptx_status s;
+  if (p.descale == nullptr) return bad(FLASHPTX_ERR_NULL_POINTER, msg, "descale is NULL");
+  if ((s = check_buffers({{"in", p.in}, {"out", p.out}}, msg)) != FLASHPTX_OK) return s;
+  if ((s = check_aligned("descale", p.descale, 4, msg)) != FLASHPTX_OK) return s;
   const int64_t d = p.head_dim;
   if ((s = check_strides("in", p.batch, p.seqlen, p.heads, d, p.in_batch_stride, p.in_row_stride, p.in_head_stride,
                          false, msg)) != FLASHPTX_OK)
@@ -342,16 +433,17 @@ flashptx_status check_e4m3_strides(const char* name, int64_t batch, int64_t seql
 }  // namespace
 
 flashptx_status validate_fwd_fp8(const flashptx_fwd_fp8_params& p, std::string* msg) {
-  if (p.batch < 0 || p.seqlen_q < 0 || p.seqlen_k < 0 || p.heads_q < 0 || p.heads_kv < 0 || p.head_dim < 0)
-    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "a size is negative");
-  if (!std::isfinite(p.softmax_scale) || p.softmax_scale < 0.f)
-    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "softmax_scale must be finite and positive (0 selects 1/sqrt(d))");
+  flashptx_status s;
+  if ((s = check_sizes_and_scale(p, msg)) != FLASHPTX_OK) return s;
   if (p.batch == 0 || p.seqlen_q == 0) return FLASHPTX_OK;  // nothing to compute
 
-  if (p.q_dtype != FLASHPTX_FP8_E4M3 || p.k_dtype != FLASHPTX_FP8_E4M3 || p.v_dtype != FLASHPTX_FP8_E4M3)
-    return bad(FLASHPTX_ERR_UNSUPPORTED_DTYPE, msg, "q, k and v dtypes must be FLASHPTX_FP8_E4M3");
+  const DtypeField fp8[3] = {{"q_dtype", p.q_dtype}, {"k_dtype", p.k_dtype}, {"v_dtype", p.v_dtype}};
+  for (const DtypeField& f : fp8)
+    if (f.t != FLASHPTX_FP8_E4M3)
+      return bad(FLASHPTX_ERR_UNSUPPORTED_DTYPE, msg,
+                 std::string(f.name) + " is " + dtype_text(f.t) + ": q, k and v dtypes must be FLASHPTX_FP8_E4M3");
   if (p.o_dtype != FLASHPTX_BF16)
-    return bad(FLASHPTX_ERR_UNSUPPORTED_DTYPE, msg, "o dtype must be FLASHPTX_BF16");
+    return bad(FLASHPTX_ERR_UNSUPPORTED_DTYPE, msg, "o_dtype is " + dtype_text(p.o_dtype) + ": it must be FLASHPTX_BF16");
   const flashptx_fp8_scale_granularity gs[3] = {p.q_granularity, p.k_granularity, p.v_granularity};
   const char* gname[3] = {"q", "k", "v"};
   for (int i = 0; i < 3; ++i)
@@ -365,30 +457,24 @@ flashptx_status validate_fwd_fp8(const flashptx_fwd_fp8_params& p, std::string* 
                    " is not FLASHPTX_FP8_V_ROW_MAJOR or FLASHPTX_FP8_V_KEYS_CONTIGUOUS");
   if (check_head_dim(p.head_dim, msg, "the FP8 forward's ") != FLASHPTX_OK) return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
   if (check_heads(p.heads_q, p.heads_kv, msg) != FLASHPTX_OK) return FLASHPTX_ERR_BAD_HEADS;
-  if (p.q == nullptr || p.k == nullptr || p.v == nullptr || p.o == nullptr)
-    return bad(FLASHPTX_ERR_NULL_POINTER, msg, "q, k, v and o must be non-NULL");
+  const Buffer qkvo[4] = {{"q", p.q}, {"k", p.k}, {"v", p.v}, {"o", p.o}};
+  for (const Buffer& b : qkvo)
+    if (b.ptr == nullptr) return bad(FLASHPTX_ERR_NULL_POINTER, msg, std::string(b.name) + " is NULL");
   const float* ds[3] = {p.descale_q, p.descale_k, p.descale_v};
   for (int i = 0; i < 3; ++i)
     if (ds[i] == nullptr)
       return bad(FLASHPTX_ERR_NULL_DESCALE, msg, std::string("descale_") + gname[i] + " is NULL (every FP8 tensor needs its descales)");
-  if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.o))
-    return bad(FLASHPTX_ERR_MISALIGNED, msg, "q, k, v and o must be 16-byte aligned");
+  if ((s = check_buffers({{"q", p.q}, {"k", p.k}, {"v", p.v}, {"o", p.o}}, msg)) != FLASHPTX_OK) return s;
   for (int i = 0; i < 3; ++i)
-    if (reinterpret_cast<uintptr_t>(ds[i]) % 4 != 0)
-      return bad(FLASHPTX_ERR_MISALIGNED, msg, std::string("descale_") + gname[i] + " must be 4-byte aligned");
-  if (p.lse != nullptr && reinterpret_cast<uintptr_t>(p.lse) % 4 != 0)
-    return bad(FLASHPTX_ERR_MISALIGNED, msg, "lse must be 4-byte aligned");
-  const int64_t kMaxInt = 0x7fffffff;
-  if (p.seqlen_q > kMaxInt - 256 || p.seqlen_k > kMaxInt - 256 || p.heads_q > 65535 || p.batch > 65535)
-    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "seqlen must stay below 2^31 - 256, heads_q and batch below 65536");
-  if ((p.seqlen_q + 127) / 128 * p.heads_q * p.batch > kMaxInt)
-    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "too many output tiles for one grid (2^31 - 1)");
+    if ((s = check_aligned((std::string("descale_") + gname[i]).c_str(), ds[i], 4, msg)) != FLASHPTX_OK) return s;
+  if ((s = check_aligned("lse", p.lse, 4, msg)) != FLASHPTX_OK) return s;
+  if ((s = check_row_bounds(p, kMax16, "65536", msg)) != FLASHPTX_OK) return s;
+  if ((s = check_tiles((p.seqlen_q + 127) / 128 * p.heads_q * p.batch, msg)) != FLASHPTX_OK) return s;
   // The descale arrays are indexed with 32-bit strides in the kernel.
-  if (p.batch * p.heads_q * ((p.seqlen_q + 127) / 128) > kMaxInt ||
-      p.batch * p.heads_kv * ((p.seqlen_k + 127) / 128) > kMaxInt)
-    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "more than 2^31 - 1 descales");
+  const int64_t descales_k = p.batch * p.heads_kv * ((p.seqlen_k + 127) / 128);
+  if (descales_k > kMaxInt)
+    return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "the key blocks need " + str(descales_k) + " descales: more than 2^31 - 1");
 
-  flashptx_status s;
   const int64_t d = p.head_dim;
   if ((s = check_e4m3_strides("q", p.batch, p.seqlen_q, p.heads_q, d, p.q_batch_stride, p.q_row_stride,
                               p.q_head_stride, msg)) != FLASHPTX_OK)

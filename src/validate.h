@@ -3,6 +3,7 @@
 // problem found, with *msg naming it.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "flashptx.h"
@@ -24,6 +25,8 @@ flashptx_status validate_bwd_shape(const flashptx_bwd_params& p, std::string* ms
 // Everything: the shape, pointers, alignment, strides and the workspace (whose size the caller
 // computes from the plan: `workspace_needed`).
 flashptx_status validate_bwd(const flashptx_bwd_params& p, int64_t workspace_needed, std::string* msg);
+// validate_bwd less the shape: for a caller that has validated the shape already (batch > 0).
+flashptx_status validate_bwd_buffers(const flashptx_bwd_params& p, int64_t workspace_needed, std::string* msg);
 
 // flashptx_quantize_fp8: sizes (batch and heads at most 65535), dtypes, head dim, granularity, the
 // Hadamard block, then (unless there is nothing to do) pointers, alignment and strides.
@@ -33,6 +36,10 @@ flashptx_status validate_quantize_fp8(const flashptx_quantize_fp8_params& p, std
 flashptx_status validate_fwd_fp8(const flashptx_fwd_fp8_params& p, std::string* msg);
 // The number of descales a call writes, from its validated sizes and granularity.
 int64_t quantize_fp8_descale_count(const flashptx_quantize_fp8_params& p);
+
+// Every size is 0 or more; the first that is not is named with its value ("seqlen_q is -5: ...").
+struct SizeField { const char* name; int64_t value; };
+flashptx_status check_sizes(std::initializer_list<SizeField> sizes, std::string* msg);
 
 // The strides of one [batch, seqlen, heads, d] tensor of 2-byte elements: non-negative, non-zero
 // where the extent is above one, rows 16-byte aligned, below 2^39 elements; with must_not_overlap

@@ -9,7 +9,7 @@
 #   tests     ./run_tests -ts="gpu_sm90 fa3 varlen": the varlen GPU suite alone (tests/gpu/
 #             test_fa3_varlen.cpp: fp64 reference per sequence, poison, cross-sequence rows, bad
 #             cu_seqlens, 100 launches bitwise); budget 120 s, expected well under 60 s
-#   timing    the suite's timing case with FLASHPTX_VARLEN_TIMING=$OUT/varlen_timing.txt: per mix of
+#   timing    tools/bench/varlen_time.py (needs PyTorch) into $OUT/varlen_time.json: per mix of
 #             lengths (16 random in 256..4096; one 8192 + 63 x 128; 8 x 2048), d128, 16 heads, bf16,
 #             causal and not: varlen vs the padded batch (every sequence padded to the longest) and vs
 #             equal lengths of the same token count, median of 20 CUDA-event times after an L2 flush,
@@ -43,10 +43,9 @@ for s in $steps; do
     info) run info 30 nvidia-smi -L ;;
     tests) run tests 120 "$BIN/run_tests" -ts="gpu_sm90 fa3 varlen" ;;
     timing)
-      rm -f "$OUT/varlen_timing.txt"
-      run timing 240 env FLASHPTX_VARLEN_TIMING="$OUT/varlen_timing.txt" "$BIN/run_tests" -ts="gpu_sm90 fa3 varlen" \
-        -tc="timing*"
-      [ -f "$OUT/varlen_timing.txt" ] && cat "$OUT/varlen_timing.txt" ;;
+      run timing 240 env PYTHONPATH="$ROOT/tools/python" python3 "$ROOT/tools/bench/varlen_time.py" \
+        --out "$OUT/varlen_time.json"
+      cat "$OUT/timing.log" ;;
     fwd) run fwd 420 "$BIN/run_tests" -ts="gpu_sm90 fa3 forward" ;;
     memcheck)
       run memcheck 300 "${CUDA:-/usr/local/cuda}/bin/compute-sanitizer" --tool memcheck "$BIN/run_tests" \

@@ -385,9 +385,8 @@ TEST_CASE("bad input on the device path: a distinct status, nothing launched, O 
 // model's controlled fixture, src/models/fp8.cpp channel_outlier_experiment, at kernel scale).
 // Quantized on the GPU by flashptx_quantize_fp8 three ways: per tensor; per 128-row block; per block
 // after the orthonormal Walsh-Hadamard rotation over head_dim of Q and K (QK^T unchanged). The FP8
-// forward's O against fp64 attention of the bf16 inputs: RMSE over all elements, printed; asserted:
-// per tensor > per block + Hadamard (the direction the FA3 paper reports, 2.4e-2 vs 9.1e-3 on its own
-// distribution).
+// forward's O against fp64 attention of the bf16 inputs: RMSE over all elements, asserted against
+// the bounds of the seed article's FP8 section (FA3 Table 3, fp64 reference; see kPaper* below).
 namespace {
 
 double rmse_of(flashptx_fp8_scale_granularity g, int hadamard, const std::vector<uint16_t>& q,
@@ -429,7 +428,7 @@ double rmse_of(flashptx_fp8_scale_granularity g, int hadamard, const std::vector
 
 TEST_SUITE("gpu_sm90 fa3 fp8 rmse") {
 
-TEST_CASE("RMSE of O vs fp64 with outlier channels: per tensor, per block, per block + Hadamard") {
+TEST_CASE("RMSE of O vs fp64 with outlier channels: per tensor, per block, per block + Hadamard, within the paper's bounds") {
   const int64_t B = 1, S = 1024, H = 4, D = 128;
   std::mt19937_64 rng(3406);
   std::normal_distribution<float> nd(0.f, 1.f);
@@ -475,102 +474,26 @@ TEST_CASE("RMSE of O vs fp64 with outlier channels: per tensor, per block, per b
               "per block + Hadamard %.4e (FA3 paper, its own distribution: 2.4e-2 per tensor, 9.1e-3 with both)\n",
               static_cast<long long>(D), static_cast<long long>(S), static_cast<long long>(S), static_cast<long long>(H),
               per_tensor, per_block, hadamard);
-  CHECK(std::isfinite(per_tensor));
-  CHECK(std::isfinite(per_block));
-  CHECK(std::isfinite(hadamard));
-  CHECK_MESSAGE(per_tensor > hadamard, "per tensor " << per_tensor << " <= per block + Hadamard " << hadamard);
-}
-
-}  // TEST_SUITE
-
-// ---- a benchmark (prints, asserts nothing about speed) ---------------------------------------------
-// The FA3 grid's two headline shapes of issue 11, FP8 beside our bf16 forward on the same shapes:
-// CUDA events around 20 back-to-back launches after 3 warm-ups, the median of 5 such rounds; FLOPs
-// 4 B H Sq Sk d (non-causal). Inputs: e4m3 codes of N(0,1) samples, per-block descales of 1/64; bf16
-// N(0,1) for the bf16 forward. Warm L2 (the same buffers every launch): not the kernel-time method of
-// docs/PERFORMANCE.md, "Method": a first look only. Both through the release libflashptx.so (tests/gpu/release_lib.h):
-// the test build's bounded waits serialise the wgmma pipeline (Makefile, C7510), so its timing means
-// nothing.
-namespace {
-
-double time_ms(const std::function<flashptx_status()>& launch) {
-  for (int i = 0; i < 3; ++i) REQUIRE(launch() == FLASHPTX_OK);
-  CUDA_REQUIRE(cudaDeviceSynchronize());
-  cudaEvent_t e0, e1;
-  CUDA_REQUIRE(cudaEventCreate(&e0));
-  CUDA_REQUIRE(cudaEventCreate(&e1));
-  std::vector<float> rounds;
-  for (int r = 0; r < 5; ++r) {
-    CUDA_REQUIRE(cudaEventRecord(e0));
-    for (int i = 0; i < 20; ++i) REQUIRE(launch() == FLASHPTX_OK);
-    CUDA_REQUIRE(cudaEventRecord(e1));
-    CUDA_REQUIRE(cudaEventSynchronize(e1));
-    float ms = 0;
-    CUDA_REQUIRE(cudaEventElapsedTime(&ms, e0, e1));
-    rounds.push_back(ms / 20);
-  }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  std::sort(rounds.begin(), rounds.end());
-  return rounds[2];
-}
-
-void bench_shape(int64_t B, int64_t S, int64_t H, int64_t D) {
-  const size_t n = static_cast<size_t>(B * S * H * D);
-  std::mt19937_64 rng(0xbe7c);
-  std::normal_distribution<float> nd(0.f, 1.f);
-  uint8_t table8[256];
-  uint16_t table16[256];
-  for (int i = 0; i < 256; ++i) {
-    const float x = nd(rng);
-    table8[i] = flashptx::ref::e4m3_encode(x * 64.0);
-    table16[i] = flashptx::float_to_bf16(x);
-  }
-  std::vector<uint8_t> h8(n);
-  std::vector<uint16_t> h16(n);
-  for (size_t i = 0; i < n; ++i) {
-    const uint64_t r = rng();
-    h8[i] = table8[r & 255];
-    h16[i] = table16[(r >> 8) & 255];
-  }
-  DeviceBuf q8(n), k8(n), v8(n), o(n * 2), q16(n * 2), k16(n * 2), v16(n * 2), o16(n * 2);
-  const int64_t nds = B * H * ((S + 127) / 128);
-  std::vector<float> ds(static_cast<size_t>(nds), 1.f / 64);
-  DeviceBuf dsq(nds * 4), dsk(nds * 4), dsv(nds * 4);
-  for (DeviceBuf* b : {&q8, &k8, &v8}) CUDA_REQUIRE(cudaMemcpy(b->p, h8.data(), n, cudaMemcpyHostToDevice));
-  for (DeviceBuf* b : {&q16, &k16, &v16}) CUDA_REQUIRE(cudaMemcpy(b->p, h16.data(), n * 2, cudaMemcpyHostToDevice));
-  for (DeviceBuf* b : {&dsq, &dsk, &dsv}) CUDA_REQUIRE(cudaMemcpy(b->p, ds.data(), nds * 4, cudaMemcpyHostToDevice));
-  flashptx_fwd_fp8_params p8;
-  flashptx_fwd_fp8_params_contiguous(&p8, q8.p, k8.p, v8.p, o.p, nullptr, static_cast<const float*>(dsq.p),
-                                     static_cast<const float*>(dsk.p), static_cast<const float*>(dsv.p), B, S, S, H, H,
-                                     D, kB, 0);
-  flashptx_fwd_params p16;
-  flashptx_fwd_params_contiguous(&p16, q16.p, k16.p, v16.p, o16.p, nullptr, B, S, S, H, H, D, FLASHPTX_BF16, 0);
-  const double flops = 4.0 * static_cast<double>(B * H) * static_cast<double>(S) * static_cast<double>(S) * D;
-  const auto& rel = release_lib();
-  REQUIRE_MESSAGE(rel.loaded(), rel.why);
-  // The same codes with one descale per (batch, head) for K and V (the first of each head's blocks:
-  // all are 1/64 here): the wide-block kernel at d64 / d128.
-  flashptx_fwd_fp8_params p8h = p8;
-  p8h.k_granularity = p8h.v_granularity = FLASHPTX_FP8_SCALE_PER_HEAD;
-  const double ms8 = time_ms([&] { return rel.fwd_fp8(&p8, nullptr); });
-  const double ms8h = time_ms([&] { return rel.fwd_fp8(&p8h, nullptr); });
-  const double ms16 = time_ms([&] { return rel.fwd(&p16, nullptr); });
-  std::printf("fa3 fp8 bench d%lld s%lld b%lld h%lld non-causal: fp8 (per-block K/V descales) %.3f ms %.0f TFLOP/s; "
-              "fp8 (per-head K/V) %.3f ms %.0f TFLOP/s; bf16 %.3f ms %.0f TFLOP/s; ratio %.2f / %.2f (release library, "
-              "warm L2, events, median of 5 x 20)\n",
-              static_cast<long long>(D), static_cast<long long>(S), static_cast<long long>(B), static_cast<long long>(H),
-              ms8, flops / ms8 * 1e-9, ms8h, flops / ms8h * 1e-9, ms16, flops / ms16 * 1e-9, ms16 / ms8, ms16 / ms8h);
-  CHECK(ms8 > 0);
-}
-
-}  // namespace
-
-TEST_SUITE("gpu_sm90 release fa3 fp8 bench") {
-
-TEST_CASE("d128 8k and d256 16k, non-causal: FP8 beside bf16 (printed, not asserted)") {
-  bench_shape(2, 8192, 16, 128);
-  bench_shape(1, 16384, 16, 256);
+  // The seed article's FP8 section (FA3 Table 3, RMSE against fp64): FP16 baseline 3.2e-4; FP8 per
+  // tensor 2.4e-2; FP8 block quantization + incoherent processing 9.1e-3; without incoherent
+  // processing 2.4e-2 (the 2.6x is 2.4e-2 / 9.1e-3). The fixture here is not the paper's distribution,
+  // so each bound carries a stated margin:
+  //   - per block + Hadamard <= 1.25 x 9.1e-3: the rotation spreads the outlier channel as the paper's
+  //     incoherent processing does; 25% for the different inputs and shape;
+  //   - per tensor <= 1.5 x 2.4e-2: one scale for the whole tensor, 50% for the +-10 channel (the
+  //     fixture's outliers are persistent, the paper's are rare);
+  //   - per tensor and per block each at least 2x per block + Hadamard: the paper's 2.6x less 25%;
+  //     per block alone does not remove a persistent outlier channel (the paper's "without incoherent
+  //     processing" row equals per tensor);
+  //   - per block + Hadamard above the FP16 baseline 3.2e-4: e4m3 operands cannot beat fp16 ones, so
+  //     a smaller value means the comparison read something other than the FP8 output.
+  constexpr double kPaperFp16 = 3.2e-4, kPaperPerTensor = 2.4e-2, kPaperBlockIncoherent = 9.1e-3;
+  constexpr double kPaperRatio = kPaperPerTensor / kPaperBlockIncoherent;
+  CHECK_MESSAGE(hadamard <= 1.25 * kPaperBlockIncoherent, "per block + Hadamard " << hadamard);
+  CHECK_MESSAGE(per_tensor <= 1.5 * kPaperPerTensor, "per tensor " << per_tensor);
+  CHECK_MESSAGE(per_tensor >= 0.75 * kPaperRatio * hadamard, "per tensor " << per_tensor << ", per block + Hadamard " << hadamard);
+  CHECK_MESSAGE(per_block >= 0.75 * kPaperRatio * hadamard, "per block " << per_block << ", per block + Hadamard " << hadamard);
+  CHECK_MESSAGE(hadamard > kPaperFp16, "per block + Hadamard " << hadamard << " is below the FP16 baseline");
 }
 
 }  // TEST_SUITE

@@ -17,8 +17,7 @@
 // Every checked case also runs through the release libflashptx.so and must give the same bits.
 // Inputs are fresh random values. Reference rows are sampled on long sequences (all rows of short
 // ones) and computed on every host core, so that the suite stays within seconds.
-// FLASHPTX_VARLEN_TIMING=FILE adds the timing of tools/gpu_varlen_check.sh (varlen against the
-// padded batch of the same tokens) to FILE.
+// Timing is not tested here: tools/bench/varlen_time.py times varlen against the padded batch.
 #include <doctest/doctest.h>
 
 #include <cuda_runtime.h>
@@ -324,80 +323,6 @@ std::vector<int> random_lengths(std::mt19937_64& rng, int n, int max_len, double
   return lens;
 }
 
-// ---- timing (FLASHPTX_VARLEN_TIMING=FILE) -----------------------------------------------------------
-// Median of CUDA-event times of one call, each after an untimed 256 MB memset that evicts L2.
-float median_ms(const std::function<void()>& call, int reps) {
-  DeviceBuf flush(256u << 20);
-  cudaEvent_t a, b;
-  CUDA_REQUIRE(cudaEventCreate(&a));
-  CUDA_REQUIRE(cudaEventCreate(&b));
-  for (int w = 0; w < 3; ++w) call();
-  std::vector<float> ms;
-  for (int r = 0; r < reps; ++r) {
-    CUDA_REQUIRE(cudaMemsetAsync(flush.p, r & 0xFF, flush.bytes, nullptr));
-    CUDA_REQUIRE(cudaEventRecord(a, nullptr));
-    call();
-    CUDA_REQUIRE(cudaEventRecord(b, nullptr));
-    CUDA_REQUIRE(cudaEventSynchronize(b));
-    float t = 0;
-    CUDA_REQUIRE(cudaEventElapsedTime(&t, a, b));
-    ms.push_back(t);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
-
-// Query-key pairs a mask leaves, summed over the sequences (bottom-right causal alignment).
-double valid_pairs(const std::vector<int>& lq, const std::vector<int>& lk, bool causal) {
-  double n = 0;
-  for (size_t b = 0; b < lq.size(); ++b)
-    n += static_cast<double>(ref_problem(1, lq[b], lk[b], 1, 1, 64, causal, 0.f).valid_pairs());
-  return n;
-}
-
-void time_mix(std::FILE* f, const char* name, const std::vector<int>& lens, int64_t heads, int64_t d, bool causal) {
-  const int64_t n = static_cast<int64_t>(lens.size());
-  const int64_t max_len = *std::max_element(lens.begin(), lens.end());
-  int64_t total = 0;
-  for (int l : lens) total += l;
-  const auto cu = prefix(lens);
-  const flashptx_dtype t = FLASHPTX_BF16;
-  // One allocation big enough for the padded batch; the varlen call uses its first total rows.
-  const size_t elems = static_cast<size_t>(n * max_len * heads * d);
-  DeviceBuf q(elems * 2), k(elems * 2), v(elems * 2), o(elems * 2);
-  CUDA_REQUIRE(cudaMemset(q.p, 0x3c, q.bytes));  // 0x3c3c: a finite value in bf16 and fp16
-  CUDA_REQUIRE(cudaMemset(k.p, 0x3c, k.bytes));
-  CUDA_REQUIRE(cudaMemset(v.p, 0x3c, v.bytes));
-  flashptx_fwd_varlen_params vp;
-  flashptx_fwd_varlen_params_contiguous(&vp, q.p, k.p, v.p, o.p, nullptr, cu.data(), cu.data(), n, heads, heads, d, t,
-                                        causal);
-  flashptx_fwd_params pp;  // the padded batch: every sequence padded to the longest
-  flashptx_fwd_params_contiguous(&pp, q.p, k.p, v.p, o.p, nullptr, n, max_len, max_len, heads, heads, d, t, causal);
-  // The same tokens as equal sequences (the fixed-length kernel at the varlen call's token count).
-  const int64_t mean = std::max<int64_t>(1, total / n);
-  flashptx_fwd_params ep;
-  flashptx_fwd_params_contiguous(&ep, q.p, k.p, v.p, o.p, nullptr, n, mean, mean, heads, heads, d, t, causal);
-  const float t_var = median_ms([&] { REQUIRE(flashptx_fwd_varlen(&vp, nullptr) == FLASHPTX_OK); }, 20);
-  const float t_pad = median_ms([&] { REQUIRE(flashptx_fwd(&pp, nullptr) == FLASHPTX_OK); }, 20);
-  const float t_eq = median_ms([&] { REQUIRE(flashptx_fwd(&ep, nullptr) == FLASHPTX_OK); }, 20);
-  const double flop_var = 4.0 * heads * d * valid_pairs(lens, lens, causal);
-  const double flop_pad = 4.0 * heads * d * n * static_cast<double>(ref_problem(1, max_len, max_len, 1, 1, d, causal, 0.f).valid_pairs());
-  const double flop_eq = 4.0 * heads * d * n * static_cast<double>(ref_problem(1, mean, mean, 1, 1, d, causal, 0.f).valid_pairs());
-  auto tf = [](double flop, float ms) { return flop / (ms * 1e-3) / 1e12; };
-  std::fprintf(f,
-               "%-28s seqs %3lld tokens %7lld max %5lld d %lld heads %lld %-10s | varlen %8.3f ms %6.1f TFLOP/s | "
-               "padded batch (%lld x %lld) %8.3f ms %6.1f TFLOP/s | equal lengths (%lld x %lld) %8.3f ms %6.1f "
-               "TFLOP/s | varlen/padded time %.2f, varlen/equal TFLOP/s %.2f\n",
-               name, static_cast<long long>(n), static_cast<long long>(total), static_cast<long long>(max_len),
-               static_cast<long long>(d), static_cast<long long>(heads), causal ? "causal" : "non-causal", t_var,
-               tf(flop_var, t_var), static_cast<long long>(n), static_cast<long long>(max_len), t_pad,
-               tf(flop_pad, t_pad), static_cast<long long>(n), static_cast<long long>(mean), t_eq, tf(flop_eq, t_eq),
-               t_var / t_pad, tf(flop_var, t_var) / tf(flop_eq, t_eq));
-  std::fflush(f);
-}
-
 }  // namespace
 
 TEST_SUITE("gpu_sm90 fa3 varlen") {
@@ -501,24 +426,6 @@ TEST_CASE("bad cu_seqlens on the device path: a status, nothing launched, O unto
   CUDA_REQUIRE(cudaDeviceSynchronize());
   const auto o = pb.out();
   for (uint16_t x : o) REQUIRE(x == kPoison);
-}
-
-TEST_CASE("timing: varlen mixed lengths against the padded batch of the same tokens (FLASHPTX_VARLEN_TIMING)") {
-  const char* path = std::getenv("FLASHPTX_VARLEN_TIMING");
-  if (path == nullptr) return;  // only when tools/gpu_varlen_check.sh asks for it
-  std::FILE* f = std::fopen(path, "a");
-  REQUIRE_MESSAGE(f != nullptr, "cannot open " << path);
-  std::mt19937_64 rng(500);
-  std::vector<int> mixed(16);
-  for (int& l : mixed) l = 256 + static_cast<int>(rng() % (4096 - 256 + 1));
-  std::vector<int> one_long(63, 128);
-  one_long.insert(one_long.begin(), 8192);
-  for (bool causal : {false, true}) {
-    time_mix(f, "mixed 256..4096", mixed, 16, 128, causal);
-    time_mix(f, "one 8192 + 63 x 128", one_long, 16, 128, causal);
-    time_mix(f, "equal 8 x 2048", std::vector<int>(8, 2048), 16, 128, causal);
-  }
-  std::fclose(f);
 }
 
 }  // TEST_SUITE

@@ -39,28 +39,28 @@ TEST_CASE("each bad input has its own status and a message naming it") {
       {"head_dim 96", FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, [](flashptx_fwd_params& p) { p.head_dim = 96; }, "head_dim 96"},
       {"head_dim 32", FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, [](flashptx_fwd_params& p) { p.head_dim = 32; }, "head_dim"},
       {"fp32 inputs", FLASHPTX_ERR_UNSUPPORTED_DTYPE,
-       [](flashptx_fwd_params& p) { p.q_dtype = p.k_dtype = p.v_dtype = p.o_dtype = FLASHPTX_FP32; }, "dtype"},
+       [](flashptx_fwd_params& p) { p.q_dtype = p.k_dtype = p.v_dtype = p.o_dtype = FLASHPTX_FP32; }, "q_dtype is FLASHPTX_FP32"},
       {"fp8 inputs", FLASHPTX_ERR_UNSUPPORTED_DTYPE,
-       [](flashptx_fwd_params& p) { p.q_dtype = p.k_dtype = p.v_dtype = p.o_dtype = FLASHPTX_FP8_E4M3; }, "dtype"},
-      {"k fp16, q bf16", FLASHPTX_ERR_DTYPE_MISMATCH, [](flashptx_fwd_params& p) { p.k_dtype = FLASHPTX_FP16; }, "share"},
-      {"o fp16, q bf16", FLASHPTX_ERR_DTYPE_MISMATCH, [](flashptx_fwd_params& p) { p.o_dtype = FLASHPTX_FP16; }, "share"},
-      {"null q", FLASHPTX_ERR_NULL_POINTER, [](flashptx_fwd_params& p) { p.q = nullptr; }, "non-NULL"},
-      {"null o", FLASHPTX_ERR_NULL_POINTER, [](flashptx_fwd_params& p) { p.o = nullptr; }, "non-NULL"},
+       [](flashptx_fwd_params& p) { p.q_dtype = p.k_dtype = p.v_dtype = p.o_dtype = FLASHPTX_FP8_E4M3; }, "q_dtype is FLASHPTX_FP8_E4M3"},
+      {"k fp16, q bf16", FLASHPTX_ERR_DTYPE_MISMATCH, [](flashptx_fwd_params& p) { p.k_dtype = FLASHPTX_FP16; }, "k_dtype is FLASHPTX_FP16 but q_dtype is FLASHPTX_BF16"},
+      {"o fp16, q bf16", FLASHPTX_ERR_DTYPE_MISMATCH, [](flashptx_fwd_params& p) { p.o_dtype = FLASHPTX_FP16; }, "o_dtype is FLASHPTX_FP16"},
+      {"null q", FLASHPTX_ERR_NULL_POINTER, [](flashptx_fwd_params& p) { p.q = nullptr; }, "q is NULL"},
+      {"null o", FLASHPTX_ERR_NULL_POINTER, [](flashptx_fwd_params& p) { p.o = nullptr; }, "o is NULL"},
       {"misaligned v", FLASHPTX_ERR_MISALIGNED,
-       [](flashptx_fwd_params& p) { p.v = static_cast<const char*>(p.v) + 8; }, "16-byte"},
+       [](flashptx_fwd_params& p) { p.v = static_cast<const char*>(p.v) + 8; }, "v is not 16-byte aligned (0x"},
       {"misaligned lse", FLASHPTX_ERR_MISALIGNED,
-       [](flashptx_fwd_params& p) { p.lse = reinterpret_cast<float*>(g_fake[3] + 2); }, "lse"},
+       [](flashptx_fwd_params& p) { p.lse = reinterpret_cast<float*>(g_fake[3] + 2); }, "lse must be 4-byte aligned (0x"},
       {"misaligned tile_counter", FLASHPTX_ERR_MISALIGNED,
-       [](flashptx_fwd_params& p) { p.tile_counter = reinterpret_cast<unsigned int*>(g_fake[3] + 4); }, "tile_counter"},
-      {"row stride not 16 B", FLASHPTX_ERR_MISALIGNED, [](flashptx_fwd_params& p) { p.q_row_stride += 4; }, "row stride"},
-      {"negative stride", FLASHPTX_ERR_BAD_STRIDES, [](flashptx_fwd_params& p) { p.k_head_stride = -128; }, "negative"},
-      {"zero row stride", FLASHPTX_ERR_BAD_STRIDES, [](flashptx_fwd_params& p) { p.v_row_stride = 0; }, "stride is 0"},
+       [](flashptx_fwd_params& p) { p.tile_counter = reinterpret_cast<unsigned int*>(g_fake[3] + 4); }, "tile_counter must be 8-byte aligned"},
+      {"row stride not 16 B", FLASHPTX_ERR_MISALIGNED, [](flashptx_fwd_params& p) { p.q_row_stride += 4; }, "q row stride 1028 is not a multiple of 8"},
+      {"negative stride", FLASHPTX_ERR_BAD_STRIDES, [](flashptx_fwd_params& p) { p.k_head_stride = -128; }, "k head stride is -128: it is negative"},
+      {"zero row stride", FLASHPTX_ERR_BAD_STRIDES, [](flashptx_fwd_params& p) { p.v_row_stride = 0; }, "v row stride is 0 over"},
       {"overlapping O rows", FLASHPTX_ERR_BAD_STRIDES, [](flashptx_fwd_params& p) { p.o_row_stride = 64; }, "overlap"},
       {"heads_q 7 over 2", FLASHPTX_ERR_BAD_HEADS, [](flashptx_fwd_params& p) { p.heads_q = 7; }, "multiple"},
       {"heads_kv 0", FLASHPTX_ERR_BAD_HEADS, [](flashptx_fwd_params& p) { p.heads_kv = 0; }, "multiple"},
-      {"negative seqlen", FLASHPTX_ERR_BAD_SHAPE, [](flashptx_fwd_params& p) { p.seqlen_k = -1; }, "negative"},
-      {"NaN scale", FLASHPTX_ERR_BAD_SHAPE, [](flashptx_fwd_params& p) { p.softmax_scale = NAN; }, "softmax_scale"},
-      {"negative scale", FLASHPTX_ERR_BAD_SHAPE, [](flashptx_fwd_params& p) { p.softmax_scale = -1.f; }, "softmax_scale"},
+      {"negative seqlen", FLASHPTX_ERR_BAD_SHAPE, [](flashptx_fwd_params& p) { p.seqlen_k = -1; }, "seqlen_k is -1: a size must be 0 or more"},
+      {"NaN scale", FLASHPTX_ERR_BAD_SHAPE, [](flashptx_fwd_params& p) { p.softmax_scale = NAN; }, "softmax_scale is nan"},
+      {"negative scale", FLASHPTX_ERR_BAD_SHAPE, [](flashptx_fwd_params& p) { p.softmax_scale = -1.f; }, "softmax_scale is -1.0"},
   };
   for (const Bad& b : bad) {
     INFO(b.what);
@@ -73,6 +73,23 @@ TEST_CASE("each bad input has its own status and a message naming it") {
   }
   CHECK(flashptx_fwd_check(nullptr) == FLASHPTX_ERR_NULL_PARAMS);
   CHECK(flashptx_fwd(nullptr, nullptr) == FLASHPTX_ERR_NULL_PARAMS);
+}
+
+TEST_CASE("a negative size: the message names the field and its value, for the check and the launch alike") {
+  struct Field { const char* name; int64_t flashptx_fwd_params::*member; };
+  const Field fields[] = {{"batch", &flashptx_fwd_params::batch},       {"seqlen_q", &flashptx_fwd_params::seqlen_q},
+                          {"seqlen_k", &flashptx_fwd_params::seqlen_k}, {"heads_q", &flashptx_fwd_params::heads_q},
+                          {"heads_kv", &flashptx_fwd_params::heads_kv}, {"head_dim", &flashptx_fwd_params::head_dim}};
+  for (const Field& f : fields) {
+    INFO(f.name);
+    flashptx_fwd_params p = valid();
+    p.*f.member = -5;
+    const std::string want = std::string("FLASHPTX_ERR_BAD_SHAPE: ") + f.name + " is -5: a size must be 0 or more";
+    CHECK(check(p) == FLASHPTX_ERR_BAD_SHAPE);
+    CHECK(std::string(flashptx_last_error()) == want);
+    CHECK(flashptx_fwd(&p, nullptr) == FLASHPTX_ERR_BAD_SHAPE);
+    CHECK(std::string(flashptx_last_error()) == want);
+  }
 }
 
 TEST_CASE("seqlen_k 0: K and V strides are not checked (dense ones have a zero batch stride)") {
@@ -153,9 +170,9 @@ TEST_CASE("backward: a valid problem passes; each bad input has its own status a
   struct Bad { const char* what; flashptx_status want; void (*mutate)(flashptx_bwd_params&); const char* needle; };
   const Bad bad[] = {
       {"head_dim 96", FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, [](flashptx_bwd_params& p) { p.head_dim = 96; }, "head_dim 96"},
-      {"fp32", FLASHPTX_ERR_UNSUPPORTED_DTYPE, [](flashptx_bwd_params& p) { p.dtype = FLASHPTX_FP32; }, "dtype"},
+      {"fp32", FLASHPTX_ERR_UNSUPPORTED_DTYPE, [](flashptx_bwd_params& p) { p.dtype = FLASHPTX_FP32; }, "dtype is FLASHPTX_FP32"},
       {"heads 7/2", FLASHPTX_ERR_BAD_HEADS, [](flashptx_bwd_params& p) { p.heads_q = 7; }, "multiple"},
-      {"negative seqlen", FLASHPTX_ERR_BAD_SHAPE, [](flashptx_bwd_params& p) { p.seqlen_q = -3; }, "negative"},
+      {"negative seqlen", FLASHPTX_ERR_BAD_SHAPE, [](flashptx_bwd_params& p) { p.seqlen_q = -3; }, "seqlen_q is -3"},
       {"NaN scale", FLASHPTX_ERR_BAD_SHAPE, [](flashptx_bwd_params& p) { p.softmax_scale = NAN; }, "softmax_scale"},
       {"null dout", FLASHPTX_ERR_NULL_POINTER, [](flashptx_bwd_params& p) { p.dout = nullptr; }, "dout is NULL"},
       {"null dk", FLASHPTX_ERR_NULL_POINTER, [](flashptx_bwd_params& p) { p.dk = nullptr; }, "dk is NULL"},

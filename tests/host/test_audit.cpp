@@ -7,12 +7,14 @@
 // says so in one line and nothing else; the summary leaves out the notes and diffs of the full report.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <unistd.h>
 
+#include "src/kernels.h"
 #include "tools/sass/audit.h"
 
 namespace fs = std::filesystem;
@@ -113,16 +115,17 @@ void corrupt_check_fails(const char* arch) {
 }
 
 void missing_golden_fails(const char* arch) {
-  GoldenCopy empty;  // emptied below: no arch folder, every golden is missing
-  fs::remove_all(empty.dir);
+  GoldenCopy copy;
+  const KernelReport k = fresh_goldens(arch, copy);
+  fs::remove(copy.dir / arch / (k.stem + ".sass"));  // this kernel's golden only
   AuditOptions opt;
   opt.arch = arch;
-  opt.golden_dir = empty.dir.string();
+  opt.golden_dir = copy.dir.string();
   const AuditReport r = run_audit(opt);
   const std::string out = report_text(r);
   INFO(out);
   CHECK_FALSE(r.ok());
-  CHECK(out.find("no golden for kernel") != std::string::npos);
+  CHECK(out.find("no golden for kernel " + k.name + " (" + arch) != std::string::npos);
   CHECK(out.find("run make regen-golden") != std::string::npos);
 }
 
@@ -206,10 +209,52 @@ TEST_CASE("audit: a --kernel filter that selects no built kernel is an error") {
   CHECK(r.matched_nothing);
   CHECK_FALSE(r.ok());
   REQUIRE(!r.errors.empty());
-  CHECK(r.errors.back() == "no built kernel matches --kernel 'no_such_kernel_anywhere'");
+  CHECK(r.errors.back().rfind("no kernel name contains 'no_such_kernel_anywhere' (the ", 0) == 0);
+  // Refused from the goldens' kernel names, before any disassembly: no kernel, no toolchain note.
+  CHECK(r.kernels.empty());
+  CHECK(r.notes.empty());
+  CHECK(r.errors.size() == 1);
   opt.kernel = "fa3_fwd_sm90_bf16_d128";
   const AuditReport some = run_audit(opt);
   CHECK_FALSE(some.matched_nothing);
   CHECK(!some.kernels.empty());
+  // The table: full names (the longest fits its column), static and dynamic shared memory.
+  std::ostringstream table;
+  print_report(some, true, table);
+  INFO(table.str());
+  CHECK(table.str().find("SMEM static") != std::string::npos);
+  CHECK(table.str().find("SMEM dynamic") != std::string::npos);
+  for (const KernelReport& k : some.kernels) CHECK(table.str().find("\n" + k.name + " ") != std::string::npos);
+}
+
+TEST_CASE("audit: a golden directory that does not exist, or holds no goldens, is one error before any disassembly") {
+  AuditOptions opt;
+  opt.golden_dir = "/nonexistent/flashptx-goldens";
+  const AuditReport missing = run_audit(opt);
+  CHECK(missing.bad_golden_dir);
+  CHECK(missing.kernels.empty());
+  REQUIRE(missing.errors.size() == 1);
+  CHECK(missing.errors[0] == "the golden directory /nonexistent/flashptx-goldens does not exist");
+  CHECK(report_text(missing).find("regen") == std::string::npos);  // no advice to regenerate
+  GoldenCopy empty;
+  fs::remove_all(empty.dir);
+  fs::create_directories(empty.dir / "sm_90a");
+  opt.golden_dir = empty.dir.string();
+  opt.arch = "sm_90a";
+  const AuditReport none = run_audit(opt);
+  CHECK(none.bad_golden_dir);
+  REQUIRE(none.errors.size() == 1);
+  CHECK(none.errors[0] == "the golden directory " + empty.dir.string() + " holds no goldens (no sm_90a/*.sass with a '# kernel:' line)");
+}
+
+TEST_CASE("audit: the golden kernel names are read from the goldens' headers") {
+  bool exists = false;
+  const std::vector<std::string> names = golden_kernel_names(AuditOptions().golden_dir, "sm_90a", &exists);
+  CHECK(exists);
+  REQUIRE(!names.empty());
+  for (const flashptx::KernelEntry& k : flashptx::kernel_table()) {
+    const bool sm90 = std::string(k.name).find("sm90") != std::string::npos;
+    if (sm90) CHECK_MESSAGE(std::find(names.begin(), names.end(), k.name) != names.end(), k.name);
+  }
 }
 }

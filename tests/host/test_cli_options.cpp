@@ -23,6 +23,7 @@
 #include "tools/flashptx/commands.h"
 #include "tools/flashptx/device.h"
 #include "tools/flashptx/options.h"
+#include "src/kernels.h"
 
 using namespace flashptx::cli;
 
@@ -424,6 +425,17 @@ TEST_CASE("audit and ledger: arguments, filters that match nothing") {
   const Run none = run_cmd(cmd_ledger, {"0x99"});
   CHECK(none.rc == 2);
   CHECK(none.err == error_text("ledger", "no table for section 0x99 (flashptx ledger --list lists them)"));
+  // Section codes are hex: a bare "11" is 0x11, and both the error and the output say so.
+  const Run eleven = run_cmd(cmd_ledger, {"11"});
+  CHECK(eleven.rc == 2);
+  CHECK(eleven.err ==
+        error_text("ledger", "no table for section 0x11 (SECTION is hex: '11' is 0x11; flashptx ledger --list lists them)"));
+  const Run six = run_cmd(cmd_ledger, {"6", "--list"});
+  CHECK(six.rc == 0);
+  CHECK(six.out.rfind("flashptx ledger: SECTION is hex: '6' is 0x06\n0x06 ", 0) == 0);
+  const Run hex = run_cmd(cmd_ledger, {"0x0A", "--list"});
+  CHECK(hex.rc == 0);
+  CHECK(hex.out.rfind("0x0A", 0) == 0);
   const Run word = run_cmd(cmd_ledger, {"zz"});
   CHECK(word.rc == 2);
   CHECK(word.err == error_text("ledger", "'zz' is not a section id (such as 0x03)"));
@@ -455,6 +467,31 @@ TEST_CASE("trace: the traced kernel's shapes only; --from-json takes no GPU opti
   CHECK(t.from_json == "t.json.gz");
   CHECK(t.window_us == std::vector<double>{0, 12});
   CHECK(t.ctas == 1);
+  REQUIRE(t.renders.size() == 1);
+  CHECK(t.renders[0].svg == "o.svg");
+  // Several saved traces (a shell glob): each renders to an SVG named after it.
+  REQUIRE(trace({"--from-json", "tools/trace/a.json.gz", "b.json", "--cta", "1"}, &t).run());
+  REQUIRE(t.renders.size() == 2);
+  CHECK(t.renders[0].json == "tools/trace/a.json.gz");
+  CHECK(t.renders[0].svg == "a.svg");
+  CHECK(t.renders[1].json == "b.json");
+  CHECK(t.renders[1].svg == "b.svg");
+  check_error(trace({"--from-json", "a.json.gz", "b.json", "--out", "o.svg"}, &t), "trace",
+              "--out names one SVG, and 2 traces are given: leave --out out (each SVG is named after its trace)");
+  check_error(trace({"--from-json", "x/a.json.gz", "y/a.json"}, &t), "trace",
+              "'x/a.json.gz' and 'y/a.json' would both render to a.svg");
+  check_error(trace({"a.json"}, &t), "trace", "unexpected argument 'a.json' (saved traces follow --from-json)");
+}
+
+TEST_CASE("trace --help counts the traced kernels of the kernel table") {
+  int traced = 0;
+  for (const flashptx::KernelEntry& k : flashptx::kernel_table()) traced += k.family == flashptx::Family::kFa3FwdTraced;
+  REQUIRE(traced > 0);
+  TraceArgs t;
+  const Parsed h = trace({"--help"}, &t);
+  CHECK(h.kind == Parsed::kHelp);
+  CHECK(h.text.find("GPU run (the " + std::to_string(traced) + " traced kernels of the kernel table)") !=
+        std::string::npos);
 }
 
 TEST_CASE("trace --from-json FILE.json.gz, the README's re-render, in-process") {
@@ -471,6 +508,9 @@ TEST_CASE("trace --from-json FILE.json.gz, the README's re-render, in-process") 
   CHECK(r.out.find("0    0             650.22     68.7") != std::string::npos);
   CHECK(r.out.find("SVG written to " + svg + "\n") != std::string::npos);
   CHECK(slurp(svg).rfind("<svg", 0) == 0);
+  // The committed trace's lanes overflowed the buffer: one line says so, not one per lane.
+  CHECK(r.err == "flashptx trace: 3 of 3 lanes stamped more records than the buffer keeps (up to 13328, kept 4096): "
+                 "their timelines end at the last kept record\n");
   const Run missing = run_cmd(cmd_trace, {"--from-json", (dir / "none.json").string()});
   CHECK(missing.rc == 1);
   CHECK(missing.err == "flashptx trace: cannot read " + (dir / "none.json").string() + "\n");
@@ -545,21 +585,53 @@ TEST_CASE("no sm_90 GPU: bench and trace say why in one line; run says why, then
   const Run t = run_cmd(cmd_trace, {});
   CHECK(t.rc == 1);
   CHECK(t.err == "flashptx trace: " + g.why + "; `flashptx trace --from-json FILE` renders a saved trace\n");
+  // An unwritable --out fails before any work, GPU or not.
+  const Run unwritable = run_cmd(cmd_bench, {"--seqlen", "1024", "--out", "/nonexistent/dir/b.json"});
+  CHECK(unwritable.rc == 1);
+  CHECK(unwritable.out.empty());
+  CHECK(unwritable.err ==
+        "flashptx bench: cannot write --out /nonexistent/dir/b.json: the directory /nonexistent/dir does not exist; "
+        "nothing was timed\n");
   const Run r = run_cmd(cmd_run, {});
   CHECK((r.rc == 0 || r.rc == 1));
-  CHECK(r.out.rfind("flashptx: " + g.why + ". The kernels are compiled and audited here, not run.\n", 0) == 0);
+  // What it does, before each slow step: the probe, the reason, then the disassembly.
+  CHECK(r.out.rfind("flashptx: looking for a Hopper GPU (flashptx --help lists the commands)\n"
+                    "flashptx: " + g.why + ". The kernels are compiled and audited here, not run.\n"
+                    "Audit summary of the built kernels (flashptx audit for the full check): disassembling the ",
+                    0) == 0);
   CHECK(r.out.find("\naudit: ") != std::string::npos);
+}
+
+TEST_CASE("can_write: an existing writable file, a new name in a writable directory; not a missing directory") {
+  std::string why;
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  CHECK(can_write(dir + "/flashptx-can-write-" + std::to_string(getpid()) + ".json", &why));
+  CHECK_FALSE(std::filesystem::exists(dir + "/flashptx-can-write-" + std::to_string(getpid()) + ".json"));  // nothing made
+  CHECK_FALSE(can_write("/nonexistent/x.json", &why));
+  CHECK(why == "the directory /nonexistent does not exist");
+  CHECK(can_write("relative-name.json", &why));  // the current directory
 }
 
 }  // TEST_SUITE
 
 TEST_SUITE("audit_sm90 cli") {
 
+// The goldens of both architectures in the source tree.
+size_t golden_count() {
+  bool exists = false;
+  return flashptx::sass::golden_kernel_names(flashptx::sass::AuditOptions().golden_dir, "", &exists).size();
+}
+
 TEST_CASE("audit --kernel that matches nothing: one line, exit 2; --summary differs from the full report") {
   const Run none = run_cmd(cmd_audit, {"--kernel", "nosuch"});
   CHECK(none.rc == 2);
   CHECK(none.out.empty());
-  CHECK(none.err == "flashptx audit: no built kernel matches --kernel 'nosuch'\n");
+  CHECK(none.err == "flashptx audit: no kernel name contains 'nosuch' (the " +
+                     std::to_string(golden_count()) + " goldens in " + flashptx::sass::AuditOptions().golden_dir +
+                     "/ name the audited kernels: flashptx audit --summary lists them)\n");
+  const Run dir = run_cmd(cmd_audit, {"--golden-dir", "/nonexistent/g"});
+  CHECK(dir.rc == 2);
+  CHECK(dir.err == "flashptx audit: the golden directory /nonexistent/g does not exist\n");
   const Run full = run_cmd(cmd_audit, {"--arch", "sm_90a", "--kernel", "fa3_fwd_sm90_bf16_d128"});
   const Run summary = run_cmd(cmd_audit, {"--arch", "sm_90a", "--kernel", "fa3_fwd_sm90_bf16_d128", "--summary"});
   CHECK(full.rc == 0);

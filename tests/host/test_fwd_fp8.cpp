@@ -205,15 +205,15 @@ TEST_CASE("validation: every fault a distinct status with a message") {
   p = good(); p.q_dtype = FLASHPTX_BF16;
   expect(p, FLASHPTX_ERR_UNSUPPORTED_DTYPE, "FLASHPTX_FP8_E4M3");
   p = good(); p.o_dtype = FLASHPTX_FP8_E4M3;
-  expect(p, FLASHPTX_ERR_UNSUPPORTED_DTYPE, "o dtype");
+  expect(p, FLASHPTX_ERR_UNSUPPORTED_DTYPE, "o_dtype is FLASHPTX_");
   p = good(); p.head_dim = 96;
   expect(p, FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, "96");
   p = good(); p.heads_kv = 3;
   expect(p, FLASHPTX_ERR_BAD_HEADS, "heads_kv");
   p = good(); p.v = nullptr;
-  expect(p, FLASHPTX_ERR_NULL_POINTER, "non-NULL");
+  expect(p, FLASHPTX_ERR_NULL_POINTER, "v is NULL");
   p = good(); p.k = g_buf[1] + 8;
-  expect(p, FLASHPTX_ERR_MISALIGNED, "16-byte aligned");
+  expect(p, FLASHPTX_ERR_MISALIGNED, "k is not 16-byte aligned");
   p = good(); p.descale_k = reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(&g_scales[1]) + 2);
   expect(p, FLASHPTX_ERR_MISALIGNED, "descale_k must be 4-byte aligned");
   p = good(); p.k_row_stride = 264;  // a multiple of 8, not of 16 bytes of e4m3
@@ -227,7 +227,7 @@ TEST_CASE("validation: every fault a distinct status with a message") {
   p.v_dim_stride = 352; p.v_head_stride = 352 * 128; p.v_batch_stride = 2 * 352 * 128;
   CHECK(flashptx_fwd_fp8_check(&p) == FLASHPTX_OK);
   p = good(); p.seqlen_k = -1;
-  expect(p, FLASHPTX_ERR_BAD_SHAPE, "negative");
+  expect(p, FLASHPTX_ERR_BAD_SHAPE, "seqlen_k is -1");
   p = good(); p.softmax_scale = NAN;
   expect(p, FLASHPTX_ERR_BAD_SHAPE, "softmax_scale");
   // Nothing to compute: no pointer is needed.

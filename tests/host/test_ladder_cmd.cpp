@@ -125,8 +125,14 @@ TEST_CASE("the table: measured values, the 'bought' ratio, a missing golden") {
   CHECK(d.find("instructions 2 -> 3, HGMMA 1 -> 0, UTMALDG 0 -> 1, SYNCS 0 -> 1, BAR 0 -> 0, SETMAXNREG 0 -> 0, "
                "REG 100 -> 100\n") != std::string::npos);
   CHECK(d.find("--- ladder_1_kernel.sass\n+++ ladder_2_kernel.sass\n") != std::string::npos);
-  CHECK(d.find("\n-    HGMMA.64x128x16.F32.BF16 R\n") != std::string::npos);
-  CHECK(d.find("\n+    UTMALDG.4D [UR], [UR]\n") != std::string::npos);
+  CHECK(d.find("\n-    HGMMA.64x128x16.F32.BF16 R\n") != std::string::npos);  // an MMA: not a protocol line
+  const std::string tma = "+    UTMALDG.4D [UR], [UR]";
+  CHECK(d.find("\n" + tma + std::string(60 - tma.size(), ' ') + "<== TMA\n") != std::string::npos);
+  // The summary comes first, before the diff.
+  const size_t summary = d.find("the lesson: protocol instructions this rung adds (+) and removes (-)");
+  REQUIRE(summary != std::string::npos);
+  CHECK(summary < d.find("--- ladder_1_kernel.sass"));
+  CHECK(d.find("\n  TMA            +1    -0\n") != std::string::npos);
   fs::remove_all(dir);
 }
 
@@ -135,17 +141,22 @@ TEST_CASE("the lessons from the committed goldens: rung 2 adds the TMA loads, ru
   const std::string d2 = ladder_diff(kGoldens, 2, &err);
   REQUIRE(err.empty());
   CHECK(d2.find("UTMALDG 0 -> 6, SYNCS 0 -> 8") != std::string::npos);
-  CHECK(d2.find("\n+    UTMALDG.4D [UR], [UR]\n") != std::string::npos);
-  CHECK(d2.find("\n-    LDG.E.128 R, desc[UR][R.64]\n") != std::string::npos);
+  CHECK(d2.find("\n+    UTMALDG.4D [UR], [UR]  ") != std::string::npos);
+  CHECK(d2.find("\n  TMA            +6    -0\n") != std::string::npos);
+  CHECK(d2.find("\n  mbarrier       +8    -0\n") != std::string::npos);
+  CHECK(d2.find("\n-    LDG.E.128 R, desc[UR][R.64]\n") != std::string::npos);  // unmarked: a plain load
   const std::string d3 = ladder_diff(kGoldens, 3, &err);
   REQUIRE(err.empty());
   CHECK(d3.find("SETMAXNREG 0 -> 2") != std::string::npos);
-  CHECK(d3.find("\n+    USETMAXREG.DEALLOC.CTAPOOL 0x18\n") != std::string::npos);
-  CHECK(d3.find("\n+    @!P SYNCS.ARRIVE.TRANS64.A1T0 RZ, [UR+#], RZ\n") != std::string::npos);
+  CHECK(d3.find("\n+    USETMAXREG.DEALLOC.CTAPOOL 0x18") != std::string::npos);
+  CHECK(d3.find("<== setmaxnreg\n") != std::string::npos);
+  const std::string arrive = "+    @!P SYNCS.ARRIVE.TRANS64.A1T0 RZ, [UR+#], RZ";
+  CHECK(d3.find("\n" + arrive + std::string(60 - arrive.size(), ' ') + "<== mbarrier\n") != std::string::npos);
   const std::string d4 = ladder_diff(kGoldens, 4, &err);
   REQUIRE(err.empty());
   CHECK(d4.find("HGMMA 16 -> 32") != std::string::npos);
-  CHECK(d4.find("\n+    @!P BAR.ARV 0x2, 0x100\n") != std::string::npos);  // the token ring's bootstrap
+  CHECK(d4.find("\n+    @!P BAR.ARV 0x2, 0x100  ") != std::string::npos);  // the token ring's bootstrap
+  CHECK(d4.find("<== named barrier\n") != std::string::npos);
   CHECK(ladder_diff(kGoldens, 5, &err).find("rung 4 -> fa3:") == 0);
   CHECK(ladder_diff(kGoldens, 1, &err).empty());
   CHECK(err == "--diff must be between 2 and 5, got 1");

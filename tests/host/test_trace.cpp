@@ -181,6 +181,62 @@ TEST_CASE("an overflowing lane keeps kMaxRecords records; an unclosed span is ma
   CHECK(qk->open);
 }
 
+TEST_CASE("the SVG layout: no span kind hides another, the legend entries do not overlap, truncation is said once") {
+  // Consumer rows: QK^T, softmax, PV and token/epilogue each in a band of their own (the two-stage
+  // overlap puts a softmax under its consumer's PV); producer rows: TMA K above TMA V.
+  const Kind consumer[] = {Kind::kQK, Kind::kSoftmax, Kind::kPV, Kind::kToken};
+  for (Kind a : consumer) {
+    const SvgBand ba = svg_band(a, false);
+    CHECK(ba.top >= 0);
+    CHECK(ba.bottom <= 1);
+    CHECK(ba.top < ba.bottom);
+    for (Kind b : consumer) {
+      if (a == b) continue;
+      const SvgBand bb = svg_band(b, false);
+      CHECK_MESSAGE((ba.bottom <= bb.top || bb.bottom <= ba.top), kind_name(a) << " overlaps " << kind_name(b));
+    }
+  }
+  CHECK(svg_band(Kind::kTmaK, true).bottom <= svg_band(Kind::kTmaV, true).top);
+
+  // A consumer lane with a softmax inside a PV span, on a lane that overflowed the buffer.
+  std::vector<uint64_t> buf(tr::kWordsTotal, 0);
+  put_lane(buf, 0, 1, 0, {{0, tr::kPVIssue, 0}, {10, tr::kSoftmaxBegin, 1}, {20, tr::kSoftmaxEnd, 1}, {30, tr::kPVDone, 0}});
+  buf[static_cast<size_t>(1) * tr::kWordsPerLane] = tr::kMaxRecords + 10;
+  const RawTrace raw = decode(buf.data(), 1e6, "t");
+  const std::string note = truncation_note(raw);
+  CHECK(note == "1 of 1 lanes stamped more records than the buffer keeps (up to " + std::to_string(tr::kMaxRecords + 10) +
+                    ", kept " + std::to_string(tr::kMaxRecords) + "): their timelines end at the last kept record");
+  const std::string svg = render_svg(build_timeline(raw), "t", note);
+  CHECK(svg.find(note) != std::string::npos);
+  // The softmax and PV bars of the row: vertically disjoint.
+  auto bar = [&](const std::string& title) {
+    const size_t t = svg.find("<title>" + title);
+    REQUIRE(t != std::string::npos);
+    const size_t r = svg.rfind("<rect ", t);
+    double x, y, w, h;
+    REQUIRE(std::sscanf(svg.c_str() + r, "<rect x=\"%lf\" y=\"%lf\" width=\"%lf\" height=\"%lf\"", &x, &y, &w, &h) == 4);
+    return std::pair<double, double>{y, y + h};
+  };
+  const auto sm = bar("softmax"), pv = bar("PV wgmma");
+  CHECK((sm.second <= pv.first || pv.second <= sm.first));
+  // Legend entries (a swatch, then its text) on one line never run into the next swatch.
+  const std::string legend = svg.substr(svg.find("<g class=\"legend\">"));
+  std::vector<std::tuple<double, double, std::string>> entries;  // x, y, text
+  for (size_t at = legend.find("<rect x="); at != std::string::npos; at = legend.find("<rect x=", at + 1)) {
+    double x, y;
+    REQUIRE(std::sscanf(legend.c_str() + at, "<rect x=\"%lf\" y=\"%lf\"", &x, &y) == 2);
+    const size_t t0 = legend.find('>', legend.find("<text", at)) + 1;
+    entries.emplace_back(x, y, legend.substr(t0, legend.find("</text>", t0) - t0));
+  }
+  REQUIRE(entries.size() == 7);
+  for (size_t i = 0; i + 1 < entries.size(); ++i) {
+    const auto& [x, y, text] = entries[i];
+    const auto& [nx, ny, ntext] = entries[i + 1];
+    if (ny != y) continue;
+    CHECK_MESSAGE(x + 16 + svg_text_width(text) < nx, text << " runs into " << ntext);
+  }
+}
+
 TEST_CASE("the committed H200 trace re-renders from its .json.gz, with the committed summary's numbers") {
   const std::string_view gz = flashptx_test::embedded_file(kTraceGz);
   const std::string_view committed = flashptx_test::embedded_file(kTraceSummary);

@@ -20,7 +20,8 @@ library defines it (square here, so the same mask). This is the script that ran 
     --lib-b PATH[,PATH...]                   other libflashptx.so builds (e.g. the previous one),
                                              measured in the same process on the same tensors,
                                              interleaved with the first ("oursb", "oursc", ... columns)
-    --out FILE                               the JSON rows (default $OUT/kernel_time.json)
+    --out FILE                               the JSON (default $OUT/kernel_time.json): {"environment": GPU,
+                                             torch, CUDA, cuDNN, driver; "rows": one per point}
     --static-schedule                        no tile counter (flashptx_fwd_params.tile_counter NULL):
                                              the causal d64 forward on its static schedule
     --fa2                                    FA2 (SDPA's flash backend) columns, both directions
@@ -166,14 +167,30 @@ for b, s, sk, h, hkv, d, causal, dt in points():
         ours_bb = (lambda lb: lambda: lb.flashptx_bwd(ctypes.byref(bp), stream))(lb)
         plan.insert(1 + j, (tag + "_fwd", ours_bf, 1.0))
         if has_bwd and ours_bb() == 0: plan.append((tag + "_bwd", ours_bb, 2.5))
-    # Correctness of every build measured (variants included): max |O - cuDNN's O| after one call.
-    with torch.no_grad(), sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-        o_ref = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal, **gqa).transpose(1, 2).float()
+    # Correctness of every build measured (variants included), before any timing: max |O - ref| and,
+    # for each backward, max |dQ|, |dK|, |dV| - ref| after one call, ref an fp32 SDPA (math backend)
+    # of the same inputs with the same dO. Bound: 2^-5 of the reference's largest magnitude (bf16
+    # gradients round P, dS and the output at 2^-8 relative); a wrong block, mask or scale breaks it.
+    qr, kr, vr = (t.detach().float().transpose(1, 2).requires_grad_(True) for t in (q, k, v))
+    with sdpa_kernel(SDPBackend.MATH):
+        o_ref32 = F.scaled_dot_product_attention(qr, kr, vr, is_causal=causal, **gqa)
+    g_ref = [t.transpose(1, 2) for t in torch.autograd.grad(o_ref32, (qr, kr, vr), do.float().transpose(1, 2))]
+    o_ref = o_ref32.detach().transpose(1, 2)
     for name, fn, _ in plan:
-        if name.endswith("_fwd") and name.startswith("ours"):
+        if not name.startswith("ours"):
+            continue
+        if name.endswith("_fwd"):
             o.fill_(float("nan")); fn(); torch.cuda.synchronize()
             r["err_" + name] = float((o.float() - o_ref).abs().max())
             if not r["err_" + name] < 0.05: print("WRONG OUTPUT %s d%d s%d causal=%d: %s" % (name, d, s, causal, r["err_" + name]), flush=True)
+        else:  # a backward: it reads the O and LSE our forward wrote above
+            assert ours_f() == 0
+            for t in (dq, dk, dv): t.fill_(float("nan"))
+            fn(); torch.cuda.synchronize()
+            for gname, got, ref in (("dq", dq, g_ref[0]), ("dk", dk, g_ref[1]), ("dv", dv, g_ref[2])):
+                err, bound = float((got.float() - ref).abs().max()), 2 ** -5 * float(ref.abs().max()) + 1e-4
+                r["err_%s_%s" % (name, gname)] = err
+                if not err <= bound: print("WRONG GRADIENT %s %s d%d s%d causal=%d: %g > %g" % (name, gname, d, s, causal, err, bound), flush=True)
     for rep in ("", "2"):
         for name, fn, w in plan:
             pk = {} if (args.breakdown and name.endswith("bwd") and rep == "") else None
@@ -188,4 +205,16 @@ for b, s, sk, h, hkv, d, causal, dt in points():
         for name, _, _ in plan:
             if name + "_kernels_us" in r:
                 print("    %s: %s" % (name, ", ".join("%s %.0f us" % (k, v) for k, v in r[name + "_kernels_us"].items())), flush=True)
-json.dump(rows, open(args.out, "w"), indent=1)
+# What ran: the versions that decide the cuDNN and PyTorch numbers, and the GPU.
+def driver_version():
+    try:
+        import subprocess
+        return subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                              capture_output=True, text=True, check=True).stdout.strip().splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return None
+env = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
+       "cudnn": torch.backends.cudnn.version(), "driver": driver_version(), "flashptx_lib": _abi.library_path(),
+       "argv": sys.argv[1:]}
+print("environment: " + ", ".join("%s %s" % kv for kv in env.items() if kv[0] != "argv"), flush=True)
+json.dump({"environment": env, "rows": rows}, open(args.out, "w"), indent=1)

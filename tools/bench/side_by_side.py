@@ -434,6 +434,9 @@ def from_kernel_time(path, meta_extra=None):
     ("ours" -> flashptx, "oursb" -> flashptx_b, cudnn, fa2; "ours_det_bwd" -> flashptx_det)."""
     with open(path) as f:
         kt = json.load(f)
+    env = {}
+    if isinstance(kt, dict):  # {"environment": ..., "rows": [...]}; older files are the bare row list
+        env, kt = kt.get("environment", {}), kt["rows"]
     names = {"ours": "flashptx", "oursb": "flashptx_b", "cudnn": "cudnn", "fa2": "fa2", "ours_det": "flashptx_det"}
     rows = []
     for r in kt:
@@ -448,6 +451,7 @@ def from_kernel_time(path, meta_extra=None):
                          "tflops_runs": [r[key], r[key + "2"]], "method": "kernel time"})
     meta = {"method": "GPU kernel time (tools/bench/kernel_time.py: torch.profiler, L2 flushed, mean of two "
                       "interleaved measurements of 5 calls)", "source": os.path.basename(path), "dtype": "bf16"}
+    meta.update({k: v for k, v in env.items() if k != "argv"})
     meta.update(meta_extra or {})
     return {"meta": meta, "rows": rows}
 

@@ -5,7 +5,8 @@
 //                  [--golden-dir DIR] [--list FILE]
 // Exit status: 0 when every kernel passes; 1 on a failure, or when the audit cannot run here (no
 // disassembler, no build: one line says which); 2 on a usage error, including a --kernel or --arch
-// filter that selects no built kernel.
+// filter that selects no built kernel and a --golden-dir that does not exist or holds no goldens
+// (the goldens' names and the directory are checked before anything is disassembled).
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -43,7 +44,7 @@ int cmd_audit(int argc, char** argv) {
     std::fprintf(stderr, "flashptx audit: cannot run: %s\n", r.errors.front().c_str());
     return 1;
   }
-  if (r.matched_nothing) {
+  if (r.matched_nothing || r.bad_golden_dir) {
     std::fprintf(stderr, "flashptx audit: %s\n", r.errors.back().c_str());
     return 2;
   }

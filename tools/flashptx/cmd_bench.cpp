@@ -23,8 +23,10 @@
 // reference on a subset of rows (with FlashAttention's tolerance from the same-dtype reference)
 // and, over every element, with the simple GPU fp32 reference (tools/support/gpu_reference.h).
 #include <cuda_runtime.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -665,7 +667,26 @@ void bench_shape_bwd(const cli::BenchArgs& opt, const Meta& meta, Row& row) {
   row.check_passed = ok;
 }
 
+bool can_write(const std::string& path, std::string* why) {
+  if (access(path.c_str(), F_OK) == 0) {
+    if (access(path.c_str(), W_OK) == 0) return true;
+    *why = std::strerror(errno);
+    return false;
+  }
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (access(dir.c_str(), W_OK | X_OK) == 0) return true;
+  *why = errno == ENOENT ? "the directory " + dir + " does not exist" : "the directory " + dir + ": " + std::strerror(errno);
+  return false;
+}
+
 int run_bench(const BenchArgs& opt) {
+  std::ofstream f(opt.out);
+  if (!f) {
+    std::fprintf(stderr, "flashptx %s: cannot write --out %s: %s; nothing was timed\n",
+                 opt.command_line.rfind("flashptx run", 0) == 0 ? "run" : "bench", opt.out.c_str(), std::strerror(errno));
+    return 1;
+  }
   const FwdOptions fo = fwd_options(opt);
   Meta meta;
   fill_meta(&meta, opt.command_line, static_cast<int>(opt.warmup));
@@ -700,8 +721,8 @@ int run_bench(const BenchArgs& opt) {
   }
 
   const std::string text = manifest_json(meta, rows);
-  std::ofstream f(opt.out);
   f << text;
+  f.close();
   if (!f) { std::fprintf(stderr, "flashptx bench: could not write %s\n", opt.out.c_str()); return 1; }
   // A compact table on stdout.
   std::printf("| hdim | causal | seqlen | batch | heads | kernel | schedule | CTAs | ms (median) | TFLOP/s | err vs fp64 | status |\n");
@@ -724,6 +745,11 @@ int cmd_bench(int argc, char** argv) {
   BenchArgs a;
   const Parsed p = parse_bench_args("bench", argc, argv, &a);
   if (!p.run()) return finish(p);
+  std::string why;
+  if (!can_write(a.out, &why)) {
+    std::fprintf(stderr, "flashptx bench: cannot write --out %s: %s; nothing was timed\n", a.out.c_str(), why.c_str());
+    return 1;
+  }
   const Gpu g = probe_gpu();
   if (!g.hopper) {
     std::fprintf(stderr, "flashptx bench: %s; nothing was timed\n", g.why.c_str());

@@ -1,11 +1,14 @@
 // `flashptx ladder`: the attention ladder's table and lessons (tools/flashptx/ladder.h).
 //
 //   flashptx ladder              the table: rung, kernel, SASS facts from the goldens, TFLOP/s
-//   flashptx ladder --diff N     the lesson of rung N: the normalised SASS diff of rung N-1 -> N
+//   flashptx ladder --diff N     the lesson of rung N: the normalised SASS diff of rung N-1 -> N,
+//                                with the protocol lines (mbarrier, TMA, setmaxnreg, named barriers,
+//                                wgmma fence/commit/wait) counted first and marked "<==" in the diff
 // Exit status: 0; 1 when a golden or the results file cannot be read (one line says which); 2 on a
 // usage error.
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -39,6 +42,10 @@ std::string opcode(const std::string& line) {
 }
 
 bool starts(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+
+// The summary's order of the protocol families.
+const char* const kProtocols[] = {"mbarrier", "TMA", "proxy fence", "setmaxnreg", "named barrier", "wgmma fence",
+                                  "wgmma commit", "wgmma wait"};
 
 std::string golden_path(const std::string& dir, const LadderRung& r) {
   return dir + "/sm_90a/" + r.kernel + ".sass";
@@ -136,6 +143,49 @@ std::string ladder_table(const std::string& golden_dir, const std::string& resul
   return o.str();
 }
 
+static const char* protocol_of(const std::string& line) {
+  const std::string op = opcode(line);
+  if (starts(op, "SYNCS.")) return "mbarrier";
+  if (starts(op, "UTMA") || starts(op, "UBLKCP")) return "TMA";
+  if (starts(op, "FENCE.VIEW.ASYNC")) return "proxy fence";
+  if (starts(op, "USETMAXREG.")) return "setmaxnreg";
+  if (starts(op, "BAR.")) return "named barrier";
+  if (starts(op, "WARPGROUP.ARRIVE")) return "wgmma fence";
+  if (starts(op, "WARPGROUP.DEPBAR")) return "wgmma wait";
+  if (starts(op, "HGMMA.") && line.find("gsb0") != std::string::npos) return "wgmma commit";
+  return nullptr;
+}
+
+static std::string mark_lesson(const std::string& diff) {
+  std::map<std::string, std::pair<int, int>> count;  // family -> (added, removed)
+  std::ostringstream marked;
+  std::istringstream in(diff);
+  for (std::string line; std::getline(in, line);) {
+    const bool change = (line[0] == '+' || line[0] == '-') && !starts(line, "+++") && !starts(line, "---");
+    const char* p = change ? protocol_of(line.substr(1)) : nullptr;
+    if (p == nullptr) {
+      marked << line << "\n";
+      continue;
+    }
+    (line[0] == '+' ? count[p].first : count[p].second) += 1;
+    marked << line << std::string(line.size() < 60 ? 60 - line.size() : 1, ' ') << "<== " << p << "\n";
+  }
+  std::ostringstream o;
+  o << "the lesson: protocol instructions this rung adds (+) and removes (-), marked <== in the diff below\n";
+  bool any = false;
+  for (const char* p : kProtocols) {
+    if (!count.count(p)) continue;
+    any = true;
+    char b[96];
+    std::snprintf(b, sizeof b, "  %-14s +%-4d -%d\n", p, count[p].first, count[p].second);
+    o << b;
+  }
+  if (!any) o << "  (none: the rung changes no protocol instruction)\n";
+  o << "  (mbarrier SYNCS.*, TMA UTMA*/UBLKCP, proxy fence FENCE.VIEW.ASYNC, setmaxnreg USETMAXREG.*, named barrier\n"
+       "   BAR.*, wgmma fence WARPGROUP.ARRIVE, commit the HGMMA that carries gsb0, wait WARPGROUP.DEPBAR)\n";
+  return o.str() + marked.str();
+}
+
 std::string ladder_diff(const std::string& golden_dir, int n, std::string* err) {
   const auto& rs = ladder_rungs();
   if (n < 2 || n > static_cast<int>(rs.size())) {
@@ -156,8 +206,8 @@ std::string ladder_diff(const std::string& golden_dir, int n, std::string* err) 
     << ", UTMALDG " << fa.utmaldg << " -> " << fb.utmaldg << ", SYNCS " << fa.syncs << " -> " << fb.syncs << ", BAR "
     << fa.bar << " -> " << fb.bar << ", SETMAXNREG " << fa.setmaxnreg << " -> " << fb.setmaxnreg << ", REG " << fa.reg
     << " -> " << fb.reg << "\n";
-  o << sass::render_diff(listing_lines(ta), listing_lines(tb), std::string(a.kernel) + ".sass",
-                         std::string(b.kernel) + ".sass");
+  o << mark_lesson(sass::render_diff(listing_lines(ta), listing_lines(tb), std::string(a.kernel) + ".sass",
+                                     std::string(b.kernel) + ".sass"));
   return o.str();
 }
 

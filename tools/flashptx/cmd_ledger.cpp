@@ -2,7 +2,8 @@
 // src/models/.
 //
 //   flashptx ledger            every registered table, by section code (0x02, 0x03, ...)
-//   flashptx ledger 0x03       the tables of one section (also "03", "3", "0x3")
+//   flashptx ledger 0x03       the tables of one section (also "03", "3", "0x3": section codes are
+//                              hex, so "11" is 0x11, and the output says so when "0x" is left out)
 //   flashptx ledger --list     section, title, one line each
 // A SECTION that is not a section id, or names no table, is an error (exit 2).
 //
@@ -31,6 +32,21 @@ long section_number(const char* s) {
   const long v = std::strtol(hex ? s + 2 : s, &end, 16);
   if (end == (hex ? s + 2 : s) || *end) return -1;
   return v;
+}
+
+// The code as the guide writes it: 0x11 for "11".
+std::string section_code(long v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%02lX", v);
+  return b;
+}
+
+// Whether a SECTION was written without "0x" (and so read as hex, which it may not look like).
+bool bare(const std::string& s) { return s.size() < 2 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X'); }
+
+// "SECTION is hex: '11' is 0x11" for a bare SECTION; empty otherwise.
+std::string read_as(const std::string& s, long v) {
+  return bare(s) ? "SECTION is hex: '" + s + "' is " + section_code(v) : std::string();
 }
 
 std::vector<LedgerSection> sorted_sections() {
@@ -65,7 +81,9 @@ Parsed parse_ledger_args(int argc, const char* const* argv, LedgerArgs* a) {
   if (want < 0) return o.error("'" + a->section + "' is not a section id (such as 0x03)");
   for (const LedgerSection& s : flashptx::models::ledger_registry())
     if (section_number(s.section) == want) return p;
-  return o.error("no table for section " + a->section + " (flashptx ledger --list lists them)");
+  const std::string how = read_as(a->section, want);
+  return o.error("no table for section " + section_code(want) + " (" + (how.empty() ? "" : how + "; ") +
+                 "flashptx ledger --list lists them)");
 }
 
 }  // namespace flashptx::cli
@@ -81,6 +99,7 @@ int cmd_ledger(int argc, char** argv) {
     return 1;
   }
   const long want = a.section.empty() ? -1 : section_number(a.section.c_str());
+  if (want >= 0 && bare(a.section)) std::printf("flashptx ledger: %s\n", read_as(a.section, want).c_str());
   if (a.list) {
     for (const LedgerSection& s : all)
       if (want < 0 || section_number(s.section) == want) std::printf("%-5s %s\n", s.section, s.title);

@@ -2,10 +2,14 @@
 // With a Hopper GPU: the flagship FA3 forward (bf16, head dim 128, batch 2 x seqlen 8192 x 16 heads
 // unless options say otherwise), its error against the fp64 reference on sampled rows and against
 // the GPU reference on every element, and its TFLOP/s (the `flashptx bench` path, one shape).
-// Without one: says why in one line, and prints the audit summary of the built kernels.
+// Without one: says why in one line, then (run_flagship_without_gpu, the simulator's hook) runs the
+// flagship in a simulator where one is built in, or else prints the audit summary of the built kernels.
+// It says what it is doing before each slow step (the GPU probe, the disassembly).
 // The options are checked first, GPU or not.
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tools/flashptx/commands.h"
 #include "tools/flashptx/device.h"
@@ -29,18 +33,54 @@ std::string main_help() {
 
 }  // namespace flashptx::cli
 
+namespace {
+
+// The hook for a run without a usable GPU: the flagship forward in a simulator, when one is built
+// in. Returns the exit status of that run, or kNoSimulator when there is none (then `flashptx`
+// prints the audit summary instead). A simulator replaces this function's body; nothing else in
+// cmd_run changes.
+constexpr int kNoSimulator = -1;
+int run_flagship_without_gpu(const flashptx::cli::BenchArgs& a, const flashptx::cli::Gpu& g) {
+  (void)a;
+  (void)g;
+  return kNoSimulator;
+}
+
+// The audit list's object count, for the line that says what the slow part is doing.
+size_t audited_objects() {
+  std::vector<std::pair<std::string, std::string>> entries;
+  std::string why;
+  return flashptx::sass::read_audit_list(flashptx::sass::AuditOptions().list_file, &entries, &why) ? entries.size() : 0;
+}
+
+}  // namespace
+
 int cmd_run(int argc, char** argv) {
   using namespace flashptx::cli;
   BenchArgs a;
   const Parsed p = parse_bench_args("run", argc, argv, &a);
   if (!p.run()) return finish(p);
+  std::printf("flashptx: looking for a Hopper GPU (flashptx --help lists the commands)\n");
+  std::fflush(stdout);
   const Gpu g = probe_gpu();
   if (g.hopper) {
+    std::string why;
+    if (!can_write(a.out, &why)) {
+      std::fprintf(stderr, "flashptx run: cannot write --out %s: %s; nothing was timed\n", a.out.c_str(), why.c_str());
+      return 1;
+    }
     std::printf("flashptx: flagship FA3 forward on %s (`flashptx run --help` for the options)\n", g.name.c_str());
+    std::fflush(stdout);
     return run_bench(a);
   }
   std::printf("flashptx: %s. The kernels are compiled and audited here, not run.\n", g.why.c_str());
+  std::fflush(stdout);
+  const int simulated = run_flagship_without_gpu(a, g);
+  if (simulated != kNoSimulator) return simulated;
   if (argc > 0) std::printf("(the options given are for the GPU run; nothing else uses them)\n");
-  std::printf("Audit summary of the built kernels (flashptx audit for the full check):\n\n");
+  std::printf("Audit summary of the built kernels (flashptx audit for the full check): disassembling the %zu\n"
+              "objects of the build first, which takes a while on a small machine...\n\n",
+              audited_objects());
+  std::fflush(stdout);
   return print_audit_summary();
 }

@@ -4,7 +4,8 @@
 // untraced warm-up call, reads the trace buffer back, writes the raw trace as JSON (--json), the
 // SVG Gantt chart (--out) and prints the per-consumer summary. It also compares the traced call's
 // output with the simple GPU reference, so a trace of a wrong kernel does not pass unnoticed.
-// Without a GPU: `--from-json FILE` re-renders a saved raw trace (plain or gzip-compressed JSON).
+// Without a GPU: `--from-json FILE [FILE...]` re-renders saved raw traces (plain or gzip-compressed
+// JSON), each to its own SVG.
 // Every option is checked first (parse_trace_args: no CUDA call): the shape as the library
 // validates it, for the traced kernel of the kernel table.
 // What it shows: the order and overlap of protocol events in the traced CTAs of one launch, on one
@@ -16,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <string>
@@ -80,15 +82,22 @@ rd::Timeline window(const rd::Timeline& tl, double t0, double t1) {
   return w;
 }
 
+// "tools/trace/h200-d128-s1024-causal.json.gz" -> "h200-d128-s1024-causal.svg".
+std::string svg_name(const std::string& json) {
+  std::string base = json.substr(json.find_last_of('/') == std::string::npos ? 0 : json.find_last_of('/') + 1);
+  for (const char* ext : {".gz", ".json"})
+    if (base.size() > std::strlen(ext) && base.compare(base.size() - std::strlen(ext), std::string::npos, ext) == 0)
+      base.resize(base.size() - std::strlen(ext));
+  return base + ".svg";
+}
+
 int render(rd::RawTrace raw, int ctas, const std::string& out, const std::vector<double>& window_us) {
   if (ctas > 0)
     raw.lanes.erase(std::remove_if(raw.lanes.begin(), raw.lanes.end(), [&](const rd::Lane& l) { return l.cta >= ctas; }),
                     raw.lanes.end());
   if (raw.lanes.empty()) { std::fprintf(stderr, "flashptx trace: no stamped lanes (was the kernel built with -DFLASHPTX_TRACE=1?)\n"); return 1; }
-  for (const auto& l : raw.lanes)
-    if (l.count > l.records.size())
-      std::fprintf(stderr, "flashptx trace: CTA %d lane %d stamped %llu records, kept %zu\n", l.cta, l.lane,
-                   static_cast<unsigned long long>(l.count), l.records.size());
+  const std::string truncated = rd::truncation_note(raw);
+  if (!truncated.empty()) std::fprintf(stderr, "flashptx trace: %s\n", truncated.c_str());
   const rd::Timeline tl = rd::build_timeline(raw);
   const std::string title = "flashptx FA3 forward pipeline trace: " + raw.shape;
   const double g_window_t0 = window_us.empty() ? 0 : window_us[0], g_window_t1 = window_us.empty() ? 0 : window_us[1];
@@ -96,7 +105,7 @@ int render(rd::RawTrace raw, int ctas, const std::string& out, const std::vector
   const std::string wtitle = windowed ? title + " (window " + std::to_string(static_cast<int>(g_window_t0)) + "-" +
                                             std::to_string(static_cast<int>(g_window_t1)) + " us)"
                                       : title;
-  if (!write_file(out, rd::render_svg(windowed ? window(tl, g_window_t0, g_window_t1) : tl, wtitle))) { std::fprintf(stderr, "flashptx trace: cannot write %s\n", out.c_str()); return 1; }
+  if (!write_file(out, rd::render_svg(windowed ? window(tl, g_window_t0, g_window_t1) : tl, wtitle, truncated))) { std::fprintf(stderr, "flashptx trace: cannot write %s\n", out.c_str()); return 1; }
   std::printf("%s\n", raw.shape.c_str());
   std::printf("%s", rd::summary_text(rd::summarize(tl)).c_str());
   std::printf("two-stage overlap at run time (each consumer's own PV(j-1) under its softmax(j)):\n%s",
@@ -115,19 +124,25 @@ Parsed parse_trace_args(int argc, const char* const* argv, TraceArgs* a) {
   *a = TraceArgs();
   std::vector<int64_t> hdims;
   std::vector<std::string> dtypes;
+  int traced = 0;
   for (const KernelEntry& k : kernel_table())
     if (k.family == Family::kFa3FwdTraced) {
+      ++traced;
       if (std::find(hdims.begin(), hdims.end(), k.head_dim) == hdims.end()) hdims.push_back(k.head_dim);
       const std::string t = k.dtype == FLASHPTX_FP16 ? "fp16" : "bf16";
       if (std::find(dtypes.begin(), dtypes.end(), t) == dtypes.end()) dtypes.push_back(t);
     }
   Options o("trace",
             "flashptx trace [shape options] [--cta N] [--out trace.svg] [--json trace.json]\n"
-            "       flashptx trace --from-json FILE [--out trace.svg] [--cta N] [--window-us T0 T1]",
+            "       flashptx trace --from-json FILE [--out trace.svg] [--cta N] [--window-us T0 T1]\n"
+            "       flashptx trace --from-json FILE FILE... [--cta N] [--window-us T0 T1]",
             "The measured pipeline timeline of the instrumented forward kernel (one launch on the GPU),\n"
             "as an SVG Gantt chart, the raw trace as JSON, and a per-consumer summary; or the same\n"
             "from a saved raw trace (plain or gzip-compressed JSON), without a GPU.");
-  o.group("GPU run (the traced kernels: " + std::to_string(hdims.size()) + " of the kernel table)")
+  o.positionals("FILE...", &a->more_json,
+                "with --from-json: more saved traces; each renders to its own SVG, named after\n"
+                "the trace (tools/trace/x.json.gz -> x.svg, in the current directory)");
+  o.group("GPU run (the " + std::to_string(traced) + " traced kernels of the kernel table)")
       .integer_of("--hdim", &a->hdim, hdims, "head dimension (a traced kernel's)")
       .integer("--seqlen", &a->seqlen, 1, kAny, "query and key length (default 8192)")
       .integer("--batch", &a->batch, 1, kAny, "batch size (default 1)")
@@ -147,10 +162,26 @@ Parsed parse_trace_args(int argc, const char* const* argv, TraceArgs* a) {
   if (!p.run()) return p;
   if (!a->window_us.empty() && !(a->window_us[1] > a->window_us[0]))
     return o.error("--window-us needs T0 < T1");
+  if (a->from_json.empty() && !a->more_json.empty())
+    return o.error("unexpected argument '" + a->more_json.front() + "' (saved traces follow --from-json)");
   if (!a->from_json.empty()) {
     for (const char* gpu_opt : {"--hdim", "--seqlen", "--batch", "--heads", "--heads-kv", "--dtype", "--causal", "--json"})
       if (o.given(gpu_opt))
         return o.error(std::string(gpu_opt) + " is for a GPU run; with --from-json the trace is the file's");
+    if (a->more_json.empty()) {
+      a->renders.push_back({a->from_json, a->out});
+      return p;
+    }
+    if (o.given("--out"))
+      return o.error("--out names one SVG, and " + std::to_string(a->more_json.size() + 1) +
+                     " traces are given: leave --out out (each SVG is named after its trace)");
+    a->more_json.insert(a->more_json.begin(), a->from_json);
+    for (const std::string& f : a->more_json) {
+      for (const TraceArgs::Render& r : a->renders)
+        if (r.svg == svg_name(f))
+          return o.error("'" + r.json + "' and '" + f + "' would both render to " + r.svg);
+      a->renders.push_back({f, svg_name(f)});
+    }
     return p;
   }
   if (a->heads_kv == 0) a->heads_kv = a->heads;
@@ -190,11 +221,22 @@ int cmd_trace(int argc, char** argv) {
   const std::string &dtype = a.dtype, &out = a.out, &json_out = a.json_out, &from = a.from_json;
 
   if (!from.empty()) {
-    std::string text, err;
-    if (!rd::read_trace_file(from, &text, &err)) { std::fprintf(stderr, "flashptx trace: %s\n", err.c_str()); return 1; }
-    rd::RawTrace raw;
-    if (!rd::from_json(text, &raw, &err)) { std::fprintf(stderr, "flashptx trace: %s: %s\n", from.c_str(), err.c_str()); return 1; }
-    return render(raw, ctas, out, a.window_us);
+    int rc = 0;
+    for (const cli::TraceArgs::Render& r : a.renders) {
+      if (a.renders.size() > 1) std::printf("%s== %s -> %s\n", &r == &a.renders.front() ? "" : "\n", r.json.c_str(), r.svg.c_str());
+      std::string text, err;
+      rd::RawTrace raw;
+      if (!rd::read_trace_file(r.json, &text, &err)) {
+        std::fprintf(stderr, "flashptx trace: %s\n", err.c_str());
+        rc = 1;
+      } else if (!rd::from_json(text, &raw, &err)) {
+        std::fprintf(stderr, "flashptx trace: %s: %s\n", r.json.c_str(), err.c_str());
+        rc = 1;
+      } else if (render(raw, ctas, r.svg, a.window_us) != 0) {
+        rc = 1;
+      }
+    }
+    return rc;
   }
 
   const cli::Gpu g = cli::probe_gpu();

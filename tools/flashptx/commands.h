@@ -47,8 +47,12 @@ struct BenchArgs {
 };
 // command: "bench" or "run".
 Parsed parse_bench_args(const std::string& command, int argc, const char* const* argv, BenchArgs* a);
-// Times a.shapes on the GPU (the GPU must be there: the caller checked).
+// Times a.shapes on the GPU (the GPU must be there: the caller checked). It opens a.out before it
+// times anything, so an unwritable path fails at once.
 int run_bench(const BenchArgs& a);
+// Whether `path` can be written (an existing file that is writable, or a new name in a writable
+// directory), without creating or changing anything; on false, *why says what is wrong.
+bool can_write(const std::string& path, std::string* why);
 
 struct AuditArgs {
   sass::AuditOptions opt;
@@ -68,7 +72,12 @@ struct TraceArgs {
   bool causal = false;
   int64_t ctas = 0;  // render the first N traced CTAs; 0: all
   std::string out = "trace.svg", json_out = "trace.json", from_json;
+  std::vector<std::string> more_json;  // further saved traces after --from-json FILE
   std::vector<double> window_us;  // empty, or {T0, T1}
+  // --from-json: each saved trace and the SVG it renders to (one: --out; several: FILE's name with
+  // .json / .json.gz replaced by .svg, in the current directory).
+  struct Render { std::string json, svg; };
+  std::vector<Render> renders;
 };
 Parsed parse_trace_args(int argc, const char* const* argv, TraceArgs* a);
 

@@ -130,6 +130,13 @@ Options& Options::positional(const std::string& meta, std::string* out, const st
   return *this;
 }
 
+Options& Options::positionals(const std::string& meta, std::vector<std::string>* out, const std::string& help) {
+  pos_meta_ = meta;
+  pos_help_ = help;
+  pos_list_ = out;
+  return *this;
+}
+
 const Options::Opt* Options::find(const std::string& name) const {
   for (const Opt& o : opts_)
     if (o.type != Type::kHeading && o.name == name) return &o;
@@ -195,6 +202,7 @@ bool Options::set_value(const Opt& o, const std::string& v, std::string* err) {
 
 Parsed Options::parse(int argc, const char* const* argv) {
   given_.clear();
+  if (pos_list_ != nullptr) pos_list_->clear();
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h") {
@@ -210,6 +218,10 @@ Parsed Options::parse(int argc, const char* const* argv) {
     if (!is_option_token(a)) {
       const bool dash_word = a.size() > 1 && a[0] == '-' && !std::isdigit(static_cast<unsigned char>(a[1]));
       if (dash_word) return error("unknown option '" + a + "'");
+      if (pos_list_ != nullptr) {
+        pos_list_->push_back(a);
+        continue;
+      }
       if (pos_ != nullptr && !have_pos) {
         *pos_ = a;
         have_pos = true;
@@ -270,7 +282,7 @@ std::string Options::help() const {
     for (char c : text) t += c == '\n' ? std::string("\n") + std::string(26, ' ') : std::string(1, c);
     os << l << t << "\n";
   };
-  if (pos_ != nullptr) line(pos_meta_, pos_help_);
+  if (pos_ != nullptr || pos_list_ != nullptr) line(pos_meta_, pos_help_);
   for (const Opt& o : opts_) {
     if (o.type == Type::kHeading) { os << o.help << ":\n"; continue; }
     std::string left = o.name;

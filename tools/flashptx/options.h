@@ -1,5 +1,6 @@
 // The one option parser of the `flashptx` commands: typed options (flag, integer, real, string,
-// a fixed number of reals), ranges and allowed values, at most one positional argument, and the
+// a fixed number of reals), ranges and allowed values, one optional positional argument or a list
+// of them, and the
 // rules every command follows:
 //   - every option is checked before the command does anything else (no device work first);
 //   - `--help` / `-h` anywhere: the help on stdout, exit 0;
@@ -63,6 +64,8 @@ class Options {
                 const std::string& help, const std::string& meta = "S");
   // One optional positional argument (its checking is the command's).
   Options& positional(const std::string& meta, std::string* out, const std::string& help);
+  // Any number of positional arguments, in order (instead of `positional`).
+  Options& positionals(const std::string& meta, std::vector<std::string>* out, const std::string& help);
 
   Parsed parse(int argc, const char* const* argv);
 
@@ -101,6 +104,7 @@ class Options {
   std::vector<Opt> opts_;
   std::string pos_meta_, pos_help_;
   std::string* pos_ = nullptr;
+  std::vector<std::string>* pos_list_ = nullptr;
   std::vector<std::string> given_;
 };
 

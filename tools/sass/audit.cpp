@@ -4,6 +4,8 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +15,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "src/kernels.h"
 #include "tools/sass/sass_check.h"
 #include "tools/sass/sass_diff.h"
 
@@ -338,6 +341,25 @@ bool disassembler_runs(const std::string& cuobjdump, std::string* why) {
   return true;
 }
 
+std::vector<std::string> golden_kernel_names(const std::string& dir, const std::string& arch, bool* dir_exists) {
+  std::error_code ec;
+  *dir_exists = fs::is_directory(dir, ec);
+  std::vector<std::string> names;
+  for (const char* a : {"sm_90a", "sm_100a"}) {
+    if (!arch.empty() && arch != a) continue;
+    const fs::path sub = fs::path(dir) / a;
+    if (!fs::is_directory(sub, ec)) continue;
+    for (const auto& e : fs::directory_iterator(sub, ec)) {
+      if (e.path().extension() != ".sass") continue;
+      std::ifstream in(e.path());
+      std::string line;
+      for (int i = 0; i < 4 && std::getline(in, line); ++i)
+        if (line.rfind("# kernel: ", 0) == 0) names.push_back(line.substr(10));
+    }
+  }
+  return names;
+}
+
 AuditReport run_audit(const AuditOptions& opt) {
   std::vector<std::pair<std::string, std::string>> entries;
   std::string why;
@@ -346,6 +368,28 @@ AuditReport run_audit(const AuditOptions& opt) {
     r.errors.push_back(why);
     r.cannot_run = true;
     return r;
+  }
+  if (!opt.regenerate) {  // what the goldens allow, checked before the disassembler runs
+    bool exists = false;
+    const std::vector<std::string> names = golden_kernel_names(opt.golden_dir, opt.arch, &exists);
+    const std::string archs = opt.arch.empty() ? "sm_90a/ or sm_100a/" : opt.arch + "/";
+    AuditReport r;
+    if (!exists || names.empty()) {
+      r.bad_golden_dir = true;
+      r.errors.push_back(!exists ? "the golden directory " + opt.golden_dir + " does not exist"
+                                 : "the golden directory " + opt.golden_dir + " holds no goldens (no " + archs +
+                                       "*.sass with a '# kernel:' line)");
+      return r;
+    }
+    bool named = opt.kernel.empty();
+    for (const std::string& n : names) named = named || n.find(opt.kernel) != std::string::npos;
+    if (!named) {
+      r.matched_nothing = true;
+      r.errors.push_back("no kernel name contains '" + opt.kernel + "' (the " + std::to_string(names.size()) +
+                         " goldens in " + opt.golden_dir + "/" + (opt.arch.empty() ? "" : opt.arch + "/") +
+                         " name the audited kernels: flashptx audit --summary lists them)");
+      return r;
+    }
   }
   Audit a{opt, current_toolchain(opt.cuobjdump), {}, {}, {}};
   a.report.notes.push_back("toolchain: nvcc " + a.tc.nvcc + "; ptxas " + a.tc.ptxas + "; " + a.tc.disassembler);
@@ -370,15 +414,21 @@ void print_report(const AuditReport& r, bool summary_only, std::ostream& os) {
     os << "audit: cannot run: " << (r.errors.empty() ? std::string("?") : r.errors.front()) << "\n";
     return;
   }
-  os << std::left << std::setw(44) << "kernel" << std::setw(9) << "arch" << std::setw(6) << "REG" << std::setw(8)
-     << "SHARED" << std::setw(13) << "LOCAL/STACK" << std::setw(20) << "golden" << "check\n";
+  size_t name_w = 6;
+  for (const KernelReport& k : r.kernels) name_w = std::max(name_w, k.name.size());
+  name_w += 2;
+  os << std::left << std::setw(static_cast<int>(name_w)) << "kernel" << std::setw(9) << "arch" << std::setw(6) << "REG"
+     << std::setw(12) << "SMEM static" << std::setw(13) << "SMEM dynamic" << std::setw(13) << "LOCAL/STACK"
+     << std::setw(20) << "golden" << "check\n";
   for (const KernelReport& k : r.kernels) {
-    const std::string name = k.name.size() > 42 ? k.name.substr(0, 39) + "..." : k.name;
-    os << std::setw(44) << name << std::setw(9) << k.arch << std::setw(6) << k.res.get("REG") << std::setw(8)
-       << k.res.get("SHARED") << std::setw(13)
-       << (std::to_string(k.res.get("LOCAL")) + "/" + std::to_string(k.res.get("STACK"))) << std::setw(20)
-       << k.golden << k.check << "\n";
+    const KernelEntry* row = kernel_by_name(k.name);
+    os << std::setw(static_cast<int>(name_w)) << k.name << std::setw(9) << k.arch << std::setw(6) << k.res.get("REG")
+       << std::setw(12) << k.res.get("SHARED") << std::setw(13) << (row ? std::to_string(row->smem_bytes) : "-")
+       << std::setw(13) << (std::to_string(k.res.get("LOCAL")) + "/" + std::to_string(k.res.get("STACK")))
+       << std::setw(20) << k.golden << k.check << "\n";
   }
+  os << "(SMEM static: the kernel's own shared memory, from the disassembler; SMEM dynamic: what its launch\n"
+        "adds, from the kernel table; '-': not a kernel of the table, a test or teaching kernel)\n";
   if (!summary_only) {
     for (const std::string& n : r.notes) os << "note: " << n << "\n";
     for (const KernelReport& k : r.kernels)

@@ -45,6 +45,7 @@ struct AuditReport {
   std::vector<std::string> notes;   // stale goldens, skipped objects, the toolchain
   bool cannot_run = false;          // no disassembler or no audit list: errors holds the one reason
   bool matched_nothing = false;     // a --kernel / --arch filter selected no built kernel (an error)
+  bool bad_golden_dir = false;      // the golden directory does not exist or holds no goldens (an error)
   bool ok() const;
 };
 
@@ -71,14 +72,23 @@ bool read_audit_list(const std::string& path, std::vector<std::pair<std::string,
 std::string golden_text(const KernelReport& k, const Toolchain& tc, const Listing& listing);
 
 // Without a disassembler or an audit list, one error saying so and nothing else (cannot_run).
+// Before disassembling anything (unless regenerating): a golden directory that does not exist or
+// holds no goldens of the selected architectures is one error (bad_golden_dir), and so is a
+// --kernel filter that no golden's kernel name contains (matched_nothing).
 AuditReport run_audit(const AuditOptions& opt);
+
+// The kernel names recorded in the goldens ("# kernel: NAME") under dir/<arch>/, for the
+// architectures given (both when arch is empty). *dir_exists says whether dir is a directory.
+std::vector<std::string> golden_kernel_names(const std::string& dir, const std::string& arch, bool* dir_exists);
 
 // Whether the audit can run for `arch` ("sm_90a" or "sm_100a") here: the disassembler exists and
 // runs, the build's audit list names objects of that architecture, and it decodes one of them.
 // On false, *why says what is missing (the test runner prints it when it skips the audit suites).
 bool audit_available(const char* arch, std::string* why);
 
-// The full report: the per-kernel table, the notes, each failure with its diff or check messages,
+// The full report: the per-kernel table (full names; registers; shared memory, static from the
+// disassembler and dynamic from the kernel table, "-" for a kernel that is not a row of it; local
+// memory and stack; golden and check status), the notes, each failure with its diff or check messages,
 // and the closing "audit: N kernels, ..." line. summary_only: the table, one line per failure,
 // and the closing line (no notes, no diffs). A report that cannot_run prints its one reason.
 void print_report(const AuditReport& r, bool summary_only, std::ostream& os);

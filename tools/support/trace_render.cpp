@@ -405,15 +405,47 @@ std::string own_overlap_text(const std::vector<OwnOverlap>& v) {
   return o;
 }
 
-std::string render_svg(const Timeline& tl, const std::string& title) {
-  // Rows: (cta, lane) in order.
+std::string truncation_note(const RawTrace& t) {
+  int lanes = 0;
+  uint64_t most = 0;
+  size_t kept = 0;
+  for (const Lane& l : t.lanes)
+    if (l.count > l.records.size()) {
+      ++lanes;
+      most = std::max<uint64_t>(most, l.count);
+      kept = std::max(kept, l.records.size());
+    }
+  if (lanes == 0) return "";
+  return std::to_string(lanes) + " of " + std::to_string(t.lanes.size()) + " lanes stamped more records than the buffer keeps (up to " +
+         std::to_string(most) + ", kept " + std::to_string(kept) + "): their timelines end at the last kept record";
+}
+
+SvgBand svg_band(Kind k, bool producer) {
+  if (producer) return k == Kind::kTmaV ? SvgBand{0.5, 1.0} : SvgBand{0.0, 0.5};
+  switch (k) {
+    case Kind::kQK: return {0.0, 0.25};
+    case Kind::kSoftmax: return {0.25, 0.5};
+    case Kind::kPV: return {0.5, 0.75};
+    default: return {0.75, 1.0};  // token wait, epilogue
+  }
+}
+
+std::string render_svg(const Timeline& tl, const std::string& title, const std::string& note) {
+  // Rows: (cta, lane) in order. A consumer row has one band per kind of span (svg_band), so that a
+  // softmax under its consumer's PV (the two-stage overlap) shows instead of hiding behind it.
   std::vector<std::pair<int, int>> rows;
   for (const auto& a : tl.active) rows.push_back({a.cta, a.lane});
   std::sort(rows.begin(), rows.end());
-  const double left = 150, right = 30, top = 50, row_h = 26, width = 1400;
+  const double left = 150, right = 30, top = note.empty() ? 50 : 66, width = 1400;
+  const double producer_h = 26, consumer_h = 44, pad = 3;
   const double plot_w = width - left - right;
-  const double legend_h = 70;
-  const double height = top + row_h * rows.size() + 40 + legend_h;
+  std::vector<double> row_y, row_h;
+  double y_end = top;
+  for (const auto& r : rows) {
+    row_y.push_back(y_end);
+    row_h.push_back(r.second == 0 ? producer_h : consumer_h);
+    y_end += row_h.back();
+  }
   const double span = std::max(1e-9, tl.t_end - tl.t_begin);
   auto X = [&](double t) { return left + (t - tl.t_begin) / span * plot_w; };
   auto row_of = [&](int cta, int lane) {
@@ -421,62 +453,60 @@ std::string render_svg(const Timeline& tl, const std::string& title) {
       if (rows[i].first == cta && rows[i].second == lane) return static_cast<int>(i);
     return -1;
   };
-  std::string o;
-  char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" font-size=\"11\">\n",
-                width, height);
-  o += buf;
-  o += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   auto esc = [](const std::string& s) {
     std::string r;
     for (char c : s) r += c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '&' ? "&amp;" : c == '"' ? "&quot;" : std::string(1, c);
     return r;
   };
+  std::string body;
+  char buf[512];
   std::snprintf(buf, sizeof buf, "<text x=\"%.0f\" y=\"20\" font-size=\"14\">%s</text>\n", left, esc(title).c_str());
-  o += buf;
+  body += buf;
+  if (!note.empty()) {
+    std::snprintf(buf, sizeof buf, "<text x=\"%.0f\" y=\"38\" fill=\"#a61c00\">%s</text>\n", left, esc(note).c_str());
+    body += buf;
+  }
   // lanes
   for (size_t i = 0; i < rows.size(); ++i) {
-    const double y = top + row_h * i;
     const std::string name = rows[i].second == 0 ? "producer" : "consumer " + std::to_string(rows[i].second - 1);
     std::snprintf(buf, sizeof buf,
                   "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>\n"
                   "<text class=\"lane\" x=\"8\" y=\"%.1f\">CTA %d %s</text>\n",
-                  left, y, plot_w, row_h, i % 2 ? "#f4f4f4" : "#ffffff", y + row_h * 0.65, rows[i].first, name.c_str());
-    o += buf;
+                  left, row_y[i], plot_w, row_h[i], i % 2 ? "#f4f4f4" : "#ffffff", row_y[i] + row_h[i] * 0.5 + 4,
+                  rows[i].first, name.c_str());
+    body += buf;
   }
-  // spans: TMA spans in the upper half of the producer row (K) and lower half (V), others full height
+  // spans, each in its kind's band of the row
   for (const auto& s : tl.spans) {
     const int r = row_of(s.cta, s.lane);
     if (r < 0) continue;
-    double y = top + row_h * r + 3, h = row_h - 6;
-    if (s.kind == Kind::kTmaK) h = (row_h - 6) / 2;
-    if (s.kind == Kind::kTmaV) { h = (row_h - 6) / 2; y += h; }
-    if (s.kind == Kind::kToken) { y += (row_h - 6) * 0.6; h = (row_h - 6) * 0.4; }
+    const SvgBand b = svg_band(s.kind, s.lane == 0);
+    const double inner = row_h[r] - 2 * pad;
+    const double y = row_y[r] + pad + inner * b.top, h = inner * (b.bottom - b.top) - 0.5;
     std::snprintf(buf, sizeof buf,
                   "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\" fill-opacity=\"%s\" stroke=\"%s\" stroke-width=\"0.3\">"
                   "<title>%s arg %u: %.3f-%.3f us%s</title></rect>\n",
                   X(s.t0), y, std::max(0.5, X(s.t1) - X(s.t0)), h, kind_color(s.kind),
                   (s.kind == Kind::kTmaK || s.kind == Kind::kTmaV) ? "0.6" : "0.9", kind_color(s.kind),
                   esc(kind_name(s.kind)).c_str(), s.arg, s.t0, s.t1, s.open ? " (never closed)" : "");
-    o += buf;
+    body += buf;
   }
   for (const auto& in : tl.instants) {
     const int r = row_of(in.cta, in.lane);
     if (r < 0) continue;
-    const double y = top + row_h * r;
+    const double y = row_y[r], h = row_h[r];
     const bool release = in.event == tr::kReleaseK || in.event == tr::kReleaseV || in.event == tr::kTokenPass;
     std::snprintf(buf, sizeof buf,
                   "<line x1=\"%.2f\" x2=\"%.2f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1\"><title>%s arg %u at %.3f us</title></line>\n",
-                  X(in.t), X(in.t), release ? y + row_h - 6 : y, release ? y + row_h : y + 6,
+                  X(in.t), X(in.t), release ? y + h - pad : y, release ? y + h : y + pad,
                   release ? "#000000" : "#666666", event_name(in.event), in.arg, in.t);
-    o += buf;
+    body += buf;
   }
   // axis
-  const double ay = top + row_h * rows.size() + 4;
+  const double ay = y_end + 4;
   std::snprintf(buf, sizeof buf, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", left,
                 left + plot_w, ay, ay);
-  o += buf;
+  body += buf;
   const double raw_step = span / 10;
   const double mag = std::pow(10.0, std::floor(std::log10(raw_step)));
   const double step = raw_step / mag < 2 ? 2 * mag : raw_step / mag < 5 ? 5 * mag : 10 * mag;
@@ -484,27 +514,40 @@ std::string render_svg(const Timeline& tl, const std::string& title) {
     std::snprintf(buf, sizeof buf,
                   "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/><text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
                   X(t), X(t), ay, ay + 5, X(t), ay + 17, t);
-    o += buf;
+    body += buf;
   }
   std::snprintf(buf, sizeof buf, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">time (us)</text>\n", left + plot_w, ay + 32);
-  o += buf;
-  // legend
-  const double ly = ay + 45;
+  body += buf;
+  // legend: entries flow left to right, each as wide as its text (svg_text_width), wrapping at the
+  // plot's right edge
+  double ly = ay + 45, lx = left;
   const Kind kinds[] = {Kind::kTmaK, Kind::kTmaV, Kind::kQK, Kind::kSoftmax, Kind::kPV, Kind::kToken, Kind::kEpilogue};
-  double lx = left;
-  o += "<g class=\"legend\">\n";
+  body += "<g class=\"legend\">\n";
   for (Kind k : kinds) {
+    const double w = 16 + svg_text_width(kind_name(k)) + 24;
+    if (lx + w > left + plot_w) { lx = left; ly += 20; }
     std::snprintf(buf, sizeof buf, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">%s</text>\n",
                   lx, ly, kind_color(k), lx + 16, ly + 10, esc(kind_name(k)).c_str());
-    o += buf;
-    lx += 175;
+    body += buf;
+    lx += w;
   }
+  const char* lines[] = {
+      "producer rows: TMA K above, TMA V below. consumer rows, top to bottom: QK^T, softmax, PV, token wait / epilogue.",
+      "ticks: top grey = barrier passed / TMA Q issued; bottom black = release K/V or token pass. Hover a bar for its argument and times."};
+  for (const char* l : lines) {
+    ly += 20;
+    std::snprintf(buf, sizeof buf, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", left, ly + 10, l);
+    body += buf;
+  }
+  body += "</g>\n</svg>\n";
+  const double height = ly + 24;
   std::snprintf(buf, sizeof buf,
-                "<text x=\"%.1f\" y=\"%.1f\">ticks: top grey = barrier passed / TMA Q issued; bottom black = release K/V or token pass. "
-                "Hover a bar for its argument and times.</text>\n", left, ly + 30);
-  o += buf;
-  o += "</g>\n</svg>\n";
-  return o;
+                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" font-size=\"11\">\n"
+                "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+                width, height);
+  return buf + body;
 }
+
+double svg_text_width(const std::string& s) { return 6.5 * static_cast<double>(s.size()); }
 
 }  // namespace flashptx::trace_render

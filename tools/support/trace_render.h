@@ -98,8 +98,18 @@ struct OwnOverlap {
 std::vector<OwnOverlap> own_overlap(const Timeline& tl);
 std::string own_overlap_text(const std::vector<OwnOverlap>& v);
 
-// The Gantt chart: a row per (CTA, lane), spans as bars, instants as ticks, a us axis and a legend.
-std::string render_svg(const Timeline& tl, const std::string& title);
+// The Gantt chart: a row per (CTA, lane), spans as bars, instants as ticks, a us axis and a legend;
+// `note` (if any) is a line under the title (truncation_note).
+std::string render_svg(const Timeline& tl, const std::string& title, const std::string& note = "");
+// The part of a row's height (0 top, 1 bottom) where spans of kind k are drawn: in a consumer row
+// each kind has its own band (QK^T, softmax, PV, then token wait and epilogue), so no kind hides
+// another; in the producer row TMA K is the upper half, TMA V the lower.
+struct SvgBand { double top, bottom; };
+SvgBand svg_band(Kind k, bool producer);
+// The width the legend reserves for a text at the SVG's 11 px sans-serif (an upper bound per char).
+double svg_text_width(const std::string& s);
+// One line for the lanes whose kernel stamped more records than the buffer keeps; empty if none.
+std::string truncation_note(const RawTrace& t);
 
 // Length of the union of intervals (helper, exposed for the tests).
 double union_length(std::vector<std::pair<double, double>> iv);
