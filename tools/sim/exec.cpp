@@ -540,11 +540,11 @@ struct Exec {
     for (auto& op : async) {
       if (op.done) continue;
       if (force_all || op.land_at <= step) {
-        // stores and reduces wait for their group's commit (they may land any time after issue,
-        // but we keep uncommitted ones for a wait_group to force, unless forced)
+        // one copy per call unless forced: a phase that one copy completes early is observable
+        // before the next copy lands
         land(op);
         any = true;
-        if (fatal) break;
+        if (fatal || !force_all) break;
       }
     }
     if (any) gc_async();
@@ -1779,7 +1779,15 @@ Report Exec::run() {
         bool any = false;
         for (auto& op : async) if (!op.done && op.cta >= s * cl_size && op.cta < (s + 1) * cl_size) { land(op); any = true; }
         if (any) gc_async();
-        for (uint32_t r = 0; r < cl_size; ++r) ctas[s * cl_size + r].active = false;
+        for (uint32_t r = 0; r < cl_size; ++r) {
+          Cta& c = ctas[s * cl_size + r];
+          for (auto& [off, b] : c.mbars)
+            if (b.live && b.tx != 0)
+              finding(Finding::kProtocol, nullptr, -1, b.init_pc, mbar_name(s * cl_size + r, off),
+                      "the CTA exited with a transaction count of " + std::to_string(b.tx) +
+                          " on this mbarrier (expect_tx and the bytes its copies delivered differ)");
+          c.active = false;
+        }
         if (!fill(s)) {}
       }
     }
