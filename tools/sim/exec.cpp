@@ -172,6 +172,20 @@ struct Exec {
     return s.str();
   }
 
+  static bool spin_neutral(Op op) {
+    switch (op) {
+      case OP_LD: case OP_ST: case OP_ATOM: case OP_RED: case OP_CALL: case OP_RET: case OP_EXIT:
+      case OP_BAR_SYNC: case OP_BAR_ARRIVE: case OP_CLUSTER_ARRIVE: case OP_CLUSTER_WAIT: case OP_BAR_WARP:
+      case OP_SHFL: case OP_VOTE: case OP_ELECT: case OP_SETMAXNREG: case OP_FENCE: case OP_FENCE_PROXY_ASYNC:
+      case OP_MBAR_INIT: case OP_MBAR_ARRIVE: case OP_MBAR_ARRIVE_TX: case OP_MBAR_EXPECT_TX: case OP_MBAR_INVAL:
+      case OP_TMA_LOAD: case OP_TMA_STORE: case OP_TMA_REDUCE: case OP_BULK_LOAD: case OP_BULK_STORE:
+      case OP_BULK_REDUCE: case OP_BULK_COMMIT: case OP_BULK_WAIT: case OP_WGMMA_FENCE: case OP_WGMMA_COMMIT:
+      case OP_WGMMA_WAIT: case OP_WGMMA_MMA: case OP_LDMATRIX: case OP_STMATRIX:
+        return false;
+      default:
+        return true;
+    }
+  }
   static isa::Rnd rnd(const Inst& in) { return PTXSIM_RND(in); }
   static isa::IRnd irnd(const Inst& in) {
     // cvt's integer rounding: .rni/.rzi parse as M_RN/M_RZ; .rmi/.rpi are not in the corpus
@@ -753,6 +767,10 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
     return true;
   };
   auto all_live = [&]() { uint32_t live = 0; for (uint32_t l = 0; l < w.nlanes; ++l) if (w.st[l] != LS_EXITED) live |= 1u << l; return live; };
+  // A wait that failed, then the same wait again, with only spin-neutral instructions (ALU,
+  // moves, compares, branches, sleeps) between and no phase change: the thread is spinning.
+  // Anything else in between (memory, barriers, arrivals) resets the record.
+  if (!spin_neutral(in.op)) FOR_LANES w.spin_pc[l] = UINT32_MAX;
   const Opnd* o = in.o;
   Ty t = in.ty;
   switch (in.op) {
