@@ -83,6 +83,7 @@ struct Warp {
   // wgmma
   std::vector<uint32_t> lock;     // per register: 0 free, else wgmma seq + 1 (bit 31: operand A)
   std::vector<uint64_t> pend;     // pending values of locked accumulators
+  std::vector<uint8_t> pend_valid;  // pend holds a computed, unretired result
   uint32_t inflight = 0;
   uint32_t wg_issued = 0;         // wgmma ops issued by this warp
   std::vector<uint32_t> uncommitted;  // seqs
@@ -624,6 +625,7 @@ struct Exec {
       }
       w.lock.assign(nregs, 0);
       w.pend.assign((size_t)nregs * 32, 0);
+      w.pend_valid.assign(nregs, 0);
       w.inflight = 0;
       w.wg_issued = 0;
       w.uncommitted.clear();
@@ -1609,10 +1611,6 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
       for (uint32_t e = 0; e < o[0].n; ++e) g.dregs[wq].push_back(m.vecs[o[0].reg + e].reg);
       if (g.op.a_in_regs) { g.aregs[wq].clear(); for (uint32_t e = 0; e < o[1].n; ++e) g.aregs[wq].push_back(m.vecs[o[1].reg + e].reg); }
       for (uint32_t l = 0; l < 32; ++l) {
-        for (uint32_t e = 0; e < nd && e < g.dregs[wq].size(); ++e) {
-          uint32_t r = g.dregs[wq][e];
-          g.d[(wq * 32 + l) * nd + e] = (uint32_t)(w.lock[r] ? w.pend[(size_t)r * 32 + l] : R(w, r, l));
-        }
         if (g.op.a_in_regs)
           for (uint32_t e = 0; e < 4 && e < g.aregs[wq].size(); ++e) g.a[(wq * 32 + l) * 4 + e] = (uint32_t)R(w, g.aregs[wq][e], l);
       }
@@ -1622,7 +1620,18 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
       w.inflight++;
       w.uncommitted.push_back(seq);
       if (g.contributed == 0xF || nwarps < wg * 4 + 4) {
-        // all four warps have issued: read the operands and compute
+        // all four warps have issued: read the operands and compute. The accumulator input of
+        // each warp is the result of the previous wgmma on those registers when one is still in
+        // flight (a chain), else the register.
+        for (uint32_t k = 0; k < 4; ++k) {
+          if (wg * 4 + k >= nwarps) continue;
+          Warp& ow = cta.warps[wg * 4 + k];
+          for (uint32_t l = 0; l < 32; ++l)
+            for (uint32_t e = 0; e < nd && e < g.dregs[k].size(); ++e) {
+              uint32_t r = g.dregs[k][e];
+              g.d[(k * 32 + l) * nd + e] = (uint32_t)(ow.pend_valid[r] ? ow.pend[(size_t)r * 32 + l] : R(ow, r, l));
+            }
+        }
         std::vector<uint32_t>& chunks = g.chunks;
         auto rd = [&](uint32_t a, void* dst, uint32_t n) {
           a &= 0xFFFFFF;
@@ -1645,6 +1654,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
           Warp& ow = cta.warps[wg * 4 + k];
           for (uint32_t l = 0; l < 32; ++l)
             for (uint32_t e = 0; e < g.dregs[k].size(); ++e) ow.pend[(size_t)g.dregs[k][e] * 32 + l] = g.d[(k * 32 + l) * nd + e];
+          for (uint32_t r : g.dregs[k]) ow.pend_valid[r] = 1;
         }
         if (cfg.trace) cfg.trace->event({step, TraceEvent::kWgmmaIssue, cta.linear, w.id, m.location(pc)});
       }
@@ -1677,6 +1687,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
             if ((w.lock[r] & 0x7FFFFFFFu) == seq + 1) {
               for (uint32_t l = 0; l < 32; ++l) R(w, r, l) = w.pend[(size_t)r * 32 + l];
               w.lock[r] = 0;
+              w.pend_valid[r] = 0;
             }
           }
           for (uint32_t r : g.aregs[wq]) if ((w.lock[r] & 0x7FFFFFFFu) == seq + 1) w.lock[r] = 0;
