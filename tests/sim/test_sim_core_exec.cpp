@@ -335,3 +335,8 @@ TEST_CASE(".func call with .param passing and ret") {
 }
 
 }  // TEST_SUITE
+
+// The benchmark, not a test: ./run_tests -ts="sim core bench" --no-skip prints it.
+TEST_SUITE("sim core bench") {
+TEST_CASE("simulated instructions per second (benchmark)" * doctest::skip()) { MESSAGE(ptxsim::benchmark()); }
+}

@@ -15,6 +15,12 @@
 namespace ptxsim {
 namespace {
 
+// fma.rn.f32 per lane: the hardware FMA where the host has one (exact, and ~50x faster than
+// the library's software fma), else std::fma.
+__attribute__((target("fma"))) float fma_hw(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+float fma_sw(float a, float b, float c) { return std::fma(a, b, c); }
+float (*const fma_rn)(float, float, float) = __builtin_cpu_supports("fma") ? fma_hw : fma_sw;
+
 enum LaneState : uint8_t { LS_RUN, LS_EXITED, LS_BAR, LS_MBAR, LS_COLL, LS_WGWAIT, LS_CLUSTER, LS_NREG };
 
 struct Mbar {
@@ -136,6 +142,7 @@ struct Exec {
   uint32_t total_ctas = 0, next_cta = 0;
   uint32_t regs_per_thread = 168;
   uint32_t nregs = 0;
+  uint32_t uni_next = UINT32_MAX;  // exec_inst: every lane of the group continues at this pc
 
   Exec(const LaunchConfig& c, Memory& me, const TensorMaps& t) : cfg(c), mem(me), maps(t), m(*c.module), rng(c.seed) {}
 
@@ -713,21 +720,37 @@ std::string Exec::blocked_desc(Warp& w) {
 }
 
 void Exec::exec_warp(Warp& w, int quantum) {
+  uint32_t minpc = UINT32_MAX, mask = 0;
+  bool have = false;
   for (int q = 0; q < quantum && !fatal; ++q) {
+    if (have) {
+      // the group stayed together and no other lane of the warp can run: no rescan
+      exec_inst(w, minpc, mask);
+      step++;
+      if (uni_next == UINT32_MAX) have = false; else minpc = uni_next;
+      continue;
+    }
     // the group: the lowest PC among runnable lanes
-    uint32_t minpc = UINT32_MAX;
-    for (uint32_t l = 0; l < w.nlanes; ++l)
-      if (w.st[l] == LS_RUN && w.pc[l] < minpc) minpc = w.pc[l];
+    minpc = UINT32_MAX;
+    mask = 0;
+    uint32_t runmask = 0;
+    bool coll = false;
+    for (uint32_t l = 0; l < w.nlanes; ++l) {
+      uint8_t st = w.st[l];
+      if (st == LS_RUN) {
+        uint32_t p = w.pc[l];
+        runmask |= 1u << l;
+        if (p < minpc) { minpc = p; mask = 1u << l; }
+        else if (p == minpc) mask |= 1u << l;
+      } else if (st == LS_COLL) coll = true;
+    }
     if (minpc == UINT32_MAX) return;
-    uint32_t mask = 0;
-    for (uint32_t l = 0; l < w.nlanes; ++l)
-      if ((w.st[l] == LS_RUN || w.st[l] == LS_COLL) && w.pc[l] == minpc) mask |= 1u << l;
+    if (coll)
+      for (uint32_t l = 0; l < w.nlanes; ++l)
+        if (w.st[l] == LS_COLL && w.pc[l] == minpc) mask |= 1u << l;
     exec_inst(w, minpc, mask);
     step++;
-    // blocked or diverged: stop the quantum if nothing is runnable
-    bool any = false;
-    for (uint32_t l = 0; l < w.nlanes; ++l) if (w.st[l] == LS_RUN) { any = true; break; }
-    if (!any) return;
+    if (!coll && runmask == mask && uni_next != UINT32_MAX) { have = true; minpc = uni_next; }
   }
 }
 
@@ -736,6 +759,8 @@ void Exec::exec_warp(Warp& w, int quantum) {
 void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
   const Inst& in = m.code[pc];
   Cta& cta = ctas[w.cta];
+  uni_next = UINT32_MAX;
+  const uint32_t mask_in = mask;
   if (!in.implemented) {
     finding(Finding::kIllegal, &w, __builtin_ctz(mask), pc, "", "unimplemented instruction form '" + m.forms[in.form] + "'", true);
     return;
@@ -752,11 +777,11 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
       else { w.pc[l] = pc + 1; if (w.st[l] == LS_COLL) w.st[l] = LS_RUN; }
     }
     mask = keep;
-    if (!mask) return;
+    if (!mask) { uni_next = pc + 1; return; }
   }
   if (w.inflight && in.op != OP_WGMMA_MMA && in.op != OP_WGMMA_WAIT && in.op != OP_WGMMA_COMMIT && in.op != OP_WGMMA_FENCE)
     check_locks(w, in, mask, pc);
-  auto advance = [&]() { FOR_LANES { w.pc[l] = pc + 1; w.st[l] = LS_RUN; } };
+  auto advance = [&]() { FOR_LANES { w.pc[l] = pc + 1; w.st[l] = LS_RUN; } uni_next = pc + 1; };
   // collectives: the threads named must all be here
   auto gather = [&](uint32_t need) -> bool {
     uint32_t live = 0;
@@ -775,6 +800,22 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
   if (!spin_neutral(in.op)) FOR_LANES w.spin_pc[l] = UINT32_MAX;
   const Opnd* o = in.o;
   Ty t = in.ty;
+  // Source operands 1..4 as (pointer, stride) over the lanes: registers read in place,
+  // immediates broadcast, anything else evaluated per lane once.
+  const uint64_t* sp[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
+  uint32_t ss[5] = {0, 0, 0, 0, 0};
+  uint64_t tmp[5][32];
+  for (int k = 1; k < in.nops && k < 5; ++k) {
+    const Opnd& x = o[k];
+    if (x.kind == K_REG && !x.neg) { sp[k] = &w.regs[(size_t)x.reg * 32]; ss[k] = 1; }
+    else if (x.kind == K_IMM && !x.neg) { sp[k] = reinterpret_cast<const uint64_t*>(&x.imm); ss[k] = 0; }
+    else if (x.kind == K_REG || x.kind == K_IMM || x.kind == K_SPECIAL || x.kind == K_SYM) {
+      FOR_LANES tmp[k][l] = val(w, x, l);
+      sp[k] = tmp[k];
+      ss[k] = 1;
+    }
+  }
+#define V(k, l) (sp[k][(l) * ss[k]])
   switch (in.op) {
     // ---------------------------------------------------------------- integer and float ALU
     case OP_ADD: case OP_SUB: case OP_MUL: case OP_MIN: case OP_MAX: case OP_DIV: case OP_REM: case OP_AND:
@@ -782,7 +823,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
       if (t == T_F32) {
         bool ftz = in.mods & M_FTZ;
         FOR_LANES {
-          float a = f32(val(w, o[1], l)), b = f32(val(w, o[2], l)), r;
+          float a = f32(V(1, l)), b = f32(V(2, l)), r;
           if (ftz) { a = isa::ftz_f32(a); b = isa::ftz_f32(b); }
           switch (in.op) {
             case OP_ADD: r = (in.mods & (M_RZ | M_RM | M_RP)) ? isa::add_f32(a, b, rnd(in), ftz) : a + b; break;
@@ -799,14 +840,14 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
         }
       } else if (t == T_PRED) {
         FOR_LANES {
-          uint64_t a = val(w, o[1], l) != 0, b = val(w, o[2], l) != 0;
+          uint64_t a = V(1, l) != 0, b = V(2, l) != 0;
           R(w, o[0].reg, l) = in.op == OP_AND ? (a & b) : in.op == OP_OR ? (a | b) : (a ^ b);
         }
       } else {
         bool sg = ty_signed(t);
         int nb = ty_bytes(t) * 8;
         FOR_LANES {
-          uint64_t a = val(w, o[1], l), b = val(w, o[2], l), r = 0;
+          uint64_t a = V(1, l), b = V(2, l), r = 0;
           int64_t sa = sext(a, t), sb = sext(b, t);
           switch (in.op) {
             case OP_ADD: r = a + b; break;
@@ -841,7 +882,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
       bool sg = ty_signed(t);
       Ty wide = ty_bytes(t) == 2 ? T_U32 : T_U64;
       FOR_LANES {
-        uint64_t a = val(w, o[1], l), b = val(w, o[2], l);
+        uint64_t a = V(1, l), b = V(2, l);
         uint64_t r = sg ? (uint64_t)(sext(a, t) * sext(b, t)) : mask_ty(a, t) * mask_ty(b, t);
         R(w, o[0].reg, l) = mask_ty(r, wide);
       }
@@ -849,15 +890,15 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
       break;
     }
     case OP_MAD_LO: {
-      FOR_LANES R(w, o[0].reg, l) = mask_ty(val(w, o[1], l) * val(w, o[2], l) + val(w, o[3], l), t);
+      FOR_LANES R(w, o[0].reg, l) = mask_ty(V(1, l) * V(2, l) + V(3, l), t);
       advance();
       break;
     }
     case OP_FMA: {
       bool ftz = in.mods & M_FTZ;
       FOR_LANES {
-        float a = f32(val(w, o[1], l)), b = f32(val(w, o[2], l)), c = f32(val(w, o[3], l));
-        float r = (ftz || (in.mods & (M_RZ | M_RM | M_RP | M_SAT))) ? isa::fma_f32(a, b, c, rnd(in), ftz, in.mods & M_SAT) : std::fma(a, b, c);
+        float a = f32(V(1, l)), b = f32(V(2, l)), c = f32(V(3, l));
+        float r = (ftz || (in.mods & (M_RZ | M_RM | M_RP | M_SAT))) ? isa::fma_f32(a, b, c, rnd(in), ftz, in.mods & M_SAT) : fma_rn(a, b, c);
         R(w, o[0].reg, l) = bits(r);
       }
       advance();
@@ -865,7 +906,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
     }
     case OP_ABS: case OP_NEG: case OP_NOT: {
       FOR_LANES {
-        uint64_t a = val(w, o[1], l), r;
+        uint64_t a = V(1, l), r;
         if (t == T_F32) {
           uint32_t u = (uint32_t)a;
           r = in.op == OP_ABS ? (u & 0x7FFFFFFFu) : (u ^ 0x80000000u);
@@ -885,7 +926,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
       ac.seed = cfg.seed;
       bool ftz = in.mods & M_FTZ;
       FOR_LANES {
-        float a = f32(val(w, o[1], l)), r;
+        float a = f32(V(1, l)), r;
         if (in.op == OP_EX2) r = isa::ex2_approx_f32(a, ftz, ac);
         else if (in.mods & M_APPROX) r = isa::rcp_approx_f32(a, ftz, ac);
         else r = isa::rcp_rn_f32(a, rnd(in), ftz);
@@ -897,8 +938,8 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
     case OP_SHL: case OP_SHR: {
       int nb = ty_bytes(t) * 8;
       FOR_LANES {
-        uint64_t a = val(w, o[1], l);
-        uint32_t n = (uint32_t)val(w, o[2], l);
+        uint64_t a = V(1, l);
+        uint32_t n = (uint32_t)V(2, l);
         uint64_t r;
         if (in.op == OP_SHL) r = n >= (uint32_t)nb ? 0 : a << n;
         else if (ty_signed(t)) { int64_t s = sext(a, t); r = (uint64_t)(n >= (uint32_t)nb ? (s < 0 ? -1 : 0) : s >> n); }
@@ -910,12 +951,12 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
     }
     case OP_BFI: {
       int nb = ty_bytes(t) * 8;
-      FOR_LANES R(w, o[0].reg, l) = mask_ty(isa::bfi(val(w, o[1], l), val(w, o[2], l), (uint32_t)val(w, o[3], l), (uint32_t)val(w, o[4], l), nb), t);
+      FOR_LANES R(w, o[0].reg, l) = mask_ty(isa::bfi(V(1, l), V(2, l), (uint32_t)V(3, l), (uint32_t)V(4, l), nb), t);
       advance();
       break;
     }
     case OP_PRMT: {
-      FOR_LANES R(w, o[0].reg, l) = isa::prmt((uint32_t)val(w, o[1], l), (uint32_t)val(w, o[2], l), (uint32_t)val(w, o[3], l));
+      FOR_LANES R(w, o[0].reg, l) = isa::prmt((uint32_t)V(1, l), (uint32_t)V(2, l), (uint32_t)V(3, l));
       advance();
       break;
     }
@@ -923,7 +964,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
       if (o[0].kind == K_VEC) {  // unpack
         uint32_t eb = ty_bytes(t) * 8 / o[0].n;
         FOR_LANES {
-          uint64_t v = val(w, o[1], l);
+          uint64_t v = V(1, l);
           for (uint32_t e = 0; e < o[0].n; ++e) {
             const VecElem& ve = m.vecs[o[0].reg + e];
             if (ve.kind == K_REG) R(w, ve.reg, l) = (v >> (eb * e)) & (eb == 64 ? ~0ull : ((1ull << eb) - 1));
@@ -941,20 +982,20 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
           R(w, o[0].reg, l) = v;
         }
       } else {
-        FOR_LANES R(w, o[0].reg, l) = t == T_PRED ? (val(w, o[1], l) != 0) : mask_ty(val(w, o[1], l), t);
+        FOR_LANES R(w, o[0].reg, l) = t == T_PRED ? (V(1, l) != 0) : mask_ty(V(1, l), t);
       }
       advance();
       break;
     }
     case OP_SELP: {
-      FOR_LANES R(w, o[0].reg, l) = mask_ty(val(w, o[3], l) ? val(w, o[1], l) : val(w, o[2], l), t);
+      FOR_LANES R(w, o[0].reg, l) = mask_ty(V(3, l) ? V(1, l) : V(2, l), t);
       advance();
       break;
     }
     case OP_SETP: {
       Cmp c = (Cmp)in.sub;
       FOR_LANES {
-        uint64_t a = val(w, o[1], l), b = val(w, o[2], l);
+        uint64_t a = V(1, l), b = V(2, l);
         bool r;
         if (t == T_F32 || t == T_F64) {
           double x = t == T_F32 ? (double)f32(a) : f64(a), y = t == T_F32 ? (double)f32(b) : f64(b);
@@ -996,7 +1037,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
         }
         bool r2 = !r;
         if (in.sub2) {
-          bool cc = val(w, o[3], l) != 0;
+          bool cc = V(3, l) != 0;
           if (in.sub2 == 1) { r = r && cc; r2 = r2 && cc; }
           else if (in.sub2 == 2) { r = r || cc; r2 = r2 || cc; }
           else { r = r != cc; r2 = r2 != cc; }
@@ -1012,12 +1053,12 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
     case OP_CVT: {
       Ty d = in.ty, s = in.ty2;
       FOR_LANES {
-        uint64_t a = val(w, o[1], l), r = 0;
+        uint64_t a = V(1, l), r = 0;
         if (d == T_BF16X2 || d == T_F16X2) {
-          float x = f32(a), y = f32(val(w, o[2], l));
+          float x = f32(a), y = f32(V(2, l));
           r = d == T_BF16X2 ? isa::cvt_rn_bf16x2_f32(x, y, false, in.mods & M_SATFINITE) : isa::cvt_rn_f16x2_f32(x, y, false, in.mods & M_SATFINITE);
         } else if (d == T_E4M3X2 || d == T_E5M2X2) {
-          float x = f32(a), y = f32(val(w, o[2], l));
+          float x = f32(a), y = f32(V(2, l));
           r = d == T_E4M3X2 ? isa::cvt_rn_satfinite_e4m3x2_f32(x, y) : isa::cvt_rn_satfinite_e5m2x2_f32(x, y);
         } else if (d == T_F32 && s == T_F16) r = bits(isa::f16_to_f32((uint16_t)a));
         else if (d == T_F32 && s == T_BF16) r = bits(isa::bf16_to_f32((uint16_t)a));
@@ -1050,7 +1091,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
     case OP_CVTA: case OP_CVTA_TO: {
       uint64_t win = in.space == SP_SHARED ? kGenericShared : in.space == SP_PARAM ? kGenericParam : in.space == SP_LOCAL ? kGenericLocal : 0;
       FOR_LANES {
-        uint64_t a = val(w, o[1], l);
+        uint64_t a = V(1, l);
         uint64_t r = in.op == OP_CVTA ? a + win : a - win;
         R(w, o[0].reg, l) = mask_ty(r, t);
       }
@@ -1059,8 +1100,8 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
     }
     case OP_MAPA: {
       FOR_LANES {
-        uint64_t a = val(w, o[1], l);
-        uint32_t rk = (uint32_t)val(w, o[2], l);
+        uint64_t a = V(1, l);
+        uint32_t rk = (uint32_t)V(2, l);
         if (rk >= cl_size) finding(Finding::kIllegal, &w, l, pc, "", "mapa to rank " + std::to_string(rk) + " outside the cluster of " + std::to_string(cl_size));
         R(w, o[0].reg, l) = ((uint64_t)(rk + 1) << 24) | (a & 0xFFFFFF);
       }
@@ -1154,6 +1195,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
     // ---------------------------------------------------------------- control
     case OP_BRA: {
       FOR_LANES { w.pc[l] = (uint32_t)o[0].imm; w.st[l] = LS_RUN; }
+      if (mask == mask_in) uni_next = (uint32_t)o[0].imm;
       break;
     }
     case OP_CALL: {
@@ -1211,9 +1253,9 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
       if (!gather(member)) return;
       uint32_t a[32], r[32];
       bool p[32];
-      FOR_LANES a[l] = (uint32_t)val(w, o[1], l);
+      FOR_LANES a[l] = (uint32_t)V(1, l);
       FOR_LANES {
-        auto s = isa::shfl_source((isa::ShflMode)in.sub, l, (uint32_t)val(w, o[2], l), (uint32_t)val(w, o[3], l));
+        auto s = isa::shfl_source((isa::ShflMode)in.sub, l, (uint32_t)V(2, l), (uint32_t)V(3, l));
         r[l] = (mask >> s.lane) & 1 ? a[s.lane] : 0;
         p[l] = s.pred;
       }
@@ -1228,7 +1270,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
       uint32_t member = (uint32_t)val(w, o[2], __builtin_ctz(mask));
       if (!gather(member)) return;
       uint32_t preds = 0;
-      FOR_LANES if (val(w, o[1], l)) preds |= 1u << l;
+      FOR_LANES if (V(1, l)) preds |= 1u << l;
       FOR_LANES {
         uint64_t r;
         switch (in.sub) {
@@ -1366,7 +1408,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
     case OP_MBAR_INIT: {
       FOR_LANES {
         uint64_t a = addr_of(w, o[0], l);
-        uint32_t cnt = (uint32_t)val(w, o[1], l);
+        uint32_t cnt = (uint32_t)V(1, l);
         uint32_t c, off;
         if (!shared_loc(w, a, false, 8, &c, &off, pc, l)) continue;
         if (off & 7) { finding(Finding::kIllegal, &w, l, pc, "", "mbarrier.init at an address not 8-byte aligned"); continue; }
@@ -1403,10 +1445,10 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
         uint32_t c, off;
         Mbar* b = mbar_at(w, l, pc, addr_of(w, ad, l), cl, &c, &off);
         if (!b) continue;
-        if (in.op == OP_MBAR_EXPECT_TX) { b->tx += (int64_t)val(w, o[1], l); continue; }
+        if (in.op == OP_MBAR_EXPECT_TX) { b->tx += (int64_t)V(1, l); continue; }
         uint32_t cnt = 1;
-        if (in.op == OP_MBAR_ARRIVE_TX) b->tx += (int64_t)val(w, o[2], l);
-        else if (in.nops > 2) cnt = (uint32_t)val(w, o[2], l);
+        if (in.op == OP_MBAR_ARRIVE_TX) b->tx += (int64_t)V(2, l);
+        else if (in.nops > 2) cnt = (uint32_t)V(2, l);
         uint64_t state = ((uint64_t)b->phase << 63) | b->gen;
         mbar_arrive(&w, l, pc, *b, c, off, cnt);
         if (o[0].kind == K_REG) R(w, o[0].reg, l) = state;
@@ -1419,7 +1461,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
         uint32_t c, off;
         Mbar* b = mbar_at(w, l, pc, addr_of(w, o[1], l), false, &c, &off);
         if (!b) { w.pc[l] = pc + 1; continue; }
-        uint32_t parity = (uint32_t)val(w, o[2], l) & 1;
+        uint32_t parity = (uint32_t)V(2, l) & 1;
         // the phase of parity `parity` has completed when the current phase's parity differs
         bool ok = b->phase != parity;
         if (!ok && w.spin_pc[l] == pc && w.spin_gen[l] == b->gen) {
@@ -1460,10 +1502,10 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
           for (uint32_t e = 0; e < o[1].n; ++e) { const VecElem& ve = m.vecs[o[1].reg + e]; op.coords[e] = (int32_t)(ve.kind == K_REG ? R(w, ve.reg, l) : (uint64_t)ve.imm); }
           op.bytes = op.desc->box_bytes();
           mb = addr_of(w, o[2], l);
-          if (in.mods & M_MULTICAST) ctamask = (uint16_t)val(w, o[3], l);
+          if (in.mods & M_MULTICAST) ctamask = (uint16_t)V(3, l);
         } else {
           op.gaddr = addr_of(w, o[1], l);
-          op.bytes = (uint32_t)val(w, o[2], l);
+          op.bytes = (uint32_t)V(2, l);
           mb = addr_of(w, o[3], l);
           if (op.bytes % 16 || op.gaddr % 16 || dst % 16) finding(Finding::kIllegal, &w, l, pc, "", "cp.async.bulk size and addresses must be multiples of 16");
           if (!global_ptr(&w, l, pc, op.gaddr, op.bytes, false)) continue;
@@ -1515,7 +1557,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
         } else {
           op.gaddr = addr_of(w, o[0], l);
           src = addr_of(w, o[1], l);
-          op.bytes = (uint32_t)val(w, o[2], l);
+          op.bytes = (uint32_t)V(2, l);
           if (!global_ptr(&w, l, pc, op.gaddr, op.bytes, true)) continue;
         }
         uint32_t c, off;
@@ -1801,7 +1843,7 @@ Report Exec::run() {
         Cta& c = ctas[s * cl_size + r];
         if (!c.active) continue;
         act = true;
-        for (auto& w : c.warps) { if (!w.done) { warp_runnable(w); if (!w.done) alldone = false; } }
+        for (auto& w : c.warps) if (!w.done) { alldone = false; break; }
       }
       if (act && alldone) {
         // a CTA's outstanding bulk operations complete before it is gone
@@ -1830,9 +1872,16 @@ Report Exec::run() {
         land_due(true);
         continue;
       }
-      bool any_active = false;
-      for (auto& c : ctas) if (c.active) any_active = true;
+      bool any_active = false, retire = false;
+      for (auto& c : ctas)
+        if (c.active) {
+          any_active = true;
+          bool all = true;
+          for (auto& w : c.warps) if (!w.done) { all = false; break; }
+          if (all) retire = true;
+        }
       if (!any_active) break;
+      if (retire) continue;
       std::string msg = "no thread can make progress:";
       for (auto& c : ctas) if (c.active) for (auto& w : c.warps) if (!w.done) msg += blocked_desc(w);
       finding(Finding::kDeadlock, nullptr, -1, UINT32_MAX, "", msg, true);

@@ -127,4 +127,7 @@ struct Report {
 
 Report launch(const LaunchConfig&, Memory&, const TensorMaps&);
 
+// A benchmark, not a test: simulated instructions per second on synthetic kernels, as text.
+std::string benchmark();
+
 }  // namespace ptxsim
