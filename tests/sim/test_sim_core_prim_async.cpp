@@ -364,3 +364,81 @@ TEST_CASE("prim_wgmma: RS (A from registers) and wait_group depth") {
 }
 
 }  // TEST_SUITE
+
+TEST_SUITE("sim core prim") {
+
+TEST_CASE("prim_cluster: distributed shared memory (mapa, ld/st.shared::cluster, cluster barriers, remote arrive)") {
+  REQUIRE_CORPUS2(m, "prim_cluster");
+  std::string e = find_entry(*m, "prim_cluster_dsmem");
+  REQUIRE(!e.empty());
+  for (auto pol : {ptxsim::Policy::kRoundRobin, ptxsim::Policy::kRandom, ptxsim::Policy::kDelayOneWarpgroup}) {
+    std::vector<uint32_t> in(512), ld(512, 0), st(512, 0), v4(512, 0);
+    std::vector<int> info(8, -1);
+    for (int i = 0; i < 512; ++i) in[i] = 0x1000u * (i / 256 + 1) + (uint32_t)i;
+    ptxsim::Memory mem;
+    for (auto* v : {&in, &ld, &st, &v4}) mem.add(v->data(), v->size() * 4, "buf");
+    mem.add(info.data(), info.size() * 4, "info");
+    ptxsim::TensorMaps maps;
+    auto ps = ptxsim::entry_params(*m, e);
+    Params p;
+    const void* ptrs[5] = {in.data(), info.data(), ld.data(), st.data(), v4.data()};
+    for (int i = 0; i < 5; ++i) p.put<uint64_t>(ps[i].offset, (uint64_t)ptrs[i]);
+    auto cfg = config(m, e, 256, p.bytes, 2);
+    cfg.cluster.x = 2;
+    cfg.policy = pol;
+    auto rep = ptxsim::launch(cfg, mem, maps);
+    REQUIRE_MESSAGE(rep.ok(), rep.text());
+    for (int r = 0; r < 2; ++r) {
+      CHECK(info[r * 4 + 0] == r);
+      CHECK(info[r * 4 + 1] == 2);
+      CHECK(info[r * 4 + 2] == r);
+      CHECK(info[r * 4 + 3] == 0);
+      int peer = r ^ 1;
+      for (int t = 0; t < 256; ++t) {
+        CHECK(ld[r * 256 + t] == in[peer * 256 + (t * 3) % 256]);
+        CHECK(v4[r * 256 + t] == (t < 256 ? in[peer * 256 + t] : 0u));
+        uint32_t want = t < 256 ? (in[peer * 256 + t] ^ 0x5A5A5A5Au) : 0xDEADBEEFu;
+        CHECK(st[r * 256 + t] == want);
+      }
+    }
+  }
+}
+
+TEST_CASE("prim_cluster: a multicast tensor load lands in both CTAs and completes each one's barrier") {
+  REQUIRE_CORPUS2(m, "prim_cluster");
+  std::string e = find_entry(*m, "prim_cluster_multicast");
+  REQUIRE(!e.empty());
+  std::vector<uint32_t> g(64 * 16);
+  for (int i = 0; i < 64 * 16; ++i) g[i] = 0xC0000000u + (uint32_t)i;
+  ptxsim::isa::TensorMapDesc d;
+  d.type = ptxsim::isa::ElemType::u32;
+  d.rank = 2;
+  d.base = (uint64_t)g.data();
+  d.dims[0] = 64; d.dims[1] = 16;
+  d.strides_bytes[0] = 4; d.strides_bytes[1] = 256;
+  d.box[0] = 16; d.box[1] = 8;
+  ptxsim::TensorMaps maps;
+  alignas(64) uint8_t map[128];
+  ptxsim::TensorMaps::encode(map, maps.add(d));
+  for (auto pol : {ptxsim::Policy::kRoundRobin, ptxsim::Policy::kRandom, ptxsim::Policy::kStarveProducer}) {
+    std::vector<uint32_t> out(2 * 128, 0);
+    ptxsim::Memory mem;
+    mem.add(g.data(), g.size() * 4, "g");
+    mem.add(out.data(), out.size() * 4, "out");
+    auto ps = ptxsim::entry_params(*m, e);
+    REQUIRE(ps.size() == 5);
+    Params p;
+    p.bytes.resize(ps[4].offset + 8);
+    memcpy(&p.bytes[ps[0].offset], map, 128);
+    p.put<int32_t>(ps[1].offset, 16).put<int32_t>(ps[2].offset, 8).put<uint32_t>(ps[3].offset, 512).put<uint64_t>(ps[4].offset, (uint64_t)out.data());
+    auto cfg = config(m, e, 128, p.bytes, 2);
+    cfg.cluster.x = 2;
+    cfg.policy = pol;
+    auto rep = ptxsim::launch(cfg, mem, maps);
+    REQUIRE_MESSAGE(rep.ok(), rep.text());
+    for (int r = 0; r < 2; ++r)
+      for (int i = 0; i < 128; ++i) CHECK(out[r * 128 + i] == g[(8 + i / 16) * 64 + 16 + i % 16]);
+  }
+}
+
+}  // TEST_SUITE
