@@ -108,14 +108,14 @@ struct ApproxConfig {
   ApproxMode mode = ApproxMode::exact;
   uint64_t seed = 0;
 };
-inline constexpr int kEx2MaxUlp = 2;          // ex2.approx.f32: 2 ulp over the full range
-inline constexpr int kRcpMaxUlp = 1;          // rcp.approx.f32: 1 ulp over the full range
-inline constexpr double kRsqrtMaxRel = 0x1p-23 * 1.0717734625362931;  // 2^-22.9 relative
-inline constexpr double kLg2MaxAbs = 0x1p-23 * 1.3195079107728942;    // 2^-22.6 absolute
-// ISA reading: 2^-22.6 absolute is finer than the f32 spacing once |lg2(a)| >= 2^0.4, where even the
-// correctly rounded result exceeds it; the bound used is max(2^-22.6, 1 ulp of the result).
-double lg2_approx_bound(double exact);
-inline constexpr double kTanhMaxRel = 0x1p-11 * 1.0090516338446813;      // 2^-10.987 relative
+// The ISA's stated bounds (PTX ISA 9.7.3 "Floating Point Instructions", per instruction):
+inline constexpr int kEx2MaxUlp = 2;   // ex2.approx.f32: 2 ulp from the correctly rounded result
+inline constexpr int kRcpMaxUlp = 1;   // rcp.approx.f32: 1 ulp (ISA reading: from the correctly rounded result)
+inline constexpr double kRsqrtMaxRel = 0x1p-23 * 1.0717734625362931;  // rsqrt.approx.f32: 2^-22.9 relative
+inline constexpr double kTanhMaxRel = 0x1p-11;                        // tanh.approx.f32: 2^-11 relative
+// lg2.approx.f32, ISA reading: 2^-22 absolute for inputs in (0.5, 2), 2^-22 relative elsewhere,
+// and never below 1 ulp of the result (the correctly rounded value itself may be that far).
+double lg2_approx_bound(float input, double exact);
 float ex2_approx_f32(float a, bool ftz, const ApproxConfig& cfg = {});
 float rcp_approx_f32(float a, bool ftz, const ApproxConfig& cfg = {});
 float rsqrt_approx_f32(float a, bool ftz, const ApproxConfig& cfg = {});

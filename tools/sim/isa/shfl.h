@@ -17,7 +17,7 @@ namespace ptxsim::isa {
 //   .idx:  j = minLane | (b[4:0] & ~segmask), p = j <= maxLane
 //   if !p, j = lane (the thread copies its own a).
 // The source lane must be in membermask (and executing the same shfl.sync); otherwise d is
-// undefined: the result marks it so the core can report it.
+// undefined. ISA reading: the result is then 0 with `undefined` set, for the core to report.
 enum class ShflMode : uint8_t { up, down, bfly, idx };
 struct ShflSource { uint32_t lane; bool pred; };
 
