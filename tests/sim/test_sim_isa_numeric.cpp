@@ -38,6 +38,11 @@ TEST_CASE("bf16: nearest-even ties, directed modes, NaN, overflow, subnormals") 
   CHECK(f32_to_bf16(F(0x00008000)) == 0x0000);             // half the smallest: tie to even 0
   CHECK(f32_to_bf16(F(0x00018000)) == 0x0002);             // 1.5 smallest: tie to even 2
   CHECK(f32_to_bf16(-2.0f, Rnd::rn, false, true) == 0x0000);  // .relu
+  std::mt19937 rng(17);
+  for (int i = 0; i < 200000; ++i) {  // the bit-pattern fast path agrees with the general rounding
+    const uint32_t bits = rng();
+    CHECK(f32_to_bf16(F(bits)) == f64_to_bf16(double(F(bits))));
+  }
   for (uint32_t h = 0; h < 0x10000; ++h) {                 // decoding is the upper half of an f32
     CHECK_MESSAGE(B(bf16_to_f32(uint16_t(h))) == (h << 16), h);
   }

@@ -188,6 +188,8 @@ TEST_CASE("vote, redux, match") {
   CHECK(!p);
   CHECK(match_all(0x00000249u, v, &p) == 0x249u);      // lanes 0, 3, 6, 9: all 0
   CHECK(p);
+  CHECK(elect_sync(0xffff0000u) == 16);
+  CHECK(elect_sync(0x80000000u) == 31);
 }
 
 }  // TEST_SUITE

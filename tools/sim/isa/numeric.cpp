@@ -165,7 +165,14 @@ uint16_t to16(double x, const Fmt& f, Rnd rnd, bool satfinite, bool relu) {
 }
 }  // namespace
 
-uint16_t f32_to_bf16(float a, Rnd rnd, bool satfinite, bool relu) { return to16(a, kBF16, rnd, satfinite, relu); }
+uint16_t f32_to_bf16(float a, Rnd rnd, bool satfinite, bool relu) {
+  if (rnd == Rnd::rn && !satfinite && !relu) {  // fast path: nearest-even on the bit pattern
+    const uint32_t b = f32_bits(a);
+    if ((b & 0x7fffffffu) > 0x7f800000u) return kCanonicalNaN16;
+    return uint16_t((b + 0x7fffu + ((b >> 16) & 1)) >> 16);
+  }
+  return to16(a, kBF16, rnd, satfinite, relu);
+}
 uint16_t f64_to_bf16(double a, Rnd rnd) { return to16(a, kBF16, rnd, false, false); }
 uint16_t f32_to_f16(float a, Rnd rnd, bool satfinite, bool relu) { return to16(a, kF16, rnd, satfinite, relu); }
 uint16_t f64_to_f16(double a, Rnd rnd) { return to16(a, kF16, rnd, false, false); }
@@ -302,16 +309,25 @@ double zero_sum_sign(double r, double x, double y, Rnd rnd) {
 }
 }  // namespace
 
+// The host's binary32 arithmetic is IEEE 754 round-to-nearest-even: used directly for the plain
+// .rn forms, with NaN results made canonical.
+namespace {
+float canonical_nan_f32(float r) { return std::isnan(r) ? f32_from_bits(kCanonicalNaN32) : r; }
+}  // namespace
+
 float add_f32(float a, float b, Rnd rnd, bool ftz, bool sat) {
+  if (rnd == Rnd::rn && !ftz && !sat) return canonical_nan_f32(a + b);
   a = flush_in(a, ftz); b = flush_in(b, ftz);
   return finish_f32(zero_sum_sign(add_odd(a, b), a, b, rnd), rnd, ftz, sat);
 }
 float sub_f32(float a, float b, Rnd rnd, bool ftz, bool sat) { return add_f32(a, -b, rnd, ftz, sat); }
 float mul_f32(float a, float b, Rnd rnd, bool ftz, bool sat) {
+  if (rnd == Rnd::rn && !ftz && !sat) return canonical_nan_f32(a * b);
   a = flush_in(a, ftz); b = flush_in(b, ftz);
   return finish_f32(double(a) * double(b), rnd, ftz, sat);  // exact in binary64
 }
 float fma_f32(float a, float b, float c, Rnd rnd, bool ftz, bool sat) {
+  if (rnd == Rnd::rn && !ftz && !sat) return canonical_nan_f32(std::fma(a, b, c));
   a = flush_in(a, ftz); b = flush_in(b, ftz); c = flush_in(c, ftz);
   const double p = double(a) * double(b);
   return finish_f32(zero_sum_sign(add_odd(p, c), p, c, rnd), rnd, ftz, sat);

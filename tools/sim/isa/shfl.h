@@ -108,4 +108,9 @@ inline uint32_t match_all(uint32_t member, const uint64_t a[32], bool* pred) {
   return same ? member : 0;
 }
 
+// ---- elect.sync d|p, membermask -----------------------------------------------------------------
+// One leader among the member lanes; d = its lane id in every member, p true in the leader only.
+// ISA reading: the leader is the lowest-numbered member lane (the ISA says only "one ... leader").
+inline uint32_t elect_sync(uint32_t member) { return member ? uint32_t(__builtin_ctz(member)) : 0xffffffffu; }
+
 }  // namespace ptxsim::isa
