@@ -159,7 +159,8 @@ inline int32_t mul_wide_s16(int16_t a, int16_t b) { return int32_t(a) * b; }
 
 // ---- extended precision: the carry flag CC.CF --------------------------------------------------
 // add.cc: d = a + b, CF = carry out. addc{.cc}: d = a + b + CF. sub.cc: d = a - b, CF = borrow
-// out. subc{.cc}: d = a - (b + CF), CF = borrow out (the ISA's subc uses CF as a borrow).
+// out. subc{.cc}: d = a - (b + CF), CF = borrow out. ISA reading: the subc semantics line uses CF
+// as a borrow, so sub.cc leaves CF = borrow (not the inverted carry of some other ISAs).
 // mad{c}.{lo,hi}.cc: d = (lo or hi half of a*b) + c (+ CF), CF = carry out of that addition.
 struct Carry32 { uint32_t d; bool cf; };
 struct Carry64 { uint64_t d; bool cf; };
@@ -224,7 +225,8 @@ inline uint32_t dp2a(uint32_t a, uint32_t b, uint32_t c, bool hi, bool a_signed,
 
 // ---- bmsk.{clamp,wrap}.b32 d, a, b ---------------------------------------------------------------
 // A mask of b one bits starting at bit a. .wrap uses a & 0x1f and b & 0x1f; .clamp uses
-// min(a, 32) and min(b, 32); bits at or past position 32 do not exist.
+// min(a, 32) and min(b, 32); bits at or past position 32 do not exist. ISA reading: .wrap with
+// b = 32 therefore gives an empty mask.
 inline uint32_t bmsk(uint32_t a, uint32_t b, bool clamp) {
   const uint32_t pos = clamp ? (a > 32 ? 32 : a) : (a & 0x1f);
   const uint32_t len = clamp ? (b > 32 ? 32 : b) : (b & 0x1f);

@@ -5,7 +5,8 @@
 //
 // Each 8x8 matrix has eight rows of eight 16-bit elements (16 bytes per row, 16-byte aligned).
 // Row addresses: for matrix i (0..num-1), row r comes from the address operand of thread 8*i + r
-// (.x1 uses threads 0-7, .x2 threads 0-15, .x4 all 32; the other threads' addresses are unused).
+// (.x1 uses threads 0-7, .x2 threads 0-15, .x4 all 32). ISA reading: the other threads' addresses
+// are not read at all (not even checked for alignment).
 // Destination: register i of each thread holds two elements of matrix i:
 //   without .trans: row lane/4, columns 2*(lane%4) (low half) and 2*(lane%4)+1 (high half);
 //   with .trans:    the transpose: elements (2*(lane%4), lane/4) (low) and (2*(lane%4)+1, lane/4).

@@ -8,6 +8,7 @@
 
 #include <cfenv>
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -154,6 +155,7 @@ float bf16_to_f32(uint16_t h) { return f32_from_bits(uint32_t(h) << 16); }
 float f16_to_f32(uint16_t h) { return float(decode(h, kF16)); }
 
 namespace {
+// ISA reading: a NaN result of cvt to .f16/.bf16 is the canonical NaN 0x7fff.
 uint16_t to16(double x, const Fmt& f, Rnd rnd, bool satfinite, bool relu) {
   // ISA reading: .relu clamps negative results to +0 and a NaN result becomes the canonical NaN.
   if (std::isnan(x)) return kCanonicalNaN16;
@@ -163,7 +165,14 @@ uint16_t to16(double x, const Fmt& f, Rnd rnd, bool satfinite, bool relu) {
 }
 }  // namespace
 
-uint16_t f32_to_bf16(float a, Rnd rnd, bool satfinite, bool relu) { return to16(a, kBF16, rnd, satfinite, relu); }
+uint16_t f32_to_bf16(float a, Rnd rnd, bool satfinite, bool relu) {
+  if (rnd == Rnd::rn && !satfinite && !relu) {  // fast path: nearest-even on the bit pattern
+    const uint32_t b = f32_bits(a);
+    if ((b & 0x7fffffffu) > 0x7f800000u) return kCanonicalNaN16;
+    return uint16_t((b + 0x7fffu + ((b >> 16) & 1)) >> 16);
+  }
+  return to16(a, kBF16, rnd, satfinite, relu);
+}
 uint16_t f64_to_bf16(double a, Rnd rnd) { return to16(a, kBF16, rnd, false, false); }
 uint16_t f32_to_f16(float a, Rnd rnd, bool satfinite, bool relu) { return to16(a, kF16, rnd, satfinite, relu); }
 uint16_t f64_to_f16(double a, Rnd rnd) { return to16(a, kF16, rnd, false, false); }
@@ -244,6 +253,7 @@ double round_u64(uint64_t mag, bool neg, int p, Rnd rnd) {
 }
 }  // namespace
 
+// ISA reading: float-to-integer cvt saturates to the destination range and maps NaN to 0.
 int64_t cvt_int_from_float(double a, IRnd rnd, int bits, bool is_signed) {
   if (std::isnan(a)) return 0;
   const double r = round_integral(a, rnd);
@@ -289,7 +299,8 @@ float finish_f32(double r_odd, Rnd rnd, bool ftz, bool sat) {
   if (sat) r = saturate(r);
   return float(r);
 }
-// The sign of an exact zero sum x + y in mode rnd (IEEE 754: -0 only under .rm, or -0 + -0).
+// The sign of an exact zero sum x + y in mode rnd. ISA reading: IEEE 754's rule (-0 only under .rm,
+// or -0 + -0), for f32 and the 16-bit forms alike.
 double zero_sum_sign(double r, double x, double y, Rnd rnd) {
   if (r != 0) return r;
   if (std::signbit(x) && std::signbit(y)) return -0.0;
@@ -298,16 +309,25 @@ double zero_sum_sign(double r, double x, double y, Rnd rnd) {
 }
 }  // namespace
 
+// The host's binary32 arithmetic is IEEE 754 round-to-nearest-even: used directly for the plain
+// .rn forms, with NaN results made canonical.
+namespace {
+float canonical_nan_f32(float r) { return std::isnan(r) ? f32_from_bits(kCanonicalNaN32) : r; }
+}  // namespace
+
 float add_f32(float a, float b, Rnd rnd, bool ftz, bool sat) {
+  if (rnd == Rnd::rn && !ftz && !sat) return canonical_nan_f32(a + b);
   a = flush_in(a, ftz); b = flush_in(b, ftz);
   return finish_f32(zero_sum_sign(add_odd(a, b), a, b, rnd), rnd, ftz, sat);
 }
 float sub_f32(float a, float b, Rnd rnd, bool ftz, bool sat) { return add_f32(a, -b, rnd, ftz, sat); }
 float mul_f32(float a, float b, Rnd rnd, bool ftz, bool sat) {
+  if (rnd == Rnd::rn && !ftz && !sat) return canonical_nan_f32(a * b);
   a = flush_in(a, ftz); b = flush_in(b, ftz);
   return finish_f32(double(a) * double(b), rnd, ftz, sat);  // exact in binary64
 }
 float fma_f32(float a, float b, float c, Rnd rnd, bool ftz, bool sat) {
+  if (rnd == Rnd::rn && !ftz && !sat) return canonical_nan_f32(std::fma(a, b, c));
   a = flush_in(a, ftz); b = flush_in(b, ftz); c = flush_in(c, ftz);
   const double p = double(a) * double(b);
   return finish_f32(zero_sum_sign(add_odd(p, c), p, c, rnd), rnd, ftz, sat);
@@ -365,7 +385,7 @@ double minmax(double a, double b, bool is_max, bool nan_mode, bool* is_nan) {
     if (nan_mode || (na && nb)) { *is_nan = true; return 0; }
     return na ? b : a;
   }
-  // ISA reading: -0.0 is treated as less than +0.0.
+  // The ISA's min/max semantics: "+0.0 > -0.0 here".
   if (a == b) {
     const bool take_a = is_max ? !std::signbit(a) : std::signbit(a);
     return take_a ? a : b;
@@ -395,22 +415,31 @@ uint64_t splitmix64(uint64_t x) {
 }
 enum class Fn : uint64_t { ex2 = 1, rcp, rsqrt, lg2, tanh, sqrt };
 
-// The f32 result of a function whose exact value is x: correctly rounded, or (perturbed) a value
-// y = x + u * bound (u uniform in [-1, 1] from the hash) rounded to f32 and pulled back inside the
-// bound. bound <= 0 means no perturbation. ftz flushes a subnormal result.
-float approx_result(double x, double bound, Fn fn, uint32_t in_bits, bool ftz, const ApproxConfig& cfg) {
+// The f32 result of a function whose exact value is x: correctly rounded (exact mode), or
+// (perturbed mode) with a deterministic error from the hash of (seed, function, input bits):
+// ulp_steps > 0: the correctly rounded result moved by k ulps, k uniform in [-ulp_steps, ulp_steps];
+// otherwise y = x + u * bound (u uniform in [-1, 1]) rounded to f32, pulled back inside the bound.
+// The sign and finiteness of the exact result are kept. ftz flushes a subnormal result.
+float approx_result(double x, int ulp_steps, double bound, Fn fn, uint32_t in_bits, bool ftz,
+                    const ApproxConfig& cfg) {
   if (std::isnan(x)) return f32_from_bits(kCanonicalNaN32);
-  double r = round_to(x, kF32, Rnd::rn, false, ftz);
-  if (cfg.mode == ApproxMode::perturbed && std::isfinite(x) && bound > 0) {
-    const uint64_t h = splitmix64(cfg.seed ^ splitmix64((uint64_t(fn) << 32) | in_bits));
+  const float rn = float(round_to(x, kF32, Rnd::rn, false, ftz));
+  if (cfg.mode != ApproxMode::perturbed || !std::isfinite(rn) || rn == 0) return rn;
+  const uint64_t h = splitmix64(cfg.seed ^ splitmix64((uint64_t(fn) << 32) | in_bits));
+  float y = rn;
+  if (ulp_steps > 0) {
+    const int k = int(h % uint64_t(2 * ulp_steps + 1)) - ulp_steps;
+    for (int i = 0; i < (k < 0 ? -k : k); ++i) y = std::nextafter(y, k < 0 ? -INFINITY : INFINITY);
+  } else if (bound > 0) {
     const double u = (double(h >> 11) / double(uint64_t(1) << 53)) * 2.0 - 1.0;
-    float y = float(x + u * bound);
+    y = float(x + u * bound);
     for (int i = 0; i < 4 && std::fabs(double(y) - x) > bound; ++i)
       y = std::nextafter(y, double(y) > x ? -INFINITY : INFINITY);  // step toward x
-    if (std::fabs(double(y) - x) <= bound && std::isfinite(y) && std::signbit(y) == std::signbit(x)) r = y;
-    if (ftz && std::fpclassify(float(r)) == FP_SUBNORMAL) r = std::copysign(0.0, r);
+    if (std::fabs(double(y) - x) > bound) y = rn;
   }
-  return float(r);
+  if (!std::isfinite(y) || y == 0 || std::signbit(y) != std::signbit(rn)) return rn;
+  if (ftz && std::fpclassify(y) == FP_SUBNORMAL) return std::copysign(0.0f, y);
+  return y;
 }
 double ulp_bound(double x, int ulps) {
   const double a = std::fabs(x);
@@ -419,34 +448,40 @@ double ulp_bound(double x, int ulps) {
 }
 }  // namespace
 
+// ISA reading: without .ftz subnormal inputs and results are kept ("subnormal numbers are
+// supported"); rcp.approx's 1 ulp is measured, like ex2's 2 ulp, from the correctly rounded result.
 float ex2_approx_f32(float a, bool ftz, const ApproxConfig& cfg) {
   a = flush_in(a, ftz);
   const double x = std::exp2(double(a));
-  return approx_result(x, ulp_bound(x, kEx2MaxUlp), Fn::ex2, f32_bits(a), ftz, cfg);
+  return approx_result(x, kEx2MaxUlp, 0, Fn::ex2, f32_bits(a), ftz, cfg);
 }
 float rcp_approx_f32(float a, bool ftz, const ApproxConfig& cfg) {
   a = flush_in(a, ftz);
   const double x = 1.0 / double(a);
-  return approx_result(x, ulp_bound(x, kRcpMaxUlp), Fn::rcp, f32_bits(a), ftz, cfg);
+  return approx_result(x, kRcpMaxUlp, 0, Fn::rcp, f32_bits(a), ftz, cfg);
 }
 float rsqrt_approx_f32(float a, bool ftz, const ApproxConfig& cfg) {
   a = flush_in(a, ftz);
   const double x = (a == 0) ? std::copysign(kInf, a) : 1.0 / std::sqrt(double(a));
-  return approx_result(x, std::fabs(x) * kRsqrtMaxRel, Fn::rsqrt, f32_bits(a), ftz, cfg);
+  return approx_result(x, 0, std::fabs(x) * kRsqrtMaxRel, Fn::rsqrt, f32_bits(a), ftz, cfg);
+}
+double lg2_approx_bound(float input, double exact) {
+  const double b = (input > 0.5f && input < 2.0f) ? 0x1p-22 : std::fabs(exact) * 0x1p-22;
+  return std::max(b, ulp_bound(exact, 1));
 }
 float lg2_approx_f32(float a, bool ftz, const ApproxConfig& cfg) {
   a = flush_in(a, ftz);
   const double x = (a == 0) ? -kInf : std::log2(double(a));
-  return approx_result(x, kLg2MaxAbs, Fn::lg2, f32_bits(a), ftz, cfg);
+  return approx_result(x, 0, lg2_approx_bound(a, x), Fn::lg2, f32_bits(a), ftz, cfg);
 }
 float tanh_approx_f32(float a, const ApproxConfig& cfg) {
   const double x = std::tanh(double(a));
-  return approx_result(x, std::fabs(x) * kTanhMaxRel, Fn::tanh, f32_bits(a), false, cfg);
+  return approx_result(x, 0, std::fabs(x) * kTanhMaxRel, Fn::tanh, f32_bits(a), false, cfg);
 }
 float sqrt_approx_f32(float a, bool ftz, const ApproxConfig& cfg) {
   a = flush_in(a, ftz);
   const double x = std::sqrt(double(a));
-  return approx_result(x, ulp_bound(x, 1), Fn::sqrt, f32_bits(a), ftz, cfg);
+  return approx_result(x, 1, 0, Fn::sqrt, f32_bits(a), ftz, cfg);
 }
 uint16_t ex2_approx_f16(uint16_t a) { return f64_to_f16(std::exp2(decode(a, kF16))); }
 uint16_t ex2_approx_bf16(uint16_t a) {
@@ -457,6 +492,7 @@ uint16_t ex2_approx_bf16(uint16_t a) {
 }
 
 // ---- half-precision arithmetic --------------------------------------------------------------------
+// ISA reading: the .bf16/.bf16x2 forms round once (.rn) and keep subnormals (no .ftz exists).
 namespace {
 double in16(uint16_t h, const Fmt& f, bool ftz) {
   const double v = decode(h, f);

@@ -28,7 +28,7 @@ uint64_t f64_bits(double d);
 // ---- f32 <-> f64 -------------------------------------------------------------------------------
 // cvt.f64.f32 is exact. cvt.rnd{.ftz}{.sat}.f32.f64 rounds once.
 double cvt_f64_f32(float a);
-float cvt_f32_f64(double a, Rnd rnd, bool ftz = false, bool sat = false);
+float cvt_f32_f64(double a, Rnd rnd = Rnd::rn, bool ftz = false, bool sat = false);
 
 // ---- bf16 (8-bit exponent, 7-bit fraction) ------------------------------------------------------
 float bf16_to_f32(uint16_t h);                    // exact
@@ -108,11 +108,14 @@ struct ApproxConfig {
   ApproxMode mode = ApproxMode::exact;
   uint64_t seed = 0;
 };
-inline constexpr int kEx2MaxUlp = 2;          // ex2.approx.f32: 2 ulp over the full range
-inline constexpr int kRcpMaxUlp = 1;          // rcp.approx.f32: 1 ulp over the full range
-inline constexpr double kRsqrtMaxRel = 0x1p-23 * 1.0717734625362931;  // 2^-22.9 relative
-inline constexpr double kLg2MaxAbs = 0x1p-23 * 1.3195079107728942;    // 2^-22.6 absolute
-inline constexpr double kTanhMaxRel = 0x1p-11 * 1.0090516338446813;      // 2^-10.987 relative
+// The ISA's stated bounds (PTX ISA 9.7.3 "Floating Point Instructions", per instruction):
+inline constexpr int kEx2MaxUlp = 2;   // ex2.approx.f32: 2 ulp from the correctly rounded result
+inline constexpr int kRcpMaxUlp = 1;   // rcp.approx.f32: 1 ulp (ISA reading: from the correctly rounded result)
+inline constexpr double kRsqrtMaxRel = 0x1p-23 * 1.0717734625362931;  // rsqrt.approx.f32: 2^-22.9 relative
+inline constexpr double kTanhMaxRel = 0x1p-11;                        // tanh.approx.f32: 2^-11 relative
+// lg2.approx.f32, ISA reading: 2^-22 absolute for inputs in (0.5, 2), 2^-22 relative elsewhere,
+// and never below 1 ulp of the result (the correctly rounded value itself may be that far).
+double lg2_approx_bound(float input, double exact);
 float ex2_approx_f32(float a, bool ftz, const ApproxConfig& cfg = {});
 float rcp_approx_f32(float a, bool ftz, const ApproxConfig& cfg = {});
 float rsqrt_approx_f32(float a, bool ftz, const ApproxConfig& cfg = {});

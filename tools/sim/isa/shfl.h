@@ -17,7 +17,7 @@ namespace ptxsim::isa {
 //   .idx:  j = minLane | (b[4:0] & ~segmask), p = j <= maxLane
 //   if !p, j = lane (the thread copies its own a).
 // The source lane must be in membermask (and executing the same shfl.sync); otherwise d is
-// undefined: the result marks it so the core can report it.
+// undefined. ISA reading: the result is then 0 with `undefined` set, for the core to report.
 enum class ShflMode : uint8_t { up, down, bfly, idx };
 struct ShflSource { uint32_t lane; bool pred; };
 
@@ -107,5 +107,10 @@ inline uint32_t match_all(uint32_t member, const uint64_t a[32], bool* pred) {
   if (pred) *pred = same;
   return same ? member : 0;
 }
+
+// ---- elect.sync d|p, membermask -----------------------------------------------------------------
+// One leader among the member lanes; d = its lane id in every member, p true in the leader only.
+// ISA reading: the leader is the lowest-numbered member lane (the ISA says only "one ... leader").
+inline uint32_t elect_sync(uint32_t member) { return member ? uint32_t(__builtin_ctz(member)) : 0xffffffffu; }
 
 }  // namespace ptxsim::isa

@@ -34,6 +34,8 @@ const char* elem_name(ElemType t) {
 }
 
 // The rules cuTensorMapEncodeTiled documents for its parameters, in the order it lists them.
+// ISA reading: no rule ties a stride to the previous dimension's extent (none is documented), and
+// interleaved maps are validated but copied as the plain dense box (no kernel uses interleave).
 std::string TensorMapDesc::validate() const {
   const uint32_t es = elem_bytes(type);
   auto dim = [](int i) { return "[" + std::to_string(i) + "]"; };
@@ -67,6 +69,7 @@ std::string TensorMapDesc::validate() const {
   return {};
 }
 
+// ISA reading: element strides apply to every dimension alike, dimension 0 included.
 uint32_t TensorMapDesc::box_elems(int i) const { return (box[i] + elem_strides[i] - 1) / elem_strides[i]; }
 
 uint32_t TensorMapDesc::box_bytes() const {
@@ -75,6 +78,7 @@ uint32_t TensorMapDesc::box_bytes() const {
   return uint32_t(n);
 }
 
+// ISA reading: a box narrower than the swizzle span is not padded to it: rows are dense.
 uint32_t box_smem_address(const TensorMapDesc& d, uint32_t smem_addr, const uint32_t e[5]) {
   uint64_t lin = 0;
   for (int i = d.rank - 1; i >= 0; --i) lin = lin * d.box_elems(i) + e[i];
@@ -193,6 +197,7 @@ uint32_t tile_load(const TensorMapDesc& d, const int32_t* coords, uint32_t smem_
     if (r.outer_in) read_row(d, coords, r, read_global, buf.data());
     write_row_smem(d, row_smem_linear(d, smem_addr, r), buf.data(), row_bytes, write_smem);
   });
+  // ISA reading: the complete-tx count is the whole box: filled elements are written too.
   return d.box_bytes();
 }
 
@@ -221,6 +226,7 @@ uint32_t tile_store(const TensorMapDesc& d, const int32_t* coords, uint32_t smem
 
 namespace {
 // global + smem for one element of the type; false when .add does not support the type.
+// ISA reading: .f16/.bf16 round the exact sum once (.rn) without flushing (the .noftz form).
 bool add_elem(ElemType t, uint8_t* g, const uint8_t* s) {
   switch (t) {
     case ElemType::f32: case ElemType::f32_ftz: {

@@ -74,6 +74,8 @@ uint32_t canonical_address(const MatrixDesc& m, Major major, uint32_t elem_bytes
     return m.start_addr + off;
   }
   const uint32_t W = swizzle_span_bytes(m.swizzle), C = W / 16;
+  // ISA reading: K-major swizzled layouts ignore LBO ("not used, assumed 1"): one instruction's
+  // 32 bytes of K never leave a swizzle row.
   if (major == Major::k)    // ((8,m),(T,2k)):((C*T,SBO),(1,T))
     off = (mn % 8) * W + (mn / 8) * m.sbo + (k / T) * 16 + (k % T) * elem_bytes;
   else                      // ((T,C,m),(8,k)):((1,T,LBO),(C*T,SBO))
@@ -158,6 +160,7 @@ void wgmma_read_operands(const WgmmaOp& op, const SmemRead& smem, const uint32_t
       b[k * op.n + n] = mma_elem_to_f32(op.btype, read_elem(canonical_address(db, mb, eb, n, k), eb));
 }
 
+// ISA reading: NaN inputs (e4m3 0x7f, ...) propagate through the f32 sums as IEEE NaNs.
 void wgmma_compute(const WgmmaOp& op, const SmemRead& smem, const uint32_t* a_regs, uint32_t* d_regs) {
   const uint32_t K = mma_k(op.atype), N = op.n, nregs = wgmma_d_regs(op);
   std::vector<float> a(64 * K), b(size_t(K) * N);
