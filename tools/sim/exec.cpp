@@ -223,7 +223,7 @@ struct Exec {
       case SR_NWARPID: return nwarps;
       case SR_SMID: return w.cta;
       case SR_NSMID: return ctas.size();
-      case SR_CLOCK: return (uint32_t)step;
+      case SR_CLOCK: return (uint32_t)step;  // ISA reading (READINGS.md #16): logical time
       case SR_CLOCK64: case SR_GLOBALTIMER: return step;
       case SR_CLUSTER_CTAID_X: return c.ctaid[0] % cfg.cluster.x;
       case SR_CLUSTER_CTAID_Y: return c.ctaid[1] % cfg.cluster.y;
@@ -484,6 +484,7 @@ struct Exec {
     }
     return 0;
   }
+  // ISA reading (READINGS.md #12): when a copy lands is the scheduler's choice
   uint64_t land_delay() {
     switch (cfg.policy) {
       case Policy::kRandom: return rng() % 400;
@@ -574,6 +575,7 @@ struct Exec {
   }
   // Proxy check: bytes written by the generic proxy and not fenced by the writer before an
   // async-proxy read.
+  // ISA reading (READINGS.md #14): the writer's own fence.proxy.async is what is checked
   void proxy_check(Warp& w, int lane, uint32_t pc, uint32_t cta, uint32_t off, uint32_t n, const char* what) {
     Cta& c = ctas[cta];
     for (uint32_t i = 0; i < n && off + i < smem_bytes; ++i) {
@@ -1317,6 +1319,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
         return;
       }
       NamedBar& b = cta.bars[id];
+      // ISA reading (READINGS.md #7): counts are in threads; each executing thread adds one
       uint32_t expected = cnt ? cnt : cta.threads;
       if (b.arrived == 0) { b.expected = expected; b.first_pc = pc; }
       else if (b.expected != expected)
@@ -1381,6 +1384,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
             }
         }
       }
+      // ISA reading (READINGS.md #9): the pool is accounted per warp, 32 threads x count
       int64_t delta = ((int64_t)want - (int64_t)w.nreg) * 32;
       if (inc && delta > cta.pool_free) {
         // the ISA: .inc blocks until enough registers are released; never more than the pool
@@ -1463,9 +1467,12 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
         if (!b) { w.pc[l] = pc + 1; continue; }
         uint32_t parity = (uint32_t)V(2, l) & 1;
         // the phase of parity `parity` has completed when the current phase's parity differs
+        // ISA reading (READINGS.md #4): the phase of parity P has completed iff the current phase's
+        // parity differs from P
         bool ok = b->phase != parity;
         if (!ok && w.spin_pc[l] == pc && w.spin_gen[l] == b->gen) {
-          // the same wait failed before with no phase change since: a spin loop, not progress
+          // ISA reading (READINGS.md #2): the same wait failed before with no phase change since:
+          // a spin loop, not progress; the thread is suspended until the phase changes
           w.st[l] = LS_MBAR;
           w.wait_mbar[l] = b;
           w.wait_gen[l] = b->gen;
