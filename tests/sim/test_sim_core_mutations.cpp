@@ -116,8 +116,9 @@ TEST_CASE("mutation: fence.proxy.async dropped before a tensor store: a protocol
 
 TEST_CASE("mutation: the consumer's empty-barrier arrival dropped: a deadlock naming the barrier") {
   CORPUS_OR_SKIP(text, "prim_sync");
-  // the pingpong entry's second arrive is the consumer's release of the empty barrier
-  std::string mt = mutate(text, "prim_mbar_pingpong", "mbarrier.arrive.release.cta.shared::cta.b64", 1, "");
+  // the consumer's branch comes first in the generated PTX: its arrive releases the empty barrier
+  // (the second __shared__ barrier, at smem+0x8)
+  std::string mt = mutate(text, "prim_mbar_pingpong", "mbarrier.arrive.release.cta.shared::cta.b64", 0, "");
   REQUIRE(!mt.empty());
   std::string err;
   auto m = ptxsim::load_module(mt, "prim_sync.ptx", &err);
@@ -134,8 +135,9 @@ TEST_CASE("mutation: the consumer's empty-barrier arrival dropped: a deadlock na
   auto rep = ptxsim::launch(config(m, e, 64, p.bytes), mem, maps);
   REQUIRE(rep.has(ptxsim::Finding::kDeadlock));
   std::string t = rep.text();
-  CHECK(t.find("pending arrivals 32 of 32") != std::string::npos);
-  CHECK(t.find("try_wait.parity") != std::string::npos);
+  // the producer waits for the empty barrier's first phase; the consumer for the full barrier's second
+  CHECK(t.find("smem+0x8 (cta 0) [phase parity 0, phases completed 0, pending arrivals 32 of 32, tx-count 0] waiting for parity 0") != std::string::npos);
+  CHECK(t.find("smem+0x0 (cta 0) [phase parity 1, phases completed 1, pending arrivals 32 of 32, tx-count 0] waiting for parity 1") != std::string::npos);
 }
 
 TEST_CASE("mutation: expect_tx one chunk more than the box: the phase never completes") {
