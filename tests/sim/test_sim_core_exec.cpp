@@ -237,6 +237,40 @@ CONSUMER:
   }
 }
 
+TEST_CASE("bar.sync without a count waits for the threads that have not exited") {
+  const char* ptx = R"(
+.visible .entry k(.param .u64 out)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  setp.ge.u32 %p1, %r1, 64;
+  @%p1 bra DONE;
+  bar.sync 0;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], 1;
+DONE:
+  ret;
+}
+)";
+  auto m = load(ptx);
+  REQUIRE(m);
+  std::vector<uint32_t> out(64, 0);
+  ptxsim::Memory mem;
+  mem.add(out.data(), out.size() * 4, "out");
+  ptxsim::TensorMaps maps;
+  for (auto pol : {ptxsim::Policy::kRoundRobin, ptxsim::Policy::kDelayOneWarpgroup}) {
+    auto cfg = config(m, "k", 128, Params().put<uint64_t>(0, (uint64_t)out.data()).bytes);
+    cfg.policy = pol;
+    auto rep = ptxsim::launch(cfg, mem, maps);
+    REQUIRE_MESSAGE(rep.ok(), rep.text());
+    for (auto v : out) CHECK(v == 1u);
+  }
+}
+
 TEST_CASE("negative: bar.sync whose count is never reached is a deadlock naming the barrier") {
   const char* ptx = R"(
 .visible .entry k()

@@ -33,7 +33,7 @@ struct Mbar {
   uint32_t init_pc = 0;
 };
 
-struct NamedBar { uint32_t arrived = 0, expected = 0; uint64_t gen = 0; uint32_t first_pc = 0; };
+struct NamedBar { uint32_t arrived = 0, expected = 0; uint64_t gen = 0; uint32_t first_pc = 0; bool all = false; };
 
 enum AsyncKind : uint8_t { AK_TMA_LOAD, AK_TMA_STORE, AK_TMA_REDUCE, AK_BULK_LOAD, AK_BULK_STORE, AK_BULK_REDUCE };
 
@@ -633,8 +633,8 @@ struct Exec {
         w.wait_mbar[l] = nullptr;
       }
       w.lock.assign(nregs, 0);
-      w.pend.assign((size_t)nregs * 32, 0);
-      w.pend_valid.assign(nregs, 0);
+      w.pend.clear();  // allocated by the warp's first wgmma
+      w.pend_valid.clear();
       w.inflight = 0;
       w.wg_issued = 0;
       w.uncommitted.clear();
@@ -1237,6 +1237,9 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
           cta.exited++;
         }
       }
+      // a barrier without a count waits for the threads that have not exited
+      for (auto& b : cta.bars)
+        if (b.arrived && b.all && b.arrived >= cta.threads - cta.exited) { b.gen++; b.arrived = 0; }
       break;
     }
     case OP_TRAP: case OP_BRKPT:
@@ -1320,8 +1323,9 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
       }
       NamedBar& b = cta.bars[id];
       // ISA reading (READINGS.md #7): counts are in threads; each executing thread adds one
-      uint32_t expected = cnt ? cnt : cta.threads;
-      if (b.arrived == 0) { b.expected = expected; b.first_pc = pc; }
+      // without a count: every thread of the CTA that has not exited (exited threads count as arrived)
+      uint32_t expected = cnt ? cnt : cta.threads - cta.exited;
+      if (b.arrived == 0) { b.expected = expected; b.first_pc = pc; b.all = cnt == 0; }
       else if (b.expected != expected)
         finding(Finding::kProtocol, &w, l0, pc, "named barrier " + std::to_string(id), "thread count " + std::to_string(expected) + " differs from the count " + std::to_string(b.expected) + " given by " + m.location(b.first_pc) + " in the same phase");
       b.arrived += __builtin_popcount(mask);
@@ -1626,6 +1630,10 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
     case OP_WGMMA_MMA: {
       if (!gather(all_live())) return;
       w.is_consumer = true;
+      for (uint32_t k = (w.id / 4) * 4; k < std::min(nwarps, (w.id / 4) * 4 + 4); ++k) {
+        Warp& ow = cta.warps[k];
+        if (ow.pend.empty()) { ow.pend.assign((size_t)nregs * 32, 0); ow.pend_valid.assign(nregs, 0); }
+      }
       uint32_t wg = w.id / 4, wq = w.id % 4;
       uint32_t seq = w.wg_issued++;
       WgOp& g = cta.wgops[wg % 8][seq];
