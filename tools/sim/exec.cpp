@@ -1326,6 +1326,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
       // without a count: every thread of the CTA that has not exited (exited threads count as arrived)
       uint32_t expected = cnt ? cnt : cta.threads - cta.exited;
       if (b.arrived == 0) { b.expected = expected; b.first_pc = pc; b.all = cnt == 0; }
+      else if (b.all && cnt == 0) b.expected = expected;  // exits since the first arrival
       else if (b.expected != expected)
         finding(Finding::kProtocol, &w, l0, pc, "named barrier " + std::to_string(id), "thread count " + std::to_string(expected) + " differs from the count " + std::to_string(b.expected) + " given by " + m.location(b.first_pc) + " in the same phase");
       b.arrived += __builtin_popcount(mask);
