@@ -183,6 +183,37 @@ TEST_CASE("tensor load: the box lands, completes the transaction, zero fill outs
   }
 }
 
+TEST_CASE("trace: a tensor load's issue, landing and phase completion on the logical clock") {
+  struct Sink : ptxsim::TraceSink {
+    std::vector<ptxsim::TraceEvent> ev;
+    void event(const ptxsim::TraceEvent& e) override { ev.push_back(e); }
+  } sink;
+  TmaRig rig;
+  std::string err;
+  auto m = load(tma_kernel(true, 128, 1, 0), &err);
+  REQUIRE_MESSAGE(m, err);
+  auto ps = ptxsim::entry_params(*m, "k");
+  Params p;
+  p.put<uint64_t>(ps[0].offset, (uint64_t)rig.out.data());
+  p.bytes.resize(ps[3].offset + 4);
+  memcpy(&p.bytes[ps[1].offset], rig.map, 128);
+  p.put<int32_t>(ps[2].offset, 8).put<int32_t>(ps[3].offset, 4);
+  auto cfg = config(m, "k", 32, p.bytes);
+  cfg.trace = &sink;
+  auto rep = ptxsim::launch(cfg, rig.mem, rig.maps);
+  REQUIRE_MESSAGE(rep.ok(), rep.text());
+  int issue = -1, landed = -1, phase = -1;
+  for (size_t i = 0; i < sink.ev.size(); ++i) {
+    if (sink.ev[i].kind == ptxsim::TraceEvent::kTmaIssue && issue < 0) issue = (int)i;
+    if (sink.ev[i].kind == ptxsim::TraceEvent::kTmaLand && landed < 0) landed = (int)i;
+    if (sink.ev[i].kind == ptxsim::TraceEvent::kPhaseComplete && phase < 0) phase = (int)i;
+  }
+  REQUIRE(issue >= 0);
+  REQUIRE(landed > issue);
+  REQUIRE(phase > landed);
+  CHECK(sink.ev[landed].clock >= sink.ev[issue].clock);
+}
+
 TEST_CASE("negative: reading a tensor-load destination before the wait is a hazard naming the barrier") {
   TmaRig rig;
   auto rep = rig.run(tma_kernel(false, 128, 1, 0), 8, 4);

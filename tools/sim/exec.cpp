@@ -661,7 +661,12 @@ bool Exec::warp_runnable(Warp& w) {
     switch (w.st[l]) {
       case LS_RUN: any = true; break;
       case LS_MBAR:
-        if (w.wait_mbar[l] && w.wait_mbar[l]->gen != w.wait_gen[l]) { w.st[l] = LS_RUN; w.spin_pc[l] = UINT32_MAX; any = true; }
+        if (w.wait_mbar[l] && w.wait_mbar[l]->gen != w.wait_gen[l]) {
+          w.st[l] = LS_RUN;
+          w.spin_pc[l] = UINT32_MAX;
+          any = true;
+          if (cfg.trace) cfg.trace->event({step, TraceEvent::kWaitEnd, c.linear, w.id, "lane " + std::to_string(l)});
+        }
         break;
       case LS_BAR:
         if (c.bars[w.wait_addr[l]].gen != w.wait_gen[l]) { w.st[l] = LS_RUN; w.pc[l]++; any = true; }
@@ -1482,6 +1487,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
           w.wait_mbar[l] = b;
           w.wait_gen[l] = b->gen;
           w.wait_addr[l] = off;
+          if (cfg.trace && l == __builtin_ctz(mask)) cfg.trace->event({step, TraceEvent::kWaitBegin, cta.linear, w.id, mbar_name(c, off)});
           continue;
         }
         w.spin_pc[l] = ok ? UINT32_MAX : pc;
