@@ -1818,8 +1818,18 @@ Report Exec::run() {
   smem_bytes = m.static_smem + cfg.dynamic_smem;
   if (smem_bytes > 232448) { finding(Finding::kIllegal, nullptr, -1, UINT32_MAX, "", "shared memory " + std::to_string(smem_bytes) + " bytes over the sm_90 limit of 227 KB", true); return rep; }
   smem_bytes = std::max(smem_bytes, 16u);
-  regs_per_thread = cfg.regs_per_thread ? cfg.regs_per_thread : entry->maxnreg ? entry->maxnreg : 168;
-  nregs = std::max(1u, m.total_regs);
+  // ISA reading (READINGS.md #9): without .maxnreg or a LaunchConfig value, the registers per
+  // thread are what the register file (64K per SM) gives each thread of .minnctapersm CTAs of
+  // the .maxntid (else launched) size, rounded down to a multiple of 8, at most 248
+  if (cfg.regs_per_thread) regs_per_thread = cfg.regs_per_thread;
+  else if (entry->maxnreg) regs_per_thread = entry->maxnreg;
+  else {
+    uint32_t bound = entry->maxntid[0] ? entry->maxntid[0] * std::max(1u, entry->maxntid[1]) * std::max(1u, entry->maxntid[2]) : nthreads;
+    uint32_t per = 65536u / (bound * std::max(1u, entry->minnctapersm));
+    regs_per_thread = std::min(248u, per / 8 * 8);
+  }
+  // registers: the entry's own (numbered from 0); .func registers follow the largest entry's
+  nregs = std::max(1u, m.total_regs > m.entry_regs_max ? m.total_regs : entry->reg_count);
   // module data
   for (auto& g : m.globals) {
     gvars.push_back(g.init);

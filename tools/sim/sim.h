@@ -104,7 +104,7 @@ struct LaunchConfig {
   int sms = 4;                   // CTAs resident at once (clusters are co-scheduled)
   uint64_t step_budget = 0;      // warp-steps; 0: a default proportional to the launch
   bool perturb_approx = false;   // ex2/rcp/... .approx perturbed within the ISA's error
-  uint32_t regs_per_thread = 0;  // setmaxnreg pool; 0: from .maxnreg, else 168
+  uint32_t regs_per_thread = 0;  // setmaxnreg pool; 0: .maxnreg, else 64K / (.maxntid x .minnctapersm) rounded to 8
   TraceSink* trace = nullptr;
   uint32_t max_findings = 32;    // findings kept (the run stops at the first fatal one)
 };
