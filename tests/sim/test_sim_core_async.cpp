@@ -354,7 +354,7 @@ uint64_t desc(uint32_t addr) {
 }
 uint16_t bf16(float f) { uint32_t u = u32(f); return (uint16_t)(u >> 16); }  // exact for our inputs
 
-std::string wgmma_kernel(bool early_read) {
+std::string wgmma_kernel(bool early_read, bool early_smem_write = false) {
   std::string d;
   for (int i = 0; i < 32; ++i) d += (i ? ", " : "") + std::string("%f") + std::to_string(i);
   std::string s = R"(
@@ -396,7 +396,7 @@ EARLY
   for (int i = 0; i < 32; ++i) s += "  st.global.f32 [%rd8+" + std::to_string(4 * i) + "], %f" + std::to_string(i) + ";\n";
   s += "  ret;\n}\n";
   s.replace(s.find("{D}"), 3, "{" + d + "}");
-  s.replace(s.find("EARLY"), 5, early_read ? "  mov.b32 %r30, %f5;" : "");
+  s.replace(s.find("EARLY"), 5, early_read ? "  mov.b32 %r30, %f5;" : early_smem_write ? "  bar.sync 0;\n  st.shared.u32 [%r4], %r2;" : "");
   return s;
 }
 
@@ -439,6 +439,27 @@ TEST_CASE("wgmma SS m64n64k16 bf16: accumulators as the ISA's fragment layout sa
       if (std::fabs(out[t * 32 + i] - ref) > 1e-6) ++bad;
     }
   CHECK(bad == 0);
+}
+
+// (after a bar.sync that every warp reaches after issuing: the operands have been read)
+TEST_CASE("negative: writing shared memory an in-flight wgmma reads is a hazard") {
+  std::string err;
+  auto m = load(wgmma_kernel(false, true), &err);
+  REQUIRE_MESSAGE(m, err);
+  std::vector<uint8_t> img(4096, 0);
+  std::vector<float> out(128 * 32, 0);
+  ptxsim::Memory mem;
+  mem.add(out.data(), out.size() * 4, "out");
+  mem.add(img.data(), img.size(), "ab");
+  ptxsim::TensorMaps maps;
+  uint32_t base = 1u << 24;
+  Params p;
+  p.put<uint64_t>(0, (uint64_t)out.data()).put<uint64_t>(8, (uint64_t)img.data());
+  p.put<uint64_t>(16, desc(base)).put<uint64_t>(24, desc(base + 2048));
+  auto rep = ptxsim::launch(config(m, "k", 128, p.bytes), mem, maps);
+  REQUIRE_MESSAGE(rep.has(ptxsim::Finding::kHazard), rep.text());
+  CHECK(rep.findings[0].message.find("in-flight asynchronous operation") != std::string::npos);
+  CHECK(rep.findings[0].ptx_location.find("st.shared.u32 [%r4], %r2") != std::string::npos);
 }
 
 TEST_CASE("negative: reading a wgmma accumulator before the wait that retires it is a hazard") {
