@@ -1668,6 +1668,23 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
         g.pc = pc;
         std::string v = isa::wgmma_validate(g.op);
         if (!v.empty()) { finding(Finding::kIllegal, &w, l0, pc, "", "wgmma: " + v, true); return; }
+        // the shared operands are reader-locked from the first warp's issue: the hardware may
+        // read them at any point until the group retires
+        uint32_t kk = isa::mma_k(g.op.atype);
+        std::vector<float> abuf(64 * kk), bbuf((size_t)kk * g.op.n);
+        auto rec = [&](uint32_t a, void* dst, uint32_t n) {
+          memset(dst, 0, n);
+          a &= 0xFFFFFF;
+          if (a + n > smem_bytes) return;
+          for (uint32_t ch = a >> 4; ch <= (a + n - 1) >> 4; ++ch)
+            if (g.chunks.empty() || g.chunks.back() != ch) g.chunks.push_back(ch);
+        };
+        isa::wgmma_read_operands(g.op, rec, g.a.data(), abuf.data(), bbuf.data());
+        std::sort(g.chunks.begin(), g.chunks.end());
+        g.chunks.erase(std::unique(g.chunks.begin(), g.chunks.end()), g.chunks.end());
+        for (uint32_t ch : g.chunks)
+          for (int i = 0; i < 16; ++i)
+            if (cta.readers[ch * 16 + i] < 255) cta.readers[ch * 16 + i]++;
       }
       if (g.contributed >> wq & 1) { finding(Finding::kIllegal, &w, l0, pc, "", "wgmma bookkeeping: warp contributed twice", true); return; }
       g.contributed |= 1u << wq;
@@ -1696,22 +1713,14 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
               g.d[(k * 32 + l) * nd + e] = (uint32_t)(ow.pend_valid[r] ? ow.pend[(size_t)r * 32 + l] : R(ow, r, l));
             }
         }
-        std::vector<uint32_t>& chunks = g.chunks;
         auto rd = [&](uint32_t a, void* dst, uint32_t n) {
           a &= 0xFFFFFF;
           if (a + n > smem_bytes) { finding(Finding::kOutOfBounds, &w, l0, pc, "", "wgmma operand outside shared memory at " + hex(a)); memset(dst, 0, n); return; }
           for (uint32_t i = 0; i < n; ++i) if (cta.poison[a + i]) { poison_report(w, l0, pc, w.cta, a + i, false); break; }
           memcpy(dst, &cta.smem[a], n);
-          uint32_t ch = a >> 4;
-          if (chunks.empty() || chunks.back() != ch) chunks.push_back(ch);
         };
         isa::wgmma_compute(g.op, rd, g.a.data(), g.d.data());
-        std::sort(chunks.begin(), chunks.end());
-        chunks.erase(std::unique(chunks.begin(), chunks.end()), chunks.end());
-        for (uint32_t ch : chunks) {
-          proxy_check(w, l0, pc, w.cta, ch * 16, 16, "wgmma.mma_async");
-          for (int i = 0; i < 16; ++i) cta.readers[ch * 16 + i]++;
-        }
+        for (uint32_t ch : g.chunks) proxy_check(w, l0, pc, w.cta, ch * 16, 16, "wgmma.mma_async");
         g.computed = true;
         for (uint32_t k = 0; k < 4; ++k) {
           if (wg * 4 + k >= nwarps) continue;
