@@ -11,6 +11,22 @@
 //            a shared::cluster access decodes the rank (mapa rewrites it).
 //   generic  global addresses as they are; shared = kGenericShared + shared32;
 //            param = kGenericParam + offset; local = kGenericLocal + offset (per thread).
+//
+// Execution: every thread has its own PC and registers; a warp runs the group of its lanes at
+// the lowest PC (in lockstep while they agree); .sync/.aligned instructions wait until every
+// (non-exited) lane the mask names has arrived. The scheduler picks a warp by Policy and seed,
+// deterministically; kStarveProducer runs warps that issued bulk loads last, kConsumersFirst
+// prefers warps that issued wgmma, kDelayOneWarpgroup runs warpgroup 1 last (each still runs
+// 1/64 of the time and whenever nobody else can).
+// Asynchronous semantics: bulk/tensor load destinations are poisoned until the copy lands (a
+// read is kHazard); copies land at scheduler-chosen points and complete_tx their mbarrier; bulk
+// store sources are reader-locked until performed (at the latest at wait_group); wgmma results
+// land in the accumulators at the wait_group that retires their group (touching them before is
+// kHazard) and their shared operands are reader-locked until then; generic shared writes read
+// by the async proxy without the writer's fence.proxy.async are kProtocol. A try_wait that fails
+// twice with no phase change in between suspends its thread (so deadlocks are found, with each
+// warp's blocking instruction and the barrier's phase, pending arrivals and tx-count).
+// tools/sim/READINGS.md lists the ISA readings to cross-validate on hardware.
 #pragma once
 #include <cstdint>
 #include <memory>
