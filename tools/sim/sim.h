@@ -118,7 +118,7 @@ struct LaunchConfig {
   Policy policy = Policy::kRoundRobin;
   uint64_t seed = 1;
   int sms = 4;                   // CTAs resident at once (clusters are co-scheduled)
-  uint64_t step_budget = 0;      // warp-steps; 0: a default proportional to the launch
+  uint64_t step_budget = 0;      // warp-instructions before a kLivelock report; 0: 400 million
   bool perturb_approx = false;   // ex2/rcp/... .approx perturbed within the ISA's error
   uint32_t regs_per_thread = 0;  // setmaxnreg pool; 0: .maxnreg, else 64K / (.maxntid x .minnctapersm) rounded to 8
   TraceSink* trace = nullptr;
