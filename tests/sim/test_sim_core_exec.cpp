@@ -329,6 +329,103 @@ LOOP:
   CHECK(a == c);  // a race-free kernel: the schedule does not change the result
 }
 
+TEST_CASE("atom and red on global and shared memory: add, max, exch, cas return the old value") {
+  const char* ptx = R"(
+.shared .align 4 .b8 cnt[16];
+.visible .entry k(.param .u64 g, .param .u64 out)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<20>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [g];
+  ld.param.u64 %rd2, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, cnt;
+  setp.ne.s32 %p1, %r1, 0;
+  @%p1 bra SKIP;
+  st.shared.u32 [%r2], 0;
+SKIP:
+  bar.sync 0;
+  atom.global.add.u32 %r3, [%rd1], 1;
+  atom.global.max.u32 %r4, [%rd1+4], %r1;
+  atom.shared.add.u32 %r5, [%r2], 2;
+  red.global.add.f32 [%rd1+8], 0f3F000000;
+  atom.global.cas.b32 %r6, [%rd1+12], %r1, 100;
+  bar.sync 0;
+  ld.shared.u32 %r7, [%r2];
+  mul.wide.u32 %rd3, %r1, 16;
+  add.s64 %rd4, %rd2, %rd3;
+  st.global.v4.u32 [%rd4], {%r3, %r5, %r6, %r7};
+  ret;
+}
+)";
+  std::string err;
+  auto m = load(ptx, &err);
+  REQUIRE_MESSAGE(m, err);
+  std::vector<uint32_t> g(4, 0), out(64 * 4, 0);
+  g[3] = 5;  // the cas succeeds for the thread whose tid is 5, once
+  ptxsim::Memory mem;
+  mem.add(g.data(), 16, "g");
+  mem.add(out.data(), out.size() * 4, "out");
+  ptxsim::TensorMaps maps;
+  auto rep = ptxsim::launch(config(m, "k", 64, Params().put<uint64_t>(0, (uint64_t)g.data()).put<uint64_t>(8, (uint64_t)out.data()).bytes), mem, maps);
+  REQUIRE_MESSAGE(rep.ok(), rep.text());
+  CHECK(g[0] == 64u);
+  CHECK(g[1] == 63u);
+  CHECK(f32(g[2]) == 32.0f);
+  CHECK(g[3] == 100u);
+  std::vector<int> seen_add(64, 0), seen_sh(128, 0);
+  int cas_hits = 0;
+  for (int t = 0; t < 64; ++t) {
+    const uint32_t* o = &out[t * 4];
+    REQUIRE(o[0] < 64u);
+    seen_add[o[0]]++;        // every old value 0..63 exactly once
+    REQUIRE(o[1] < 128u);
+    seen_sh[o[1]]++;
+    if (o[2] == (uint32_t)t) ++cas_hits;  // old value equal to the compare value: this thread swapped
+    CHECK(o[3] == 128u);
+  }
+  for (int v = 0; v < 64; ++v) CHECK(seen_add[v] == 1);
+  for (int v = 0; v < 128; v += 2) CHECK(seen_sh[v] == 1);
+  CHECK(cas_hits == 1);
+}
+
+TEST_CASE("negative: a warp of the warpgroup that never issues the wgmma: the others deadlock at wait_group") {
+  std::string d;
+  for (int i = 0; i < 32; ++i) d += (i ? ", " : "") + std::string("%f") + std::to_string(i);
+  std::string ptx = R"(
+.shared .align 1024 .b8 smem[4096];
+.visible .entry k(.param .u64 da, .param .u64 db)
+{
+  .reg .pred %p<3>;
+  .reg .b32 %r<4>;
+  .reg .f32 %f<40>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [da];
+  ld.param.u64 %rd2, [db];
+  mov.u32 %r1, %tid.x;
+  setp.ge.u32 %p1, %r1, 96;
+  @%p1 bra DONE;
+  wgmma.fence.sync.aligned;
+  setp.ne.b32 %p2, 0, 0;
+  wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {)" + d + R"(}, %rd1, %rd2, %p2, 1, 1, 0, 0;
+  wgmma.commit_group.sync.aligned;
+  wgmma.wait_group.sync.aligned 0;
+DONE:
+  ret;
+}
+)";
+  std::string err;
+  auto m = load(ptx, &err);
+  REQUIRE_MESSAGE(m, err);
+  ptxsim::Memory mem;
+  ptxsim::TensorMaps maps;
+  uint64_t desc = (uint64_t)((1u << 24) >> 4 & 0x3FFF) | ((uint64_t)8 << 16) | ((uint64_t)16 << 32);
+  auto rep = ptxsim::launch(config(m, "k", 128, Params().put<uint64_t>(0, desc).put<uint64_t>(8, desc).bytes), mem, maps);
+  REQUIRE(rep.has(ptxsim::Finding::kDeadlock));
+  CHECK(rep.text().find("wgmma whose other warps of the warpgroup never issued it") != std::string::npos);
+}
+
 TEST_CASE("negative: bar.sync whose count is never reached is a deadlock naming the barrier") {
   const char* ptx = R"(
 .visible .entry k()
