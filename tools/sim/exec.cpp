@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <set>
 #include <sstream>
 #include <map>
 #include <unordered_map>
@@ -154,8 +155,10 @@ struct Exec {
     if (lane >= 0) s << " lane " << lane << " (thread " << w.id * 32 + lane << ")";
     return s.str();
   }
+  std::set<std::pair<int, uint32_t>> reported;  // (kind, pc): one report per instruction and kind
   void finding(Finding::Kind k, const Warp* w, int lane, uint32_t pc, std::string barrier, std::string msg, bool is_fatal = false) {
-    if (rep.findings.size() < cfg.max_findings) {
+    bool dup = pc != UINT32_MAX && !reported.insert({(int)k, pc}).second;
+    if (!dup && rep.findings.size() < cfg.max_findings) {
       Finding f;
       f.kind = k;
       f.kernel = cfg.entry;
