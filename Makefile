@@ -65,7 +65,7 @@ SUP_CU      := $(wildcard tools/support/*.cu)
 MODEL_CPP   := $(wildcard src/models/*.cpp)
 TK_CU       := $(wildcard tests/kernels/*.cu)
 TK100_CU    := $(wildcard tests/kernels_sm100/*.cu)
-TEST_CPP    := tests/main.cpp $(wildcard tests/host/*.cpp tests/gpu/*.cpp tests/sim/*.cpp)
+TEST_CPP    := tests/main.cpp $(wildcard tests/host/*.cpp tests/gpu/*.cpp) $(filter-out %_main.cpp,$(wildcard tests/sim/*.cpp))
 SASS_CPP    := $(wildcard tools/sass/*.cpp)
 CLI_CPP     := $(wildcard tools/flashptx/*.cpp)
 

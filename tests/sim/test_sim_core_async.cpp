@@ -81,7 +81,7 @@ TEST_CASE("mbarrier: a phase completes when arrivals and the transaction count b
 }
 
 // A one-thread-issues, all-threads-wait tensor load, as the kernels do.
-std::string tma_kernel(bool wait, uint32_t expect_bytes, int boxes, int parity) {
+static std::string tma_kernel(bool wait, uint32_t expect_bytes, int boxes, int parity) {
   std::string s = R"(
 .shared .align 1024 .b8 smem[4096];
 .visible .entry k(.param .u64 out, .param .align 64 .b8 tmap[128], .param .u32 c0, .param .u32 c1)
@@ -131,6 +131,7 @@ SKIP:
   return s;
 }
 
+namespace {
 struct TmaRig {
   std::vector<float> g;           // 16 rows x 32 columns, row-major
   std::vector<uint32_t> out;
@@ -166,6 +167,7 @@ struct TmaRig {
     return ptxsim::launch(config(m, "k", threads, p.bytes), mem, maps);
   }
 };
+}  // namespace
 
 TEST_CASE("tensor load: the box lands, completes the transaction, zero fill outside the tensor") {
   TmaRig rig;
@@ -254,7 +256,7 @@ TEST_CASE("negative: expect_tx one box short releases the phase early (hazard, a
 }
 
 // Generic-proxy writes to shared memory read by a bulk tensor store.
-std::string store_kernel(bool fence) {
+static std::string store_kernel(bool fence) {
   std::string s = R"(
 .shared .align 1024 .b8 smem[2048];
 .visible .entry k(.param .u64 out, .param .align 64 .b8 tmap[128], .param .u32 c0, .param .u32 c1)
@@ -348,13 +350,13 @@ DONE:
 // ---- wgmma ----------------------------------------------------------------------------------
 // A (64 x 16) and B (N=64 x K=16, i.e. B^T stored K-major) in the no-swizzle K-major canonical
 // layout: element (r, k) at (r%8)*16 + (k%8)*2 + (k/8)*LBO + (r/8)*SBO, LBO = 128, SBO = 256.
-uint32_t kmajor_offset(int r, int k) { return (r % 8) * 16 + (k % 8) * 2 + (k / 8) * 128 + (r / 8) * 256; }
-uint64_t desc(uint32_t addr) {
+static uint32_t kmajor_offset(int r, int k) { return (r % 8) * 16 + (k % 8) * 2 + (k / 8) * 128 + (r / 8) * 256; }
+static uint64_t desc(uint32_t addr) {
   return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)(128 >> 4) << 16) | ((uint64_t)(256 >> 4) << 32);
 }
-uint16_t bf16(float f) { uint32_t u = u32(f); return (uint16_t)(u >> 16); }  // exact for our inputs
+static uint16_t bf16(float f) { uint32_t u = u32(f); return (uint16_t)(u >> 16); }  // exact for our inputs
 
-std::string wgmma_kernel(bool early_read, bool early_smem_write = false) {
+static std::string wgmma_kernel(bool early_read, bool early_smem_write = false) {
   std::string d;
   for (int i = 0; i < 32; ++i) d += (i ? ", " : "") + std::string("%f") + std::to_string(i);
   std::string s = R"(

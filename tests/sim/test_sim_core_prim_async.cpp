@@ -233,7 +233,7 @@ TEST_CASE("prim_tma: bulk store, bulk reduce-add from eight CTAs, wait_group.rea
 
 // wgmma: out[r * N + c] = sum_k A[r][k] * B[k][c] (A: 64 x K row-major; B K-major: b[c][k];
 // MN-major: b[k][c]).
-void run_wgmma_ss(const ptxsim::Module& m, int type, int n, int trans_b) {
+static void run_wgmma_ss(const ptxsim::Module& m, int type, int n, int trans_b) {
   std::string tag = "MmaTypeE" + std::to_string(type) + "ELi" + std::to_string(n) + "ELi" + std::to_string(trans_b) + "E";
   std::string e = find_entry(m, "prim_wgmma_ss", tag);
   REQUIRE_MESSAGE(!e.empty(), tag);
