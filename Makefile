@@ -65,7 +65,7 @@ SUP_CU      := $(wildcard tools/support/*.cu)
 MODEL_CPP   := $(wildcard src/models/*.cpp)
 TK_CU       := $(wildcard tests/kernels/*.cu)
 TK100_CU    := $(wildcard tests/kernels_sm100/*.cu)
-TEST_CPP    := tests/main.cpp $(wildcard tests/host/*.cpp tests/gpu/*.cpp)
+TEST_CPP    := tests/main.cpp $(wildcard tests/host/*.cpp tests/gpu/*.cpp) $(filter-out %_main.cpp,$(wildcard tests/sim/*.cpp))
 SASS_CPP    := $(wildcard tools/sass/*.cpp)
 CLI_CPP     := $(wildcard tools/flashptx/*.cpp)
 
@@ -178,6 +178,8 @@ $(BUILD)/host/%.o: %.cpp | setup
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
+include tools/sim/sim.mk
+
 # ---- products -----------------------------------------------------------------------------
 $(BIN)/libflashptx.a: $(REL_LIB_OBJ)
 	@rm -f $@
@@ -220,9 +222,9 @@ $(EMBED_OBJ): $(EMBED_SRC)
 # ./run_tests also links the commands (not main.cpp): the tests call their parse-and-validate steps.
 CLI_TEST_OBJ := $(filter-out $(BUILD)/host/tools/flashptx/main.o,$(CLI_OBJ))
 $(BIN)/run_tests: $(TEST_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(CLI_TEST_OBJ) $(EMBED_OBJ) $(SUPPORT_LIB) $(BUILD)/libflashptx_test.a \
-                  $(TK_OBJ) $(TK100_TEST_OBJ)
+                  $(TK_OBJ) $(TK100_TEST_OBJ) $(SIM_LIB)
 	$(NVCC) -o $@ $(TEST_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(CLI_TEST_OBJ) $(EMBED_OBJ) $(TK_OBJ) $(TK100_TEST_OBJ) \
-	  $(SUPPORT_LIB) $(BUILD)/libflashptx_test.a -cudart static -ldl $(ARCH90) $(ARCH100)
+	  $(SUPPORT_LIB) $(BUILD)/libflashptx_test.a $(SIM_LIB) -cudart static -ldl $(ARCH90) $(ARCH100)
 
 $(AUDIT_LIST): $(AUDIT_SM90) $(AUDIT_SM100)
 	@mkdir -p $(dir $@)
