@@ -318,19 +318,31 @@ __device__ __forceinline__ float quad_sum(float x) {
 }
 
 // ---- ring protocol helpers (tracing folded in) ---------------------------------------------
-// One ring as its consumer sees it: wait full[stage], read, release empty[stage], advance.
-// Release is one arrive per warp, after this warp's wgmma wait retired the stage's last reader.
-template <int Stages>
+// One K/V ring as its consumer sees it, with its barriers (full[stage], empty[stage] of FwdSmem),
+// the names its waits report (bounded-wait builds) and its trace events: wait_full, read the stage,
+// release, which advances. full[stage] of the current generation certifies that the producer's TMA
+// bytes of the stage have landed; release is one arrive per warp on empty[stage], after this warp's
+// wgmma wait retired the stage's last reader.
+enum class KV { kK, kV };
+template <FwdConfig C, KV R>
 struct ReadRing {
-  RingState<Stages> at = RingState<Stages>::consumer_start();
-  __device__ __forceinline__ void wait_full(uint32_t full_bar, const char* name, const Tracer& tr,
-                                            uint32_t event) const {
+  const FwdSmem<C>& sm;
+  Tracer tr;
+  RingState<C.stages> at = RingState<C.stages>::consumer_start();
+  __device__ __forceinline__ uint32_t stage() const { return at.stage; }
+  // kSkip: a block this warpgroup does not read (Consumer::skip_block), named apart in a timeout.
+  template <bool kSkip = false>
+  __device__ __forceinline__ void wait_full() const {
+    const uint32_t full_bar = R == KV::kK ? sm.k_full(at.stage) : sm.v_full(at.stage);
+    const char* name = R == KV::kK ? (kSkip ? "fa3 consumer: k_full (skip)" : "fa3 consumer: k_full")
+                                   : (kSkip ? "fa3 consumer: v_full (skip)" : "fa3 consumer: v_full");
     FLASHPTX_MBAR_WAIT(full_bar, at.phase, name);
-    tr(event, at.stage);
+    tr(R == KV::kK ? trace::kFullK : trace::kFullV, at.stage);
   }
-  __device__ __forceinline__ void release(uint32_t empty_bar, int lane, const Tracer& tr, uint32_t event) {
+  __device__ __forceinline__ void release(int lane) {
+    const uint32_t empty_bar = R == KV::kK ? sm.k_empty(at.stage) : sm.v_empty(at.stage);
     if (lane == 0) ptx::mbarrier_arrive(empty_bar);
-    tr(event, at.stage);
+    tr(R == KV::kK ? trace::kReleaseK : trace::kReleaseV, at.stage);
     at.advance();
   }
 };
@@ -515,7 +527,8 @@ struct Consumer {
   float o_prev[C.defer_epilogue ? kD / 2 : 1];
   Tile prev;
   bool have_prev = false;
-  ReadRing<C.stages> k_ring, v_ring;
+  ReadRing<C, KV::kK> k_ring;
+  ReadRing<C, KV::kV> v_ring;
   int row0 = 0;                    // global query row of r0 in the current tile
 
   __device__ __forceinline__ Consumer(const FwdParams& p_, const FwdSmem<C>& sm_, Tracer tr_,
@@ -524,7 +537,8 @@ struct Consumer {
         r0(16 * ((threadIdx.x % 128) / 32) + lane / 4), seqlen_q(p_.seqlen_q), seqlen_k(p_.seqlen_k),
         causal(p_.causal != 0), diag(p_.seqlen_k - p_.seqlen_q),
         scale_log2(p_.softmax_scale_log2),
-        desc_q0(ptx::make_smem_desc(sm_.q() + 64 * g_ * 128, 0, 1024, ptx::Swizzle::k128B)), desc_q(desc_q0) {}
+        desc_q0(ptx::make_smem_desc(sm_.q() + 64 * g_ * 128, 0, 1024, ptx::Swizzle::k128B)), desc_q(desc_q0),
+        k_ring{sm_, tr_}, v_ring{sm_, tr_} {}
 
   // ---- the two GEMMs ----------------------------------------------------------------------
   // S = Q K^T over the head dim: kD/16 k-steps; 4 per 128-byte chunk (+32 B each). kCols < kBlockN:
@@ -770,13 +784,13 @@ struct Consumer {
   __device__ __forceinline__ void startup(const Tile& t) {
     constexpr int kCols = kHalf ? kBlockN / 2 : kBlockN;
     const int n = t.n_max - 1;
-    k_ring.wait_full(sm.k_full(k_ring.at.stage), "fa3 consumer: k_full", tr, trace::kFullK);
+    k_ring.wait_full();
     take_token();
-    issue_qk<kCols>(k_ring.at.stage, n);
+    issue_qk<kCols>(k_ring.stage(), n);
     pass_token();
     store_prev();  // the deferred epilogue's staging and store, under QK(0)
     retire_qk<0>(n);
-    k_ring.release(sm.k_empty(k_ring.at.stage), lane, tr, trace::kReleaseK);  // QK(0) retired
+    k_ring.release(lane);  // QK(0) retired
     if (t.n_max == 1) QRelease<C>::after_last_qk(sm.q_empty(q_slot), lane);
     float alpha[2];
     if (block_needs_mask(t, n)) softmax<true, kCols>(t, n, alpha);
@@ -789,15 +803,15 @@ struct Consumer {
   template <bool kMasked>
   __device__ __forceinline__ void steady(const Tile& t, int j) {
     const int n = t.n_max - 1 - j;
-    k_ring.wait_full(sm.k_full(k_ring.at.stage), "fa3 consumer: k_full", tr, trace::kFullK);
+    k_ring.wait_full();
     take_token();
-    issue_qk(k_ring.at.stage, n);  // older group
-    v_ring.wait_full(sm.v_full(v_ring.at.stage), "fa3 consumer: v_full", tr, trace::kFullV);
-    issue_pv(v_ring.at.stage, j > 1, n + 1);  // newer group; the first PV overwrites O
+    issue_qk(k_ring.stage(), n);  // older group
+    v_ring.wait_full();
+    issue_pv(v_ring.stage(), j > 1, n + 1);  // newer group; the first PV overwrites O
     pass_token();
     add_pv_sum();
     retire_qk<1>(n);  // QK(j) complete; PV(j-1) may still run
-    k_ring.release(sm.k_empty(k_ring.at.stage), lane, tr, trace::kReleaseK);
+    k_ring.release(lane);
     if (j == t.n_max - 1) QRelease<C>::after_last_qk(sm.q_empty(q_slot), lane);
     float alpha[2];
     softmax<kMasked>(t, n, alpha);
@@ -809,7 +823,7 @@ struct Consumer {
     ptx::wgmma_fence_operand(s_acc);
     tr(trace::kSoftmaxEnd, n);
     retire_pv(n + 1);  // PV(j-1) complete: O readable, P and V[j-1] reusable
-    v_ring.release(sm.v_empty(v_ring.at.stage), lane, tr, trace::kReleaseV);
+    v_ring.release(lane);
     // Lazy: skipped by the whole warp when none of its rows moved its reference (alpha == 1).
     if (!C.lazy_rescale || __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) rescale_o(alpha);
     convert_p();
@@ -824,10 +838,10 @@ struct Consumer {
   // arrivals on empty[s] count towards this generation, never the previous one (PROTOCOLS.md,
   // "The K/V rings").
   __device__ __forceinline__ void skip_block() {
-    k_ring.wait_full(sm.k_full(k_ring.at.stage), "fa3 consumer: k_full (skip)", tr, trace::kFullK);
-    k_ring.release(sm.k_empty(k_ring.at.stage), lane, tr, trace::kReleaseK);
-    v_ring.wait_full(sm.v_full(v_ring.at.stage), "fa3 consumer: v_full (skip)", tr, trace::kFullV);
-    v_ring.release(sm.v_empty(v_ring.at.stage), lane, tr, trace::kReleaseV);
+    k_ring.template wait_full<true>();
+    k_ring.release(lane);
+    v_ring.template wait_full<true>();
+    v_ring.release(lane);
     take_token();
     pass_token();
   }
@@ -835,13 +849,13 @@ struct Consumer {
   // Drain: PV(J-1), inside the token ring (as startup's QK(0)): a tile makes J + 1 handoffs per
   // consumer (TokenRing::handoffs_edges_in_ring), the same in every consumer of the CTA.
   __device__ __forceinline__ void drain(const Tile& t) {
-    v_ring.wait_full(sm.v_full(v_ring.at.stage), "fa3 consumer: v_full", tr, trace::kFullV);
+    v_ring.wait_full();
     take_token();
-    issue_pv(v_ring.at.stage, t.n_max > 1, 0);
+    issue_pv(v_ring.stage(), t.n_max > 1, 0);
     pass_token();
     add_pv_sum();
     retire_pv(0);
-    v_ring.release(sm.v_empty(v_ring.at.stage), lane, tr, trace::kReleaseV);
+    v_ring.release(lane);
   }
 
   // ---- epilogue: O normalised, staged in shared memory, stored by TMA; LSE ------------------

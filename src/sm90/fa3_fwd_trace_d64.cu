@@ -1,7 +1,7 @@
 // The instrumented build of the 128-row d64 paired causal FA3 forward (bf16) behind
 // `flashptx trace --hdim 64 --causal`: the same source and configuration as the release kernel
 // fa3_fwd_sm90_bf16_d64_m128_paired (persistent CTAs over the paired causal schedule, or, with a
-// tile counter, the dynamic schedule: FwdLayout::kDynamicWalk), compiled with FLASHPTX_TRACE=1
+// tile counter, the dynamic schedule: FwdConfig::dynamic_walk), compiled with FLASHPTX_TRACE=1
 // (include/flashptx/trace.h), so that the timeline shows where a short causal tile's time goes
 // (docs/DECISIONS.md, "Where a short d64 causal tile's time goes"). In its own
 // translation unit, as the d128 traced kernels are (src/sm90/fa3_fwd_trace_paired.cu says why).
