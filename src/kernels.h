@@ -26,8 +26,19 @@ enum class Family : uint8_t {
   kFa4BwdPre,     // its preprocess (the FA3 body compiled for sm_100a)
   kFa4BwdPostDq,  // its dQ postprocess (the FA4 accumulator order)
   kFa4BwdPostDkv, // its GQA dK/dV postprocess (the FA3 body compiled for sm_100a)
+  kFa3FwdFp8,     // FA3 FP8 forward (src/sm90/fa3_fwd_fp8.cu): described here, launched by its own
+                  // rule (launch_fwd_fp8), not by a launch plan
 };
 const char* family_name(Family f);
+
+// One protocol switch of a kernel's configuration, by its config field's name (`flashptx kernels`
+// prints them). value: 0/1 for a flag, the count for a count; text: the enumerator's name where the
+// field is an enum (value is then its index), else nullptr.
+struct KernelSwitch {
+  const char* name;
+  int value;
+  const char* text = nullptr;
+};
 
 struct KernelEntry {
   const char* name;  // the extern "C" symbol, also its golden's name (sass_golden/<arch>/<name>.sass)
@@ -44,7 +55,10 @@ struct KernelEntry {
   const void* fn;         // the __global__ function
   int cluster_ctas = 1;   // CTAs per cluster (2: the cta_group::2 pair; the kernel declares it)
   bool paired = false;    // FA3 forward: persistent CTAs walk the paired causal schedule (causal only)
-  bool dynamic = false;   // FA3 forward: also the dynamic schedule, given a tile counter (FwdLayout::kDynamicWalk)
+  bool dynamic = false;   // FA3 forward: also the dynamic schedule, given a tile counter (FwdConfig::dynamic_walk)
+  // The config's other protocol switches (register split, O staging, tile feed, ...), in field
+  // order; empty for kernels whose config has none beyond the fields above.
+  std::span<const KernelSwitch> switches = {};
 };
 
 std::span<const KernelEntry> kernel_table();
@@ -56,6 +70,7 @@ std::span<const KernelEntry> fa3_fwd_traced_kernels();
 std::span<const KernelEntry> fa3_fwd_traced_paired_kernels();
 std::span<const KernelEntry> fa3_fwd_traced_d64_kernels();
 std::span<const KernelEntry> fa3_fwd_varlen_kernels();
+std::span<const KernelEntry> fa3_fwd_fp8_kernels();
 std::span<const KernelEntry> fa3_bwd_kernels();
 std::span<const KernelEntry> fa4_fwd_kernels();
 std::span<const KernelEntry> fa4_bwd_kernels();

@@ -97,86 +97,105 @@ flashptx_status admit_sm100(const Device& dev, std::string* err) {
   return FLASHPTX_ERR_UNSUPPORTED_DEVICE;
 }
 
+// ---- plan calibration ---------------------------------------------------------------------------
+// The fitted constants of the forward's dispatch rules below, in one table. Each was fitted to
+// measured shapes on the H200 and checked on shapes the fit did not use; the measurements, the fits
+// and where each rule changes its answer: docs/DECISIONS.md, "Plan calibration" (one subsection per
+// field). The rules themselves (which estimate, which kernels) are below; a refit changes this table
+// only.
+struct PlanCalibration {
+  // d64 causal (fwd_d64_causal_choice): the time of a 192 x 128 block of the three-consumer kernel
+  // in units of a 128 x 128 block of the two-consumer one (1.5x the FLOPs).
+  double d64_block192_weight;
+  // d128 / d256 causal (fwd_causal_paired): the plain kernel's blocks (one CTA per tile) in units of
+  // the paired kernel's.
+  double d128_one_per_tile_weight;
+  double d256_one_per_tile_weight;
+  // d256 causal: above this many query rows the plain kernel, whatever the estimates say.
+  int64_t d256_paired_max_rows;
+  // d256 non-causal: the persistent twin (O in halves) up to this many keys, the plain kernel beyond.
+  int64_t d256_persistent_max_keys;
+  // d64 non-causal (fwd_d64_noncausal_block_m): a round of 192-row tiles in units of a round of
+  // 128-row tiles, and the rows up to which rounds decide (the 192-row tile beyond).
+  double d64_round192_weight;
+  int64_t d64_noncausal_rounds_max_rows;
+  // The dynamic schedule's L2 sections (lpt_section_pairs): the bytes of K and V one section keeps.
+  int64_t lpt_section_bytes;
+};
+constexpr PlanCalibration kPlanCalibration = {
+    .d64_block192_weight = 1.29,             // docs/DECISIONS.md, "Plan calibration": d64 causal
+    .d128_one_per_tile_weight = 1.10,        // docs/DECISIONS.md, "Plan calibration": d128 causal
+    .d256_one_per_tile_weight = 1.02,        // docs/DECISIONS.md, "Plan calibration": d256 causal
+    .d256_paired_max_rows = 8192,            // docs/DECISIONS.md, "Plan calibration": d256 causal
+    .d256_persistent_max_keys = 4096,        // docs/DECISIONS.md, "Plan calibration": d256 non-causal
+    .d64_round192_weight = 1.34,             // docs/DECISIONS.md, "Plan calibration": d64 non-causal
+    .d64_noncausal_rounds_max_rows = 1024,   // docs/DECISIONS.md, "Plan calibration": d64 non-causal
+    .lpt_section_bytes = int64_t{32} << 20,  // docs/DECISIONS.md, "Plan calibration": L2 sections
+};
+
 // ---- FA3 forward --------------------------------------------------------------------------------
-// The dispatch rule, from the measurements in docs/DECISIONS.md (H200, bf16, FA3 grid):
-//   d64:  3 consumer warpgroups (block_m 192; v3: 8k +16% non-causal, +9% causal) except
-//         non-causal up to 1k rows where fwd_d64_noncausal_block_m's rounds put the 128-row
-//         persistent kernel first (a ragged last 192-row tile: 512 rows are 2.7 tiles; 768 rows are
-//         4 whole ones); causal: fwd_d64_causal_choice below (128- or 192-row tiles, paired or not).
-//   d128: block_n 128 everywhere: with O staged in its own buffer (v4) it matches block_n 176 at 8k
-//         (617 vs 615 TFLOP/s) and beats it at 1k (551 vs 489).
-//   d256: one specialization (block_n 64, pingpong), its paired twin (causal up to 8k rows) and its
-//         persistent twin (non-causal up to 4k keys; both stage O in halves beside Q).
+// The dispatch rule (bf16 and fp16 alike; kPlanCalibration holds its fitted constants):
+//   d64:  3 consumer warpgroups (block_m 192) except non-causal up to
+//         d64_noncausal_rounds_max_rows rows, where fwd_d64_noncausal_block_m's rounds may put the
+//         128-row persistent kernel first (a ragged last 192-row tile: 512 rows are 2.7 tiles; 768
+//         rows are 4 whole ones); causal: fwd_d64_causal_choice below (128- or 192-row tiles,
+//         paired or not).
+//   d128: block_n 128 everywhere (docs/DECISIONS.md, "O staged in its own buffer").
+//   d256: one specialization (block_n 64, pingpong), its paired twin (causal up to
+//         d256_paired_max_rows rows) and its persistent twin (non-causal up to
+//         d256_persistent_max_keys keys; both stage O in halves beside Q).
 // Schedule: persistent for non-causal masks where the kernel can loop (d64, d128). Causal masks: the
 // paired kernels (persistent CTAs over the paired static schedule, include/flashptx/tile_scheduler.h
 // paired_slot: units of tiles m and M-1-m, equal in cost; grid min(units, SMs)) where the makespan
-// estimates put them first (fwd_d64_causal_choice, fwd_causal_paired: on the grid, d128 at every
-// length and d256 up to 8k rows, +6-23% over one CTA per tile; d256 at 16k 1% slower); one CTA per
-// tile in LPT order otherwise (few units per CTA, which quantize: 1500 rows x 3 x 8 heads at d256 is
-// 1.09 units per CTA; and d256 from 16k). d256 non-causal: the persistent twin up to 4k keys. The
-// static round-robin of single causal tiles measured slower than one CTA per tile (docs/DECISIONS.md,
-// "Persistent tiles for non-causal masks").
+// estimates put them first (fwd_d64_causal_choice, fwd_causal_paired); one CTA per tile in LPT order
+// otherwise (few units per CTA quantize: 1500 rows x 3 x 8 heads at d256 is 1.09 units per CTA).
+// (A static round-robin of single causal tiles is not among the choices: docs/DECISIONS.md, "The
+// paired causal schedule".)
 // d64 causal: the 128-row paired kernel, the 192-row paired kernel or the 192-row kernel one CTA per
-// tile, whichever finishes first by the makespan estimates of include/flashptx/tile_scheduler.h,
-// a 192 x 128 block weighted 1.29 of a 128 x 128 one (the 192-row kernel's three consumers run a
-// block of 1.5x the FLOPs in 1.29x the time: fitted on the H200 at 830, 1k, 1500 and 2k rows,
-// 1.27-1.35; docs/DECISIONS.md, "Plan calibration"). The estimates stand for what
-// the measurements showed: a few units per CTA quantize (1500 rows, 32 heads, batch 3: 4.4 units
-// of the 128-row tile per CTA, 2.9 of the 192-row tile), and a ragged 192-row tile wastes rows
-// (1k: 6 tiles of 192 for 1024 rows).
+// tile, whichever finishes first by the makespan estimates of include/flashptx/tile_scheduler.h, a
+// 192 x 128 block weighted d64_block192_weight of a 128 x 128 one. The estimates stand for what
+// decides these shapes: a few units per CTA quantize (1500 rows, 32 heads, batch 3: 4.4 units of the
+// 128-row tile per CTA, 2.9 of the 192-row tile), and a ragged 192-row tile wastes rows (1k: 6 tiles
+// of 192 for 1024 rows).
 FwdChoice fwd_d64_causal_choice(int64_t seqlen_q, int64_t seqlen_k, int64_t heads, int64_t batch, int sms) {
   const int sq = static_cast<int>(seqlen_q), sk = static_cast<int>(seqlen_k), h = static_cast<int>(heads),
             b = static_cast<int>(batch);
   const int m128 = static_cast<int>((seqlen_q + 127) / 128), m192 = static_cast<int>((seqlen_q + 191) / 192);
+  const double w192 = kPlanCalibration.d64_block192_weight;
   const double paired128 = static_cast<double>(paired_makespan_blocks(m128, 128, 128, sq, sk, h, b, sms));
-  const double paired192 = 1.29 * static_cast<double>(paired_makespan_blocks(m192, 192, 128, sq, sk, h, b, sms));
-  const double one192 = 1.29 * static_cast<double>(one_per_tile_makespan_blocks(m192, 192, 128, sq, sk, h, b, sms));
+  const double paired192 = w192 * static_cast<double>(paired_makespan_blocks(m192, 192, 128, sq, sk, h, b, sms));
+  const double one192 = w192 * static_cast<double>(one_per_tile_makespan_blocks(m192, 192, 128, sq, sk, h, b, sms));
   if (paired128 <= paired192 && paired128 <= one192) return {128, true};
   return paired192 < one192 ? FwdChoice{192, true} : FwdChoice{192, false};
 }
 
 // d128 and d256 causal: the paired kernel, or the plain kernel one CTA per tile in LPT order, by the
-// same makespan estimates as d64 (128- and 64-key blocks), the plain kernel's blocks weighted 1.10 at
-// d128 and 1.02 at d256; and at d256 the plain kernel from 16k rows whatever the estimates say.
-// Fitted on the H200 (docs/DECISIONS.md, "Plan calibration"; estimate ratio r = one per tile / paired):
-//   d256, 17 shapes: the plain kernel 2-18% faster at r = 0.81-0.98 (3000 rows x 3 x 8 heads: 570 vs
-//        522 TFLOP/s; 1500 x 3 x 8: 390 vs 331), 0.5-1% slower at r = 0.98, 6-29% slower at r >= 1.10
-//        (the grid to 8k rows: 3.88 units per CTA, r 1.10-1.18); at 16k 1% faster at r = 1.10, which
-//        the estimates do not explain (not profiled; 5% slower before O was staged in halves).
-//        Then on 15 shapes not used in the fit: 7-22% faster where the plain
-//        kernel was chosen (2200 x 2 x 8: 425 vs 351; 2700 x 2 x 8: 477 vs 443), equal where the
-//        paired one was.
-//   d128, 20 shapes: the plain kernel 2-17% faster at r = 0.78-0.89 (2200 x 2 x 8: 358 vs 305;
-//        1500 x 3 x 8: 324 vs 287), 1.5% slower at r = 0.917 (1300 x 4 x 8), equal at 0.938, 3.5-7%
-//        slower at r = 1.00-1.06, 17-23% at r >= 1.14 (the grid). 1.10 puts the change at r = 0.909,
-//        between 0.889 (plain 2.4% faster: 1000 x 5 x 8) and 0.917.
+// same makespan estimates as d64 (128- and 64-key blocks), the plain kernel's blocks weighted
+// d128_one_per_tile_weight / d256_one_per_tile_weight; and at d256 the plain kernel above
+// d256_paired_max_rows rows whatever the estimates say.
 bool fwd_causal_paired(int64_t head_dim, int64_t seqlen_q, int64_t seqlen_k, int64_t heads, int64_t batch, int sms) {
   if (seqlen_q > (1 << 24) || seqlen_k > (1 << 24) || heads * batch > (1 << 24)) return head_dim == 128;
-  if (head_dim == 256 && seqlen_q > 8192) return false;
+  if (head_dim == 256 && seqlen_q > kPlanCalibration.d256_paired_max_rows) return false;
   const int sq = static_cast<int>(seqlen_q), sk = static_cast<int>(seqlen_k), h = static_cast<int>(heads),
             b = static_cast<int>(batch);
   const int m = static_cast<int>((seqlen_q + 127) / 128), block_n = head_dim == 256 ? 64 : 128;
-  const double weight = head_dim == 256 ? 1.02 : 1.10;
+  const double weight =
+      head_dim == 256 ? kPlanCalibration.d256_one_per_tile_weight : kPlanCalibration.d128_one_per_tile_weight;
   const double paired = static_cast<double>(paired_makespan_blocks(m, 128, block_n, sq, sk, h, b, sms));
   const double one = weight * static_cast<double>(one_per_tile_makespan_blocks(m, 128, block_n, sq, sk, h, b, sms));
   return paired <= one;
 }
 
-// d64 non-causal up to 1k rows: the 128- or the 192-row kernel (both persistent, equal tiles), by
-// rounds of tiles on the CTAs, a 192-row tile weighted 1.34 of a 128-row one whether or not its last
-// warpgroups hold rows (they skip their blocks, but the tile's other warpgroups set its time).
-// Fitted on the H200 (docs/DECISIONS.md, "Plan calibration"): 1024 x 16 x 32 heads, 32 rounds of
-// 128 rows against 24 of 192 rows, measured equal (452-456 vs 450 TFLOP/s); 768 rows, 24 rounds
-// against 16: the 192-row tile 12% faster (469 vs 419), as 1.34 predicts; 512 rows: 128 rows 1.8%
-// faster (1.34 x 24 = 32.2 against 32). Then on 7 shapes not used in the fit: the 192-row tile, where
-// chosen, 8-15% faster (960 rows x 16 x 32: 453 vs 396; 384 x 32 x 32: 386 vs 336), 640 rows (the
-// 128-row tile kept) equal. From 1k rows the 192-row tile (1.5x the rows of a 128-row tile in about
-// the same time from 4k: docs/DECISIONS.md, "Three consumer warpgroups at d64").
+// d64 non-causal up to d64_noncausal_rounds_max_rows rows: the 128- or the 192-row kernel (both
+// persistent, equal tiles), by rounds of tiles on the CTAs, a round of 192-row tiles weighted
+// d64_round192_weight of a round of 128-row ones whether or not the tiles' last warpgroups hold rows
+// (they skip their blocks, but the tile's other warpgroups set its time). Beyond, the 192-row tile.
 int fwd_d64_noncausal_block_m(int64_t seqlen_q, int64_t heads, int64_t batch, int sms) {
-  if (seqlen_q > 1024) return 192;
+  if (seqlen_q > kPlanCalibration.d64_noncausal_rounds_max_rows) return 192;
   const int64_t g = std::max(sms, 1), hb = heads * batch;
   const int64_t t128 = (seqlen_q + 127) / 128 * hb, t192 = (seqlen_q + 191) / 192 * hb;
-  const double r128 = static_cast<double>((t128 + g - 1) / g), r192 = 1.34 * static_cast<double>((t192 + g - 1) / g);
+  const double r128 = static_cast<double>((t128 + g - 1) / g),
+               r192 = kPlanCalibration.d64_round192_weight * static_cast<double>((t192 + g - 1) / g);
   return r128 <= r192 ? 128 : 192;
 }
 
@@ -188,9 +207,9 @@ static FwdChoice fwd_choice(const flashptx_fwd_params& p, int sms) {
       return {192, false};
     return fwd_d64_causal_choice(p.seqlen_q, p.seqlen_k, p.heads_q, p.batch, sms);
   }
-  // d256 non-causal: the persistent twin up to 4k keys (O staged in halves: +2-10% at 512-2k, equal
-  // at 4k, 1-2% slower from 8k: docs/DECISIONS.md, "O in halves at d256"), the plain kernel beyond.
-  if (p.head_dim == 256 && !p.causal) return {128, false, p.seqlen_k <= 4096};
+  // d256 non-causal: the persistent twin (O staged in halves) up to d256_persistent_max_keys keys,
+  // the plain kernel beyond.
+  if (p.head_dim == 256 && !p.causal) return {128, false, p.seqlen_k <= kPlanCalibration.d256_persistent_max_keys};
   return {128, p.causal && fwd_causal_paired(p.head_dim, p.seqlen_q, p.seqlen_k, p.heads_q, p.batch, sms)};
 }
 
@@ -257,13 +276,13 @@ static bool dynamic_schedule(const KernelEntry& k, const flashptx_fwd_params& p)
   return k.dynamic && p.tile_counter != nullptr;
 }
 
-// (batch, head) pairs per section of the dynamic schedule: as many as keep their K and V within 32
-// MiB of L2 (H200: 50 MB; measured against 8 MiB and one section of every pair:
-// docs/DECISIONS.md, "The dynamic schedule"), the sections then made equal, so that the last is not a sliver whose few
-// tiles leave most CTAs idle.
+// (batch, head) pairs per section of the dynamic schedule: as many as keep their K and V within
+// lpt_section_bytes of L2 (kPlanCalibration), the sections then made equal, so that the last is not
+// a sliver whose few tiles leave most CTAs idle.
 int lpt_section_pairs(int64_t seqlen_k, int64_t head_dim, int64_t pairs) {
   const int64_t per_pair = std::max<int64_t>(seqlen_k, 1) * head_dim * 2 * 2;  // K and V, 2 bytes
-  const int64_t fit = std::clamp<int64_t>((int64_t{32} << 20) / per_pair, 1, std::max<int64_t>(pairs, 1));
+  const int64_t fit =
+      std::clamp<int64_t>(kPlanCalibration.lpt_section_bytes / per_pair, 1, std::max<int64_t>(pairs, 1));
   const int64_t sections = (pairs + fit - 1) / fit;
   return static_cast<int>(std::max<int64_t>((pairs + sections - 1) / std::max<int64_t>(sections, 1), 1));
 }

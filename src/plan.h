@@ -19,7 +19,7 @@ namespace flashptx {
 
 // How a launch covers its work tiles.
 enum class Schedule : uint8_t {
-  kAuto,        // the plan's rule (measured; src/plan.cpp)
+  kAuto,        // the plan's rule (src/plan.cpp)
   kOnePerTile,  // grid = tiles; the hardware's block dispatch orders them
   kPersistent,  // grid = min(tiles, SMs); each CTA walks tiles blockIdx.x + k * gridDim.x (a paired
                 //   kernel: min(units, SMs), units of two causal tiles: tile_scheduler.h paired_slot)

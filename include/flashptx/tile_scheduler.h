@@ -202,8 +202,7 @@ FLASHPTX_HD void varlen_virtual_to_actual(const int* seqlens_q, int n, int block
 // equal units over G persistent CTAs balances to within one unit, with no atomic counter and no
 // workspace (a CTA knows its whole tile sequence from (blockIdx.x, gridDim.x)). Static round-robin
 // of single LPT-ordered tiles balances worse than the hardware's own dispatch of one CTA per tile
-// (docs/DECISIONS.md, "Persistent tiles for non-causal masks"), which is why causal launches were
-// one CTA per tile until now.
+// (docs/DECISIONS.md, "The paired causal schedule").
 //
 // Units enumerate (pair p, head, batch), p fastest, so that the CTAs running at one time share heads
 // (K/V in L2); P = ceil(M / 2) pairs per (head, batch). Slot k = 0, 1, 2, ... of CTA c is unit
@@ -234,8 +233,8 @@ FLASHPTX_HD SlotKind paired_slot(int cta, int k, int grid, int num_m_blocks, int
 //                 middle tile alone) are bounded by the costliest.
 //   one per tile  the hardware dispatches tiles in LPT index order as SMs free up, a greedy list
 //                 schedule: the total over sms, plus half the longest tile for the tail, plus half
-//                 a block per tile of the busiest CTA for its launch and prologue (fitted on the
-//                 H200: docs/DECISIONS.md, "The causal schedule by makespan estimates").
+//                 a block per tile of the busiest CTA for its launch and prologue (fitted:
+//                 docs/DECISIONS.md, "Choosing the d64 causal schedule").
 // What they leave out, the plan's weight per block carries (src/plan.cpp, fwd_d64_causal_choice).
 FLASHPTX_HD long long paired_unit_cost_max(int num_m_blocks, int block_m, int block_n, int seqlen_q, int seqlen_k) {
   long long worst = 0;

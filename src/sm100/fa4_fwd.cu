@@ -36,6 +36,18 @@ FLASHPTX_FA4_FWD_PAIR_KERNEL(fa4_fwd_sm100_fp16_d128_2cta, flashptx::fa4::fp16(f
 
 namespace flashptx {
 
+// The FwdConfig switches beside the row's columns (kv_slots is the stages column, cta_group the
+// cluster size), and the role table's register targets.
+template <fa4::FwdConfig C>
+inline constexpr KernelSwitch kFa4FwdSwitches[] = {
+    {"emu_freq", C.emu.freq},
+    {"emu_res", C.emu.res},
+    {"emu_start", C.emu.start},
+    {"tau_log2", C.tau_log2},
+    {"softmax_regs", fa4::FwdLayout<C>::kSoftmaxRegs},
+    {"correction_regs", fa4::FwdLayout<C>::kCorrectionRegs},
+    {"other_regs", fa4::FwdLayout<C>::kOtherRegs},
+};
 template <fa4::FwdConfig C>
 KernelEntry fa4_fwd_entry(const char* name, const void* fn) {
   using L = fa4::FwdLayout<C>;
@@ -46,6 +58,7 @@ KernelEntry fa4_fwd_entry(const char* name, const void* fn) {
                 L::kThreads, static_cast<int>(L::kSmemBytes),
                 fn};
   e.cluster_ctas = C.cta_group;
+  e.switches = kFa4FwdSwitches<C>;
   return e;
 }
 #define FLASHPTX_FA4_FWD_ROW(name, config) fa4_fwd_entry<config>(#name, reinterpret_cast<const void*>(&name))

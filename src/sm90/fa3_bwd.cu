@@ -15,11 +15,11 @@
 namespace flashptx::fa3 {
 
 constexpr BwdConfig kBwdD64 = {.head_dim = 64, .block_m = 128, .stages = 2, .bf16 = true, .block_n = 128,
-                                .do_stages = 2, .split = BwdSplit::kSplitKeys};
+                                .do_stages = 2, .split = BwdSplit::kSplitKeys, .dq_split_rows = true};
 constexpr BwdConfig kBwdD128 = {.head_dim = 128, .block_m = 64, .stages = 2, .bf16 = true, .block_n = 128,
-                                .do_stages = 2, .split = BwdSplit::kSplitKeys};
+                                .do_stages = 2, .split = BwdSplit::kSplitKeys, .dq_split_rows = false};
 constexpr BwdConfig kBwdD256 = {.head_dim = 256, .block_m = 64, .stages = 2, .bf16 = true, .block_n = 64,
-                                .do_stages = 1, .split = BwdSplit::kSplitHeadDim};
+                                .do_stages = 1, .split = BwdSplit::kSplitHeadDim, .dq_split_rows = false};
 constexpr BwdConfig fp16(BwdConfig c) {
   c.bf16 = false;
   return c;
@@ -54,14 +54,25 @@ FLASHPTX_FA3_BWD_AUX_KERNEL(fa3_bwd_post_dkv_sm90_fp16, postprocess_dkv_body, fa
 
 namespace flashptx {
 
+// The BwdConfig switches beside the row's columns, in field order, and the fixed register split.
+template <fa3::BwdConfig C>
+inline constexpr KernelSwitch kFa3BwdSwitches[] = {
+    {"do_stages", C.do_stages},
+    {"split", static_cast<int>(C.split), C.split == fa3::BwdSplit::kSplitKeys ? "split_keys" : "split_head_dim"},
+    {"dq_split_rows", C.dq_split_rows},
+    {"producer_regs", fa3::BwdLayout<C>::kProducerRegs},
+    {"mma_regs", fa3::BwdLayout<C>::kMmaRegs},
+};
 template <fa3::BwdConfig C>
 KernelEntry fa3_bwd_entry(const char* name, const void* fn) {
   using L = fa3::BwdLayout<C>;
-  return KernelEntry{name,      Family::kFa3Bwd, C.bf16 ? FLASHPTX_BF16 : FLASHPTX_FP16,
-                     C.head_dim, C.block_m,      L::kBlockN,
-                     C.stages,  L::kMmaWGs,      false,
-                     false,     L::kThreads,     L::kSmemBytes,
-                     fn};
+  KernelEntry e{name,      Family::kFa3Bwd, C.bf16 ? FLASHPTX_BF16 : FLASHPTX_FP16,
+                C.head_dim, C.block_m,      L::kBlockN,
+                C.stages,  L::kMmaWGs,      false,
+                false,     L::kThreads,     L::kSmemBytes,
+                fn};
+  e.switches = kFa3BwdSwitches<C>;
+  return e;
 }
 static KernelEntry aux_entry(const char* name, Family f, flashptx_dtype t, const void* fn) {
   return KernelEntry{name, f, t, 0, 0, 0, 0, 0, false, false, 256, 0, fn};

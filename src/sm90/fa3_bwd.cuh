@@ -516,9 +516,9 @@ struct Mma {
   }
   // The Q (and dO) stage of this step is released. LSE2 and delta were read with generic loads
   // from bytes the async proxy wrote, and the producer's next bulk copy into this stage is
-  // async-proxy again: order the reads before it (PTX ISA "Memory Consistency Model: proxies"; on
-  // the H200 a ring of ld.shared readers that released without this fence read overwritten bytes:
-  // tools/race/README.md). Called after the wgmma wait that retires the last readers of Q and dO.
+  // async-proxy again: order the reads before it (PTX ISA "Memory Consistency Model: proxies"; the
+  // race without it is reproduced by tools/race/README.md). Called after the wgmma wait that
+  // retires the last readers of Q and dO.
   __device__ __forceinline__ void release_stage() {
     ptx::fence_proxy_async_shared_cta();
     __syncwarp();

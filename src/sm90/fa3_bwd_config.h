@@ -85,6 +85,9 @@ struct BwdConfig {
   int block_n;     // keys per CTA: 128 (kSplitKeys) or 64 (kSplitHeadDim)
   int do_stages;   // depth of the dO ring: == stages (one ring, one empty barrier per stage) or 1
   BwdSplit split;  // see above
+  bool dq_split_rows;  // kSplitKeys: the warpgroups split dQ = dS K by rows (block_m 128, each
+                       // warpgroup all d columns of 64 rows), else by columns (d / 2 each, all rows);
+                       // the dQ accumulator's order follows it (dq_accum_coord)
 };
 
 // The shapes and the shared-memory plan of one specialization. Both splits have two MMA
@@ -109,7 +112,7 @@ struct BwdLayout {
   static constexpr int kMmaWGs = 2;
   static constexpr int kThreads = 128 * (kMmaWGs + 1);  // warpgroup 0: producer and dQ writer
   static constexpr int kChunks = C.head_dim / 64;        // 64-column (128-byte) chunks of a row
-  static constexpr bool kDqSplitRows = !kSplitHeadDim && C.block_m == 128;
+  static constexpr bool kDqSplitRows = C.dq_split_rows;
   static constexpr int kDqN = kDqSplitRows ? C.head_dim : C.head_dim / 2;  // dQ columns per warpgroup
   static constexpr int kDkvN = kSplitHeadDim ? C.head_dim / 2 : C.head_dim;  // dK/dV columns per warpgroup
   static constexpr int kSN = kSplitHeadDim ? C.block_m / 2 : C.block_m;    // S^T/dP^T columns per warpgroup
@@ -160,6 +163,8 @@ struct BwdLayout {
                               : ((C.head_dim == 64 || C.head_dim == 128) && C.block_n == 128 &&
                                  (C.block_m == 64 || C.block_m == 128)),
                 "kSplitKeys: d64/d128, 128 keys, block_m 64 or 128; kSplitHeadDim: d256, 64 x 64");
+  static_assert(!C.dq_split_rows || (!kSplitHeadDim && C.block_m == 128),
+                "dQ by rows: two warpgroups of 64 rows each (kSplitKeys, block_m 128)");
   static_assert(C.do_stages == C.stages || C.do_stages == 1, "the dO ring is as deep as the Q ring, or 1");
   static_assert(kKVBytes % 1024 == 0 && kQBytes % 1024 == 0 && kDsBytes % 1024 == 0, "1024-byte tiles");
   static_assert(kOffDq % 1024 == 0 && kDqBytes % 16 == 0, "the dQ stage: 16-byte bulk copies");

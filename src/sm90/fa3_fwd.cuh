@@ -36,7 +36,7 @@
 // Barriers (shared memory; slots and arrival counts in FwdLayout, src/sm90/fa3_fwd_config.h):
 //   q_full[s]         producer arrive.expect_tx(Q bytes) + TMA complete_tx
 //   q_empty[s]        Q slot s is free for a later tile's Q (see QRelease below); one slot, or two
-//                     (FwdLayout::kQSlots, d128) so that the next tile's Q loads before this tile's
+//                     (FwdConfig::q_slots, d128) so that the next tile's Q loads before this tile's
 //                     last QK
 //   k_full[s]/v_full[s]    producer arrive.expect_tx(stage bytes) + TMA complete_tx
 //   k_empty[s]/v_empty[s]  one arrive per consumer warp, after the wgmma wait that retires the
@@ -178,14 +178,14 @@ __device__ __forceinline__ int k_coord(const Tile& t, int row) {
 //                                            (tile_scheduler.h paired_slot): units of tiles m and
 //                                            M-1-m, equal in cost, round-robin over the CTAs;
 //   varlen (C.varlen, one CTA per tile)      the tile blockIdx.x of the host's longest-first table.
-// (A run-time choice between the persistent and paired walks in one kernel cost the non-causal
-// forward 4-7% on the H200: docs/DECISIONS.md, "The paired causal schedule".) With a tile feed
-// (FwdLayout::kTileFeed) only the producer walks; the consumers read its tiles (TileFeed).
+// (The walk is a compile-time choice, one kernel per walk: docs/DECISIONS.md, "The paired causal
+// schedule".) With a tile feed
+// (FwdConfig::tile_feed) only the producer walks; the consumers read its tiles (TileFeed).
 template <FwdConfig C>
 struct TileWalk {
   int k = 0;  // this CTA's next slot
   unsigned fetched = 0;  // the dynamic schedule: the counter value fetched for the call after this one
-  // The dynamic schedule (p.tile_counter, in the kernels with FwdLayout::kDynamicWalk, where only
+  // The dynamic schedule (p.tile_counter, in the kernels with FwdConfig::dynamic_walk, where only
   // the producer walks): the first
   // tile is blockIdx.x, each later one gridDim.x + an atomic increment of tile_counter[0], fetched
   // one call ahead so that the atomic's latency passes under a whole tile. A CTA stops at its first
@@ -209,7 +209,7 @@ struct TileWalk {
   }
   // vt: the varlen kernels' sequence table (in the parameter block), nullptr otherwise.
   __device__ __forceinline__ bool next(const FwdParams& p, const FwdVarlenTable* vt, Tile* t) {
-    if constexpr (FwdLayout<C>::kDynamicWalk) {
+    if constexpr (C.dynamic_walk) {
       if (p.tile_counter != nullptr) return next_dynamic(p, t);
     }
     if constexpr (C.varlen) {
@@ -237,7 +237,7 @@ struct TileWalk {
   }
 };
 
-// The tile feed (FwdLayout::kTileFeed, persistent kernels): the producer walks TileWalk and
+// The tile feed (FwdConfig::tile_feed, persistent kernels): the producer walks TileWalk and
 // publishes each tile in a two-slot ring of shared memory; the consumers take it from there. Every
 // consumer still sees the same tiles in the same order (they all read every slot), and the
 // producer's walk is the only one, so the consumers' tile transition has no division in it.
@@ -256,13 +256,12 @@ struct TileFeed {
   }
   // Consumer: acquire the slot; lane 0 alone reads it, then the warp barrier, then lane 0 releases
   // it for this warp. One reader per warp, so the release follows the slot's only read in program
-  // order (every lane reading it, ordered before lane 0's arrive only through __syncwarp, drew
-  // compute-sanitizer racecheck hazards against the producer's next store: docs/DECISIONS.md,
-  // "racecheck and the tile feed"). The values reach the other lanes by shuffle, which also makes
-  // them warp-uniform to the compiler: loop bounds built from shared-memory loads would leave the
-  // uniform datapath (see own in Consumer::run). The __syncwarp stays for the same reason: without
-  // it ptxas moved the steady loops off that datapath (d128 497 -> 794 instructions per step) and
-  // spilled.
+  // order (every lane reading it, ordered before lane 0's arrive only through __syncwarp, is not a
+  // happens-before the race checker accepts: docs/DECISIONS.md, "racecheck and the tile feed"). The
+  // values reach the other lanes by shuffle, which also makes them warp-uniform to the compiler:
+  // loop bounds built from shared-memory loads would leave the uniform datapath (see own in
+  // Consumer::run). The __syncwarp stays for the same reason: without it ptxas moves the steady
+  // loops off that datapath (docs/DECISIONS.md, "Warp-uniform loop bounds").
   __device__ __forceinline__ bool take(const FwdSmem<C>& sm, const FwdParams& p, int lane, Tile* t) {
     FLASHPTX_MBAR_WAIT(sm.tile_full(at.stage), at.phase, "fa3 consumer: tile_full");
     int4 v = make_int4(0, 0, 0, 0);
@@ -319,19 +318,31 @@ __device__ __forceinline__ float quad_sum(float x) {
 }
 
 // ---- ring protocol helpers (tracing folded in) ---------------------------------------------
-// One ring as its consumer sees it: wait full[stage], read, release empty[stage], advance.
-// Release is one arrive per warp, after this warp's wgmma wait retired the stage's last reader.
-template <int Stages>
+// One K/V ring as its consumer sees it, with its barriers (full[stage], empty[stage] of FwdSmem),
+// the names its waits report (bounded-wait builds) and its trace events: wait_full, read the stage,
+// release, which advances. full[stage] of the current generation certifies that the producer's TMA
+// bytes of the stage have landed; release is one arrive per warp on empty[stage], after this warp's
+// wgmma wait retired the stage's last reader.
+enum class KV { kK, kV };
+template <FwdConfig C, KV R>
 struct ReadRing {
-  RingState<Stages> at = RingState<Stages>::consumer_start();
-  __device__ __forceinline__ void wait_full(uint32_t full_bar, const char* name, const Tracer& tr,
-                                            uint32_t event) const {
+  const FwdSmem<C>& sm;
+  Tracer tr;
+  RingState<C.stages> at = RingState<C.stages>::consumer_start();
+  __device__ __forceinline__ uint32_t stage() const { return at.stage; }
+  // kSkip: a block this warpgroup does not read (Consumer::skip_block), named apart in a timeout.
+  template <bool kSkip = false>
+  __device__ __forceinline__ void wait_full() const {
+    const uint32_t full_bar = R == KV::kK ? sm.k_full(at.stage) : sm.v_full(at.stage);
+    const char* name = R == KV::kK ? (kSkip ? "fa3 consumer: k_full (skip)" : "fa3 consumer: k_full")
+                                   : (kSkip ? "fa3 consumer: v_full (skip)" : "fa3 consumer: v_full");
     FLASHPTX_MBAR_WAIT(full_bar, at.phase, name);
-    tr(event, at.stage);
+    tr(R == KV::kK ? trace::kFullK : trace::kFullV, at.stage);
   }
-  __device__ __forceinline__ void release(uint32_t empty_bar, int lane, const Tracer& tr, uint32_t event) {
+  __device__ __forceinline__ void release(int lane) {
+    const uint32_t empty_bar = R == KV::kK ? sm.k_empty(at.stage) : sm.v_empty(at.stage);
     if (lane == 0) ptx::mbarrier_arrive(empty_bar);
-    tr(event, at.stage);
+    tr(R == KV::kK ? trace::kReleaseK : trace::kReleaseV, at.stage);
     at.advance();
   }
 };
@@ -404,9 +415,8 @@ struct Producer {
 
   // With a tile feed: the walk runs one tile ahead, in the shadow of the ring. The next tile is
   // found and published right after the current tile's first K, Q and V are issued, where the
-  // producer would otherwise wait for a free stage; walked between tiles, it sat between the last
-  // V of one tile and the first K of the next (~1,800 cycles in the d128 causal trace), and that K
-  // and the Q behind it reached the consumers late (measured: docs/DECISIONS.md, "Walking ahead").
+  // producer would otherwise wait for a free stage, so no walk stands between the last V of one
+  // tile and the first K of the next (docs/DECISIONS.md, "Walking ahead").
   // Publishing tile k + 1 waits for the consumers to have read tile k - 1's slot (TileFeed: two
   // slots), which they do when they begin tile k - 1: usually long done; after short tiles it can
   // hold the producer back, never deadlock it, since every load of the tiles before k is issued.
@@ -453,14 +463,14 @@ struct Producer {
   }
 
   __device__ __forceinline__ void run() {
-    if constexpr (L::kWalkAhead) {
+    if constexpr (C.walk_ahead) {
       run_walk_ahead();
       return;
     }
     TileWalk<C> walk;
     TileFeed<C> feed{TileFeed<C>::Ring::producer_start()};
     for (Tile t; walk.next(p, vt, &t);) {
-      if constexpr (L::kTileFeed) feed.publish(sm, t.m_block, t.head, t.batch, t.n_max);
+      if constexpr (C.tile_feed) feed.publish(sm, t.m_block, t.head, t.batch, t.n_max);
       tr(trace::kTileBegin, t.index);
       if (t.n_max == 0) load_q(t);  // consumers still take (and release) the tile's Q buffer
       for (int r = 0; r < t.n_max; ++r) {
@@ -468,7 +478,7 @@ struct Producer {
       }
       tr(trace::kTileEnd, t.index);
     }
-    if constexpr (L::kTileFeed) feed.publish(sm, -1, 0, 0, 0);  // no more tiles
+    if constexpr (C.tile_feed) feed.publish(sm, -1, 0, 0, 0);  // no more tiles
     tail();
   }
 };
@@ -479,16 +489,12 @@ struct Consumer {
   using L = FwdLayout<C>;
   using Tokens = TokenRing<(C.consumer_wgs >= 2 ? C.consumer_wgs : 2)>;
   static constexpr int kD = C.head_dim, kBlockN = C.block_n, kBlockM = L::kBlockM;
-  // The deferred epilogue (the 128-row d64 paired kernel): a tile's O is normalised (and its LSE
-  // written) when the tile ends, but staged in shared memory and stored only once the next tile's
-  // QK(0) is issued, so that the next tile's first GEMM follows this tile's drain without the
-  // staging's barriers and stores in between, and the staging runs under QK(0). O's own buffer
-  // (kSeparateO) stages it, as before; the previous tile's O waits in 32 registers. Measured on the
-  // H200 (docs/DECISIONS.md, "The deferred epilogue"):
-  // d64 causal 1k-2k +1-1.7%, 512 equal; in the 128-row non-causal loop -3 to -6% (512-1k) and at
-  // d128 -1 to -2.5%, where it is not compiled.
-  static constexpr bool kDeferEpilogue =
-      C.paired && C.head_dim == 64 && C.consumer_wgs == 2 && L::kTileFeed && L::kSeparateO && !C.varlen;
+  // The deferred epilogue (C.defer_epilogue): a tile's O is normalised (and its LSE written) when
+  // the tile ends, but staged in shared memory and stored only once the next tile's QK(0) is issued,
+  // so that the next tile's first GEMM follows this tile's drain without the staging's barriers and
+  // stores in between, and the staging runs under QK(0). O's own buffer (OStaging::kOwn) stages it;
+  // the previous tile's O waits in kD / 2 registers (o_prev). Where it is compiled: docs/DECISIONS.md,
+  // "The deferred epilogue".
 
   const FwdParams& p;
   const FwdSmem<C>& sm;
@@ -504,7 +510,7 @@ struct Consumer {
   const int diag;  // seqlen_k - seqlen_q: the bottom-right causal alignment offset
   const float scale_log2;
   // Q rows of this warpgroup, K-major, 128B swizzle, SBO = 1024 (ptx/wgmma.cuh descriptor), in Q
-  // slot 0 and in the current tile's slot (FwdLayout::kQSlots: two at d128, the k-th tile of the
+  // slot 0 and in the current tile's slot (FwdConfig::q_slots: two at d128, the k-th tile of the
   // CTA in slot k % 2).
   const uint64_t desc_q0;
   uint64_t desc_q;
@@ -515,13 +521,14 @@ struct Consumer {
   float s_acc[kBlockN / 2];        // S, then P in fp32
   uint32_t pfrag[kBlockN / 16][4];  // P as the RS A fragment
   float row_max[2], row_sum[2];    // row_sum: per-thread partial sums, reduced across the quad at the end
-  float row_sum_pv[2];             // kLazyRescale: the same over P as rounded for the PV GEMM (else unused)
-  // The deferred epilogue (kDeferEpilogue): the previous tile's normalised O, staged and stored under
-  // this tile's QK(0).
-  float o_prev[kDeferEpilogue ? kD / 2 : 1];
+  float row_sum_pv[2];             // C.lazy_rescale: the same over P as rounded for the PV GEMM (else unused)
+  // The deferred epilogue (C.defer_epilogue): the previous tile's normalised O, staged and stored
+  // under this tile's QK(0).
+  float o_prev[C.defer_epilogue ? kD / 2 : 1];
   Tile prev;
   bool have_prev = false;
-  ReadRing<C.stages> k_ring, v_ring;
+  ReadRing<C, KV::kK> k_ring;
+  ReadRing<C, KV::kV> v_ring;
   int row0 = 0;                    // global query row of r0 in the current tile
 
   __device__ __forceinline__ Consumer(const FwdParams& p_, const FwdSmem<C>& sm_, Tracer tr_,
@@ -530,7 +537,8 @@ struct Consumer {
         r0(16 * ((threadIdx.x % 128) / 32) + lane / 4), seqlen_q(p_.seqlen_q), seqlen_k(p_.seqlen_k),
         causal(p_.causal != 0), diag(p_.seqlen_k - p_.seqlen_q),
         scale_log2(p_.softmax_scale_log2),
-        desc_q0(ptx::make_smem_desc(sm_.q() + 64 * g_ * 128, 0, 1024, ptx::Swizzle::k128B)), desc_q(desc_q0) {}
+        desc_q0(ptx::make_smem_desc(sm_.q() + 64 * g_ * 128, 0, 1024, ptx::Swizzle::k128B)), desc_q(desc_q0),
+        k_ring{sm_, tr_}, v_ring{sm_, tr_} {}
 
   // ---- the two GEMMs ----------------------------------------------------------------------
   // S = Q K^T over the head dim: kD/16 k-steps; 4 per 128-byte chunk (+32 B each). kCols < kBlockN:
@@ -613,8 +621,8 @@ struct Consumer {
   // Whether block n holds a masked key for some row of this tile: keys past seqlen_k, or keys
   // right of the causal diagonal of the tile's first row. True exactly for a suffix of the blocks.
   // (The tile's first row, not this warpgroup's: a value that depends on the warpgroup index is not
-  // warp-uniform to the compiler, and loop bounds built from it moved the ring's descriptor
-  // arithmetic out of the uniform datapath, +50-66 instructions per steady step at d128.)
+  // warp-uniform to the compiler, and loop bounds built from it move the ring's descriptor
+  // arithmetic out of the uniform datapath: docs/DECISIONS.md, "Warp-uniform loop bounds".)
   __device__ __forceinline__ bool block_needs_mask(const Tile& t, int n) const {
     return (n + 1) * kBlockN > len_k(t) || (causal && (n + 1) * kBlockN - 1 > t.m_block * kBlockM + diag_of(t));
   }
@@ -622,12 +630,8 @@ struct Consumer {
   // row sets n_max). Less than n_max where a later warpgroup's rows reach further right: the causal
   // diagonal with 64-key blocks (d256: warpgroup 0 sees none of the tile's last block) or with
   // 192-row tiles, and a ragged tile whose last warpgroup holds no row of the sequence (own = 0).
-  // Compiled in where a warpgroup can see fewer blocks than its tile under a square causal mask:
-  // 64-key blocks (d256) and 192-row tiles (d64_m192). Measured on the H200 (docs/DECISIONS.md,
-  // "Per-warpgroup block skipping"): d256 causal +2-4% at 512-1k, d64 causal 4k-16k +2-6%; compiled
-  // into the 128 x 128 kernels, where it skips only a ragged tile's empty warpgroup, it cost their
-  // short causal shapes 2-3%.
-  static constexpr bool kSkipsBlocks = C.block_n < kBlockM || C.consumer_wgs > 2;
+  // Used where C.skip_blocks is set (docs/DECISIONS.md, "Per-warpgroup block skipping"); without
+  // it every warpgroup visits the tile's n_max blocks, and the mask removes what its rows do not see.
   __device__ __forceinline__ int own_n_blocks(const Tile& t) const {
     const int first = t.m_block * kBlockM + 64 * g;
     return rows_n_blocks(first, first + 64, kBlockN, len_q(t), len_k(t), causal);
@@ -635,17 +639,15 @@ struct Consumer {
   // Whether the first block this warpgroup visits (own - 1, the rightmost) holds no key that any of
   // its rows sees in the block's right half: startup<true> then computes that block 64 columns wide.
   // With 128-key blocks: warpgroup 0 on the diagonal of a square causal mask, or a K length that
-  // ends in the first half of its last block. (With 64-key blocks, d256, the per-warpgroup skip
-  // already drops whole blocks.)
-  static constexpr bool kHalfFirst = C.block_n == 128 && C.consumer_wgs == 2 && !C.varlen;
+  // ends in the first half of its last block. Used where C.half_first is set (128-key blocks; with
+  // 64-key blocks, d256, the per-warpgroup skip already drops whole blocks).
   __device__ __forceinline__ bool half_first(const Tile& t, int own) const {
     const int first = t.m_block * kBlockM + 64 * g;
     return rows_key_end(first, first + 64, len_q(t), len_k(t), causal) <= (own - 1) * kBlockN + kBlockN / 2;
   }
-  // (len_k(t) and diag_of(t) stay inside the expression: hoisted into locals, they changed the
-  // fixed-length kernels' instruction schedule, though not their values. A one-compare form, one
-  // per-row bound against a constant per element, saved 125 ISETP per masked block at d128 and
-  // measured 0.4% slower over the grid: docs/DECISIONS.md, "Smaller levers measured and not kept".)
+  // (len_k(t) and diag_of(t) stay inside the expression: hoisted into locals, they change the
+  // fixed-length kernels' instruction schedule, though not their values. A one-compare form was
+  // tried: docs/DECISIONS.md, "The mask as one compare".)
   template <int kCols>
   __device__ __forceinline__ void apply_mask(const Tile& t, int n) {
 #pragma unroll
@@ -665,28 +667,18 @@ struct Consumer {
   // loop is split into a masked and an unmasked loop, each without control flow there.
   // Returns the rescale factors of the two rows (applied to O once the PV into O has retired).
   // kCols < kBlockN: a half-width block (startup<true>): S holds its first kCols columns only.
-  // The row maximum as a tree (pairs, then halving: 6 dependent FMNMX per row at 128 columns) or as
-  // one chain (17 dependent FMNMX): max is exact in any order, so O and LSE are bit-identical either
-  // way; only the latency before the first exponential differs. Measured on the H200, four runs
-  // (docs/DECISIONS.md, "The row maximum as a tree"): the tree +0.2-0.9% at d256 from 2k (every
-  // d256 kernel) and +0.5-1.5% in the 128-row d64 non-causal kernel at 512-1k; elsewhere it lost
-  // (d128 -0.3%, the 128-row d64 paired kernel -0.1 to -0.6%, the 192-row d64 kernel -1 to -6%
-  // non-causal at 8k-16k), and those kernels keep the chain (their listings are unchanged).
-  static constexpr bool kTreeMax =
-      !C.varlen && !C.traced && (C.head_dim == 256 || (C.head_dim == 64 && C.consumer_wgs == 2 && !C.paired));
-  // The lazy rescale (FlashAttention-4's conditional rescaling, Zadouri et al. 2025, here inside each
-  // warpgroup), at head dim 256: a row whose maximum grew by at most kRescaleLog2 (log2 units, after
+  // The row maximum as a tree (C.tree_max: pairs, then halving, 6 dependent FMNMX per row at 128
+  // columns) or as one chain (17 dependent FMNMX): max is exact in any order, so O and LSE are
+  // bit-identical either way; only the latency before the first exponential differs
+  // (docs/DECISIONS.md, "The softmax's dependent steps").
+  // The lazy rescale (C.lazy_rescale: FlashAttention-4's conditional rescaling, Zadouri et al. 2025,
+  // here inside each warpgroup): a row whose maximum grew by at most kRescaleLog2 (log2 units, after
   // the scale) keeps its old exponent reference, so its alpha is exactly 1, and a warp none of whose
   // rows moved its reference skips the rescale of O: 128 FMULs per thread between PV(j-1)'s wait and
   // PV(j)'s issue, on the step's critical path. P may then reach 2^kRescaleLog2, and its largest
   // entry is no longer exactly 1 before the bf16/fp16 rounding; O is therefore normalised by the sum
   // of the rounded P (row_sum_pv: the weights the PV GEMM used), under which a rounded dominant entry
-  // cancels, while the LSE keeps the sum of the unrounded P (normalised by the unrounded sum, as the
-  // eager kernels are, a first build missed the fp64 rule once: d128 113 x 203 causal, 0.0056 >
-  // 0.0045). Measured on the H200 (docs/DECISIONS.md, "Lazy rescale at d256"): d256 +2-4% at 512, +4-10%
-  // from 1k, both masks; the first build at d64 up to 10% slower (the vote and branch in a latency-
-  // bound step) and at d128 equal, where it is not compiled.
-  static constexpr bool kLazyRescale = C.head_dim == 256;
+  // cancels, while the LSE keeps the sum of the unrounded P (docs/DECISIONS.md, "The lazy rescale").
   static constexpr float kRescaleLog2 = 8.f;
   template <bool kMasked, int kCols = kBlockN>
   __device__ __forceinline__ void softmax(const Tile& t, int n, float (&alpha)[2]) {
@@ -695,7 +687,7 @@ struct Consumer {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float mx = row_max[h];
-      if constexpr (kTreeMax) {
+      if constexpr (C.tree_max) {
         float m[kCols / 8];
 #pragma unroll
         for (int i = 0; i < kCols / 8; ++i) m[i] = fmaxf(s_acc[4 * i + 2 * h], s_acc[4 * i + 2 * h + 1]);
@@ -715,9 +707,9 @@ struct Consumer {
         for (int i = 0; i < kCols / 8; ++i) mx = fmaxf(mx, fmaxf(s_acc[4 * i + 2 * h], s_acc[4 * i + 2 * h + 1]));
       }
       mx = quad_max(mx);
-      // The lazy rescale (kLazyRescale, above): growth of at most kRescaleLog2 keeps the old
+      // The lazy rescale (C.lazy_rescale, above): growth of at most kRescaleLog2 keeps the old
       // reference. O, both row sums and the LSE all use the reference the exponentials used.
-      if constexpr (kLazyRescale) {
+      if constexpr (C.lazy_rescale) {
         if (row_max[h] != -INFINITY && (mx - row_max[h]) * scale_log2 <= kRescaleLog2) mx = row_max[h];
       }
       // A row with no visible key so far keeps max -inf: use 0 as its exponent reference so that
@@ -737,7 +729,7 @@ struct Consumer {
         }
       }
       row_sum[h] = row_sum[h] * alpha[h] + sum;
-      if constexpr (kLazyRescale) row_sum_pv[h] *= alpha[h];  // the previous block's P is in already
+      if constexpr (C.lazy_rescale) row_sum_pv[h] *= alpha[h];  // the previous block's P is in already
     }
   }
   // P (registers, the RS A fragment) from the exponentiated S: two adjacent n8 blocks per k16.
@@ -757,11 +749,11 @@ struct Consumer {
       }
     }
   }
-  // kLazyRescale: the rounded P of the block whose PV was just issued (pfrag, read while the GEMM
+  // C.lazy_rescale: the rounded P of the block whose PV was just issued (pfrag, read while the GEMM
   // reads it) into row_sum_pv, in the GEMMs' shadow; words 0 and 2 of each k16 hold row r0's P,
   // words 1 and 3 row r0 + 8's. Before the next softmax scales the sum by its alpha.
   __device__ __forceinline__ void add_pv_sum() {
-    if constexpr (kLazyRescale) {
+    if constexpr (C.lazy_rescale) {
 #pragma unroll
       for (int k = 0; k < kBlockN / 16; ++k) {
         row_sum_pv[0] += unpacked_sum2<C.bf16>(pfrag[k][0]) + unpacked_sum2<C.bf16>(pfrag[k][2]);
@@ -783,8 +775,7 @@ struct Consumer {
   // Startup: QK(0) and softmax(0). QK(0) is issued inside the token ring, like every GEMM of the
   // tile: the consumers then start a tile half a step apart (one's softmax(0) under the other's
   // QK(0)), as they run the steady loop, instead of computing softmax(0) together while the tensor
-  // cores idle. (Issued outside the ring, as the two-stage overlap alone needs, it measured 0-2%
-  // slower: docs/DECISIONS.md, "The token ring at the tile edges".)
+  // cores idle (docs/DECISIONS.md, "Token ring at the tile edges").
   // kHalf: no row of this warpgroup sees a key in the right half of the block (half_first): QK(0)
   // is one m64n64 wgmma per k-step instead of m64n128, the softmax runs on 64 columns, and the
   // right half of P is zero. On a 128 x 128 tile of a square causal mask this is warpgroup 0's
@@ -793,13 +784,13 @@ struct Consumer {
   __device__ __forceinline__ void startup(const Tile& t) {
     constexpr int kCols = kHalf ? kBlockN / 2 : kBlockN;
     const int n = t.n_max - 1;
-    k_ring.wait_full(sm.k_full(k_ring.at.stage), "fa3 consumer: k_full", tr, trace::kFullK);
+    k_ring.wait_full();
     take_token();
-    issue_qk<kCols>(k_ring.at.stage, n);
+    issue_qk<kCols>(k_ring.stage(), n);
     pass_token();
     store_prev();  // the deferred epilogue's staging and store, under QK(0)
     retire_qk<0>(n);
-    k_ring.release(sm.k_empty(k_ring.at.stage), lane, tr, trace::kReleaseK);  // QK(0) retired
+    k_ring.release(lane);  // QK(0) retired
     if (t.n_max == 1) QRelease<C>::after_last_qk(sm.q_empty(q_slot), lane);
     float alpha[2];
     if (block_needs_mask(t, n)) softmax<true, kCols>(t, n, alpha);
@@ -812,32 +803,29 @@ struct Consumer {
   template <bool kMasked>
   __device__ __forceinline__ void steady(const Tile& t, int j) {
     const int n = t.n_max - 1 - j;
-    k_ring.wait_full(sm.k_full(k_ring.at.stage), "fa3 consumer: k_full", tr, trace::kFullK);
+    k_ring.wait_full();
     take_token();
-    issue_qk(k_ring.at.stage, n);  // older group
-    v_ring.wait_full(sm.v_full(v_ring.at.stage), "fa3 consumer: v_full", tr, trace::kFullV);
-    issue_pv(v_ring.at.stage, j > 1, n + 1);  // newer group; the first PV overwrites O
+    issue_qk(k_ring.stage(), n);  // older group
+    v_ring.wait_full();
+    issue_pv(v_ring.stage(), j > 1, n + 1);  // newer group; the first PV overwrites O
     pass_token();
     add_pv_sum();
     retire_qk<1>(n);  // QK(j) complete; PV(j-1) may still run
-    k_ring.release(sm.k_empty(k_ring.at.stage), lane, tr, trace::kReleaseK);
+    k_ring.release(lane);
     if (j == t.n_max - 1) QRelease<C>::after_last_qk(sm.q_empty(q_slot), lane);
     float alpha[2];
     softmax<kMasked>(t, n, alpha);
-    // A compiler fence on S: nvcc keeps the exponentials before the wait below in the PTX. ptxas
-    // still schedules the wait (WARPGROUP.DEPBAR.LE gsb0, 0x0) after the first 4-12 of 66 (d256: 8-12
-    // of 34) in the release listings, and the rest run after PV(j-1) retires; the golden check
-    // (sass_golden/sm_90a/fa3_fwd_sm90_steady_overlap.check.inc) holds at least one before it.
-    // Forcing all of them before the wait (a uniform branch as a scheduling boundary, as the traced
-    // builds' stamps are) measured 1-11% slower on the H200 (docs/DECISIONS.md,
-    // "The exponentials before the PV wait"): how much of softmax(j) runs under PV(j-1) is
-    // ptxas's choice, and its choice won.
+    // A compiler fence on S: nvcc keeps the exponentials before the wait below in the PTX; how many
+    // of them ptxas schedules before the wait (WARPGROUP.DEPBAR.LE gsb0, 0x0), under PV(j-1), is its
+    // choice. SASS-pinned: at least one (sass_golden/sm_90a/fa3_fwd_sm90_steady_overlap.check.inc,
+    // "CHECK: MUFU.EX2" before "CHECK: WARPGROUP.DEPBAR.LE gsb0, 0x0"). Forcing all of them before
+    // it was tried: docs/DECISIONS.md, "The exponentials before the PV wait".
     ptx::wgmma_fence_operand(s_acc);
     tr(trace::kSoftmaxEnd, n);
     retire_pv(n + 1);  // PV(j-1) complete: O readable, P and V[j-1] reusable
-    v_ring.release(sm.v_empty(v_ring.at.stage), lane, tr, trace::kReleaseV);
+    v_ring.release(lane);
     // Lazy: skipped by the whole warp when none of its rows moved its reference (alpha == 1).
-    if (!kLazyRescale || __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) rescale_o(alpha);
+    if (!C.lazy_rescale || __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) rescale_o(alpha);
     convert_p();
   }
 
@@ -850,10 +838,10 @@ struct Consumer {
   // arrivals on empty[s] count towards this generation, never the previous one (docs/PROTOCOLS.md,
   // "The K/V rings").
   __device__ __forceinline__ void skip_block() {
-    k_ring.wait_full(sm.k_full(k_ring.at.stage), "fa3 consumer: k_full (skip)", tr, trace::kFullK);
-    k_ring.release(sm.k_empty(k_ring.at.stage), lane, tr, trace::kReleaseK);
-    v_ring.wait_full(sm.v_full(v_ring.at.stage), "fa3 consumer: v_full (skip)", tr, trace::kFullV);
-    v_ring.release(sm.v_empty(v_ring.at.stage), lane, tr, trace::kReleaseV);
+    k_ring.template wait_full<true>();
+    k_ring.release(lane);
+    v_ring.template wait_full<true>();
+    v_ring.release(lane);
     take_token();
     pass_token();
   }
@@ -861,13 +849,13 @@ struct Consumer {
   // Drain: PV(J-1), inside the token ring (as startup's QK(0)): a tile makes J + 1 handoffs per
   // consumer (TokenRing::handoffs_edges_in_ring), the same in every consumer of the CTA.
   __device__ __forceinline__ void drain(const Tile& t) {
-    v_ring.wait_full(sm.v_full(v_ring.at.stage), "fa3 consumer: v_full", tr, trace::kFullV);
+    v_ring.wait_full();
     take_token();
-    issue_pv(v_ring.at.stage, t.n_max > 1, 0);
+    issue_pv(v_ring.stage(), t.n_max > 1, 0);
     pass_token();
     add_pv_sum();
     retire_pv(0);
-    v_ring.release(sm.v_empty(v_ring.at.stage), lane, tr, trace::kReleaseV);
+    v_ring.release(lane);
   }
 
   // ---- epilogue: O normalised, staged in shared memory, stored by TMA; LSE ------------------
@@ -894,7 +882,7 @@ struct Consumer {
     }
   }
 
-  // O in two halves through a buffer of half the Q tile (FwdLayout::kOHalves, d256 persistent): this
+  // O in two halves through a buffer of half the Q tile (OStaging::kHalves, d256 persistent): this
   // warpgroup's columns [128 h, 128 h + 128) in round h, each round waiting until the previous
   // store from the buffer (the previous round's, or the previous tile's last) has read it.
   template <int kHalf>
@@ -976,12 +964,12 @@ struct Consumer {
       QRelease<C>::after_store(sm.q_empty());
     }
   }
-  // The deferred epilogue's second half: the previous tile's O staged and stored (kDeferEpilogue),
+  // The deferred epilogue's second half: the previous tile's O staged and stored (C.defer_epilogue),
   // called under the next tile's QK(0), where a warpgroup sees no block of the next tile, and after
   // the CTA's last tile. The staging's barriers are per warpgroup (kBarEpilogueWG0 + g), so the
   // token ring and the other warpgroup are untouched by where it runs.
   __device__ __forceinline__ void store_prev() {
-    if constexpr (kDeferEpilogue) {
+    if constexpr (C.defer_epilogue) {
       if (have_prev) {
         stage_o(prev, o_prev, threadIdx.x % 128);
         have_prev = false;
@@ -996,8 +984,8 @@ struct Consumer {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const float l = quad_sum(row_sum[h]);
-      // (kLazyRescale: O by the sum of the P it was accumulated from; the LSE by the exact sum.)
-      const float l_o = kLazyRescale ? quad_sum(row_sum_pv[h]) : l;
+      // (C.lazy_rescale: O by the sum of the P it was accumulated from; the LSE by the exact sum.)
+      const float l_o = C.lazy_rescale ? quad_sum(row_sum_pv[h]) : l;
       // rcp.approx, not 1.f / l: the IEEE division calls a slow-path subroutine whose calling
       // convention made ptxas copy the O accumulator between registers around it in every epilogue
       // (and spill it at d256 in a tile loop). O is rounded to 16 bits after this; 1 ulp of fp32 is
@@ -1023,7 +1011,7 @@ struct Consumer {
         return;
       }
     }
-    if constexpr (kDeferEpilogue) {
+    if constexpr (C.defer_epilogue) {
       // Staged under the next tile's QK(0) (store_prev), or after the CTA's last tile.
 #pragma unroll
       for (int x = 0; x < kD / 2; ++x) o_prev[x] = o[x];
@@ -1044,7 +1032,7 @@ struct Consumer {
     RingState<L::kQSlots> q_read = RingState<L::kQSlots>::consumer_start();
     TileWalk<C> walk;
     TileFeed<C> feed{TileFeed<C>::Ring::consumer_start()};
-    for (Tile t; L::kTileFeed ? feed.take(sm, p, lane, &t) : walk.next(p, vt, &t);) {
+    for (Tile t; C.tile_feed ? feed.take(sm, p, lane, &t) : walk.next(p, vt, &t);) {
       tr(trace::kTileBegin, t.index);
       row0 = t.m_block * kBlockM + 64 * g + r0;
       row_max[0] = row_max[1] = -INFINITY;
@@ -1057,7 +1045,7 @@ struct Consumer {
 #pragma unroll
       for (int x = 0; x < kBlockN / 2; ++x) asm("" : "=f"(s_acc[x]));
       row_sum[0] = row_sum[1] = 0.f;
-      if constexpr (kLazyRescale) row_sum_pv[0] = row_sum_pv[1] = 0.f;
+      if constexpr (C.lazy_rescale) row_sum_pv[0] = row_sum_pv[1] = 0.f;
       if constexpr (L::kQSlots == 2) {
         q_slot = q_read.stage;
         desc_q = ptx::smem_desc_advance(desc_q0, q_slot * L::kQBytes);
@@ -1073,27 +1061,27 @@ struct Consumer {
       // instructions per d256 steady step. After the shuffle they stay there.)
       // half_first is broadcast the same way.
       int own = t.n_max;
-      if constexpr (kSkipsBlocks) own = __shfl_sync(0xffffffffu, t.n_max > 0 ? own_n_blocks(t) : 0, 0);
+      if constexpr (C.skip_blocks) own = __shfl_sync(0xffffffffu, t.n_max > 0 ? own_n_blocks(t) : 0, 0);
       bool half = false;
-      if constexpr (kHalfFirst) half = __shfl_sync(0xffffffffu, own > 0 && half_first(t, own) ? 1 : 0, 0) != 0;
+      if constexpr (C.half_first) half = __shfl_sync(0xffffffffu, own > 0 && half_first(t, own) ? 1 : 0, 0) != 0;
       for (int r = own; r < t.n_max; ++r) skip_block();
       Tile mine = t;
       mine.n_max = own;
       if (own > 0) {
-        if (kHalfFirst && half) startup<true>(mine);
+        if (C.half_first && half) startup<true>(mine);
         else startup<false>(mine);
         // Blocks [n_unmasked_end, own) need the mask: the first steps of the right-to-left walk.
         int n_unmasked_end = own;
         while (n_unmasked_end > 0 && block_needs_mask(mine, n_unmasked_end - 1)) --n_unmasked_end;
         const int j_unmasked = max(1, own - n_unmasked_end);
-        // (The half-width block's PV stays 128 keys wide, P's right half zero: a half-width PV in
-        // the first steady step, a third steady-step body, measured 2-6% slower at 512-1k causal.)
+        // (The half-width block's PV stays 128 keys wide, P's right half zero: one steady-step body
+        // for both; docs/DECISIONS.md, "The tile feed and the half-width diagonal".)
         for (int j = 1; j < j_unmasked && j < own; ++j) steady<true>(mine, j);
         for (int j = j_unmasked; j < own; ++j) steady<false>(mine, j);
         drain(mine);
       } else {
         // The (J + 1)-th handoff of a tile none of whose blocks this warpgroup sees (J skips above).
-        if (kSkipsBlocks && t.n_max > 0) {
+        if (C.skip_blocks && t.n_max > 0) {
           take_token();
           pass_token();
         }
@@ -1137,7 +1125,7 @@ __device__ __forceinline__ void fwd_kernel_body(const FwdParams& p, const FwdVar
       ptx::mbarrier_init(sm.q_full(s), L::kFullArrivals);
       ptx::mbarrier_init(sm.q_empty(s), L::kQEmptyArrivals);
     }
-    if constexpr (L::kTileFeed) {
+    if constexpr (C.tile_feed) {
       for (uint32_t s = 0; s < L::kTileSlots; ++s) {
         ptx::mbarrier_init(sm.tile_full(s), L::kTileFullArrivals);
         ptx::mbarrier_init(sm.tile_empty(s), L::kTileEmptyArrivals);

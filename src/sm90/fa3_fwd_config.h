@@ -2,15 +2,16 @@
 //
 //   FwdParams     the kernel's one argument (passed by value as a __grid_constant__ parameter)
 //   FwdVarlenParams  the varlen kernels' one argument: FwdParams plus the sequence table
-//   FwdConfig     the compile-time shape of one specialization, with named fields
-//   FwdLayout<C>  everything derived from a config: tile sizes, the register split, the shared-
+//   FwdConfig     one specialization: its shape and every protocol switch, named fields
+//   FwdLayout<C>  the sizes and offsets derived from a config: tile sizes, the shared-
 //                 memory plan (offsets of Q, the K and V rings, the O staging buffer, the barriers)
 //                 and the barrier slots with their arrival counts. The kernel carves shared memory
 //                 from it, and the launch plan sizes the launch from it (through the kernel table
 //                 rows of src/sm90/fa3_fwd.cu); tests/host/test_plan.cpp checks it. (The ring
 //                 model's shared-memory ledger, `flashptx ledger 0x02`, prints the generic equation,
 //                 not this object.) Protocols: docs/PROTOCOLS.md.
-// The specializations that exist are listed once, in src/sm90/fa3_fwd.cu.
+// The configurations that exist are listed once, below ("the shipped configurations"), and
+// instantiated once, in src/sm90/fa3_fwd.cu.
 #pragma once
 #include <cuda.h>
 #include <cstdint>
@@ -29,7 +30,7 @@ struct FwdParams {
   int causal;
   float softmax_scale;       // natural-log scale (for LSE)
   float softmax_scale_log2;  // softmax_scale * log2(e)
-  // The dynamic causal schedule (the kernels with FwdLayout::kDynamicWalk; nullptr: their paired
+  // The dynamic causal schedule (the kernels with FwdConfig::dynamic_walk; nullptr: their paired
   // static schedule). The caller's two words (flashptx_fwd_params::tile_counter): [0] the next tile
   // index minus gridDim.x, [1] the CTAs that have stopped fetching; zero at launch, and zero again
   // when the kernel ends (its last CTA resets them). Tiles go out longest-first inside sections of
@@ -39,17 +40,54 @@ struct FwdParams {
   int lpt_section;
 };
 
+// How a kernel stages O for its TMA store (FwdConfig::o_staging).
+enum class OStaging : uint8_t {
+  kInQ,     // in the Q buffer, which stays taken until the store has read it (one tile per CTA)
+  kOwn,     // in a buffer of its own: the next tile's Q loads while this tile drains
+  kHalves,  // half at a time (each warpgroup 128 of its columns, stored, then the other 128) in a
+            // buffer of half the Q tile: Q, as with kOwn, is free once the tile's last QK has
+            // retired (head dim 256 in a tile loop, where a whole O buffer does not fit)
+};
+
+// One specialization, every protocol switch named. The shipped ones are listed below, each field
+// set explicitly; FwdLayout derives sizes and offsets from them and checks that each switch fits.
+// Why each kernel has the switches it has: docs/DECISIONS.md, under the name given beside the field.
 struct FwdConfig {
+  // ---- shape
   int head_dim;      // 64, 128 or 256
   int block_n;       // keys per K (and V) ring stage
   int stages;        // depth of the K and V rings
   int consumer_wgs;  // consumer warpgroups; each owns 64 query rows, so block_m = 64 * consumer_wgs
-  bool pingpong;     // consumers take turns issuing through the named-barrier token ring
-  bool persistent;   // the kernel loops over work tiles (grid may be smaller than the tile count)
   bool bf16;         // bf16 in and out; fp16 otherwise
-  bool varlen = false;  // packed variable-length sequences (FwdVarlenParams; one tile per CTA)
-  bool paired = false;  // persistent causal walk: the paired static schedule (tile_scheduler.h paired_slot)
-  bool traced = false;  // the instrumented build (FLASHPTX_TRACE, `flashptx trace`): its own register split
+  // ---- schedule
+  bool persistent;    // the kernel loops over work tiles (grid may be smaller than the tile count)
+  bool paired;        // persistent causal walk: the paired static schedule (tile_scheduler.h paired_slot)
+  bool dynamic_walk;  // also the dynamic schedule (TileWalk::next_dynamic), run when FwdParams::tile_counter
+                      // is set ("The dynamic schedule")
+  bool varlen;        // packed variable-length sequences (FwdVarlenParams; one tile per CTA)
+  // ---- producer
+  bool tile_feed;   // the producer alone walks the schedule and hands each tile to the consumers
+                    // through shared-memory slots (TileFeed; "The tile feed")
+  bool walk_ahead;  // the producer walks one tile ahead of its loads (Producer::run_walk_ahead;
+                    // "Walking ahead")
+  int q_slots;      // Q buffers: 1, or 2 so that the next tile's Q loads right after its first K,
+                    // not after this tile's last QK (the CTA's k-th tile in slot k % 2; "Two Q slots")
+  // ---- register split (setmaxnreg; "Register splits")
+  int producer_regs, consumer_regs;
+  // ---- consumers
+  bool pingpong;        // consumers take turns issuing through the named-barrier token ring
+                        // ("Token ring at the tile edges")
+  OStaging o_staging;   // where O is staged for its TMA store ("O in halves")
+  bool skip_blocks;     // each warpgroup visits only the K/V blocks its own 64 rows see
+                        // (Consumer::own_n_blocks; "Per-warpgroup block skipping")
+  bool half_first;      // the first block a warpgroup visits is computed 64 columns wide where its
+                        // right half is masked for all its rows ("The tile feed and the half-width diagonal")
+  bool tree_max;        // the row maximum as a tree, not one chain ("The softmax's dependent steps")
+  bool lazy_rescale;    // O is rescaled only when a row's maximum grew by more than kRescaleLog2
+                        // ("The lazy rescale")
+  bool defer_epilogue;  // a tile's O is staged and stored under the next tile's QK(0)
+                        // ("The deferred epilogue")
+  bool traced;          // the instrumented build (FLASHPTX_TRACE, `flashptx trace`)
 };
 
 template <FwdConfig C>
@@ -62,74 +100,25 @@ struct FwdLayout {
   static constexpr int kThreads = 128 * (C.consumer_wgs + 1);  // warpgroup 0 is the producer
   static constexpr int kChunks = C.head_dim / 64;  // 64-element (128-byte) columns of a swizzled tile
 
-  // Register split (setmaxnreg; PTX ISA "setmaxnreg"): 128 x 24 + 256 x 240 = 64,512 with two
-  // consumers, 128 x 32 + 384 x 160 = 65,536 with three: exactly the registers the CTA was launched
-  // with (168 x 384, 128 x 512), which is the pool setmaxnreg moves registers within; a split that
-  // asks for more never completes its .inc (USETMAXREG.TRY_ALLOC retries forever, measured on the
-  // H200). The paired causal kernels move 8 registers per consumer thread to the producer (40 / 232):
-  // the paired walk's index arithmetic spilled at 24 (in the test flavour's bounded waits). The d64
-  // paired kernel moves 16 more (56 / 224): its producer holds both the paired and the dynamic walk
-  // (kDynamicWalk), which spilled 24 bytes at 40; d64's consumers (O 32, S 64, P 32 registers) fit.
-  // The traced kernels (C.traced) move 8 more for the producer's stamps (which spilled with the walk
-  // run one tile ahead): their consumers run 8 registers below the release kernel's.
-  static constexpr int kProducerRegs =
-      C.consumer_wgs == 2 ? (C.paired || C.traced ? (C.head_dim == 64 || (C.paired && C.traced) ? 56 : 40) : 24) : 32;
-  static constexpr int kConsumerRegs =
-      C.consumer_wgs == 2 ? (C.paired || C.traced ? (C.head_dim == 64 || (C.paired && C.traced) ? 224 : 232) : 240)
-                          : 160;
+  // Register split (setmaxnreg; PTX ISA "setmaxnreg"): the producer's and the consumers' registers
+  // must add up to no more than the CTA was launched with, which is the pool setmaxnreg moves
+  // registers within; a split that asks for more never completes its .inc (USETMAXREG.TRY_ALLOC
+  // retries forever). Checked below.
+  static constexpr int kProducerRegs = C.producer_regs;
+  static constexpr int kConsumerRegs = C.consumer_regs;
 
   // Shared-memory plan, in bytes from a 1024-aligned base (the 128B swizzle repeats every
   // 8 rows x 128 B, so every tile starts 1024-aligned).
   static constexpr int kQBytes = kBlockM * C.head_dim * 2;
   static constexpr int kKVBytes = C.block_n * C.head_dim * 2;  // one stage of K (or of V)
-  // The tile feed (the persistent and paired kernels of two consumer warpgroups): the producer walks
-  // the schedule and hands each tile to the consumers through kTileSlots 16-byte slots {m_block,
-  // head, batch, n_max} (m_block < 0: no more tiles), each guarded by tile_full (the producer's
-  // release-arrive after its store) and tile_empty (one arrival per consumer warp after its read).
-  // The consumers then hold no walk state and do no division between tiles (src/sm90/fa3_fwd.cuh,
-  // TileFeed; measured on the H200: docs/DECISIONS.md, "The tile feed"). On in every paired kernel
-  // (the 192-row one's 160-register consumers spilled with the paired walk of their own); off for
-  // the plain 192-row kernel (measured 0-2% slower there) and the one-tile-per-CTA kernels.
-  // (paired() sets persistent, and varlen() clears it: persistent alone names the looping kernels.)
-  static constexpr bool kTileFeed = C.persistent && (C.consumer_wgs == 2 || C.paired);
-  static constexpr int kTileSlots = kTileFeed ? 2 : 0;
-  // O is staged for its TMA store in a buffer of its own where it fits (the next tile's Q can then
-  // load while this tile drains); otherwise (head dim 256) in halves beside Q in the persistent
-  // kernels (kOHalves, below), or in the Q buffer one tile per CTA, which stays taken until the store
-  // has read it.
-  static constexpr bool kSeparateO =
-      2 * kQBytes + 2 * C.stages * kKVBytes + 8 * (2 + 4 * C.stages + 2 * kTileSlots) + 1024 <= 227 * 1024;
-  // The producer walks one tile ahead of its loads (Producer::run_walk_ahead) in the kernels with a
-  // tile feed, except the 128-row d64 kernel's non-causal loop, where it measured 2-3% slower at
-  // 512-1k (docs/DECISIONS.md, "Walking ahead").
-  static constexpr bool kWalkAhead = kTileFeed && (C.paired || C.head_dim != 64);
-  // Q slots: two at d128 with the walk ahead, where they fit beside O's buffer, and in the 128-row
-  // d64 paired kernel: the next tile's Q then loads right after the next tile's first K, not after
-  // the current tile's last QK. Measured on the H200 (docs/DECISIONS.md, "Walking ahead",
-  // "Two Q slots"): +1-2% at d128 512; d64 causal 512 +2% (two runs; 1k-2k equal) in the
-  // paired kernel with the dynamic schedule and the deferred epilogue; in the 128-row d64
-  // non-causal loop -3 to -5% (one slot there). The slot of a CTA's k-th tile is k % 2.
-  static constexpr int kQSlots =
-      (kWalkAhead && kSeparateO && (C.head_dim == 128 || (C.head_dim == 64 && C.paired && C.consumer_wgs == 2)) &&
-       3 * kQBytes + 2 * C.stages * kKVBytes + 8 * (4 + 4 * C.stages + 2 * kTileSlots) + 16 * kTileSlots + 1024 <=
-           227 * 1024)
-          ? 2
-          : 1;
+  // The tile feed: kTileSlots 16-byte slots {m_block, head, batch, n_max} (m_block < 0: no more
+  // tiles), each guarded by tile_full (the producer's release-arrive after its store) and tile_empty
+  // (one arrival per consumer warp after its read). The consumers then hold no walk state.
+  static constexpr int kTileSlots = C.tile_feed ? 2 : 0;
+  static constexpr bool kSeparateO = C.o_staging == OStaging::kOwn;
+  static constexpr bool kOHalves = C.o_staging == OStaging::kHalves;
+  static constexpr int kQSlots = C.q_slots;
   static constexpr int kNumBarriers = 2 * kQSlots + 4 * C.stages + 2 * kTileSlots;  // q, k/v rings, tile feed
-  // The dynamic schedule (TileWalk::next_dynamic: an atomic tile counter, longest-first inside L2
-  // sections) beside the paired static one, chosen at run time by FwdParams::tile_counter: in the
-  // 128-row d64 paired kernel only. Measured on the H200 (docs/DECISIONS.md, "The dynamic schedule"):
-  // d64 causal 512-2k +4-5% over the paired static schedule; d128 and d256 causal 1-15% slower
-  // (their K/V stay in L2 better in the paired order, whose concurrent CTAs share few heads) and the
-  // 192-row kernel mixed, so they keep the static schedule alone.
-  static constexpr bool kDynamicWalk = C.paired && C.head_dim == 64 && C.consumer_wgs == 2;
-  // Where a whole O buffer does not fit (head dim 256), the persistent kernels stage O half at a time
-  // in a buffer of half the Q tile (each warpgroup 128 of its columns, stored, then the other 128),
-  // so that Q, as with kSeparateO, is free once the tile's last QK has retired and the next tile's Q
-  // loads under this tile's drain and epilogue. One-tile-per-CTA kernels keep O in the Q buffer.
-  static constexpr bool kOHalves =
-      !kSeparateO && C.persistent &&
-      kQBytes + kQBytes / 2 + 2 * C.stages * kKVBytes + 8 * kNumBarriers + 16 * kTileSlots + 1024 <= 227 * 1024;
   static constexpr int kOBytes = kSeparateO ? kQBytes : (kOHalves ? kQBytes / 2 : 0);
   static constexpr int kOffQ = 0;  // + slot * kQBytes
   static constexpr int kOffK = kOffQ + kQSlots * kQBytes;
@@ -162,12 +151,28 @@ struct FwdLayout {
 
   static_assert(C.head_dim % 64 == 0 && C.head_dim <= 256, "head dims are multiples of 64 up to 256");
   static_assert(C.block_n % 16 == 0 && C.block_n <= 256, "block_n is a multiple of 16 (wgmma k16)");
-  static_assert(!kOHalves || (C.head_dim == 256 && !C.varlen), "O in halves: 2 of the 4 chunks per round (d256)");
   static_assert(C.consumer_wgs == 2 || C.consumer_wgs == 3, "two or three consumer warpgroups");
   static_assert(!C.pingpong || C.consumer_wgs >= 2, "pingpong needs two or three consumer warpgroups");
+  // Each switch where it fits:
+  static_assert(!C.paired || C.persistent, "paired: the CTAs loop over their units (persistent)");
+  static_assert(!C.varlen || (!C.persistent && !C.paired), "varlen: one tile per CTA, in launch order");
+  static_assert(!C.dynamic_walk || C.paired, "dynamic_walk: chosen at run time beside the paired walk");
+  static_assert(!C.tile_feed || C.persistent, "tile_feed: tiles are handed on inside a tile loop");
+  static_assert(!C.walk_ahead || C.tile_feed, "walk_ahead: the consumers read the walk from the tile feed");
+  static_assert(C.q_slots == 1 || (C.q_slots == 2 && C.walk_ahead && kSeparateO),
+                "two Q slots: the producer knows the next tile (walk_ahead) and O does not live in Q");
+  static_assert(!kOHalves || (C.head_dim == 256 && C.persistent && !C.varlen),
+                "O in halves: 2 of the 4 chunks per round (d256), in a tile loop");
+  static_assert(C.o_staging != OStaging::kInQ || !C.persistent || C.head_dim == 256,
+                "O in the Q buffer only where neither a buffer of its own nor halves fit");
+  static_assert(!C.half_first || (C.block_n == 128 && !C.varlen), "half_first: the left 64 of a 128-key block");
+  static_assert(!C.defer_epilogue || (C.tile_feed && kSeparateO && !C.varlen),
+                "defer_epilogue: O's own buffer, staged under the next tile's QK(0) inside a tile loop");
   static_assert(kOffTile % 16 == 0, "tile-feed slots are read with ld.shared.v4");
   static_assert(kQBytes % 1024 == 0 && kKVBytes % 1024 == 0, "tiles keep 1024-byte alignment");
-  static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA (Q slots, O staging, rings, barriers, tile feed)");
+  static_assert(kProducerRegs % 8 == 0 && kConsumerRegs % 8 == 0 && kProducerRegs >= 24 && kConsumerRegs <= 256,
+                "setmaxnreg counts are multiples of 8 in [24, 256]");
   static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * C.consumer_wgs <= 65536, "register file");
   // setmaxnreg moves registers within the CTA's launch allocation: __launch_bounds__(kThreads, 1)
   // gives each thread 65536 / kThreads registers rounded down to a multiple of 8.
@@ -175,49 +180,120 @@ struct FwdLayout {
                 "setmaxnreg split beyond the CTA's launch allocation: the .inc would never complete");
 };
 
-// The shipped configurations (their kernels are instantiated in src/sm90/fa3_fwd.cu; the ring model
-// prints their layouts, src/models/ring_model.cpp). Each in bf16; fp16() gives the fp16 twin.
-constexpr FwdConfig kD64M128 = {.head_dim = 64, .block_n = 128, .stages = 3, .consumer_wgs = 2,
-                                .pingpong = true, .persistent = true, .bf16 = true};
-constexpr FwdConfig kD64M192 = {.head_dim = 64, .block_n = 128, .stages = 3, .consumer_wgs = 3,
-                                .pingpong = true, .persistent = true, .bf16 = true};
-constexpr FwdConfig kD128N128 = {.head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2,
-                                 .pingpong = true, .persistent = true, .bf16 = true};
-// d256: 64-key blocks (every power-of-two length an exact number of blocks; 80 left 512 keys 6.4
-// blocks) and the token ring (FA3 leaves it off above head dim 128; here ptxas also places half of
-// the exponentials before the PV wait with it, none without): +2-5% at every grid point over
-// 128 x 80 without the ring (docs/DECISIONS.md, "64-key blocks at d256").
-constexpr FwdConfig kD256 = {.head_dim = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2,
-                             .pingpong = true, .persistent = false, .bf16 = true};
-// Its persistent twin (non-causal up to 4k keys): CTAs loop over the tiles with the tile feed and O
-// staged in halves (FwdLayout::kOHalves), so the next tile's Q loads under this tile's drain and
-// epilogue: +10% at 512, +6% at 1k, +2% at 2k, equal at 4k, 1-2% slower at 8k-16k on the H200
-// (docs/DECISIONS.md, "O in halves at d256"), where the plain kernel keeps the launches.
-constexpr FwdConfig kD256Persistent = {.head_dim = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2,
-                                       .pingpong = true, .persistent = true, .bf16 = true};
-// The instrumented twin (src/sm90/fa3_fwd_trace*.cu): the same shape and protocol, its own
-// instantiation (compiled with FLASHPTX_TRACE) and register split (FwdLayout::kProducerRegs).
-constexpr FwdConfig traced(FwdConfig c) {
-  c.traced = true;
-  return c;
-}
+// ---- the shipped configurations ------------------------------------------------------------------
+// Every FA3 forward kernel's configuration, one per protocol (the fp16 twins: fp16(c)). Their kernels
+// are instantiated in src/sm90/fa3_fwd.cu (the traced ones in src/sm90/fa3_fwd_trace*.cu), and the
+// kernel table prints them (`flashptx kernels`). The two-consumer kernels split 24 / 240 registers,
+// the three-consumer ones 32 / 160; the paired walk's index arithmetic takes 40 / 232, the d64
+// paired kernel's two walks (paired and dynamic) 56 / 224, and the traced builds' stamps 8 more
+// for the producer ("Register splits").
+//
+// The 128 x 128 d64 kernel: the one-tile-per-CTA and non-causal loop (no walk ahead: "Walking ahead").
+constexpr FwdConfig kD64M128 = {
+    .head_dim = 64, .block_n = 128, .stages = 3, .consumer_wgs = 2, .bf16 = true,
+    .persistent = true, .paired = false, .dynamic_walk = false, .varlen = false,
+    .tile_feed = true, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
+    .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
+    .tree_max = true, .lazy_rescale = false, .defer_epilogue = false, .traced = false};
+// The 192 x 128 d64 kernel: no tile feed ("The tile feed"); its warpgroups skip blocks.
+constexpr FwdConfig kD64M192 = {
+    .head_dim = 64, .block_n = 128, .stages = 3, .consumer_wgs = 3, .bf16 = true,
+    .persistent = true, .paired = false, .dynamic_walk = false, .varlen = false,
+    .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 32, .consumer_regs = 160,
+    .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = true, .half_first = false,
+    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false};
+constexpr FwdConfig kD128N128 = {
+    .head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
+    .persistent = true, .paired = false, .dynamic_walk = false, .varlen = false,
+    .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 24, .consumer_regs = 240,
+    .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
+    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false};
+// d256: 64-key blocks (every power-of-two length an exact number of blocks) and the token ring,
+// which FA3's admission table leaves off above head dim 128 ("Token ring at the tile edges").
+// One tile per CTA, O in the Q buffer.
+constexpr FwdConfig kD256 = {
+    .head_dim = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2, .bf16 = true,
+    .persistent = false, .paired = false, .dynamic_walk = false, .varlen = false,
+    .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
+    .pingpong = true, .o_staging = OStaging::kInQ, .skip_blocks = true, .half_first = false,
+    .tree_max = true, .lazy_rescale = true, .defer_epilogue = false, .traced = false};
+// Its persistent twin (the plan's non-causal launches up to 4k keys: "O in halves").
+constexpr FwdConfig kD256Persistent = {
+    .head_dim = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2, .bf16 = true,
+    .persistent = true, .paired = false, .dynamic_walk = false, .varlen = false,
+    .tile_feed = true, .walk_ahead = true, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
+    .pingpong = true, .o_staging = OStaging::kHalves, .skip_blocks = true, .half_first = false,
+    .tree_max = true, .lazy_rescale = true, .defer_epilogue = false, .traced = false};
+// The paired causal twins: the same shapes, persistent CTAs walking the paired static schedule
+// (units of tiles m and M-1-m). The plan runs them for causal masks only (src/plan.cpp).
+// The 128-row d64 one also has the dynamic schedule, two Q slots and the deferred epilogue.
+constexpr FwdConfig kD64M128Paired = {
+    .head_dim = 64, .block_n = 128, .stages = 3, .consumer_wgs = 2, .bf16 = true,
+    .persistent = true, .paired = true, .dynamic_walk = true, .varlen = false,
+    .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 56, .consumer_regs = 224,
+    .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
+    .tree_max = false, .lazy_rescale = false, .defer_epilogue = true, .traced = false};
+// The 192-row one takes the tile feed (its 160-register consumers cannot hold the paired walk).
+constexpr FwdConfig kD64M192Paired = {
+    .head_dim = 64, .block_n = 128, .stages = 3, .consumer_wgs = 3, .bf16 = true,
+    .persistent = true, .paired = true, .dynamic_walk = false, .varlen = false,
+    .tile_feed = true, .walk_ahead = true, .q_slots = 1, .producer_regs = 32, .consumer_regs = 160,
+    .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = true, .half_first = false,
+    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false};
+constexpr FwdConfig kD128N128Paired = {
+    .head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
+    .persistent = true, .paired = true, .dynamic_walk = false, .varlen = false,
+    .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 40, .consumer_regs = 232,
+    .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
+    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false};
+constexpr FwdConfig kD256Paired = {
+    .head_dim = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2, .bf16 = true,
+    .persistent = true, .paired = true, .dynamic_walk = false, .varlen = false,
+    .tile_feed = true, .walk_ahead = true, .q_slots = 1, .producer_regs = 40, .consumer_regs = 232,
+    .pingpong = true, .o_staging = OStaging::kHalves, .skip_blocks = true, .half_first = false,
+    .tree_max = true, .lazy_rescale = true, .defer_epilogue = false, .traced = false};
+// The varlen twins: the same shapes, tiles decoded from FwdVarlenTable, one tile per CTA (the launch
+// order is the schedule: see FwdVarlenTable). d64 takes the 128-row tile.
+constexpr FwdConfig kD64M128Varlen = {
+    .head_dim = 64, .block_n = 128, .stages = 3, .consumer_wgs = 2, .bf16 = true,
+    .persistent = false, .paired = false, .dynamic_walk = false, .varlen = true,
+    .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
+    .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = false,
+    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false};
+constexpr FwdConfig kD128N128Varlen = {
+    .head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
+    .persistent = false, .paired = false, .dynamic_walk = false, .varlen = true,
+    .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
+    .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = false,
+    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false};
+constexpr FwdConfig kD256Varlen = {
+    .head_dim = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2, .bf16 = true,
+    .persistent = false, .paired = false, .dynamic_walk = false, .varlen = true,
+    .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
+    .pingpong = true, .o_staging = OStaging::kInQ, .skip_blocks = true, .half_first = false,
+    .tree_max = false, .lazy_rescale = true, .defer_epilogue = false, .traced = false};
+// The instrumented twins (src/sm90/fa3_fwd_trace*.cu, compiled with FLASHPTX_TRACE): the release
+// kernels' protocols, 8 more producer registers for the stamps, the chain maximum.
+constexpr FwdConfig kTracedD128N128 = {
+    .head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
+    .persistent = true, .paired = false, .dynamic_walk = false, .varlen = false,
+    .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 40, .consumer_regs = 232,
+    .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
+    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = true};
+constexpr FwdConfig kTracedD128N128Paired = {
+    .head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
+    .persistent = true, .paired = true, .dynamic_walk = false, .varlen = false,
+    .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 56, .consumer_regs = 224,
+    .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
+    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = true};
+constexpr FwdConfig kTracedD64M128Paired = {
+    .head_dim = 64, .block_n = 128, .stages = 3, .consumer_wgs = 2, .bf16 = true,
+    .persistent = true, .paired = true, .dynamic_walk = true, .varlen = false,
+    .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 56, .consumer_regs = 224,
+    .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
+    .tree_max = false, .lazy_rescale = false, .defer_epilogue = true, .traced = true};
 constexpr FwdConfig fp16(FwdConfig c) {
   c.bf16 = false;
-  return c;
-}
-// The paired causal twin of a persistent configuration: the same shape, its persistent CTAs walk
-// the paired static schedule (units of tiles m and M-1-m). The plan runs it for causal masks only
-// (src/plan.cpp); the plain kernel keeps the non-causal launches (whose code it leaves unchanged).
-constexpr FwdConfig paired(FwdConfig c) {
-  c.paired = true;
-  c.persistent = true;  // its CTAs loop over their units (d256's one-tile-per-CTA shape included)
-  return c;
-}
-// The varlen twin of a configuration: the same shape, tiles decoded from FwdVarlenTable, one tile
-// per CTA (the launch order is the schedule: see FwdVarlenTable).
-constexpr FwdConfig varlen(FwdConfig c) {
-  c.varlen = true;
-  c.persistent = false;
   return c;
 }
 
@@ -233,11 +309,10 @@ constexpr FwdConfig varlen(FwdConfig c) {
 // tile count; sequences of zero query rows are left out), and inside a sequence the kernel visits
 // query blocks longest-first under a causal mask, every head of a block before the next block.
 // One CTA per tile, blockIdx.x = tile index: the hardware dispatches CTAs in index order as SMs
-// free up, a greedy list scheduler, so the order above is what makes it longest-first (for tiles
-// of unequal length it balanced better than a static round-robin:
-// docs/DECISIONS.md, "Persistent tiles for non-causal masks"; the
+// free up, a greedy list scheduler, so the order above is what makes it longest-first (the
 // fixed-length causal launches' paired schedule needs equal-cost pairs, which sequences of
-// unequal length do not give). A tile finds its sequence by binary
+// unequal length do not give: docs/DECISIONS.md, "Varlen: longest-first launch order"). A tile
+// finds its sequence by binary
 // search over tile_prefix (include/flashptx/tile_scheduler.h): log2(1024) = 10 constant-bank loads
 // per role, once per CTA.
 // Size: kernel parameters may take 32764 bytes on sm_90 (CUDA 12.1+); 1024 sequences take 20 KiB.

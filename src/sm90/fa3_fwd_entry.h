@@ -8,6 +8,28 @@
 
 namespace flashptx {
 
+constexpr const char* o_staging_name(fa3::OStaging o) {
+  return o == fa3::OStaging::kOwn ? "own" : (o == fa3::OStaging::kHalves ? "halves" : "in_q");
+}
+// Every FwdConfig switch the row's own columns do not carry (pingpong, persistent, paired and
+// dynamic_walk are columns), in field order.
+template <fa3::FwdConfig C>
+inline constexpr KernelSwitch kFa3FwdSwitches[] = {
+    {"varlen", C.varlen},
+    {"tile_feed", C.tile_feed},
+    {"walk_ahead", C.walk_ahead},
+    {"q_slots", C.q_slots},
+    {"producer_regs", C.producer_regs},
+    {"consumer_regs", C.consumer_regs},
+    {"o_staging", static_cast<int>(C.o_staging), o_staging_name(C.o_staging)},
+    {"skip_blocks", C.skip_blocks},
+    {"half_first", C.half_first},
+    {"tree_max", C.tree_max},
+    {"lazy_rescale", C.lazy_rescale},
+    {"defer_epilogue", C.defer_epilogue},
+    {"traced", C.traced},
+};
+
 template <fa3::FwdConfig C>
 KernelEntry fa3_fwd_entry(const char* name, const void* fn, Family family) {
   using L = fa3::FwdLayout<C>;
@@ -16,7 +38,7 @@ KernelEntry fa3_fwd_entry(const char* name, const void* fn, Family family) {
                      C.stages,     C.consumer_wgs,   C.pingpong,
                      C.persistent, L::kThreads,      L::kSmemBytes,
                      fn,           1,                C.paired,
-                     L::kDynamicWalk};
+                     C.dynamic_walk, kFa3FwdSwitches<C>};
 }
 
 }  // namespace flashptx

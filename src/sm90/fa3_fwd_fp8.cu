@@ -1,7 +1,7 @@
 // FA3 FP8 forward: the list of specializations (every FP8 forward kernel, named once) and the launch
-// of flashptx_fwd_fp8 (include/flashptx.h). Like the quantize kernels, these are not rows of the
-// kernel table (src/kernels.h): one CTA shape per head dim and descale kind, persistent or one CTA
-// per tile by a rule of launch_fp8, no launch plan. Each kernel has its golden
+// of flashptx_fwd_fp8 (include/flashptx.h). Rows of the kernel table (src/kernels.h, family
+// kFa3FwdFp8) that no launch plan reads: one CTA shape per head dim and descale kind, persistent or
+// one CTA per tile by a rule of launch_fp8. Each kernel has its golden
 // sass_golden/sm_90a/<name>.sass and hand-written <name>.check.
 //
 //   kernel                       block_m x block_n  stages (K, raw V, Vt)  smem (bytes)  registers (producer/consumer)
@@ -26,6 +26,7 @@
 #include <string>
 
 #include "flashptx.h"
+#include "src/kernels.h"
 #include "src/sm90/fa3_fwd_fp8.cuh"
 #include "src/sm90/fa3_fwd_fp8.h"
 #include "src/tensormap.h"
@@ -176,20 +177,18 @@ static flashptx_status launch_fp8(const flashptx_fwd_fp8_params& a, const void* 
 
 // The wide-block kernels (block_n > 128) read one K and one V descale per block, so they run only
 // when those are uniform along the keys (per tensor or per head) and V is row-major (their Vt stage
-// is two chunks, which one TMA box of V^T cannot fill); and from 2k keys: at d128 1k non-causal the
-// 192-key blocks (six, the last a third full) measured 509 TFLOP/s against 537 for 128-key blocks
-// (docs/DECISIONS.md, "FP8: wide K/V blocks").
+// is two chunks, which one TMA box of V^T cannot fill); and from 2k keys, where the last, partly
+// full wide block weighs less (docs/DECISIONS.md, "FP8: wide K/V blocks").
 static bool wide_blocks_apply(const flashptx_fwd_fp8_params& a) {
   const auto uniform = [](flashptx_fp8_scale_granularity g) { return g != FLASHPTX_FP8_SCALE_PER_BLOCK; };
   return uniform(a.k_granularity) && uniform(a.v_granularity) && a.v_layout == FLASHPTX_FP8_V_ROW_MAJOR &&
          a.seqlen_k >= 2048;
 }
 
-// Persistent (one CTA per SM) for non-causal calls up to 4k keys, where it measured +9..22% (the
-// next tile's loads under this tile's drain, one prologue per SM); one CTA per tile otherwise: under
-// a causal mask the static round robin balanced worse than the hardware's block scheduler (d128 1k
-// -7%), and at 8k-16k non-causal it measured -4..5%
-// (docs/DECISIONS.md, "FP8: two flavours, persistent and plain").
+// Persistent (one CTA per SM) for non-causal calls up to 4k keys (the next tile's loads under this
+// tile's drain, one prologue per SM); one CTA per tile otherwise, where the hardware's block
+// scheduler balances a causal mask better than a static round robin (docs/DECISIONS.md, "FP8: when
+// the tile loop runs").
 static bool persistent_applies(const flashptx_fwd_fp8_params& a) { return a.causal == 0 && a.seqlen_k <= 4096; }
 
 // Every launchable FP8 forward kernel, its symbol and its launch, named once: launch_fwd_fp8 and
@@ -207,10 +206,8 @@ struct Fp8Kernel {
 #define FLASHPTX_FP8_ENTRY(kernel, config) Fp8Kernel{#kernel, &launch_entry<config, &kernel>}
 
 // Which code runs: the 128-key and d256 kernels in their plain flavour (no tile loop) when one CTA
-// per tile runs, since the loop alone cost the d128 steady step 41 instructions (-5..7%); the wide
-// kernels only in the loop flavour, which measured faster for them whatever the grid (d128 n192 8k
-// 851 against 809 TFLOP/s, d64 n256 16k 583 against 503, per-head descales; docs/DECISIONS.md,
-// "FP8: two flavours, persistent and plain"). nullptr for a head dim without a kernel.
+// per tile runs (Fp8Config::persistent says why); the wide kernels only in the loop flavour
+// (docs/DECISIONS.md, "FP8: wide K/V blocks"). nullptr for a head dim without a kernel.
 static const Fp8Kernel* select_fp8_kernel(const flashptx_fwd_fp8_params& a) {
   using fa3::persistent;
   static const Fp8Kernel d64 = FLASHPTX_FP8_ENTRY(fa3_fwd_fp8_sm90_d64, fa3::kFp8D64);
@@ -245,5 +242,42 @@ const char* fwd_fp8_kernel_name(const flashptx_fwd_fp8_params& a) {
   const Fp8Kernel* k = select_fp8_kernel(a);
   return k != nullptr ? k->name : nullptr;
 }
+
+// The kernel table's rows (src/kernels.h): the description `flashptx kernels` prints; the launch
+// above does not read them.
+template <fa3::Fp8Config C>
+inline constexpr KernelSwitch kFa3FwdFp8Switches[] = {
+    {"skip_unit_rescale", C.skip_unit_rescale},
+    {"uniform_kv_descales_only", fa3::Fp8Layout<C>::kUniformKVDescalesOnly},
+    {"q_slots", fa3::Fp8Layout<C>::kQSlots},
+    {"producer_regs", fa3::Fp8Layout<C>::kProducerRegs},
+    {"consumer_regs", fa3::Fp8Layout<C>::kConsumerRegs},
+};
+template <fa3::Fp8Config C>
+static KernelEntry fp8_row(const char* name, const void* fn) {
+  using L = fa3::Fp8Layout<C>;
+  KernelEntry e{name,         Family::kFa3FwdFp8, FLASHPTX_FP8_E4M3, C.head_dim, L::kBlockM,
+                C.block_n,    C.stages,           L::kConsumerWGs,   /*pingpong*/ true,
+                C.persistent, L::kThreads,        L::kSmemBytes,     fn};
+  e.switches = kFa3FwdFp8Switches<C>;
+  return e;
+}
+#define FLASHPTX_FP8_ROW(name, config) fp8_row<config>(#name, reinterpret_cast<const void*>(&name))
+
+std::span<const KernelEntry> fa3_fwd_fp8_kernels() {
+  using namespace fa3;
+  static const KernelEntry rows[] = {
+      FLASHPTX_FP8_ROW(fa3_fwd_fp8_sm90_d64, kFp8D64),
+      FLASHPTX_FP8_ROW(fa3_fwd_fp8_sm90_d128, kFp8D128),
+      FLASHPTX_FP8_ROW(fa3_fwd_fp8_sm90_d256, kFp8D256),
+      FLASHPTX_FP8_ROW(fa3_fwd_fp8_sm90_d64_p, persistent(kFp8D64)),
+      FLASHPTX_FP8_ROW(fa3_fwd_fp8_sm90_d128_p, persistent(kFp8D128)),
+      FLASHPTX_FP8_ROW(fa3_fwd_fp8_sm90_d256_p, persistent(kFp8D256)),
+      FLASHPTX_FP8_ROW(fa3_fwd_fp8_sm90_d64_n256_p, persistent(kFp8D64N256)),
+      FLASHPTX_FP8_ROW(fa3_fwd_fp8_sm90_d128_n192_p, persistent(kFp8D128N192)),
+  };
+  return rows;
+}
+#undef FLASHPTX_FP8_ROW
 
 }  // namespace flashptx

@@ -52,8 +52,9 @@
 // Consumers: steady step j issues QK(j) then PV(j-1) (PV lags QK by one block), wgmma groups as in
 // the bf16 forward: wait_group(1) retires QK(j) (K released), softmax(j) overlaps PV(j-1),
 // wait_group(0) retires PV(j-1) (Vt released, O rescaled, P overwritten). ptxas keeps all the
-// step's exponentials before the PV wait only because of pin_before_pv_wait (below; v1 had the wait
-// before all of them: docs/DECISIONS.md, "FP8: the exponentials before the PV wait"); the .check files hold that order.
+// step's exponentials before the PV wait only because of pin_before_pv_wait (below; docs/DECISIONS.md,
+// "FP8: the exponentials pinned before the PV wait"). SASS-pinned: sass_golden/sm_90a/fa3_fwd_fp8.check.inc
+// holds that order.
 //
 // Scales (docs/PROTOCOLS.md "FP8 layouts", invariants): with descales dQ (the tile's Q block), dK_n and
 // dV_n (the K/V block's), the scores are softmax_scale * dQ * dK_n * (q8 k8^T): the product goes into
@@ -494,14 +495,11 @@ struct Consumer {
         }
     }
   }
-  // At d256 (O is 128 registers per thread against 64-key blocks) the multiplies are skipped when
-  // every factor of the warp is exactly 1 (no row max moved, the same dV): a vote and a branch per
-  // step, measured +2% (per-block descales) and +6% (per-head) at d256 16k and -2..4% at d64/d128,
-  // where O is half as large per key (docs/DECISIONS.md, "FP8: what binds the step").
-  static constexpr bool kSkipUnitRescale = kD >= 256;
+  // C.skip_unit_rescale: the multiplies are skipped when every factor of the warp is exactly 1 (no
+  // row max moved, the same dV): a vote and a branch per step.
   __device__ __forceinline__ void rescale_o(const float (&alpha)[2], float ratio) {
     const float a0 = alpha[0] * ratio, a1 = alpha[1] * ratio;
-    if constexpr (kSkipUnitRescale) {
+    if constexpr (C.skip_unit_rescale) {
       if (!__any_sync(0xffffffffu, a0 != 1.f || a1 != 1.f)) return;
     }
 #pragma unroll
@@ -530,10 +528,10 @@ struct Consumer {
   }
   // Keeps softmax(j) ahead of the PV(j-1) wait in the SASS. The PTX has the exponentials before
   // wgmma.wait_group 0 (the operand fences pin them there for nvcc), but ptxas schedules the wait
-  // freely inside a basic block and put it before all 64 MUFU.EX2 of the step (docs/DECISIONS.md,
-  // "FP8: the exponentials before the PV wait"), serialising softmax(j) after PV(j-1). A branch
-  // whose condition reads every exponential (through the row sums) ends the basic block: ptxas
-  // does not move the wait above it, nor the exponentials below it. The branch is never taken (a row sum is a sum of
+  // freely inside a basic block and, without this, puts it before all 64 MUFU.EX2 of the step,
+  // serialising softmax(j) after PV(j-1). A branch whose condition reads every
+  // exponential (through the row sums) ends the basic block: ptxas does not move the wait above
+  // it, nor the exponentials below it. The branch is never taken (a row sum is a sum of
   // exponentials, >= 0, or NaN, and NaN < 0 is false); its body is a side effect nvcc cannot drop.
   __device__ __forceinline__ void pin_before_pv_wait() const {
     if (row_sum[0] + row_sum[1] < 0.f) ptx::nanosleep_u32(0);

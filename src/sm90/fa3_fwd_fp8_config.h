@@ -121,9 +121,13 @@ struct Fp8Config {
                  // before transposing block r, into the raw V stage block r - 1 left)
   // true: the consumers loop over tiles blockIdx.x + k gridDim.x (launched one CTA per SM); false:
   // one tile per CTA (grid = tiles). The producer's stream is the same code in both. Two flavours
-  // because the tile loop alone made ptxas keep the d128 steady step's descriptors and barrier
-  // addresses in ordinary registers (+41 instructions per step, -5..7% where one tile per CTA runs).
+  // because the tile loop alone makes ptxas keep the d128 steady step's descriptors and barrier
+  // addresses in ordinary registers (docs/DECISIONS.md, "FP8: two flavours, looping or not").
   bool persistent = false;
+  // The consumers skip O's rescale when every factor of the warp is exactly 1 (no row max moved, the
+  // same V descale): a vote and a branch per step, against kD / 2 multiplies ("FP8: the unit rescale
+  // skipped").
+  bool skip_unit_rescale = false;
 };
 constexpr Fp8Config persistent(Fp8Config c) {
   c.persistent = true;
@@ -201,13 +205,13 @@ struct Fp8Layout {
                 "setmaxnreg split beyond the CTA's launch allocation: the .inc would never complete");
 };
 
-// The shipped configurations (instantiated in src/sm90/fa3_fwd_fp8.cu).
-// Stages: 3 (loads two blocks ahead) measured the same as 2 at d128 8k (695 vs 689 TFLOP/s, the
-// consumers' softmax is the bound; docs/DECISIONS.md, "FP8: what binds the step"), so 2 keeps the smaller footprint.
-constexpr Fp8Config kFp8D64 = {.head_dim = 64, .block_n = 128, .stages = 2};
-constexpr Fp8Config kFp8D128 = {.head_dim = 128, .block_n = 128, .stages = 2};
-constexpr Fp8Config kFp8D256 = {.head_dim = 256, .block_n = 64, .stages = 2};
-constexpr Fp8Config kFp8D64N256 = {.head_dim = 64, .block_n = 256, .stages = 2};
-constexpr Fp8Config kFp8D128N192 = {.head_dim = 128, .block_n = 192, .stages = 2};
+// The shipped configurations (instantiated in src/sm90/fa3_fwd_fp8.cu; persistent(c) gives the tile
+// loop's twin). Two stages everywhere: the smaller footprint ("FP8: two stages"). The unit-rescale
+// skip at d256 only, where O is 128 registers per thread against 64-key blocks.
+constexpr Fp8Config kFp8D64 = {.head_dim = 64, .block_n = 128, .stages = 2, .persistent = false, .skip_unit_rescale = false};
+constexpr Fp8Config kFp8D128 = {.head_dim = 128, .block_n = 128, .stages = 2, .persistent = false, .skip_unit_rescale = false};
+constexpr Fp8Config kFp8D256 = {.head_dim = 256, .block_n = 64, .stages = 2, .persistent = false, .skip_unit_rescale = true};
+constexpr Fp8Config kFp8D64N256 = {.head_dim = 64, .block_n = 256, .stages = 2, .persistent = false, .skip_unit_rescale = false};
+constexpr Fp8Config kFp8D128N192 = {.head_dim = 128, .block_n = 192, .stages = 2, .persistent = false, .skip_unit_rescale = false};
 
 }  // namespace flashptx::fa3

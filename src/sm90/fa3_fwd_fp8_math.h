@@ -34,8 +34,8 @@ FLASHPTX_HD float row_update(float& row_max, float mx, float scale, float* bias,
   const float ref = m_new == -INFINITY ? 0.f : m_new;
   // The exponential unconditionally, then a select: ex2 is inline asm, which the compiler does not
   // speculate, so `cond ? 0 : ex2(..)` became a branch in the kernel's PTX, and a branch between
-  // wgmma.wait_group 1 and 0 makes ptxas retire every wgmma at the join
-  // (docs/DECISIONS.md, "FP8: the exponentials before the PV wait"). The
+  // wgmma.wait_group 1 and 0 makes ptxas retire every wgmma at the join (docs/DECISIONS.md, "No
+  // branch between the two wgmma waits"). The
   // value is the same: a row at -inf has ex2(-inf - ref) = +0.
   const float e = ex2(row_max - ref);
   const float alpha = row_max == -INFINITY ? 0.f : e;

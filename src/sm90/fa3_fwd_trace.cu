@@ -8,10 +8,6 @@
 #include "src/sm90/fa3_fwd.cuh"
 #include "src/sm90/fa3_fwd_entry.h"
 
-namespace flashptx::fa3 {
-constexpr FwdConfig kTracedD128N128 = traced(kD128N128);  // the release configuration, traced
-}  // namespace flashptx::fa3
-
 extern "C" __global__ void __launch_bounds__(flashptx::fa3::FwdLayout<flashptx::fa3::kTracedD128N128>::kThreads, 1)
     fa3_fwd_sm90_bf16_d128_trace(const __grid_constant__ flashptx::fa3::FwdParams p) {
   flashptx::fa3::fwd_kernel_body<flashptx::fa3::kTracedD128N128>(p);

@@ -19,11 +19,7 @@
 //   kQuantize    per tensor and per head, second launch: quantize with the slot's descale.
 //   kGroup       per block: the CTA reads its block once for amax (block reduction), writes its
 //                descale, then reads it again (from L2) and quantizes.
-// Measured on the H200 (tools/bench/quantize_bw.py; docs/DECISIONS.md, "FP8 quantizer"):
-// per head used to be one CTA per
-// (batch, head) walking all its rows (11% of the copy bandwidth at 4 x 16 heads); a version that
-// kept a whole 128-row group in registers to read it once ran slower (111 registers, 2 CTAs per SM:
-// 0.66 / 0.54 of the copy per tensor / per block, against 0.79 / 0.63 streaming).
+// Why these passes and not others: docs/DECISIONS.md, "FP8 quantize: streaming passes".
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>

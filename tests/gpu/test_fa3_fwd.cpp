@@ -46,7 +46,7 @@ struct Case {
   // Nonzero: Q's element 0 is 1 and K row j's element 0 is key_ramp * (1 - j / sk), so every row's
   // scores grow towards key 0, the last block the kernels' right-to-left walk visits: the running
   // maximum moves in most blocks, by less or more than the lazy rescale's threshold, and the largest
-  // weights sit in the last blocks (src/sm90/fa3_fwd.cuh, Consumer::kLazyRescale).
+  // weights sit in the last blocks (src/sm90/fa3_fwd.cuh, FwdConfig::lazy_rescale).
   float key_ramp = 0.f;
   std::string str() const {
     return "B=" + std::to_string(batch) + " Sq=" + std::to_string(sq) + " Sk=" + std::to_string(sk) +

@@ -183,7 +183,7 @@ TEST_CASE("the article's liveness ledger and the shipped d128 kernel's FwdLayout
   // The two-consumer register row of setmaxnreg_table() is the kernel's split (24 / 240); the
   // paired causal twin moves 8 registers per consumer thread to its producer (40 / 232), the same
   // launch allocation (168 x 384 = 64,512).
-  using LP = flashptx::fa3::FwdLayout<flashptx::fa3::paired(flashptx::fa3::kD128N128)>;
+  using LP = flashptx::fa3::FwdLayout<flashptx::fa3::kD128N128Paired>;
   bool found = false;
   for (const auto& r : flashptx::models::ring::setmaxnreg_table())
     if (r.mma_wgs == 2) {

@@ -194,7 +194,7 @@ TEST_CASE("failure lab: a per-lane branch in place of the warp vote reaches a co
   }
 }
 
-// The FA3 d256 kernels' lazy rescale (src/sm90/fa3_fwd.cuh, Consumer::kLazyRescale), read here in
+// The FA3 d256 kernels' lazy rescale (src/sm90/fa3_fwd.cuh, FwdConfig::lazy_rescale), read here in
 // double precision, apart from the kernel: with a reference delta below the row maximum, P reaches
 // 2^delta and its largest entry is rounded to bf16 like the others. Normalising O by the sum of the
 // unrounded P (the kernel's first build) leaves that rounding in O, eps * w * V; by the sum of the

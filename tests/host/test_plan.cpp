@@ -3,6 +3,7 @@
 // stated device (132 SMs, sm_90, as the H200).
 #include <doctest/doctest.h>
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -52,6 +53,12 @@ TEST_CASE("the kernel table: unique names, rows consistent with their layouts") 
       case flashptx::Family::kFa3FwdVarlen:
         CHECK(k.threads == 128 * (k.consumer_wgs + 1));
         CHECK(k.block_m == 64 * k.consumer_wgs);
+        CHECK(k.smem_bytes > 0);
+        break;
+      case flashptx::Family::kFa3FwdFp8:  // a producer warpgroup + two consumers; a tile is one Q descale block
+        CHECK(k.threads == 384);
+        CHECK(k.block_m == 128);
+        CHECK(k.dtype == FLASHPTX_FP8_E4M3);
         CHECK(k.smem_bytes > 0);
         break;
       case flashptx::Family::kFa3Bwd:  // a producer warpgroup + two MMA warpgroups: 64 keys each
@@ -335,8 +342,7 @@ TEST_CASE("schedule names round-trip and unknown names are refused") {
 
 TEST_CASE("the layout object: the shared-memory plan of every shipped forward fits and is 1024-aligned") {
   using flashptx::fa3::FwdLayout;
-  constexpr flashptx::fa3::FwdConfig c{.head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2,
-                                       .pingpong = true, .persistent = true, .bf16 = true};
+  constexpr flashptx::fa3::FwdConfig c = flashptx::fa3::kD128N128;
   using L = FwdLayout<c>;
   static_assert(L::kOffK % 1024 == 0 && L::kOffV % 1024 == 0 && L::kOffO % 1024 == 0);
   CHECK(L::kQBytes == 128 * 128 * 2);
@@ -344,23 +350,28 @@ TEST_CASE("the layout object: the shared-memory plan of every shipped forward fi
   CHECK(L::kSeparateO);
   // 2 Q slots, 2 K, 2 V, O; 12 ring barriers (2 per Q slot) + 4 of the tile feed; 2 tile slots of
   // 16 B; slack
-  CHECK(L::kTileFeed);
+  CHECK(c.tile_feed);
   CHECK(L::kQSlots == 2);
   CHECK(L::kSmemBytes == 7 * 32768 + 8 * (4 + 4 * 2 + 4) + 2 * 16 + 1024);
+  // Every row's shared memory from the switches the row carries (the kernel table's copy of its
+  // FwdConfig): Q slots, O staging, the tile feed's barriers and slots.
   for (const flashptx::KernelEntry& k : flashptx::fa3_fwd_kernels()) {
     INFO(k.name);
+    std::map<std::string, const flashptx::KernelSwitch*> sw;
+    for (const flashptx::KernelSwitch& x : k.switches) sw[x.name] = &x;
+    REQUIRE(sw.count("q_slots") == 1);
+    REQUIRE(sw.count("o_staging") == 1);
+    REQUIRE(sw.count("tile_feed") == 1);
     const int q = k.block_m * k.head_dim * 2, kv = k.block_n * k.head_dim * 2;
-    const bool separate_o = 2 * q + 2 * k.stages * kv + 8 * (2 + 4 * k.stages) + 1024 <= 227 * 1024;
-    // The tile feed: the paired kernels and the persistent ones of two consumer warpgroups (4
-    // barriers, 32 B).
-    const bool feed = k.paired || (k.persistent && k.consumer_wgs == 2);
-    // Two Q slots (FwdLayout::kQSlots), each with its pair of barriers: at d128 in the kernels with a
-    // feed, and in the 128-row d64 paired kernel; O in halves (a buffer of half of Q) in the
-    // persistent d256 kernels (kOHalves).
-    const int q_slots = feed && (k.head_dim == 128 || (k.head_dim == 64 && k.paired && k.consumer_wgs == 2)) ? 2 : 1;
-    const bool halves = !separate_o && k.persistent;
-    CHECK(k.smem_bytes == q_slots * q + 2 * k.stages * kv + (separate_o ? q : (halves ? q / 2 : 0)) +
+    const int q_slots = sw["q_slots"]->value;
+    const bool feed = sw["tile_feed"]->value != 0;
+    const std::string o = sw["o_staging"]->text;
+    CHECK((o == "own" || o == "halves" || o == "in_q"));
+    const int o_bytes = o == "own" ? q : (o == "halves" ? q / 2 : 0);
+    CHECK(k.smem_bytes == q_slots * q + 2 * k.stages * kv + o_bytes +
                               8 * (2 * q_slots + 4 * k.stages + (feed ? 4 : 0)) + (feed ? 32 : 0) + 1024);
+    // O in the Q buffer only where no buffer of its own fits beside the rings
+    if (o == "in_q") CHECK(2 * q + 2 * k.stages * kv + 8 * (2 + 4 * k.stages) + 1024 > 227 * 1024);
   }
 }
 

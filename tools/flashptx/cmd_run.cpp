@@ -28,7 +28,9 @@ std::string main_help() {
          "  trace        measured pipeline timeline of the instrumented forward kernel, as SVG;\n"
          "               --from-json re-renders a saved trace without a GPU\n"
          "  ladder       the attention ladder: per rung what it adds, SASS facts, TFLOP/s;\n"
-         "               --diff N prints the SASS lesson of rung N\n";
+         "               --diff N prints the SASS lesson of rung N\n"
+         "  kernels      the kernel table: every kernel's fields and protocol switches, registers,\n"
+         "               static and dynamic shared memory (no GPU needed)\n";
 }
 
 }  // namespace flashptx::cli

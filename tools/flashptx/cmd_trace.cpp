@@ -267,7 +267,7 @@ int cmd_trace(int argc, char** argv) {
     flashptx_fwd_params p;
     flashptx_fwd_params_contiguous(&p, q, k, v, o, nullptr, batch, seqlen, seqlen, heads, heads_kv, hdim, dt, causal);
     const KernelEntry* tk = traced_kernel(hdim, dtype, causal);  // found by the argument parser
-    // A traced kernel with the dynamic schedule (FwdLayout::kDynamicWalk) runs it, as its release twin
+    // A traced kernel with the dynamic schedule (FwdConfig::dynamic_walk) runs it, as its release twin
     // does in the benchmarks: the caller's zeroed counter (include/flashptx.h, tile_counter), which
     // every call leaves zero.
     if (tk->dynamic) {

@@ -6,6 +6,7 @@
 // help text, or kError with the message (options.h has the rules and the wording).
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ int cmd_ledger(int argc, char** argv);  // the protocol tables, from the models 
 int cmd_bench(int argc, char** argv);   // side-by-side-ready timing with a JSON manifest
 int cmd_trace(int argc, char** argv);   // measured pipeline timeline (instrumented build)
 int cmd_ladder(int argc, char** argv);  // the attention ladder's table and SASS lessons
+int cmd_kernels(int argc, char** argv); // the kernel table, every field, with registers and shared memory
 
 // Shared by `flashptx` (no arguments, no GPU) and `flashptx audit --summary`: per kernel, registers,
 // shared memory, spills and golden status. Implemented by the audit (tools/flashptx/cmd_audit.cpp).
@@ -85,5 +87,18 @@ struct LadderCmdArgs {
   int64_t diff = 0;  // 0: the table; N: the lesson of rung N
 };
 Parsed parse_ladder_args(int argc, const char* const* argv, LadderCmdArgs* a);
+
+// `flashptx kernels` (tools/flashptx/cmd_kernels.cpp).
+struct KernelsArgs {
+  std::string kernel;  // substring of the name; empty: every row
+  std::string family;  // family_name (src/kernels.h); empty: every family
+};
+Parsed parse_kernels_args(int argc, const char* const* argv, KernelsArgs* a);
+// Registers and the rest of ptxas's resource line of every kernel in the build's audit list, by
+// name (cuobjdump --dump-resource-usage); false with *why without the disassembler or the list.
+bool read_kernel_resources(std::map<std::string, sass::Resources>* res, std::string* why);
+// The table `flashptx kernels` prints: one line per selected row, then a closing line with the
+// count; resource columns "-" for a kernel missing from res.
+std::string kernels_table(const KernelsArgs& a, const std::map<std::string, sass::Resources>& res);
 
 }  // namespace flashptx::cli

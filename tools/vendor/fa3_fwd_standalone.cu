@@ -16,9 +16,9 @@
 
 namespace example {
 
-// The configuration flashptx ships as fa3_fwd_sm90_bf16_d128_n128.
-constexpr flashptx::fa3::FwdConfig kD128 = {.head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2,
-                                            .pingpong = true, .persistent = true, .bf16 = true};
+// The configuration flashptx ships as fa3_fwd_sm90_bf16_d128_n128 (every protocol switch named:
+// src/sm90/fa3_fwd_config.h, "the shipped configurations").
+constexpr flashptx::fa3::FwdConfig kD128 = flashptx::fa3::kD128N128;
 using Layout = flashptx::fa3::FwdLayout<kD128>;
 
 __global__ void __launch_bounds__(Layout::kThreads, 1) fa3_fwd_bf16_d128(const __grid_constant__ flashptx::fa3::FwdParams p) {
