@@ -71,7 +71,7 @@ namespace flashptx::cli {
 Parsed parse_ledger_args(int argc, const char* const* argv, LedgerArgs* a) {
   *a = LedgerArgs();
   Options o("ledger", "flashptx ledger [SECTION] [--list]",
-            "The protocol tables of tools/guide/PROTOCOLS.md, computed by the models in src/models/, by\n"
+            "The protocol tables of docs/PROTOCOLS.md, computed by the models in src/models/, by\n"
             "section code (the guide's \"The ledger's section codes\" maps them).");
   o.positional("SECTION", &a->section, "a section id such as 0x03 (also 03, 3): only its tables")
       .flag("--list", &a->list, "one line per table: section and title");
@@ -107,7 +107,7 @@ int cmd_ledger(int argc, char** argv) {
   }
   if (want < 0)
     std::printf("flashptx ledger: %zu tables from the protocol models, by section code (0x02, 0x03, ...;\n"
-                "tools/guide/PROTOCOLS.md maps the codes to its sections)\n\n",
+                "docs/PROTOCOLS.md maps the codes to its sections)\n\n",
                 all.size());
   for (const LedgerSection& s : all)
     if (want < 0 || section_number(s.section) == want) print_one(s);

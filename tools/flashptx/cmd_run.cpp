@@ -22,7 +22,7 @@ std::string main_help() {
          "               (error against the fp64 reference, TFLOP/s); otherwise say why and print\n"
          "               the audit summary of the built kernels. run takes the options of bench\n"
          "  audit        golden-SASS audit of every built kernel (--regenerate rewrites the goldens)\n"
-         "  ledger       the protocol tables (tools/guide/PROTOCOLS.md), computed by the models\n"
+         "  ledger       the protocol tables (docs/PROTOCOLS.md), computed by the models\n"
          "  bench        time the forward on a shape or a named grid (--grid fa3-grid), with a\n"
          "               forced kernel or schedule if asked; JSON manifest\n"
          "  trace        measured pipeline timeline of the instrumented forward kernel, as SVG;\n"

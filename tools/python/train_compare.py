@@ -7,7 +7,7 @@ and with flashptx.attention, on the same data in the same order.
 Model: 6 layers, d_model 1024, 8 heads of 128, sequence 2048, pre-LayerNorm blocks (causal
 self-attention, GELU MLP 4x), learned positions, byte-level vocabulary (256). bf16 autocast, AdamW
 (fused; lr 6e-4, betas 0.9/0.95, weight decay 0.1), linear warm-up then cosine decay, gradient
-clipping at 1.0. Corpus: this repository's own text (README.md, tools/NOTES.md, then every
+clipping at 1.0. Corpus: this repository's own text (README.md, docs/DECISIONS.md, then every
 src/ include/ ptx/ source file in sorted order), read from the tree as bytes; the last 5% is held
 out. Each step takes a batch of random windows drawn from one fixed generator (seed 1234), so that
 every run sees the same batches in the same order.
@@ -37,7 +37,7 @@ sys.path.insert(0, HERE)
 
 
 def corpus_files(root):
-    files = [os.path.join(root, "README.md"), os.path.join(root, "tools", "NOTES.md")]
+    files = [os.path.join(root, "README.md"), os.path.join(root, "docs", "DECISIONS.md")]
     for pattern in ("src/**/*.cuh", "src/**/*.cu", "src/**/*.h", "src/**/*.cpp", "include/**/*.h", "ptx/**/*.cuh"):
         files += sorted(glob.glob(os.path.join(root, pattern), recursive=True))
     seen, out = set(), []
