@@ -252,3 +252,4 @@ $(WGMMA_GEN): tools/gen/gen_wgmma.cpp tools/support/wgmma_gen.cpp tools/support/
 	$(CXX) -std=c++17 -O1 -Wall -Wextra -I$(ROOT) -o $@ tools/gen/gen_wgmma.cpp tools/support/wgmma_gen.cpp
 regen-wgmma: $(WGMMA_GEN)
 	$(WGMMA_GEN) ptx/wgmma_mma.cuh
+include tools/sim/exec.mk
