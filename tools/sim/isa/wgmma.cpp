@@ -1,0 +1,188 @@
+// ptxsim ISA semantics: wgmma.mma_async (see wgmma.h).
+#include "tools/sim/isa/wgmma.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "tools/sim/isa/numeric.h"
+
+namespace ptxsim::isa {
+
+// ---- matrix descriptor ------------------------------------------------------------------------
+MatrixDesc matrix_desc_decode(uint64_t desc) {
+  MatrixDesc m;
+  m.start_addr = uint32_t(desc & 0x3fff) << 4;
+  m.lbo = uint32_t((desc >> 16) & 0x3fff) << 4;
+  m.sbo = uint32_t((desc >> 32) & 0x3fff) << 4;
+  m.base_offset = uint32_t((desc >> 49) & 0x7);
+  switch (desc >> 62) {
+    case 0: m.swizzle = Swizzle::none; break;
+    case 1: m.swizzle = Swizzle::b128; break;
+    case 2: m.swizzle = Swizzle::b64; break;
+    default: m.swizzle = Swizzle::b32; break;
+  }
+  return m;
+}
+
+uint64_t matrix_desc_encode(const MatrixDesc& m) {
+  auto enc = [](uint32_t x) { return uint64_t((x & 0x3ffff) >> 4); };
+  uint64_t mode = 0;
+  switch (m.swizzle) {
+    case Swizzle::none: mode = 0; break;
+    case Swizzle::b128: mode = 1; break;
+    case Swizzle::b64: mode = 2; break;
+    case Swizzle::b32: mode = 3; break;
+  }
+  return enc(m.start_addr) | (enc(m.lbo) << 16) | (enc(m.sbo) << 32) | (uint64_t(m.base_offset & 7) << 49) |
+         (mode << 62);
+}
+
+uint32_t mma_type_bytes(MmaType t) {
+  switch (t) {
+    case MmaType::f16: case MmaType::bf16: return 2;
+    case MmaType::e4m3: case MmaType::e5m2: return 1;
+    case MmaType::tf32: return 4;
+  }
+  return 2;
+}
+uint32_t mma_k(MmaType t) { return 32 / mma_type_bytes(t); }
+
+// ISA reading: a .tf32 operand is read as the f32 bit pattern with its 13 low fraction bits ignored.
+float mma_elem_to_f32(MmaType t, uint32_t bits) {
+  switch (t) {
+    case MmaType::f16: return f16_to_f32(uint16_t(bits));
+    case MmaType::bf16: return bf16_to_f32(uint16_t(bits));
+    case MmaType::e4m3: return e4m3_to_f32(uint8_t(bits));
+    case MmaType::e5m2: return e5m2_to_f32(uint8_t(bits));
+    case MmaType::tf32: return f32_from_bits(bits & 0xffffe000u);
+  }
+  return 0;
+}
+
+// ---- canonical layouts ------------------------------------------------------------------------
+// ISA reading: the base offset is taken as the row phase of the pattern's start, so the XOR uses
+// (address bits [7,10) - base_offset); with base_offset 0 this is the plain address-bit XOR.
+uint32_t canonical_address(const MatrixDesc& m, Major major, uint32_t elem_bytes, uint32_t mn, uint32_t k) {
+  const uint32_t T = 16 / elem_bytes;
+  uint32_t off = 0;
+  if (m.swizzle == Swizzle::none) {
+    if (major == Major::k)  // ((8,m),(T,2k)):((1T,SBO),(1,LBO))
+      off = (mn % 8) * 16 + (mn / 8) * m.sbo + (k % T) * elem_bytes + (k / T) * m.lbo;
+    else                    // ((T,1,m),(8,k)):((1,T,SBO),(1T,LBO))
+      off = (mn % T) * elem_bytes + (mn / T) * m.sbo + (k % 8) * 16 + (k / 8) * m.lbo;
+    return m.start_addr + off;
+  }
+  const uint32_t W = swizzle_span_bytes(m.swizzle), C = W / 16;
+  if (major == Major::k)    // ((8,m),(T,2k)):((C*T,SBO),(1,T))
+    off = (mn % 8) * W + (mn / 8) * m.sbo + (k / T) * 16 + (k % T) * elem_bytes;
+  else                      // ((T,C,m),(8,k)):((1,T,LBO),(C*T,SBO))
+    off = (mn % T) * elem_bytes + ((mn / T) % C) * 16 + (mn / (T * C)) * m.lbo + (k % 8) * W + (k / 8) * m.sbo;
+  const uint32_t addr = m.start_addr + off;
+  const uint32_t mask = (1u << swizzle_bits(m.swizzle)) - 1;
+  const uint32_t phase = ((addr >> 7) - m.base_offset) & mask;
+  return addr ^ (phase << 4);
+}
+
+// ---- fragments ----------------------------------------------------------------------------------
+RowCol wgmma_d_position(uint32_t t, uint32_t i) {
+  return {16 * (t / 32) + (t % 32) / 4 + 8 * ((i / 2) % 2), 8 * (i / 4) + 2 * (t % 4) + (i % 2)};
+}
+FragSlot wgmma_d_owner(uint32_t row, uint32_t col, bool f16_accum) {
+  const uint32_t t = 32 * (row / 16) + 4 * (row % 8) + (col % 8) / 2;
+  const uint32_t i = 4 * (col / 8) + 2 * ((row % 16) / 8) + (col % 2);
+  return f16_accum ? FragSlot{t, i / 2, i % 2} : FragSlot{t, i, 0};
+}
+RowCol wgmma_a_position(uint32_t t, uint32_t j, uint32_t elem_bytes) {
+  const uint32_t w = t / 32, g = (t % 32) / 4, q = t % 4;
+  if (elem_bytes == 1) return {16 * w + g + 8 * ((j / 4) % 2), 4 * q + (j % 4) + 16 * (j / 8)};
+  return {16 * w + g + 8 * ((j / 2) % 2), 2 * q + (j % 2) + 8 * (j / 4)};
+}
+FragSlot wgmma_a_owner(uint32_t row, uint32_t col, uint32_t elem_bytes) {
+  const uint32_t w = row / 16, g = row % 8, hi = (row % 16) / 8;
+  if (elem_bytes == 1) {
+    const uint32_t t = 32 * w + 4 * g + (col % 16) / 4, j = (col % 4) + 4 * hi + 8 * (col / 16);
+    return {t, j / 4, j % 4};
+  }
+  const uint32_t t = 32 * w + 4 * g + (col % 8) / 2, j = (col % 2) + 2 * hi + 4 * (col / 8);
+  return {t, j / 2, j % 2};
+}
+
+// ---- wgmma.mma_async ----------------------------------------------------------------------------
+uint32_t wgmma_d_regs(const WgmmaOp& op) { return op.d_f16 ? op.n / 4 : op.n / 2; }
+
+namespace {
+bool is_fp8(MmaType t) { return t == MmaType::e4m3 || t == MmaType::e5m2; }
+}  // namespace
+
+std::string wgmma_validate(const WgmmaOp& op) {
+  if (op.n < 8 || op.n > 256 || op.n % 8 != 0) return "N must be 8..256 in steps of 8";
+  if (is_fp8(op.atype) != is_fp8(op.btype) || (!is_fp8(op.atype) && op.atype != op.btype))
+    return "A and B types must match (.f16, .bf16, .tf32) or both be .e4m3/.e5m2";
+  if (op.d_f16 && (op.atype == MmaType::bf16 || op.atype == MmaType::tf32))
+    return ".bf16 and .tf32 multiplicands require .f32 accumulators";
+  const bool t16 = op.atype == MmaType::f16 || op.atype == MmaType::bf16;
+  if (!t16 && (op.trans_a || op.trans_b)) return "imm-trans-a/b must be 0 for types other than .f16/.bf16";
+  if (op.a_in_regs && op.trans_a) return "the register (RS) form has no imm-trans-a";
+  if ((op.scale_a != 1 && op.scale_a != -1) || (op.scale_b != 1 && op.scale_b != -1))
+    return "imm-scale-a/b must be 1 or -1";
+  return {};
+}
+
+void wgmma_read_operands(const WgmmaOp& op, const SmemRead& smem, const uint32_t* a_regs, float* a, float* b) {
+  const uint32_t K = mma_k(op.atype), ea = mma_type_bytes(op.atype), eb = mma_type_bytes(op.btype);
+  auto read_elem = [&](uint32_t addr, uint32_t bytes) {
+    uint32_t v = 0;
+    smem(addr, &v, bytes);
+    return v;
+  };
+  if (op.a_in_regs) {
+    for (uint32_t row = 0; row < 64; ++row)
+      for (uint32_t k = 0; k < K; ++k) {
+        const FragSlot s = wgmma_a_owner(row, k, ea);
+        const uint32_t reg = a_regs[s.thread * 4 + s.reg];
+        const uint32_t bits = ea == 1 ? (reg >> (8 * s.half)) & 0xff : (reg >> (16 * s.half)) & 0xffff;
+        a[row * K + k] = mma_elem_to_f32(op.atype, bits);
+      }
+  } else {
+    const MatrixDesc da = matrix_desc_decode(op.desc_a);
+    const Major ma = op.trans_a ? Major::mn : Major::k;
+    for (uint32_t row = 0; row < 64; ++row)
+      for (uint32_t k = 0; k < K; ++k)
+        a[row * K + k] = mma_elem_to_f32(op.atype, read_elem(canonical_address(da, ma, ea, row, k), ea));
+  }
+  const MatrixDesc db = matrix_desc_decode(op.desc_b);
+  const Major mb = op.trans_b ? Major::mn : Major::k;
+  for (uint32_t k = 0; k < K; ++k)
+    for (uint32_t n = 0; n < op.n; ++n)
+      b[k * op.n + n] = mma_elem_to_f32(op.btype, read_elem(canonical_address(db, mb, eb, n, k), eb));
+}
+
+void wgmma_compute(const WgmmaOp& op, const SmemRead& smem, const uint32_t* a_regs, uint32_t* d_regs) {
+  const uint32_t K = mma_k(op.atype), N = op.n, nregs = wgmma_d_regs(op);
+  std::vector<float> a(64 * K), b(size_t(K) * N);
+  wgmma_read_operands(op, smem, a_regs, a.data(), b.data());
+  const float sa = float(op.scale_a), sb = float(op.scale_b);
+  for (uint32_t t = 0; t < 128; ++t)
+    for (uint32_t e = 0; e < N / 2; ++e) {
+      const RowCol rc = wgmma_d_position(t, e);
+      uint32_t& reg = d_regs[t * nregs + (op.d_f16 ? e / 2 : e)];
+      const uint32_t shift = op.d_f16 ? 16 * (e % 2) : 0;
+      float d_in = 0.0f;
+      if (op.scale_d) d_in = op.d_f16 ? f16_to_f32(uint16_t(reg >> shift)) : f32_from_bits(reg);
+      float r;
+      if (op.accum == AccumMode::f64) {
+        double acc = d_in;
+        for (uint32_t k = 0; k < K; ++k) acc += double(sa * a[rc.row * K + k]) * double(sb * b[k * N + rc.col]);
+        r = float(acc);
+      } else {
+        float acc = d_in;
+        for (uint32_t k = 0; k < K; ++k) acc = std::fma(sa * a[rc.row * K + k], sb * b[k * N + rc.col], acc);
+        r = acc;
+      }
+      if (op.d_f16) reg = (reg & ~(0xffffu << shift)) | (uint32_t(f32_to_f16(r)) << shift);
+      else reg = f32_bits(r);
+    }
+}
+
+}  // namespace ptxsim::isa
