@@ -16,6 +16,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The name cudaGetDeviceProperties gives the simulated device: how a program tells it is on the
+   simulator. */
+#define FLASHPTX_SIM_DEVICE_NAME "flashptx PTX simulator (sm_90a)"
+
 #ifdef __cplusplus
 extern "C" {
 #endif

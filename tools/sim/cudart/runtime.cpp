@@ -32,7 +32,7 @@ CUresult encode_tiled(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, cons
                       const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
                       CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 
-constexpr const char* kDeviceName = "flashptx PTX simulator (sm_90a)";
+constexpr const char* kDeviceName = FLASHPTX_SIM_DEVICE_NAME;
 constexpr int kMaxDynamicSmemOptin = 227 * 1024;   // sharedMemPerBlockOptin of an H100/H200
 constexpr int kDefaultDynamicSmem = 48 * 1024;     // without cudaFuncSetAttribute
 constexpr int kSmemPerSm = 228 * 1024;
