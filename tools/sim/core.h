@@ -90,6 +90,8 @@ enum Special : uint8_t {
   SR_GRIDID, SR_GLOBALTIMER, SR_COUNT
 };
 
+inline constexpr uint32_t kNoReg = 0xFFFFFFFFu;  // a sink in a register pair
+
 struct Opnd {
   OKind kind = K_NONE;
   bool neg = false;      // !%p

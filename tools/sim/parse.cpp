@@ -656,7 +656,8 @@ class Parser {
     }
     size_t bar = s.find('|');
     if (bar != std::string::npos) {
-      int64_t a = find_reg(trim(s.substr(0, bar))), b = find_reg(trim(s.substr(bar + 1)));
+      std::string sa = trim(s.substr(0, bar)), sb = trim(s.substr(bar + 1));
+      int64_t a = sa == "_" ? int64_t(kNoReg) : find_reg(sa), b = sb == "_" ? int64_t(kNoReg) : find_reg(sb);
       if (a < 0 || b < 0) { fail(line, "bad register pair '" + s + "'"); return false; }
       o->kind = K_PAIR;
       o->reg = (uint32_t)a;
@@ -1080,8 +1081,9 @@ class Parser {
       case OP_BAR_SYNC: case OP_BAR_ARRIVE: case OP_CLUSTER_ARRIVE: case OP_CLUSTER_WAIT: return true;
       case OP_SETMAXNREG: return (in.mods & (M_INC | M_DEC)) && t == T_U32;
       case OP_FENCE: case OP_FENCE_PROXY_ASYNC: case OP_FENCE_MBAR_INIT: case OP_FENCE_PROXY_TMAP: return true;
-      case OP_MBAR_INIT: case OP_MBAR_ARRIVE: case OP_MBAR_ARRIVE_TX: case OP_MBAR_EXPECT_TX:
-      case OP_MBAR_TRY_WAIT: case OP_MBAR_TEST_WAIT: case OP_MBAR_INVAL:
+      case OP_MBAR_TRY_WAIT: case OP_MBAR_TEST_WAIT:
+        return t == T_B64 && (in.mods & M_PARITY) && in.space == SP_SHARED;
+      case OP_MBAR_INIT: case OP_MBAR_ARRIVE: case OP_MBAR_ARRIVE_TX: case OP_MBAR_EXPECT_TX: case OP_MBAR_INVAL:
         return t == T_B64 && (in.space == SP_SHARED || in.space == SP_SHARED_CLUSTER);
       case OP_TMA_LOAD: case OP_TMA_STORE: case OP_TMA_REDUCE: case OP_TMA_PREFETCH: return in.k >= 1 && in.k <= 5;
       case OP_BULK_LOAD: case OP_BULK_STORE: return true;
@@ -1118,7 +1120,7 @@ class Parser {
       for (int k = 0; k < in.nops; ++k) {
         Opnd& o = in.o[k];
         if (o.kind == K_REG) o.reg += b;
-        if (o.kind == K_PAIR) { o.reg += b; o.reg2 += b; }
+        if (o.kind == K_PAIR) { if (o.reg != kNoReg) o.reg += b; if (o.reg2 != kNoReg) o.reg2 += b; }
         if (o.kind == K_ADDR && o.sk == SK_REG) o.reg2 += b;
         if ((o.kind == K_SYM || o.kind == K_ADDR) && o.sk == SK_SHARED && o.reg2 == 1) { o.imm += dyn_off; o.reg2 = 0; }
         if ((o.kind == K_VEC || (o.kind == K_ADDR && o.n)) && in.op != OP_CALL) {

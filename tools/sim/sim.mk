@@ -5,17 +5,17 @@
 SIM_CPP      := $(wildcard tools/sim/*.cpp tools/sim/isa/*.cpp)
 SIM_OBJ      := $(SIM_CPP:%.cpp=$(BUILD)/sim/%.o)
 SIM_LIB      := $(BUILD)/sim/libptxsim.a
-SIM_CXXFLAGS := -std=c++20 -O2 -I$(ROOT) -Wall -Wextra -MMD -MP
+SIM_CXXFLAGS := -std=c++20 -O2 -ffp-contract=off -I$(ROOT) -Wall -Wextra -MMD -MP
 SIM_PTX      := $(LIB_CU90:%.cu=$(BUILD)/ptx/%.ptx) $(TK_CU:%.cu=$(BUILD)/ptx/%.ptx)
 
-$(BUILD)/sim/%.o: %.cpp | setup
+$(BUILD)/sim/%.o: %.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(SIM_CXXFLAGS) -c $< -o $@
 $(SIM_LIB): $(SIM_OBJ)
 	@mkdir -p $(dir $@)
 	@rm -f $@
 	ar rcs $@ $^
-$(BUILD)/ptx/%.ptx: %.cu | setup
+$(BUILD)/ptx/%.ptx: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) $(ARCH90) -ptx $< -o $@
 
