@@ -8,6 +8,7 @@
 
 #include <cfenv>
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -434,10 +435,11 @@ float rsqrt_approx_f32(float a, bool ftz, const ApproxConfig& cfg) {
   const double x = (a == 0) ? std::copysign(kInf, a) : 1.0 / std::sqrt(double(a));
   return approx_result(x, std::fabs(x) * kRsqrtMaxRel, Fn::rsqrt, f32_bits(a), ftz, cfg);
 }
+double lg2_approx_bound(double exact) { return std::max(kLg2MaxAbs, ulp_bound(exact, 1)); }
 float lg2_approx_f32(float a, bool ftz, const ApproxConfig& cfg) {
   a = flush_in(a, ftz);
   const double x = (a == 0) ? -kInf : std::log2(double(a));
-  return approx_result(x, kLg2MaxAbs, Fn::lg2, f32_bits(a), ftz, cfg);
+  return approx_result(x, lg2_approx_bound(x), Fn::lg2, f32_bits(a), ftz, cfg);
 }
 float tanh_approx_f32(float a, const ApproxConfig& cfg) {
   const double x = std::tanh(double(a));

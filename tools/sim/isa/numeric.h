@@ -28,7 +28,7 @@ uint64_t f64_bits(double d);
 // ---- f32 <-> f64 -------------------------------------------------------------------------------
 // cvt.f64.f32 is exact. cvt.rnd{.ftz}{.sat}.f32.f64 rounds once.
 double cvt_f64_f32(float a);
-float cvt_f32_f64(double a, Rnd rnd, bool ftz = false, bool sat = false);
+float cvt_f32_f64(double a, Rnd rnd = Rnd::rn, bool ftz = false, bool sat = false);
 
 // ---- bf16 (8-bit exponent, 7-bit fraction) ------------------------------------------------------
 float bf16_to_f32(uint16_t h);                    // exact
@@ -112,6 +112,9 @@ inline constexpr int kEx2MaxUlp = 2;          // ex2.approx.f32: 2 ulp over the 
 inline constexpr int kRcpMaxUlp = 1;          // rcp.approx.f32: 1 ulp over the full range
 inline constexpr double kRsqrtMaxRel = 0x1p-23 * 1.0717734625362931;  // 2^-22.9 relative
 inline constexpr double kLg2MaxAbs = 0x1p-23 * 1.3195079107728942;    // 2^-22.6 absolute
+// ISA reading: 2^-22.6 absolute is finer than the f32 spacing once |lg2(a)| >= 2^0.4, where even the
+// correctly rounded result exceeds it; the bound used is max(2^-22.6, 1 ulp of the result).
+double lg2_approx_bound(double exact);
 inline constexpr double kTanhMaxRel = 0x1p-11 * 1.0090516338446813;      // 2^-10.987 relative
 float ex2_approx_f32(float a, bool ftz, const ApproxConfig& cfg = {});
 float rcp_approx_f32(float a, bool ftz, const ApproxConfig& cfg = {});
