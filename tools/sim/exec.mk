@@ -7,6 +7,8 @@
 #                             linked with the fake runtime instead of cudart_static: ./run_tests
 #                             runs its gpu_sm90 suites in it on a machine without a GPU
 # Both find each kernel's PTX in build/ptx/ (tools/sim/sim.mk), built with them.
+# libflashptx_sim.so links libptxsim.a: its objects must be position-independent.
+SIM_CXXFLAGS += -fPIC
 SIMRT_CPP := $(wildcard tools/sim/cudart/*.cpp)
 SIMRT_OBJ := $(SIMRT_CPP:%.cpp=$(BUILD)/simrt/%.o)
 SIMRT_PTX := $(SIM_PTX) $(SUP_CU:%.cu=$(BUILD)/ptx/%.ptx)
@@ -25,7 +27,7 @@ $(BUILD)/sim_capi_forward: tests/sim/sim_capi_forward.c include/flashptx.h tools
 	$(CC) -std=c11 -O1 -Wall -Wextra -I$(ROOT) -I$(ROOT)/include -I$(CUDA)/include -o $@ $< \
 	  $(BUILD_ABS)/libflashptx_sim.so -Wl,-rpath,$(BUILD_ABS)
 
-SIM_TEST_OBJ := $(TEST_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(CLI_TEST_OBJ) $(EMBED_OBJ) $(TK_REL_OBJ) $(TK100_OBJ)
+SIM_TEST_OBJ := $(filter-out %/isa_test_main.o,$(TEST_OBJ)) $(SASS_OBJ) $(MODEL_OBJ) $(CLI_TEST_OBJ) $(EMBED_OBJ) $(TK_REL_OBJ) $(TK100_OBJ)
 $(BUILD)/run_tests_sim: $(SIM_TEST_OBJ) $(SUPPORT_LIB) $(REL_LIB_OBJ) $(SIMRT_OBJ) $(SIM_LIB) | $(SIMRT_PTX) $(BUILD)/libflashptx_sim.so
 	$(CXX) -o $@ $(SIM_TEST_OBJ) $(SUPPORT_LIB) $(REL_LIB_OBJ) $(SIMRT_OBJ) $(SIM_LIB) \
 	  -Wl,--export-dynamic-symbol=flashptx_sim_device_v1 $(SIMRT_LIBS)
