@@ -83,6 +83,7 @@ struct Warp {
   // wgmma
   std::vector<uint32_t> lock;     // per register: 0 free, else wgmma seq + 1 (bit 31: operand A)
   std::vector<uint64_t> pend;     // pending values of locked accumulators
+  std::vector<uint8_t> pend_valid;  // pend holds a computed, unretired result
   uint32_t inflight = 0;
   uint32_t wg_issued = 0;         // wgmma ops issued by this warp
   std::vector<uint32_t> uncommitted;  // seqs
@@ -172,6 +173,20 @@ struct Exec {
     return s.str();
   }
 
+  static bool spin_neutral(Op op) {
+    switch (op) {
+      case OP_LD: case OP_ST: case OP_ATOM: case OP_RED: case OP_CALL: case OP_RET: case OP_EXIT:
+      case OP_BAR_SYNC: case OP_BAR_ARRIVE: case OP_CLUSTER_ARRIVE: case OP_CLUSTER_WAIT: case OP_BAR_WARP:
+      case OP_SHFL: case OP_VOTE: case OP_ELECT: case OP_SETMAXNREG: case OP_FENCE: case OP_FENCE_PROXY_ASYNC:
+      case OP_MBAR_INIT: case OP_MBAR_ARRIVE: case OP_MBAR_ARRIVE_TX: case OP_MBAR_EXPECT_TX: case OP_MBAR_INVAL:
+      case OP_TMA_LOAD: case OP_TMA_STORE: case OP_TMA_REDUCE: case OP_BULK_LOAD: case OP_BULK_STORE:
+      case OP_BULK_REDUCE: case OP_BULK_COMMIT: case OP_BULK_WAIT: case OP_WGMMA_FENCE: case OP_WGMMA_COMMIT:
+      case OP_WGMMA_WAIT: case OP_WGMMA_MMA: case OP_LDMATRIX: case OP_STMATRIX:
+        return false;
+      default:
+        return true;
+    }
+  }
   static isa::Rnd rnd(const Inst& in) { return PTXSIM_RND(in); }
   static isa::IRnd irnd(const Inst& in) {
     // cvt's integer rounding: .rni/.rzi parse as M_RN/M_RZ; .rmi/.rpi are not in the corpus
@@ -540,11 +555,11 @@ struct Exec {
     for (auto& op : async) {
       if (op.done) continue;
       if (force_all || op.land_at <= step) {
-        // stores and reduces wait for their group's commit (they may land any time after issue,
-        // but we keep uncommitted ones for a wait_group to force, unless forced)
+        // one copy per call unless forced: a phase that one copy completes early is observable
+        // before the next copy lands
         land(op);
         any = true;
-        if (fatal) break;
+        if (fatal || !force_all) break;
       }
     }
     if (any) gc_async();
@@ -610,6 +625,7 @@ struct Exec {
       }
       w.lock.assign(nregs, 0);
       w.pend.assign((size_t)nregs * 32, 0);
+      w.pend_valid.assign(nregs, 0);
       w.inflight = 0;
       w.wg_issued = 0;
       w.uncommitted.clear();
@@ -753,6 +769,10 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
     return true;
   };
   auto all_live = [&]() { uint32_t live = 0; for (uint32_t l = 0; l < w.nlanes; ++l) if (w.st[l] != LS_EXITED) live |= 1u << l; return live; };
+  // A wait that failed, then the same wait again, with only spin-neutral instructions (ALU,
+  // moves, compares, branches, sleeps) between and no phase change: the thread is spinning.
+  // Anything else in between (memory, barriers, arrivals) resets the record.
+  if (!spin_neutral(in.op)) FOR_LANES w.spin_pc[l] = UINT32_MAX;
   const Opnd* o = in.o;
   Ty t = in.ty;
   switch (in.op) {
@@ -1591,10 +1611,6 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
       for (uint32_t e = 0; e < o[0].n; ++e) g.dregs[wq].push_back(m.vecs[o[0].reg + e].reg);
       if (g.op.a_in_regs) { g.aregs[wq].clear(); for (uint32_t e = 0; e < o[1].n; ++e) g.aregs[wq].push_back(m.vecs[o[1].reg + e].reg); }
       for (uint32_t l = 0; l < 32; ++l) {
-        for (uint32_t e = 0; e < nd && e < g.dregs[wq].size(); ++e) {
-          uint32_t r = g.dregs[wq][e];
-          g.d[(wq * 32 + l) * nd + e] = (uint32_t)(w.lock[r] ? w.pend[(size_t)r * 32 + l] : R(w, r, l));
-        }
         if (g.op.a_in_regs)
           for (uint32_t e = 0; e < 4 && e < g.aregs[wq].size(); ++e) g.a[(wq * 32 + l) * 4 + e] = (uint32_t)R(w, g.aregs[wq][e], l);
       }
@@ -1604,7 +1620,18 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
       w.inflight++;
       w.uncommitted.push_back(seq);
       if (g.contributed == 0xF || nwarps < wg * 4 + 4) {
-        // all four warps have issued: read the operands and compute
+        // all four warps have issued: read the operands and compute. The accumulator input of
+        // each warp is the result of the previous wgmma on those registers when one is still in
+        // flight (a chain), else the register.
+        for (uint32_t k = 0; k < 4; ++k) {
+          if (wg * 4 + k >= nwarps) continue;
+          Warp& ow = cta.warps[wg * 4 + k];
+          for (uint32_t l = 0; l < 32; ++l)
+            for (uint32_t e = 0; e < nd && e < g.dregs[k].size(); ++e) {
+              uint32_t r = g.dregs[k][e];
+              g.d[(k * 32 + l) * nd + e] = (uint32_t)(ow.pend_valid[r] ? ow.pend[(size_t)r * 32 + l] : R(ow, r, l));
+            }
+        }
         std::vector<uint32_t>& chunks = g.chunks;
         auto rd = [&](uint32_t a, void* dst, uint32_t n) {
           a &= 0xFFFFFF;
@@ -1627,6 +1654,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
           Warp& ow = cta.warps[wg * 4 + k];
           for (uint32_t l = 0; l < 32; ++l)
             for (uint32_t e = 0; e < g.dregs[k].size(); ++e) ow.pend[(size_t)g.dregs[k][e] * 32 + l] = g.d[(k * 32 + l) * nd + e];
+          for (uint32_t r : g.dregs[k]) ow.pend_valid[r] = 1;
         }
         if (cfg.trace) cfg.trace->event({step, TraceEvent::kWgmmaIssue, cta.linear, w.id, m.location(pc)});
       }
@@ -1659,6 +1687,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
             if ((w.lock[r] & 0x7FFFFFFFu) == seq + 1) {
               for (uint32_t l = 0; l < 32; ++l) R(w, r, l) = w.pend[(size_t)r * 32 + l];
               w.lock[r] = 0;
+              w.pend_valid[r] = 0;
             }
           }
           for (uint32_t r : g.aregs[wq]) if ((w.lock[r] & 0x7FFFFFFFu) == seq + 1) w.lock[r] = 0;
@@ -1779,7 +1808,15 @@ Report Exec::run() {
         bool any = false;
         for (auto& op : async) if (!op.done && op.cta >= s * cl_size && op.cta < (s + 1) * cl_size) { land(op); any = true; }
         if (any) gc_async();
-        for (uint32_t r = 0; r < cl_size; ++r) ctas[s * cl_size + r].active = false;
+        for (uint32_t r = 0; r < cl_size; ++r) {
+          Cta& c = ctas[s * cl_size + r];
+          for (auto& [off, b] : c.mbars)
+            if (b.live && b.tx != 0)
+              finding(Finding::kProtocol, nullptr, -1, b.init_pc, mbar_name(s * cl_size + r, off),
+                      "the CTA exited with a transaction count of " + std::to_string(b.tx) +
+                          " on this mbarrier (expect_tx and the bytes its copies delivered differ)");
+          c.active = false;
+        }
         if (!fill(s)) {}
       }
     }
