@@ -34,4 +34,4 @@ $(BUILD)/run_tests_sim: $(SIM_TEST_OBJ) $(SUPPORT_LIB) $(REL_LIB_OBJ) $(SIMRT_OB
 
 .PHONY: sim-exec
 sim-exec: $(BUILD)/libflashptx_sim.so $(BUILD)/run_tests_sim $(BUILD)/sim_capi_forward
-# all: sim-exec  (once libptxsim.a has launch())
+all: sim-exec
