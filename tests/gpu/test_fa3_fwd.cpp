@@ -300,6 +300,14 @@ TEST_SUITE("gpu_sm90 fa3 forward") {
 TEST_CASE("small shapes: every head dim, causal and not, head ratios 1/4/8, bf16 and fp16") {
   const std::pair<int64_t, int64_t> shapes[] = {{1, 1}, {1, 239}, {239, 1}, {17, 17}, {113, 203}, {128, 128}};
   uint64_t seed = 1;
+  if (flashptx_test::on_simulator()) {
+    // On the simulator: every head dim, causal and not, both dtypes, on the ragged shape (a partial
+    // query tile, two key blocks with a ragged tail), GQA 4.
+    for (int64_t d : {64, 128, 256})
+      for (bool causal : {false, true})
+        for (flashptx_dtype t : {FLASHPTX_BF16, FLASHPTX_FP16}) check_case(Case{1, 113, 203, 4, 1, d, causal, t}, seed++);
+    return;
+  }
   for (auto [sq, sk] : shapes)
     for (int64_t d : {64, 128, 256})
       for (bool causal : {false, true})
