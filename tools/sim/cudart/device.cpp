@@ -44,7 +44,10 @@ Device& device() {
   static Device* const d = [] {
     using Fn = void* (*)();
     // The executable's device when it exports one (a copy of the runtime already in the process).
-    if (auto fn = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "flashptx_sim_device_v1"));
+    // Looked up through the main program's handle: RTLD_DEFAULT from a -Bsymbolic library finds
+    // the library's own definition first.
+    void* main_program = dlopen(nullptr, RTLD_NOW);
+    if (auto fn = main_program ? reinterpret_cast<Fn>(dlsym(main_program, "flashptx_sim_device_v1")) : nullptr;
         fn != nullptr && fn != &flashptx_sim_device_v1)
       return static_cast<Device*>(fn());
     return static_cast<Device*>(flashptx_sim_device_v1());

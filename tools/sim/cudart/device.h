@@ -7,7 +7,7 @@
 // and last error; the device (global memory, tensor maps, the PTX modules, the scheduler's
 // settings) is one, as the driver is one, so that a buffer from either copy's cudaMalloc is valid
 // in a kernel launched by the other. device() finds the process's device through the exported
-// function flashptx_sim_device_v1 (dlsym RTLD_DEFAULT: the executable's, when it exports one),
+// function flashptx_sim_device_v1 (the executable's, when it exports one),
 // else uses its own.
 #pragma once
 #include <cstdint>
