@@ -89,6 +89,12 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     {"gpu_sm90 primitives*", "*"},
     {"gpu_sm90 numerics", "*"},
     {"gpu_sm90 fa3 forward", "small shapes:*"},
+    {"gpu_sm90 fa3 forward", "seqlen_k = 0 and fully masked rows*"},
+    {"gpu_sm90 fa3 forward", "bad input on the device path*"},
+    {"gpu_sm90 fa3 fp8 forward", "smoke:*"},
+    {"gpu_sm90 fa3 fp8 forward", "bad input on the device path*"},
+    {"gpu_sm90 fa3 varlen", "bad cu_seqlens on the device path*"},
+    {"gpu_sm90 ladder", "the rungs refuse what they do not take*"},
 };
 constexpr const char* kSimulatorSkipReason = "no simulator shape yet (its GPU shapes would take the simulator hours)";
 
