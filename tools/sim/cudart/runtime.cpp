@@ -266,16 +266,14 @@ cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* a, const void* p) {
 }
 
 // ---- device --------------------------------------------------------------------------------------
-cudaError_t cudaGetDeviceCount(int* n) {
-  if (n == nullptr) return fail(cudaErrorInvalidValue);
-  *n = 1;
+// *out = value, for the queries of one number.
+static cudaError_t answer(int* out, int value) {
+  if (out == nullptr) return fail(cudaErrorInvalidValue);
+  *out = value;
   return cudaSuccess;
 }
-cudaError_t cudaGetDevice(int* dev) {
-  if (dev == nullptr) return fail(cudaErrorInvalidValue);
-  *dev = 0;
-  return cudaSuccess;
-}
+cudaError_t cudaGetDeviceCount(int* n) { return answer(n, 1); }
+cudaError_t cudaGetDevice(int* dev) { return answer(dev, 0); }
 cudaError_t cudaSetDevice(int dev) { return dev == 0 ? cudaSuccess : fail(cudaErrorInvalidDevice); }
 cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
 
@@ -321,16 +319,8 @@ cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr attr, int dev) {
     default: return fail(cudaErrorNotSupported);
   }
 }
-cudaError_t cudaDriverGetVersion(int* v) {
-  if (v == nullptr) return fail(cudaErrorInvalidValue);
-  *v = CUDART_VERSION;
-  return cudaSuccess;
-}
-cudaError_t cudaRuntimeGetVersion(int* v) {
-  if (v == nullptr) return fail(cudaErrorInvalidValue);
-  *v = CUDART_VERSION;
-  return cudaSuccess;
-}
+cudaError_t cudaDriverGetVersion(int* v) { return answer(v, CUDART_VERSION); }
+cudaError_t cudaRuntimeGetVersion(int* v) { return answer(v, CUDART_VERSION); }
 
 // The driver entry points the library asks for: cuTensorMapEncodeTiled only (tools/sim/cudart/encode.cpp).
 cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** fn, unsigned int version, unsigned long long,
