@@ -40,6 +40,12 @@ static Device* make_device() {
   return d;
 }
 
+static bool g_second_copy = false;
+bool second_copy() {
+  device();
+  return g_second_copy;
+}
+
 Device& device() {
   static Device* const d = [] {
     using Fn = void* (*)();
@@ -48,8 +54,10 @@ Device& device() {
     // the library's own definition first.
     void* main_program = dlopen(nullptr, RTLD_NOW);
     if (auto fn = main_program ? reinterpret_cast<Fn>(dlsym(main_program, "flashptx_sim_device_v1")) : nullptr;
-        fn != nullptr && fn != &flashptx_sim_device_v1)
+        fn != nullptr && fn != &flashptx_sim_device_v1) {
+      g_second_copy = true;
       return static_cast<Device*>(fn());
+    }
     return static_cast<Device*>(flashptx_sim_device_v1());
   }();
   return *d;

@@ -61,6 +61,10 @@ struct Device {
 };
 
 Device& device();
+// True in a copy of the runtime that uses another copy's device (the release library beside the
+// test binary). Such a copy schedules its launches with the random policy whatever the device's
+// is, so that two flavours compared bit for bit in one process have run under two schedules.
+bool second_copy();
 
 // The scheduler policy named as policy_name() spells it; false for any other name.
 bool parse_policy(const char* name, Policy* out);

@@ -94,7 +94,7 @@ static cudaError_t launch(const void* fn, dim3 grid, dim3 block, void** args, si
   const std::vector<ParamInfo> params = entry_params(*m, c.entry);
   for (size_t i = 0; i < params.size(); ++i)
     std::memcpy(c.params.data() + params[i].offset, args[i], params[i].size);
-  c.policy = d.policy;
+  c.policy = second_copy() ? Policy::kRandom : d.policy;
   c.seed = d.seed;
   c.sms = d.sms;
   const Report r = ptxsim::launch(c, d.memory, d.maps);
