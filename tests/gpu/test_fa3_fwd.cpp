@@ -464,6 +464,7 @@ static void check_looping_cases(const Case* cases, int n, uint64_t seed, const c
     CUDA_REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     CHECK(info.tiles > sms);
     CHECK(info.ctas == sms);  // more work units than SMs
+    if (flashptx_test::on_simulator()) continue;  // its release comparison ran another schedule instead
     st.poison();
     st.run();
     const int mismatches = launches_differing(st, 1000, [&] { return flashptx_fwd(&st.params, nullptr); });
@@ -480,6 +481,9 @@ TEST_CASE("the paired causal schedule: checked against fp64, then 1000 launches 
   const Case cases[] = {{2, 830, 830, 32, 32, 64, true, FLASHPTX_BF16},
                         {2, 1000, 1000, 32, 8, 128, true, FLASHPTX_FP16},
                         {3, 1100, 1100, 16, 16, 256, true, FLASHPTX_BF16}};
+  // On the simulator (4 SMs): 3 query blocks (an odd count) x 4 heads, d128 with GQA.
+  const Case sim_cases[] = {{1, 330, 330, 4, 2, 128, true, FLASHPTX_FP16}};
+  if (flashptx_test::on_simulator()) return check_looping_cases(sim_cases, 1, 7100, "_paired");
   check_looping_cases(cases, 3, 7100, "_paired");
 }
 
@@ -498,6 +502,9 @@ TEST_CASE("the persistent d256 kernel (O staged in halves): checked against fp64
   // shorter Q than K.
   const Case cases[] = {{2, 1000, 1000, 16, 4, 256, false, FLASHPTX_BF16},
                         {3, 777, 1333, 16, 16, 256, false, FLASHPTX_FP16}};
+  // On the simulator (4 SMs): 3 ragged tiles x 4 heads, GQA 2, a shorter Q than K.
+  const Case sim_cases[] = {{1, 300, 333, 4, 2, 256, false, FLASHPTX_BF16}};
+  if (flashptx_test::on_simulator()) return check_looping_cases(sim_cases, 1, 7400, "_d256_persistent");
   check_looping_cases(cases, 2, 7400, "_d256_persistent");
 }
 
