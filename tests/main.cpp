@@ -93,6 +93,7 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     {"gpu_sm90 fa3 forward", "bad input on the device path*"},
     {"gpu_sm90 fa3 forward", "the paired causal schedule:*"},
     {"gpu_sm90 fa3 forward", "the persistent d256 kernel*"},
+    {"gpu_sm90 fa3 forward", "the paired 192-row kernel*"},
     {"gpu_sm90 fa3 fp8 forward", "smoke:*"},
     {"gpu_sm90 fa3 fp8 forward", "bad input on the device path*"},
     {"gpu_sm90 fa3 varlen", "bad cu_seqlens on the device path*"},

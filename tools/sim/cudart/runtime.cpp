@@ -94,6 +94,11 @@ static cudaError_t launch(const void* fn, dim3 grid, dim3 block, void** args, si
   const std::vector<ParamInfo> params = entry_params(*m, c.entry);
   for (size_t i = 0; i < params.size(); ++i)
     std::memcpy(c.params.data() + params[i].offset, args[i], params[i].size);
+  // A CTA starts with at most what the register file (64K per SM) gives each of its threads,
+  // rounded down to the allocation granule of 8: below the simulator's default for blocks of more
+  // than 384 threads (a 512-thread kernel starts at 128; its setmaxnreg counts are relative to that).
+  const uint32_t threads = block.x * block.y * block.z;
+  if (const uint32_t cap = (65536u / threads) & ~7u; cap < 168) c.regs_per_thread = cap;
   c.policy = second_copy() ? Policy::kRandom : d.policy;
   c.seed = d.seed;
   c.sms = d.sms;
