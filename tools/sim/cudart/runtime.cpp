@@ -118,6 +118,14 @@ static cudaError_t launch(const void* fn, dim3 grid, dim3 block, void** args, si
 struct Event { double seconds = 0; bool recorded = false; };
 struct Stream { int unused = 0; };
 
+// A stream or event is an object behind the runtime's opaque handle type H.
+template <class T, class H>
+cudaError_t create_handle(H* out) {
+  if (out == nullptr) return fail(cudaErrorInvalidValue);
+  *out = reinterpret_cast<H>(new T);
+  return cudaSuccess;
+}
+
 }  // namespace ptxsim::cudart
 
 using namespace ptxsim::cudart;
@@ -380,12 +388,8 @@ const char* cudaGetErrorName(cudaError_t e) {
 }
 
 // ---- streams and events --------------------------------------------------------------------------
-cudaError_t cudaStreamCreate(cudaStream_t* s) {
-  if (s == nullptr) return fail(cudaErrorInvalidValue);
-  *s = reinterpret_cast<cudaStream_t>(new Stream);
-  return cudaSuccess;
-}
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) { return cudaStreamCreate(s); }
+cudaError_t cudaStreamCreate(cudaStream_t* s) { return create_handle<Stream>(s); }
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) { return create_handle<Stream>(s); }
 cudaError_t cudaStreamDestroy(cudaStream_t s) {
   delete reinterpret_cast<Stream*>(s);
   return cudaSuccess;
@@ -393,12 +397,8 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 cudaError_t cudaStreamQuery(cudaStream_t) { return cudaSuccess; }
 
-cudaError_t cudaEventCreate(cudaEvent_t* e) {
-  if (e == nullptr) return fail(cudaErrorInvalidValue);
-  *e = reinterpret_cast<cudaEvent_t>(new Event);
-  return cudaSuccess;
-}
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int) { return cudaEventCreate(e); }
+cudaError_t cudaEventCreate(cudaEvent_t* e) { return create_handle<Event>(e); }
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int) { return create_handle<Event>(e); }
 cudaError_t cudaEventDestroy(cudaEvent_t e) {
   delete reinterpret_cast<Event*>(e);
   return cudaSuccess;
