@@ -271,3 +271,4 @@ DESTDIR ?=
 .PHONY: install
 install: $(BIN)/libflashptx.a $(BIN)/libflashptx.so $(BIN)/flashptx
 	@sh tools/install/install.sh "$(DESTDIR)$(PREFIX)" "$(PREFIX)" "$(BIN)" "$(FLASHPTX_VERSION)" "$(CUDA)"
+include tools/sim/exec.mk

@@ -13,15 +13,27 @@
 //               builds programs against the installed tree)
 //   nogpu*      what a machine without a device of this build must answer (refusals): skipped on an
 //               sm_90 or sm_100 one
+// On a machine without a GPU, the gpu_sm90 suites run on the PTX simulator instead: the same test
+// objects linked with the simulator's CUDA runtime (build/run_tests_sim, tools/sim/exec.mk) run as a
+// child process with this command line, and their counts join the last line. On the simulator
+// (device "flashptx PTX simulator (sm_90a)") the runner runs and counts the gpu_sm90 suites only,
+// and skips, with the reason printed, the cases listed in kSimulatorSkips.
 // Everything else (host suites) always runs. The last line printed is exactly
 // "N passed, N failed, N skipped", counted in test cases.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
 #include <cuda_runtime.h>
+#include <fnmatch.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,21 +41,35 @@
 #include "tests/gpu/release_lib.h"
 #include "tests/test_env.h"
 #include "tools/sass/audit.h"
+#include "tools/sim/cudart/flashptx_sim.h"
 
 namespace {
 
 struct Counts { unsigned passed = 0, failed = 0, skipped = 0; };
 Counts g_counts;
 
+// Which cases this process counts: all of them, except that on the simulator only the gpu_sm90
+// suites are counted (they are all it runs), and that beside a simulator runner the gpu_sm90
+// suites are the runner's to count.
+enum class Counting { kAll, kGpuSm90Only, kAllButGpuSm90 };
+Counting g_counting = Counting::kAll;
+bool is_gpu_sm90(const char* suite) { return std::strncmp(suite, "gpu_sm90", 8) == 0; }
+bool counted(const doctest::TestCaseData& tc) {
+  if (g_counting == Counting::kAll) return true;
+  return is_gpu_sm90(tc.m_test_suite) == (g_counting == Counting::kGpuSm90Only);
+}
+
 // A listener beside the console reporter: it only counts.
 struct CountingListener : public doctest::IReporter {
   explicit CountingListener(const doctest::ContextOptions&) {}
+  bool current_counted = true;
   void report_query(const doctest::QueryData&) override {}
   void test_run_start() override {}
   void test_run_end(const doctest::TestRunStats&) override {}
-  void test_case_start(const doctest::TestCaseData&) override {}
+  void test_case_start(const doctest::TestCaseData& tc) override { current_counted = counted(tc); }
   void test_case_reenter(const doctest::TestCaseData&) override {}
   void test_case_end(const doctest::CurrentTestCaseStats& s) override {
+    if (!current_counted) return;
     if (s.testCaseSuccess) ++g_counts.passed; else ++g_counts.failed;
   }
   void test_case_exception(const doctest::TestCaseException&) override {}
@@ -51,9 +77,118 @@ struct CountingListener : public doctest::IReporter {
   void subcase_end() override {}
   void log_assert(const doctest::AssertData&) override {}
   void log_message(const doctest::MessageData&) override {}
-  void test_case_skipped(const doctest::TestCaseData&) override { ++g_counts.skipped; }
+  void test_case_skipped(const doctest::TestCaseData& tc) override {
+    if (counted(tc)) ++g_counts.skipped;
+  }
 };
 REGISTER_LISTENER("flashptx_counts", 1, CountingListener);
+
+// The gpu_sm90 cases the simulator runs (suite and case patterns, fnmatch). Every other gpu_sm90
+// case is skipped there with kSimulatorSkipReason printed: its GPU shapes take the simulator far
+// beyond the runner's time, and it has no simulator shape yet (on_simulator(), tests/gpu/test_util.h).
+struct SimulatorRun { const char* suite; const char* test_case; };
+constexpr SimulatorRun kSimulatorRuns[] = {
+    {"gpu_sm90 primitives*", "*"},
+    {"gpu_sm90 numerics", "*"},
+    {"gpu_sm90 fa3 forward", "small shapes:*"},
+    {"gpu_sm90 fa3 forward", "seqlen_k = 0 and fully masked rows*"},
+    {"gpu_sm90 fa3 forward", "bad input on the device path*"},
+    {"gpu_sm90 fa3 forward", "the paired causal schedule:*"},
+    {"gpu_sm90 fa3 forward", "the persistent d256 kernel*"},
+    {"gpu_sm90 fa3 forward", "the paired 192-row kernel*"},
+    {"gpu_sm90 fa3 fp8 forward", "smoke:*"},
+    {"gpu_sm90 fa3 fp8 forward", "bad input on the device path*"},
+    {"gpu_sm90 fa3 varlen", "bad cu_seqlens on the device path*"},
+    {"gpu_sm90 ladder", "the rungs refuse what they do not take*"},
+    {"gpu_sm90 fp8 quantize", "shapes:*"},
+    {"gpu_sm90 fp8 quantize", "the same input twice*"},
+};
+constexpr const char* kSimulatorSkipReason = "no simulator shape yet (its GPU shapes would take the simulator hours)";
+
+bool runs_on_simulator(const doctest::TestCaseData& tc) {
+  for (const SimulatorRun& r : kSimulatorRuns)
+    if (fnmatch(r.suite, tc.m_test_suite, 0) == 0 && fnmatch(r.test_case, tc.m_name, 0) == 0) return true;
+  return false;
+}
+
+// A doctest filter that matches `name` itself: its commas and backslashes escaped.
+std::string exact_filter(const char* name) {
+  std::string f;
+  for (const char* c = name; *c; ++c) {
+    if (*c == ',' || *c == '\\') f += '\\';
+    f += *c;
+  }
+  return f;
+}
+
+// On the simulator: every suite but the gpu_sm90 ones is excluded (and not counted); of those, the
+// cases kSimulatorRuns does not name are excluded (counted as skipped): a whole suite where it names
+// none of its cases, else each case by name.
+void exclude_for_simulator(doctest::Context& context) {
+  std::set<std::string> others, skipped_suites, kept_suites;
+  std::vector<std::pair<std::string, std::string>> skipped_cases;  // (suite, case)
+  for (const doctest::detail::TestCase& tc : doctest::detail::getRegisteredTests()) {
+    if (!is_gpu_sm90(tc.m_test_suite)) others.insert(tc.m_test_suite);
+    else if (runs_on_simulator(tc)) kept_suites.insert(tc.m_test_suite);
+  }
+  for (const doctest::detail::TestCase& tc : doctest::detail::getRegisteredTests()) {
+    if (!is_gpu_sm90(tc.m_test_suite) || runs_on_simulator(tc)) continue;
+    if (kept_suites.count(tc.m_test_suite)) skipped_cases.emplace_back(tc.m_test_suite, tc.m_name);
+    else skipped_suites.insert(tc.m_test_suite);
+  }
+  for (const std::string& suite : others) context.addFilter("test-suite-exclude", exact_filter(suite.c_str()).c_str());
+  for (const std::string& suite : skipped_suites) {
+    context.addFilter("test-suite-exclude", exact_filter(suite.c_str()).c_str());
+    std::printf("flashptx run_tests: on the simulator, skipping suite %s: %s\n", suite.c_str(), kSimulatorSkipReason);
+  }
+  for (const auto& [suite, name] : skipped_cases) {
+    context.addFilter("test-case-exclude", exact_filter(name.c_str()).c_str());
+    std::printf("flashptx run_tests: on the simulator, skipping %s / %s: %s\n", suite.c_str(), name.c_str(),
+                kSimulatorSkipReason);
+  }
+}
+
+// The simulator runner: $FLASHPTX_SIM_RUNNER ("" or "off": none), else the build's run_tests_sim.
+std::string simulator_runner() {
+  namespace fs = std::filesystem;
+  std::string p = std::string(FLASHPTX_BUILD_DIR) + "/run_tests_sim";
+  if (const char* e = std::getenv("FLASHPTX_SIM_RUNNER")) p = std::strcmp(e, "off") == 0 ? "" : e;
+  std::error_code ec;
+  return !p.empty() && fs::exists(p, ec) ? p : "";
+}
+
+// Runs the simulator runner with this process's arguments, its output going to ours; returns its
+// counts (a case failed when it ends without them).
+Counts run_simulator(const std::string& runner, int argc, char** argv) {
+  char counts_path[] = "/tmp/flashptx_sim_counts_XXXXXX";
+  const int fd = mkstemp(counts_path);
+  if (fd >= 0) close(fd);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char*> args{const_cast<char*>(runner.c_str())};
+    for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+    args.push_back(nullptr);
+    setenv("FLASHPTX_SIM_COUNTS", counts_path, 1);
+    const std::string lib = std::string(FLASHPTX_BUILD_DIR) + "/libflashptx_sim.so";
+    setenv("FLASHPTX_LIB", lib.c_str(), 1);  // the release flavour, on the simulator too
+    execv(runner.c_str(), args.data());
+    std::fprintf(stderr, "flashptx run_tests: cannot run %s: %s\n", runner.c_str(), std::strerror(errno));
+    _exit(127);
+  }
+  int status = 0;
+  if (pid > 0) waitpid(pid, &status, 0);
+  Counts c;
+  std::ifstream in(counts_path);
+  if (!(in >> c.passed >> c.failed >> c.skipped)) {
+    c = Counts{0, 1, 0};
+    std::printf("flashptx run_tests: the simulator runner %s ended without its counts (status %d): one failure\n",
+                runner.c_str(), status);
+  }
+  std::remove(counts_path);
+  return c;
+}
 
 }  // namespace
 
@@ -87,6 +222,7 @@ static std::string probe_device() {
   cudaDeviceProp p{};
   if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) return "cudaGetDeviceProperties failed";
   g_device_cc = p.major * 10 + p.minor;
+  if (std::strcmp(p.name, FLASHPTX_SIM_DEVICE_NAME) == 0) g_counting = Counting::kGpuSm90Only;
   return std::string(p.name) + ", sm_" + std::to_string(g_device_cc);
 }
 
@@ -97,13 +233,23 @@ int main(int argc, char** argv) {
   context.applyCommandLine(argc, argv);
 
   const std::string device = flashptx_test::probe_device();
+  // On the simulator, its reports go to stderr as launches fail: keep them beside their case.
+  if (g_counting == Counting::kGpuSm90Only) std::setvbuf(stdout, nullptr, _IOLBF, 0);
   const int cc = flashptx_test::g_device_cc;
   std::printf("flashptx run_tests: device: %s\n", device.c_str());
 
   struct Rule { const char* suites; bool runnable; std::string reason; };
   std::vector<Rule> rules;
+  const bool on_simulator = g_counting == Counting::kGpuSm90Only;
+  const std::string sim_runner = cc == 0 ? simulator_runner() : "";
+  if (!sim_runner.empty()) {
+    g_counting = Counting::kAllButGpuSm90;
+    std::printf("flashptx run_tests: the gpu_sm90 suites run on the PTX simulator (%s), after the others\n",
+                sim_runner.c_str());
+  }
   rules.push_back({"gpu_sm90*", cc == 90,
-                   cc == 0 ? device : "needs an sm_90 GPU (found sm_" + std::to_string(cc) + ")"});
+                   cc == 0 ? device + " (no simulator runner: make sim-exec, or FLASHPTX_SIM_RUNNER)"
+                           : "needs an sm_90 GPU (found sm_" + std::to_string(cc) + ")"});
   rules.push_back({"gpu_sm100*", cc == 100,
                    cc == 0 ? "needs an sm_100 GPU (" + device + ")"
                            : "needs an sm_100 GPU (found sm_" + std::to_string(cc) + ")"});
@@ -151,11 +297,23 @@ int main(int argc, char** argv) {
   for (const Rule& r : rules) {
     if (r.runnable) continue;
     context.addFilter("test-suite-exclude", r.suites);
+    if (on_simulator && !is_gpu_sm90(r.suites)) continue;  // not counted here: no need to say
+    if (!sim_runner.empty() && is_gpu_sm90(r.suites)) continue;  // the simulator runner's
     std::printf("flashptx run_tests: skipping suites %s: %s\n", r.suites, r.reason.c_str());
   }
+  if (on_simulator) exclude_for_simulator(context);
 
   int rc = context.run();
   if (context.shouldExit()) return rc;
+  if (!sim_runner.empty()) {
+    const Counts c = run_simulator(sim_runner, argc, argv);
+    g_counts.passed += c.passed; g_counts.failed += c.failed; g_counts.skipped += c.skipped;
+  }
+  if (const char* f = std::getenv("FLASHPTX_SIM_COUNTS"); on_simulator && f && *f) {
+    std::ofstream(f) << g_counts.passed << " " << g_counts.failed << " " << g_counts.skipped << "\n";
+    std::printf("simulator: %u passed, %u failed, %u skipped\n", g_counts.passed, g_counts.failed, g_counts.skipped);
+    return g_counts.failed ? 1 : rc;
+  }
   std::printf("%u passed, %u failed, %u skipped\n", g_counts.passed, g_counts.failed, g_counts.skipped);
   return g_counts.failed ? 1 : rc;
 }

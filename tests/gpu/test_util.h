@@ -13,6 +13,7 @@
 
 #include "flashptx.h"
 #include "tools/support/dtype.h"
+#include "tools/sim/cudart/flashptx_sim.h"
 #include "tools/support/reference.h"
 
 #define CUDA_REQUIRE(x)                                                                   \
@@ -22,6 +23,18 @@
   } while (0)
 
 namespace flashptx_test {
+
+// True when the CUDA device is the PTX simulator (tools/sim/cudart/, build/run_tests_sim): a case
+// whose shape a CPU cannot afford takes a smaller one there, and says so.
+inline bool on_simulator() {
+  static const bool sim = [] {
+    cudaDeviceProp p{};
+    const bool ok = cudaGetDeviceProperties(&p, 0) == cudaSuccess && std::strcmp(p.name, FLASHPTX_SIM_DEVICE_NAME) == 0;
+    cudaGetLastError();
+    return ok;
+  }();
+  return sim;
+}
 
 constexpr uint16_t kPoison = 0xFFFF;  // NaN in both bf16 and fp16
 constexpr int64_t kGuard = 4096;      // elements after each output that must stay poisoned
