@@ -7,12 +7,16 @@
 #                                          release-flavour suites and the Python GPU tests)
 #   tools/h200_check.sh BIN OUT sanitize   compute-sanitizer memcheck, synccheck and racecheck on one
 #                                          small case per kernel family; the package's host cost
+#   tools/h200_check.sh BIN OUT changed    the suites whose tests or host path changed with the product
+#                                          and lab restructuring (backward, FP8, varlen, release
+#                                          flavour, launch plan, a forward subset, the Python package
+#                                          and its host cost)
 #
 # BIN holds run_tests, flashptx, libflashptx.so (CUDA runtime linked statically) and COMMIT.
 # Every step writes its own log; the summary (printed last, and in summary.txt) gives each step's
 # exit code, seconds and last line; the logs come back in one archive.
 set -u
-BIN=$(cd "${1:?BIN}" && pwd); OUT=${2:?OUT}; what=${3:?suites|sanitize}
+BIN=$(cd "${1:?BIN}" && pwd); OUT=${2:?OUT}; what=${3:?suites|sanitize|changed}
 mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 export FLASHPTX_LIB=$BIN/libflashptx.so PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/tools/python${PYTHONPATH:+:$PYTHONPATH}
 [ -f "$BIN/COMMIT" ] && export FLASHPTX_GIT_COMMIT=$(cat "$BIN/COMMIT")
@@ -35,7 +39,7 @@ case $what in
                  "gpu_sm90 fa3 trace" "gpu_sm90 numerics" "gpu_sm90 ladder" "gpu_sm90 race repro" \
                  "gpu_sm90 primitives mbarrier" "gpu_sm90 primitives named barriers" "gpu_sm90 primitives setmaxnreg" \
                  "gpu_sm90 primitives tma" "gpu_sm90 primitives wgmma" "gpu_sm90 primitives ldst" \
-                 "gpu_sm90 primitives cluster" "gpu_sm90 release fa3 fp8 bench" "gpu_sm90 release ladder bench"; do
+                 "gpu_sm90 primitives cluster" "gpu_sm90 release ladder bench"; do
       step "suite_${suite// /_}" 240 "$BIN/run_tests" -ts="$suite"
     done
     step all_but_gpu 200 "$BIN/run_tests" -tse='gpu*'
@@ -54,6 +58,16 @@ case $what in
     done
     cs racecheck release "gpu_sm90 release flavour" "*"
     step profile_calls 200 python3 tools/python/profile_calls.py --json "$OUT/profile_calls.json" ;;
+  changed)
+    step suite_bwd 240 "$BIN/run_tests" -ts="gpu_sm90 fa3 backward"
+    for suite in "gpu_sm90 fa3 fp8 forward" "gpu_sm90 fa3 fp8 rmse" "gpu_sm90 fa3 varlen" "gpu_sm90 release flavour" \
+                 "gpu_sm90 launch plan" "gpu_sm90 fp8 quantize"; do
+      step "suite_${suite// /_}" 120 "$BIN/run_tests" -ts="$suite"
+    done
+    step suite_fwd_subset 150 "$BIN/run_tests" -ts="gpu_sm90 fa3 forward" \
+      -tc="small shapes*,unequal lengths*,strided layouts*,seqlen_k = 0*,bad input*"
+    step python_gpu 150 python3 tools/python/tests/test_gpu.py --json "$OUT/python_gpu.json"
+    step profile_calls 120 python3 tools/python/profile_calls.py --json "$OUT/profile_calls.json" ;;
 esac
 printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
 (cd "$OUT" && tar czf logs.tgz *.log && rm -f *.log)
