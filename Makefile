@@ -13,7 +13,7 @@
 #   build/libflashptx_support.a   tool support the CLI and the tests link, never the library:
 #                         tools/support/*.{cpp,cu} (JSON, SVG trace renderer, bench host side, the CPU
 #                         fp64 reference, the GPU reference kernel)
-#   src/models/*.cpp      CPU protocol models (flashptx ledger, oracle tests), linked as objects so
+#   tools/models/*.cpp    CPU protocol models (flashptx ledger, oracle tests), linked as objects so
 #                         that their static ledger registrations are never dropped
 #   tools/sass/*.cpp      the SASS normaliser, differ, order checker and audit
 #   ./flashptx            tools/flashptx/*.cpp + the above
@@ -49,7 +49,7 @@ CUOBJDUMP         := $(DEPS)/cuobjdump-$(CUOBJDUMP_VERSION)/nvidia/cu13/bin/cuob
 ARCH90    := -gencode arch=compute_90a,code=sm_90a
 ARCH100   := -gencode arch=compute_100a,code=sm_100a
 
-COMMON    := -std=c++20 -O3 -I$(ROOT) -I$(ROOT)/include -DFLASHPTX_ROOT='"$(ROOT)"' -DFLASHPTX_BUILD_DIR='"$(BUILD_ABS)"' \
+COMMON    := -std=c++20 -O3 -I$(ROOT) -DFLASHPTX_ROOT='"$(ROOT)"' -DFLASHPTX_BUILD_DIR='"$(BUILD_ABS)"' \
              -DFLASHPTX_CUOBJDUMP='"$(CUOBJDUMP)"'
 # -diag-suppress 177: "declared but never referenced" for constexpr layout fields some kernels skip.
 NVFLAGS   := $(COMMON) --expt-relaxed-constexpr -Xcompiler -fPIC -Xptxas -warn-spills \
@@ -62,7 +62,7 @@ LIB_CU90    := $(wildcard src/sm90/*.cu)
 LIB_CU100   := $(wildcard src/sm100/*.cu)
 SUP_CPP     := $(wildcard tools/support/*.cpp)
 SUP_CU      := $(wildcard tools/support/*.cu)
-MODEL_CPP   := $(wildcard src/models/*.cpp)
+MODEL_CPP   := $(wildcard tools/models/*.cpp)
 TK_CU       := $(wildcard tests/kernels/*.cu)
 TK100_CU    := $(wildcard tests/kernels_sm100/*.cu)
 TEST_CPP    := tests/main.cpp $(wildcard tests/host/*.cpp tests/gpu/*.cpp)

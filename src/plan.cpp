@@ -10,8 +10,8 @@
 #include <mutex>
 #include <vector>
 
-#include "flashptx/fa4_bwd_pair_plan.h"
-#include "flashptx/tile_scheduler.h"
+#include "src/protocol/fa4_bwd_pair_plan.h"
+#include "src/protocol/tile_scheduler.h"
 #include "src/sm100/fa4_fwd_config.h"
 #include "src/tensormap.h"
 
@@ -99,7 +99,7 @@ flashptx_status current_device(Device* d, std::string* err) {
 //   d256: one specialization (block_n 64, pingpong), its paired twin (causal up to 8k rows) and its
 //         persistent twin (non-causal up to 4k keys; both stage O in halves beside Q).
 // Schedule: persistent for non-causal masks where the kernel can loop (d64, d128). Causal masks: the
-// paired kernels (persistent CTAs over the paired static schedule, include/flashptx/tile_scheduler.h
+// paired kernels (persistent CTAs over the paired static schedule, src/protocol/tile_scheduler.h
 // paired_slot: units of tiles m and M-1-m, equal in cost; grid min(units, SMs)) where the makespan
 // estimates put them first (fwd_d64_causal_choice, fwd_causal_paired: on the grid, d128 at every
 // length and d256 up to 8k rows, +6-23% over one CTA per tile; d256 at 16k 1% slower); one CTA per
@@ -108,7 +108,7 @@ flashptx_status current_device(Device* d, std::string* err) {
 // static round-robin of single causal tiles measured slower than one CTA per tile (tools/NOTES.md,
 // v2).
 // d64 causal: the 128-row paired kernel, the 192-row paired kernel or the 192-row kernel one CTA per
-// tile, whichever finishes first by the makespan estimates of include/flashptx/tile_scheduler.h,
+// tile, whichever finishes first by the makespan estimates of src/protocol/tile_scheduler.h,
 // a 192 x 128 block weighted 1.29 of a 128 x 128 one (the 192-row kernel's three consumers run a
 // block of 1.5x the FLOPs in 1.29x the time: fitted on the H200 at 830, 1k, 1500 and 2k rows,
 // 1.27-1.35; tools/NOTES.md, "Choosing the d64 causal schedule"). The estimates stand for what
@@ -517,7 +517,7 @@ flashptx_status plan_bwd(const flashptx_bwd_params& p, const BwdOptions& opt, co
       return FLASHPTX_ERR_BAD_OPTION;
     }
   } else if (fa4 && fa4bwd::pair::use_pair(static_cast<int>(p.head_dim), p.seqlen_k)) {
-    // sm_100, d128, two key blocks or more: the 2-CTA kernel (include/flashptx/fa4_bwd_pair_plan.h use_pair).
+    // sm_100, d128, two key blocks or more: the 2-CTA kernel (src/protocol/fa4_bwd_pair_plan.h use_pair).
     k = row_of(fa4_bwd_pair_kernels(), main, p.dtype, static_cast<int>(p.head_dim));
   } else {
     k = row_of(rows, main, p.dtype, static_cast<int>(p.head_dim));
@@ -542,7 +542,7 @@ flashptx_status plan_bwd(const flashptx_bwd_params& p, const BwdOptions& opt, co
     return dim3(static_cast<unsigned>(x), static_cast<unsigned>(y), static_cast<unsigned>(z));
   };
   plan->gqa = p.heads_q != p.heads_kv;
-  // Deterministic dQ order (include/flashptx/writer_order.h). Only a mask-free walk can rotate:
+  // Deterministic dQ order (src/protocol/writer_order.h). Only a mask-free walk can rotate:
   // the causal order already walks in step, and its first query block differs per key block. The FA4
   // backward walks ascending only (src/sm100/fa4_bwd.cuh reads no dq_rotated).
   if (fa4 && opt.dq_order == DqOrder::kRotated) {

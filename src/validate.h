@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "flashptx.h"
+#include "include/flashptx.h"
 
 namespace flashptx {
 

@@ -10,7 +10,7 @@
 //   d128     1          128       128              1            194.1 KiB
 // The configs (BwdConfig objects) are in src/sm100/fa4_bwd_config.h, which the CPU replay includes.
 // Not built: the 2-CTA (cta_group::2) form and its dS exchange over DSMEM (modelled only:
-// src/models/fa4_backward.cpp); see tools/NOTES.md.
+// tools/models/fa4_backward.cpp); see tools/NOTES.md.
 //
 // Around the main kernel, one per dtype (src/sm100/fa4_bwd_aux.cuh says why these are a second
 // compile of the FA3 bodies for sm_100a, and why the dQ postprocess is FA4's own):

@@ -11,7 +11,7 @@
 #pragma once
 #include <cstdint>
 
-#include "flashptx/fa4_bwd_plan.h"
+#include "src/protocol/fa4_bwd_plan.h"
 #include "src/sm90/fa3_bwd_aux.cuh"
 
 namespace flashptx::fa4bwd {

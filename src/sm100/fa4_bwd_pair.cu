@@ -6,7 +6,7 @@
 //
 //   kernel       cta_group  keys/CTA (pair)  query rows/step  Q/dO stages  smem
 //   d128_2cta    2          128 (256)        128              1            226.1 KiB
-// Head dim 64 has no 2-CTA form (include/flashptx/fa4_bwd_pair_plan.h says why); the plan rule that
+// Head dim 64 has no 2-CTA form (src/protocol/fa4_bwd_pair_plan.h says why); the plan rule that
 // picks 1-CTA or 2-CTA is in src/plan.cpp (plan_bwd). The pre/postprocess kernels are the 1-CTA form's
 // (src/sm100/fa4_bwd.cu): the dQ accumulator order is the same.
 #include "src/kernels.h"

@@ -73,9 +73,9 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "flashptx/ring.h"
-#include "flashptx/tile_scheduler.h"
-#include "flashptx/writer_order.h"
+#include "src/protocol/ring.h"
+#include "src/protocol/tile_scheduler.h"
+#include "src/protocol/writer_order.h"
 #include "ptx/atomic.cuh"
 #include "ptx/barrier.cuh"
 #include "ptx/cvt.cuh"
@@ -129,7 +129,7 @@ struct BwdSmem {
 
 // ---- this CTA's work -----------------------------------------------------------------------
 // Grid (n_blocks, heads_q, batch). Causal masks in deterministic mode visit key blocks in reverse
-// (the largest n first: the dQ writer order "shortest first", include/flashptx/writer_order.h), so
+// (the largest n first: the dQ writer order "shortest first", src/protocol/writer_order.h), so
 // that every writer a dQ tile waits for was dispatched earlier.
 struct KeyBlock {
   int n_block, head, head_kv, batch;
@@ -137,7 +137,7 @@ struct KeyBlock {
   // block m_first and take next_m() after each step: first steps_masked steps that need a mask,
   // then steps_unmasked that do not. Ascending (the default), m_first is the first query block that
   // sees a key of this block and the walk is m_first, m_first + 1, ... Rotated (p.dq_rotated: the
-  // deterministic mode without a mask, include/flashptx/writer_order.h rotated_m_block), key block n
+  // deterministic mode without a mask, src/protocol/writer_order.h rotated_m_block), key block n
   // starts at query block n (the plan allows it only with n_blocks <= m_blocks) and wraps past the
   // last: every query block is visited, and without a mask either every step is masked (a ragged
   // key tail) or none, so the masked steps are still the masked query blocks. Counted loops (not bounds on m): the MMA warpgroups and the
@@ -224,7 +224,7 @@ __device__ __forceinline__ uint32_t swizzled_pair_offset(int rows, int row, int 
   return (col / 64) * rows * 128 + row * 128 + ((((col % 64) / 8) ^ (row % 8)) * 16) + (col % 8) * 2;
 }
 
-// ---- the deterministic writer order's turn (include/flashptx/writer_order.h) ----------------------
+// ---- the deterministic writer order's turn (src/protocol/writer_order.h) ----------------------
 // Spins until the semaphore shows `lock` writers done. Test builds bound the wait like every mbarrier
 // wait (FLASHPTX_BOUNDED_WAIT): a writer order that can never complete traps with a message.
 __device__ __forceinline__ void wait_for_turn(const uint32_t* sem, uint32_t lock, const char* name) {

@@ -44,7 +44,7 @@
 //   tile_full[t]      the tile feed (persistent and paired kernels of two consumers, TileFeed):
 //                     the producer's arrive after it stored tile slot t
 //   tile_empty[t]     one arrive per consumer warp, after the whole warp read tile slot t
-// Named barriers (include/flashptx/pingpong.h):
+// Named barriers (src/protocol/pingpong.h):
 //   2 + g             the pingpong token ring, 256 threads per generation (consumer g syncs, its
 //                     predecessor arrives); primed once per CTA by consumer 0 (bootstrap half-credit)
 //   8 + g             consumer g's own 128-thread epilogue barrier (O tile written -> TMA store)
@@ -62,10 +62,10 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "flashptx/pingpong.h"
-#include "flashptx/ring.h"
-#include "flashptx/tile_scheduler.h"
-#include "flashptx/trace.h"
+#include "src/protocol/pingpong.h"
+#include "src/protocol/ring.h"
+#include "src/protocol/tile_scheduler.h"
+#include "src/protocol/trace.h"
 #include "ptx/barrier.cuh"
 #include "ptx/cvt.cuh"
 #include "ptx/fence.cuh"
@@ -112,7 +112,7 @@ struct FwdSmem {
 };
 
 // ---- work tiles ----------------------------------------------------------------------------
-// include/flashptx/tile_scheduler.h is the code the scheduling model drives. Every role walks the
+// src/protocol/tile_scheduler.h is the code the scheduling model drives. Every role walks the
 // same tile sequence and derives the same n_max per tile.
 struct Tile {
   int index, m_block, head, head_kv, batch;
@@ -581,7 +581,7 @@ struct Consumer {
     tr(trace::kPVDone, n);
   }
 
-  // ---- the pingpong token (include/flashptx/pingpong.h) -------------------------------------
+  // ---- the pingpong token (src/protocol/pingpong.h) -------------------------------------
   __device__ __forceinline__ void take_token() {
     if constexpr (C.pingpong) {
       tr(trace::kTokenWait, Tokens::barrier_of(g));

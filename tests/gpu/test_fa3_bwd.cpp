@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "flashptx.h"
+#include "include/flashptx.h"
 #include "src/internal.h"
 #include "src/plan.h"
 #include "tests/gpu/release_lib.h"
