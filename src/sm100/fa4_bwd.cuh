@@ -69,6 +69,7 @@
 #include "ptx/tcgen05.cuh"
 #include "ptx/tma.cuh"
 #include "src/sm100/fa4_bwd_config.h"
+#include "src/sm90/common.cuh"
 
 #if defined(__CUDA_ARCH__) && !FLASHPTX_HAS_SM100A
 #error "src/sm100/fa4_bwd.cuh is Blackwell code: compile it with -gencode arch=compute_100a,code=sm_100a"
@@ -110,11 +111,7 @@ struct DeviceMath {
 #endif
   }
 };
-template <bool Bf16>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  if constexpr (Bf16) return ptx::cvt_rn_bf16x2_f32(lo, hi);
-  else return ptx::cvt_rn_f16x2_f32(lo, hi);
-}
+// pack2: src/sm90/common.cuh.
 
 // The deterministic writer order's turn (src/protocol/writer_order.h): spins until the semaphore
 // shows `lock` writers done. Test builds bound the wait like every mbarrier wait (FLASHPTX_BOUNDED_WAIT).

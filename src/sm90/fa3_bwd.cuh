@@ -85,6 +85,7 @@
 #include "ptx/setmaxnreg.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/wgmma.cuh"
+#include "src/sm90/common.cuh"
 #include "src/sm90/fa3_bwd_config.h"
 
 #if defined(__CUDA_ARCH__) && !FLASHPTX_HAS_SM90A
@@ -181,12 +182,7 @@ __device__ __forceinline__ KeyBlock key_block(const BwdParams& p) {
 // the rotated walk, and by the ascending one after its last step).
 __device__ __forceinline__ int next_m(int m, const BwdParams& p) { return m + 1 == p.m_blocks ? 0 : m + 1; }
 
-// ---- small helpers ---------------------------------------------------------------------------
-template <bool IsBf16>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  if constexpr (IsBf16) return ptx::cvt_rn_bf16x2_f32(lo, hi);
-  else return ptx::cvt_rn_f16x2_f32(lo, hi);
-}
+// ---- small helpers (pack2: src/sm90/common.cuh) ----------------------------------------------
 template <int N, int TransA, int TransB, bool IsBf16>
 __device__ __forceinline__ void mma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, uint32_t scale_d) {
   if constexpr (IsBf16) ptx::wgmma_m64k16_f32_bf16_ss<N, TransA, TransB>(d, da, db, scale_d);
@@ -691,8 +687,7 @@ struct Mma {
 template <BwdConfig C>
 __device__ __forceinline__ void bwd_kernel_body(const BwdParams& p) {
   using L = BwdLayout<C>;
-  extern __shared__ __align__(1024) uint8_t smem_raw[];
-  const BwdSmem<C> sm{(ptx::smem_u32(smem_raw) + 1023u) & ~1023u};
+  const BwdSmem<C> sm{smem_base_1024()};
   const KeyBlock kb = key_block<C>(p);
   const int warpgroup = threadIdx.x / 128;
 

@@ -79,6 +79,7 @@
 #include "src/protocol/pingpong.h"
 #include "src/protocol/ring.h"
 #include "src/protocol/tile_scheduler.h"
+#include "src/sm90/common.cuh"
 #include "src/sm90/fa3_fwd_fp8_config.h"
 #include "src/sm90/fa3_fwd_fp8_math.h"
 
@@ -134,15 +135,6 @@ __device__ __forceinline__ Tile tile_of(const FwdFp8Params& p, int idx) {
   t.n_max = p.causal ? causal_n_blocks(tc.m_block, L::kBlockM, C.block_n, p.seqlen_q, p.seqlen_k)
                      : n_blocks(C.block_n, p.seqlen_k);
   return t;
-}
-
-__device__ __forceinline__ float quad_max(float x) {
-  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-}
-__device__ __forceinline__ float quad_sum(float x) {
-  x += __shfl_xor_sync(0xffffffffu, x, 1);
-  return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
 // ==================================== PRODUCER ====================================================
@@ -647,8 +639,7 @@ struct Consumer {
 template <Fp8Config C>
 __device__ __forceinline__ void fwd_fp8_kernel_body(const FwdFp8Params& p) {
   using L = Fp8Layout<C>;
-  extern __shared__ __align__(1024) uint8_t smem_raw[];
-  const Smem<C> sm{(ptx::smem_u32(smem_raw) + 1023u) & ~1023u};  // align the carve-up to 1024 B
+  const Smem<C> sm{smem_base_1024()};
   const int warpgroup = threadIdx.x / 128;
 
   // Barrier initialisation: one thread, exactly kNumBarriers barriers (4 + 5 per stage), then the
