@@ -1,7 +1,11 @@
 # flashptx build.
 #
 #   make              set-up (installs what is missing, and says so), then builds libflashptx.a,
-#                     libflashptx.so, ./flashptx and ./run_tests (about 2.5 min on 2 cores; -j2: 1.5)
+#                     libflashptx.so, ./flashptx and ./run_tests (about 2.5 min on 2 cores; -j2: 1.5).
+#                     One line per step, "[k/N] what" (N: the steps this run has to do); what the
+#                     compilers say is printed after the step's line
+#   make V=1          the same, and every command line in full
+#   make setup        runs the set-up's checks again (the first make runs them once, .deps/setup.ok)
 #   make audit        runs the golden-SASS audit (also part of ./run_tests)
 #   make regen-golden rewrites sass_golden/ from the current build (deliberate; commit it alone)
 #   make clean
@@ -10,10 +14,15 @@
 #   libflashptx.{a,so}    the library users link: src/*.cpp (C ABI, validation, launch plans, tensor
 #                         maps), src/sm90/*.cu (Hopper kernels, sm_90a), src/sm100/*.cu (Blackwell
 #                         kernels, sm_100a). The .so exports the flashptx_* API only (src/libflashptx.map).
+#                         include/flashptx.h is its ABI, the only header of include/. Headers only:
+#                         ptx/ (one function per instruction) and src/protocol/ (the __host__ __device__
+#                         protocol objects the kernels run and tools/models drives).
+#   one include root      the repository root: every include names its path from there
+#                         ("include/flashptx.h", "src/protocol/ring.h", "ptx/mbarrier.cuh")
 #   build/libflashptx_support.a   tool support the CLI and the tests link, never the library:
 #                         tools/support/*.{cpp,cu} (JSON, SVG trace renderer, bench host side, the CPU
 #                         fp64 reference, the GPU reference kernel)
-#   src/models/*.cpp      CPU protocol models (flashptx ledger, oracle tests), linked as objects so
+#   tools/models/*.cpp    CPU protocol models (flashptx ledger, oracle tests), linked as objects so
 #                         that their static ledger registrations are never dropped
 #   tools/sass/*.cpp      the SASS normaliser, differ, order checker and audit
 #   ./flashptx            tools/flashptx/*.cpp + the above
@@ -45,11 +54,12 @@ CUOBJDUMP_SHA256  := 95c69d3ddf0c2c1f535ec44c3433a66aeee19f588d9d22f73356e20b25f
 # cuobjdump --dump-sass runs nvdisasm from its own folder: the matching wheel goes beside it.
 NVDISASM_SHA256   := 5a7acf77c55d6d2911ed6155d4d5bc156ffadf9df7a68a89b0c1155f4b13688c
 CUOBJDUMP         := $(DEPS)/cuobjdump-$(CUOBJDUMP_VERSION)/nvidia/cu13/bin/cuobjdump
+SETUP             := $(DEPS)/setup.ok
 
 ARCH90    := -gencode arch=compute_90a,code=sm_90a
 ARCH100   := -gencode arch=compute_100a,code=sm_100a
 
-COMMON    := -std=c++20 -O3 -I$(ROOT) -I$(ROOT)/include -DFLASHPTX_ROOT='"$(ROOT)"' -DFLASHPTX_BUILD_DIR='"$(BUILD_ABS)"' \
+COMMON    := -std=c++20 -O3 -I$(ROOT) -DFLASHPTX_ROOT='"$(ROOT)"' -DFLASHPTX_BUILD_DIR='"$(BUILD_ABS)"' \
              -DFLASHPTX_CUOBJDUMP='"$(CUOBJDUMP)"'
 # -diag-suppress 177: "declared but never referenced" for constexpr layout fields some kernels skip.
 NVFLAGS   := $(COMMON) --expt-relaxed-constexpr -Xcompiler -fPIC -Xptxas -warn-spills \
@@ -62,7 +72,7 @@ LIB_CU90    := $(wildcard src/sm90/*.cu)
 LIB_CU100   := $(wildcard src/sm100/*.cu)
 SUP_CPP     := $(wildcard tools/support/*.cpp)
 SUP_CU      := $(wildcard tools/support/*.cu)
-MODEL_CPP   := $(wildcard src/models/*.cpp)
+MODEL_CPP   := $(wildcard tools/models/*.cpp)
 TK_CU       := $(wildcard tests/kernels/*.cu)
 TK100_CU    := $(wildcard tests/kernels_sm100/*.cu)
 TEST_CPP    := tests/main.cpp $(wildcard tests/host/*.cpp tests/gpu/*.cpp) $(filter-out %_main.cpp,$(wildcard tests/sim/*.cpp))
@@ -93,35 +103,75 @@ AUDIT_SM100  := $(filter $(BUILD)/rel100/%,$(REL_LIB_OBJ)) $(TK100_OBJ)
 .PHONY: all setup audit regen-golden clean
 .DEFAULT_GOAL := all
 
-all: setup $(BIN)/libflashptx.a $(BIN)/libflashptx.so $(BIN)/flashptx $(BIN)/run_tests $(AUDIT_LIST)
+# ---- progress and verbosity ---------------------------------------------------------------
+# Every recipe that makes a product (a compile unit, an archive, a link, a generated file) starts
+# with $(call step,WHAT), which prints "[k/N] WHAT". N is counted once per top-level make, by a
+# dry run of the same goals that counts the step lines it would run; k is a counter file, bumped
+# under flock so that parallel jobs (-j2) never print the same k. The dry run and any nested make
+# print nothing of their own (FLASHPTX_STEPS set).
+V ?= 0
+ifeq ($(V),1)
+  Q :=
+  cmdline = $(info $(1))
+else
+  Q := @
+  cmdline =
+endif
+STEP_FILE := $(BUILD_ABS)/.steps
+ifeq ($(FLASHPTX_STEPS)$(findstring n,$(firstword -$(MAKEFLAGS))),)
+  export FLASHPTX_STEPS := $(shell $(MAKE) --no-print-directory -n $(MAKECMDGOALS) FLASHPTX_STEPS=0 V=0 2>/dev/null | \
+                             grep -c 'flashptx-build-step')
+  $(shell mkdir -p $(BUILD_ABS) && : > $(STEP_FILE))
+endif
+step = @flock $(STEP_FILE) -c 'echo >> $(STEP_FILE); printf "[%s/%s] %s\n" $$(wc -l < $(STEP_FILE)) $(FLASHPTX_STEPS) "$(1)"' \
+       \# flashptx-build-step
+# $(call nvcc,FLAGS,EXPECTED): nvcc FLAGS -c $< -o $@, printing what the compiler says except the
+# lines EXPECTED matches (grep -v patterns; none: everything printed), with nvcc's exit status.
+nvcc = $(call cmdline,$(NVCC) $(NVFLAGS) $(1) -c $< -o $@)@mkdir -p $(dir $@); \
+       out=$$($(NVCC) $(NVFLAGS) $(1) -c $< -o $@ 2>&1); rc=$$?; \
+       [ -z "$$out" ] || printf '%s\n' "$$out" $(if $(2),| grep -v $(2)); exit $$rc
+
+all: $(SETUP) $(BIN)/libflashptx.a $(BIN)/libflashptx.so $(BIN)/flashptx $(BIN)/run_tests $(AUDIT_LIST)
 
 # ---- set-up: what the build needs and this machine may lack --------------------------------
-setup: $(DEPS)/doctest.ok $(CUOBJDUMP)
+# Run once: the stamp .deps/setup.ok records that the checks ran; every compile rule takes it as an
+# order-only prerequisite, so that a make with the stamp present checks nothing. `make setup` runs
+# the checks again. A disassembler that could not be fetched is said once; the audit then skips
+# (it says why) until `make setup` fetches it.
+define SETUP_CHECKS
+mkdir -p $(DEPS); \
+if [ ! -f /usr/include/doctest/doctest.h ]; then \
+  echo "setup: doctest (Debian doctest-dev) is missing; installing it with apt-get"; \
+  (apt-get install -y -qq doctest-dev >/dev/null 2>&1 || \
+   (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq doctest-dev >/dev/null)) || \
+  { echo "setup: could not install doctest-dev; install it and run make again"; exit 1; }; \
+fi; \
+if [ ! -x $(CUOBJDUMP) ]; then \
+  mkdir -p $(DEPS)/wheels; \
+  echo "setup: fetching the CUDA disassembler (PyPI wheels nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm $(CUOBJDUMP_VERSION))"; \
+  if python3 -m pip download -q --no-deps --only-binary=:all: -d $(DEPS)/wheels \
+       nvidia-cuda-cuobjdump==$(CUOBJDUMP_VERSION) nvidia-cuda-nvdisasm==$(CUOBJDUMP_VERSION); then \
+    for pkg in cuobjdump:$(CUOBJDUMP_SHA256) nvdisasm:$(NVDISASM_SHA256); do \
+      name=$${pkg%%:*}; sum=$${pkg#*:}; \
+      w=$$(ls $(DEPS)/wheels/nvidia_cuda_$${name}-$(CUOBJDUMP_VERSION)-*.whl 2>/dev/null | head -1); \
+      [ -n "$$w" ] || continue; \
+      echo "$$sum  $$w" | sha256sum -c --quiet - || { echo "setup: hash mismatch for $$w"; exit 1; }; \
+      mkdir -p $(DEPS)/cuobjdump-$(CUOBJDUMP_VERSION) && \
+      (cd $(DEPS)/cuobjdump-$(CUOBJDUMP_VERSION) && unzip -q -o $$w && chmod +x nvidia/cu13/bin/$$name) || exit 1; \
+    done; \
+  else \
+    echo "setup: could not fetch the disassembler; the audit will be skipped (make setup tries again)"; \
+  fi; \
+fi; \
+touch $(SETUP)
+endef
 
-$(DEPS)/doctest.ok:
-	@mkdir -p $(DEPS)
-	@if [ ! -f /usr/include/doctest/doctest.h ]; then \
-	  echo "setup: doctest (Debian doctest-dev) is missing; installing it with apt-get"; \
-	  (apt-get install -y -qq doctest-dev >/dev/null 2>&1 || \
-	   (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq doctest-dev >/dev/null)) || \
-	  { echo "setup: could not install doctest-dev; install it and run make again"; exit 1; }; \
-	fi
-	@touch $@
-
-$(CUOBJDUMP):
-	@mkdir -p $(DEPS)/wheels
-	@echo "setup: fetching the CUDA disassembler (PyPI wheels nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm $(CUOBJDUMP_VERSION))"
-	@python3 -m pip download -q --no-deps --only-binary=:all: -d $(DEPS)/wheels \
-	   nvidia-cuda-cuobjdump==$(CUOBJDUMP_VERSION) nvidia-cuda-nvdisasm==$(CUOBJDUMP_VERSION) || \
-	 { echo "setup: could not fetch the disassembler; the audit will be skipped"; exit 0; }
-	@for pkg in cuobjdump:$(CUOBJDUMP_SHA256) nvdisasm:$(NVDISASM_SHA256); do \
-	   name=$${pkg%%:*}; sum=$${pkg#*:}; \
-	   w=$$(ls $(DEPS)/wheels/nvidia_cuda_$${name}-$(CUOBJDUMP_VERSION)-*.whl 2>/dev/null | head -1); \
-	   [ -n "$$w" ] || continue; \
-	   echo "$$sum  $$w" | sha256sum -c --quiet - || { echo "setup: hash mismatch for $$w"; exit 1; }; \
-	   mkdir -p $(DEPS)/cuobjdump-$(CUOBJDUMP_VERSION) && \
-	   (cd $(DEPS)/cuobjdump-$(CUOBJDUMP_VERSION) && unzip -q -o $$w && chmod +x nvidia/cu13/bin/$$name) || exit 1; \
-	 done
+$(SETUP):
+	$(call step,set-up: doctest and the CUDA disassembler)
+	@$(SETUP_CHECKS)
+setup:
+	$(call step,set-up: doctest and the CUDA disassembler)
+	@$(SETUP_CHECKS)
 
 # ---- compile rules ------------------------------------------------------------------------
 # The release flavour prints what ptxas says, except one expected message: the race reproducer's
@@ -129,11 +179,9 @@ $(CUOBJDUMP):
 # the test build's serialised wgmma schedule on purpose, C7510 once per such variant. No library
 # kernel is in that list.
 PTXAS_REL_EXPECTED := -e 'C7510.*wgmma pipeline crossing function boundary.*race24race_wait_timeout_printf'
-$(BUILD)/rel/%.o: %.cu | setup
-	@mkdir -p $(dir $@)
-	$(info $(NVCC) $(NVFLAGS) $(ARCH90) -c $< -o $@)
-	@out=$$($(NVCC) $(NVFLAGS) $(ARCH90) -c $< -o $@ 2>&1); rc=$$?; \
-	  [ -z "$$out" ] || printf '%s\n' "$$out" | grep -v $(PTXAS_REL_EXPECTED); exit $$rc
+$(BUILD)/rel/%.o: %.cu | $(SETUP)
+	$(call step,nvcc sm_90a  release $<)
+	$(call nvcc,$(ARCH90),$(PTXAS_REL_EXPECTED))
 # The test flavour's expected ptxas messages, filtered from its output (and only they; anything
 # else ptxas says is printed, and its exit status is kept). Its bounded mbarrier wait
 # (FLASHPTX_BOUNDED_WAIT, ptx/mbarrier.cuh) reports a timeout through an out-of-line call
@@ -153,28 +201,29 @@ PTXAS_TEST_EXPECTED := -e 'C7510.*wgmma pipeline crossing function boundary.*mba
                        -e 'C7510.*wgmma pipeline crossing function boundary.*semaphore_wait_timeout' \
                        -e 'C7510.*wgmma pipeline crossing function boundary.*race24race_wait_timeout_printf' \
                        -e 'Registers are spilled to local memory in function .fa3_fwd_sm90_bf16_d128_trace.'
-$(BUILD)/test/%.o: %.cu | setup
-	@mkdir -p $(dir $@)
-	$(info $(NVCC) $(NVFLAGS) -DFLASHPTX_BOUNDED_WAIT=1 $(ARCH90) -c $< -o $@)
-	@out=$$($(NVCC) $(NVFLAGS) -DFLASHPTX_BOUNDED_WAIT=1 $(ARCH90) -c $< -o $@ 2>&1); rc=$$?; \
-	  [ -z "$$out" ] || printf '%s\n' "$$out" | grep -v $(PTXAS_TEST_EXPECTED); exit $$rc
-$(BUILD)/rel100/%.o: %.cu | setup
-	@mkdir -p $(dir $@)
-	$(NVCC) $(NVFLAGS) $(ARCH100) -c $< -o $@
-$(BUILD)/test100/%.o: %.cu | setup
-	@mkdir -p $(dir $@)
-	$(NVCC) $(NVFLAGS) -DFLASHPTX_BOUNDED_WAIT=1 $(ARCH100) -c $< -o $@
+$(BUILD)/test/%.o: %.cu | $(SETUP)
+	$(call step,nvcc sm_90a  test    $<)
+	$(call nvcc,-DFLASHPTX_BOUNDED_WAIT=1 $(ARCH90),$(PTXAS_TEST_EXPECTED))
+$(BUILD)/rel100/%.o: %.cu | $(SETUP)
+	$(call step,nvcc sm_100a release $<)
+	$(call nvcc,$(ARCH100))
+$(BUILD)/test100/%.o: %.cu | $(SETUP)
+	$(call step,nvcc sm_100a test    $<)
+	$(call nvcc,-DFLASHPTX_BOUNDED_WAIT=1 $(ARCH100))
 # Host C++ of the library: the same in both flavours (no device code), compiled once per flavour
 # only so that each flavour's archive is self-contained.
-$(BUILD)/rel/%.o: %.cpp | setup
+$(BUILD)/rel/%.o: %.cpp | $(SETUP)
+	$(call step,c++  release $<)
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -c $< -o $@
-$(BUILD)/test/%.o: %.cpp | setup
+	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
+$(BUILD)/test/%.o: %.cpp | $(SETUP)
+	$(call step,c++  test    $<)
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -c $< -o $@
-$(BUILD)/host/%.o: %.cpp | setup
+	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
+$(BUILD)/host/%.o: %.cpp | $(SETUP)
+	$(call step,c++  $<)
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -c $< -o $@
+	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
@@ -182,25 +231,30 @@ include tools/sim/sim.mk
 
 # ---- products -----------------------------------------------------------------------------
 $(BIN)/libflashptx.a: $(REL_LIB_OBJ)
+	$(call step,ar   $@)
 	@rm -f $@
-	ar rcs $@ $^
+	$(Q)ar rcs $@ $^
 
 # The shared library exports the C ABI only; the CUDA runtime inside it (static) stays hidden.
 # Its SONAME is libflashptx.so.MAJOR (the install's link names: see "version and install" below).
 $(BIN)/libflashptx.so: $(REL_LIB_OBJ) src/libflashptx.map VERSION
-	$(NVCC) -shared -o $@ $(REL_LIB_OBJ) -cudart static -Xlinker --version-script=src/libflashptx.map \
+	$(call step,link $@)
+	$(Q)$(NVCC) -shared -o $@ $(REL_LIB_OBJ) -cudart static -Xlinker --version-script=src/libflashptx.map \
 	  -Xlinker -Bsymbolic -Xlinker -soname=libflashptx.so.$(VERSION_MAJOR) $(filter-out -L% -lcudart_static,$(LDLIBS))
 
 $(BUILD)/libflashptx_test.a: $(TEST_LIB_OBJ)
+	$(call step,ar   $@)
 	@rm -f $@
-	ar rcs $@ $^
+	$(Q)ar rcs $@ $^
 
 $(SUPPORT_LIB): $(SUP_OBJ)
+	$(call step,ar   $@)
 	@rm -f $@
-	ar rcs $@ $^
+	$(Q)ar rcs $@ $^
 
 $(BIN)/flashptx: $(CLI_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(SUPPORT_LIB) $(BIN)/libflashptx.a
-	$(CXX) -o $@ $(CLI_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(SUPPORT_LIB) $(BIN)/libflashptx.a $(LDLIBS)
+	$(call step,link $@)
+	$(Q)$(CXX) -o $@ $(CLI_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(SUPPORT_LIB) $(BIN)/libflashptx.a $(LDLIBS)
 
 # ---- files the host tests read, compiled into ./run_tests ----------------------------------
 # So that ./run_tests runs the same from a copy of the binaries without the source tree: the SASS
@@ -211,22 +265,27 @@ EMBED_FILES := $(sort $(wildcard tests/host/fixtures/*)) tools/trace/h200-d128-s
                tools/trace/h200-d128-s8192-summary.txt README.md
 EMBED_SRC   := $(BUILD)/gen/embedded_files.cpp
 EMBED_OBJ   := $(BUILD)/gen/embedded_files.o
-$(BUILD)/gen/embed: tests/embed.cpp | setup
+$(BUILD)/gen/embed: tests/embed.cpp | $(SETUP)
+	$(call step,link $@)
 	@mkdir -p $(dir $@)
-	$(CXX) -std=c++20 -O1 -o $@ $<
+	$(Q)$(CXX) -std=c++20 -O1 -o $@ $<
 $(EMBED_SRC): $(BUILD)/gen/embed $(EMBED_FILES)
-	$(BUILD)/gen/embed $@ $(EMBED_FILES)
+	$(call step,gen  $@ (the files the host tests read))
+	$(Q)$(BUILD)/gen/embed $@ $(EMBED_FILES)
 $(EMBED_OBJ): $(EMBED_SRC)
-	$(CXX) $(CXXFLAGS) -O1 -c $< -o $@
+	$(call step,c++  $<)
+	$(Q)$(CXX) $(CXXFLAGS) -O1 -c $< -o $@
 
 # ./run_tests also links the commands (not main.cpp): the tests call their parse-and-validate steps.
 CLI_TEST_OBJ := $(filter-out $(BUILD)/host/tools/flashptx/main.o,$(CLI_OBJ))
 $(BIN)/run_tests: $(TEST_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(CLI_TEST_OBJ) $(EMBED_OBJ) $(SUPPORT_LIB) $(BUILD)/libflashptx_test.a \
                   $(TK_OBJ) $(TK100_TEST_OBJ) $(SIM_LIB)
-	$(NVCC) -o $@ $(TEST_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(CLI_TEST_OBJ) $(EMBED_OBJ) $(TK_OBJ) $(TK100_TEST_OBJ) \
+	$(call step,link $@)
+	$(Q)$(NVCC) -o $@ $(TEST_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(CLI_TEST_OBJ) $(EMBED_OBJ) $(TK_OBJ) $(TK100_TEST_OBJ) \
 	  $(SUPPORT_LIB) $(BUILD)/libflashptx_test.a $(SIM_LIB) -cudart static -ldl $(ARCH90) $(ARCH100)
 
 $(AUDIT_LIST): $(AUDIT_SM90) $(AUDIT_SM100)
+	$(call step,gen  $@)
 	@mkdir -p $(dir $@)
 	@rm -f $@.tmp
 	@for o in $(AUDIT_SM90); do echo "sm_90a $$o" >> $@.tmp; done
@@ -249,10 +308,12 @@ clean:
 WGMMA_GEN := $(BUILD)/gen/gen_wgmma
 .PHONY: regen-wgmma
 $(WGMMA_GEN): tools/gen/gen_wgmma.cpp tools/support/wgmma_gen.cpp tools/support/wgmma_gen.h
+	$(call step,link $@)
 	@mkdir -p $(dir $@)
-	$(CXX) -std=c++17 -O1 -Wall -Wextra -I$(ROOT) -o $@ tools/gen/gen_wgmma.cpp tools/support/wgmma_gen.cpp
+	$(Q)$(CXX) -std=c++17 -O1 -Wall -Wextra -I$(ROOT) -o $@ tools/gen/gen_wgmma.cpp tools/support/wgmma_gen.cpp
 regen-wgmma: $(WGMMA_GEN)
-	$(WGMMA_GEN) ptx/wgmma_mma.cuh
+	$(call step,gen  ptx/wgmma_mma.cuh)
+	$(Q)$(WGMMA_GEN) ptx/wgmma_mma.cuh
 
 # ---- version and install ------------------------------------------------------------------------
 # The version is the VERSION file, MAJOR.MINOR.PATCH, and nowhere else: src/version.cpp gets it as

@@ -11,7 +11,7 @@
 // code-generated and the guard is inert.
 //
 // This header is also read by plain C++ compilers (g++ builds the host tests and the CPU models,
-// which use the constexpr descriptor builders of ptx/ and the protocol objects of include/flashptx/):
+// which use the constexpr descriptor builders of ptx/ and the protocol objects of src/protocol/):
 // everything in it but smem_u32 is plain C++.
 #pragma once
 #include <cstdint>
@@ -19,8 +19,8 @@
 // ---- the host/device qualifier ---------------------------------------------------------------
 // FLASHPTX_HD: for code that one source compiles for both sides: the descriptor builders of ptx/
 // (device code folds them to immediates, the host tests check their bits) and the protocol objects
-// of include/flashptx/ that kernels and CPU models share. Defined here, the lowest layer, so that
-// ptx/ copied alone still compiles; include/flashptx/hd.h includes this header.
+// of src/protocol/ that kernels and CPU models share. Defined here, the lowest layer, so that
+// ptx/ copied alone still compiles; src/protocol/hd.h includes this header.
 #if defined(__CUDACC__)
 #define FLASHPTX_HD __host__ __device__ __forceinline__
 #else

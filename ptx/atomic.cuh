@@ -3,7 +3,7 @@
 //
 // Used by the backward's fp32 gradient accumulation and by its deterministic writer order: a
 // semaphore per accumulator block that writers wait on (ld.acquire) and advance (red.release) in a
-// declared order (include/flashptx/writer_order.h).
+// declared order (src/protocol/writer_order.h).
 #pragma once
 #include <cstdint>
 #include <cstdio>
@@ -73,7 +73,7 @@ __device__ __forceinline__ void fence_proxy_async_global() {
 }
 
 // ---- a spin wait on a semaphore (not an instruction: a loop around ld.acquire) ------------------
-// Spins until *sem == value (the deterministic writer order's turn, include/flashptx/writer_order.h).
+// Spins until *sem == value (the deterministic writer order's turn, src/protocol/writer_order.h).
 // Certifies what the acquire load that saw `value` certifies (above). Test builds
 // (FLASHPTX_BOUNDED_WAIT) bound the spin like every mbarrier wait (ptx/mbarrier.cuh): an order that
 // can never complete traps with the semaphore's name instead of hanging; release builds spin.

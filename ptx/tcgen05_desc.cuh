@@ -158,7 +158,7 @@ FLASHPTX_HD constexpr uint64_t make_umma_smem_desc(uint32_t smem_addr, uint32_t 
 //   K-major, no swizzle:               (K bytes / 16) x LBO: 32 bytes of K span two core matrices,
 //                                      so one step is 2 x LBO, NOT 32;
 //   MN-major:                          (K elements / 8) x (SBO swizzled, LBO not swizzled).
-// flashptx::umma::kstep_offset() (include/flashptx/umma_plan.h) computes it from the layout; use
+// flashptx::umma::kstep_offset() (src/protocol/umma_plan.h) computes it from the layout; use
 // that, not a literal.
 FLASHPTX_HD constexpr uint64_t umma_smem_desc_advance(uint64_t desc, uint32_t bytes) {
   return desc + static_cast<uint64_t>(bytes >> 4);

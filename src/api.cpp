@@ -1,7 +1,7 @@
 // The C ABI (include/flashptx.h), thin: validation (src/validate.cpp), the device, the launch plan
 // (src/plan.cpp), the launch. Every rejection names its reason in a message kept per host thread
 // (flashptx_last_error) and launches nothing.
-#include "flashptx.h"
+#include "include/flashptx.h"
 
 #include <cuda_runtime_api.h>
 

@@ -2,7 +2,7 @@
 // reachable through libflashptx.a). Every entry validates exactly as the C ABI does, sets
 // flashptx_last_error() the same way, and differs only in taking explicit variant options.
 #pragma once
-#include "flashptx.h"
+#include "include/flashptx.h"
 #include "src/plan.h"
 
 namespace flashptx {

@@ -9,7 +9,7 @@
 #include <span>
 #include <string_view>
 
-#include "flashptx.h"
+#include "include/flashptx.h"
 
 namespace flashptx {
 

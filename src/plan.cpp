@@ -10,8 +10,8 @@
 #include <mutex>
 #include <vector>
 
-#include "flashptx/fa4_bwd_pair_plan.h"
-#include "flashptx/tile_scheduler.h"
+#include "src/protocol/fa4_bwd_pair_plan.h"
+#include "src/protocol/tile_scheduler.h"
 #include "src/sm100/fa4_fwd_config.h"
 #include "src/tensormap.h"
 
@@ -145,14 +145,14 @@ constexpr PlanCalibration kPlanCalibration = {
 //         d256_paired_max_rows rows) and its persistent twin (non-causal up to
 //         d256_persistent_max_keys keys; both stage O in halves beside Q).
 // Schedule: persistent for non-causal masks where the kernel can loop (d64, d128). Causal masks: the
-// paired kernels (persistent CTAs over the paired static schedule, include/flashptx/tile_scheduler.h
+// paired kernels (persistent CTAs over the paired static schedule, src/protocol/tile_scheduler.h
 // paired_slot: units of tiles m and M-1-m, equal in cost; grid min(units, SMs)) where the makespan
 // estimates put them first (fwd_d64_causal_choice, fwd_causal_paired); one CTA per tile in LPT order
 // otherwise (few units per CTA quantize: 1500 rows x 3 x 8 heads at d256 is 1.09 units per CTA).
 // (A static round-robin of single causal tiles is not among the choices: docs/DECISIONS.md, "The
 // paired causal schedule".)
 // d64 causal: the 128-row paired kernel, the 192-row paired kernel or the 192-row kernel one CTA per
-// tile, whichever finishes first by the makespan estimates of include/flashptx/tile_scheduler.h, a
+// tile, whichever finishes first by the makespan estimates of src/protocol/tile_scheduler.h, a
 // 192 x 128 block weighted d64_block192_weight of a 128 x 128 one. The estimates stand for what
 // decides these shapes: a few units per CTA quantize (1500 rows, 32 heads, batch 3: 4.4 units of the
 // 128-row tile per CTA, 2.9 of the 192-row tile), and a ragged 192-row tile wastes rows (1k: 6 tiles
@@ -547,7 +547,7 @@ static flashptx_status plan_bwd_family(const flashptx_bwd_params& p, const BwdOp
       return FLASHPTX_ERR_BAD_OPTION;
     }
   } else if (fa4 && fa4bwd::pair::use_pair(static_cast<int>(p.head_dim), p.seqlen_k)) {
-    // sm_100, d128, two key blocks or more: the 2-CTA kernel (include/flashptx/fa4_bwd_pair_plan.h use_pair).
+    // sm_100, d128, two key blocks or more: the 2-CTA kernel (src/protocol/fa4_bwd_pair_plan.h use_pair).
     k = row_of(fa4_bwd_pair_kernels(), main, p.dtype, static_cast<int>(p.head_dim));
   } else {
     k = row_of(rows, main, p.dtype, static_cast<int>(p.head_dim));
@@ -572,7 +572,7 @@ static flashptx_status plan_bwd_family(const flashptx_bwd_params& p, const BwdOp
     return dim3(static_cast<unsigned>(x), static_cast<unsigned>(y), static_cast<unsigned>(z));
   };
   plan->gqa = p.heads_q != p.heads_kv;
-  // Deterministic dQ order (include/flashptx/writer_order.h). Only a mask-free walk can rotate:
+  // Deterministic dQ order (src/protocol/writer_order.h). Only a mask-free walk can rotate:
   // the causal order already walks in step, and its first query block differs per key block. The FA4
   // backward walks ascending only (src/sm100/fa4_bwd.cuh reads no dq_rotated).
   if (fa4 && opt.dq_order == DqOrder::kRotated) {

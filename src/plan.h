@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "flashptx.h"
+#include "include/flashptx.h"
 #include "src/kernels.h"
 #include "src/sm90/fa3_bwd_config.h"
 #include "src/sm90/fa3_fwd_config.h"
@@ -82,7 +82,7 @@ struct FwdPlan {
 flashptx_status plan_fwd(const flashptx_fwd_params& p, const FwdOptions& opt, const Device& dev, FwdPlan* plan,
                          std::string* err);
 // The d64 causal rule (what plan_fwd runs): query rows per tile (128 or 192) and whether the paired
-// kernel runs, by the makespan estimates of include/flashptx/tile_scheduler.h on `sms` SMs.
+// kernel runs, by the makespan estimates of src/protocol/tile_scheduler.h on `sms` SMs.
 struct FwdChoice {
   int block_m;
   bool paired;
@@ -125,7 +125,7 @@ flashptx_status encode_fwd_varlen_args(const flashptx_fwd_varlen_params& p, FwdV
 // Four launches on one stream, after one memset of the workspace's zeroed section (semaphores and,
 // under GQA, the dK/dV accumulators): preprocess, main kernel, dQ postprocess, and under GQA the
 // dK/dV postprocess. A launch with an empty grid is skipped (e.g. seqlen_k 0: no main kernel).
-// The order in which the deterministic mode's dQ writers take their turns (include/flashptx/
+// The order in which the deterministic mode's dQ writers take their turns (src/protocol/
 // writer_order.h). kAuto: rotated where dq_order_rotated_ok allows it, otherwise ascending (causal
 // masks keep their shortest-first order either way).
 enum class DqOrder : uint8_t { kAuto, kAscending, kRotated };

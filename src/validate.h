@@ -6,7 +6,7 @@
 #include <initializer_list>
 #include <string>
 
-#include "flashptx.h"
+#include "include/flashptx.h"
 
 namespace flashptx {
 

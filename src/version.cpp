@@ -1,6 +1,6 @@
 // flashptx_version (include/flashptx.h). The version is the VERSION file at the repository root,
 // passed by the Makefile as FLASHPTX_VERSION to this file only (its one use).
-#include "flashptx.h"
+#include "include/flashptx.h"
 
 #ifndef FLASHPTX_VERSION
 #error "FLASHPTX_VERSION is not defined: build with the Makefile, which reads it from the VERSION file"

@@ -10,7 +10,7 @@
 //   d128     1          128       128              1            194.1 KiB
 // The configs (BwdConfig objects) are in src/sm100/fa4_bwd_config.h, which the CPU replay includes.
 // Not built: the 2-CTA (cta_group::2) form and its dS exchange over DSMEM (modelled only:
-// src/models/fa4_backward.cpp); see docs/DECISIONS.md, "FA4 on sm_100a: written, audited, never run".
+// tools/models/fa4_backward.cpp); see docs/DECISIONS.md, "FA4 on sm_100a: written, audited, never run".
 //
 // Around the main kernel, one per dtype (src/sm100/fa4_bwd_aux.cuh says why these are a second
 // compile of the FA3 bodies for sm_100a, and why the dQ postprocess is FA4's own):
@@ -49,14 +49,23 @@ namespace flashptx {
 template <fa4bwd::BwdConfig C>
 KernelEntry fa4_bwd_entry(const char* name, const void* fn) {
   using L = fa4bwd::BwdLayout<C>;
-  return KernelEntry{name,          Family::kFa4Bwd,       C.bf16 ? FLASHPTX_BF16 : FLASHPTX_FP16,
-                     C.head_dim,    fa4bwd::kBlockM,       fa4bwd::kBlockN,
-                     C.stages,      /*compute WGs*/ 2,     false,
-                     false,         L::kThreads,           static_cast<int>(L::kSmemBytes),
-                     fn};
+  return KernelEntry{.name = name,
+                     .family = Family::kFa4Bwd,
+                     .dtype = C.bf16 ? FLASHPTX_BF16 : FLASHPTX_FP16,
+                     .head_dim = C.head_dim,
+                     .block_m = fa4bwd::kBlockM,
+                     .block_n = fa4bwd::kBlockN,
+                     .stages = C.stages,
+                     .consumer_wgs = 2,  // the compute warpgroups
+                     .pingpong = false,
+                     .persistent = false,
+                     .threads = L::kThreads,
+                     .smem_bytes = static_cast<int>(L::kSmemBytes),
+                     .fn = fn};
 }
 static KernelEntry fa4_aux_entry(const char* name, Family f, flashptx_dtype t, const void* fn) {
-  return KernelEntry{name, f, t, 0, 0, 0, 0, 0, false, false, 256, 0, fn};
+  // A pre/postprocess kernel: no head dimension, tiles, rings or dynamic shared memory.
+  return KernelEntry{.name = name, .family = f, .dtype = t, .threads = 256, .fn = fn};
 }
 #define FLASHPTX_FA4_BWD_ROW(name, config) fa4_bwd_entry<config>(#name, reinterpret_cast<const void*>(&name))
 #define FLASHPTX_FA4_BWD_AUX_ROW(name, family, dtype) \

@@ -14,7 +14,7 @@
 //
 // A CTA owns one key block (128 keys) of one (batch, query head) and walks the query blocks of 128
 // rows that see it (causal: from the diagonal down), one step each. Per step, five MMAs (the plan:
-// include/flashptx/fa4_bwd_plan.h BwdMmaPlan):
+// src/protocol/fa4_bwd_plan.h BwdMmaPlan):
 //   S^T = K Q^T and dP^T = V dO^T into TMEM; the compute warps turn them into P^T (back into TMEM,
 //   16-bit, over S^T's columns) and dS^T (into shared memory); dV += P^T dO (P^T from TMEM),
 //   dK += dS^T Q and dQ = dS K (dS^T from shared memory, read K-major and MN-major); the reduction
@@ -57,8 +57,8 @@
 #include <cuda.h>
 #include <cstdint>
 
-#include "flashptx/fa4_bwd_plan.h"
-#include "flashptx/ring.h"
+#include "src/protocol/fa4_bwd_plan.h"
+#include "src/protocol/ring.h"
 #include "ptx/atomic.cuh"
 #include "ptx/barrier.cuh"
 #include "ptx/cvt.cuh"
@@ -69,6 +69,7 @@
 #include "ptx/tcgen05.cuh"
 #include "ptx/tma.cuh"
 #include "src/sm100/fa4_bwd_config.h"
+#include "src/sm90/common.cuh"
 
 #if defined(__CUDA_ARCH__) && !FLASHPTX_HAS_SM100A
 #error "src/sm100/fa4_bwd.cuh is Blackwell code: compile it with -gencode arch=compute_100a,code=sm_100a"
@@ -110,13 +111,9 @@ struct DeviceMath {
 #endif
   }
 };
-template <bool Bf16>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  if constexpr (Bf16) return ptx::cvt_rn_bf16x2_f32(lo, hi);
-  else return ptx::cvt_rn_f16x2_f32(lo, hi);
-}
+// pack2: src/sm90/common.cuh.
 
-// The deterministic writer order's turn (include/flashptx/writer_order.h): spins until the semaphore
+// The deterministic writer order's turn (src/protocol/writer_order.h): spins until the semaphore
 // shows `lock` writers done. Test builds bound the wait like every mbarrier wait (FLASHPTX_BOUNDED_WAIT).
 __device__ __forceinline__ void wait_for_turn(const uint32_t* sem, uint32_t lock, const char* name) {
   ptx::semaphore_wait_eq(sem, lock, name);  // ptx/atomic.cuh: bounded in test builds

@@ -11,7 +11,7 @@
 #pragma once
 #include <cstdint>
 
-#include "flashptx/fa4_bwd_plan.h"
+#include "src/protocol/fa4_bwd_plan.h"
 #include "src/sm90/fa3_bwd_aux.cuh"
 
 namespace flashptx::fa4bwd {
@@ -32,10 +32,10 @@ __device__ __forceinline__ void postprocess_dq_body(const fa3::BwdAuxParams& p) 
     const float4 c = *reinterpret_cast<const float4*>(acc + dq_accum_index(row, col + 4));
     const float s = p.softmax_scale;
     fa3::bwd::st_global_16(p.dq, b * p.dq_sb + grow * p.dq_ss + h * p.dq_sh + col,
-                           make_uint4(fa3::bwd::pack_pair<IsBf16>(a.x * s, a.y * s),
-                                      fa3::bwd::pack_pair<IsBf16>(a.z * s, a.w * s),
-                                      fa3::bwd::pack_pair<IsBf16>(c.x * s, c.y * s),
-                                      fa3::bwd::pack_pair<IsBf16>(c.z * s, c.w * s)));
+                           make_uint4(pack2<IsBf16>(a.x * s, a.y * s),
+                                      pack2<IsBf16>(a.z * s, a.w * s),
+                                      pack2<IsBf16>(c.x * s, c.y * s),
+                                      pack2<IsBf16>(c.z * s, c.w * s)));
   }
 }
 

@@ -8,16 +8,16 @@
 //                 (GQA), dq_sem/dkv_sem (deterministic), the sizes and scales. It does not read
 //                 dq_rotated (FA3's rotated writer order): the plan never sets it for this kernel.
 //   BwdConfig     the compile-time shape of one specialization, named fields
-//   BwdPairLayout<Bf16>  the same for the 2-CTA form (include/flashptx/fa4_bwd_pair_plan.h), d = 128
-//   BwdLayout<C>  the MMA plan (include/flashptx/fa4_bwd_plan.h), the shared-memory plan, the barrier
+//   BwdPairLayout<Bf16>  the same for the 2-CTA form (src/protocol/fa4_bwd_pair_plan.h), d = 128
+//   BwdLayout<C>  the MMA plan (src/protocol/fa4_bwd_plan.h), the shared-memory plan, the barrier
 //                 slots with their arrival counts, the register split (the plan's role table)
 // The specializations that exist are listed once, in src/sm100/fa4_bwd.cu.
 // NEVER EXECUTED: no Blackwell GPU ran these kernels (compiled, audited, replayed on the CPU only).
 #pragma once
 #include <cstdint>
 
-#include "flashptx/fa4_bwd_pair_plan.h"
-#include "flashptx/fa4_bwd_plan.h"
+#include "src/protocol/fa4_bwd_pair_plan.h"
+#include "src/protocol/fa4_bwd_plan.h"
 #include "src/sm90/fa3_bwd_config.h"
 
 namespace flashptx::fa4bwd {
@@ -68,7 +68,7 @@ struct BwdLayout {
 // stage would need 256 KiB.
 constexpr BwdConfig kBwdD64 = {.head_dim = 64, .stages = 2, .bf16 = true};
 constexpr BwdConfig kBwdD128 = {.head_dim = 128, .stages = 1, .bf16 = true};
-// The 2-CTA form's shared memory (each CTA; include/flashptx/fa4_bwd_pair_plan.h says what each tile
+// The 2-CTA form's shared memory (each CTA; src/protocol/fa4_bwd_pair_plan.h says what each tile
 // holds). Every tile sits at the same offset in both CTAs: one descriptor of the leader serves both.
 // The dQ staging reuses QS (chunks 0, 1) and dOS (chunks 2, 3), 8 KiB a chunk (64 rows x 32 fp32):
 // S^T and dP^T, their only readers, completed before dq_full, and the next loads wait qdo_empty, which

@@ -6,7 +6,7 @@
 //
 //   kernel       cta_group  keys/CTA (pair)  query rows/step  Q/dO stages  smem
 //   d128_2cta    2          128 (256)        128              1            226.1 KiB
-// Head dim 64 has no 2-CTA form (include/flashptx/fa4_bwd_pair_plan.h says why); the plan rule that
+// Head dim 64 has no 2-CTA form (src/protocol/fa4_bwd_pair_plan.h says why); the plan rule that
 // picks 1-CTA or 2-CTA is in src/plan.cpp (plan_bwd). The pre/postprocess kernels are the 1-CTA form's
 // (src/sm100/fa4_bwd.cu): the dQ accumulator order is the same.
 #include "src/kernels.h"
@@ -26,13 +26,20 @@ namespace flashptx {
 template <bool Bf16>
 KernelEntry fa4_bwd_pair_entry(const char* name, const void* fn) {
   using L = fa4bwd::BwdPairLayout<Bf16>;
-  KernelEntry e{name,          Family::kFa4Bwd,         Bf16 ? FLASHPTX_BF16 : FLASHPTX_FP16,
-                fa4bwd::pair::kHeadDim, fa4bwd::kBlockM, fa4bwd::kBlockN,
-                /*stages*/ 1,  /*compute WGs*/ 2,       false,
-                false,         L::kThreads,             static_cast<int>(L::kSmemBytes),
-                fn};
-  e.cluster_ctas = fa4bwd::pair::kCtaGroup;
-  return e;
+  return KernelEntry{.name = name,
+                     .family = Family::kFa4Bwd,
+                     .dtype = Bf16 ? FLASHPTX_BF16 : FLASHPTX_FP16,
+                     .head_dim = fa4bwd::pair::kHeadDim,
+                     .block_m = fa4bwd::kBlockM,
+                     .block_n = fa4bwd::kBlockN,
+                     .stages = 1,
+                     .consumer_wgs = 2,  // the compute warpgroups
+                     .pingpong = false,
+                     .persistent = false,
+                     .threads = L::kThreads,
+                     .smem_bytes = static_cast<int>(L::kSmemBytes),
+                     .fn = fn,
+                     .cluster_ctas = fa4bwd::pair::kCtaGroup};
 }
 
 std::span<const KernelEntry> fa4_bwd_pair_kernels() {

@@ -6,7 +6,7 @@
 // project's tcgen05 emulator on the CPU against an fp64 backward (tests/host/test_fa4_bwd_replay.cpp).
 //
 // The plan (what each tile holds, the five pair MMAs, the exchange, the barrier counts) is
-// include/flashptx/fa4_bwd_pair_plan.h; the 1-CTA kernel (src/sm100/fa4_bwd.cuh) is the reference for
+// src/protocol/fa4_bwd_pair_plan.h; the 1-CTA kernel (src/sm100/fa4_bwd.cuh) is the reference for
 // everything not said here: the P/dS arithmetic, the TMEM column map, the dK/dV epilogue.
 //
 // A cluster of two CTAs owns key blocks 2 p and 2 p + 1 (rank r the block 2 p + r) of one (batch,
@@ -47,7 +47,7 @@
 #include <cuda.h>
 #include <cstdint>
 
-#include "flashptx/fa4_bwd_pair_plan.h"
+#include "src/protocol/fa4_bwd_pair_plan.h"
 #include "ptx/cluster.cuh"
 #include "src/sm100/fa4_bwd.cuh"
 

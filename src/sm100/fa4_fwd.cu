@@ -51,15 +51,21 @@ inline constexpr KernelSwitch kFa4FwdSwitches[] = {
 template <fa4::FwdConfig C>
 KernelEntry fa4_fwd_entry(const char* name, const void* fn) {
   using L = fa4::FwdLayout<C>;
-  KernelEntry e{name,      Family::kFa4Fwd, C.bf16 ? FLASHPTX_BF16 : FLASHPTX_FP16,
-                C.head_dim, L::kBlockM,     fa4::kBlockN,
-                C.kv_slots, fa4::kQStages,  /*pingpong*/ true,
-                /*persistent (cluster launch control)*/ true,
-                L::kThreads, static_cast<int>(L::kSmemBytes),
-                fn};
-  e.cluster_ctas = C.cta_group;
-  e.switches = kFa4FwdSwitches<C>;
-  return e;
+  return KernelEntry{.name = name,
+                     .family = Family::kFa4Fwd,
+                     .dtype = C.bf16 ? FLASHPTX_BF16 : FLASHPTX_FP16,
+                     .head_dim = C.head_dim,
+                     .block_m = L::kBlockM,
+                     .block_n = fa4::kBlockN,
+                     .stages = C.kv_slots,
+                     .consumer_wgs = fa4::kQStages,
+                     .pingpong = true,
+                     .persistent = true,  // cluster launch control
+                     .threads = L::kThreads,
+                     .smem_bytes = static_cast<int>(L::kSmemBytes),
+                     .fn = fn,
+                     .cluster_ctas = C.cta_group,
+                     .switches = kFa4FwdSwitches<C>};
 }
 #define FLASHPTX_FA4_FWD_ROW(name, config) fa4_fwd_entry<config>(#name, reinterpret_cast<const void*>(&name))
 

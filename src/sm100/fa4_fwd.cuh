@@ -13,7 +13,7 @@
 // A work tile is 256 query rows per CTA (two Q stages of 128: H and L; a cta_group::2 pair covers 512)
 // of one (batch, head) against the K/V blocks of 128 keys it may see, visited right to left. CTAs
 // take tiles from a ring the scheduler warp fills with cluster launch control (work stealing); every
-// other role reads the same tile sequence. Roles (include/flashptx/fa4_plan.h role_spec):
+// other role reads the same tile sequence. Roles (src/protocol/fa4_plan.h role_spec):
 //
 //   warps 0-3   SOFTMAX H    one thread per query row of stage H: S from TMEM (tcgen05.ld), mask,
 //   warps 4-7   SOFTMAX L    row max, the conditional-rescale reference step, exponentials (MUFU.EX2
@@ -60,10 +60,10 @@
 #include <cuda.h>
 #include <cstdint>
 
-#include "flashptx/fa4_plan.h"
-#include "flashptx/pingpong.h"
-#include "flashptx/ring.h"
-#include "flashptx/tile_scheduler.h"
+#include "src/protocol/fa4_plan.h"
+#include "src/protocol/pingpong.h"
+#include "src/protocol/ring.h"
+#include "src/protocol/tile_scheduler.h"
 #include "ptx/barrier.cuh"
 #include "ptx/clc.cuh"
 #include "ptx/cluster.cuh"

@@ -5,7 +5,7 @@
 //                 struct (src/sm90/fa3_fwd_config.h), so the launch plan fills one whatever runs
 //                 (src/plan.cpp: the tensor-map boxes differ, the fields do not; `trace` is unused here)
 //   FwdConfig     the compile-time shape of one specialization, with named fields
-//   FwdLayout<C>  everything derived from a config: the MMA plan (include/flashptx/fa4_plan.h), the
+//   FwdLayout<C>  everything derived from a config: the MMA plan (src/protocol/fa4_plan.h), the
 //                 shared-memory plan (Q stages, the K/V ring, the O staging tile, the softmax ->
 //                 correction records, the scheduler ring, the barriers), the barrier slots with their
 //                 arrival counts (from fa4_plan.h's barrier table), the register split (its role table)
@@ -13,7 +13,7 @@
 #pragma once
 #include <cstdint>
 
-#include "flashptx/fa4_plan.h"
+#include "src/protocol/fa4_plan.h"
 #include "src/sm90/fa3_fwd_config.h"
 
 namespace flashptx::fa4 {

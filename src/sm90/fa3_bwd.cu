@@ -66,16 +66,24 @@ inline constexpr KernelSwitch kFa3BwdSwitches[] = {
 template <fa3::BwdConfig C>
 KernelEntry fa3_bwd_entry(const char* name, const void* fn) {
   using L = fa3::BwdLayout<C>;
-  KernelEntry e{name,      Family::kFa3Bwd, C.bf16 ? FLASHPTX_BF16 : FLASHPTX_FP16,
-                C.head_dim, C.block_m,      L::kBlockN,
-                C.stages,  L::kMmaWGs,      false,
-                false,     L::kThreads,     L::kSmemBytes,
-                fn};
-  e.switches = kFa3BwdSwitches<C>;
-  return e;
+  return KernelEntry{.name = name,
+                     .family = Family::kFa3Bwd,
+                     .dtype = C.bf16 ? FLASHPTX_BF16 : FLASHPTX_FP16,
+                     .head_dim = C.head_dim,
+                     .block_m = C.block_m,
+                     .block_n = L::kBlockN,
+                     .stages = C.stages,
+                     .consumer_wgs = L::kMmaWGs,
+                     .pingpong = false,
+                     .persistent = false,
+                     .threads = L::kThreads,
+                     .smem_bytes = L::kSmemBytes,
+                     .fn = fn,
+                     .switches = kFa3BwdSwitches<C>};
 }
 static KernelEntry aux_entry(const char* name, Family f, flashptx_dtype t, const void* fn) {
-  return KernelEntry{name, f, t, 0, 0, 0, 0, 0, false, false, 256, 0, fn};
+  // A pre/postprocess kernel: no head dimension, tiles, rings or dynamic shared memory.
+  return KernelEntry{.name = name, .family = f, .dtype = t, .threads = 256, .fn = fn};
 }
 #define FLASHPTX_FA3_BWD_ROW(name, config) fa3_bwd_entry<config>(#name, reinterpret_cast<const void*>(&name))
 #define FLASHPTX_FA3_BWD_AUX_ROW(name, family, dtype) \

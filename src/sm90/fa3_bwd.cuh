@@ -73,9 +73,9 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "flashptx/ring.h"
-#include "flashptx/tile_scheduler.h"
-#include "flashptx/writer_order.h"
+#include "src/protocol/ring.h"
+#include "src/protocol/tile_scheduler.h"
+#include "src/protocol/writer_order.h"
 #include "ptx/atomic.cuh"
 #include "ptx/barrier.cuh"
 #include "ptx/cvt.cuh"
@@ -85,6 +85,7 @@
 #include "ptx/setmaxnreg.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/wgmma.cuh"
+#include "src/sm90/common.cuh"
 #include "src/sm90/fa3_bwd_config.h"
 
 #if defined(__CUDA_ARCH__) && !FLASHPTX_HAS_SM90A
@@ -129,7 +130,7 @@ struct BwdSmem {
 
 // ---- this CTA's work -----------------------------------------------------------------------
 // Grid (n_blocks, heads_q, batch). Causal masks in deterministic mode visit key blocks in reverse
-// (the largest n first: the dQ writer order "shortest first", include/flashptx/writer_order.h), so
+// (the largest n first: the dQ writer order "shortest first", src/protocol/writer_order.h), so
 // that every writer a dQ tile waits for was dispatched earlier.
 struct KeyBlock {
   int n_block, head, head_kv, batch;
@@ -137,7 +138,7 @@ struct KeyBlock {
   // block m_first and take next_m() after each step: first steps_masked steps that need a mask,
   // then steps_unmasked that do not. Ascending (the default), m_first is the first query block that
   // sees a key of this block and the walk is m_first, m_first + 1, ... Rotated (p.dq_rotated: the
-  // deterministic mode without a mask, include/flashptx/writer_order.h rotated_m_block), key block n
+  // deterministic mode without a mask, src/protocol/writer_order.h rotated_m_block), key block n
   // starts at query block n (the plan allows it only with n_blocks <= m_blocks) and wraps past the
   // last: every query block is visited, and without a mask either every step is masked (a ragged
   // key tail) or none, so the masked steps are still the masked query blocks. Counted loops (not bounds on m): the MMA warpgroups and the
@@ -181,12 +182,7 @@ __device__ __forceinline__ KeyBlock key_block(const BwdParams& p) {
 // the rotated walk, and by the ascending one after its last step).
 __device__ __forceinline__ int next_m(int m, const BwdParams& p) { return m + 1 == p.m_blocks ? 0 : m + 1; }
 
-// ---- small helpers ---------------------------------------------------------------------------
-template <bool IsBf16>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  if constexpr (IsBf16) return ptx::cvt_rn_bf16x2_f32(lo, hi);
-  else return ptx::cvt_rn_f16x2_f32(lo, hi);
-}
+// ---- small helpers (pack2: src/sm90/common.cuh) ----------------------------------------------
 template <int N, int TransA, int TransB, bool IsBf16>
 __device__ __forceinline__ void mma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, uint32_t scale_d) {
   if constexpr (IsBf16) ptx::wgmma_m64k16_f32_bf16_ss<N, TransA, TransB>(d, da, db, scale_d);
@@ -224,7 +220,7 @@ __device__ __forceinline__ uint32_t swizzled_pair_offset(int rows, int row, int 
   return (col / 64) * rows * 128 + row * 128 + ((((col % 64) / 8) ^ (row % 8)) * 16) + (col % 8) * 2;
 }
 
-// ---- the deterministic writer order's turn (include/flashptx/writer_order.h) ----------------------
+// ---- the deterministic writer order's turn (src/protocol/writer_order.h) ----------------------
 // Spins until the semaphore shows `lock` writers done. Test builds bound the wait like every mbarrier
 // wait (FLASHPTX_BOUNDED_WAIT): a writer order that can never complete traps with a message.
 __device__ __forceinline__ void wait_for_turn(const uint32_t* sem, uint32_t lock, const char* name) {
@@ -691,8 +687,7 @@ struct Mma {
 template <BwdConfig C>
 __device__ __forceinline__ void bwd_kernel_body(const BwdParams& p) {
   using L = BwdLayout<C>;
-  extern __shared__ __align__(1024) uint8_t smem_raw[];
-  const BwdSmem<C> sm{(ptx::smem_u32(smem_raw) + 1023u) & ~1023u};
+  const BwdSmem<C> sm{smem_base_1024()};
   const KeyBlock kb = key_block<C>(p);
   const int warpgroup = threadIdx.x / 128;
 

@@ -22,16 +22,13 @@
 #include <cstdint>
 
 #include "ptx/cvt.cuh"
+#include "src/sm90/common.cuh"
 #include "src/sm90/fa3_bwd_config.h"
 
 namespace flashptx::fa3::bwd {
 
-// Two floats rounded once to the dtype, packed as the 32-bit pair they occupy in memory.
-template <bool IsBf16>
-__device__ __forceinline__ uint32_t pack_pair(float a, float b) {
-  if constexpr (IsBf16) return ptx::cvt_rn_bf16x2_f32(a, b);
-  else return ptx::cvt_rn_f16x2_f32(a, b);
-}
+// pack2 (two floats rounded once to the dtype, packed as the 32-bit pair they occupy in memory):
+// src/sm90/common.cuh.
 template <bool IsBf16>
 __device__ __forceinline__ float2 unpack_pair(uint32_t u) {
   if constexpr (IsBf16) {
@@ -120,8 +117,8 @@ __device__ __forceinline__ void postprocess_dq_tile(const BwdAuxParams& p) {
       if (chunk >= chunks) break;
       const TileCoord2 a = dq_accum_coord_parts(chunk, t, 0, D, SplitRows);
       const TileCoord2 c = dq_accum_coord_parts(chunk, t, 2, D, SplitRows);
-      stage[a.row * kPitch + a.col / 2] = pack_pair<IsBf16>(v[i].x * p.softmax_scale, v[i].y * p.softmax_scale);
-      stage[c.row * kPitch + c.col / 2] = pack_pair<IsBf16>(v[i].z * p.softmax_scale, v[i].w * p.softmax_scale);
+      stage[a.row * kPitch + a.col / 2] = pack2<IsBf16>(v[i].x * p.softmax_scale, v[i].y * p.softmax_scale);
+      stage[c.row * kPitch + c.col / 2] = pack2<IsBf16>(v[i].z * p.softmax_scale, v[i].w * p.softmax_scale);
     }
   }
   __syncthreads();  // every staged pair written before any thread reads a row chunk
@@ -161,11 +158,11 @@ __device__ __forceinline__ void postprocess_dkv_body(const BwdAuxParams& p) {
     const float4* v = reinterpret_cast<const float4*>(p.dv_accum + at + f);
     const float4 k0 = k[0], k1 = k[1], v0 = v[0], v1 = v[1];
     st_global_16(p.dk, b * p.dk_sb + row * p.dk_ss + h * p.dk_sh + col,
-                 make_uint4(pack_pair<IsBf16>(k0.x, k0.y), pack_pair<IsBf16>(k0.z, k0.w),
-                            pack_pair<IsBf16>(k1.x, k1.y), pack_pair<IsBf16>(k1.z, k1.w)));
+                 make_uint4(pack2<IsBf16>(k0.x, k0.y), pack2<IsBf16>(k0.z, k0.w),
+                            pack2<IsBf16>(k1.x, k1.y), pack2<IsBf16>(k1.z, k1.w)));
     st_global_16(p.dv, b * p.dv_sb + row * p.dv_ss + h * p.dv_sh + col,
-                 make_uint4(pack_pair<IsBf16>(v0.x, v0.y), pack_pair<IsBf16>(v0.z, v0.w),
-                            pack_pair<IsBf16>(v1.x, v1.y), pack_pair<IsBf16>(v1.z, v1.w)));
+                 make_uint4(pack2<IsBf16>(v0.x, v0.y), pack2<IsBf16>(v0.z, v0.w),
+                            pack2<IsBf16>(v1.x, v1.y), pack2<IsBf16>(v1.z, v1.w)));
   }
 }
 

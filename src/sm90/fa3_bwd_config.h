@@ -14,7 +14,7 @@
 #include <cuda.h>
 #include <cstdint>
 
-#include "flashptx/hd.h"
+#include "src/protocol/hd.h"
 
 namespace flashptx::fa3 {
 

@@ -44,7 +44,7 @@
 //   tile_full[t]      the tile feed (persistent and paired kernels of two consumers, TileFeed):
 //                     the producer's arrive after it stored tile slot t
 //   tile_empty[t]     one arrive per consumer warp, after the whole warp read tile slot t
-// Named barriers (include/flashptx/pingpong.h):
+// Named barriers (src/protocol/pingpong.h):
 //   2 + g             the pingpong token ring, 256 threads per generation (consumer g syncs, its
 //                     predecessor arrives); primed once per CTA by consumer 0 (bootstrap half-credit)
 //   8 + g             consumer g's own 128-thread epilogue barrier (O tile written -> TMA store)
@@ -62,10 +62,10 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "flashptx/pingpong.h"
-#include "flashptx/ring.h"
-#include "flashptx/tile_scheduler.h"
-#include "flashptx/trace.h"
+#include "src/protocol/pingpong.h"
+#include "src/protocol/ring.h"
+#include "src/protocol/tile_scheduler.h"
+#include "src/protocol/trace.h"
 #include "ptx/barrier.cuh"
 #include "ptx/cvt.cuh"
 #include "ptx/fence.cuh"
@@ -74,6 +74,7 @@
 #include "ptx/setmaxnreg.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/wgmma.cuh"
+#include "src/sm90/common.cuh"
 #include "src/sm90/fa3_fwd_config.h"
 
 #if defined(__CUDA_ARCH__) && !FLASHPTX_HAS_SM90A
@@ -112,7 +113,7 @@ struct FwdSmem {
 };
 
 // ---- work tiles ----------------------------------------------------------------------------
-// include/flashptx/tile_scheduler.h is the code the scheduling model drives. Every role walks the
+// src/protocol/tile_scheduler.h is the code the scheduling model drives. Every role walks the
 // same tile sequence and derives the same n_max per tile.
 struct Tile {
   int index, m_block, head, head_kv, batch;
@@ -281,13 +282,7 @@ struct TileFeed {
   }
 };
 
-// ---- small helpers ---------------------------------------------------------------------------
-template <bool IsBf16>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  if constexpr (IsBf16) return ptx::cvt_rn_bf16x2_f32(lo, hi);
-  else return ptx::cvt_rn_f16x2_f32(lo, hi);
-}
-
+// ---- small helpers (pack2, quad_max, quad_sum: src/sm90/common.cuh) -------------------------
 // The sum of the two 16-bit values of a pack2 word, each widened exactly: what the PV GEMM multiplies.
 template <bool IsBf16>
 __device__ __forceinline__ float unpacked_sum2(uint32_t w) {
@@ -306,15 +301,6 @@ __device__ __forceinline__ void mma_rs_transb(float (&d)[N / 2], const uint32_t 
                                               uint32_t scale_d) {
   if constexpr (IsBf16) ptx::wgmma_m64k16_f32_bf16_rs<N, 1>(d, a, db, scale_d);
   else ptx::wgmma_m64k16_f32_f16_rs<N, 1>(d, a, db, scale_d);
-}
-
-__device__ __forceinline__ float quad_max(float x) {
-  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-}
-__device__ __forceinline__ float quad_sum(float x) {
-  x += __shfl_xor_sync(0xffffffffu, x, 1);
-  return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
 // ---- ring protocol helpers (tracing folded in) ---------------------------------------------
@@ -589,7 +575,7 @@ struct Consumer {
     tr(trace::kPVDone, n);
   }
 
-  // ---- the pingpong token (include/flashptx/pingpong.h) -------------------------------------
+  // ---- the pingpong token (src/protocol/pingpong.h) -------------------------------------
   __device__ __forceinline__ void take_token() {
     if constexpr (C.pingpong) {
       tr(trace::kTokenWait, Tokens::barrier_of(g));
@@ -924,10 +910,10 @@ struct Consumer {
   // u ^ (r % 8); then the TMA store.
   __device__ __forceinline__ void stage_o(const Tile& t, const float (&src)[kD / 2], int tid_in_wg) {
     const uint32_t s_o = sm.o() + 64 * g * 128;
-    if constexpr (L::kOHalves) {
-      store_o_halves(t, s_o, tid_in_wg);
-      return;
-    }
+    if constexpr (L::kOHalves) store_o_halves(t, s_o, tid_in_wg);
+    else stage_o_whole(t, s_o, src, tid_in_wg);
+  }
+  __device__ __forceinline__ void stage_o_whole(const Tile& t, uint32_t s_o, const float (&src)[kD / 2], int tid_in_wg) {
     if constexpr (L::kSeparateO) {
       // The previous tile's store from this buffer must have read it before it is overwritten.
       if (tid_in_wg == 0) ptx::cp_async_bulk_wait_group_read<0>();
@@ -1106,8 +1092,7 @@ struct Consumer {
 template <FwdConfig C>
 __device__ __forceinline__ void fwd_kernel_body(const FwdParams& p, const FwdVarlenTable* vt = nullptr) {
   using L = FwdLayout<C>;
-  extern __shared__ __align__(1024) uint8_t smem_raw[];
-  const FwdSmem<C> sm{(ptx::smem_u32(smem_raw) + 1023u) & ~1023u};  // align the carve-up to 1024 B
+  const FwdSmem<C> sm{smem_base_1024()};
   const int warpgroup = threadIdx.x / 128;
 
   Tracer tr;

@@ -24,7 +24,7 @@ struct FwdParams {
   CUtensorMap tma_v;  // [batch, seqlen_k, heads_kv, d] box (64, block_n, 1, 1), 128B swizzle
   CUtensorMap tma_o;  // [batch, seqlen_q, heads_q, d]  box (64, 64, 1, 1),      128B swizzle
   float* lse;         // [batch, heads_q, seqlen_q] or nullptr
-  uint64_t* trace;    // trace buffer (include/flashptx/trace.h), traced builds only
+  uint64_t* trace;    // trace buffer (src/protocol/trace.h), traced builds only
   int seqlen_q, seqlen_k, heads_q, heads_kv, batch;
   int num_m_blocks;
   int causal;
@@ -313,7 +313,7 @@ constexpr FwdConfig fp16(FwdConfig c) {
 // fixed-length causal launches' paired schedule needs equal-cost pairs, which sequences of
 // unequal length do not give: docs/DECISIONS.md, "Varlen: longest-first launch order"). A tile
 // finds its sequence by binary
-// search over tile_prefix (include/flashptx/tile_scheduler.h): log2(1024) = 10 constant-bank loads
+// search over tile_prefix (src/protocol/tile_scheduler.h): log2(1024) = 10 constant-bank loads
 // per role, once per CTA.
 // Size: kernel parameters may take 32764 bytes on sm_90 (CUDA 12.1+); 1024 sequences take 20 KiB.
 constexpr int kVarlenMaxSeqs = 1024;  // = FLASHPTX_VARLEN_MAX_SEQS (include/flashptx.h)

@@ -33,12 +33,23 @@ inline constexpr KernelSwitch kFa3FwdSwitches[] = {
 template <fa3::FwdConfig C>
 KernelEntry fa3_fwd_entry(const char* name, const void* fn, Family family) {
   using L = fa3::FwdLayout<C>;
-  return KernelEntry{name,         family,           C.bf16 ? FLASHPTX_BF16 : FLASHPTX_FP16,
-                     C.head_dim,   L::kBlockM,       C.block_n,
-                     C.stages,     C.consumer_wgs,   C.pingpong,
-                     C.persistent, L::kThreads,      L::kSmemBytes,
-                     fn,           1,                C.paired,
-                     C.dynamic_walk, kFa3FwdSwitches<C>};
+  return KernelEntry{.name = name,
+                     .family = family,
+                     .dtype = C.bf16 ? FLASHPTX_BF16 : FLASHPTX_FP16,
+                     .head_dim = C.head_dim,
+                     .block_m = L::kBlockM,
+                     .block_n = C.block_n,
+                     .stages = C.stages,
+                     .consumer_wgs = C.consumer_wgs,
+                     .pingpong = C.pingpong,
+                     .persistent = C.persistent,
+                     .threads = L::kThreads,
+                     .smem_bytes = L::kSmemBytes,
+                     .fn = fn,
+                     .cluster_ctas = 1,
+                     .paired = C.paired,
+                     .dynamic = C.dynamic_walk,
+                     .switches = kFa3FwdSwitches<C>};
 }
 
 }  // namespace flashptx

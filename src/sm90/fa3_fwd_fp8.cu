@@ -25,7 +25,7 @@
 #include <cmath>
 #include <string>
 
-#include "flashptx.h"
+#include "include/flashptx.h"
 #include "src/kernels.h"
 #include "src/sm90/fa3_fwd_fp8.cuh"
 #include "src/sm90/fa3_fwd_fp8.h"

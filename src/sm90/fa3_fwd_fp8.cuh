@@ -1,7 +1,7 @@
 // FlashAttention-3 FP8 forward on Hopper (sm_90a), by hand: e4m3 Q, K, V; bf16 O; fp32 LSE.
 // Protocols: docs/PROTOCOLS.md ("FP8 layouts", "The K/V rings", "Hopper prerequisites");
 // the FA3 paper (Shah et al., arXiv 2407.08608, section 3.3); PTX ISA sections cited inline. The
-// CPU model of the layouts this file uses: src/models/fp8.{h,cpp} (transpose_tile_16x16, the
+// CPU model of the layouts this file uses: tools/models/fp8.{h,cpp} (transpose_tile_16x16, the
 // selectors 0x6420 / 0x7531, transpose_sigma, a_fragment_col / c_fragment_col).
 //
 // A work tile is 128 query rows (= one Q descale block) of one (batch, head) against its admissible
@@ -44,7 +44,7 @@
 //   vt_empty[s]         one arrive per consumer warp after the wgmma wait that retires the PV
 //                       reading Vt stage s; the producer waits it before writing the stage again.
 // Named barrier 1: the producer warpgroup's 128 threads, once per transposed stage.
-// Named barriers 2 + g (include/flashptx/pingpong.h, docs/PROTOCOLS.md "Pingpong"): the token ring of the
+// Named barriers 2 + g (src/protocol/pingpong.h, docs/PROTOCOLS.md "Pingpong"): the token ring of the
 // two consumer warpgroups, 256 threads per generation (consumer g syncs before issuing a steady
 // step's QK and PV, its predecessor arrives after issuing its own); primed once by consumer 0.
 //
@@ -77,9 +77,10 @@
 #include "ptx/setmaxnreg.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/wgmma.cuh"
-#include "flashptx/pingpong.h"
-#include "flashptx/ring.h"
-#include "flashptx/tile_scheduler.h"
+#include "src/protocol/pingpong.h"
+#include "src/protocol/ring.h"
+#include "src/protocol/tile_scheduler.h"
+#include "src/sm90/common.cuh"
 #include "src/sm90/fa3_fwd_fp8_config.h"
 #include "src/sm90/fa3_fwd_fp8_math.h"
 
@@ -120,7 +121,7 @@ struct Tile {
   int n_max;  // admissible K/V blocks [0, n_max), visited right to left
 };
 
-// Linear tile `idx` (include/flashptx/tile_scheduler.h: m blocks fastest, longest first under a
+// Linear tile `idx` (src/protocol/tile_scheduler.h: m blocks fastest, longest first under a
 // causal mask).
 template <Fp8Config C>
 __device__ __forceinline__ Tile tile_of(const FwdFp8Params& p, int idx) {
@@ -135,15 +136,6 @@ __device__ __forceinline__ Tile tile_of(const FwdFp8Params& p, int idx) {
   t.n_max = p.causal ? causal_n_blocks(tc.m_block, L::kBlockM, C.block_n, p.seqlen_q, p.seqlen_k)
                      : n_blocks(C.block_n, p.seqlen_k);
   return t;
-}
-
-__device__ __forceinline__ float quad_max(float x) {
-  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-}
-__device__ __forceinline__ float quad_sum(float x) {
-  x += __shfl_xor_sync(0xffffffffu, x, 1);
-  return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
 // ==================================== PRODUCER ====================================================
@@ -239,10 +231,10 @@ struct Producer {
   //   ldmatrix.x4.trans  matrices {keys 0-7, 8-15} x {dims 0-15, 16-31} of 16-bit units (byte pairs);
   //                      thread 4c+q gets units (key 2q, dim pair c) and (2q+1, c) of each
   //   prmt 0x6420/0x7531 split the byte pairs: even dim 2c / odd dim 2c+1, keys {2q, 2q+1, 2q+8,
-  //                      2q+9} (src/models/fp8.cpp transpose_tile_16x16: the only selectors that work)
+  //                      2q+9} (tools/models/fp8.cpp transpose_tile_16x16: the only selectors that work)
   //   stmatrix.x4        row c of each result matrix -> Vt rows 2c (even) and 2c+1 (odd), bytes
   //                      [16kk, 16kk+16), 16-byte unit kk of the swizzled row
-  // so Vt[d][16kk + p] = V[16kk + sigma(p)][d] with sigma = transpose_sigma (src/models/fp8.h), the
+  // so Vt[d][16kk + p] = V[16kk + sigma(p)][d] with sigma = transpose_sigma (tools/models/fp8.h), the
   // key order the consumers' P fragment has without any exchange (convert_p below).
   __device__ __forceinline__ void transpose() {
     const uint32_t s = tp.stage;
@@ -409,7 +401,7 @@ struct Consumer {
     ptx::wgmma_fence_operand(o);
   }
 
-  // ---- the pingpong token (include/flashptx/pingpong.h; docs/PROTOCOLS.md "Pingpong") ------------
+  // ---- the pingpong token (src/protocol/pingpong.h; docs/PROTOCOLS.md "Pingpong") ------------
   // Orders the two warpgroups' tensor-core issue only (one warpgroup's softmax runs under the
   // other's GEMMs); it certifies nothing about K/V readiness, which stays the mbarrier rings'.
   __device__ __forceinline__ void take_token() {
@@ -464,7 +456,7 @@ struct Consumer {
   // P (fp32, the D fragment of S) -> e4m3, repaired into the A fragment of the FP8 RS wgmma by byte
   // permutes, without an exchange between threads. The A fragment of k32 step k wants, per thread
   // (lane = 4 x row-in-8 + q): a[0] = row r0, 4 key slots 4q..4q+3; a[1] = row r0 + 8, same slots;
-  // a[2], a[3] = the same for slots 16 + 4q.. (src/models/fp8.cpp a_fragment_col). This thread holds
+  // a[2], a[3] = the same for slots 16 + 4q.. (tools/models/fp8.cpp a_fragment_col). This thread holds
   // keys 2q, 2q+1 (n8 block 0) and 8+2q, 9+2q (block 1) of each 16: packed in that order, slot 4q+i
   // holds key sigma(4q+i) (transpose_sigma), the order the in-kernel transpose left in Vt, so the
   // permutation cancels in the reduction (docs/PROTOCOLS.md "FP8 layouts"). With V^T given (keys in
@@ -645,8 +637,7 @@ struct Consumer {
 template <Fp8Config C>
 __device__ __forceinline__ void fwd_fp8_kernel_body(const FwdFp8Params& p) {
   using L = Fp8Layout<C>;
-  extern __shared__ __align__(1024) uint8_t smem_raw[];
-  const Smem<C> sm{(ptx::smem_u32(smem_raw) + 1023u) & ~1023u};  // align the carve-up to 1024 B
+  const Smem<C> sm{smem_base_1024()};
   const int warpgroup = threadIdx.x / 128;
 
   // Barrier initialisation: one thread, exactly kNumBarriers barriers (4 + 5 per stage), then the

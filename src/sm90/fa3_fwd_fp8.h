@@ -4,7 +4,7 @@
 #pragma once
 #include <string>
 
-#include "flashptx.h"
+#include "include/flashptx.h"
 
 namespace flashptx {
 

@@ -186,7 +186,7 @@ struct Fp8Layout {
   static constexpr uint32_t kFullArrivals = 1;
   static constexpr uint32_t kEmptyArrivals = 4 * kConsumerWGs;
   // Named barrier of the producer warpgroup's transpose. The kernel's others: id 0 (the CTA
-  // barrier after init) and ids 2, 3, the consumers' pingpong token ring (include/flashptx/pingpong.h
+  // barrier after init) and ids 2, 3, the consumers' pingpong token ring (src/protocol/pingpong.h
   // TokenRing<2>, as the bf16 forward); 8.. (the bf16 epilogues) are unused here.
   static constexpr uint32_t kBarTranspose = 1;
 

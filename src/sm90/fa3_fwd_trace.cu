@@ -1,7 +1,7 @@
 // The instrumented build of the FA3 forward (bf16, head dim 128) behind `flashptx trace`.
 // The same source and configuration as the release kernel fa3_fwd_sm90_bf16_d128_n128, compiled
 // with FLASHPTX_TRACE=1 so that the protocol helpers of src/sm90/fa3_fwd.cuh record each event
-// (include/flashptx/trace.h). The release kernels are compiled without it; their goldens show no
+// (src/protocol/trace.h). The release kernels are compiled without it; their goldens show no
 // trace code. A row of the kernel table like every other kernel, in its own family.
 #define FLASHPTX_TRACE 1
 #include "src/kernels.h"

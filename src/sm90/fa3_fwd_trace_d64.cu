@@ -2,7 +2,7 @@
 // `flashptx trace --hdim 64 --causal`: the same source and configuration as the release kernel
 // fa3_fwd_sm90_bf16_d64_m128_paired (persistent CTAs over the paired causal schedule, or, with a
 // tile counter, the dynamic schedule: FwdConfig::dynamic_walk), compiled with FLASHPTX_TRACE=1
-// (include/flashptx/trace.h), so that the timeline shows where a short causal tile's time goes
+// (src/protocol/trace.h), so that the timeline shows where a short causal tile's time goes
 // (docs/DECISIONS.md, "Where a short d64 causal tile's time goes"). In its own
 // translation unit, as the d128 traced kernels are (src/sm90/fa3_fwd_trace_paired.cu says why).
 // A row of the kernel table, family kFa3FwdTraced.

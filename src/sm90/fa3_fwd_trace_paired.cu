@@ -1,7 +1,7 @@
 // The instrumented build of the paired causal FA3 forward (bf16, head dim 128) behind
 // `flashptx trace --causal`: the same source and configuration as the release kernel
 // fa3_fwd_sm90_bf16_d128_n128_paired (persistent CTAs over the paired causal schedule,
-// include/flashptx/tile_scheduler.h), compiled with FLASHPTX_TRACE=1 (include/flashptx/trace.h), so
+// src/protocol/tile_scheduler.h), compiled with FLASHPTX_TRACE=1 (src/protocol/trace.h), so
 // that the timeline shows a CTA's tile transitions: the next tile's loads under the current tile's
 // end. In its own translation unit: beside the plain traced kernel (src/sm90/fa3_fwd_trace.cu) it
 // changed that kernel's instruction schedule. A row of the kernel table, family kFa3FwdTraced.

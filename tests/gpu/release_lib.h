@@ -12,7 +12,7 @@
 #pragma once
 #include <string>
 
-#include "flashptx.h"
+#include "include/flashptx.h"
 
 namespace flashptx_test {
 

@@ -1,7 +1,7 @@
 // GPU test (docs/PROTOCOLS.md, "The FA4 roles" and "FP8 layouts"): the same exp2 and rescale
 // code runs as device functions on the H200
 // and matches the host bit for bit; the E4M3FN codebook encoder matches the hardware conversion.
-// The host side is the CPU oracle of src/models/softmax_numerics.cpp; the device side is
+// The host side is the CPU oracle of tools/models/softmax_numerics.cpp; the device side is
 // tests/kernels/exp2_emulation_kernels.cu. Every CUDA call and launch is checked.
 #include <doctest/doctest.h>
 
@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "flashptx/e4m3.h"
-#include "flashptx/exp2_emulation.h"
-#include "flashptx/online_softmax.h"
-#include "src/models/softmax_numerics.h"
+#include "src/protocol/e4m3.h"
+#include "src/protocol/exp2_emulation.h"
+#include "src/protocol/online_softmax.h"
+#include "tools/models/softmax_numerics.h"
 #include "tests/kernels/exp2_emulation_kernels.h"
 
 namespace sn = flashptx::models::softmax_numerics;

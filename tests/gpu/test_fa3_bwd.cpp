@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "flashptx.h"
+#include "include/flashptx.h"
 #include "src/internal.h"
 #include "src/plan.h"
 #include "tests/gpu/release_lib.h"

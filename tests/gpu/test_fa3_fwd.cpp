@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "flashptx.h"
+#include "include/flashptx.h"
 #include "tools/support/dtype.h"
 #include "tools/support/gpu_reference.h"
 #include "tools/support/reference.h"

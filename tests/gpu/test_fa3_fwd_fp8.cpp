@@ -32,7 +32,7 @@
 #include <string>
 #include <vector>
 
-#include "flashptx.h"
+#include "include/flashptx.h"
 #include "tests/gpu/release_lib.h"
 #include "tests/gpu/test_util.h"
 #include "tools/support/dtype.h"
@@ -382,7 +382,7 @@ TEST_CASE("bad input on the device path: a distinct status, nothing launched, O 
 
 // ---- the quantization experiment (issue 11) ------------------------------------------------------
 // Q, K, V ~ N(0, 1) in bf16, with a persistent +-10 excursion in channel 0 of Q and K (the CPU
-// model's controlled fixture, src/models/fp8.cpp channel_outlier_experiment, at kernel scale).
+// model's controlled fixture, tools/models/fp8.cpp channel_outlier_experiment, at kernel scale).
 // Quantized on the GPU by flashptx_quantize_fp8 three ways: per tensor; per 128-row block; per block
 // after the orthonormal Walsh-Hadamard rotation over head_dim of Q and K (QK^T unchanged). The FP8
 // forward's O against fp64 attention of the bf16 inputs: RMSE over all elements, asserted against

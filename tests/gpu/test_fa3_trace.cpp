@@ -11,8 +11,8 @@
 #include <cstring>
 #include <vector>
 
-#include "flashptx.h"
-#include "flashptx/trace.h"
+#include "include/flashptx.h"
+#include "src/protocol/trace.h"
 #include "tools/support/gpu_reference.h"
 #include "src/internal.h"
 

@@ -36,7 +36,7 @@
 #include <thread>
 #include <vector>
 
-#include "flashptx.h"
+#include "include/flashptx.h"
 #include "tools/support/dtype.h"
 #include "tools/support/reference.h"
 #include "tests/gpu/release_lib.h"

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "flashptx.h"
+#include "include/flashptx.h"
 #include "src/internal.h"
 #include "tests/gpu/test_util.h"
 #include "tools/support/dtype.h"

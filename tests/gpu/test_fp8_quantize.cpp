@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "flashptx.h"
+#include "include/flashptx.h"
 #include "tests/gpu/test_util.h"
 #include "tools/support/dtype.h"
 #include "tools/support/fp8_quant_ref.h"

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "flashptx.h"
+#include "include/flashptx.h"
 #include "tests/gpu/release_lib.h"
 #include "tests/gpu/test_util.h"
 #include "tests/kernels/ladder.h"

@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "flashptx.h"
+#include "include/flashptx.h"
 #include "src/internal.h"
 #include "src/kernels.h"
 #include "tools/support/gpu_reference.h"

@@ -11,7 +11,7 @@
 
 #include <vector>
 
-#include "flashptx.h"
+#include "include/flashptx.h"
 #include "tools/support/dtype.h"
 #include "tools/sim/cudart/flashptx_sim.h"
 #include "tools/support/reference.h"

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <random>
 
-#include "src/models/tcgen05_emulator.h"
+#include "tools/models/tcgen05_emulator.h"
 #include "tools/support/dtype.h"
 
 namespace flashptx_test {

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "flashptx.h"
+#include "include/flashptx.h"
 #include "tests/test_env.h"
 
 namespace {

@@ -3,9 +3,9 @@
 // No Blackwell GPU ran this kernel. What this test establishes instead: the descriptors, TMEM columns,
 // K-step advances, MMA order, P/dS arithmetic, dS^T shared-memory layout, dQ accumulator order and
 // dK/dV staging the kernel uses compute the attention backward. It runs the kernel's own code where
-// the kernel has it (include/flashptx/fa4_bwd_plan.h, src/sm100/fa4_bwd_config.h):
+// the kernel has it (src/protocol/fa4_bwd_plan.h, src/sm100/fa4_bwd_config.h):
 //   - fa4bwd::bwd_tile_schedule, the MMA thread's walk of a key block (waits, K steps, commits), with
-//     a visitor that executes each tcgen05.mma through src/models/tcgen05_emulator (written from the
+//     a visitor that executes each tcgen05.mma through tools/models/tcgen05_emulator (written from the
 //     PTX ISA, independently of the plan) with the operands BwdMmaPlan computes (s_t, dp_t, dv, dk, dq:
 //     descriptors, TMEM addresses, enable-input-d, instruction descriptors);
 //   - the compute warps (warps 4-11, lane quarters, query halves, 32-query chunks in the kernel's
@@ -42,9 +42,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "flashptx/fa4_bwd_plan.h"
-#include "flashptx/ring.h"
-#include "src/models/tcgen05_emulator.h"
+#include "src/protocol/fa4_bwd_plan.h"
+#include "src/protocol/ring.h"
+#include "tools/models/tcgen05_emulator.h"
 #include "src/sm100/fa4_bwd_config.h"
 #include "tools/support/dtype.h"
 #include "tools/support/reference.h"

@@ -4,7 +4,7 @@
 // K-step advances, MMA order and softmax/correction arithmetic the kernel issues compute attention.
 // It runs the kernel's own code where the kernel has it:
 //   - fa4::mma_tile_schedule, the MMA warp's walk of a tile (waits, K steps, commits), with a visitor
-//     that executes each tcgen05.mma through src/models/tcgen05_emulator with the operands MmaPlan
+//     that executes each tcgen05.mma through tools/models/tcgen05_emulator with the operands MmaPlan
 //     computes (qk(), pv(): descriptors, TMEM addresses, enable-input-d), and runs the softmax and the
 //     correction where the MMA thread waits for them;
 //   - the softmax of a row (key_limit, row_max, reference_step, exp_pack_fragment with the kernel's
@@ -36,10 +36,10 @@
 #include <string>
 #include <vector>
 
-#include "flashptx/fa4_plan.h"
-#include "flashptx/online_softmax.h"
-#include "flashptx/ring.h"
-#include "src/models/tcgen05_emulator.h"
+#include "src/protocol/fa4_plan.h"
+#include "src/protocol/online_softmax.h"
+#include "src/protocol/ring.h"
+#include "tools/models/tcgen05_emulator.h"
 #include "src/sm100/fa4_fwd_config.h"
 #include "tools/support/dtype.h"
 #include "tools/support/reference.h"

@@ -48,7 +48,7 @@
 //   pv_after_softmax              (the two-stage overlap, at run time) the listing keeps its order, so
 //                                 the traced kernel's golden still passes its .check, but the measured
 //                                 H200 trace is rewritten so that each PV(j-1) starts when softmax(j)
-//                                 ends (src/models/twostage_model.h): only the clock shows the lost
+//                                 ends (tools/models/twostage_model.h): only the clock shows the lost
 //                                 overlap, and trace_render::own_overlap names it.
 #include <doctest/doctest.h>
 
@@ -60,7 +60,7 @@
 #include <string>
 #include <vector>
 
-#include "src/models/twostage_model.h"
+#include "tools/models/twostage_model.h"
 #include "tools/sass/sass_check.h"
 #include "tools/sass/sass_listing.h"
 #include "tools/support/trace_render.h"

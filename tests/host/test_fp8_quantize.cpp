@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "flashptx.h"
+#include "include/flashptx.h"
 #include "tools/support/dtype.h"
 #include "tools/support/fp8_quant_ref.h"
 

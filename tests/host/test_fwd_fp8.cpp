@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "flashptx.h"
-#include "src/models/fp8.h"
+#include "include/flashptx.h"
+#include "tools/models/fp8.h"
 #include "src/sm90/fa3_fwd_fp8.h"
 #include "src/sm90/fa3_fwd_fp8_config.h"
 #include "src/sm90/fa3_fwd_fp8_math.h"
-#include "include/flashptx/tile_scheduler.h"
+#include "src/protocol/tile_scheduler.h"
 #include "tools/support/fp8_attention_ref.h"
 #include "tools/support/dtype.h"
 #include "tools/support/fp8_quant_ref.h"
@@ -52,7 +52,7 @@ void expect(const flashptx_fwd_fp8_params& p, flashptx_status want, const char* 
 }
 
 // ldmatrix.x4.trans / stmatrix.x4 on a byte array, thread by thread (PTX ISA "ldmatrix",
-// "stmatrix"; the model's move_tile semantics, src/models/fp8.cpp): matrix m's row rr is the 16 bytes
+// "stmatrix"; the model's move_tile semantics, tools/models/fp8.cpp): matrix m's row rr is the 16 bytes
 // at the address lane 8m + rr gives. .trans: thread t = 4c + q receives units (row 2q, col c) and
 // (2q + 1, c) of each matrix. stmatrix (no .trans): thread t = 4r + q's register holds units 2q, 2q+1
 // of row r.

@@ -16,7 +16,7 @@
 #include <sstream>
 #include <string>
 
-#include "flashptx.h"
+#include "include/flashptx.h"
 #include "tests/test_env.h"
 
 namespace {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "flashptx/writer_order.h"
-#include "src/models/fa4_backward.h"
+#include "src/protocol/writer_order.h"
+#include "tools/models/fa4_backward.h"
 
 namespace b = flashptx::models::fa4bwd;
 namespace wo = flashptx::writer_order;
@@ -120,7 +120,7 @@ TEST_SUITE("host models fa4 backward 0x0A") {
   }
 
   TEST_CASE("the 2-CTA kernel's barrier protocol: every phase completes in its step; mutations hang or misplace") {
-    // include/flashptx/fa4_bwd_pair_plan.h (PBar, pair_arrival_count, the byte counts) and the leader's
+    // src/protocol/fa4_bwd_pair_plan.h (PBar, pair_arrival_count, the byte counts) and the leader's
     // walk bwd_tile_schedule: the objects src/sm100/fa4_bwd_pair.cuh runs (never executed: no GPU).
     namespace kp = flashptx::fa4bwd::pair;
     for (int J : {1, 2, 3, 6}) {
@@ -167,7 +167,7 @@ TEST_SUITE("host models fa4 backward 0x0A") {
   }
 
   TEST_CASE("the kernel's TMEM map over its own schedule: legal; dQ early or no dq_free wait alias dP^T") {
-    // include/flashptx/fa4_bwd_plan.h: the columns of BwdMmaPlan and the order of bwd_tile_schedule,
+    // src/protocol/fa4_bwd_plan.h: the columns of BwdMmaPlan and the order of bwd_tile_schedule,
     // the objects src/sm100/fa4_bwd.cuh runs (never executed: no Blackwell GPU).
     for (int d : {64, 128})
       for (int J : {1, 2, 5}) {

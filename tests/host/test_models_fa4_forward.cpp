@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "src/models/fa4_forward.h"
+#include "tools/models/fa4_forward.h"
 
 namespace f = flashptx::models::fa4fwd;
 

@@ -1,5 +1,5 @@
-// The FA4 forward protocol model (src/models/fa4_forward) driven by the kernel's own plan objects
-// (include/flashptx/fa4_plan.h): its roles, its MMA walk (fa4::mma_tile_schedule, the function the
+// The FA4 forward protocol model (tools/models/fa4_forward) driven by the kernel's own plan objects
+// (src/protocol/fa4_plan.h): its roles, its MMA walk (fa4::mma_tile_schedule, the function the
 // kernel's MMA thread and the emulator replay run) and its barrier table. CPU only; the kernel has
 // never run on a Blackwell GPU.
 #include <doctest/doctest.h>
@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "flashptx/fa4_plan.h"
-#include "src/models/fa4_forward.h"
+#include "src/protocol/fa4_plan.h"
+#include "tools/models/fa4_forward.h"
 
 namespace f = flashptx::models::fa4fwd;
 namespace fa4 = flashptx::fa4;

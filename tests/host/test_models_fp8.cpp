@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "flashptx/e4m3.h"
-#include "src/models/fp8.h"
+#include "src/protocol/e4m3.h"
+#include "tools/models/fp8.h"
 
 namespace f8 = flashptx::models::fp8;
 namespace e4m3 = flashptx::e4m3;

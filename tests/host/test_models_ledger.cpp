@@ -14,14 +14,14 @@
 #include <string>
 #include <vector>
 
-#include "src/models/fa4_backward.h"
-#include "src/models/fa4_forward.h"
-#include "src/models/fp8.h"
-#include "src/models/ledger.h"
-#include "src/models/persistent_schedule.h"
-#include "src/models/pingpong_model.h"
-#include "src/models/scheduling_model.h"
-#include "src/models/twostage_model.h"
+#include "tools/models/fa4_backward.h"
+#include "tools/models/fa4_forward.h"
+#include "tools/models/fp8.h"
+#include "tools/models/ledger.h"
+#include "tools/models/persistent_schedule.h"
+#include "tools/models/pingpong_model.h"
+#include "tools/models/scheduling_model.h"
+#include "tools/models/twostage_model.h"
 #include "tools/sass/audit.h"
 
 namespace {

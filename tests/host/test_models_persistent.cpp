@@ -1,6 +1,6 @@
-// Host tests of the paired static schedule (include/flashptx/tile_scheduler.h paired_slot), the tile
+// Host tests of the paired static schedule (src/protocol/tile_scheduler.h paired_slot), the tile
 // sequence the forward kernel's persistent causal CTAs walk, through the model of
-// src/models/persistent_schedule.cpp.
+// tools/models/persistent_schedule.cpp.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -8,8 +8,8 @@
 #include <utility>
 #include <tuple>
 
-#include "flashptx/tile_scheduler.h"
-#include "src/models/persistent_schedule.h"
+#include "src/protocol/tile_scheduler.h"
+#include "tools/models/persistent_schedule.h"
 
 using namespace flashptx;
 using namespace flashptx::models::persistent;

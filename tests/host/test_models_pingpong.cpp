@@ -2,8 +2,8 @@
 // through TokenRing<G>.
 #include <doctest/doctest.h>
 
-#include "flashptx/pingpong.h"
-#include "src/models/pingpong_model.h"
+#include "src/protocol/pingpong.h"
+#include "tools/models/pingpong_model.h"
 
 using namespace flashptx::models::pingpong;
 

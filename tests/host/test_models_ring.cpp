@@ -2,9 +2,9 @@
 // through RingState<S>.
 #include <doctest/doctest.h>
 
-#include "flashptx/ring.h"
+#include "src/protocol/ring.h"
 #include "src/sm90/fa3_fwd_config.h"
-#include "src/models/ring_model.h"
+#include "tools/models/ring_model.h"
 
 using namespace flashptx::models::ring;
 

@@ -7,9 +7,9 @@
 #include <set>
 #include <tuple>
 
-#include "src/models/flops.h"
-#include "flashptx/tile_scheduler.h"
-#include "src/models/scheduling_model.h"
+#include "tools/models/flops.h"
+#include "src/protocol/tile_scheduler.h"
+#include "tools/models/scheduling_model.h"
 
 using namespace flashptx;
 using namespace flashptx::models::scheduling;

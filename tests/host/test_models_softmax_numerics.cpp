@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "flashptx/e4m3.h"
-#include "flashptx/exp2_emulation.h"
-#include "flashptx/online_softmax.h"
-#include "src/models/softmax_numerics.h"
+#include "src/protocol/e4m3.h"
+#include "src/protocol/exp2_emulation.h"
+#include "src/protocol/online_softmax.h"
+#include "tools/models/softmax_numerics.h"
 #include "tools/support/dtype.h"
 
 namespace sn = flashptx::models::softmax_numerics;

@@ -3,8 +3,8 @@
 // eleven negative fixtures (each with its named reason).
 #include <doctest/doctest.h>
 
-#include "flashptx/tmem_plan.h"
-#include "src/models/tmem.h"
+#include "src/protocol/tmem_plan.h"
+#include "tools/models/tmem.h"
 
 using namespace flashptx::tmem;
 namespace m = flashptx::models::tmem07;

@@ -2,7 +2,7 @@
 // overlap").
 #include <doctest/doctest.h>
 
-#include "src/models/twostage_model.h"
+#include "tools/models/twostage_model.h"
 
 using namespace flashptx::models::twostage;
 

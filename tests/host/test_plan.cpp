@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "flashptx.h"
+#include "include/flashptx.h"
 #include "src/kernels.h"
 #include "src/plan.h"
 #include "src/sm90/fa3_fwd_config.h"

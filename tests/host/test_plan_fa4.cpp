@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "flashptx.h"
+#include "include/flashptx.h"
 #include "src/kernels.h"
 #include "src/plan.h"
 #include "src/sm100/fa4_bwd_config.h"

@@ -1,4 +1,4 @@
-// The tcgen05 functional emulator (src/models/tcgen05_emulator.h), tested from the PTX ISA's tables
+// The tcgen05 functional emulator (tools/models/tcgen05_emulator.h), tested from the PTX ISA's tables
 // and layout figures written out here (descriptor bit fields, the canonical layouts as CuTe layouts,
 // the Matrix Shape table, the .32x32b fragment), then used to replay the sm_100a test kernels' MMA
 // issue sequences (tests/kernels_sm100/umma_issue.h, the code the kernels run) against an fp64
@@ -12,9 +12,9 @@
 #include <random>
 #include <vector>
 
-#include "flashptx/umma_plan.h"
+#include "src/protocol/umma_plan.h"
 #include "ptx/tcgen05_desc.cuh"
-#include "src/models/tcgen05_emulator.h"
+#include "tools/models/tcgen05_emulator.h"
 #include "tests/kernels_sm100/umma_issue.h"
 #include "tests/host/replay_util.h"
 

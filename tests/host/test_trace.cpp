@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "flashptx/trace.h"
+#include "src/protocol/trace.h"
 #include "tests/embedded.h"
 #include "tools/support/trace_render.h"
 

@@ -1,6 +1,6 @@
 // The varlen forward on any machine (include/flashptx.h, "variable-length batches"): validation of
 // every bad prefix sum (its own status and a message naming the entry, nothing launched), the launch
-// plan, and the schedule: the tile order the kernel decodes (include/flashptx/tile_scheduler.h, the
+// plan, and the schedule: the tile order the kernel decodes (src/protocol/tile_scheduler.h, the
 // same __host__ __device__ code) against a model written here from the definition.
 #include <doctest/doctest.h>
 
@@ -14,10 +14,10 @@
 #include <tuple>
 #include <vector>
 
-#include "flashptx.h"
-#include "flashptx/tile_scheduler.h"
+#include "include/flashptx.h"
+#include "src/protocol/tile_scheduler.h"
 #include "src/internal.h"
-#include "src/models/scheduling_model.h"
+#include "tools/models/scheduling_model.h"
 #include "src/plan.h"
 #include "src/sm90/fa3_fwd_config.h"
 

@@ -1,4 +1,4 @@
-// The deterministic backward's dQ writer orders (include/flashptx/writer_order.h) and the plan's
+// The deterministic backward's dQ writer orders (src/protocol/writer_order.h) and the plan's
 // choice between them (src/plan.cpp, dq_order_rotated_ok). The locks the kernel takes are checked
 // against a brute-force ranking of the visits; a round-based model of one head's CTAs (each step:
 // compute one round, then add when the tile's semaphore shows the writer's lock) shows what each
@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "flashptx.h"
-#include "flashptx/writer_order.h"
+#include "include/flashptx.h"
+#include "src/protocol/writer_order.h"
 #include "src/plan.h"
 
 namespace wo = flashptx::writer_order;

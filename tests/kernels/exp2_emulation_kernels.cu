@@ -1,14 +1,14 @@
 // Device side of the host/device bit-equality tests of the exp2 emulation and retained-reference
 // rescaling (docs/PROTOCOLS.md, "The FA4 roles") and the E4M3FN encoding ("FP8 layouts").
 // The kernels contain no arithmetic of their own: they call the __host__ __device__ functions of
-// include/flashptx/ that the CPU oracle calls.
+// src/protocol/ that the CPU oracle calls.
 #include "tests/kernels/exp2_emulation_kernels.h"
 
 #include <cuda_fp8.h>
 
-#include "flashptx/e4m3.h"
-#include "flashptx/exp2_emulation.h"
-#include "flashptx/online_softmax.h"
+#include "src/protocol/e4m3.h"
+#include "src/protocol/exp2_emulation.h"
+#include "src/protocol/online_softmax.h"
 
 namespace flashptx_test::numerics {
 // A named namespace, not an anonymous one: an anonymous namespace puts a hash of the build path into

@@ -21,7 +21,7 @@
 //   kv_empty[s]     one mbarrier.arrive per consumer warp after the wgmma.wait_group 0 that retired
 //                   the last MMA (PV) reading stage s: the producer's parity wait certifies that no
 //                   MMA still reads the stage, so its next TMA may overwrite it.
-//   Phases (flashptx::RingState, include/flashptx/ring.h): the consumer starts at (stage 0, phase 0);
+//   Phases (flashptx::RingState, src/protocol/ring.h): the consumer starts at (stage 0, phase 0);
 //   the producer waits on kv_empty one generation ahead (phase 1), so its first two waits pass on
 //   the freshly initialised barriers. The producer's tail waits until every stage it filled has been
 //   released, so it never leaves while a stage it loaded is still being read.
@@ -32,7 +32,7 @@
 // shared memory and a TMA store, and the persistent tile scheduler.
 #include <cstdint>
 
-#include "flashptx/ring.h"
+#include "src/protocol/ring.h"
 #include "ptx/barrier.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/setmaxnreg.cuh"

@@ -9,7 +9,7 @@
 // Register split: 384 threads x 168 at launch (__launch_bounds__(384, 1)) = 64512 = 128 x 24 +
 // 2 x 128 x 240, the whole register file.
 //
-// The pingpong token (docs/PROTOCOLS.md, "Pingpong"; include/flashptx/pingpong.h TokenRing<2>):
+// The pingpong token (docs/PROTOCOLS.md, "Pingpong"; src/protocol/pingpong.h TokenRing<2>):
 // the consumers take turns to issue their MMAs, so that one warpgroup's softmax runs while the
 // other's MMAs use the tensor cores. Consumer g waits its turn with bar.sync(2 + g, 256) and passes
 // it with bar.arrive(2 + next(g), 256); consumer 0 deposits the bootstrap half-credit on barrier 2
@@ -31,8 +31,8 @@
 // memory and a TMA store, LSE, masks and tails, and the persistent tile scheduler ("Scheduling").
 #include <cstdint>
 
-#include "flashptx/pingpong.h"
-#include "flashptx/ring.h"
+#include "src/protocol/pingpong.h"
+#include "src/protocol/ring.h"
 #include "ptx/barrier.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/setmaxnreg.cuh"

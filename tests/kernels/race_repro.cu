@@ -18,7 +18,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "flashptx/ring.h"
+#include "src/protocol/ring.h"
 #include "ptx/cvt.cuh"
 #include "ptx/fence.cuh"
 #include "ptx/mbarrier.cuh"

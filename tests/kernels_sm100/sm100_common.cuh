@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "flashptx/umma_plan.h"
+#include "src/protocol/umma_plan.h"
 
 #define SM100_TRY(expr)                          \
   do {                                           \

@@ -6,8 +6,8 @@
 #pragma once
 #include <cstdint>
 
-#include "flashptx/hd.h"
-#include "flashptx/umma_plan.h"
+#include "src/protocol/hd.h"
+#include "src/protocol/umma_plan.h"
 #include "ptx/tcgen05_desc.cuh"
 
 namespace flashptx_test::umma_plan {

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "flashptx.h"
+#include "include/flashptx.h"
 #include "tools/support/reference.h"
 
 namespace {

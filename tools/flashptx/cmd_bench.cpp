@@ -38,7 +38,7 @@
 #include <string>
 #include <vector>
 
-#include "flashptx.h"
+#include "include/flashptx.h"
 #include "src/internal.h"
 #include "src/kernels.h"
 #include "src/plan.h"
@@ -458,7 +458,7 @@ Parsed parse_bench_args(const std::string& command, int argc, const char* const*
       .flag("--deterministic", &a->deterministic, "backward: the deterministic mode (bitwise reproducible)")
       .text("--dq-order", &a->dq_order, {"auto", "ascending", "rotated"},
             "deterministic backward: the dQ writers' order (auto: the\n"
-            "plan's rule; include/flashptx/writer_order.h)")
+            "plan's rule; src/protocol/writer_order.h)")
       .group("run")
       .integer("--reps", &a->reps, 0, 100000, "timed repetitions (default 0: >= 30 and >= --min-ms)")
       .real("--min-ms", &a->min_ms, 1, 1e6, "GPU time to aim for per shape (default 200)", "MS")

@@ -1,5 +1,5 @@
 // flashptx ledger: the protocol tables of docs/PROTOCOLS.md, computed by the models in
-// src/models/.
+// tools/models/.
 //
 //   flashptx ledger            every registered table, by section code (0x02, 0x03, ...)
 //   flashptx ledger 0x03       the tables of one section (also "03", "3", "0x3": section codes are
@@ -7,7 +7,7 @@
 //   flashptx ledger --list     section, title, one line each
 // A SECTION that is not a section id, or names no table, is an error (exit 2).
 //
-// Each model registers its printers with FLASHPTX_LEDGER (src/models/ledger.h); nothing here knows
+// Each model registers its printers with FLASHPTX_LEDGER (tools/models/ledger.h); nothing here knows
 // the models by name. Sections print in ascending code order; tables within a section in the order
 // their model file registers them.
 #include <algorithm>
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "src/models/ledger.h"
+#include "tools/models/ledger.h"
 #include "tools/flashptx/commands.h"
 
 namespace {
@@ -71,7 +71,7 @@ namespace flashptx::cli {
 Parsed parse_ledger_args(int argc, const char* const* argv, LedgerArgs* a) {
   *a = LedgerArgs();
   Options o("ledger", "flashptx ledger [SECTION] [--list]",
-            "The protocol tables of docs/PROTOCOLS.md, computed by the models in src/models/, by\n"
+            "The protocol tables of docs/PROTOCOLS.md, computed by the models in tools/models/, by\n"
             "section code (the guide's \"The ledger's section codes\" maps them).");
   o.positional("SECTION", &a->section, "a section id such as 0x03 (also 03, 3): only its tables")
       .flag("--list", &a->list, "one line per table: section and title");

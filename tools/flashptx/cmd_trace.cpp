@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "flashptx.h"
-#include "flashptx/trace.h"
+#include "include/flashptx.h"
+#include "src/protocol/trace.h"
 #include "src/internal.h"
 #include "src/kernels.h"
 #include "src/plan.h"

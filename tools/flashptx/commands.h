@@ -16,7 +16,7 @@
 
 int cmd_run(int argc, char** argv);     // no arguments: flagship forward on a default shape, or the audit summary
 int cmd_audit(int argc, char** argv);   // golden-SASS audit (tools/sass/)
-int cmd_ledger(int argc, char** argv);  // the protocol tables, from the models (src/models/)
+int cmd_ledger(int argc, char** argv);  // the protocol tables, from the models (tools/models/)
 int cmd_bench(int argc, char** argv);   // side-by-side-ready timing with a JSON manifest
 int cmd_trace(int argc, char** argv);   // measured pipeline timeline (instrumented build)
 int cmd_ladder(int argc, char** argv);  // the attention ladder's table and SASS lessons

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "flashptx.h"
+#include "include/flashptx.h"
 #include "tools/flashptx/commands.h"
 
 int main(int argc, char** argv) {

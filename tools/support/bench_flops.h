@@ -1,5 +1,5 @@
 // FLOP numerators for the bench (docs/PROTOCOLS.md, "Evidence"): thin wrappers over
-// src/models/flops.h, so that
+// tools/models/flops.h, so that
 // the bench and the accounting oracle share one implementation.
 //
 //   paper forward:   4 * B * H * Sq * Sk * d        (QK^T and PV, 2 FLOPs per multiply-add, d_qk = d_v)
@@ -12,11 +12,11 @@
 #pragma once
 #include <cstdint>
 
-#include "src/models/flops.h"
+#include "tools/models/flops.h"
 
 namespace flashptx::bench {
 
-// The bench's names for the numerators of src/models/flops.h (the one implementation, which the
+// The bench's names for the numerators of tools/models/flops.h (the one implementation, which the
 // accounting oracle behind `flashptx ledger 0x0D` tests): integer shapes, a causal flag.
 inline int64_t valid_pairs(int64_t sq, int64_t sk, bool causal) {
   if (sq <= 0 || sk <= 0) return 0;

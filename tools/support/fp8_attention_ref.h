@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "flashptx.h"
+#include "include/flashptx.h"
 
 namespace flashptx::ref {
 

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <cuda_runtime_api.h>
 
-#include "flashptx.h"
+#include "include/flashptx.h"
 
 namespace flashptx::gpuref {
 

@@ -13,7 +13,7 @@
 #include <sstream>
 #include <tuple>
 
-#include "flashptx/trace.h"
+#include "src/protocol/trace.h"
 #include "tools/support/json.h"
 
 namespace flashptx::trace_render {

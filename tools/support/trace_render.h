@@ -1,5 +1,5 @@
 // Decoding, summarising and rendering a pipeline trace (`flashptx trace`). Host-only; the
-// buffer layout and event ids are include/flashptx/trace.h's.
+// buffer layout and event ids are src/protocol/trace.h's.
 //
 // Time base: within a CTA every lane runs on one SM, so clock64 stamps are compared directly and
 // converted to microseconds with the SM clock given (the device's reported peak clock unless told
@@ -38,7 +38,7 @@ struct RawTrace {
   std::vector<Lane> lanes;   // only lanes with at least one record
 };
 
-// From the device buffer layout of include/flashptx/trace.h (kWordsTotal words).
+// From the device buffer layout of src/protocol/trace.h (kWordsTotal words).
 RawTrace decode(const uint64_t* words, double clock_khz, const std::string& shape);
 
 // Raw traces as JSON, so they can be committed and re-rendered without a GPU.

@@ -2,7 +2,7 @@
 // the files the README's "Vendoring one kernel" section lists. A host test (tests/host/test_vendoring.cpp)
 // copies exactly those files and this one into an empty folder and compiles them there:
 //
-//   nvcc -std=c++20 -gencode arch=compute_90a,code=sm_90a -I. -Iinclude -c fa3_fwd_standalone.cu
+//   nvcc -std=c++20 -gencode arch=compute_90a,code=sm_90a -I. -c fa3_fwd_standalone.cu
 //
 // (-gencode, not -arch=sm_90a: with nvcc 13.0 the latter also runs a plain compute_90 pass, where
 // wgmma and setmaxnreg do not exist, and the kernel header stops the build with #error.)
