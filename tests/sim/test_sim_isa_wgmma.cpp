@@ -318,6 +318,23 @@ TEST_CASE("wgmma e4m3 64x32x32 (K = 128 in four steps), f16 accumulators, negati
   }
 }
 
+TEST_CASE("wgmma_smem_footprint: the chunks a K-step of a 128B K-major tile reads") {
+  WgmmaOp op;
+  op.n = 64;
+  op.desc_a = desc(32, 16, 1024, Swizzle::b128);          // K-step 1 of a 64 x 64 bf16 tile at 0
+  op.desc_b = desc(16384 + 32, 16, 1024, Swizzle::b128);
+  const std::vector<SmemSpan> f = wgmma_smem_footprint(op);
+  uint32_t bytes = 0;
+  for (const SmemSpan& s : f) { bytes += s.last - s.first; CHECK(s.first % 16 == 0); }
+  CHECK(bytes == 64 * 32 + 64 * 32);  // 32 bytes of each of 64 rows, for A and for B
+  CHECK(f.front().first == 32);       // row 0: chunks 2, 3 (no XOR on row 0)
+  X
+  op.a_in_regs = true;
+  uint32_t b_only = 0;
+  for (const SmemSpan& s : wgmma_smem_footprint(op)) b_only += s.last - s.first;
+  CHECK(b_only == 64 * 32);
+}
+
 TEST_CASE("wgmma_validate: the forms the ISA does not have") {
   WgmmaOp op;
   op.n = 12;

@@ -59,6 +59,16 @@ using WriteSmem = std::function<void(uint32_t addr, const void* src, uint32_t n)
 // first, densely, then the swizzle applied to the address bits.
 uint32_t box_smem_address(const TensorMapDesc& d, uint32_t smem_addr, const uint32_t e[5]);
 
+// The shared-memory destination/source of a tile copy must be 128-byte aligned (PTX ISA
+// cp.async.bulk.tensor). Empty when smem_addr is acceptable, else why not. mid_pattern (optional)
+// is set when a swizzled box does not start on its pattern's repeat boundary (legal, see
+// READINGS.md 14: the pattern then starts mid-way, which a wgmma descriptor must match).
+std::string tile_smem_check(const TensorMapDesc& d, uint32_t smem_addr, bool* mid_pattern = nullptr);
+// The shared-memory bytes a tile copy writes (load) or reads (store, reduce): [first, last), the
+// box's dense range widened to whole swizzle spans (the XOR stays inside an aligned span).
+struct SmemRange { uint32_t first, last; };
+SmemRange tile_smem_footprint(const TensorMapDesc& d, uint32_t smem_addr);
+
 // cp.async.bulk.tensor.Nd.shared::cluster.global.tile: loads the box whose first element is at
 // tensor coordinates coords[0..rank-1] (signed: negative is outside). Elements outside the tensor
 // are filled with zero (OobFill::none) or with the canonical NaN of the type

@@ -1,6 +1,7 @@
 // ptxsim ISA semantics: wgmma.mma_async (see wgmma.h).
 #include "tools/sim/isa/wgmma.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -129,6 +130,29 @@ std::string wgmma_validate(const WgmmaOp& op) {
   if ((op.scale_a != 1 && op.scale_a != -1) || (op.scale_b != 1 && op.scale_b != -1))
     return "imm-scale-a/b must be 1 or -1";
   return {};
+}
+
+std::vector<SmemSpan> wgmma_smem_footprint(const WgmmaOp& op) {
+  const uint32_t K = mma_k(op.atype), ea = mma_type_bytes(op.atype), eb = mma_type_bytes(op.btype);
+  std::vector<uint32_t> chunks;
+  if (!op.a_in_regs) {
+    const MatrixDesc da = matrix_desc_decode(op.desc_a);
+    for (uint32_t row = 0; row < 64; ++row)
+      for (uint32_t k = 0; k < K; ++k)
+        chunks.push_back(canonical_address(da, op.trans_a ? Major::mn : Major::k, ea, row, k) & ~15u);
+  }
+  const MatrixDesc db = matrix_desc_decode(op.desc_b);
+  for (uint32_t n = 0; n < op.n; ++n)
+    for (uint32_t k = 0; k < K; ++k)
+      chunks.push_back(canonical_address(db, op.trans_b ? Major::mn : Major::k, eb, n, k) & ~15u);
+  std::sort(chunks.begin(), chunks.end());
+  chunks.erase(std::unique(chunks.begin(), chunks.end()), chunks.end());
+  std::vector<SmemSpan> out;
+  for (uint32_t c : chunks) {
+    if (!out.empty() && out.back().last == c) out.back().last = c + 16;
+    else out.push_back({c, c + 16});
+  }
+  return out;
 }
 
 void wgmma_read_operands(const WgmmaOp& op, const SmemRead& smem, const uint32_t* a_regs, float* a, float* b) {

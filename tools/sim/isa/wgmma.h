@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "tools/sim/isa/swizzle.h"
 
@@ -89,6 +90,11 @@ using SmemRead = std::function<void(uint32_t addr, void* dst, uint32_t n)>;
 // descriptor is indexed (n, k) in the canonical layout (N plays MN).
 void wgmma_read_operands(const WgmmaOp& op, const SmemRead& smem, const uint32_t* a_regs,
                          float* a /*64*K*/, float* b /*K*N*/);
+
+// The shared-memory bytes the op reads (A for SS, and B), as sorted, merged [first, last) ranges of
+// whole 16-byte chunks: what an in-flight wgmma must not see overwritten.
+struct SmemSpan { uint32_t first, last; };
+std::vector<SmemSpan> wgmma_smem_footprint(const WgmmaOp& op);
 
 // Computes the new D registers: d_regs[t * wgmma_d_regs(op) + i] (bit patterns, in and out).
 // a_regs[t * 4 + r] for the RS form (ignored for SS). Arithmetic: ISA reading (the order and
