@@ -328,7 +328,9 @@ TEST_CASE("wgmma_smem_footprint: the chunks a K-step of a 128B K-major tile read
   for (const SmemSpan& s : f) { bytes += s.last - s.first; CHECK(s.first % 16 == 0); }
   CHECK(bytes == 64 * 32 + 64 * 32);  // 32 bytes of each of 64 rows, for A and for B
   CHECK(f.front().first == 32);       // row 0: chunks 2, 3 (no XOR on row 0)
-  X
+  // B's last row (63: group 7, row 7) reads chunks 2, 3, placed at 2 ^ 7 = 5 and 3 ^ 7 = 4
+  CHECK(f.back().first == 16384 + 7 * 1024 + 7 * 128 + 4 * 16);
+  CHECK(f.back().last == 16384 + 7 * 1024 + 7 * 128 + 6 * 16);
   op.a_in_regs = true;
   uint32_t b_only = 0;
   for (const SmemSpan& s : wgmma_smem_footprint(op)) b_only += s.last - s.first;
