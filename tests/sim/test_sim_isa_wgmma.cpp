@@ -150,7 +150,7 @@ TEST_CASE("accumulator fragment: every D(row, col) owned exactly once, for every
 }
 
 TEST_CASE("A register fragment: 16-bit and 8-bit layouts are bijections; figure spot checks") {
-  for (uint32_t eb : {2u, 1u}) {
+  for (uint32_t eb : {2u, 1u, 4u}) {
     const uint32_t K = 32 / eb, per_thread = 64 * K / 128;
     std::set<uint32_t> seen;
     for (uint32_t t = 0; t < 128; ++t)
@@ -174,6 +174,61 @@ TEST_CASE("A register fragment: 16-bit and 8-bit layouts are bijections; figure 
   CHECK(wgmma_a_position(1, 4, 1).row == 8);
   CHECK(wgmma_a_position(1, 8, 1).col == 20);
   CHECK(wgmma_a_position(37, 0, 1).row == 17);  // warp 1, lane 5: g 1
+  // tf32: a0 row g col q; a1 row g+8; a2 col q+4.
+  CHECK(wgmma_a_position(1, 0, 4).col == 1);
+  CHECK(wgmma_a_position(1, 1, 4).row == 8);
+  CHECK(wgmma_a_position(1, 2, 4).col == 5);
+}
+
+TEST_CASE("wgmma tf32 64x16x8, K-major 128B (K = 32 in four steps): SS and RS against fp64") {
+  const uint32_t n = 16, Ktot = 32;
+  Smem s;
+  std::mt19937 rng(77);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  std::vector<uint32_t> ab(64 * Ktot), bb(n * Ktot);  // tf32 patterns with nonzero low bits
+  for (uint32_t& v : ab) v = f32_bits(u(rng)) | 0x1fffu;
+  for (uint32_t& v : bb) v = f32_bits(u(rng)) | 0x0abcu;
+  auto tf = [](uint32_t b) { return double(f32_from_bits(b & 0xffffe000u)); };
+  for (uint32_t r = 0; r < 64; ++r)
+    for (uint32_t k = 0; k < Ktot; ++k)
+      std::memcpy(s.b.data() + swizzle_address(Swizzle::b128, r * 128 + k * 4), &ab[r * Ktot + k], 4);
+  for (uint32_t c = 0; c < n; ++c)
+    for (uint32_t k = 0; k < Ktot; ++k)
+      std::memcpy(s.b.data() + swizzle_address(Swizzle::b128, 16384 + c * 128 + k * 4), &bb[c * Ktot + k], 4);
+  WgmmaOp op;
+  op.atype = op.btype = MmaType::tf32;
+  op.n = n;
+  REQUIRE(wgmma_validate(op).empty());
+  std::vector<uint32_t> ss(128 * wgmma_d_regs(op)), rs(ss.size());
+  for (uint32_t kk = 0; kk < Ktot / 8; ++kk) {
+    op.scale_d = kk > 0;
+    op.desc_b = desc(16384 + kk * 32, 16, 1024, Swizzle::b128);
+    op.a_in_regs = false;
+    op.desc_a = desc(kk * 32, 16, 1024, Swizzle::b128);
+    wgmma_compute(op, s.reader(), nullptr, ss.data());
+    std::vector<uint32_t> regs(128 * 4);
+    for (uint32_t r = 0; r < 64; ++r)
+      for (uint32_t k = 0; k < 8; ++k) {
+        const FragSlot f = wgmma_a_owner(r, k, 4);
+        regs[f.thread * 4 + f.reg] = ab[r * Ktot + kk * 8 + k];
+      }
+    op.a_in_regs = true;
+    wgmma_compute(op, s.reader(), regs.data(), rs.data());
+  }
+  CHECK(ss == rs);
+  const std::vector<double> d = gather_d(ss, n, false);
+  int bad = 0;
+  for (uint32_t r = 0; r < 64; ++r)
+    for (uint32_t c = 0; c < n; ++c) {
+      double ref = 0, mag = 0;
+      for (uint32_t k = 0; k < Ktot; ++k) {
+        const double p = tf(ab[r * Ktot + k]) * tf(bb[c * Ktot + k]);
+        ref += p;
+        mag += std::fabs(p);
+      }
+      bad += std::fabs(d[r * n + c] - ref) > 1e-5 * mag;
+    }
+  CHECK(bad == 0);
 }
 
 TEST_CASE("wgmma bf16 64xNx16, K-major 128B swizzle, four K steps, against fp64") {

@@ -99,6 +99,7 @@ FragSlot wgmma_d_owner(uint32_t row, uint32_t col, bool f16_accum) {
 RowCol wgmma_a_position(uint32_t t, uint32_t j, uint32_t elem_bytes) {
   const uint32_t w = t / 32, g = (t % 32) / 4, q = t % 4;
   if (elem_bytes == 1) return {16 * w + g + 8 * ((j / 4) % 2), 4 * q + (j % 4) + 16 * (j / 8)};
+  if (elem_bytes == 4) return {16 * w + g + 8 * (j % 2), q + 4 * (j / 2)};
   return {16 * w + g + 8 * ((j / 2) % 2), 2 * q + (j % 2) + 8 * (j / 4)};
 }
 FragSlot wgmma_a_owner(uint32_t row, uint32_t col, uint32_t elem_bytes) {
@@ -106,6 +107,10 @@ FragSlot wgmma_a_owner(uint32_t row, uint32_t col, uint32_t elem_bytes) {
   if (elem_bytes == 1) {
     const uint32_t t = 32 * w + 4 * g + (col % 16) / 4, j = (col % 4) + 4 * hi + 8 * (col / 16);
     return {t, j / 4, j % 4};
+  }
+  if (elem_bytes == 4) {
+    const uint32_t t = 32 * w + 4 * g + col % 4, j = hi + 2 * (col / 4);
+    return {t, j, 0};
   }
   const uint32_t t = 32 * w + 4 * g + (col % 8) / 2, j = (col % 2) + 2 * hi + 4 * (col / 8);
   return {t, j / 2, j % 2};
@@ -167,7 +172,7 @@ void wgmma_read_operands(const WgmmaOp& op, const SmemRead& smem, const uint32_t
       for (uint32_t k = 0; k < K; ++k) {
         const FragSlot s = wgmma_a_owner(row, k, ea);
         const uint32_t reg = a_regs[s.thread * 4 + s.reg];
-        const uint32_t bits = ea == 1 ? (reg >> (8 * s.half)) & 0xff : (reg >> (16 * s.half)) & 0xffff;
+        const uint32_t bits = ea == 4 ? reg : ea == 1 ? (reg >> (8 * s.half)) & 0xff : (reg >> (16 * s.half)) & 0xffff;
         a[row * K + k] = mma_elem_to_f32(op.atype, bits);
       }
   } else {
@@ -187,8 +192,10 @@ void wgmma_read_operands(const WgmmaOp& op, const SmemRead& smem, const uint32_t
 // ISA reading: NaN inputs (e4m3 0x7f, ...) propagate through the f32 sums as IEEE NaNs.
 void wgmma_compute(const WgmmaOp& op, const SmemRead& smem, const uint32_t* a_regs, uint32_t* d_regs) {
   const uint32_t K = mma_k(op.atype), N = op.n, nregs = wgmma_d_regs(op);
-  std::vector<float> a(64 * K), b(size_t(K) * N);
+  std::vector<float> a(64 * K), b(size_t(K) * N), bt(size_t(K) * N);
   wgmma_read_operands(op, smem, a_regs, a.data(), b.data());
+  for (uint32_t k = 0; k < K; ++k)
+    for (uint32_t n = 0; n < N; ++n) bt[n * K + k] = b[k * N + n];
   const float sa = float(op.scale_a), sb = float(op.scale_b);
   for (uint32_t t = 0; t < 128; ++t)
     for (uint32_t e = 0; e < N / 2; ++e) {
@@ -200,11 +207,11 @@ void wgmma_compute(const WgmmaOp& op, const SmemRead& smem, const uint32_t* a_re
       float r;
       if (op.accum == AccumMode::f64) {
         double acc = d_in;
-        for (uint32_t k = 0; k < K; ++k) acc += double(sa * a[rc.row * K + k]) * double(sb * b[k * N + rc.col]);
+        for (uint32_t k = 0; k < K; ++k) acc += double(sa * a[rc.row * K + k]) * double(sb * bt[rc.col * K + k]);
         r = float(acc);
       } else {
         float acc = d_in;
-        for (uint32_t k = 0; k < K; ++k) acc = std::fma(sa * a[rc.row * K + k], sb * b[k * N + rc.col], acc);
+        for (uint32_t k = 0; k < K; ++k) acc = std::fma(sa * a[rc.row * K + k], sb * bt[rc.col * K + k], acc);
         r = acc;
       }
       if (op.d_f16) reg = (reg & ~(0xffffu << shift)) | (uint32_t(f32_to_f16(r)) << shift);

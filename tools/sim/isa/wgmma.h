@@ -60,9 +60,10 @@ struct FragSlot { uint32_t thread, reg, half; };  // half: which 16-bit half (f1
 RowCol wgmma_d_position(uint32_t thread, uint32_t elem_index);
 FragSlot wgmma_d_owner(uint32_t row, uint32_t col, bool f16_accum);
 // A from registers (64 x K): thread t, element index j (16-bit: 0..7 in four .b32 registers, two
-// per register; 8-bit: 0..15, four per register, low byte first):
+// per register; 8-bit: 0..15, four per register, low byte first; tf32: 0..3, one per register):
 //   16-bit: row = 16w + g + 8*((j/2)%2), col = 2*(t%4) + (j%2) + 8*(j/4)
 //   8-bit:  row = 16w + g + 8*((j/4)%2), col = 4*(t%4) + (j%4) + 16*(j/8)
+//   tf32:   row = 16w + g + 8*(j%2),     col = (t%4) + 4*(j/2)
 // with w = t/32, g = (t%32)/4.
 RowCol wgmma_a_position(uint32_t thread, uint32_t elem_index, uint32_t elem_bytes);
 FragSlot wgmma_a_owner(uint32_t row, uint32_t col, uint32_t elem_bytes);  // half = byte/half index in reg
