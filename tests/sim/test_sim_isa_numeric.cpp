@@ -86,6 +86,19 @@ TEST_CASE("packed cvt: the first source goes to the upper half") {
   CHECK(cvt_rn_f16x2_e4m3x2(0x38c0) == 0x3c00c000u);
   CHECK(cvt_rn_f16x2_e5m2x2(0x3cc0) == 0x3c00c000u);
   CHECK(cvt_rn_satfinite_e4m3x2_f16x2(0x3c00c000u) == 0x38c0);
+  CHECK(cvt_rn_satfinite_e4m3x2_f32(1.0f, -2.0f, true) == 0x3800);  // .relu
+}
+
+TEST_CASE("cvt to tf32: rna ties away, rn ties to even, rz, satfinite") {
+  CHECK(cvt_tf32_f32(F(0x3f801000u), Tf32Rnd::rna) == 0x3f802000u);  // exactly half: away
+  CHECK(cvt_tf32_f32(F(0x3f801000u), Tf32Rnd::rn) == 0x3f800000u);   // half: to even
+  CHECK(cvt_tf32_f32(F(0x3f803000u), Tf32Rnd::rn) == 0x3f804000u);   // half above odd: up
+  CHECK(cvt_tf32_f32(F(0x3f801fffu), Tf32Rnd::rz) == 0x3f800000u);
+  CHECK(cvt_tf32_f32(F(0xbf801000u), Tf32Rnd::rna) == 0xbf802000u);  // sign kept
+  CHECK(cvt_tf32_f32(F(0x7f7fffffu), Tf32Rnd::rna) == 0x7f800000u);  // overflow
+  CHECK(cvt_tf32_f32(F(0x7f7fffffu), Tf32Rnd::rna, true) == 0x7f7fe000u);
+  CHECK(cvt_tf32_f32(NAN, Tf32Rnd::rna) == kCanonicalNaN32);
+  CHECK(cvt_tf32_f32(-1.0f, Tf32Rnd::rn, false, true) == 0u);
 }
 
 TEST_CASE("e4m3: every code decoded, satfinite clamps, NaN, ties, round trip") {

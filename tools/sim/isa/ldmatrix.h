@@ -64,4 +64,16 @@ inline void stmatrix_m8n8(uint32_t num, bool trans, const uint32_t addrs[32], co
     for (uint32_t r = 0; r < 8; ++r) write(addrs[ldmatrix_row_lane(i, r)], m[i][r], 16);
 }
 
+// movmatrix.sync.aligned.m8n8.trans.b16 d, a: the 8x8 matrix held in the ldmatrix fragment
+// layout (lane l: row l/4, columns 2(l%4), 2(l%4)+1) is transposed; d holds M^T in the same layout.
+inline void movmatrix_m8n8_trans(const uint32_t a[32], uint32_t d[32]) {
+  uint16_t m[8][8];
+  for (uint32_t l = 0; l < 32; ++l) {
+    m[l / 4][2 * (l % 4)] = uint16_t(a[l]);
+    m[l / 4][2 * (l % 4) + 1] = uint16_t(a[l] >> 16);
+  }
+  for (uint32_t l = 0; l < 32; ++l)
+    d[l] = uint32_t(m[2 * (l % 4)][l / 4]) | (uint32_t(m[2 * (l % 4) + 1][l / 4]) << 16);
+}
+
 }  // namespace ptxsim::isa

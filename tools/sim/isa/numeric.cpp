@@ -201,11 +201,29 @@ uint32_t cvt_rn_f16x2_f32(float a, float b, bool relu, bool satfinite) {
 uint32_t cvt_rn_bf16x2_f32(float a, float b, bool relu, bool satfinite) {
   return (uint32_t(f32_to_bf16(a, Rnd::rn, satfinite, relu)) << 16) | f32_to_bf16(b, Rnd::rn, satfinite, relu);
 }
-uint16_t cvt_rn_satfinite_e4m3x2_f32(float a, float b) {
-  return uint16_t((uint32_t(f32_to_e4m3_satfinite(a)) << 8) | f32_to_e4m3_satfinite(b));
+namespace {
+float relu_in(float a, bool relu) { return (relu && !std::isnan(a) && (a < 0 || std::signbit(a))) ? 0.0f : a; }
+}  // namespace
+uint16_t cvt_rn_satfinite_e4m3x2_f32(float a, float b, bool relu) {
+  return uint16_t((uint32_t(f32_to_e4m3_satfinite(relu_in(a, relu))) << 8) | f32_to_e4m3_satfinite(relu_in(b, relu)));
 }
-uint16_t cvt_rn_satfinite_e5m2x2_f32(float a, float b) {
-  return uint16_t((uint32_t(f32_to_e5m2_satfinite(a)) << 8) | f32_to_e5m2_satfinite(b));
+uint16_t cvt_rn_satfinite_e5m2x2_f32(float a, float b, bool relu) {
+  return uint16_t((uint32_t(f32_to_e5m2_satfinite(relu_in(a, relu))) << 8) | f32_to_e5m2_satfinite(relu_in(b, relu)));
+}
+
+// ISA reading: a NaN input gives the canonical f32 NaN 0x7fffffff; .satfinite clamps to the
+// largest tf32 0x7f7fe000; without it overflow gives infinity.
+uint32_t cvt_tf32_f32(float a, Tf32Rnd rnd, bool satfinite, bool relu) {
+  if (std::isnan(a)) return kCanonicalNaN32;
+  a = relu_in(a, relu);
+  const uint32_t bits = f32_bits(a), sign = bits & 0x80000000u, mag = bits & 0x7fffffffu;
+  uint32_t r;
+  if (mag == 0x7f800000u) r = satfinite ? 0x7f7fe000u : mag;
+  else if (rnd == Tf32Rnd::rz) r = mag & 0xffffe000u;
+  else if (rnd == Tf32Rnd::rna) r = (mag + 0x1000u) & 0xffffe000u;  // ties away: add half, truncate
+  else r = (mag + 0xfffu + ((mag >> 13) & 1)) & 0xffffe000u;         // ties to even
+  if (r >= 0x7f800000u && mag != 0x7f800000u) r = satfinite ? 0x7f7fe000u : 0x7f800000u;
+  return sign | r;
 }
 uint32_t cvt_rn_f16x2_e4m3x2(uint16_t a) {
   const uint32_t lo = f32_to_f16(e4m3_to_f32(uint8_t(a))), hi = f32_to_f16(e4m3_to_f32(uint8_t(a >> 8)));

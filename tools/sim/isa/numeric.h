@@ -56,13 +56,19 @@ uint8_t f32_to_e5m2_rn(float a);
 uint32_t cvt_rn_f16x2_f32(float a, float b, bool relu = false, bool satfinite = false);
 uint32_t cvt_rn_bf16x2_f32(float a, float b, bool relu = false, bool satfinite = false);
 // "cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 d, a, b": a -> upper byte d[15:8], b -> lower byte d[7:0].
-uint16_t cvt_rn_satfinite_e4m3x2_f32(float a, float b);
-uint16_t cvt_rn_satfinite_e5m2x2_f32(float a, float b);
+// .relu: negative results become +0, NaN stays NaN.
+uint16_t cvt_rn_satfinite_e4m3x2_f32(float a, float b, bool relu = false);
+uint16_t cvt_rn_satfinite_e5m2x2_f32(float a, float b, bool relu = false);
 // "cvt.rn.f16x2.e4m3x2 d, a": byte i of a becomes half i of d (exact; every e4m3 is an f16).
 uint32_t cvt_rn_f16x2_e4m3x2(uint16_t a);
 uint32_t cvt_rn_f16x2_e5m2x2(uint16_t a);
 // "cvt.rn.satfinite.e4m3x2.f16x2 d, a": half i of a -> byte i of d.
 uint16_t cvt_rn_satfinite_e4m3x2_f16x2(uint32_t a);
+
+// "cvt.rna{.satfinite}.tf32.f32" (nearest, ties away from zero) and "cvt.{rn,rz}{.satfinite}{.relu}
+// .tf32.f32": the f32 pattern rounded to 10 fraction bits, the low 13 bits zero.
+enum class Tf32Rnd : uint8_t { rna, rn, rz };
+uint32_t cvt_tf32_f32(float a, Tf32Rnd rnd, bool satfinite = false, bool relu = false);
 
 // ---- float <-> integer ----------------------------------------------------------------------------
 // cvt.irnd{.ftz}{.sat}.{s,u}{8,16,32,64}.{f16,f32,f64}: float to integer saturates to the
