@@ -3,7 +3,8 @@
 // Header-only pure functions, written from the PTX ISA 9.7.1 (Integer Arithmetic Instructions:
 // add/sub/mul/mad, mul.hi/.wide, sad, popc, clz, bfind, brev, bfe, bfi, szext, bmsk, dp4a, dp2a),
 // 9.7.2 (Extended-Precision Integer Arithmetic: add.cc, addc, sub.cc, subc, mad.cc, madc),
-// 9.7.8 (Logic and Shift: lop3, shf, shl, shr) and 9.7.9.7 (prmt).
+// 9.7.8 (Logic and Shift Instructions: lop3, shf, shl, shr) and 9.7.9 (Data Movement and
+// Conversion Instructions: prmt).
 #pragma once
 #include <cstdint>
 

@@ -1,7 +1,8 @@
 // ptxsim ISA semantics: ldmatrix / stmatrix (warp-level matrix load and store).
 //
-// Written from PTX ISA 9.7.14.5.15 "ldmatrix" and 9.7.14.5.16 "stmatrix" (Warp Level Matrix
-// Multiply-Accumulate Instructions): shape .m8n8, .num = .x1/.x2/.x4, type .b16, optional .trans.
+// Written from the PTX ISA sections "Warp-level matrix load instruction: ldmatrix", "... store
+// instruction: stmatrix" and "... transpose instruction: movmatrix" (under 9.7.14, Warp Level
+// Matrix Multiply-Accumulate Instructions): shape .m8n8, .num = .x1/.x2/.x4, type .b16, .trans.
 //
 // Each 8x8 matrix has eight rows of eight 16-bit elements (16 bytes per row, 16-byte aligned).
 // Row addresses: for matrix i (0..num-1), row r comes from the address operand of thread 8*i + r

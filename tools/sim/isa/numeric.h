@@ -1,10 +1,11 @@
 // ptxsim ISA semantics: number formats and floating-point instruction semantics.
 //
-// Pure functions over bit patterns, written from the PTX ISA: 5.2.5 (Floating Point Data Types,
-// incl. the alternate formats bf16, e4m3, e5m2), 9.7.9.21 (cvt, rounding modifiers, .satfinite),
-// 9.7.3/9.7.4 (floating-point instructions: add/mul/fma/min/max/rcp/rsqrt/lg2/ex2/tanh) and
-// 9.7.4.x (half-precision instructions on .f16/.f16x2/.bf16/.bf16x2). Section numbers are those of
-// PTX ISA 8.x/9.x; they move between releases, the titles do not.
+// Pure functions over bit patterns, written from the PTX ISA: 5.2 (Types: the floating-point types
+// and the alternate formats bf16, tf32, e4m3, e5m2), 9.7.9.21 (Data Movement and Conversion
+// Instructions: cvt; rounding modifiers, .satfinite, .relu, packed operand order), 9.7.3
+// (Floating Point Instructions: add/mul/fma/min/max/rcp/rsqrt/lg2/ex2/tanh, e.g. 9.7.3.21 ex2) and
+// 9.7.4 (Half Precision Floating Point Instructions on .f16/.f16x2/.bf16/.bf16x2). Section numbers
+// are those of PTX ISA 9.x; they move between releases, the titles do not.
 //
 // Conventions: a 16-bit value is a uint16_t bit pattern, packed pairs are a uint32_t whose
 // upper half is element 1 ("hi") and lower half element 0 ("lo").

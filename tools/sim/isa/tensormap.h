@@ -2,8 +2,8 @@
 //
 // Written from the CUDA driver API's cuTensorMapEncodeTiled documentation (the rules validate()
 // checks) and the PTX ISA 5.5 "Tensors" (tile mode, bounding box, out-of-bound access, swizzling
-// modes) and 9.7.9.25.5.x "cp.async.bulk.tensor" / "cp.reduce.async.bulk.tensor" (what a copy
-// moves and what it counts toward mbarrier complete-tx).
+// modes) and the 9.7.9.25 sections "cp.async.bulk.tensor" / "cp.reduce.async.bulk.tensor" (what a
+// copy moves and what it counts toward mbarrier complete-tx).
 //
 // Dimension 0 is the innermost (contiguous) one. strides_bytes[i] for i >= 1 is the byte stride of
 // dimension i; strides_bytes[0] is the element size (the driver takes only rank-1 strides).
