@@ -176,6 +176,13 @@ TEST_CASE("f32 arithmetic: fma rounds once, directed add, min/max NaN rules, ftz
   CHECK(add_f32(0.75f, 0.5f, Rnd::rn, false, true) == 1.0f);  // .sat
   CHECK(B(mul_f32(NAN, 1.0f, Rnd::rn, false, true)) == 0u);
   CHECK(div_rn_f32(1.0f, 3.0f) == 1.0f / 3.0f);
+  CHECK(B(div_f32(1.0f, 3.0f, Rnd::rz)) == 0x3eaaaaaau);
+  CHECK(B(div_f32(1.0f, 3.0f, Rnd::rp)) == 0x3eaaaaabu);
+  CHECK(B(div_f32(-1.0f, 3.0f, Rnd::rm)) == 0xbeaaaaabu);
+  CHECK(div_f32(6.0f, 3.0f, Rnd::rp) == 2.0f);                         // exact: no step
+  CHECK(B(sqrt_f32(2.0f, Rnd::rz)) == 0x3fb504f3u);                    // sqrt 2 = 1.41421354 (rn) ...
+  CHECK(B(sqrt_f32(2.0f, Rnd::rp)) == 0x3fb504f4u);
+  CHECK(sqrt_f32(4.0f, Rnd::rm) == 2.0f);
   CHECK(B(rcp_rn_f32(3.0f, Rnd::rz)) == 0x3eaaaaaau);
   CHECK(B(rcp_rn_f32(3.0f, Rnd::rp)) == 0x3eaaaaabu);
   std::mt19937 rng(7);

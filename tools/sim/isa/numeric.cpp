@@ -387,6 +387,18 @@ float sqrt_rn_f32(float a, bool ftz) {
   a = flush_in(a, ftz);
   return finish_f32(std::sqrt(double(a)), Rnd::rn, ftz, false);
 }
+float div_f32(float a, float b, Rnd rnd, bool ftz) {
+  a = flush_in(a, ftz); b = flush_in(b, ftz);
+  const double q = double(a) / double(b);  // the sign of the exact remainder gives the sticky bit
+  const double e = std::isfinite(q) && q != 0 ? -std::fma(q, double(b), -double(a)) / double(b) : 0.0;
+  return finish_f32(to_odd(q, e), rnd, ftz, false);
+}
+float sqrt_f32(float a, Rnd rnd, bool ftz) {
+  a = flush_in(a, ftz);
+  const double q = std::sqrt(double(a));
+  const double e = std::isfinite(q) && q != 0 ? std::fma(-q, q, double(a)) : 0.0;  // a - q^2
+  return finish_f32(to_odd(q, e), rnd, ftz, false);
+}
 float rcp_rn_f32(float a, Rnd rnd, bool ftz) {
   a = flush_in(a, ftz);
   const double q = 1.0 / double(a);

@@ -97,6 +97,8 @@ double add_f64(double a, double b, Rnd rnd = Rnd::rn);
 double mul_f64(double a, double b, Rnd rnd = Rnd::rn);
 float div_rn_f32(float a, float b, bool ftz = false);      // div.rn.f32 (IEEE)
 float sqrt_rn_f32(float a, bool ftz = false);              // sqrt.rn.f32 (IEEE)
+float div_f32(float a, float b, Rnd rnd, bool ftz = false);  // div.{rn,rz,rm,rp}.f32
+float sqrt_f32(float a, Rnd rnd, bool ftz = false);          // sqrt.{rn,rz,rm,rp}.f32
 float rcp_rn_f32(float a, Rnd rnd = Rnd::rn, bool ftz = false);  // rcp.rnd.f32 (IEEE)
 // min/max: without .NaN, if one input is NaN the other is returned (NaN only if both are);
 // with .NaN any NaN input gives the canonical NaN 0x7fffffff. -0.0 < +0.0.
