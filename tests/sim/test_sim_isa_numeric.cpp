@@ -3,6 +3,7 @@
 // e4m3: bias 7, S.1111.111 NaN, max 448; e5m2: bias 15, IEEE-like) and the rounding modifiers.
 #include <doctest/doctest.h>
 
+#include <cfenv>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -194,6 +195,51 @@ TEST_CASE("f32 arithmetic: fma rounds once, directed add, min/max NaN rules, ftz
   CHECK(cvt_f32_f64(1.0 + 0x1p-24) == 1.0f);
   CHECK(B(cvt_f32_f64(1.0 + 0x1p-30, Rnd::rp)) == 0x3f800001u);
   CHECK(B(cvt_f32_f64(1e300, Rnd::rz)) == 0x7f7fffffu);
+}
+
+namespace {
+// The host's IEEE 754 arithmetic in a directed mode: an oracle independent of the library.
+int host_mode(Rnd r) {
+  return r == Rnd::rz ? FE_TOWARDZERO : r == Rnd::rm ? FE_DOWNWARD : r == Rnd::rp ? FE_UPWARD : FE_TONEAREST;
+}
+float host_op(int op, float a, float b, float c, Rnd r) {
+  const int old = std::fegetround();
+  std::fesetround(host_mode(r));
+  volatile float va = a, vb = b, vc = c, out;
+  if (op == 0) out = va + vb;
+  else if (op == 1) out = va * vb;
+  else if (op == 2) out = std::fma(float(va), float(vb), float(vc));
+  else if (op == 3) out = va / vb;
+  else out = std::sqrt(float(va));
+  std::fesetround(old);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("f32 add/mul/fma/div/sqrt in all four modes agree with the host's IEEE arithmetic") {
+  REQUIRE(B(host_op(0, 1.0f, std::ldexp(1.0f, -24), 0, Rnd::rp)) == 0x3f800001u);  // the oracle's mode holds
+  REQUIRE(B(host_op(0, 1.0f, std::ldexp(1.0f, -24), 0, Rnd::rn)) == 0x3f800000u);
+  std::mt19937 rng(23);
+  int mismatches = 0;
+  for (int i = 0; i < 40000; ++i) {
+    // random bit patterns over a wide exponent range, subnormals included; NaN/inf skipped
+    auto pick = [&]() {
+      uint32_t bits = rng();
+      if (((bits >> 23) & 0xff) == 0xff) bits &= 0xbfffffffu;
+      if (i % 4 == 0) bits = (bits & 0x807fffffu) | ((100 + rng() % 56) << 23);  // near exponents
+      return F(bits);
+    };
+    const float a = pick(), b = pick(), c = pick();
+    for (Rnd r : {Rnd::rn, Rnd::rz, Rnd::rm, Rnd::rp}) {
+      mismatches += B(add_f32(a, b, r)) != B(host_op(0, a, b, c, r));
+      mismatches += B(mul_f32(a, b, r)) != B(host_op(1, a, b, c, r));
+      mismatches += B(fma_f32(a, b, c, r)) != B(host_op(2, a, b, c, r));
+      mismatches += B(div_f32(a, b, r)) != B(host_op(3, a, b, c, r));
+      const float s = std::fabs(a);
+      mismatches += B(sqrt_f32(s, r)) != B(host_op(4, s, b, c, r));
+    }
+  }
+  CHECK(mismatches == 0);
 }
 
 TEST_CASE("float <-> integer conversions: the four integer roundings, saturation, NaN") {
