@@ -268,6 +268,27 @@ TEST_CASE("float <-> integer conversions: the four integer roundings, saturation
   CHECK(cvt_f32_round_integral(-1.5f, IRnd::rpi) == -1.0f);
 }
 
+TEST_CASE("setp: ordered and unordered compares with NaN; testp classes") {
+  const float n = NAN;
+  CHECK(!setp_f32(FCmp::ne, n, 1.0f));   // ne is ordered: false with a NaN
+  CHECK(setp_f32(FCmp::neu, n, 1.0f));
+  CHECK(!setp_f32(FCmp::eq, n, n));
+  CHECK(setp_f32(FCmp::equ, n, 2.0f));
+  CHECK(setp_f32(FCmp::eq, -0.0f, 0.0f));
+  CHECK(setp_f32(FCmp::lt, 1.0f, 2.0f));
+  CHECK(!setp_f32(FCmp::ltu, 2.0f, 1.0f));
+  CHECK(setp_f32(FCmp::geu, n, 1.0f));
+  CHECK(setp_f32(FCmp::num, 1.0f, 2.0f));
+  CHECK(setp_f32(FCmp::nan, 1.0f, n));
+  CHECK(setp_f32(FCmp::eq, F(0x00000001), 0.0f, true));  // .ftz: the subnormal is zero
+  CHECK(!setp_f32(FCmp::eq, F(0x00000001), 0.0f));
+  CHECK(testp_f32(TestP::subnormal, F(0x00000001)));
+  CHECK(!testp_f32(TestP::normal, 0.0f));
+  CHECK(testp_f32(TestP::infinite, -INFINITY));
+  CHECK(!testp_f32(TestP::finite, NAN));
+  CHECK(testp_f32(TestP::notanumber, NAN));
+}
+
 TEST_CASE("approximate functions: exact mode, special values, ftz") {
   CHECK(ex2_approx_f32(1.0f, false) == 2.0f);
   CHECK(ex2_approx_f32(0.5f, false) == float(std::sqrt(2.0)));

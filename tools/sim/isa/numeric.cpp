@@ -435,6 +435,40 @@ float max_f32(float a, float b, bool nan_mode, bool ftz) {
   return nan ? f32_from_bits(kCanonicalNaN32) : float(r);
 }
 
+// ---- comparisons and classification ------------------------------------------------------------
+bool setp_f64(FCmp op, double a, double b) {
+  const bool un = std::isnan(a) || std::isnan(b);
+  switch (op) {
+    case FCmp::eq: return !un && a == b;
+    case FCmp::ne: return !un && a != b;
+    case FCmp::lt: return !un && a < b;
+    case FCmp::le: return !un && a <= b;
+    case FCmp::gt: return !un && a > b;
+    case FCmp::ge: return !un && a >= b;
+    case FCmp::equ: return un || a == b;
+    case FCmp::neu: return un || a != b;
+    case FCmp::ltu: return un || a < b;
+    case FCmp::leu: return un || a <= b;
+    case FCmp::gtu: return un || a > b;
+    case FCmp::geu: return un || a >= b;
+    case FCmp::num: return !un;
+    case FCmp::nan: return un;
+  }
+  return false;
+}
+bool setp_f32(FCmp op, float a, float b, bool ftz) { return setp_f64(op, flush_in(a, ftz), flush_in(b, ftz)); }
+bool testp_f32(TestP op, float a) {
+  switch (op) {
+    case TestP::finite: return std::isfinite(a);
+    case TestP::infinite: return std::isinf(a);
+    case TestP::number: return !std::isnan(a);
+    case TestP::notanumber: return std::isnan(a);
+    case TestP::normal: return std::fpclassify(a) == FP_NORMAL;
+    case TestP::subnormal: return std::fpclassify(a) == FP_SUBNORMAL;
+  }
+  return false;
+}
+
 // ---- approximate functions ---------------------------------------------------------------------
 namespace {
 uint64_t splitmix64(uint64_t x) {

@@ -107,6 +107,17 @@ float max_f32(float a, float b, bool nan_mode = false, bool ftz = false);
 inline constexpr uint32_t kCanonicalNaN32 = 0x7fffffffu;
 inline constexpr uint16_t kCanonicalNaN16 = 0x7fffu;   // f16 and bf16 canonical NaN
 
+// ---- comparisons and classification (9.7.3 testp, 9.7.7 Comparison and Selection: setp) ---------
+// Floating-point setp/set compare operators: eq ne lt le gt ge are ordered (false if either input
+// is NaN; note ne too); equ neu ltu leu gtu geu are unordered (true if either is NaN); num is
+// "neither is NaN", nan "either is NaN". -0.0 == +0.0.
+enum class FCmp : uint8_t { eq, ne, lt, le, gt, ge, equ, neu, ltu, leu, gtu, geu, num, nan };
+bool setp_f32(FCmp op, float a, float b, bool ftz = false);
+bool setp_f64(FCmp op, double a, double b);
+// testp.{finite,infinite,number,notanumber,normal,subnormal}.f32
+enum class TestP : uint8_t { finite, infinite, number, notanumber, normal, subnormal };
+bool testp_f32(TestP op, float a);
+
 // ---- approximate functions ---------------------------------------------------------------------
 // Exact mode: the result correctly rounded (rn) from an fp64 evaluation. Perturbed mode: a
 // deterministic pseudo-random error (a hash of the seed, the function and the input bits) that

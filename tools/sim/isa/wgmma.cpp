@@ -209,6 +209,10 @@ void wgmma_compute(const WgmmaOp& op, const SmemRead& smem, const uint32_t* a_re
         double acc = d_in;
         for (uint32_t k = 0; k < K; ++k) acc += double(sa * a[rc.row * K + k]) * double(sb * bt[rc.col * K + k]);
         r = float(acc);
+      } else if (op.accum == AccumMode::f32_reverse) {
+        float acc = d_in;
+        for (uint32_t k = K; k-- > 0;) acc = std::fma(sa * a[rc.row * K + k], sb * bt[rc.col * K + k], acc);
+        r = acc;
       } else {
         float acc = d_in;
         for (uint32_t k = 0; k < K; ++k) acc = std::fma(sa * a[rc.row * K + k], sb * bt[rc.col * K + k], acc);

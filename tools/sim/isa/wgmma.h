@@ -69,7 +69,9 @@ RowCol wgmma_a_position(uint32_t thread, uint32_t elem_index, uint32_t elem_byte
 FragSlot wgmma_a_owner(uint32_t row, uint32_t col, uint32_t elem_bytes);  // half = byte/half index in reg
 
 // ---- wgmma.mma_async ----------------------------------------------------------------------------
-enum class AccumMode : uint8_t { f32_in_order, f64 };
+// f32_in_order: k = 0..K-1 with fma.rn.f32 (the default); f32_reverse: k = K-1..0, to show a
+// result's sensitivity to the (unspecified) order; f64: summed in double, rounded once.
+enum class AccumMode : uint8_t { f32_in_order, f32_reverse, f64 };
 struct WgmmaOp {
   uint32_t n = 8;                  // 8..256 step 8
   MmaType atype = MmaType::bf16, btype = MmaType::bf16;  // equal except e4m3/e5m2 mixes
