@@ -87,6 +87,9 @@ TEST_CASE("packed cvt: the first source goes to the upper half") {
   CHECK(cvt_rn_f16x2_e4m3x2(0x38c0) == 0x3c00c000u);
   CHECK(cvt_rn_f16x2_e5m2x2(0x3cc0) == 0x3c00c000u);
   CHECK(cvt_rn_satfinite_e4m3x2_f16x2(0x3c00c000u) == 0x38c0);
+  CHECK(cvt_rn_satfinite_e5m2x2_f16x2(0x3c00c000u) == 0x3cc0);
+  CHECK(cvt_rn_satfinite_e5m2x2_f16x2(0x7bffbc00u) == 0x7bbc);        // 65504 rounds past 57344: clamped; -1
+  CHECK(cvt_rn_satfinite_e5m2x2_f16x2(0x7bffbc00u, true) == 0x7b00);  // .relu: -1 -> 0
   CHECK(cvt_rn_satfinite_e4m3x2_f32(1.0f, -2.0f, true) == 0x3800);  // .relu
 }
 

@@ -211,6 +211,13 @@ uint16_t cvt_rn_satfinite_e5m2x2_f32(float a, float b, bool relu) {
   return uint16_t((uint32_t(f32_to_e5m2_satfinite(relu_in(a, relu))) << 8) | f32_to_e5m2_satfinite(relu_in(b, relu)));
 }
 
+uint16_t cvt_rn_satfinite_e4m3x2_f16x2(uint32_t a, bool relu) {  // every f16 is exact in f32
+  return cvt_rn_satfinite_e4m3x2_f32(f16_to_f32(uint16_t(a >> 16)), f16_to_f32(uint16_t(a)), relu);
+}
+uint16_t cvt_rn_satfinite_e5m2x2_f16x2(uint32_t a, bool relu) {
+  return cvt_rn_satfinite_e5m2x2_f32(f16_to_f32(uint16_t(a >> 16)), f16_to_f32(uint16_t(a)), relu);
+}
+
 // ISA reading: a NaN input gives the canonical f32 NaN 0x7fffffff; .satfinite clamps to the
 // largest tf32 0x7f7fe000; without it overflow gives infinity.
 uint32_t cvt_tf32_f32(float a, Tf32Rnd rnd, bool satfinite, bool relu) {
@@ -233,11 +240,7 @@ uint32_t cvt_rn_f16x2_e5m2x2(uint16_t a) {
   const uint32_t lo = f32_to_f16(e5m2_to_f32(uint8_t(a))), hi = f32_to_f16(e5m2_to_f32(uint8_t(a >> 8)));
   return (hi << 16) | lo;
 }
-uint16_t cvt_rn_satfinite_e4m3x2_f16x2(uint32_t a) {
-  const uint32_t lo = f32_to_e4m3_satfinite(f16_to_f32(uint16_t(a)));
-  const uint32_t hi = f32_to_e4m3_satfinite(f16_to_f32(uint16_t(a >> 16)));
-  return uint16_t((hi << 8) | lo);
-}
+
 
 // ---- float <-> integer ------------------------------------------------------------------------------
 namespace {

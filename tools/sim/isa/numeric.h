@@ -63,8 +63,9 @@ uint16_t cvt_rn_satfinite_e5m2x2_f32(float a, float b, bool relu = false);
 // "cvt.rn.f16x2.e4m3x2 d, a": byte i of a becomes half i of d (exact; every e4m3 is an f16).
 uint32_t cvt_rn_f16x2_e4m3x2(uint16_t a);
 uint32_t cvt_rn_f16x2_e5m2x2(uint16_t a);
-// "cvt.rn.satfinite.e4m3x2.f16x2 d, a": half i of a -> byte i of d.
-uint16_t cvt_rn_satfinite_e4m3x2_f16x2(uint32_t a);
+// "cvt.rn.satfinite{.relu}.{e4m3x2,e5m2x2}.f16x2 d, a": half i of a -> byte i of d.
+uint16_t cvt_rn_satfinite_e4m3x2_f16x2(uint32_t a, bool relu = false);
+uint16_t cvt_rn_satfinite_e5m2x2_f16x2(uint32_t a, bool relu = false);
 
 // "cvt.rna{.satfinite}.tf32.f32" (nearest, ties away from zero) and "cvt.{rn,rz}{.satfinite}{.relu}
 // .tf32.f32": the f32 pattern rounded to 10 fraction bits, the low 13 bits zero.
