@@ -154,6 +154,17 @@ TEST_CASE("mul.hi, mul.wide, sad, dp4a, dp2a") {
   CHECK(dp2a(0xffff0001u, 0x00000101u, 5, false, true, false) == 5);    // 1*1 + (-1)*1 + 5
 }
 
+TEST_CASE("mul24 and integer setp") {
+  CHECK(mul24(0x01000003u, 5, false, false) == 15u);        // bits above 23 ignored
+  CHECK(mul24(0x00ffffffu, 0x00ffffffu, true, false) == 0xfffffe00u);  // bits 47..16 of (2^24-1)^2
+  CHECK(mul24(0x00ffffffu, 2, false, true) == 0xfffffffeu);  // .s32: 0xffffff is -1
+  CHECK(setp_int(ICmp::lt, 0xffffffffu, 1, 32, true));       // -1 < 1 signed
+  CHECK(!setp_int(ICmp::lt, 0xffffffffu, 1, 32, false));     // lo: unsigned
+  CHECK(setp_int(ICmp::ge, 0x8000, 0x7fff, 16, false));
+  CHECK(!setp_int(ICmp::ge, 0x8000, 0x7fff, 16, true));
+  CHECK(setp_int(ICmp::eq, 0x1ffffffffull, 0xffffffffu, 32, false));  // only the low 32 bits
+}
+
 TEST_CASE("bmsk and szext: wrap and clamp") {
   CHECK(bmsk(4, 8, false) == 0xff0u);
   CHECK(bmsk(28, 8, true) == 0xf0000000u);

@@ -3,6 +3,7 @@
 // e4m3: bias 7, S.1111.111 NaN, max 448; e5m2: bias 15, IEEE-like) and the rounding modifiers.
 #include <doctest/doctest.h>
 
+#include <cfenv>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -86,6 +87,22 @@ TEST_CASE("packed cvt: the first source goes to the upper half") {
   CHECK(cvt_rn_f16x2_e4m3x2(0x38c0) == 0x3c00c000u);
   CHECK(cvt_rn_f16x2_e5m2x2(0x3cc0) == 0x3c00c000u);
   CHECK(cvt_rn_satfinite_e4m3x2_f16x2(0x3c00c000u) == 0x38c0);
+  CHECK(cvt_rn_satfinite_e5m2x2_f16x2(0x3c00c000u) == 0x3cc0);
+  CHECK(cvt_rn_satfinite_e5m2x2_f16x2(0x7bffbc00u) == 0x7bbc);        // 65504 rounds past 57344: clamped; -1
+  CHECK(cvt_rn_satfinite_e5m2x2_f16x2(0x7bffbc00u, true) == 0x7b00);  // .relu: -1 -> 0
+  CHECK(cvt_rn_satfinite_e4m3x2_f32(1.0f, -2.0f, true) == 0x3800);  // .relu
+}
+
+TEST_CASE("cvt to tf32: rna ties away, rn ties to even, rz, satfinite") {
+  CHECK(cvt_tf32_f32(F(0x3f801000u), Tf32Rnd::rna) == 0x3f802000u);  // exactly half: away
+  CHECK(cvt_tf32_f32(F(0x3f801000u), Tf32Rnd::rn) == 0x3f800000u);   // half: to even
+  CHECK(cvt_tf32_f32(F(0x3f803000u), Tf32Rnd::rn) == 0x3f804000u);   // half above odd: up
+  CHECK(cvt_tf32_f32(F(0x3f801fffu), Tf32Rnd::rz) == 0x3f800000u);
+  CHECK(cvt_tf32_f32(F(0xbf801000u), Tf32Rnd::rna) == 0xbf802000u);  // sign kept
+  CHECK(cvt_tf32_f32(F(0x7f7fffffu), Tf32Rnd::rna) == 0x7f800000u);  // overflow
+  CHECK(cvt_tf32_f32(F(0x7f7fffffu), Tf32Rnd::rna, true) == 0x7f7fe000u);
+  CHECK(cvt_tf32_f32(NAN, Tf32Rnd::rna) == kCanonicalNaN32);
+  CHECK(cvt_tf32_f32(-1.0f, Tf32Rnd::rn, false, true) == 0u);
 }
 
 TEST_CASE("e4m3: every code decoded, satfinite clamps, NaN, ties, round trip") {
@@ -163,6 +180,13 @@ TEST_CASE("f32 arithmetic: fma rounds once, directed add, min/max NaN rules, ftz
   CHECK(add_f32(0.75f, 0.5f, Rnd::rn, false, true) == 1.0f);  // .sat
   CHECK(B(mul_f32(NAN, 1.0f, Rnd::rn, false, true)) == 0u);
   CHECK(div_rn_f32(1.0f, 3.0f) == 1.0f / 3.0f);
+  CHECK(B(div_f32(1.0f, 3.0f, Rnd::rz)) == 0x3eaaaaaau);
+  CHECK(B(div_f32(1.0f, 3.0f, Rnd::rp)) == 0x3eaaaaabu);
+  CHECK(B(div_f32(-1.0f, 3.0f, Rnd::rm)) == 0xbeaaaaabu);
+  CHECK(div_f32(6.0f, 3.0f, Rnd::rp) == 2.0f);                         // exact: no step
+  CHECK(B(sqrt_f32(2.0f, Rnd::rz)) == 0x3fb504f3u);                    // sqrt 2 = 1.41421354 (rn) ...
+  CHECK(B(sqrt_f32(2.0f, Rnd::rp)) == 0x3fb504f4u);
+  CHECK(sqrt_f32(4.0f, Rnd::rm) == 2.0f);
   CHECK(B(rcp_rn_f32(3.0f, Rnd::rz)) == 0x3eaaaaaau);
   CHECK(B(rcp_rn_f32(3.0f, Rnd::rp)) == 0x3eaaaaabu);
   std::mt19937 rng(7);
@@ -174,6 +198,51 @@ TEST_CASE("f32 arithmetic: fma rounds once, directed add, min/max NaN rules, ftz
   CHECK(cvt_f32_f64(1.0 + 0x1p-24) == 1.0f);
   CHECK(B(cvt_f32_f64(1.0 + 0x1p-30, Rnd::rp)) == 0x3f800001u);
   CHECK(B(cvt_f32_f64(1e300, Rnd::rz)) == 0x7f7fffffu);
+}
+
+namespace {
+// The host's IEEE 754 arithmetic in a directed mode: an oracle independent of the library.
+int host_mode(Rnd r) {
+  return r == Rnd::rz ? FE_TOWARDZERO : r == Rnd::rm ? FE_DOWNWARD : r == Rnd::rp ? FE_UPWARD : FE_TONEAREST;
+}
+float host_op(int op, float a, float b, float c, Rnd r) {
+  const int old = std::fegetround();
+  std::fesetround(host_mode(r));
+  volatile float va = a, vb = b, vc = c, out;
+  if (op == 0) out = va + vb;
+  else if (op == 1) out = va * vb;
+  else if (op == 2) out = std::fma(float(va), float(vb), float(vc));
+  else if (op == 3) out = va / vb;
+  else out = std::sqrt(float(va));
+  std::fesetround(old);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("f32 add/mul/fma/div/sqrt in all four modes agree with the host's IEEE arithmetic") {
+  REQUIRE(B(host_op(0, 1.0f, std::ldexp(1.0f, -24), 0, Rnd::rp)) == 0x3f800001u);  // the oracle's mode holds
+  REQUIRE(B(host_op(0, 1.0f, std::ldexp(1.0f, -24), 0, Rnd::rn)) == 0x3f800000u);
+  std::mt19937 rng(23);
+  int mismatches = 0;
+  for (int i = 0; i < 40000; ++i) {
+    // random bit patterns over a wide exponent range, subnormals included; NaN/inf skipped
+    auto pick = [&]() {
+      uint32_t bits = rng();
+      if (((bits >> 23) & 0xff) == 0xff) bits &= 0xbfffffffu;
+      if (i % 4 == 0) bits = (bits & 0x807fffffu) | ((100 + rng() % 56) << 23);  // near exponents
+      return F(bits);
+    };
+    const float a = pick(), b = pick(), c = pick();
+    for (Rnd r : {Rnd::rn, Rnd::rz, Rnd::rm, Rnd::rp}) {
+      mismatches += B(add_f32(a, b, r)) != B(host_op(0, a, b, c, r));
+      mismatches += B(mul_f32(a, b, r)) != B(host_op(1, a, b, c, r));
+      mismatches += B(fma_f32(a, b, c, r)) != B(host_op(2, a, b, c, r));
+      mismatches += B(div_f32(a, b, r)) != B(host_op(3, a, b, c, r));
+      const float s = std::fabs(a);
+      mismatches += B(sqrt_f32(s, r)) != B(host_op(4, s, b, c, r));
+    }
+  }
+  CHECK(mismatches == 0);
 }
 
 TEST_CASE("float <-> integer conversions: the four integer roundings, saturation, NaN") {
@@ -200,6 +269,27 @@ TEST_CASE("float <-> integer conversions: the four integer roundings, saturation
   CHECK(cvt_f32_round_integral(-0.5f, IRnd::rzi) == 0.0f);
   CHECK(std::signbit(cvt_f32_round_integral(-0.5f, IRnd::rzi)));
   CHECK(cvt_f32_round_integral(-1.5f, IRnd::rpi) == -1.0f);
+}
+
+TEST_CASE("setp: ordered and unordered compares with NaN; testp classes") {
+  const float n = NAN;
+  CHECK(!setp_f32(FCmp::ne, n, 1.0f));   // ne is ordered: false with a NaN
+  CHECK(setp_f32(FCmp::neu, n, 1.0f));
+  CHECK(!setp_f32(FCmp::eq, n, n));
+  CHECK(setp_f32(FCmp::equ, n, 2.0f));
+  CHECK(setp_f32(FCmp::eq, -0.0f, 0.0f));
+  CHECK(setp_f32(FCmp::lt, 1.0f, 2.0f));
+  CHECK(!setp_f32(FCmp::ltu, 2.0f, 1.0f));
+  CHECK(setp_f32(FCmp::geu, n, 1.0f));
+  CHECK(setp_f32(FCmp::num, 1.0f, 2.0f));
+  CHECK(setp_f32(FCmp::nan, 1.0f, n));
+  CHECK(setp_f32(FCmp::eq, F(0x00000001), 0.0f, true));  // .ftz: the subnormal is zero
+  CHECK(!setp_f32(FCmp::eq, F(0x00000001), 0.0f));
+  CHECK(testp_f32(TestP::subnormal, F(0x00000001)));
+  CHECK(!testp_f32(TestP::normal, 0.0f));
+  CHECK(testp_f32(TestP::infinite, -INFINITY));
+  CHECK(!testp_f32(TestP::finite, NAN));
+  CHECK(testp_f32(TestP::notanumber, NAN));
 }
 
 TEST_CASE("approximate functions: exact mode, special values, ftz") {

@@ -172,6 +172,56 @@ TEST_CASE("tile load of a 3-D box straddling the edges, negative coordinate, 32B
   CHECK(v == 0xcdcd);
 }
 
+TEST_CASE("tile copies: shared-memory alignment and footprint; a 5-D box") {
+  Global g{0x100000, {}};
+  TensorMapDesc d = make_3d(g);
+  d.swizzle = Swizzle::b32;
+  bool mid = true;
+  CHECK(tile_smem_check(d, 1024, &mid).empty());
+  CHECK(!mid);
+  CHECK(tile_smem_check(d, 1024 + 128, &mid).empty());
+  CHECK(mid);                                  // 32B pattern repeats every 256 bytes
+  CHECK(!tile_smem_check(d, 1024 + 64).empty());
+  const SmemRange r = tile_smem_footprint(d, 1024);
+  CHECK(r.first == 1024);
+  CHECK(r.last == 1024 + 256);
+
+  // 5-D: dims 3 x 2 x 2 x 3 x 2 of f32 (strides padded), box 4 x 1 x 2 x 2 x 1 at (-1, 1, 0, 2, 1).
+  Global h{0x200000, {}};
+  TensorMapDesc e;
+  e.type = ElemType::f32;
+  e.rank = 5;
+  e.base = h.base;
+  const uint64_t dims[5] = {3, 2, 2, 3, 2};
+  const uint64_t strides[5] = {4, 16, 32, 64, 192};
+  const uint32_t box[5] = {4, 1, 2, 2, 1};
+  for (int i = 0; i < 5; ++i) { e.dims[i] = dims[i]; e.strides_bytes[i] = strides[i]; e.box[i] = box[i]; }
+  REQUIRE(e.validate().empty());
+  h.bytes.assign(384, 0);
+  auto val = [](int64_t x0, int64_t x1, int64_t x2, int64_t x3, int64_t x4) {
+    return float(1 + x0 + 10 * x1 + 100 * x2 + 1000 * x3 + 10000 * x4);
+  };
+  for (int64_t a4 = 0; a4 < 2; ++a4) for (int64_t a3 = 0; a3 < 3; ++a3) for (int64_t a2 = 0; a2 < 2; ++a2)
+    for (int64_t a1 = 0; a1 < 2; ++a1) for (int64_t a0 = 0; a0 < 3; ++a0) {
+      const float v = val(a0, a1, a2, a3, a4);
+      std::memcpy(h.bytes.data() + a0 * 4 + a1 * 16 + a2 * 32 + a3 * 64 + a4 * 192, &v, 4);
+    }
+  Smem s;
+  const int32_t c[5] = {-1, 1, 0, 2, 1};
+  CHECK(tile_load(e, c, 0, [&](uint64_t a, void* p, uint32_t n) { h.read(a, p, n); },
+                  [&](uint32_t a, const void* p, uint32_t n) { s.write(a, p, n); }) == 4 * 2 * 2 * 4);
+  CHECK(h.bad == 0);
+  for (uint32_t e3 = 0; e3 < 2; ++e3)
+    for (uint32_t e2 = 0; e2 < 2; ++e2)
+      for (uint32_t e0 = 0; e0 < 4; ++e0) {
+        const int64_t x0 = -1 + int64_t(e0), x2 = e2, x3 = 2 + e3;
+        const bool in = x0 >= 0 && x0 < 3 && x3 < 3;
+        float got;
+        std::memcpy(&got, s.bytes.data() + ((e3 * 2 + e2) * 4 + e0) * 4, 4);
+        CHECK(got == (in ? val(x0, 1, x2, x3, 1) : 0.0f));
+      }
+}
+
 TEST_CASE("tile load: NaN-request fill, element strides, no swizzle") {
   Global g{0x20000, {}};
   TensorMapDesc d;

@@ -79,6 +79,18 @@ TEST_CASE("ldmatrix .trans gives the transpose: register i of lane l holds M_i[2
   CHECK(n == t);
 }
 
+TEST_CASE("movmatrix .trans equals ldmatrix .trans of the same matrix") {
+  Smem s;
+  uint32_t addrs[32];
+  uint16_t m[4][8][8];
+  setup(s, addrs, m, 9);
+  uint32_t plain[32], trans[32], moved[32];
+  ldmatrix_m8n8(1, false, addrs, s.reader(), plain);
+  ldmatrix_m8n8(1, true, addrs, s.reader(), trans);
+  movmatrix_m8n8_trans(plain, moved);
+  for (uint32_t l = 0; l < 32; ++l) CHECK(moved[l] == trans[l]);
+}
+
 TEST_CASE("stmatrix is the inverse of ldmatrix, with and without .trans") {
   for (bool trans : {false, true})
     for (uint32_t num : {1u, 2u, 4u}) {

@@ -150,7 +150,7 @@ TEST_CASE("accumulator fragment: every D(row, col) owned exactly once, for every
 }
 
 TEST_CASE("A register fragment: 16-bit and 8-bit layouts are bijections; figure spot checks") {
-  for (uint32_t eb : {2u, 1u}) {
+  for (uint32_t eb : {2u, 1u, 4u}) {
     const uint32_t K = 32 / eb, per_thread = 64 * K / 128;
     std::set<uint32_t> seen;
     for (uint32_t t = 0; t < 128; ++t)
@@ -174,6 +174,61 @@ TEST_CASE("A register fragment: 16-bit and 8-bit layouts are bijections; figure 
   CHECK(wgmma_a_position(1, 4, 1).row == 8);
   CHECK(wgmma_a_position(1, 8, 1).col == 20);
   CHECK(wgmma_a_position(37, 0, 1).row == 17);  // warp 1, lane 5: g 1
+  // tf32: a0 row g col q; a1 row g+8; a2 col q+4.
+  CHECK(wgmma_a_position(1, 0, 4).col == 1);
+  CHECK(wgmma_a_position(1, 1, 4).row == 8);
+  CHECK(wgmma_a_position(1, 2, 4).col == 5);
+}
+
+TEST_CASE("wgmma tf32 64x16x8, K-major 128B (K = 32 in four steps): SS and RS against fp64") {
+  const uint32_t n = 16, Ktot = 32;
+  Smem s;
+  std::mt19937 rng(77);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  std::vector<uint32_t> ab(64 * Ktot), bb(n * Ktot);  // tf32 patterns with nonzero low bits
+  for (uint32_t& v : ab) v = f32_bits(u(rng)) | 0x1fffu;
+  for (uint32_t& v : bb) v = f32_bits(u(rng)) | 0x0abcu;
+  auto tf = [](uint32_t b) { return double(f32_from_bits(b & 0xffffe000u)); };
+  for (uint32_t r = 0; r < 64; ++r)
+    for (uint32_t k = 0; k < Ktot; ++k)
+      std::memcpy(s.b.data() + swizzle_address(Swizzle::b128, r * 128 + k * 4), &ab[r * Ktot + k], 4);
+  for (uint32_t c = 0; c < n; ++c)
+    for (uint32_t k = 0; k < Ktot; ++k)
+      std::memcpy(s.b.data() + swizzle_address(Swizzle::b128, 16384 + c * 128 + k * 4), &bb[c * Ktot + k], 4);
+  WgmmaOp op;
+  op.atype = op.btype = MmaType::tf32;
+  op.n = n;
+  REQUIRE(wgmma_validate(op).empty());
+  std::vector<uint32_t> ss(128 * wgmma_d_regs(op)), rs(ss.size());
+  for (uint32_t kk = 0; kk < Ktot / 8; ++kk) {
+    op.scale_d = kk > 0;
+    op.desc_b = desc(16384 + kk * 32, 16, 1024, Swizzle::b128);
+    op.a_in_regs = false;
+    op.desc_a = desc(kk * 32, 16, 1024, Swizzle::b128);
+    wgmma_compute(op, s.reader(), nullptr, ss.data());
+    std::vector<uint32_t> regs(128 * 4);
+    for (uint32_t r = 0; r < 64; ++r)
+      for (uint32_t k = 0; k < 8; ++k) {
+        const FragSlot f = wgmma_a_owner(r, k, 4);
+        regs[f.thread * 4 + f.reg] = ab[r * Ktot + kk * 8 + k];
+      }
+    op.a_in_regs = true;
+    wgmma_compute(op, s.reader(), regs.data(), rs.data());
+  }
+  CHECK(ss == rs);
+  const std::vector<double> d = gather_d(ss, n, false);
+  int bad = 0;
+  for (uint32_t r = 0; r < 64; ++r)
+    for (uint32_t c = 0; c < n; ++c) {
+      double ref = 0, mag = 0;
+      for (uint32_t k = 0; k < Ktot; ++k) {
+        const double p = tf(ab[r * Ktot + k]) * tf(bb[c * Ktot + k]);
+        ref += p;
+        mag += std::fabs(p);
+      }
+      bad += std::fabs(d[r * n + c] - ref) > 1e-5 * mag;
+    }
+  CHECK(bad == 0);
 }
 
 TEST_CASE("wgmma bf16 64xNx16, K-major 128B swizzle, four K steps, against fp64") {
@@ -195,6 +250,21 @@ TEST_CASE("wgmma bf16 64xNx16, K-major 128B swizzle, four K steps, against fp64"
       wgmma_compute(op, s.reader(), nullptr, d.data());
     }
     check_against_fp64(gather_d(d, n, false), a, bt, n, 1e-5);
+    if (n == 64) {  // the other summation orders stay within the same tolerance (inputs of this
+                    // range even sum exactly in f32, so every order gives the same bits here)
+      for (AccumMode m : {AccumMode::f32_reverse, AccumMode::f64}) {
+        WgmmaOp o = op;
+        o.accum = m;
+        std::vector<uint32_t> e(d.size());
+        for (uint32_t kk = 0; kk < Ktot / 16; ++kk) {
+          o.desc_a = desc(abase + kk * 32, 16, 1024, Swizzle::b128);
+          o.desc_b = desc(bbase + kk * 32, 16, 1024, Swizzle::b128);
+          o.scale_d = kk > 0;
+          wgmma_compute(o, s.reader(), nullptr, e.data());
+        }
+        check_against_fp64(gather_d(e, n, false), a, bt, n, 1e-5);
+      }
+    }
   }
 }
 
@@ -316,6 +386,25 @@ TEST_CASE("wgmma e4m3 64x32x32 (K = 128 in four steps), f16 accumulators, negati
     wgmma_compute(op, s.reader(), nullptr, d.data());
     check_against_fp64(gather_d(d, n, true), a, bt, n, 1e-3, -1.0);  // f16 rounding of the result
   }
+}
+
+TEST_CASE("wgmma_smem_footprint: the chunks a K-step of a 128B K-major tile reads") {
+  WgmmaOp op;
+  op.n = 64;
+  op.desc_a = desc(32, 16, 1024, Swizzle::b128);          // K-step 1 of a 64 x 64 bf16 tile at 0
+  op.desc_b = desc(16384 + 32, 16, 1024, Swizzle::b128);
+  const std::vector<SmemSpan> f = wgmma_smem_footprint(op);
+  uint32_t bytes = 0;
+  for (const SmemSpan& s : f) { bytes += s.last - s.first; CHECK(s.first % 16 == 0); }
+  CHECK(bytes == 64 * 32 + 64 * 32);  // 32 bytes of each of 64 rows, for A and for B
+  CHECK(f.front().first == 32);       // row 0: chunks 2, 3 (no XOR on row 0)
+  // B's last row (63: group 7, row 7) reads chunks 2, 3, placed at 2 ^ 7 = 5 and 3 ^ 7 = 4
+  CHECK(f.back().first == 16384 + 7 * 1024 + 7 * 128 + 4 * 16);
+  CHECK(f.back().last == 16384 + 7 * 1024 + 7 * 128 + 6 * 16);
+  op.a_in_regs = true;
+  uint32_t b_only = 0;
+  for (const SmemSpan& s : wgmma_smem_footprint(op)) b_only += s.last - s.first;
+  CHECK(b_only == 64 * 32);
 }
 
 TEST_CASE("wgmma_validate: the forms the ISA does not have") {

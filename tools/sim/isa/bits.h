@@ -3,7 +3,8 @@
 // Header-only pure functions, written from the PTX ISA 9.7.1 (Integer Arithmetic Instructions:
 // add/sub/mul/mad, mul.hi/.wide, sad, popc, clz, bfind, brev, bfe, bfi, szext, bmsk, dp4a, dp2a),
 // 9.7.2 (Extended-Precision Integer Arithmetic: add.cc, addc, sub.cc, subc, mad.cc, madc),
-// 9.7.8 (Logic and Shift: lop3, shf, shl, shr) and 9.7.9.7 (prmt).
+// 9.7.8 (Logic and Shift Instructions: lop3, shf, shl, shr) and 9.7.9 (Data Movement and
+// Conversion Instructions: prmt).
 #pragma once
 #include <cstdint>
 
@@ -156,6 +157,37 @@ inline uint64_t mul_wide_u32(uint32_t a, uint32_t b) { return uint64_t(a) * b; }
 inline int64_t mul_wide_s32(int32_t a, int32_t b) { return int64_t(a) * b; }
 inline uint32_t mul_wide_u16(uint16_t a, uint16_t b) { return uint32_t(a) * b; }
 inline int32_t mul_wide_s16(int16_t a, int16_t b) { return int32_t(a) * b; }
+
+// mul24.{lo,hi}.{u32,s32}: the 48-bit product of the low 24 bits of a and b (sign-extended from
+// bit 23 for .s32); .lo gives bits 31..0, .hi bits 47..16.
+inline uint32_t mul24(uint32_t a, uint32_t b, bool hi, bool is_signed) {
+  const int64_t x = is_signed ? int64_t(int32_t(a << 8) >> 8) : int64_t(a & 0xffffff);
+  const int64_t y = is_signed ? int64_t(int32_t(b << 8) >> 8) : int64_t(b & 0xffffff);
+  const uint64_t p = uint64_t(x * y);
+  return hi ? uint32_t(p >> 16) : uint32_t(p);
+}
+
+// ---- integer comparisons (setp.cmp.{u,s}{16,32,64}, .b types: eq/ne only) ---------------------------
+// lo/ls/hi/hs are the unsigned spellings of lt/le/gt/ge.
+enum class ICmp : uint8_t { eq, ne, lt, le, gt, ge };
+inline bool setp_int(ICmp op, uint64_t a, uint64_t b, int width, bool is_signed) {
+  const uint64_t m = width == 64 ? ~0ull : ((uint64_t(1) << width) - 1);
+  a &= m; b &= m;
+  if (is_signed && width < 64) {
+    a = uint64_t(int64_t(a << (64 - width)) >> (64 - width));
+    b = uint64_t(int64_t(b << (64 - width)) >> (64 - width));
+  }
+  const bool lt = is_signed ? int64_t(a) < int64_t(b) : a < b;
+  switch (op) {
+    case ICmp::eq: return a == b;
+    case ICmp::ne: return a != b;
+    case ICmp::lt: return lt;
+    case ICmp::le: return lt || a == b;
+    case ICmp::gt: return !lt && a != b;
+    case ICmp::ge: return !lt;
+  }
+  return false;
+}
 
 // ---- extended precision: the carry flag CC.CF --------------------------------------------------
 // add.cc: d = a + b, CF = carry out. addc{.cc}: d = a + b + CF. sub.cc: d = a - b, CF = borrow

@@ -1,7 +1,8 @@
 // ptxsim ISA semantics: ldmatrix / stmatrix (warp-level matrix load and store).
 //
-// Written from PTX ISA 9.7.14.5.15 "ldmatrix" and 9.7.14.5.16 "stmatrix" (Warp Level Matrix
-// Multiply-Accumulate Instructions): shape .m8n8, .num = .x1/.x2/.x4, type .b16, optional .trans.
+// Written from the PTX ISA sections "Warp-level matrix load instruction: ldmatrix", "... store
+// instruction: stmatrix" and "... transpose instruction: movmatrix" (under 9.7.14, Warp Level
+// Matrix Multiply-Accumulate Instructions): shape .m8n8, .num = .x1/.x2/.x4, type .b16, .trans.
 //
 // Each 8x8 matrix has eight rows of eight 16-bit elements (16 bytes per row, 16-byte aligned).
 // Row addresses: for matrix i (0..num-1), row r comes from the address operand of thread 8*i + r
@@ -62,6 +63,18 @@ inline void stmatrix_m8n8(uint32_t num, bool trans, const uint32_t addrs[32], co
     }
   for (uint32_t i = 0; i < num; ++i)
     for (uint32_t r = 0; r < 8; ++r) write(addrs[ldmatrix_row_lane(i, r)], m[i][r], 16);
+}
+
+// movmatrix.sync.aligned.m8n8.trans.b16 d, a: the 8x8 matrix held in the ldmatrix fragment
+// layout (lane l: row l/4, columns 2(l%4), 2(l%4)+1) is transposed; d holds M^T in the same layout.
+inline void movmatrix_m8n8_trans(const uint32_t a[32], uint32_t d[32]) {
+  uint16_t m[8][8];
+  for (uint32_t l = 0; l < 32; ++l) {
+    m[l / 4][2 * (l % 4)] = uint16_t(a[l]);
+    m[l / 4][2 * (l % 4) + 1] = uint16_t(a[l] >> 16);
+  }
+  for (uint32_t l = 0; l < 32; ++l)
+    d[l] = uint32_t(m[2 * (l % 4)][l / 4]) | (uint32_t(m[2 * (l % 4) + 1][l / 4]) << 16);
 }
 
 }  // namespace ptxsim::isa

@@ -201,11 +201,36 @@ uint32_t cvt_rn_f16x2_f32(float a, float b, bool relu, bool satfinite) {
 uint32_t cvt_rn_bf16x2_f32(float a, float b, bool relu, bool satfinite) {
   return (uint32_t(f32_to_bf16(a, Rnd::rn, satfinite, relu)) << 16) | f32_to_bf16(b, Rnd::rn, satfinite, relu);
 }
-uint16_t cvt_rn_satfinite_e4m3x2_f32(float a, float b) {
-  return uint16_t((uint32_t(f32_to_e4m3_satfinite(a)) << 8) | f32_to_e4m3_satfinite(b));
+namespace {
+float relu_in(float a, bool relu) { return (relu && !std::isnan(a) && (a < 0 || std::signbit(a))) ? 0.0f : a; }
+}  // namespace
+uint16_t cvt_rn_satfinite_e4m3x2_f32(float a, float b, bool relu) {
+  return uint16_t((uint32_t(f32_to_e4m3_satfinite(relu_in(a, relu))) << 8) | f32_to_e4m3_satfinite(relu_in(b, relu)));
 }
-uint16_t cvt_rn_satfinite_e5m2x2_f32(float a, float b) {
-  return uint16_t((uint32_t(f32_to_e5m2_satfinite(a)) << 8) | f32_to_e5m2_satfinite(b));
+uint16_t cvt_rn_satfinite_e5m2x2_f32(float a, float b, bool relu) {
+  return uint16_t((uint32_t(f32_to_e5m2_satfinite(relu_in(a, relu))) << 8) | f32_to_e5m2_satfinite(relu_in(b, relu)));
+}
+
+uint16_t cvt_rn_satfinite_e4m3x2_f16x2(uint32_t a, bool relu) {  // every f16 is exact in f32
+  return cvt_rn_satfinite_e4m3x2_f32(f16_to_f32(uint16_t(a >> 16)), f16_to_f32(uint16_t(a)), relu);
+}
+uint16_t cvt_rn_satfinite_e5m2x2_f16x2(uint32_t a, bool relu) {
+  return cvt_rn_satfinite_e5m2x2_f32(f16_to_f32(uint16_t(a >> 16)), f16_to_f32(uint16_t(a)), relu);
+}
+
+// ISA reading: a NaN input gives the canonical f32 NaN 0x7fffffff; .satfinite clamps to the
+// largest tf32 0x7f7fe000; without it overflow gives infinity.
+uint32_t cvt_tf32_f32(float a, Tf32Rnd rnd, bool satfinite, bool relu) {
+  if (std::isnan(a)) return kCanonicalNaN32;
+  a = relu_in(a, relu);
+  const uint32_t bits = f32_bits(a), sign = bits & 0x80000000u, mag = bits & 0x7fffffffu;
+  uint32_t r;
+  if (mag == 0x7f800000u) r = satfinite ? 0x7f7fe000u : mag;
+  else if (rnd == Tf32Rnd::rz) r = mag & 0xffffe000u;
+  else if (rnd == Tf32Rnd::rna) r = (mag + 0x1000u) & 0xffffe000u;  // ties away: add half, truncate
+  else r = (mag + 0xfffu + ((mag >> 13) & 1)) & 0xffffe000u;         // ties to even
+  if (r >= 0x7f800000u && mag != 0x7f800000u) r = satfinite ? 0x7f7fe000u : 0x7f800000u;
+  return sign | r;
 }
 uint32_t cvt_rn_f16x2_e4m3x2(uint16_t a) {
   const uint32_t lo = f32_to_f16(e4m3_to_f32(uint8_t(a))), hi = f32_to_f16(e4m3_to_f32(uint8_t(a >> 8)));
@@ -215,11 +240,7 @@ uint32_t cvt_rn_f16x2_e5m2x2(uint16_t a) {
   const uint32_t lo = f32_to_f16(e5m2_to_f32(uint8_t(a))), hi = f32_to_f16(e5m2_to_f32(uint8_t(a >> 8)));
   return (hi << 16) | lo;
 }
-uint16_t cvt_rn_satfinite_e4m3x2_f16x2(uint32_t a) {
-  const uint32_t lo = f32_to_e4m3_satfinite(f16_to_f32(uint16_t(a)));
-  const uint32_t hi = f32_to_e4m3_satfinite(f16_to_f32(uint16_t(a >> 16)));
-  return uint16_t((hi << 8) | lo);
-}
+
 
 // ---- float <-> integer ------------------------------------------------------------------------------
 namespace {
@@ -369,6 +390,18 @@ float sqrt_rn_f32(float a, bool ftz) {
   a = flush_in(a, ftz);
   return finish_f32(std::sqrt(double(a)), Rnd::rn, ftz, false);
 }
+float div_f32(float a, float b, Rnd rnd, bool ftz) {
+  a = flush_in(a, ftz); b = flush_in(b, ftz);
+  const double q = double(a) / double(b);  // the sign of the exact remainder gives the sticky bit
+  const double e = std::isfinite(q) && q != 0 ? -std::fma(q, double(b), -double(a)) / double(b) : 0.0;
+  return finish_f32(to_odd(q, e), rnd, ftz, false);
+}
+float sqrt_f32(float a, Rnd rnd, bool ftz) {
+  a = flush_in(a, ftz);
+  const double q = std::sqrt(double(a));
+  const double e = std::isfinite(q) && q != 0 ? std::fma(-q, q, double(a)) : 0.0;  // a - q^2
+  return finish_f32(to_odd(q, e), rnd, ftz, false);
+}
 float rcp_rn_f32(float a, Rnd rnd, bool ftz) {
   a = flush_in(a, ftz);
   const double q = 1.0 / double(a);
@@ -403,6 +436,40 @@ float max_f32(float a, float b, bool nan_mode, bool ftz) {
   bool nan;
   const double r = minmax(flush_in(a, ftz), flush_in(b, ftz), true, nan_mode, &nan);
   return nan ? f32_from_bits(kCanonicalNaN32) : float(r);
+}
+
+// ---- comparisons and classification ------------------------------------------------------------
+bool setp_f64(FCmp op, double a, double b) {
+  const bool un = std::isnan(a) || std::isnan(b);
+  switch (op) {
+    case FCmp::eq: return !un && a == b;
+    case FCmp::ne: return !un && a != b;
+    case FCmp::lt: return !un && a < b;
+    case FCmp::le: return !un && a <= b;
+    case FCmp::gt: return !un && a > b;
+    case FCmp::ge: return !un && a >= b;
+    case FCmp::equ: return un || a == b;
+    case FCmp::neu: return un || a != b;
+    case FCmp::ltu: return un || a < b;
+    case FCmp::leu: return un || a <= b;
+    case FCmp::gtu: return un || a > b;
+    case FCmp::geu: return un || a >= b;
+    case FCmp::num: return !un;
+    case FCmp::nan: return un;
+  }
+  return false;
+}
+bool setp_f32(FCmp op, float a, float b, bool ftz) { return setp_f64(op, flush_in(a, ftz), flush_in(b, ftz)); }
+bool testp_f32(TestP op, float a) {
+  switch (op) {
+    case TestP::finite: return std::isfinite(a);
+    case TestP::infinite: return std::isinf(a);
+    case TestP::number: return !std::isnan(a);
+    case TestP::notanumber: return std::isnan(a);
+    case TestP::normal: return std::fpclassify(a) == FP_NORMAL;
+    case TestP::subnormal: return std::fpclassify(a) == FP_SUBNORMAL;
+  }
+  return false;
 }
 
 // ---- approximate functions ---------------------------------------------------------------------

@@ -1,10 +1,11 @@
 // ptxsim ISA semantics: number formats and floating-point instruction semantics.
 //
-// Pure functions over bit patterns, written from the PTX ISA: 5.2.5 (Floating Point Data Types,
-// incl. the alternate formats bf16, e4m3, e5m2), 9.7.9.21 (cvt, rounding modifiers, .satfinite),
-// 9.7.3/9.7.4 (floating-point instructions: add/mul/fma/min/max/rcp/rsqrt/lg2/ex2/tanh) and
-// 9.7.4.x (half-precision instructions on .f16/.f16x2/.bf16/.bf16x2). Section numbers are those of
-// PTX ISA 8.x/9.x; they move between releases, the titles do not.
+// Pure functions over bit patterns, written from the PTX ISA: 5.2 (Types: the floating-point types
+// and the alternate formats bf16, tf32, e4m3, e5m2), 9.7.9.21 (Data Movement and Conversion
+// Instructions: cvt; rounding modifiers, .satfinite, .relu, packed operand order), 9.7.3
+// (Floating Point Instructions: add/mul/fma/min/max/rcp/rsqrt/lg2/ex2/tanh, e.g. 9.7.3.21 ex2) and
+// 9.7.4 (Half Precision Floating Point Instructions on .f16/.f16x2/.bf16/.bf16x2). Section numbers
+// are those of PTX ISA 9.x; they move between releases, the titles do not.
 //
 // Conventions: a 16-bit value is a uint16_t bit pattern, packed pairs are a uint32_t whose
 // upper half is element 1 ("hi") and lower half element 0 ("lo").
@@ -56,13 +57,20 @@ uint8_t f32_to_e5m2_rn(float a);
 uint32_t cvt_rn_f16x2_f32(float a, float b, bool relu = false, bool satfinite = false);
 uint32_t cvt_rn_bf16x2_f32(float a, float b, bool relu = false, bool satfinite = false);
 // "cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 d, a, b": a -> upper byte d[15:8], b -> lower byte d[7:0].
-uint16_t cvt_rn_satfinite_e4m3x2_f32(float a, float b);
-uint16_t cvt_rn_satfinite_e5m2x2_f32(float a, float b);
+// .relu: negative results become +0, NaN stays NaN.
+uint16_t cvt_rn_satfinite_e4m3x2_f32(float a, float b, bool relu = false);
+uint16_t cvt_rn_satfinite_e5m2x2_f32(float a, float b, bool relu = false);
 // "cvt.rn.f16x2.e4m3x2 d, a": byte i of a becomes half i of d (exact; every e4m3 is an f16).
 uint32_t cvt_rn_f16x2_e4m3x2(uint16_t a);
 uint32_t cvt_rn_f16x2_e5m2x2(uint16_t a);
-// "cvt.rn.satfinite.e4m3x2.f16x2 d, a": half i of a -> byte i of d.
-uint16_t cvt_rn_satfinite_e4m3x2_f16x2(uint32_t a);
+// "cvt.rn.satfinite{.relu}.{e4m3x2,e5m2x2}.f16x2 d, a": half i of a -> byte i of d.
+uint16_t cvt_rn_satfinite_e4m3x2_f16x2(uint32_t a, bool relu = false);
+uint16_t cvt_rn_satfinite_e5m2x2_f16x2(uint32_t a, bool relu = false);
+
+// "cvt.rna{.satfinite}.tf32.f32" (nearest, ties away from zero) and "cvt.{rn,rz}{.satfinite}{.relu}
+// .tf32.f32": the f32 pattern rounded to 10 fraction bits, the low 13 bits zero.
+enum class Tf32Rnd : uint8_t { rna, rn, rz };
+uint32_t cvt_tf32_f32(float a, Tf32Rnd rnd, bool satfinite = false, bool relu = false);
 
 // ---- float <-> integer ----------------------------------------------------------------------------
 // cvt.irnd{.ftz}{.sat}.{s,u}{8,16,32,64}.{f16,f32,f64}: float to integer saturates to the
@@ -90,6 +98,8 @@ double add_f64(double a, double b, Rnd rnd = Rnd::rn);
 double mul_f64(double a, double b, Rnd rnd = Rnd::rn);
 float div_rn_f32(float a, float b, bool ftz = false);      // div.rn.f32 (IEEE)
 float sqrt_rn_f32(float a, bool ftz = false);              // sqrt.rn.f32 (IEEE)
+float div_f32(float a, float b, Rnd rnd, bool ftz = false);  // div.{rn,rz,rm,rp}.f32
+float sqrt_f32(float a, Rnd rnd, bool ftz = false);          // sqrt.{rn,rz,rm,rp}.f32
 float rcp_rn_f32(float a, Rnd rnd = Rnd::rn, bool ftz = false);  // rcp.rnd.f32 (IEEE)
 // min/max: without .NaN, if one input is NaN the other is returned (NaN only if both are);
 // with .NaN any NaN input gives the canonical NaN 0x7fffffff. -0.0 < +0.0.
@@ -97,6 +107,17 @@ float min_f32(float a, float b, bool nan_mode = false, bool ftz = false);
 float max_f32(float a, float b, bool nan_mode = false, bool ftz = false);
 inline constexpr uint32_t kCanonicalNaN32 = 0x7fffffffu;
 inline constexpr uint16_t kCanonicalNaN16 = 0x7fffu;   // f16 and bf16 canonical NaN
+
+// ---- comparisons and classification (9.7.3 testp, 9.7.7 Comparison and Selection: setp) ---------
+// Floating-point setp/set compare operators: eq ne lt le gt ge are ordered (false if either input
+// is NaN; note ne too); equ neu ltu leu gtu geu are unordered (true if either is NaN); num is
+// "neither is NaN", nan "either is NaN". -0.0 == +0.0.
+enum class FCmp : uint8_t { eq, ne, lt, le, gt, ge, equ, neu, ltu, leu, gtu, geu, num, nan };
+bool setp_f32(FCmp op, float a, float b, bool ftz = false);
+bool setp_f64(FCmp op, double a, double b);
+// testp.{finite,infinite,number,notanumber,normal,subnormal}.f32
+enum class TestP : uint8_t { finite, infinite, number, notanumber, normal, subnormal };
+bool testp_f32(TestP op, float a);
 
 // ---- approximate functions ---------------------------------------------------------------------
 // Exact mode: the result correctly rounded (rn) from an fp64 evaluation. Perturbed mode: a

@@ -1,7 +1,8 @@
 // ptxsim ISA semantics: warp collectives shfl.sync, vote.sync, redux.sync, match.sync.
 //
-// Written from PTX ISA 9.7.9.6 "shfl.sync", 9.7.13.x "vote.sync", "redux.sync", "match.sync"
-// (Parallel Synchronization and Communication Instructions). Each function takes the values of
+// Written from the PTX ISA sections "Data Movement and Conversion Instructions: shfl.sync" (9.7.9)
+// and "Parallel Synchronization and Communication Instructions: vote.sync / redux.sync /
+// match.sync / elect.sync". Each function takes the values of
 // all 32 lanes; `member` is the membermask, and a lane not in it contributes nothing.
 #pragma once
 #include <cstdint>

@@ -85,6 +85,19 @@ uint32_t box_smem_address(const TensorMapDesc& d, uint32_t smem_addr, const uint
   return swizzle_address(d.swizzle, smem_addr + uint32_t(lin * elem_bytes(d.type)));
 }
 
+std::string tile_smem_check(const TensorMapDesc& d, uint32_t smem_addr, bool* mid_pattern) {
+  if (mid_pattern) *mid_pattern = d.swizzle != Swizzle::none && !swizzle_aligned(d.swizzle, smem_addr);
+  if (smem_addr % 128 != 0) return "the shared-memory address of a tensor copy must be 128-byte aligned";
+  return {};
+}
+
+SmemRange tile_smem_footprint(const TensorMapDesc& d, uint32_t smem_addr) {
+  const uint32_t span = swizzle_span_bytes(d.swizzle);
+  const uint32_t first = smem_addr / span * span;
+  const uint32_t end = smem_addr + d.box_bytes();
+  return {first, (end + span - 1) / span * span};
+}
+
 namespace {
 
 // The canonical NaN written for out-of-bound elements under NAN_REQUEST_ZERO_FMA.

@@ -2,8 +2,8 @@
 //
 // Written from the CUDA driver API's cuTensorMapEncodeTiled documentation (the rules validate()
 // checks) and the PTX ISA 5.5 "Tensors" (tile mode, bounding box, out-of-bound access, swizzling
-// modes) and 9.7.9.25.5.x "cp.async.bulk.tensor" / "cp.reduce.async.bulk.tensor" (what a copy
-// moves and what it counts toward mbarrier complete-tx).
+// modes) and the 9.7.9.25 sections "cp.async.bulk.tensor" / "cp.reduce.async.bulk.tensor" (what a
+// copy moves and what it counts toward mbarrier complete-tx).
 //
 // Dimension 0 is the innermost (contiguous) one. strides_bytes[i] for i >= 1 is the byte stride of
 // dimension i; strides_bytes[0] is the element size (the driver takes only rank-1 strides).
@@ -58,6 +58,16 @@ using WriteSmem = std::function<void(uint32_t addr, const void* src, uint32_t n)
 // element stride) for a box whose destination starts at smem_addr: the box laid out innermost
 // first, densely, then the swizzle applied to the address bits.
 uint32_t box_smem_address(const TensorMapDesc& d, uint32_t smem_addr, const uint32_t e[5]);
+
+// The shared-memory destination/source of a tile copy must be 128-byte aligned (PTX ISA
+// cp.async.bulk.tensor). Empty when smem_addr is acceptable, else why not. mid_pattern (optional)
+// is set when a swizzled box does not start on its pattern's repeat boundary (legal, see
+// READINGS.md 14: the pattern then starts mid-way, which a wgmma descriptor must match).
+std::string tile_smem_check(const TensorMapDesc& d, uint32_t smem_addr, bool* mid_pattern = nullptr);
+// The shared-memory bytes a tile copy writes (load) or reads (store, reduce): [first, last), the
+// box's dense range widened to whole swizzle spans (the XOR stays inside an aligned span).
+struct SmemRange { uint32_t first, last; };
+SmemRange tile_smem_footprint(const TensorMapDesc& d, uint32_t smem_addr);
 
 // cp.async.bulk.tensor.Nd.shared::cluster.global.tile: loads the box whose first element is at
 // tensor coordinates coords[0..rank-1] (signed: negative is outside). Elements outside the tensor

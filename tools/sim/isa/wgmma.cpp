@@ -1,6 +1,7 @@
 // ptxsim ISA semantics: wgmma.mma_async (see wgmma.h).
 #include "tools/sim/isa/wgmma.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -98,6 +99,7 @@ FragSlot wgmma_d_owner(uint32_t row, uint32_t col, bool f16_accum) {
 RowCol wgmma_a_position(uint32_t t, uint32_t j, uint32_t elem_bytes) {
   const uint32_t w = t / 32, g = (t % 32) / 4, q = t % 4;
   if (elem_bytes == 1) return {16 * w + g + 8 * ((j / 4) % 2), 4 * q + (j % 4) + 16 * (j / 8)};
+  if (elem_bytes == 4) return {16 * w + g + 8 * (j % 2), q + 4 * (j / 2)};
   return {16 * w + g + 8 * ((j / 2) % 2), 2 * q + (j % 2) + 8 * (j / 4)};
 }
 FragSlot wgmma_a_owner(uint32_t row, uint32_t col, uint32_t elem_bytes) {
@@ -105,6 +107,10 @@ FragSlot wgmma_a_owner(uint32_t row, uint32_t col, uint32_t elem_bytes) {
   if (elem_bytes == 1) {
     const uint32_t t = 32 * w + 4 * g + (col % 16) / 4, j = (col % 4) + 4 * hi + 8 * (col / 16);
     return {t, j / 4, j % 4};
+  }
+  if (elem_bytes == 4) {
+    const uint32_t t = 32 * w + 4 * g + col % 4, j = hi + 2 * (col / 4);
+    return {t, j, 0};
   }
   const uint32_t t = 32 * w + 4 * g + (col % 8) / 2, j = (col % 2) + 2 * hi + 4 * (col / 8);
   return {t, j / 2, j % 2};
@@ -131,33 +137,75 @@ std::string wgmma_validate(const WgmmaOp& op) {
   return {};
 }
 
-void wgmma_read_operands(const WgmmaOp& op, const SmemRead& smem, const uint32_t* a_regs, float* a, float* b) {
+std::vector<SmemSpan> wgmma_smem_footprint(const WgmmaOp& op) {
   const uint32_t K = mma_k(op.atype), ea = mma_type_bytes(op.atype), eb = mma_type_bytes(op.btype);
-  auto read_elem = [&](uint32_t addr, uint32_t bytes) {
+  std::vector<uint32_t> chunks;
+  if (!op.a_in_regs) {
+    const MatrixDesc da = matrix_desc_decode(op.desc_a);
+    for (uint32_t row = 0; row < 64; ++row)
+      for (uint32_t k = 0; k < K; ++k)
+        chunks.push_back(canonical_address(da, op.trans_a ? Major::mn : Major::k, ea, row, k) & ~15u);
+  }
+  const MatrixDesc db = matrix_desc_decode(op.desc_b);
+  for (uint32_t n = 0; n < op.n; ++n)
+    for (uint32_t k = 0; k < K; ++k)
+      chunks.push_back(canonical_address(db, op.trans_b ? Major::mn : Major::k, eb, n, k) & ~15u);
+  std::sort(chunks.begin(), chunks.end());
+  chunks.erase(std::unique(chunks.begin(), chunks.end()), chunks.end());
+  std::vector<SmemSpan> out;
+  for (uint32_t c : chunks) {
+    if (!out.empty() && out.back().last == c) out.back().last = c + 16;
+    else out.push_back({c, c + 16});
+  }
+  return out;
+}
+
+namespace {
+// Reads a 64-or-N x K operand through its descriptor into out[mn * K + k], one 16-byte chunk per
+// call: within a chunk the T = 16 / elem_bytes elements are contiguous along K (K-major) or along
+// MN (MN-major), and the swizzle moves whole chunks.
+void read_smem_operand(const MatrixDesc& d, Major major, MmaType type, uint32_t rows, uint32_t K,
+                       const SmemRead& smem, float* out) {
+  const uint32_t eb = mma_type_bytes(type), T = 16 / eb;
+  uint8_t chunk[16];
+  auto elem = [&](uint32_t i) {
     uint32_t v = 0;
-    smem(addr, &v, bytes);
-    return v;
+    std::memcpy(&v, chunk + i * eb, eb);
+    return mma_elem_to_f32(type, v);
   };
+  if (major == Major::k) {
+    for (uint32_t mn = 0; mn < rows; ++mn)
+      for (uint32_t k0 = 0; k0 < K; k0 += T) {
+        smem(canonical_address(d, major, eb, mn, k0), chunk, 16);
+        for (uint32_t i = 0; i < T && k0 + i < K; ++i) out[mn * K + k0 + i] = elem(i);
+      }
+  } else {
+    for (uint32_t k = 0; k < K; ++k)
+      for (uint32_t mn0 = 0; mn0 < rows; mn0 += T) {
+        smem(canonical_address(d, major, eb, mn0, k), chunk, 16);
+        for (uint32_t i = 0; i < T && mn0 + i < rows; ++i) out[(mn0 + i) * K + k] = elem(i);
+      }
+  }
+}
+}  // namespace
+
+void wgmma_read_operands(const WgmmaOp& op, const SmemRead& smem, const uint32_t* a_regs, float* a, float* b) {
+  const uint32_t K = mma_k(op.atype), ea = mma_type_bytes(op.atype);
   if (op.a_in_regs) {
     for (uint32_t row = 0; row < 64; ++row)
       for (uint32_t k = 0; k < K; ++k) {
         const FragSlot s = wgmma_a_owner(row, k, ea);
         const uint32_t reg = a_regs[s.thread * 4 + s.reg];
-        const uint32_t bits = ea == 1 ? (reg >> (8 * s.half)) & 0xff : (reg >> (16 * s.half)) & 0xffff;
+        const uint32_t bits = ea == 4 ? reg : ea == 1 ? (reg >> (8 * s.half)) & 0xff : (reg >> (16 * s.half)) & 0xffff;
         a[row * K + k] = mma_elem_to_f32(op.atype, bits);
       }
   } else {
-    const MatrixDesc da = matrix_desc_decode(op.desc_a);
-    const Major ma = op.trans_a ? Major::mn : Major::k;
-    for (uint32_t row = 0; row < 64; ++row)
-      for (uint32_t k = 0; k < K; ++k)
-        a[row * K + k] = mma_elem_to_f32(op.atype, read_elem(canonical_address(da, ma, ea, row, k), ea));
+    read_smem_operand(matrix_desc_decode(op.desc_a), op.trans_a ? Major::mn : Major::k, op.atype, 64, K, smem, a);
   }
-  const MatrixDesc db = matrix_desc_decode(op.desc_b);
-  const Major mb = op.trans_b ? Major::mn : Major::k;
-  for (uint32_t k = 0; k < K; ++k)
-    for (uint32_t n = 0; n < op.n; ++n)
-      b[k * op.n + n] = mma_elem_to_f32(op.btype, read_elem(canonical_address(db, mb, eb, n, k), eb));
+  std::vector<float> bt(size_t(op.n) * K);  // read as (n, k), returned as b[k * N + n]
+  read_smem_operand(matrix_desc_decode(op.desc_b), op.trans_b ? Major::mn : Major::k, op.btype, op.n, K, smem, bt.data());
+  for (uint32_t n = 0; n < op.n; ++n)
+    for (uint32_t k = 0; k < K; ++k) b[k * op.n + n] = bt[n * K + k];
 }
 
 // ISA reading: NaN inputs (e4m3 0x7f, ...) propagate through the f32 sums as IEEE NaNs.
@@ -165,26 +213,62 @@ void wgmma_compute(const WgmmaOp& op, const SmemRead& smem, const uint32_t* a_re
   const uint32_t K = mma_k(op.atype), N = op.n, nregs = wgmma_d_regs(op);
   std::vector<float> a(64 * K), b(size_t(K) * N);
   wgmma_read_operands(op, smem, a_regs, a.data(), b.data());
-  const float sa = float(op.scale_a), sb = float(op.scale_b);
+  if (op.scale_a != 1) for (float& x : a) x *= float(op.scale_a);
+  if (op.scale_b != 1) for (float& x : b) x *= float(op.scale_b);
+  // D in (row, col) order, from the registers through the fragment layout.
+  std::vector<float> acc(64 * size_t(N), 0.0f);
+  if (op.scale_d)
+    for (uint32_t t = 0; t < 128; ++t)
+      for (uint32_t e = 0; e < N / 2; ++e) {
+        const RowCol rc = wgmma_d_position(t, e);
+        const uint32_t reg = d_regs[t * nregs + (op.d_f16 ? e / 2 : e)];
+        acc[rc.row * N + rc.col] = op.d_f16 ? f16_to_f32(uint16_t(reg >> (16 * (e % 2)))) : f32_from_bits(reg);
+      }
+  // Products of the multiplicand types (at most 11 significant bits each) are exact in f32, so
+  // acc + a*b in f32 is the fma.rn.f32 of the reading, per element in k order; the loop runs over
+  // columns innermost (independent elements), which keeps each element's order.
+  if (op.accum == AccumMode::f64) {
+    std::vector<double> acc64(acc.begin(), acc.end());
+    for (uint32_t row = 0; row < 64; ++row)
+      for (uint32_t k = 0; k < K; ++k) {
+        const double av = a[row * K + k];
+        double* dst = &acc64[size_t(row) * N];
+        const float* bk = &b[size_t(k) * N];
+        for (uint32_t n = 0; n < N; ++n) dst[n] += av * double(bk[n]);
+      }
+    for (size_t i = 0; i < acc.size(); ++i) acc[i] = float(acc64[i]);
+  } else {
+    const bool reverse = op.accum == AccumMode::f32_reverse;
+    for (uint32_t row = 0; row < 64; ++row)
+      for (uint32_t kk = 0; kk < K; ++kk) {
+        const uint32_t k = reverse ? K - 1 - kk : kk;
+        const float av = a[row * K + k];
+        float* dst = &acc[size_t(row) * N];
+        const float* bk = &b[size_t(k) * N];
+        // N is a multiple of 8: eight independent elements at a time (GCC/Clang vector extension;
+        // element-wise IEEE multiply and add, so each element's result is the scalar one).
+        typedef float f32x8 __attribute__((vector_size(32)));
+        const f32x8 av8 = {av, av, av, av, av, av, av, av};
+        for (uint32_t n0 = 0; n0 < N; n0 += 8) {
+          f32x8 d8, b8;
+          std::memcpy(&d8, dst + n0, 32);
+          std::memcpy(&b8, bk + n0, 32);
+          d8 += av8 * b8;
+          std::memcpy(dst + n0, &d8, 32);
+        }
+      }
+  }
   for (uint32_t t = 0; t < 128; ++t)
     for (uint32_t e = 0; e < N / 2; ++e) {
       const RowCol rc = wgmma_d_position(t, e);
+      const float r = acc[rc.row * N + rc.col];
       uint32_t& reg = d_regs[t * nregs + (op.d_f16 ? e / 2 : e)];
-      const uint32_t shift = op.d_f16 ? 16 * (e % 2) : 0;
-      float d_in = 0.0f;
-      if (op.scale_d) d_in = op.d_f16 ? f16_to_f32(uint16_t(reg >> shift)) : f32_from_bits(reg);
-      float r;
-      if (op.accum == AccumMode::f64) {
-        double acc = d_in;
-        for (uint32_t k = 0; k < K; ++k) acc += double(sa * a[rc.row * K + k]) * double(sb * b[k * N + rc.col]);
-        r = float(acc);
+      if (op.d_f16) {
+        const uint32_t shift = 16 * (e % 2);
+        reg = (reg & ~(0xffffu << shift)) | (uint32_t(f32_to_f16(r)) << shift);
       } else {
-        float acc = d_in;
-        for (uint32_t k = 0; k < K; ++k) acc = std::fma(sa * a[rc.row * K + k], sb * b[k * N + rc.col], acc);
-        r = acc;
+        reg = f32_bits(r);
       }
-      if (op.d_f16) reg = (reg & ~(0xffffu << shift)) | (uint32_t(f32_to_f16(r)) << shift);
-      else reg = f32_bits(r);
     }
 }
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "tools/sim/isa/swizzle.h"
 
@@ -59,15 +60,18 @@ struct FragSlot { uint32_t thread, reg, half; };  // half: which 16-bit half (f1
 RowCol wgmma_d_position(uint32_t thread, uint32_t elem_index);
 FragSlot wgmma_d_owner(uint32_t row, uint32_t col, bool f16_accum);
 // A from registers (64 x K): thread t, element index j (16-bit: 0..7 in four .b32 registers, two
-// per register; 8-bit: 0..15, four per register, low byte first):
+// per register; 8-bit: 0..15, four per register, low byte first; tf32: 0..3, one per register):
 //   16-bit: row = 16w + g + 8*((j/2)%2), col = 2*(t%4) + (j%2) + 8*(j/4)
 //   8-bit:  row = 16w + g + 8*((j/4)%2), col = 4*(t%4) + (j%4) + 16*(j/8)
+//   tf32:   row = 16w + g + 8*(j%2),     col = (t%4) + 4*(j/2)
 // with w = t/32, g = (t%32)/4.
 RowCol wgmma_a_position(uint32_t thread, uint32_t elem_index, uint32_t elem_bytes);
 FragSlot wgmma_a_owner(uint32_t row, uint32_t col, uint32_t elem_bytes);  // half = byte/half index in reg
 
 // ---- wgmma.mma_async ----------------------------------------------------------------------------
-enum class AccumMode : uint8_t { f32_in_order, f64 };
+// f32_in_order: k = 0..K-1 with fma.rn.f32 (the default); f32_reverse: k = K-1..0, to show a
+// result's sensitivity to the (unspecified) order; f64: summed in double, rounded once.
+enum class AccumMode : uint8_t { f32_in_order, f32_reverse, f64 };
 struct WgmmaOp {
   uint32_t n = 8;                  // 8..256 step 8
   MmaType atype = MmaType::bf16, btype = MmaType::bf16;  // equal except e4m3/e5m2 mixes
@@ -89,6 +93,11 @@ using SmemRead = std::function<void(uint32_t addr, void* dst, uint32_t n)>;
 // descriptor is indexed (n, k) in the canonical layout (N plays MN).
 void wgmma_read_operands(const WgmmaOp& op, const SmemRead& smem, const uint32_t* a_regs,
                          float* a /*64*K*/, float* b /*K*N*/);
+
+// The shared-memory bytes the op reads (A for SS, and B), as sorted, merged [first, last) ranges of
+// whole 16-byte chunks: what an in-flight wgmma must not see overwritten.
+struct SmemSpan { uint32_t first, last; };
+std::vector<SmemSpan> wgmma_smem_footprint(const WgmmaOp& op);
 
 // Computes the new D registers: d_regs[t * wgmma_d_regs(op) + i] (bit patterns, in and out).
 // a_regs[t * 4 + r] for the RS form (ignored for SS). Arithmetic: ISA reading (the order and
