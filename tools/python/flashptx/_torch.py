@@ -308,12 +308,17 @@ def _fwd_impl(q, k, v, causal, softmax_scale):
     return q, k, v, out, lse
 
 
-def _bwd_impl(dout, q, k, v, out, lse, causal, softmax_scale, deterministic):
-    """The backward on checked inputs (the op's body, and the eager path's)."""
+def _bwd_impl(dout, q, k, v, out, lse, causal, softmax_scale, deterministic, saved=False):
+    """The backward on checked inputs (the op's body, and the eager path's). saved: q, k, v, out and
+    lse are the ones _Attention's forward ran on and made (aligned, lse contiguous): only dout is
+    looked at."""
     if dout.dtype != q.dtype:
         dout = dout.to(q.dtype)
-    dout, q, k, v, out = (_aligned_eager(t) for t in (dout, q, k, v, out))
-    lse = lse.contiguous()
+    if saved:
+        dout = _aligned_eager(dout)
+    else:
+        dout, q, k, v, out = (_aligned_eager(t) for t in (dout, q, k, v, out))
+        lse = lse.contiguous()
     dq, dk, dv = q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
     _launch_bwd(dout, q, k, v, out, lse, dq, dk, dv, causal, softmax_scale, deterministic)
     return dq, dk, dv
@@ -404,9 +409,11 @@ class _Attention(torch.autograd.Function):
                                                 ctx.deterministic)
         elif _profiling():
             with torch.autograd.profiler.record_function("flashptx::bwd"):
-                dq, dk, dv = _bwd_impl(dout, q, k, v, out, lse, ctx.causal, ctx.softmax_scale, ctx.deterministic)
+                dq, dk, dv = _bwd_impl(dout, q, k, v, out, lse, ctx.causal, ctx.softmax_scale, ctx.deterministic,
+                                       saved=True)
         else:
-            dq, dk, dv = _bwd_impl(dout, q, k, v, out, lse, ctx.causal, ctx.softmax_scale, ctx.deterministic)
+            dq, dk, dv = _bwd_impl(dout, q, k, v, out, lse, ctx.causal, ctx.softmax_scale, ctx.deterministic,
+                                   saved=True)
         return dq, dk, dv, None, None, None
 
 
