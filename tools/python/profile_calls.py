@@ -2,7 +2,11 @@
 """Where the time of a flashptx.attention call goes, next to SDPA (cuDNN): host time per call, the
 same kernels timed through the package and through the bare C calls, and the GPU work of each.
 
-    PYTHONPATH=tools/python python3 tools/python/profile_calls.py [--json F]
+    PYTHONPATH=tools/python python3 tools/python/profile_calls.py [--json F] [--host-only] [--package DIR]
+
+--host-only: section 1 alone (seconds). --package DIR: the flashptx package in DIR instead of the one
+beside this file (e.g. an older commit's tools/python from `git archive`), to compare two versions on
+one machine. tools/python/host_cost.py measures the package's own Python work without a GPU.
 
 Why: `python -m flashptx.bench` (CUDA events around one call, after an untimed 256 MB flush) showed
 flashptx below cuDNN at shapes where tools/bench/side_by_side.py, which calls the library through a
@@ -11,7 +15,9 @@ prebuilt ctypes struct, shows it above. The two differ in the host path only, so
 1. host microseconds per call: 300 calls of a problem whose GPU work is a few microseconds
    (b1 s128 h1 d64), timed with perf_counter and one synchronize at the end, so the host is the
    bottleneck: flashptx.attention (forward without grad, forward+backward through autograd), the
-   bare flashptx_fwd with a prebuilt struct (the library's own host cost), SDPA cuDNN the same ways.
+   bare flashptx_fwd with a prebuilt struct (the library's own host cost), SDPA cuDNN the same ways;
+   then the package's other paths: a causal forward (d64: the tile counter), and the custom ops
+   torch.ops.flashptx.fwd/bwd called directly (the path torch.compile's graphs run).
 2. one call timed as the bench times it (events, flush before), at d128 s4096 b4 h16 and d128
    s1024 b16 h16, causal or not: package forward and forward+backward, the bare C calls with
    prebuilt structs and a preallocated workspace (the same kernels), SDPA cuDNN; interleaved rep by
@@ -34,7 +40,11 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--json", help="write every number here")
     ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--host-only", action="store_true", help="section 1 alone")
+    ap.add_argument("--package", help="the folder holding the flashptx package to measure")
     args = ap.parse_args(argv)
+    if args.package:
+        sys.path.insert(0, os.path.abspath(args.package))
 
     import torch
     import torch.nn.functional as F
@@ -49,7 +59,11 @@ def main(argv=None):
     lib = _abi.library()
     dev = torch.device("cuda")
     out = {"meta": {"device": torch.cuda.get_device_name(dev), "torch": torch.__version__,
-                    "cudnn": torch.backends.cudnn.version(), "library": flashptx.library_path()}}
+                    "cudnn": torch.backends.cudnn.version(), "library": flashptx.library_path(),
+                    "package": os.path.dirname(flashptx.__file__)}}
+    print("profile_calls: %s, torch %s, cuDNN %s, package %s, library %s" % (
+        out["meta"]["device"], torch.__version__, out["meta"]["cudnn"], out["meta"]["package"],
+        out["meta"]["library"]), flush=True)
 
     def sdpa(q, k, v, causal):
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
@@ -125,7 +139,24 @@ def main(argv=None):
     # 1. host time per call
     q, k, v, do = problem(1, 128, 1, 64)
     host = {}
-    for name, fn in calls(q, k, v, do, False).items():
+    one = calls(q, k, v, do, False)
+    qg, kg, vg = (t.clone().requires_grad_(True) for t in (q, k, v))
+
+    def pkg_fwd_causal():
+        with torch.no_grad():
+            flashptx.attention(q, k, v, causal=True)
+
+    def op_fwd():
+        with torch.no_grad():
+            torch.ops.flashptx.fwd(q, k, v, False, 0.0, False)
+
+    def op_fb():
+        o, _ = torch.ops.flashptx.fwd(qg, kg, vg, False, 0.0, False)
+        torch.autograd.grad(o, (qg, kg, vg), do)
+
+    one.update({"flashptx package fwd causal": pkg_fwd_causal, "flashptx op fwd (torch.ops)": op_fwd,
+                "flashptx op fwd+bwd (torch.ops)": op_fb})
+    for name, fn in one.items():
         for _ in range(20):
             fn()
         torch.cuda.synchronize()
@@ -136,6 +167,11 @@ def main(argv=None):
         host[name] = (time.perf_counter() - t0) / 300 * 1e6
         print("host per call, b1 s128 h1 d64: %-26s %7.1f us" % (name, host[name]), flush=True)
     out["host_us_per_call"] = host
+    if args.host_only:
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(out, f, indent=1)
+        return 0
 
     # 2. one call as the bench times it
     flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device=dev)

@@ -5,8 +5,20 @@ Two ops, both with fake (meta) implementations so that torch.compile traces thro
   torch.ops.flashptx.bwd(dout, q, k, v, out, lse, causal, softmax_scale, deterministic) -> (dq, dk, dv)
 fwd has an autograd formula that calls bwd. softmax_scale 0.0 means 1/sqrt(head_dim) (the library's
 default); `deterministic` is carried by fwd for its backward only.
+
+Host cost. flashptx.attention in plain eager mode (no torch.compile, no dispatch or function mode,
+no functorch transform, no tracer, plain tensors: _eager_ok) does not go through the custom ops:
+it calls the same launchers through a plain torch.autograd.Function (_Attention), which skips the
+dispatcher's Python kernels, the custom op's torch._dynamo.disable wrapper, its aliasing check and
+its generated autograd.Function. Everything else, and every call under a tracer or a mode, takes the
+ops. The launchers keep one ctypes params struct per thread and per (shapes, strides, dtypes,
+options), and write only the data pointers into it per call (the backward's workspace size is kept
+with it); the stream and device come from torch._C's raw queries.
 """
 import ctypes
+import math
+import struct
+import threading
 from typing import Tuple
 
 import torch
@@ -86,48 +98,230 @@ def _stream(device):
     return ctypes.c_void_p(torch.cuda.current_stream(device).cuda_stream)
 
 
+# ---- eager fast helpers (run on real tensors only, never traced) --------------------------------------
+def _aligned_eager(t):
+    """_aligned in one pass over t's shape and strides (the same answer: test_torch_cpu.py compares
+    the two)."""
+    z = t.shape
+    st = t.stride()
+    es = t.element_size()
+    ok = not (z[3] > 1 and st[3] != 1)
+    if ok:
+        for i in (0, 1, 2):
+            if z[i] > 1 and (st[i] <= 0 or (st[i] * es) % 16 != 0):
+                ok = False
+                break
+    if not ok or t.data_ptr() % 16 != 0:
+        t = t.clone(memory_format=torch.contiguous_format)
+    return t
+
+
+def _inputs_ok(q, k, v):
+    """True when q, k, v are CUDA tensors that pass _check_inputs (a quick test, for the common case;
+    False means: ask _check_inputs, which raises with the message, or passes them)."""
+    if not (q.is_cuda and k.is_cuda and v.is_cuda and q.dim() == 4 and k.dim() == 4 and v.dim() == 4
+            and q.dtype in _DTYPES and k.dtype in _DTYPES and v.dtype in _DTYPES):
+        return False
+    dev = q.get_device()
+    if k.get_device() != dev or v.get_device() != dev:
+        return False
+    qs, ks = q.shape, k.shape
+    return ks == v.shape and ks[0] == qs[0] and ks[3] == qs[3]
+
+
+def _check_inputs_eager(where, q, k, v):
+    if not _inputs_ok(q, k, v):
+        _check_inputs(where, q, k, v)
+
+
+def _torch_c(name, default):
+    fn = getattr(torch._C, name, None)
+    return fn if fn is not None else default
+
+
+_PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter)
+_is_compiling = torch.compiler.is_compiling
+_dispatch_modes = _torch_c("_len_torch_dispatch_stack", None)
+_function_mode = _torch_c("_is_torch_function_mode_enabled", None)
+_functorch_active = _torch_c("_are_functorch_transforms_active", None)
+_tracing_state = _torch_c("_get_tracing_state", None)
+_profiling = getattr(getattr(torch._C, "_autograd", None), "_profiler_enabled", None)
+_FAST = None not in (_dispatch_modes, _function_mode, _functorch_active, _tracing_state, _profiling)
+
+
+def _eager_ok(*tensors):
+    """Whether flashptx.attention may skip the dispatcher: plain tensors (no subclass: fake,
+    functional, DTensor...), no TorchDispatchMode or TorchFunctionMode (FakeTensorMode, make_fx,
+    selective checkpointing, `with torch.device(...)`), no functorch transform (vmap, grad), no
+    torch.jit tracer. Called after torch.compiler.is_compiling() said False, and never traced."""
+    if not _FAST:
+        return False
+    for t in tensors:
+        if type(t) not in _PLAIN_TYPES:
+            return False
+    return not (_dispatch_modes() or _function_mode() or _functorch_active() or _tracing_state() is not None)
+
+
+# The current device and its current stream, without a torch.cuda.Stream object per call.
+# (host_cost.py swaps them for CPU stand-ins.)
+_current_device = _torch_c("_cuda_getDevice", None) or (lambda: torch.cuda.current_device())
+_current_stream = _torch_c("_cuda_getCurrentRawStream", None) or (
+    lambda index: torch.cuda.current_stream(index).cuda_stream)
+
+
+def _call(lib, name, fn, pref, index):
+    """fn(pref, the current stream of device `index`) with `index` the current device; the status
+    raised as an exception."""
+    if _current_device() == index:
+        st = fn(pref, _current_stream(index))
+    else:
+        with torch.cuda.device(index):
+            st = fn(pref, _current_stream(index))
+    if st != _abi.FLASHPTX_OK:
+        _abi.check(lib, name, st)
+
+
+# ---- the params structs, one per thread and per signature ------------------------------------------------
+class _Structs(threading.local):
+    """Per thread (a struct is written then read by the C call, which runs without the GIL: another
+    thread must never write the same one): {signature: (struct, byref(struct)[, workspace bytes])}."""
+
+    def __init__(self):
+        self.fwd = {}
+        self.bwd = {}
+
+
+_structs = _Structs()
+_CACHE_MAX = 256  # signatures per thread and direction; past it the cache starts again (dynamic shapes)
+
+
+def _packer(cls, names):
+    """struct.Struct writing the pointer fields `names` of cls, which must be consecutive, and their
+    offset."""
+    off = getattr(cls, names[0]).offset
+    size = ctypes.sizeof(ctypes.c_void_p)
+    for i, n in enumerate(names):
+        assert getattr(cls, n).offset == off + i * size and getattr(cls, n).size == size, (cls, n)
+    return struct.Struct("@%dP" % len(names)), off
+
+
+_FWD_PTRS, _FWD_PTRS_AT = _packer(_abi.FwdParams, ("q", "k", "v", "o", "lse"))
+_FWD_CTR, _FWD_CTR_AT = _packer(_abi.FwdParams, ("tile_counter",))
+_BWD_PTRS, _BWD_PTRS_AT = _packer(_abi.BwdParams, ("q", "k", "v", "o", "lse", "dout", "dq", "dk", "dv"))
+_BWD_WS, _BWD_WS_AT = _packer(_abi.BwdParams, ("workspace",))
+assert _abi.BwdParams.workspace_bytes.offset == _BWD_WS_AT + ctypes.sizeof(ctypes.c_void_p)
+_BWD_WS = struct.Struct("@Pq")
+
+
+def _fwd_struct(q, k, v, out, causal, softmax_scale):
+    """A new FwdParams of this signature, its pointers 0 (_launch_fwd writes them)."""
+    return _abi.fwd_params({}, tuple(q.shape), tuple(k.shape),
+                           {"q": _strides(q), "k": _strides(k), "v": _strides(v), "o": _strides(out)},
+                           (_DTYPES[q.dtype], _DTYPES[k.dtype], _DTYPES[v.dtype], _DTYPES[out.dtype]),
+                           causal, softmax_scale)
+
+
+def _bwd_struct(dout, q, k, v, out, dq, dk, dv, causal, softmax_scale, deterministic):
+    """A new BwdParams of this signature, its pointers and workspace 0 (_launch_bwd writes them)."""
+    return _abi.bwd_params({}, tuple(q.shape), tuple(k.shape),
+                           {"q": _strides(q), "k": _strides(k), "v": _strides(v), "o": _strides(out),
+                            "do": _strides(dout), "dq": _strides(dq), "dk": _strides(dk), "dv": _strides(dv)},
+                           _DTYPES[q.dtype], causal, softmax_scale, deterministic)
+
+
 # ---- the C calls ------------------------------------------------------------------------------------
 def _launch_fwd(q, k, v, out, lse, causal, softmax_scale):
-    lib = _abi.library()
+    lib = _abi._lib or _abi.library()
+    qp = q.data_ptr()
     # With seqlen_k 0, k and v are never read but must not be NULL: any valid device pointer will do.
-    kp = k.data_ptr() or q.data_ptr()
-    vp = v.data_ptr() or q.data_ptr()
+    kp = k.data_ptr() or qp
+    vp = v.data_ptr() or qp
+    qs = q.shape
+    # Everything the struct holds but the pointers (the sign of the scale too: -0.0 == 0.0).
+    key = (qs, k.shape, q.stride(), k.stride(), v.stride(), out.stride(), q.dtype, k.dtype, v.dtype, out.dtype,
+           bool(causal), softmax_scale, math.copysign(1.0, softmax_scale))
+    cache = _structs.fwd
+    entry = cache.get(key)
+    fresh = entry is None
+    if fresh:
+        p = _fwd_struct(q, k, v, out, causal, softmax_scale)
+        entry = (p, ctypes.byref(p))
+    p, pref = entry
     # The dynamic schedule's counter (include/flashptx.h, tile_counter), where the plan can use it
     # (causal d64): a fresh zeroed one per call, so that calls on other streams or in CUDA graphs
     # never share one. Alive until the call is queued; PyTorch's caching allocator hands its memory
-    # out again only in stream order, after the kernel. (Not yet run on the H200 through this layer.)
-    ctr = torch.zeros(2, dtype=torch.int32, device=q.device) if causal and q.shape[-1] == 64 else None
-    p = _abi.fwd_params({"q": q.data_ptr(), "k": kp, "v": vp, "o": out.data_ptr(), "lse": lse.data_ptr(),
-                         "tile_counter": ctr.data_ptr() if ctr is not None else None},
-                        tuple(q.shape), tuple(k.shape),
-                        {"q": _strides(q), "k": _strides(k), "v": _strides(v), "o": _strides(out)},
-                        (_DTYPES[q.dtype], _DTYPES[k.dtype], _DTYPES[v.dtype], _DTYPES[out.dtype]),
-                        causal, softmax_scale)
-    with torch.cuda.device(q.device):
-        _abi.check(lib, "flashptx_fwd", lib.flashptx_fwd(ctypes.byref(p), _stream(q.device)))
+    # out again only in stream order, after the kernel.
+    ctr = torch.zeros(2, dtype=torch.int32, device=q.device) if causal and qs[3] == 64 else None
+    _FWD_PTRS.pack_into(p, _FWD_PTRS_AT, qp, kp, vp, out.data_ptr(), lse.data_ptr())
+    _FWD_CTR.pack_into(p, _FWD_CTR_AT, ctr.data_ptr() if ctr is not None else 0)
+    _call(lib, "flashptx_fwd", lib.flashptx_fwd, pref, q.get_device())
+    if fresh:  # kept once the library took it (a rejected signature is built again, and fails again)
+        if len(cache) >= _CACHE_MAX:
+            cache.clear()
+        cache[key] = entry
 
 
 def _launch_bwd(dout, q, k, v, out, lse, dq, dk, dv, causal, softmax_scale, deterministic):
-    lib = _abi.library()
-    p = _abi.bwd_params({"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "o": out.data_ptr(),
-                         "lse": lse.data_ptr(), "dout": dout.data_ptr(), "dq": dq.data_ptr(),
-                         "dk": dk.data_ptr(), "dv": dv.data_ptr()},
-                        tuple(q.shape), tuple(k.shape),
-                        {"q": _strides(q), "k": _strides(k), "v": _strides(v), "o": _strides(out),
-                         "do": _strides(dout), "dq": _strides(dq), "dk": _strides(dk), "dv": _strides(dv)},
-                        _DTYPES[q.dtype], causal, softmax_scale, deterministic)
-    with torch.cuda.device(q.device):
+    lib = _abi._lib or _abi.library()
+    key = (q.shape, k.shape, q.stride(), k.stride(), v.stride(), out.stride(), dout.stride(), dq.stride(),
+           dk.stride(), dv.stride(), q.dtype, bool(causal), softmax_scale, math.copysign(1.0, softmax_scale),
+           bool(deterministic))
+    cache = _structs.bwd
+    entry = cache.get(key)
+    fresh = entry is None
+    ptrs = (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), lse.data_ptr(), dout.data_ptr(),
+            dq.data_ptr(), dk.data_ptr(), dv.data_ptr())
+    if fresh:
+        p = _bwd_struct(dout, q, k, v, out, dq, dk, dv, causal, softmax_scale, deterministic)
+        _BWD_PTRS.pack_into(p, _BWD_PTRS_AT, *ptrs)
+        # The workspace of these sizes, dtype and head dim (include/flashptx.h: pointers, strides
+        # and the workspace fields are not read; the same on every device and whatever the options).
         need = ctypes.c_int64(0)
-        _abi.check(lib, "flashptx_bwd_workspace_size",
-                   lib.flashptx_bwd_workspace_size(ctypes.byref(p), ctypes.byref(need)))
-        ws = None
-        if need.value > 0:
-            # From torch's caching allocator on the current stream (blocks are 512-byte aligned); it
-            # goes back to the pool after the call, reusable only by work queued after it.
-            ws = torch.empty(need.value, dtype=torch.uint8, device=q.device)
-            p.workspace, p.workspace_bytes = ws.data_ptr(), need.value
-        _abi.check(lib, "flashptx_bwd", lib.flashptx_bwd(ctypes.byref(p), _stream(q.device)))
-        del ws
+        _abi.check(lib, "flashptx_bwd_workspace_size", lib.flashptx_bwd_workspace_size(ctypes.byref(p),
+                                                                                        ctypes.byref(need)))
+        entry = (p, ctypes.byref(p), need.value)
+    p, pref, need = entry
+    _BWD_PTRS.pack_into(p, _BWD_PTRS_AT, *ptrs)
+    ws = None
+    if need > 0:
+        # From torch's caching allocator on the current stream (blocks are 512-byte aligned); it
+        # goes back to the pool after the call, reusable only by work queued after it.
+        ws = torch.empty(need, dtype=torch.uint8, device=q.device)
+        _BWD_WS.pack_into(p, _BWD_WS_AT, ws.data_ptr(), need)
+    else:
+        _BWD_WS.pack_into(p, _BWD_WS_AT, 0, 0)
+    _call(lib, "flashptx_bwd", lib.flashptx_bwd, pref, q.get_device())
+    del ws
+    if fresh:
+        if len(cache) >= _CACHE_MAX:
+            cache.clear()
+        cache[key] = entry
+
+
+def _fwd_impl(q, k, v, causal, softmax_scale):
+    """The forward on checked inputs (the op's body, and the eager path's)."""
+    q, k, v = _aligned_eager(q), _aligned_eager(k), _aligned_eager(v)
+    b, sq, hq, d = q.shape
+    out = q.new_empty((b, sq, hq, d))
+    lse = q.new_empty((b, hq, sq), dtype=torch.float32)
+    _launch_fwd(q, k, v, out, lse, causal, softmax_scale)
+    return q, k, v, out, lse
+
+
+def _bwd_impl(dout, q, k, v, out, lse, causal, softmax_scale, deterministic, saved=False):
+    """The backward on checked inputs (the op's body, and the eager path's). saved: q, k, v, out and
+    lse are the ones _Attention's forward ran on and made (aligned, lse contiguous): only dout is
+    looked at."""
+    if dout.dtype != q.dtype:
+        dout = dout.to(q.dtype)
+    if saved:
+        dout = _aligned_eager(dout)
+    else:
+        dout, q, k, v, out = (_aligned_eager(t) for t in (dout, q, k, v, out))
+        lse = lse.contiguous()
+    dq, dk, dv = q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+    _launch_bwd(dout, q, k, v, out, lse, dq, dk, dv, causal, softmax_scale, deterministic)
+    return dq, dk, dv
 
 
 # ---- the ops ----------------------------------------------------------------------------------------
@@ -135,11 +329,7 @@ def _launch_bwd(dout, q, k, v, out, lse, dq, dk, dv, causal, softmax_scale, dete
 def _fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, softmax_scale: float,
          deterministic: bool) -> Tuple[torch.Tensor, torch.Tensor]:
     _check_inputs("flashptx::fwd", q, k, v)
-    q, k, v = _aligned(q), _aligned(k), _aligned(v)
-    b, sq, hq, d = q.shape
-    out = q.new_empty((b, sq, hq, d))
-    lse = q.new_empty((b, hq, sq), dtype=torch.float32)
-    _launch_fwd(q, k, v, out, lse, causal, softmax_scale)
+    out, lse = _fwd_impl(q, k, v, causal, softmax_scale)[3:]
     return out, lse
 
 
@@ -166,13 +356,7 @@ def _bwd(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, 
     if tuple(lse.shape) != (b, hq, sq) or lse.dtype != torch.float32 or lse.device != q.device:
         raise ValueError("%s: lse must be float32 [batch, heads_q, seqlen_q] = %s on q's device, got %s %s"
                          % (where, (b, hq, sq), lse.dtype, tuple(lse.shape)))
-    if dout.dtype != q.dtype:
-        dout = dout.to(q.dtype)
-    dout, q, k, v, out = (_aligned(t) for t in (dout, q, k, v, out))
-    lse = lse.contiguous()
-    dq, dk, dv = q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
-    _launch_bwd(dout, q, k, v, out, lse, dq, dk, dv, causal, softmax_scale, deterministic)
-    return dq, dk, dv
+    return _bwd_impl(dout, q, k, v, out, lse, causal, softmax_scale, deterministic)
 
 
 @_bwd.register_fake
@@ -198,6 +382,47 @@ def _backward(ctx, dout, dlse):
 
 
 _fwd.register_autograd(_backward, setup_context=_setup_context)
+
+
+# ---- the eager path: the same launchers without the dispatcher -------------------------------------------
+class _Attention(torch.autograd.Function):
+    """flashptx::fwd and its autograd formula as a plain autograd.Function, for _eager_ok inputs.
+    It saves the aligned tensors the forward ran on, so that the backward copies nothing again."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, causal, softmax_scale, deterministic):
+        q, k, v, out, lse = _fwd_impl(q, k, v, causal, softmax_scale)
+        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.causal, ctx.softmax_scale, ctx.deterministic = causal, softmax_scale, deterministic
+        ctx.mark_non_differentiable(lse)
+        return out, lse
+
+    @staticmethod
+    def backward(ctx, dout, dlse):
+        q, k, v, out, lse = ctx.saved_tensors
+        if dout is None:  # only lse was used downstream, and lse carries no gradient
+            dout = torch.zeros_like(out)
+        if torch.is_grad_enabled() or _is_compiling() or not _eager_ok(dout):
+            # create_graph=True (the op says there is no double backward), or a mode or a subclass
+            # in the backward: the op, as flashptx::fwd's own formula calls it
+            dq, dk, dv = torch.ops.flashptx.bwd(dout, q, k, v, out, lse, ctx.causal, ctx.softmax_scale,
+                                                ctx.deterministic)
+        elif _profiling():
+            with torch.autograd.profiler.record_function("flashptx::bwd"):
+                dq, dk, dv = _bwd_impl(dout, q, k, v, out, lse, ctx.causal, ctx.softmax_scale, ctx.deterministic,
+                                       saved=True)
+        else:
+            dq, dk, dv = _bwd_impl(dout, q, k, v, out, lse, ctx.causal, ctx.softmax_scale, ctx.deterministic,
+                                   saved=True)
+        return dq, dk, dv, None, None, None
+
+
+def _attention_eager(q, k, v, causal, scale, deterministic):
+    """(out, lse) as torch.ops.flashptx.fwd(q, k, v, causal, scale, deterministic) gives them, on
+    _eager_ok inputs already checked."""
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        return _Attention.apply(q, k, v, causal, scale, deterministic)
+    return _fwd_impl(q, k, v, causal, scale)[3:]
 
 
 # ---- the public function ------------------------------------------------------------------------------
@@ -233,10 +458,15 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, deterministic=False,
     flashptx.FlashptxRuntimeError (a RuntimeError: no usable GPU, a CUDA error), with the
     library's message.
     """
-    _check_inputs("flashptx.attention", q, k, v)
-    if torch.is_autocast_enabled(q.device.type):
+    eager = not _is_compiling() and _eager_ok(q, k, v)
+    if eager:
+        _check_inputs_eager("flashptx.attention", q, k, v)
+    else:
+        _check_inputs("flashptx.attention", q, k, v)
+    device_type = "cuda" if q.is_cuda else q.device.type
+    if torch.is_autocast_enabled(device_type):
         # Under autocast, as SDPA: fp32 inputs run in the autocast dtype (bf16 or fp16).
-        dt = torch.get_autocast_dtype(q.device.type)
+        dt = torch.get_autocast_dtype(device_type)
         q, k, v = (t.to(dt) if t.dtype == torch.float32 else t for t in (q, k, v))
     if softmax_scale is None:
         scale = 0.0  # the library's 1/sqrt(head_dim)
@@ -244,5 +474,11 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, deterministic=False,
         scale = float(softmax_scale)
         if scale == 0.0:
             raise ValueError("flashptx.attention: softmax_scale 0 (pass None for 1/sqrt(head_dim))")
-    out, lse = torch.ops.flashptx.fwd(_prep(q), _prep(k), _prep(v), bool(causal), scale, bool(deterministic))
+    if not eager:
+        out, lse = torch.ops.flashptx.fwd(_prep(q), _prep(k), _prep(v), bool(causal), scale, bool(deterministic))
+    elif _profiling():  # the profiler shows the call under the op's name, as when it runs the op
+        with torch.autograd.profiler.record_function("flashptx::fwd"):
+            out, lse = _attention_eager(q, k, v, bool(causal), scale, bool(deterministic))
+    else:
+        out, lse = _attention_eager(q, k, v, bool(causal), scale, bool(deterministic))
     return (out, lse) if return_lse else out

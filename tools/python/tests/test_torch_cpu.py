@@ -8,8 +8,14 @@ It checks the plumbing, not the kernels (tests/test_gpu.py does that on the H200
 and fake implementations, that the wrapper hands strided tensors to the C call without a copy when
 the ABI takes them and copies them otherwise, that gradients reach q, k, v through the backward op
 (GQA included) and lse carries none, torch.library.opcheck, and torch.compile(fullgraph=True)
-(aot_eager) with no graph break and the eager results. Exit 0 when nothing failed.
+(aot_eager) with no graph break and the eager results; and the eager fast path: the params struct kept
+per thread and signature carries what one built from scratch carries (new pointers every call, hits
+after shape, stride, dtype and option changes; the workspace size asked once per signature), one
+struct per thread, the one-pass alignment test agrees with the traceable one, and plain calls skip
+the dispatcher while calls under a TorchDispatchMode take torch.ops.flashptx.* with the same results.
+Exit 0 when nothing failed.
 """
+import contextlib
 import math
 import os
 import sys
@@ -24,6 +30,7 @@ import flashptx  # noqa: E402
 from flashptx import _torch as ft  # noqa: E402
 
 CALLS = []
+REAL_LAUNCHERS = (ft._launch_fwd, ft._launch_bwd)  # main() swaps them for the emulation below
 
 
 def math_attention(q, k, v, causal, scale):
@@ -264,6 +271,199 @@ def torch_compile_fullgraph_no_graph_break():
     ye.sum().backward()
     yc.sum().backward()
     assert torch.equal(xe.grad, xc.grad)
+
+
+class RecordingLibrary:
+    """A stand-in libflashptx: records every params struct passed to it, field by field, at the
+    time of the call."""
+
+    def __init__(self):
+        self.fwd, self.bwd, self.sized, self.streams = [], [], 0, []
+
+    @staticmethod
+    def fields(p):
+        return {n: getattr(p, n) for n, _ in p._fields_}
+
+    def flashptx_fwd(self, pref, stream):
+        self.fwd.append(self.fields(pref._obj))
+        self.streams.append(stream)
+        return 0
+
+    def flashptx_bwd(self, pref, stream):
+        self.bwd.append(self.fields(pref._obj))
+        return 0
+
+    def flashptx_bwd_workspace_size(self, pref, need):
+        self.sized += 1
+        p = pref._obj
+        need._obj.value = 256 * (p.batch * p.heads_q * p.seqlen_q + 1)
+        return 0
+
+    def flashptx_last_error(self):
+        return b"recorded"
+
+
+@contextlib.contextmanager
+def real_launchers(lib):
+    """The package's own launchers over a RecordingLibrary, on CPU tensors (stream 0, device -1)."""
+    from flashptx import _abi
+    saved = (ft._launch_fwd, ft._launch_bwd, _abi._lib, ft._current_stream, ft._current_device)
+    ft._launch_fwd, ft._launch_bwd = REAL_LAUNCHERS
+    _abi._lib, ft._current_stream, ft._current_device = lib, (lambda index: 0), (lambda: -1)
+    ft._structs.fwd.clear()
+    ft._structs.bwd.clear()
+    try:
+        yield lib
+    finally:
+        ft._launch_fwd, ft._launch_bwd, _abi._lib, ft._current_stream, ft._current_device = saved
+
+
+def uncached_fwd(q, k, v, out, lse, causal, scale, ctr):
+    """The params the package built before it kept structs: _abi.fwd_params from scratch."""
+    from flashptx import _abi
+    p = _abi.fwd_params({"q": q.data_ptr(), "k": k.data_ptr() or q.data_ptr(), "v": v.data_ptr() or q.data_ptr(),
+                         "o": out.data_ptr(), "lse": lse.data_ptr(), "tile_counter": ctr},
+                        tuple(q.shape), tuple(k.shape),
+                        {"q": ft._strides(q), "k": ft._strides(k), "v": ft._strides(v), "o": ft._strides(out)},
+                        (ft._DTYPES[q.dtype], ft._DTYPES[k.dtype], ft._DTYPES[v.dtype], ft._DTYPES[out.dtype]),
+                        causal, scale)
+    return RecordingLibrary.fields(p)
+
+
+@case
+def cached_params_equal_uncached_ones():
+    """The struct kept per signature carries what a struct built from scratch carries, call after
+    call: new pointers every time (never a previous call's), a shape change, a stride change, a
+    dtype, causal or scale change, and back (a cache hit after a miss)."""
+    lib = RecordingLibrary()
+    qkv = rnd(2, 40, 3, 4, 64)
+    cases = [
+        lambda: (rnd(2, 40, 4, 64), rnd(2, 40, 4, 64), rnd(2, 40, 4, 64), False, 0.0),
+        lambda: (rnd(2, 40, 4, 64), rnd(2, 40, 4, 64), rnd(2, 40, 4, 64), False, 0.0),   # same signature
+        lambda: (rnd(2, 33, 4, 64), rnd(2, 57, 2, 64), rnd(2, 57, 2, 64), False, 0.0),   # shapes
+        lambda: tuple(qkv.unbind(2)) + (False, 0.0),                                     # strides (packed)
+        lambda: tuple(t.transpose(1, 2) for t in (rnd(2, 4, 40, 64),) * 3) + (False, 0.0),  # strides
+        lambda: (rnd(2, 40, 4, 64), rnd(2, 40, 4, 64), rnd(2, 40, 4, 64), True, 0.0),    # causal d64: counter
+        lambda: (rnd(2, 40, 4, 64), rnd(2, 40, 4, 64), rnd(2, 40, 4, 64), False, 0.3),   # scale
+        lambda: tuple(rnd(1, 16, 2, 128, dtype=torch.float16) for _ in range(3)) + (True, 0.0),  # dtype, d128
+        lambda: (rnd(2, 40, 4, 64), rnd(2, 40, 4, 64), rnd(2, 40, 4, 64), False, 0.0),   # back: a hit
+        lambda: tuple(qkv.unbind(2)) + (False, 0.0),                                     # back: a hit
+    ]
+    with real_launchers(lib):
+        for make in cases + cases:
+            q, k, v, causal, scale = make()
+            out = q.new_empty(q.shape)
+            lse = q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32)
+            ft._launch_fwd(q, k, v, out, lse, causal, scale)
+            got = lib.fwd[-1]
+            ctr = got["tile_counter"]
+            assert (ctr is not None) == (causal and q.shape[-1] == 64), got
+            want = uncached_fwd(q, k, v, out, lse, causal, scale, ctr)
+            assert got == want, "cached fwd params differ:\n%s\n%s" % (got, want)
+        assert len(ft._structs.fwd) == 7, len(ft._structs.fwd)  # one struct per signature
+        assert lib.streams == [0] * len(lib.fwd)
+
+        # the backward: fresh pointers (the workspace's too) every call, the size asked once per signature
+        def bwd_once(q, k, v, causal, scale, det):
+            out, do = torch.randn_like(q), rnd(*q.shape)
+            lse = torch.randn(q.shape[0], q.shape[2], q.shape[1])
+            dq, dk, dv = q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+            ft._launch_bwd(do, q, k, v, out, lse, dq, dk, dv, causal, scale, det)
+            got = lib.bwd[-1]
+            from flashptx import _abi
+            want = _abi.bwd_params({"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "o": out.data_ptr(),
+                                    "lse": lse.data_ptr(), "dout": do.data_ptr(), "dq": dq.data_ptr(),
+                                    "dk": dk.data_ptr(), "dv": dv.data_ptr()}, tuple(q.shape), tuple(k.shape),
+                                   {"q": ft._strides(q), "k": ft._strides(k), "v": ft._strides(v),
+                                    "o": ft._strides(out), "do": ft._strides(do), "dq": ft._strides(dq),
+                                    "dk": ft._strides(dk), "dv": ft._strides(dv)},
+                                   ft._DTYPES[q.dtype], causal, scale, det)
+            want = RecordingLibrary.fields(want)
+            assert got["workspace"] is not None and got["workspace_bytes"] == 256 * (q.shape[0] * q.shape[2] * q.shape[1] + 1)
+            want["workspace"], want["workspace_bytes"] = got["workspace"], got["workspace_bytes"]
+            assert got == want, "cached bwd params differ:\n%s\n%s" % (got, want)
+            return got
+        sized = lib.sized
+        seen = []
+        for q, k, v, causal, scale, det in [
+                (rnd(2, 40, 4, 64), rnd(2, 40, 4, 64), rnd(2, 40, 4, 64), False, 0.0, False),
+                (rnd(2, 40, 4, 64), rnd(2, 40, 4, 64), rnd(2, 40, 4, 64), False, 0.0, False),
+                (rnd(2, 40, 4, 64), rnd(2, 40, 4, 64), rnd(2, 40, 4, 64), True, 0.0, True),
+                (rnd(1, 77, 8, 128), rnd(1, 90, 2, 128), rnd(1, 90, 2, 128), True, 0.5, False),
+                tuple(qkv.unbind(2)) + (True, 0.0, False),
+                (rnd(2, 40, 4, 64), rnd(2, 40, 4, 64), rnd(2, 40, 4, 64), False, 0.0, False)]:
+            seen.append(bwd_once(q, k, v, causal, scale, det))
+        assert lib.sized - sized == 4, lib.sized - sized  # 4 signatures among the 6 calls
+        assert seen[0]["q"] != seen[1]["q"] or seen[0]["dq"] != seen[1]["dq"]
+
+
+@case
+def structs_are_per_thread():
+    """The C call runs without the GIL: two threads must never share a struct."""
+    import threading
+    lib = RecordingLibrary()
+    q = rnd(1, 16, 2, 64)
+    ids = []
+
+    def one():
+        out, lse = q.new_empty(q.shape), q.new_empty((1, 2, 16), dtype=torch.float32)
+        ft._launch_fwd(q, q, q, out, lse, False, 0.0)
+        ids.append(id(next(iter(ft._structs.fwd.values()))[0]))
+    with real_launchers(lib):
+        one()
+        t = threading.Thread(target=one)
+        t.start()
+        t.join()
+    assert len(ids) == 2 and ids[0] != ids[1], ids
+
+
+@case
+def eager_alignment_test_matches_the_traced_one():
+    """_aligned_eager (one pass, eager only) copies exactly where _aligned (traceable) does."""
+    base = rnd(2, 40, 3, 4, 128)
+    views = [rnd(2, 40, 4, 64), base.unbind(2)[1], base[..., :64], base[..., ::2], rnd(2, 4, 40, 64).transpose(1, 2),
+             rnd(2 * 40 * 4 * 64 + 1)[1:].view(2, 40, 4, 64), rnd(1, 40, 4, 64).expand(3, 40, 4, 64),
+             rnd(0, 40, 4, 64), rnd(2, 1, 4, 64), rnd(2, 40, 4, 8), rnd(2, 40, 4, 9)[..., :8],
+             rnd(2, 40, 4, 64, dtype=torch.float16)[:, ::3], rnd(2, 40, 1, 64).expand(2, 40, 4, 64)]
+    for t in views:
+        a, b = ft._aligned(t), ft._aligned_eager(t)
+        assert (a.data_ptr() == t.data_ptr()) == (b.data_ptr() == t.data_ptr()), (t.shape, t.stride())
+        assert a.stride() == b.stride() and torch.equal(a, b), (t.shape, t.stride())
+
+
+@case
+def eager_path_and_op_path():
+    """Plain eager calls take the autograd.Function; under a TorchDispatchMode (as FakeTensorMode,
+    make_fx, selective checkpointing) the call goes through torch.ops.flashptx.fwd/bwd, with the same
+    results."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Seen(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.append(str(func))
+            return func(*args, **(kwargs or {}))
+    torch.manual_seed(5)
+    q, k, v = rnd(2, 24, 4, 64, grad=True), rnd(2, 31, 2, 64, grad=True), rnd(2, 31, 2, 64, grad=True)
+    do = rnd(2, 24, 4, 64)
+    out = flashptx.attention(q, k, v, causal=True)
+    assert type(out.grad_fn).__name__ == "_AttentionBackward", type(out.grad_fn).__name__
+    g = torch.autograd.grad(out, (q, k, v), do)
+    seen = Seen()
+    with seen:
+        out2 = flashptx.attention(q, k, v, causal=True)
+        g2 = torch.autograd.grad(out2, (q, k, v), do)
+    assert "flashptx.fwd.default" in seen.ops and "flashptx.bwd.default" in seen.ops, seen.ops
+    assert torch.equal(out, out2) and all(torch.equal(a, b) for a, b in zip(g, g2))
+    with torch.no_grad():
+        assert torch.equal(flashptx.attention(q, k, v, causal=True), out)
+    # create_graph=True: the op path in the backward, as the custom op's own formula
+    out3 = flashptx.attention(q, k, v, causal=True)
+    g3 = torch.autograd.grad(out3, (q, k, v), do, create_graph=True)
+    assert all(torch.equal(a, b) for a, b in zip(g, g3))
 
 
 def main():
