@@ -24,7 +24,9 @@ std::string main_help() {
          "  trace        measured pipeline timeline of the instrumented forward kernel, as SVG;\n"
          "               --from-json re-renders a saved trace without a GPU\n"
          "  ladder       the attention ladder: per rung what it adds, SASS facts, TFLOP/s;\n"
-         "               --diff N prints the SASS lesson of rung N\n";
+         "               --diff N prints the SASS lesson of rung N\n"
+         "  sim          one kernel in the PTX simulator on the CPU: error against fp64, hazard and\n"
+         "               deadlock report, instructions/s; --list names the kernels it runs\n";
 }
 
 }  // namespace flashptx::cli
@@ -38,6 +40,12 @@ int cmd_run(int argc, char** argv) {
   if (g.hopper) {
     std::printf("flashptx: flagship FA3 forward on %s (`flashptx run --help` for the options)\n", g.name.c_str());
     return run_bench(a);
+  }
+  if (argc == 0) {  // the main job anyway, in the PTX simulator (when build/libflashptx_sim.so is there)
+    std::printf("flashptx: %s. The flagship forward runs in the PTX simulator instead.\n", g.why.c_str());
+    std::fflush(stdout);
+    if (const int rc = run_flagship_in_simulator(); rc >= 0) return rc;
+    std::printf("(the simulator library is not built: `make sim-exec`)\n");
   }
   std::printf("flashptx: %s. The kernels are compiled and audited here, not run.\n", g.why.c_str());
   if (argc > 0) std::printf("(the options given are for the GPU run; nothing else uses them)\n");

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   if (!std::strcmp(c, "bench")) return cmd_bench(argc - 2, argv + 2);
   if (!std::strcmp(c, "trace")) return cmd_trace(argc - 2, argv + 2);
   if (!std::strcmp(c, "ladder")) return cmd_ladder(argc - 2, argv + 2);
+  if (!std::strcmp(c, "sim")) return cmd_sim(argc - 2, argv + 2);
   if (!std::strcmp(c, "help") || !std::strcmp(c, "--help") || !std::strcmp(c, "-h")) {
     std::fputs(flashptx::cli::main_help().c_str(), stdout);
     return 0;
