@@ -89,7 +89,7 @@ TK_OBJ       := $(TK_CU:%.cu=$(BUILD)/test/%.o)
 TK_REL_OBJ   := $(TK_CU:%.cu=$(BUILD)/rel/%.o)
 TK100_OBJ    := $(TK100_CU:%.cu=$(BUILD)/rel100/%.o)
 TK100_TEST_OBJ := $(TK100_CU:%.cu=$(BUILD)/test100/%.o)
-TEST_OBJ     := $(TEST_CPP:%.cpp=$(BUILD)/host/%.o)
+TEST_OBJ     := $(filter-out $(BUILD)/host/tests/sim/isa_test_main.o,$(TEST_CPP:%.cpp=$(BUILD)/host/%.o))  # isa_test_main.cpp: the ISA tests' own main
 SASS_OBJ     := $(SASS_CPP:%.cpp=$(BUILD)/host/%.o)
 CLI_OBJ      := $(CLI_CPP:%.cpp=$(BUILD)/host/%.o)
 SUPPORT_LIB  := $(BUILD)/libflashptx_support.a

@@ -574,7 +574,7 @@ TEST_CASE("README: the command table lists every option of every command's --hel
 
 TEST_SUITE("nogpu cli") {
 
-TEST_CASE("no sm_90 GPU: bench and trace say why in one line; run says why, then the audit summary") {
+TEST_CASE("no sm_90 GPU: bench and trace say why in one line; run says why, then the flagship in the simulator") {
   const Gpu g = probe_gpu();
   REQUIRE_FALSE(g.hopper);
   CHECK(g.why.find("insufficient") == std::string::npos);
@@ -592,14 +592,20 @@ TEST_CASE("no sm_90 GPU: bench and trace say why in one line; run says why, then
   CHECK(unwritable.err ==
         "flashptx bench: cannot write --out /nonexistent/dir/b.json: the directory /nonexistent/dir does not exist; "
         "nothing was timed\n");
+  // With no options: the probe, the reason, then the flagship forward in the PTX simulator
+  // (build/libflashptx_sim.so, tools/flashptx/cmd_sim.cpp), PASS; without that library, the audit summary.
+  const std::string probe = "flashptx: looking for a Hopper GPU (flashptx --help lists the commands)\n";
   const Run r = run_cmd(cmd_run, {});
   CHECK((r.rc == 0 || r.rc == 1));
-  // What it does, before each slow step: the probe, the reason, then the disassembly.
-  CHECK(r.out.rfind("flashptx: looking for a Hopper GPU (flashptx --help lists the commands)\n"
-                    "flashptx: " + g.why + ". The kernels are compiled and audited here, not run.\n"
-                    "Audit summary of the built kernels (flashptx audit for the full check): disassembling the ",
-                    0) == 0);
-  CHECK(r.out.find("\naudit: ") != std::string::npos);
+  CHECK(r.out.rfind(probe + "flashptx: " + g.why + ". The flagship forward runs in the PTX simulator instead.\n", 0) == 0);
+  CHECK((r.out.find("\nPASS\n") != std::string::npos || r.out.find("\naudit: ") != std::string::npos));
+  // With options (they are the GPU run's): the audit summary, saying first what the slow part does.
+  const Run ro = run_cmd(cmd_run, {"--seqlen", "1024"});
+  CHECK(ro.out.rfind(probe + "flashptx: " + g.why + ". The kernels are compiled and audited here, not run.\n"
+                     "(the options given are for the GPU run; nothing else uses them)\n"
+                     "Audit summary of the built kernels (flashptx audit for the full check): disassembling the ",
+                     0) == 0);
+  CHECK(ro.out.find("\naudit: ") != std::string::npos);
 }
 
 TEST_CASE("can_write: an existing writable file, a new name in a writable directory; not a missing directory") {

@@ -2,8 +2,9 @@
 // With a Hopper GPU: the flagship FA3 forward (bf16, head dim 128, batch 2 x seqlen 8192 x 16 heads
 // unless options say otherwise), its error against the fp64 reference on sampled rows and against
 // the GPU reference on every element, and its TFLOP/s (the `flashptx bench` path, one shape).
-// Without one: says why in one line, then (run_flagship_without_gpu, the simulator's hook) runs the
-// flagship in a simulator where one is built in, or else prints the audit summary of the built kernels.
+// Without one: says why in one line, then, with no options, runs the flagship forward in the PTX
+// simulator (build/libflashptx_sim.so: tools/flashptx/cmd_sim.cpp) at a small shape; with options, or
+// where the simulator library is not built, prints the audit summary of the built kernels.
 // It says what it is doing before each slow step (the GPU probe, the disassembly).
 // The options are checked first, GPU or not.
 #include <cstdio>
@@ -30,23 +31,14 @@ std::string main_help() {
          "  ladder       the attention ladder: per rung what it adds, SASS facts, TFLOP/s;\n"
          "               --diff N prints the SASS lesson of rung N\n"
          "  kernels      the kernel table: every kernel's fields and protocol switches, registers,\n"
-         "               static and dynamic shared memory (no GPU needed)\n";
+         "               static and dynamic shared memory (no GPU needed)\n"
+         "  sim          one kernel in the PTX simulator on the CPU: error against fp64, hazard and\n"
+         "               deadlock report, instructions/s; --list names the kernels it runs\n";
 }
 
 }  // namespace flashptx::cli
 
 namespace {
-
-// The hook for a run without a usable GPU: the flagship forward in a simulator, when one is built
-// in. Returns the exit status of that run, or kNoSimulator when there is none (then `flashptx`
-// prints the audit summary instead). A simulator replaces this function's body; nothing else in
-// cmd_run changes.
-constexpr int kNoSimulator = -1;
-int run_flagship_without_gpu(const flashptx::cli::BenchArgs& a, const flashptx::cli::Gpu& g) {
-  (void)a;
-  (void)g;
-  return kNoSimulator;
-}
 
 // The audit list's object count, for the line that says what the slow part is doing.
 size_t audited_objects() {
@@ -75,10 +67,14 @@ int cmd_run(int argc, char** argv) {
     std::fflush(stdout);
     return run_bench(a);
   }
+  if (argc == 0) {  // the main job anyway, in the PTX simulator (when build/libflashptx_sim.so is there)
+    std::printf("flashptx: %s. The flagship forward runs in the PTX simulator instead.\n", g.why.c_str());
+    std::fflush(stdout);
+    if (const int rc = run_flagship_in_simulator(); rc >= 0) return rc;
+    std::printf("(the simulator library is not built: `make sim-exec`)\n");
+  }
   std::printf("flashptx: %s. The kernels are compiled and audited here, not run.\n", g.why.c_str());
   std::fflush(stdout);
-  const int simulated = run_flagship_without_gpu(a, g);
-  if (simulated != kNoSimulator) return simulated;
   if (argc > 0) std::printf("(the options given are for the GPU run; nothing else uses them)\n");
   std::printf("Audit summary of the built kernels (flashptx audit for the full check): disassembling the %zu\n"
               "objects of the build first, which takes a while on a small machine...\n\n",

@@ -21,6 +21,12 @@ int cmd_bench(int argc, char** argv);   // side-by-side-ready timing with a JSON
 int cmd_trace(int argc, char** argv);   // measured pipeline timeline (instrumented build)
 int cmd_ladder(int argc, char** argv);  // the attention ladder's table and SASS lessons
 int cmd_kernels(int argc, char** argv); // the kernel table, every field, with registers and shared memory
+int cmd_sim(int argc, char** argv);     // one kernel in the PTX simulator (build/libflashptx_sim.so), on any machine
+
+// The no-GPU path of `flashptx`: the flagship forward in the simulator at a small shape
+// (tools/flashptx/cmd_sim.cpp). Exit status 0 (PASS) or 1; -1, printing nothing, when the
+// simulator library is not there.
+int run_flagship_in_simulator();
 
 // Shared by `flashptx` (no arguments, no GPU) and `flashptx audit --summary`: per kernel, registers,
 // shared memory, spills and golden status. Implemented by the audit (tools/flashptx/cmd_audit.cpp).

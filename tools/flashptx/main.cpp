@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (!std::strcmp(c, "kernels")) return cmd_kernels(argc - 2, argv + 2);
+  if (!std::strcmp(c, "sim")) return cmd_sim(argc - 2, argv + 2);
   if (!std::strcmp(c, "help") || !std::strcmp(c, "--help") || !std::strcmp(c, "-h")) {
     std::fputs(flashptx::cli::main_help().c_str(), stdout);
     return 0;

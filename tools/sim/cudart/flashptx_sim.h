@@ -43,6 +43,11 @@ int flashptx_sim_configure(const char* policy, uint64_t seed, int sms);
 const char* flashptx_sim_last_report(void);
 uint64_t flashptx_sim_launches(void);
 
+/* The simulator's work so far (any argument may be NULL): warp instructions and thread
+   instructions executed by this library's launches, and the seconds the simulator spent in
+   launches (every launch of the process's simulated device). For `flashptx sim`'s speed line. */
+void flashptx_sim_stats(uint64_t* warp_instructions, uint64_t* thread_instructions, double* seconds);
+
 #ifdef __cplusplus
 }
 #endif

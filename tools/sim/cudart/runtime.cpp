@@ -67,6 +67,9 @@ static bool dims_ok(dim3 g, dim3 b) {
          threads <= 1024 && b.z <= 64;
 }
 
+// Totals over this copy's launches (flashptx_sim_stats).
+static uint64_t g_warp_instructions = 0, g_thread_instructions = 0;
+
 static cudaError_t launch(const void* fn, dim3 grid, dim3 block, void** args, size_t smem, Dim3 cluster, bool cluster_set) {
   auto f = runtime().functions.find(fn);
   if (f == runtime().functions.end()) return fail(cudaErrorInvalidDeviceFunction);
@@ -105,6 +108,8 @@ static cudaError_t launch(const void* fn, dim3 grid, dim3 block, void** args, si
   const Report r = ptxsim::launch(c, d.memory, d.maps);
   ++d.launches;
   d.busy_seconds += r.seconds;
+  g_warp_instructions += r.warp_instructions;
+  g_thread_instructions += r.thread_instructions;
   if (!r.ok()) {
     d.last_report = "launch of " + c.entry + " (grid " + std::to_string(grid.x) + "x" + std::to_string(grid.y) + "x" +
                     std::to_string(grid.z) + ", block " + std::to_string(block.x) + ", " + policy_name(c.policy) +
@@ -442,5 +447,12 @@ int flashptx_sim_configure(const char* policy, uint64_t seed, int sms) {
 }
 const char* flashptx_sim_last_report() { return device().last_report.c_str(); }
 uint64_t flashptx_sim_launches() { return device().launches; }
+void flashptx_sim_stats(uint64_t* warp_instructions, uint64_t* thread_instructions, double* seconds) {
+  Device& d = device();
+  std::lock_guard<std::recursive_mutex> lock(d.mu);
+  if (warp_instructions != nullptr) *warp_instructions = g_warp_instructions;
+  if (thread_instructions != nullptr) *thread_instructions = g_thread_instructions;
+  if (seconds != nullptr) *seconds = d.busy_seconds;
+}
 
 }  // extern "C"
