@@ -178,6 +178,7 @@ Outcome run(const std::string& ptx, const char* policy, uint64_t seed = 1) {
 // `expect` (the finding's kind as the report spells it, the barrier or instruction).
 void check_caught(const Outcome& r, const std::vector<std::string>& expect) {
   INFO("report:\n" << r.report.substr(0, 4000));
+  if (std::getenv("MUT_SHOW")) std::printf("MUTREPORT %s\n", r.report.substr(0, 1500).c_str());
   CHECK_MESSAGE(r.status == FLASHPTX_ERR_CUDA, "flashptx_fwd returned " << flashptx_status_name(r.status));
   for (const std::string& w : expect) CHECK_MESSAGE(r.report.find(w) != std::string::npos, "no '" << w << "' in the report");
 }
@@ -243,7 +244,7 @@ TEST_CASE("mutation: a wgmma.wait_group depth raised (S read before its group re
     m.edit(R"(^\s*wgmma\.wait_group\.sync\.aligned 0;)", 5, 1, [](const std::string& l, const std::smatch&) {
       return std::regex_replace(l, std::regex(" 0;"), " 1;");
     });
-    check_caught(run(m.text(), pol), {"hazard", "wgmma"});
+    check_caught(run(m.text(), pol), {"hazard", "an accumulator) of an in-flight wgmma.mma_async before the wgmma.wait_group"});
   }
 }
 
@@ -255,7 +256,7 @@ TEST_CASE("mutation: a try_wait parity flipped (Q read before it lands)") {
     Mutant m(module_text());
     m.edit(R"(^mbarrier\.try_wait\.parity\.acquire\.cta\.shared::cta\.b64 p, \[(%r\d+)\], (%r\d+);)", 21, 0,
            [](const std::string& l, const std::smatch& g) { return with_mut(l, g[2].str(), "xor.b32 %mut, " + g[2].str() + ", 1;"); });
-    check_caught(run(m.text(), pol), {"deadlock", "mbarrier"});
+    check_caught(run(m.text(), pol), {"deadlock", "%mut: spinning on mbarrier", "waiting for parity"});
   }
 }
 
@@ -266,7 +267,7 @@ TEST_CASE("mutation: expect_tx bytes one box over (the phase never completes)") 
   Mutant m(module_text());
   m.edit(R"(mbarrier\.arrive\.expect_tx\.release\.cta\.shared::cta\.b64 _, \[(%r\d+)\], (%r\d+);)", 4, 1,
          [](const std::string& l, const std::smatch& g) { return with_mut(l, g[2].str(), "add.s32 %mut, " + g[2].str() + ", " + g[2].str() + ";"); });
-  check_caught(run(m.text(), "round-robin"), {"deadlock", "tx-count"});
+  check_caught(run(m.text(), "round-robin"), {"deadlock", "spinning on mbarrier", "pending arrivals 0 of 1, tx-count"});
 }
 
 // 0x04 (proxy fences): the consumers' generic writes of O to shared memory, then the TMA store of
@@ -275,7 +276,7 @@ TEST_CASE("mutation: the fence.proxy.async before the TMA store of O removed") {
   if (!sim()) return;
   Mutant m(module_text());
   m.edit(R"(^\s*fence\.proxy\.async\.shared::cta;)", 1, 0, [](const std::string&, const std::smatch&) { return std::string(); });
-  check_caught(run(m.text(), "round-robin"), {"protocol", "no fence.proxy.async"});
+  check_caught(run(m.text(), "round-robin"), {"protocol", "cp.async.bulk.tensor", "through the generic proxy with no fence.proxy.async"});
 }
 
 // 0x05 (warp specialization): the first named barrier's bar.sync counting one warp more than
@@ -287,7 +288,7 @@ TEST_CASE("mutation: a named barrier's thread count wrong") {
   REQUIRE(n >= 2);
   m.edit(R"(^\s*bar\.sync (%r\d+), (%r\d+);)", n, 1,
          [](const std::string& l, const std::smatch& g) { return with_mut(l, g[2].str(), "add.s32 %mut, " + g[2].str() + ", 32;"); });
-  check_caught(run(m.text(), "round-robin"), {"bar"});
+  check_caught(run(m.text(), "round-robin"), {"protocol", "bar.sync", "%mut", "named barrier", "differs from the count"});
 }
 
 // 0x05 (register budget): the consumers' setmaxnreg.inc raised by 8 over what the pool leaves.
@@ -297,7 +298,7 @@ TEST_CASE("mutation: a setmaxnreg split over the launch's register pool") {
   m.edit(R"(^\s*setmaxnreg\.inc\.sync\.aligned\.u32 (\d+);)", 1, 0, [](const std::string& l, const std::smatch& g) {
     return std::regex_replace(l, std::regex(g[1].str() + ";"), std::to_string(std::stoi(g[1].str()) + 8) + ";");
   });
-  check_caught(run(m.text(), "round-robin"), {"setmaxnreg"});
+  check_caught(run(m.text(), "round-robin"), {"deadlock", "setmaxnreg.inc", "setmaxnreg waiting for registers"});
 }
 
 // 0x03 (producer): the producer's first tensor load into the ring dropped, its expect_tx kept.
@@ -306,7 +307,7 @@ TEST_CASE("mutation: a producer skipping a stage (its TMA dropped)") {
   Mutant m(module_text());
   m.edit(R"(^\s*cp\.async\.bulk\.tensor\.4d\.shared::cluster\.global\.tile\.mbarrier::complete_tx::bytes)", 4, 1,
          [](const std::string&, const std::smatch&) { return std::string(); });
-  check_caught(run(m.text(), "round-robin"), {"deadlock", "tx-count"});
+  check_caught(run(m.text(), "round-robin"), {"deadlock", "spinning on mbarrier", "pending arrivals 0 of 1, tx-count"});
 }
 
 // 0x03 (empty barriers): every consumer release of one ring barrier dropped: after the wrap the
@@ -320,7 +321,7 @@ TEST_CASE("mutation: an empty-barrier arrival dropped") {
     REQUIRE(n >= 4);
     m.edit(R"(^\s*mbarrier\.arrive\.release\.cta\.shared::cta\.b64 _, \[(%r\d+)\];)", n, 3,
            [](const std::string&, const std::smatch&) { return std::string(); });
-    check_caught(run(m.text(), pol), {"deadlock", "mbarrier"});
+    check_caught(run(m.text(), pol), {"deadlock", "spinning on mbarrier", "pending arrivals"});
   }
 }
 
@@ -331,7 +332,7 @@ TEST_CASE("mutation: the consumer reads O before its last PV retires (a wait_gro
   for (const char* pol : kPolicies) {
     Mutant m(module_text());
     m.edit(R"(^\s*wgmma\.wait_group\.sync\.aligned 0;)", 5, 4, [](const std::string&, const std::smatch&) { return std::string(); });
-    check_caught(run(m.text(), pol), {"hazard", "wgmma"});
+    check_caught(run(m.text(), pol), {"hazard", "an accumulator) of an in-flight wgmma.mma_async"});
   }
 }
 
