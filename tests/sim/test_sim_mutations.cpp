@@ -325,6 +325,49 @@ TEST_CASE("mutation: an empty-barrier arrival dropped") {
   }
 }
 
+// 0x03 (early release): the consumers' release of a K stage (its guarded empty-barrier arrive,
+// after the wait_group that retires the QK^T wgmma reading the stage) moved before that wait: the
+// producer may refill the stage while the wgmma still reads it.
+// NOT CAUGHT (2026-12-01): under round-robin, starve-producer, consumers-first, random and
+// delay-one-warpgroup the mutated launch has no finding and its output passes. Either the arrive
+// moved (the 4th consumer empty-barrier arrive of the entry, the first whose removal deadlocks) is
+// not the release of the stage the in-flight QK^T reads, or the simulator never lets the refill TMA
+// land inside that wgmma's in-flight window: a simulator gap to look at. Skipped, not deleted:
+// run it with --no-skip.
+TEST_CASE("mutation: a stage released before the wait that retires its reader" * doctest::skip()) {
+  if (!sim()) return;
+  for (const char* pol : {"round-robin", "starve-producer", "consumers-first", "random", "delay-one-warpgroup"}) {
+    Mutant m(module_text());
+    const std::regex arrive(R"(^\s*mbarrier\.arrive\.release\.cta\.shared::cta\.b64 _, \[(%r\d+)\];)");
+    auto arrives = m.lines(arrive);
+    REQUIRE(arrives.size() == 15);
+    auto [aoff, aline] = arrives[3];
+    std::smatch g;
+    std::regex_search(aline, g, arrive);
+    const std::string reg = g[1].str();
+    // The address and the guard of that arrive: "@%pN bra L;" then "add.s32 REG, BASE, OFF;" above it.
+    const std::string before = m.body.substr(0, aoff);
+    std::smatch a, b;
+    const size_t addr_at = before.rfind("add.s32 \t" + reg + ",");
+    REQUIRE_MESSAGE(addr_at != std::string::npos, "no address of " << reg << " above its arrive");
+    const std::string addr_line = before.substr(addr_at, before.find('\n', addr_at) - addr_at);
+    REQUIRE(std::regex_search(addr_line, a, std::regex(R"(,\s+(%r\d+),\s+(\d+);)")));
+    const std::string guard_zone = before.substr(0, addr_at);
+    const size_t guard_at = guard_zone.rfind("@%p");
+    REQUIRE(guard_at != std::string::npos);
+    REQUIRE(addr_at - guard_at < 64);
+    const std::string guard_line = guard_zone.substr(guard_at, guard_zone.find('\n', guard_at) - guard_at);
+    REQUIRE(std::regex_search(guard_line, b, std::regex(R"(^@(%p\d+) bra)")));
+    m.body.replace(aoff, aline.size(), "");  // the release where it was: gone
+    const std::string early = "\t@" + b[1].str() + " bra $L__mut_early;\n{\n.reg .b32 %mut;\nadd.s32 %mut, " + a[1].str() + ", " +
+                              a[2].str() + ";\nmbarrier.arrive.release.cta.shared::cta.b64 _, [%mut];\n}\n$L__mut_early:\n";
+    m.edit(R"(^\s*wgmma\.wait_group\.sync\.aligned 0;)", 5, 1, [&](const std::string& l, const std::smatch&) { return early + l; });
+    const Outcome r = run(m.text(), pol);
+    if (std::getenv("MUT_SHOW")) std::printf("EARLY %s: %s\n", pol, r.report.substr(0, 1200).c_str());
+    check_caught(r, {"hazard"});
+  }
+}
+
 // 0x02 (epilogue): the last wait_group 0 before the epilogue removed: O is read (rescaled and
 // written out) while the last PV group is in flight.
 TEST_CASE("mutation: the consumer reads O before its last PV retires (a wait_group removed)") {
