@@ -28,6 +28,7 @@
 
 #include "flashptx.h"
 #include "src/kernels.h"
+#include "src/models/sim_mutation_labs.h"
 #include "src/plan.h"
 #include "tests/gpu/test_util.h"
 #include "tools/sim/cudart/flashptx_sim.h"
@@ -183,6 +184,18 @@ void check_caught(const Outcome& r, const std::vector<std::string>& expect) {
   for (const std::string& w : expect) CHECK_MESSAGE(r.report.find(w) != std::string::npos, "no '" << w << "' in the report");
 }
 
+// The run of a mutation must hold the words its ledger row (src/models/sim_mutation_labs.h) names:
+// the Finding kind, then the row's words.
+void check_lab(const Outcome& r, const char* name) {
+  const flashptx::models::SimMutationLab* lab = flashptx::models::sim_mutation_lab(name);
+  REQUIRE_MESSAGE(lab != nullptr, "no ledger row for '" << name << "'");
+  REQUIRE(lab->caught);
+  std::vector<std::string> words{lab->finding};
+  for (const char* w : lab->words)
+    if (w) words.push_back(w);
+  check_caught(r, words);
+}
+
 // Wraps one instruction line in a scope whose register %mut holds `prep` of operand `reg`.
 std::string with_mut(const std::string& line, const std::string& reg, const std::string& prep) {
   std::string l = line;
@@ -244,19 +257,19 @@ TEST_CASE("mutation: a wgmma.wait_group depth raised (S read before its group re
     m.edit(R"(^\s*wgmma\.wait_group\.sync\.aligned 0;)", 5, 1, [](const std::string& l, const std::smatch&) {
       return std::regex_replace(l, std::regex(" 0;"), " 1;");
     });
-    check_caught(run(m.text(), pol), {"hazard", "an accumulator) of an in-flight wgmma.mma_async before the wgmma.wait_group"});
+    check_lab(run(m.text(), pol), "a wgmma.wait_group depth raised (S read before its group retires)");
   }
 }
 
-// 0x03 (mbarrier parity): the consumer's first wait on Q's full barrier with its parity flipped:
-// it passes at once (the phase before the first) and the wgmma reads Q before the TMA lands.
-TEST_CASE("mutation: a try_wait parity flipped (Q read before it lands)") {
+// 0x03 (mbarrier parity): the entry's first try_wait (a consumer's wait on the Q barrier) with its
+// parity flipped: it waits for a phase after the one that completes, which never comes (deadlock).
+TEST_CASE("mutation: a try_wait parity flipped") {
   if (!sim()) return;
   for (const char* pol : kPolicies) {
     Mutant m(module_text());
     m.edit(R"(^mbarrier\.try_wait\.parity\.acquire\.cta\.shared::cta\.b64 p, \[(%r\d+)\], (%r\d+);)", 21, 0,
            [](const std::string& l, const std::smatch& g) { return with_mut(l, g[2].str(), "xor.b32 %mut, " + g[2].str() + ", 1;"); });
-    check_caught(run(m.text(), pol), {"deadlock", "%mut: spinning on mbarrier", "waiting for parity"});
+    check_lab(run(m.text(), pol), "a try_wait parity flipped");
   }
 }
 
@@ -267,7 +280,7 @@ TEST_CASE("mutation: expect_tx bytes one box over (the phase never completes)") 
   Mutant m(module_text());
   m.edit(R"(mbarrier\.arrive\.expect_tx\.release\.cta\.shared::cta\.b64 _, \[(%r\d+)\], (%r\d+);)", 4, 1,
          [](const std::string& l, const std::smatch& g) { return with_mut(l, g[2].str(), "add.s32 %mut, " + g[2].str() + ", " + g[2].str() + ";"); });
-  check_caught(run(m.text(), "round-robin"), {"deadlock", "spinning on mbarrier", "pending arrivals 0 of 1, tx-count"});
+  check_lab(run(m.text(), "round-robin"), "expect_tx bytes one box over (the phase never completes)");
 }
 
 // 0x04 (proxy fences): the consumers' generic writes of O to shared memory, then the TMA store of
@@ -276,7 +289,7 @@ TEST_CASE("mutation: the fence.proxy.async before the TMA store of O removed") {
   if (!sim()) return;
   Mutant m(module_text());
   m.edit(R"(^\s*fence\.proxy\.async\.shared::cta;)", 1, 0, [](const std::string&, const std::smatch&) { return std::string(); });
-  check_caught(run(m.text(), "round-robin"), {"protocol", "cp.async.bulk.tensor", "through the generic proxy with no fence.proxy.async"});
+  check_lab(run(m.text(), "round-robin"), "the fence.proxy.async before the TMA store of O removed");
 }
 
 // 0x05 (warp specialization): the first named barrier's bar.sync counting one warp more than
@@ -288,7 +301,7 @@ TEST_CASE("mutation: a named barrier's thread count wrong") {
   REQUIRE(n >= 2);
   m.edit(R"(^\s*bar\.sync (%r\d+), (%r\d+);)", n, 1,
          [](const std::string& l, const std::smatch& g) { return with_mut(l, g[2].str(), "add.s32 %mut, " + g[2].str() + ", 32;"); });
-  check_caught(run(m.text(), "round-robin"), {"protocol", "bar.sync", "%mut", "named barrier", "differs from the count"});
+  check_lab(run(m.text(), "round-robin"), "a named barrier's thread count wrong");
 }
 
 // 0x05 (register budget): the consumers' setmaxnreg.inc raised by 8 over what the pool leaves.
@@ -298,7 +311,7 @@ TEST_CASE("mutation: a setmaxnreg split over the launch's register pool") {
   m.edit(R"(^\s*setmaxnreg\.inc\.sync\.aligned\.u32 (\d+);)", 1, 0, [](const std::string& l, const std::smatch& g) {
     return std::regex_replace(l, std::regex(g[1].str() + ";"), std::to_string(std::stoi(g[1].str()) + 8) + ";");
   });
-  check_caught(run(m.text(), "round-robin"), {"deadlock", "setmaxnreg.inc", "setmaxnreg waiting for registers"});
+  check_lab(run(m.text(), "round-robin"), "a setmaxnreg split over the launch's register pool");
 }
 
 // 0x03 (producer): the producer's first tensor load into the ring dropped, its expect_tx kept.
@@ -307,7 +320,7 @@ TEST_CASE("mutation: a producer skipping a stage (its TMA dropped)") {
   Mutant m(module_text());
   m.edit(R"(^\s*cp\.async\.bulk\.tensor\.4d\.shared::cluster\.global\.tile\.mbarrier::complete_tx::bytes)", 4, 1,
          [](const std::string&, const std::smatch&) { return std::string(); });
-  check_caught(run(m.text(), "round-robin"), {"deadlock", "spinning on mbarrier", "pending arrivals 0 of 1, tx-count"});
+  check_lab(run(m.text(), "round-robin"), "a producer skipping a stage (its TMA dropped)");
 }
 
 // 0x03 (empty barriers): every consumer release of one ring barrier dropped: after the wrap the
@@ -321,7 +334,7 @@ TEST_CASE("mutation: an empty-barrier arrival dropped") {
     REQUIRE(n >= 4);
     m.edit(R"(^\s*mbarrier\.arrive\.release\.cta\.shared::cta\.b64 _, \[(%r\d+)\];)", n, 3,
            [](const std::string&, const std::smatch&) { return std::string(); });
-    check_caught(run(m.text(), pol), {"deadlock", "spinning on mbarrier", "pending arrivals"});
+    check_lab(run(m.text(), pol), "an empty-barrier arrival dropped");
   }
 }
 
@@ -375,7 +388,7 @@ TEST_CASE("mutation: the consumer reads O before its last PV retires (a wait_gro
   for (const char* pol : kPolicies) {
     Mutant m(module_text());
     m.edit(R"(^\s*wgmma\.wait_group\.sync\.aligned 0;)", 5, 4, [](const std::string&, const std::smatch&) { return std::string(); });
-    check_caught(run(m.text(), pol), {"hazard", "an accumulator) of an in-flight wgmma.mma_async"});
+    check_lab(run(m.text(), pol), "the consumer reads O before its last PV retires (a wait_group removed)");
   }
 }
 
@@ -387,6 +400,10 @@ TEST_CASE("mutation: a wait_group 1 turned into a full wait is not a finding and
   m.edit(R"(^\s*wgmma\.wait_group\.sync\.aligned 1;)", 2, 0, [](const std::string& l, const std::smatch&) {
     return std::regex_replace(l, std::regex(" 1;"), " 0;");
   });
+  const flashptx::models::SimMutationLab* lab = flashptx::models::sim_mutation_lab(
+      "a wait_group 1 turned into a full wait is not a finding and changes nothing");
+  REQUIRE(lab != nullptr);
+  CHECK(std::string(lab->finding) == "none");
   const Outcome base = run("", "round-robin", 5), full = run(m.text(), "round-robin", 5);
   CHECK(base.passes());
   CHECK_MESSAGE(full.passes(), full.report);
