@@ -216,8 +216,13 @@ const char* const kPolicies[] = {"round-robin", "starve-producer"};
 
 TEST_SUITE("gpu_sm90 sim mutations") {
 
+// A tool, not a test (skipped): applies one edit to every line of the entry matching $MUT_PAT in
+// turn ($MUT_MODE: del, dbl, xor, add32, else " 0;" -> " 1;") and prints each launch's outcome, to
+// find which instances the mutation shape executes (a branch the shape never takes shows no finding).
+// MUT_PAT='...' MUT_MODE=del build/run_tests_sim -ts="gpu_sm90 sim mutations" -tc=explore --no-skip
 TEST_CASE("explore" * doctest::skip()) {
   const char* pat = std::getenv("MUT_PAT");
+  if (pat == nullptr || std::getenv("MUT_MODE") == nullptr || !sim()) return;
   const std::regex re(pat);
   const size_t n = Mutant(module_text()).lines(re).size();
   for (size_t i = 0; i < n; ++i) {
