@@ -294,7 +294,7 @@ TEST_CASE("mutation: the fence.proxy.async before the TMA store of O removed") {
   if (!sim()) return;
   Mutant m(module_text());
   m.edit(R"(^\s*fence\.proxy\.async\.shared::cta;)", 1, 0, [](const std::string&, const std::smatch&) { return std::string(); });
-  check_lab(run(m.text(), "round-robin"), "the fence.proxy.async before the TMA store of O removed");
+  for (const char* pol : kPolicies) check_lab(run(m.text(), pol), "the fence.proxy.async before the TMA store of O removed");
 }
 
 // 0x05 (warp specialization): the first named barrier's bar.sync counting one warp more than
@@ -306,7 +306,7 @@ TEST_CASE("mutation: a named barrier's thread count wrong") {
   REQUIRE(n >= 2);
   m.edit(R"(^\s*bar\.sync (%r\d+), (%r\d+);)", n, 1,
          [](const std::string& l, const std::smatch& g) { return with_mut(l, g[2].str(), "add.s32 %mut, " + g[2].str() + ", 32;"); });
-  check_lab(run(m.text(), "round-robin"), "a named barrier's thread count wrong");
+  for (const char* pol : kPolicies) check_lab(run(m.text(), pol), "a named barrier's thread count wrong");
 }
 
 // 0x05 (register budget): the consumers' setmaxnreg.inc raised by 8 over what the pool leaves.
