@@ -102,6 +102,7 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     {"gpu_sm90 ladder", "the rungs refuse what they do not take*"},
     {"gpu_sm90 fp8 quantize", "shapes:*"},
     {"gpu_sm90 fp8 quantize", "the same input twice*"},
+    {"gpu_sm90 sim mutations", "*"},
 };
 constexpr const char* kSimulatorSkipReason = "no simulator shape yet (its GPU shapes would take the simulator hours)";
 

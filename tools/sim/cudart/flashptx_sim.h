@@ -41,6 +41,13 @@ int flashptx_sim_configure(const char* policy, uint64_t seed, int sms);
 /* The simulator's report of the last launch that had findings ("" when none had), and the
    number of launches executed so far. */
 const char* flashptx_sim_last_report(void);
+
+/* For mutation tests (tests/sim/test_sim_mutations.cpp): launches of every entry of the PTX module
+   that holds `entry` run ptx_text (a whole module, e.g. that module's text edited) from now on;
+   ptx_text NULL restores the module's file. Returns 0, or -1 when no module holds entry or
+   ptx_text does not load (flashptx_sim_last_report() says why). The cluster shapes stay the
+   file's. */
+int flashptx_sim_override_ptx(const char* entry, const char* ptx_text);
 uint64_t flashptx_sim_launches(void);
 
 /* The simulator's work so far (any argument may be NULL): warp instructions and thread
