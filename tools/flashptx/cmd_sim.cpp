@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "flashptx.h"
+#include "include/flashptx.h"
 #include "src/kernels.h"
 #include "tools/flashptx/commands.h"
 #include "tools/support/dtype.h"
