@@ -59,15 +59,16 @@ case $what in
     cs racecheck release "gpu_sm90 release flavour" "*"
     step profile_calls 200 python3 tools/python/profile_calls.py --json "$OUT/profile_calls.json" ;;
   changed)
+    step python_gpu 150 python3 tools/python/tests/test_gpu.py --json "$OUT/python_gpu.json"
+    step profile_calls 120 python3 tools/python/profile_calls.py --json "$OUT/profile_calls.json"
+    step suite_fp8_rmse 60 "$BIN/run_tests" -ts="gpu_sm90 fa3 fp8 rmse"
     step suite_bwd 240 "$BIN/run_tests" -ts="gpu_sm90 fa3 backward"
-    for suite in "gpu_sm90 fa3 fp8 forward" "gpu_sm90 fa3 fp8 rmse" "gpu_sm90 fa3 varlen" "gpu_sm90 release flavour" \
-                 "gpu_sm90 launch plan" "gpu_sm90 fp8 quantize"; do
+    for suite in "gpu_sm90 release flavour" "gpu_sm90 fa3 varlen" "gpu_sm90 fa3 fp8 forward" "gpu_sm90 launch plan" \
+                 "gpu_sm90 fp8 quantize"; do
       step "suite_${suite// /_}" 120 "$BIN/run_tests" -ts="$suite"
     done
     step suite_fwd_subset 150 "$BIN/run_tests" -ts="gpu_sm90 fa3 forward" \
-      -tc="small shapes*,unequal lengths*,strided layouts*,seqlen_k = 0*,bad input*"
-    step python_gpu 150 python3 tools/python/tests/test_gpu.py --json "$OUT/python_gpu.json"
-    step profile_calls 120 python3 tools/python/profile_calls.py --json "$OUT/profile_calls.json" ;;
+      -tc="small shapes*,unequal lengths*,strided layouts*,seqlen_k = 0*,bad input*" ;;
 esac
 printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
 (cd "$OUT" && tar czf logs.tgz *.log && rm -f *.log)
