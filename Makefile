@@ -241,6 +241,7 @@ $(BIN)/libflashptx.so: $(REL_LIB_OBJ) src/libflashptx.map VERSION
 	$(call step,link $@)
 	$(Q)$(NVCC) -shared -o $@ $(REL_LIB_OBJ) -cudart static -Xlinker --version-script=src/libflashptx.map \
 	  -Xlinker -Bsymbolic -Xlinker -soname=libflashptx.so.$(VERSION_MAJOR) $(filter-out -L% -lcudart_static,$(LDLIBS))
+	@ln -sf $(notdir $@) $@.$(VERSION_MAJOR)  # the SONAME's name, so programs linked here load
 
 $(BUILD)/libflashptx_test.a: $(TEST_LIB_OBJ)
 	$(call step,ar   $@)
@@ -299,7 +300,7 @@ regen-golden: all
 	$(BIN)/flashptx audit --regenerate
 
 clean:
-	rm -rf $(BUILD) $(BIN)/libflashptx.a $(BIN)/libflashptx.so $(BIN)/flashptx $(BIN)/run_tests
+	rm -rf $(BUILD) $(BIN)/libflashptx.a $(BIN)/libflashptx.so $(BIN)/libflashptx.so.* $(BIN)/flashptx $(BIN)/run_tests
 
 # ---- generated code: ptx/wgmma_mma.cuh ------------------------------------------------------
 # The header is committed (ptx/ stays vendorable alone); tools/support/wgmma_gen.cpp is its source,

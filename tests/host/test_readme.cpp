@@ -301,6 +301,9 @@ TEST_CASE("the README's C example: app.c compiles (as C and C++), links libflash
   fs::create_directories(inst);
   fs::create_directory_symlink(fs::absolute(fs::path(FLASHPTX_ROOT) / "include"), inst / "include");
   fs::create_symlink(built_library(), inst / "libflashptx.so");
+  // The SONAME's name (libflashptx.so.MAJOR), which make leaves beside the library: what a program
+  // linked with -lflashptx asks the loader for.
+  fs::create_symlink(built_library(), inst / "libflashptx.so.0");
   write(dir / "app.c", prog[0]->body);
   const Ran cxx = run_sh(dir, "c++ -x c++ -std=c++17 -fsyntax-only -Wall -I'" + (inst / "include").string() + "' -I'" +
                                   kCudaInclude.string() + "' app.c");
