@@ -14,22 +14,26 @@ SIMRT_OBJ := $(SIMRT_CPP:%.cpp=$(BUILD)/simrt/%.o)
 SIMRT_PTX := $(SIM_PTX) $(SUP_CU:%.cu=$(BUILD)/ptx/%.ptx)
 SIMRT_LIBS := -ldl -lpthread
 
-$(BUILD)/simrt/%.o: %.cpp | setup
+$(BUILD)/simrt/%.o: %.cpp | $(SETUP)
+	$(call step,c++  $< (simulator runtime))
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -c $< -o $@
+	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
 
 $(BUILD)/libflashptx_sim.so: $(REL_LIB_OBJ) $(SIMRT_OBJ) $(SIM_LIB) tools/sim/cudart/libflashptx_sim.map | $(SIMRT_PTX)
-	$(CXX) -shared -o $@ $(REL_LIB_OBJ) $(SIMRT_OBJ) $(SIM_LIB) -Wl,--version-script=tools/sim/cudart/libflashptx_sim.map \
+	$(call step,link $@)
+	$(Q)$(CXX) -shared -o $@ $(REL_LIB_OBJ) $(SIMRT_OBJ) $(SIM_LIB) -Wl,--version-script=tools/sim/cudart/libflashptx_sim.map \
 	  -Wl,-Bsymbolic $(SIMRT_LIBS)
 
 # The C ABI test's program (tests/sim/test_sim_exec_capi.cpp runs it): plain C against include/flashptx.h.
 $(BUILD)/sim_capi_forward: tests/sim/sim_capi_forward.c include/flashptx.h tools/sim/cudart/flashptx_sim.h $(BUILD)/libflashptx_sim.so
-	$(CC) -std=c11 -O1 -Wall -Wextra -I$(ROOT) -I$(ROOT)/include -I$(CUDA)/include -o $@ $< \
+	$(call step,link $@)
+	$(Q)$(CC) -std=c11 -O1 -Wall -Wextra -I$(ROOT) -I$(ROOT)/include -I$(CUDA)/include -o $@ $< \
 	  $(BUILD_ABS)/libflashptx_sim.so -Wl,-rpath,$(BUILD_ABS)
 
 SIM_TEST_OBJ := $(filter-out %/isa_test_main.o,$(TEST_OBJ)) $(SASS_OBJ) $(MODEL_OBJ) $(CLI_TEST_OBJ) $(EMBED_OBJ) $(TK_REL_OBJ) $(TK100_OBJ)
 $(BUILD)/run_tests_sim: $(SIM_TEST_OBJ) $(SUPPORT_LIB) $(REL_LIB_OBJ) $(SIMRT_OBJ) $(SIM_LIB) | $(SIMRT_PTX) $(BUILD)/libflashptx_sim.so
-	$(CXX) -o $@ $(SIM_TEST_OBJ) $(SUPPORT_LIB) $(REL_LIB_OBJ) $(SIMRT_OBJ) $(SIM_LIB) \
+	$(call step,link $@)
+	$(Q)$(CXX) -o $@ $(SIM_TEST_OBJ) $(SUPPORT_LIB) $(REL_LIB_OBJ) $(SIMRT_OBJ) $(SIM_LIB) \
 	  -Wl,--export-dynamic-symbol=flashptx_sim_device_v1 $(SIMRT_LIBS)
 
 .PHONY: sim-exec

@@ -9,15 +9,18 @@ SIM_CXXFLAGS := -std=c++20 -O2 -ffp-contract=off -I$(ROOT) -Wall -Wextra -MMD -M
 SIM_PTX      := $(LIB_CU90:%.cu=$(BUILD)/ptx/%.ptx) $(TK_CU:%.cu=$(BUILD)/ptx/%.ptx)
 
 $(BUILD)/sim/%.o: %.cpp
+	$(call step,c++  $< (simulator))
 	@mkdir -p $(dir $@)
-	$(CXX) $(SIM_CXXFLAGS) -c $< -o $@
+	$(Q)$(CXX) $(SIM_CXXFLAGS) -c $< -o $@
 $(SIM_LIB): $(SIM_OBJ)
+	$(call step,ar   $@)
 	@mkdir -p $(dir $@)
 	@rm -f $@
-	ar rcs $@ $^
+	$(Q)ar rcs $@ $^
 $(BUILD)/ptx/%.ptx: %.cu
+	$(call step,ptx  $<)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVFLAGS) $(ARCH90) -ptx $< -o $@
+	$(Q)$(NVCC) $(NVFLAGS) $(ARCH90) -ptx $< -o $@
 
 .PHONY: sim sim-ptx
 sim: $(SIM_LIB)
