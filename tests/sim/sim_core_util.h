@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/sim/isa/tensormap.h"
 #include "tools/sim/sim.h"
 
 namespace simtest {
@@ -39,6 +40,34 @@ inline ptxsim::LaunchConfig config(std::shared_ptr<const ptxsim::Module> m, cons
   c.grid.x = grid;
   c.params = std::move(params);
   return c;
+}
+
+// A snippet whose entry "k" takes one pointer (param offset 0) to n u32 outputs, run on `block`
+// threads of one CTA: the outputs (zeroed first) and the report.
+struct OutRun {
+  std::vector<uint32_t> out;
+  ptxsim::Report report;
+};
+inline OutRun run_u32_out(const std::shared_ptr<const ptxsim::Module>& m, uint32_t block, size_t n) {
+  OutRun r;
+  r.out.assign(n, 0);
+  ptxsim::Memory mem;
+  mem.add(r.out.data(), r.out.size() * 4, "out");
+  ptxsim::TensorMaps maps;
+  r.report = ptxsim::launch(config(m, "k", block, Params().put<uint64_t>(0, (uint64_t)r.out.data()).bytes), mem, maps);
+  return r;
+}
+
+// The 2-D f32 tensor of 8 rows x 16 columns at `base` (row stride 64 bytes) with an 8 x 4 box.
+inline ptxsim::isa::TensorMapDesc f32_8x16_box8x4(const void* base) {
+  ptxsim::isa::TensorMapDesc d;
+  d.type = ptxsim::isa::ElemType::f32;
+  d.rank = 2;
+  d.base = (uint64_t)base;
+  d.dims[0] = 16; d.dims[1] = 8;
+  d.strides_bytes[0] = 4; d.strides_bytes[1] = 64;
+  d.box[0] = 8; d.box[1] = 4;
+  return d;
 }
 
 inline std::string read_file(const std::string& path) {

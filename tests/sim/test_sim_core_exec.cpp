@@ -112,12 +112,9 @@ DONE:
   std::string err;
   auto m = load(ptx, &err);
   REQUIRE_MESSAGE(m, err);
-  std::vector<uint32_t> out(96, 0);
-  ptxsim::Memory mem;
-  mem.add(out.data(), out.size() * 4, "out");
-  ptxsim::TensorMaps maps;
-  auto rep = ptxsim::launch(config(m, "k", 96, Params().put<uint64_t>(0, (uint64_t)out.data()).bytes), mem, maps);
-  REQUIRE_MESSAGE(rep.ok(), rep.text());
+  const OutRun run = run_u32_out(m, 96, 96);
+  REQUIRE_MESSAGE(run.report.ok(), run.report.text());
+  const std::vector<uint32_t>& out = run.out;
   for (uint32_t t = 0; t < 96; ++t) {
     uint32_t want = (t % 2 == 0) ? t * 100 : (t - 1) * t / 2;  // sum 0..t-1
     CHECK(out[t] == want);
@@ -514,12 +511,9 @@ TEST_CASE(".func call with .param passing and ret") {
   std::string err;
   auto m = load(ptx, &err);
   REQUIRE_MESSAGE(m, err);
-  std::vector<uint32_t> out(32, 0);
-  ptxsim::Memory mem;
-  mem.add(out.data(), out.size() * 4, "out");
-  ptxsim::TensorMaps maps;
-  auto rep = ptxsim::launch(config(m, "k", 32, Params().put<uint64_t>(0, (uint64_t)out.data()).bytes), mem, maps);
-  REQUIRE_MESSAGE(rep.ok(), rep.text());
+  const OutRun run = run_u32_out(m, 32, 32);
+  REQUIRE_MESSAGE(run.report.ok(), run.report.text());
+  const std::vector<uint32_t>& out = run.out;
   for (uint32_t t = 0; t < 32; ++t) CHECK(out[t] == 2 * t);
 }
 

@@ -89,13 +89,7 @@ TEST_CASE("mutation: fence.proxy.async dropped before a tensor store: a protocol
   REQUIRE_MESSAGE(m, err);
   std::string e = entry_of(*m, "prim_tma_store");
   std::vector<float> g(16 * 8, 1.0f), img(32, 2.0f);
-  ptxsim::isa::TensorMapDesc d;
-  d.type = ptxsim::isa::ElemType::f32;
-  d.rank = 2;
-  d.base = (uint64_t)g.data();
-  d.dims[0] = 16; d.dims[1] = 8;
-  d.strides_bytes[0] = 4; d.strides_bytes[1] = 64;
-  d.box[0] = 8; d.box[1] = 4;
+  const ptxsim::isa::TensorMapDesc d = f32_8x16_box8x4(g.data());
   ptxsim::TensorMaps maps;
   alignas(64) uint8_t map[128];
   ptxsim::TensorMaps::encode(map, maps.add(d));

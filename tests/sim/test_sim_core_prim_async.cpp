@@ -169,13 +169,7 @@ TEST_CASE("prim_tma: 2D tile store and reduce-add of a box") {
     for (size_t i = 0; i < g.size(); ++i) g[i] = 100.0f + (float)i;
     std::vector<float> img(32);
     for (int i = 0; i < 32; ++i) img[i] = -0.5f * (float)i;
-    ptxsim::isa::TensorMapDesc d;
-    d.type = ptxsim::isa::ElemType::f32;
-    d.rank = 2;
-    d.base = (uint64_t)g.data();
-    d.dims[0] = 16; d.dims[1] = 8;
-    d.strides_bytes[0] = 4; d.strides_bytes[1] = 64;
-    d.box[0] = 8; d.box[1] = 4;
+    const ptxsim::isa::TensorMapDesc d = f32_8x16_box8x4(g.data());
     ptxsim::TensorMaps maps;
     alignas(64) uint8_t map[128];
     ptxsim::TensorMaps::encode(map, maps.add(d));
