@@ -278,12 +278,16 @@ $(EMBED_OBJ): $(EMBED_SRC)
 	$(Q)$(CXX) $(CXXFLAGS) -O1 -c $< -o $@
 
 # ./run_tests also links the commands (not main.cpp): the tests call their parse-and-validate steps.
+# The test programs' device-to-host copies pass through tests/gpu/capture.cpp (the simulator held
+# against the chip; nothing is recorded unless asked).
+CAPTURE_WRAP := --wrap=cudaMemcpy --wrap=cudaMemcpyAsync
 CLI_TEST_OBJ := $(filter-out $(BUILD)/host/tools/flashptx/main.o,$(CLI_OBJ))
 $(BIN)/run_tests: $(TEST_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(CLI_TEST_OBJ) $(EMBED_OBJ) $(SUPPORT_LIB) $(BUILD)/libflashptx_test.a \
                   $(TK_OBJ) $(TK100_TEST_OBJ) $(SIM_LIB)
 	$(call step,link $@)
 	$(Q)$(NVCC) -o $@ $(TEST_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(CLI_TEST_OBJ) $(EMBED_OBJ) $(TK_OBJ) $(TK100_TEST_OBJ) \
-	  $(SUPPORT_LIB) $(BUILD)/libflashptx_test.a $(SIM_LIB) -cudart static -ldl $(ARCH90) $(ARCH100)
+	  $(SUPPORT_LIB) $(BUILD)/libflashptx_test.a $(SIM_LIB) -cudart static -ldl $(ARCH90) $(ARCH100) \
+	  $(CAPTURE_WRAP:%=-Xlinker %)
 
 $(AUDIT_LIST): $(AUDIT_SM90) $(AUDIT_SM100)
 	$(call step,gen  $@)

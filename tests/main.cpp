@@ -103,6 +103,8 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     {"gpu_sm90 fp8 quantize", "shapes:*"},
     {"gpu_sm90 fp8 quantize", "the same input twice*"},
     {"gpu_sm90 sim mutations", "*"},
+    {"gpu_sm90 isa readings", "forms the simulator executes*"},
+    {"gpu_sm90 isa readings", "rcp.approx and ex2.approx*"},
 };
 constexpr const char* kSimulatorSkipReason = "no simulator shape yet (its GPU shapes would take the simulator hours)";
 
@@ -172,6 +174,11 @@ Counts run_simulator(const std::string& runner, int argc, char** argv) {
     for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
     args.push_back(nullptr);
     setenv("FLASHPTX_SIM_COUNTS", counts_path, 1);
+    // The H200's copies of the simulator's cases (tests/gpu/capture.cpp), where the tree is here.
+    const std::string manifest = std::string(FLASHPTX_ROOT) + "/tools/sim/chip/h200-copies.tsv";
+    std::error_code ec;
+    if (!std::getenv("FLASHPTX_CHIP_MANIFEST") && std::filesystem::exists(manifest, ec))
+      setenv("FLASHPTX_CHIP_MANIFEST", manifest.c_str(), 1);
     const std::string lib = std::string(FLASHPTX_BUILD_DIR) + "/libflashptx_sim.so";
     setenv("FLASHPTX_LIB", lib.c_str(), 1);  // the release flavour, on the simulator too
     execv(runner.c_str(), args.data());
@@ -303,6 +310,14 @@ int main(int argc, char** argv) {
     std::printf("flashptx run_tests: skipping suites %s: %s\n", r.suites, r.reason.c_str());
   }
   if (on_simulator) exclude_for_simulator(context);
+  // FLASHPTX_TEST_SIM_SHAPES=1 on an sm_90 GPU: the simulator's cases alone, at its shapes, for the
+  // copy-by-copy comparison of the two (tests/gpu/capture.cpp); the suites that drive the
+  // simulator's own API are not for a GPU.
+  if (const char* e = std::getenv("FLASHPTX_TEST_SIM_SHAPES"); cc == 90 && e && std::strcmp(e, "1") == 0) {
+    std::printf("flashptx run_tests: FLASHPTX_TEST_SIM_SHAPES=1: the simulator's cases at its shapes, on the GPU\n");
+    exclude_for_simulator(context);
+    context.addFilter("test-suite-exclude", "gpu_sm90 sim*");
+  }
 
   int rc = context.run();
   if (context.shouldExit()) return rc;

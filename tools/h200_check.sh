@@ -11,12 +11,21 @@
 #                                          and lab restructuring (backward, FP8, varlen, release
 #                                          flavour, launch plan, a forward subset, the Python package
 #                                          and its host cost)
+#   tools/h200_check.sh BIN OUT capture    the simulator's cases at the simulator's shapes on the H200,
+#                                          every device-to-host copy recorded (chip.cap.gz: compare with
+#                                          tools/sim/compare_capture.py against a simulator run here)
+#   tools/h200_check.sh BIN OUT grids      the bf16 forward and backward grids twice (kernel time, with
+#                                          FA2 and the deterministic backward); the package's bench twice
+#   tools/h200_check.sh BIN OUT fp8        the FP8 forward grid per head and per block (beside our bf16
+#                                          and cuDNN's), the ladder's rungs, Nsight Compute on the FP8
+#                                          forward at d128 8k
+#   WHAT may name several modes, comma-separated, run in that order in one call.
 #
 # BIN holds run_tests, flashptx, libflashptx.so (CUDA runtime linked statically) and COMMIT.
 # Every step writes its own log; the summary (printed last, and in summary.txt) gives each step's
 # exit code, seconds and last line; the logs come back in one archive.
 set -u
-BIN=$(cd "${1:?BIN}" && pwd); OUT=${2:?OUT}; what=${3:?suites|sanitize|changed}
+BIN=$(cd "${1:?BIN}" && pwd); OUT=${2:?OUT}; what=${3:?suites|sanitize|changed|capture|grids|fp8}
 mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 export FLASHPTX_LIB=$BIN/libflashptx.so PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/tools/python${PYTHONPATH:+:$PYTHONPATH}
 [ -f "$BIN/COMMIT" ] && export FLASHPTX_GIT_COMMIT=$(cat "$BIN/COMMIT")
@@ -31,8 +40,28 @@ step() {  # step NAME TIMEOUT CMD...: not started once the call's budget (second
   timeout "$t" "$@" > "$OUT/$name.log" 2>&1; rc=$?
   summary+=("$name rc=$rc $(( $(date +%s) - t0 ))s: $(grep -E 'passed|ERROR SUMMARY|test cases' "$OUT/$name.log" | tail -n 1 | cut -c1-150)")
 }
-step info 40 bash -c 'nvidia-smi; python3 -c "import torch; print(\"torch\", torch.__version__, \"cuda\", torch.version.cuda, \"cudnn\", torch.backends.cudnn.version())"; compute-sanitizer --version; echo commit ${FLASHPTX_GIT_COMMIT:-unknown}'
+step info 40 bash -c 'nvidia-smi; python3 -c "import torch; print(\"torch\", torch.__version__, \"cuda\", torch.version.cuda, \"cudnn\", torch.backends.cudnn.version())"; compute-sanitizer --version; python3 -c "import cudnn; print(\"cudnn frontend\", cudnn.__version__, cudnn.backend_version())" 2>&1 | tail -n 1; echo commit ${FLASHPTX_GIT_COMMIT:-unknown}'
+for what in ${what//,/ }; do
 case $what in
+  capture)
+    rm -f "$OUT/chip.cap"
+    step capture_sim_cases 240 env FLASHPTX_TEST_SIM_SHAPES=1 FLASHPTX_CAPTURE="$OUT/chip.cap" "$BIN/run_tests"
+    [ -f "$OUT/chip.cap" ] && gzip -f "$OUT/chip.cap" ;;
+  grids)
+    g="--dims 64,128,256 --seqlens 512,1024,2048,4096,8192,16384 --fa2 --det"
+    step grid_bf16_run1 150 python3 tools/bench/kernel_time.py $g --out "$OUT/grid-bf16-run1.json"
+    step grid_bf16_run2 150 python3 tools/bench/kernel_time.py $g --out "$OUT/grid-bf16-run2.json"
+    step package_bench_run1 120 python3 -m flashptx.bench --hdims 64,128 --seqlens 1024,4096 --json "$OUT/package-bench-run1.json"
+    step package_bench_run2 120 python3 -m flashptx.bench --hdims 64,128 --seqlens 1024,4096 --json "$OUT/package-bench-run2.json"
+    ;;
+  fp8)
+    step grid_fp8_per_head 200 python3 tools/bench/fp8_time.py --grid --gran 1 --out "$OUT/grid-fp8-per-head.json"
+    step grid_fp8_per_block 200 python3 tools/bench/fp8_time.py --grid --gran 2 --out "$OUT/grid-fp8-per-block.json"
+    step ladder_rungs 90 "$BIN/run_tests" -ts="gpu_sm90 release ladder bench" -s
+    step ncu_fp8_d128_8k 150 ncu --clock-control none -k regex:fwd_fp8 --launch-count 1 \
+      --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section InstructionStats \
+      --section SchedulerStats --section Occupancy --section LaunchStats \
+      python3 tools/bench/fp8_time.py --shapes "2,8192,16,128,0" --check-only ;;
   suites)
     for suite in "gpu_sm90 fa3 forward" "gpu_sm90 fa3 backward" "gpu_sm90 fa3 fp8 forward" "gpu_sm90 fa3 fp8 rmse" \
                  "gpu_sm90 fp8 quantize" "gpu_sm90 fa3 varlen" "gpu_sm90 release flavour" "gpu_sm90 launch plan" \
@@ -69,6 +98,9 @@ case $what in
     done
     step suite_fwd_subset 150 "$BIN/run_tests" -ts="gpu_sm90 fa3 forward" \
       -tc="small shapes*,unequal lengths*,strided layouts*,seqlen_k = 0*,bad input*" ;;
+  *) summary+=("unknown mode $what") ;;
 esac
+done
 printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
-(cd "$OUT" && tar czf logs.tgz *.log && rm -f *.log)
+# At most 8 files come back from a call: the logs and result files travel in one archive.
+(cd "$OUT" && tar czf logs.tgz $(ls *.log *.json 2>/dev/null) && rm -f *.log *.json)

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -25,9 +26,13 @@
 namespace flashptx_test {
 
 // True when the CUDA device is the PTX simulator (tools/sim/cudart/, build/run_tests_sim): a case
-// whose shape a CPU cannot afford takes a smaller one there, and says so.
+// whose shape a CPU cannot afford takes a smaller one there, and says so. Also true on a GPU run with
+// FLASHPTX_TEST_SIM_SHAPES=1, which runs the simulator's cases at the simulator's shapes so that the
+// two can be compared copy by copy (tests/gpu/capture.cpp): a case must not call the simulator's own
+// API (flashptx_sim_*) on the strength of this alone.
 inline bool on_simulator() {
   static const bool sim = [] {
+    if (const char* e = std::getenv("FLASHPTX_TEST_SIM_SHAPES"); e && std::strcmp(e, "1") == 0) return true;
     cudaDeviceProp p{};
     const bool ok = cudaGetDeviceProperties(&p, 0) == cudaSuccess && std::strcmp(p.name, FLASHPTX_SIM_DEVICE_NAME) == 0;
     cudaGetLastError();

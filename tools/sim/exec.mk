@@ -34,7 +34,7 @@ SIM_TEST_OBJ := $(filter-out %/isa_test_main.o,$(TEST_OBJ)) $(SASS_OBJ) $(MODEL_
 $(BUILD)/run_tests_sim: $(SIM_TEST_OBJ) $(SUPPORT_LIB) $(REL_LIB_OBJ) $(SIMRT_OBJ) $(SIM_LIB) | $(SIMRT_PTX) $(BUILD)/libflashptx_sim.so
 	$(call step,link $@)
 	$(Q)$(CXX) -o $@ $(SIM_TEST_OBJ) $(SUPPORT_LIB) $(REL_LIB_OBJ) $(SIMRT_OBJ) $(SIM_LIB) \
-	  -Wl,--export-dynamic-symbol=flashptx_sim_device_v1 $(SIMRT_LIBS)
+	  -Wl,--export-dynamic-symbol=flashptx_sim_device_v1 $(CAPTURE_WRAP:%=-Wl,%) $(SIMRT_LIBS)
 
 .PHONY: sim-exec
 sim-exec: $(BUILD)/libflashptx_sim.so $(BUILD)/run_tests_sim $(BUILD)/sim_capi_forward
