@@ -21,8 +21,11 @@ IMPLS = (("ours", "flashptx"), ("cudnn", "cuDNN"), ("fa2", "FA2"))
 
 
 def load(path):
+    """A kernel_time.py result: a list of rows, or (since it records its environment) {"rows": [...]}."""
     with open(path) as f:
-        return {(r["d"], r["s"], bool(r["causal"])): r for r in json.load(f)}
+        data = json.load(f)
+    rows = data["rows"] if isinstance(data, dict) else data
+    return {(r["d"], r["s"], bool(r["causal"])): r for r in rows}
 
 
 def value(row, impl, direction):
