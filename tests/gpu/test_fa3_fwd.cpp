@@ -458,6 +458,10 @@ static void check_looping_cases(const Case* cases, int n, uint64_t seed, const c
     Problem st(c, seed++);
     flashptx_kernel_info info{};
     REQUIRE(flashptx_fwd_kernel_info(&st.params, &info) == FLASHPTX_OK);
+    if (flashptx_test::sim_shapes_on_gpu()) {
+      MESSAGE("the simulator's shape on a GPU: its SM count gives another schedule (" << info.symbol << "): not checked");
+      continue;
+    }
     CHECK(std::string(info.symbol).find(kernel) != std::string::npos);
     CHECK(std::string(info.schedule) == "persistent");
     int sms = 0;

@@ -41,6 +41,15 @@ inline bool on_simulator() {
   return sim;
 }
 
+// True on a GPU run at the simulator's shapes (FLASHPTX_TEST_SIM_SHAPES=1): what depends on the SM
+// count (the plan's schedule for those shapes) is not the simulator's there.
+inline bool sim_shapes_on_gpu() {
+  cudaDeviceProp p{};
+  const bool sim_device = cudaGetDeviceProperties(&p, 0) == cudaSuccess && std::strcmp(p.name, FLASHPTX_SIM_DEVICE_NAME) == 0;
+  cudaGetLastError();
+  return on_simulator() && !sim_device;
+}
+
 constexpr uint16_t kPoison = 0xFFFF;  // NaN in both bf16 and fp16
 constexpr int64_t kGuard = 4096;      // elements after each output that must stay poisoned
 

@@ -869,8 +869,8 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
               if (mask_ty(b, t) == 0) r = ~0ull;
               else r = sg ? (uint64_t)(sb == -1 ? -sa : sa / sb) : mask_ty(a, t) / mask_ty(b, t);
               break;
-            case OP_REM:
-              if (mask_ty(b, t) == 0) r = a;
+            case OP_REM:  // by zero: all ones, as div (rem.s32 on the H200: tools/sim/READINGS.md #19)
+              if (mask_ty(b, t) == 0) r = ~0ull;
               else r = sg ? (uint64_t)(sb == -1 ? 0 : sa % sb) : mask_ty(a, t) % mask_ty(b, t);
               break;
             case OP_AND: r = a & b; break;
