@@ -19,13 +19,16 @@
 #   tools/h200_check.sh BIN OUT fp8        the FP8 forward grid per head and per block (beside our bf16
 #                                          and cuDNN's), the ladder's rungs, Nsight Compute on the FP8
 #                                          forward at d128 8k
+#   tools/h200_check.sh BIN OUT final      the capture again, the ISA-reading probes, the cases $CASES names
+#                                          ("suite|case patterns;..."), memcheck on $MEMCHECK, cuDNN's FP8
+#                                          forward beside ours (tools/bench/cudnn_fp8.py)
 #   WHAT may name several modes, comma-separated, run in that order in one call.
 #
 # BIN holds run_tests, flashptx, libflashptx.so (CUDA runtime linked statically) and COMMIT.
 # Every step writes its own log; the summary (printed last, and in summary.txt) gives each step's
 # exit code, seconds and last line; the logs come back in one archive.
 set -u
-BIN=$(cd "${1:?BIN}" && pwd); OUT=${2:?OUT}; what=${3:?suites|sanitize|changed|capture|grids|fp8}
+BIN=$(cd "${1:?BIN}" && pwd); OUT=${2:?OUT}; what=${3:?suites|sanitize|changed|capture|grids|fp8|final}
 mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 export FLASHPTX_LIB=$BIN/libflashptx.so PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/tools/python${PYTHONPATH:+:$PYTHONPATH}
 [ -f "$BIN/COMMIT" ] && export FLASHPTX_GIT_COMMIT=$(cat "$BIN/COMMIT")
@@ -62,6 +65,24 @@ case $what in
       --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section InstructionStats \
       --section SchedulerStats --section Occupancy --section LaunchStats \
       python3 tools/bench/fp8_time.py --shapes "2,8192,16,128,0" --check-only ;;
+  final)
+    # The session's last call: the simulator's cases captured again (new cases since the last
+    # capture), the ISA-reading probes (all four cases), the cases named by $CASES (suite|cases;...),
+    # cuDNN's FP8 forward beside ours (the frontend wheel from .whl/), memcheck on $MEMCHECK (suite|cases).
+    rm -f "$OUT/chip.cap"
+    step capture_sim_cases 200 env FLASHPTX_TEST_SIM_SHAPES=1 FLASHPTX_CAPTURE="$OUT/chip.cap" "$BIN/run_tests"
+    [ -f "$OUT/chip.cap" ] && gzip -f "$OUT/chip.cap"
+    step isa_readings 60 "$BIN/run_tests" -ts="gpu_sm90 isa readings" -s
+    IFS=';' read -ra named <<< "${CASES:-}"
+    for i in "${!named[@]}"; do
+      step "cases_$i" 200 "$BIN/run_tests" -ts="${named[$i]%%|*}" -tc="${named[$i]#*|}"
+    done
+    if [ -n "${MEMCHECK:-}" ]; then
+      step memcheck_named 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/run_tests" \
+        -ts="${MEMCHECK%%|*}" -tc="${MEMCHECK#*|}"
+    fi
+    step cudnn_fp8 200 bash -c 'python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+      --target /tmp/site .whl/*.whl && PYTHONPATH=/tmp/site:$PYTHONPATH python3 tools/bench/cudnn_fp8.py' ;;
   suites)
     for suite in "gpu_sm90 fa3 forward" "gpu_sm90 fa3 backward" "gpu_sm90 fa3 fp8 forward" "gpu_sm90 fa3 fp8 rmse" \
                  "gpu_sm90 fp8 quantize" "gpu_sm90 fa3 varlen" "gpu_sm90 release flavour" "gpu_sm90 launch plan" \
