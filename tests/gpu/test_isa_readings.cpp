@@ -117,7 +117,7 @@ TEST_CASE("forms only the simulator's ISA library models: relu, szext/bmsk wrap,
       {18, 0x00000000u, "isa #12: bmsk.wrap.b32 with b = 32 yields 0"},
       {19, 0xffffffffu, "isa #13: sub.cc.u32 0 - 1"},
       {20, 0xffffffffu, "isa #13: subc.u32 0 - 0 after a borrow"},
-      {24, 0x7fffffffu, "isa #30: cvt.rna.tf32.f32 of NaN is 0x7fffffff"},
+      {24, 0x7fc00000u, "isa #30: cvt.rna.tf32.f32 of NaN 0x7fc00001 clears the low 13 bits: 0x7fc00000 (the H200's answer; the first reading, the canonical 0x7fffffff, was wrong)"},
       {25, 0x7f800000u, "isa #30: cvt.rna.tf32.f32 of FLT_MAX overflows to +inf"},
   };
   check_probes(launch_library_probes, probes);

@@ -218,10 +218,12 @@ uint16_t cvt_rn_satfinite_e5m2x2_f16x2(uint32_t a, bool relu) {
   return cvt_rn_satfinite_e5m2x2_f32(f16_to_f32(uint16_t(a >> 16)), f16_to_f32(uint16_t(a)), relu);
 }
 
-// ISA reading: a NaN input gives the canonical f32 NaN 0x7fffffff; .satfinite clamps to the
-// largest tf32 0x7f7fe000; without it overflow gives infinity.
+// ISA reading: a NaN input keeps its sign and payload with the low 13 bits cleared, made quiet
+// (on the H200, cvt.rna.tf32.f32 of 0x7fc00001 is 0x7fc00000, not the canonical 0x7fffffff this
+// read first: tools/sim/isa/READINGS.md #30); .satfinite clamps to the largest tf32 0x7f7fe000;
+// without it overflow gives infinity.
 uint32_t cvt_tf32_f32(float a, Tf32Rnd rnd, bool satfinite, bool relu) {
-  if (std::isnan(a)) return kCanonicalNaN32;
+  if (std::isnan(a)) return (f32_bits(a) | 0x00400000u) & 0xffffe000u;
   a = relu_in(a, relu);
   const uint32_t bits = f32_bits(a), sign = bits & 0x80000000u, mag = bits & 0x7fffffffu;
   uint32_t r;
