@@ -56,7 +56,12 @@ typedef enum flashptx_status {
   FLASHPTX_ERR_BAD_GRANULARITY = 16,    /* quantize, FP8 forward: a scale granularity outside the enum */
   FLASHPTX_ERR_BAD_HADAMARD = 17,       /* quantize: a Hadamard block that is neither 0, head_dim nor 128 */
   FLASHPTX_ERR_NULL_DESCALE = 18,       /* FP8 forward: descale_q, descale_k or descale_v is NULL */
-  FLASHPTX_ERR_BAD_V_LAYOUT = 19        /* FP8 forward: a V layout outside flashptx_fp8_v_layout */
+  FLASHPTX_ERR_BAD_V_LAYOUT = 19,       /* FP8 forward: a V layout outside flashptx_fp8_v_layout */
+  FLASHPTX_ERR_BAD_WINDOW = 20,         /* a sliding window bound below -1 */
+  FLASHPTX_ERR_BAD_SOFTCAP = 21,        /* a softcap that is negative, NaN or infinite */
+  FLASHPTX_ERR_UNSUPPORTED = 22         /* a variant this call does not have yet (the message names it):
+                                           the backward with a window or a softcap; a window or a
+                                           softcap on sm_100 */
 } flashptx_status;
 
 typedef enum flashptx_dtype {
@@ -114,6 +119,20 @@ typedef struct flashptx_fwd_params {
    * same time (other streams, graph launches) need counters of their own: a shared one hands each call
    * the other's tiles. A call that stops part-way (a trap) leaves it nonzero: zero it again. */
   uint32_t* tile_counter;
+  /* Optional score modifiers (all zero: none). sm_90 only; the backward does not have them yet
+   * (FLASHPTX_ERR_UNSUPPORTED there, and on sm_100).
+   * window nonzero: FlashAttention's sliding window (window_size = (left, right) in its Python API),
+   *   aligned to the bottom-right like the causal mask: query i sees key j iff
+   *   i + seqlen_k - seqlen_q - window_left <= j <= i + seqlen_k - seqlen_q + window_right, a bound of
+   *   -1 meaning unbounded on that side (below -1: FLASHPTX_ERR_BAD_WINDOW). causal is the window
+   *   (-1, 0): with causal set, window_right is taken as 0. A row that sees no key has O = 0 and
+   *   LSE = -inf.
+   * softcap > 0: every score s = softmax_scale * q.k becomes softcap * tanh(s / softcap) before the
+   *   mask (Gemma 2's logit softcap, as FlashAttention-3 applies it); the LSE is of these scores. 0:
+   *   none; negative, NaN or infinite: FLASHPTX_ERR_BAD_SOFTCAP. */
+  int window;
+  float softcap;
+  int64_t window_left, window_right;
 } flashptx_fwd_params;
 
 /* Fills *p for contiguous [batch, seqlen, heads, head_dim] tensors of one dtype. */
@@ -204,6 +223,11 @@ typedef struct flashptx_fwd_varlen_params {
   flashptx_dtype dtype;  /* of q, k, v, o */
   int causal;            /* nonzero: causal per sequence, bottom-right aligned */
   float softmax_scale;   /* 0 means 1/sqrt(head_dim) */
+  /* Optional, as in flashptx_fwd_params (all zero: none): the sliding window, per sequence and
+   * aligned to its bottom-right, and the softcap. */
+  int window;
+  float softcap;
+  int64_t window_left, window_right;
 } flashptx_fwd_varlen_params;
 
 /* Fills *p for contiguous packed tensors of one dtype; total_q/_k and max_seqlen_q/_k are computed
@@ -274,6 +298,14 @@ typedef struct flashptx_bwd_params {
   int deterministic;     /* nonzero: bitwise reproducible gradients */
   void* workspace;       /* device memory, 256-byte aligned */
   int64_t workspace_bytes;
+  /* The forward's score modifiers (flashptx_fwd_params), so that a backward cannot be asked for
+   * gradients of another function than the forward computed: not supported yet. A window with a
+   * bound (window nonzero, window_left or window_right >= 0) or a softcap != 0 answers
+   * FLASHPTX_ERR_UNSUPPORTED (bounds below -1: FLASHPTX_ERR_BAD_WINDOW; a bad softcap:
+   * FLASHPTX_ERR_BAD_SOFTCAP). All zero: none. */
+  int window;
+  float softcap;
+  int64_t window_left, window_right;
 } flashptx_bwd_params;
 
 /* Fills *p for contiguous tensors of one dtype (workspace left NULL: set it after sizing). */

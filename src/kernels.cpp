@@ -28,7 +28,8 @@ std::span<const KernelEntry> kernel_table() {
   static const std::vector<KernelEntry> table = [] {
     std::vector<KernelEntry> t;
     for (auto rows : {fa3_fwd_kernels(), fa3_fwd_traced_kernels(), fa3_fwd_traced_paired_kernels(),
-                      fa3_fwd_traced_d64_kernels(), fa3_fwd_varlen_kernels(), fa3_fwd_fp8_kernels(), fa3_bwd_kernels(),
+                      fa3_fwd_traced_d64_kernels(), fa3_fwd_varlen_kernels(), fa3_fwd_local_kernels(),
+                      fa3_fwd_varlen_local_kernels(), fa3_fwd_fp8_kernels(), fa3_bwd_kernels(),
                       fa4_fwd_kernels(), fa4_bwd_kernels(), fa4_bwd_pair_kernels()})
       t.insert(t.end(), rows.begin(), rows.end());
     return t;

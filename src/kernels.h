@@ -70,6 +70,8 @@ std::span<const KernelEntry> fa3_fwd_traced_kernels();
 std::span<const KernelEntry> fa3_fwd_traced_paired_kernels();
 std::span<const KernelEntry> fa3_fwd_traced_d64_kernels();
 std::span<const KernelEntry> fa3_fwd_varlen_kernels();
+std::span<const KernelEntry> fa3_fwd_local_kernels();         // the sliding window and the softcap
+std::span<const KernelEntry> fa3_fwd_varlen_local_kernels();  // (src/sm90/fa3_fwd_local.cu)
 std::span<const KernelEntry> fa3_fwd_fp8_kernels();
 std::span<const KernelEntry> fa3_bwd_kernels();
 std::span<const KernelEntry> fa4_fwd_kernels();

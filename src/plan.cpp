@@ -240,6 +240,10 @@ static const KernelEntry* fa4_kernel_for(const flashptx_fwd_params& p) {
 static flashptx_status plan_fa4_fwd(const flashptx_fwd_params& p, const FwdOptions& opt, FwdPlan* plan,
                                     std::string* err) {
   const KernelEntry* k = nullptr;
+  if ((p.window != 0 && (p.window_left >= 0 || p.window_right >= 0)) || p.softcap != 0.f) {
+    *err = "the sm_100 forward has no sliding window or softcap (the FA3 forward on sm_90 has them)";
+    return FLASHPTX_ERR_UNSUPPORTED;
+  }
   if (opt.kernel != nullptr) {
     k = kernel_by_name(opt.kernel);
     if (k == nullptr || k->family != Family::kFa4Fwd) {
@@ -287,11 +291,65 @@ int lpt_section_pairs(int64_t seqlen_k, int64_t head_dim, int64_t pairs) {
   return static_cast<int>(std::max<int64_t>((pairs + sections - 1) / std::max<int64_t>(sections, 1), 1));
 }
 
-flashptx_status plan_fwd(const flashptx_fwd_params& p, const FwdOptions& opt, const Device& dev, FwdPlan* plan,
+// ---- the score modifiers: the local kernels (src/sm90/fa3_fwd_local.cu) -----------------------------
+FwdModifiers fwd_modifiers(int window, int64_t window_left, int64_t window_right, bool causal, float softcap,
+                           int64_t seqlen_q, int64_t seqlen_k) {
+  FwdModifiers m;
+  int64_t left = window != 0 ? window_left : -1, right = window != 0 ? window_right : -1;
+  if (causal) right = 0;  // causal is the window (-1, 0)
+  if (left >= seqlen_k - 1) left = -1;
+  if (right >= seqlen_q - 1) right = -1;
+  m.window_left = static_cast<int>(left);
+  m.window_right = static_cast<int>(right);
+  m.softcap = softcap;
+  m.local = softcap != 0.f || left >= 0 || right > 0;
+  m.causal = !m.local && right == 0;
+  return m;
+}
+static FwdModifiers fwd_modifiers(const flashptx_fwd_params& p) {
+  return fwd_modifiers(p.window, p.window_left, p.window_right, p.causal != 0, p.softcap, p.seqlen_q, p.seqlen_k);
+}
+static bool is_local(const KernelEntry& k) {
+  for (const KernelSwitch& s : k.switches)
+    if (std::string_view(s.name) == "window") return s.value != 0;
+  return false;
+}
+static const KernelEntry* local_kernel_for(std::span<const KernelEntry> rows, flashptx_dtype t, int64_t head_dim) {
+  for (const KernelEntry& k : rows)
+    if (k.dtype == t && k.head_dim == head_dim) return &k;
+  return nullptr;
+}
+
+flashptx_status plan_fwd(const flashptx_fwd_params& p_in, const FwdOptions& opt, const Device& dev, FwdPlan* plan,
                          std::string* err) {
   if (const flashptx_status s = admit_sm100(dev, err); s != FLASHPTX_OK) return s;
-  if (dev.cc == 100) return plan_fa4_fwd(p, opt, plan, err);
+  if (dev.cc == 100) return plan_fa4_fwd(p_in, opt, plan, err);
+  // A window or a softcap: the local kernel of the head dim, one CTA per tile, its tiles in
+  // longest-first order (FwdConfig::window; a tile loads only the blocks its window sees). A window
+  // equal to none or to the causal mask plans as that mask, on today's kernels.
+  const bool modified = p_in.window != 0 || p_in.softcap != 0.f;
+  const FwdModifiers mod = modified ? fwd_modifiers(p_in) : FwdModifiers{};
+  flashptx_fwd_params p = p_in;
+  if (modified) p.causal = mod.causal ? 1 : 0;
   const KernelEntry* k = nullptr;
+  if (opt.kernel == nullptr && mod.local) {
+    if ((k = local_kernel_for(fa3_fwd_local_kernels(), p.q_dtype, p.head_dim)) == nullptr) {
+      *err = "no local (window / softcap) forward kernel for head_dim " + std::to_string(p.head_dim) + " in this dtype";
+      return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
+    }
+    if (opt.trace != nullptr) {
+      *err = "a trace buffer is only for the traced kernel (no window or softcap)";
+      return FLASHPTX_ERR_BAD_OPTION;
+    }
+    if (opt.schedule != Schedule::kAuto && opt.schedule != Schedule::kOnePerTile) {
+      *err = std::string("kernel ") + k->name + " runs one CTA per tile (schedule one-per-tile)";
+      return FLASHPTX_ERR_BAD_OPTION;
+    }
+    const int64_t tiles = (p.seqlen_q + k->block_m - 1) / k->block_m * p.heads_q * p.batch;
+    plan->launch = Launch{k, dim3(static_cast<unsigned>(tiles)), dim3(static_cast<unsigned>(k->threads)), k->smem_bytes,
+                          Schedule::kOnePerTile, tiles};
+    return FLASHPTX_OK;
+  }
   if (opt.kernel != nullptr) {
     k = kernel_by_name(opt.kernel);
     if (k == nullptr || (k->family != Family::kFa3Fwd && k->family != Family::kFa3FwdTraced)) {
@@ -312,6 +370,10 @@ flashptx_status plan_fwd(const flashptx_fwd_params& p, const FwdOptions& opt, co
       *err = "no forward kernel for head_dim " + std::to_string(p.head_dim) + " in this dtype";
       return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
     }
+  }
+  if (mod.local && !is_local(*k)) {
+    *err = std::string("kernel ") + k->name + " has no sliding window or softcap (the fa3_fwd_local kernels have them)";
+    return FLASHPTX_ERR_BAD_OPTION;
   }
   const bool traced = k->family == Family::kFa3FwdTraced;
   if (traced != (opt.trace != nullptr)) {
@@ -356,8 +418,26 @@ flashptx_status plan_fwd(const flashptx_fwd_params& p, const FwdOptions& opt, co
   return FLASHPTX_OK;
 }
 
-flashptx_status encode_fwd_args(const flashptx_fwd_params& p, const FwdOptions& opt, FwdPlan* plan, std::string* err) {
+// The local kernels' modifier fields (FwdParams::window_left/right, softcap_prescale). With a
+// softcap c the kernel computes tanh(S scale / c) and exponentiates with the scale c: the logit
+// c tanh(scale S / c), and an LSE in those units.
+static void encode_modifiers(const FwdModifiers& mod, float scale, fa3::FwdParams* a) {
+  a->window_left = mod.window_left;
+  a->window_right = mod.window_right;
+  a->softcap_prescale = 0.f;
+  if (mod.softcap > 0.f) {
+    a->softcap_prescale = scale / mod.softcap;
+    a->softmax_scale = mod.softcap;
+    a->softmax_scale_log2 = mod.softcap * 1.4426950408889634f;
+  }
+}
+
+flashptx_status encode_fwd_args(const flashptx_fwd_params& p_in, const FwdOptions& opt, FwdPlan* plan, std::string* err) {
   const KernelEntry& k = *plan->launch.kernel;
+  const bool modified = p_in.window != 0 || p_in.softcap != 0.f;
+  const FwdModifiers mod = fwd_modifiers(p_in);  // (for a local kernel, with or without modifiers)
+  flashptx_fwd_params p = p_in;
+  if (modified) p.causal = mod.causal ? 1 : 0;
   fa3::FwdParams& a = plan->args;
   a = fa3::FwdParams{};
   auto type = [](flashptx_dtype t) {
@@ -402,20 +482,33 @@ flashptx_status encode_fwd_args(const flashptx_fwd_params& p, const FwdOptions& 
   const float scale = p.softmax_scale != 0.f ? p.softmax_scale : 1.f / std::sqrt(static_cast<float>(p.head_dim));
   a.softmax_scale = scale;
   a.softmax_scale_log2 = scale * 1.4426950408889634f;
+  if (is_local(k)) encode_modifiers(mod, scale, &a);
   return FLASHPTX_OK;
 }
 
 // ---- FA3 forward, variable-length batches ----------------------------------------------------------
 // One kernel per head dim and dtype (block_m 128 at every head dim: src/sm90/fa3_fwd.cu says why).
+// The K/V blocks of a sequence's longest tile under a window (fa3::window_blocks).
+static int window_longest_tile(int len_q, int len_k, int block_m, int block_n, const int (&w)[2]) {
+  int longest = 0;
+  for (int m = 0; m * block_m < len_q; ++m) {
+    const fa3::BlockRange r = fa3::window_blocks(m, block_m, block_n, len_q, len_k, w[0], w[1]);
+    longest = std::max(longest, r.n_max - r.n_min);
+  }
+  return longest;
+}
+
 void build_varlen_table(const int32_t* cu_q, const int32_t* cu_k, int num_seqs, int heads_q, int block_m, int block_n,
-                        bool causal, fa3::FwdVarlenTable* table) {
+                        bool causal, fa3::FwdVarlenTable* table, const int (*window)[2]) {
   struct Entry { int b, longest, tiles; };
   std::vector<Entry> order;
   order.reserve(static_cast<size_t>(num_seqs));
   for (int b = 0; b < num_seqs; ++b) {
     const int len_q = cu_q[b + 1] - cu_q[b], len_k = cu_k[b + 1] - cu_k[b];
     if (len_q == 0) continue;  // no query row: no tile, nothing written
-    order.push_back({b, varlen_longest_tile(len_q, len_k, block_m, block_n, causal), ceil_div(len_q, block_m)});
+    const int longest = window != nullptr ? window_longest_tile(len_q, len_k, block_m, block_n, *window)
+                                          : varlen_longest_tile(len_q, len_k, block_m, block_n, causal);
+    order.push_back({b, longest, ceil_div(len_q, block_m)});
   }
   // Longest-first: a greedy dispatcher (the hardware's, in blockIdx order) then starts the longest
   // tiles first and fills the tail with short ones. Stable, so equal sequences keep their order.
@@ -441,14 +534,24 @@ flashptx_status plan_fwd_varlen(const flashptx_fwd_varlen_params& p, const FwdOp
     return FLASHPTX_ERR_UNSUPPORTED_DEVICE;
   }
   const KernelEntry* k = nullptr;
+  // A window or a softcap: the local varlen kernel (as plan_fwd), the window per sequence; a window
+  // no sequence's rows reach (against max_seqlen_q/_k) is none.
+  const bool modified = p.window != 0 || p.softcap != 0.f;
+  const FwdModifiers mod = modified ? fwd_modifiers(p.window, p.window_left, p.window_right, p.causal != 0, p.softcap,
+                                                    p.max_seqlen_q, p.max_seqlen_k)
+                                    : FwdModifiers{.causal = p.causal != 0};
   if (opt.kernel != nullptr) {
     k = kernel_by_name(opt.kernel);
     if (k == nullptr || k->family != Family::kFa3FwdVarlen) {
       *err = std::string("no varlen forward kernel named '") + opt.kernel + "'";
       return FLASHPTX_ERR_BAD_OPTION;
     }
+    if (mod.local && !is_local(*k)) {
+      *err = std::string("kernel ") + k->name + " has no sliding window or softcap (the fa3_fwd_varlen_local kernels have them)";
+      return FLASHPTX_ERR_BAD_OPTION;
+    }
   } else {
-    for (const KernelEntry& e : fa3_fwd_varlen_kernels())
+    for (const KernelEntry& e : mod.local ? fa3_fwd_varlen_local_kernels() : fa3_fwd_varlen_kernels())
       if (e.dtype == p.dtype && e.head_dim == p.head_dim) k = &e;
   }
   if (k == nullptr || k->head_dim != p.head_dim || k->dtype != p.dtype) {
@@ -464,8 +567,12 @@ flashptx_status plan_fwd_varlen(const flashptx_fwd_varlen_params& p, const FwdOp
     return FLASHPTX_ERR_BAD_OPTION;
   }
   fa3::FwdVarlenTable& t = plan->args.table;
+  // (A local kernel forced by name on a call without modifiers: its window is the call's mask.)
+  const FwdModifiers wmod = fwd_modifiers(p.window, p.window_left, p.window_right, p.causal != 0, p.softcap,
+                                          p.max_seqlen_q, p.max_seqlen_k);
+  const int window[2] = {wmod.window_left, wmod.window_right};
   build_varlen_table(p.cu_seqlens_q, p.cu_seqlens_k, static_cast<int>(p.num_seqs), static_cast<int>(p.heads_q),
-                     k->block_m, k->block_n, p.causal != 0, &t);
+                     k->block_m, k->block_n, mod.causal, &t, is_local(*k) ? &window : nullptr);
   const int64_t tiles = t.tile_prefix[t.num_seqs];
   plan->launch = Launch{k, dim3(static_cast<unsigned>(tiles)), dim3(static_cast<unsigned>(k->threads)), k->smem_bytes,
                         Schedule::kOnePerTile, tiles};
@@ -504,10 +611,14 @@ flashptx_status encode_fwd_varlen_args(const flashptx_fwd_varlen_params& p, FwdV
   a.heads_kv = static_cast<int>(p.heads_kv);
   a.batch = 1;
   a.num_m_blocks = 0;  // not read: the table holds the tiles
-  a.causal = p.causal ? 1 : 0;
+  const bool modified = p.window != 0 || p.softcap != 0.f;
+  const FwdModifiers mod = fwd_modifiers(p.window, p.window_left, p.window_right, p.causal != 0, p.softcap,
+                                         p.max_seqlen_q, p.max_seqlen_k);
+  a.causal = (modified ? mod.causal : p.causal != 0) ? 1 : 0;
   const float scale = p.softmax_scale != 0.f ? p.softmax_scale : 1.f / std::sqrt(static_cast<float>(p.head_dim));
   a.softmax_scale = scale;
   a.softmax_scale_log2 = scale * 1.4426950408889634f;
+  if (is_local(k)) encode_modifiers(mod, scale, &a);
   fa3::FwdVarlenTable& t = plan->args.table;
   t.o = p.o;
   t.o_row_stride = p.o_row_stride;

@@ -111,8 +111,24 @@ struct FwdVarlenPlan {
 // The schedule: the sequences with query rows, longest-first (the K/V blocks of their longest tile,
 // then their tile count; ties keep the caller's order), each with its tile prefix (num_m_blocks x
 // heads_q tiles of block_m rows). cu_q/cu_k: valid host prefix sums of num_seqs + 1 entries.
+// window: the local kernels' sliding window (normalised, causal folded in as window_right = 0;
+// nullptr: none), by which a sequence's longest tile is then counted.
 void build_varlen_table(const int32_t* cu_q, const int32_t* cu_k, int num_seqs, int heads_q, int block_m, int block_n,
-                        bool causal, fa3::FwdVarlenTable* table);
+                        bool causal, fa3::FwdVarlenTable* table, const int (*window)[2] = nullptr);
+
+// The score modifiers of a forward call (flashptx_fwd_params::window, ::softcap), normalised:
+// bounds that no row reaches made unbounded (-1; FlashAttention's rule: window_left >= seqlen_k - 1,
+// window_right >= seqlen_q - 1), causal folded in as window_right = 0. local: the call needs a local
+// kernel (a softcap, or a window that is neither none nor the causal mask); causal: otherwise, the
+// mask today's kernels run (a window of (-1, 0) is the causal mask).
+struct FwdModifiers {
+  bool local = false;
+  bool causal = false;
+  int window_left = -1, window_right = -1;
+  float softcap = 0.f;
+};
+FwdModifiers fwd_modifiers(int window, int64_t window_left, int64_t window_right, bool causal, float softcap,
+                           int64_t seqlen_q, int64_t seqlen_k);
 
 // Chooses the kernel, builds the sequence table, sizes the launch. `p` must be valid
 // (validate_fwd_varlen) with total_q > 0. No CUDA call.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <initializer_list>
+#include <utility>
 
 namespace flashptx {
 
@@ -49,6 +50,22 @@ flashptx_status check_scale(float scale, std::string* msg) {
   if (std::isfinite(scale) && scale >= 0.f) return FLASHPTX_OK;
   return bad(FLASHPTX_ERR_BAD_SHAPE, msg,
              "softmax_scale is " + std::to_string(scale) + ": it must be finite and 0 or more (0 selects 1/sqrt(d))");
+}
+// The score modifiers (include/flashptx.h, flashptx_fwd_params): window bounds of -1 or more (read
+// only where window is set), a softcap that is finite and 0 or more.
+template <class Params>
+flashptx_status check_modifiers(const Params& p, std::string* msg) {
+  if (p.window != 0) {
+    for (const auto& [name, v] : {std::pair<const char*, int64_t>{"window_left", p.window_left},
+                                  std::pair<const char*, int64_t>{"window_right", p.window_right}})
+      if (v < -1)
+        return bad(FLASHPTX_ERR_BAD_WINDOW, msg,
+                   std::string(name) + " is " + std::to_string(v) + ": a window bound is -1 (unbounded) or more");
+  }
+  if (!(std::isfinite(p.softcap) && p.softcap >= 0.f))
+    return bad(FLASHPTX_ERR_BAD_SOFTCAP, msg,
+               "softcap is " + std::to_string(p.softcap) + ": it must be finite and 0 (none) or more");
+  return FLASHPTX_OK;
 }
 // A buffer the call reads or writes: non-NULL, 16-byte aligned.
 struct Buffer { const char* name; const void* ptr; };
@@ -172,6 +189,7 @@ flashptx_status check_strides(const char* name, int64_t batch, int64_t seqlen, i
 flashptx_status validate_fwd(const flashptx_fwd_params& p, std::string* msg) {
   flashptx_status s;
   if ((s = check_sizes_and_scale(p, msg)) != FLASHPTX_OK) return s;
+  if ((s = check_modifiers(p, msg)) != FLASHPTX_OK) return s;
   if (p.batch == 0 || p.seqlen_q == 0) return FLASHPTX_OK;  // nothing to compute
 
   if ((s = check_half_dtype("q_dtype", p.q_dtype, msg)) != FLASHPTX_OK) return s;
@@ -243,6 +261,7 @@ flashptx_status validate_fwd_varlen(const flashptx_fwd_varlen_params& p, std::st
                        msg)) != FLASHPTX_OK)
     return s;
   if ((s = check_scale(p.softmax_scale, msg)) != FLASHPTX_OK) return s;
+  if ((s = check_modifiers(p, msg)) != FLASHPTX_OK) return s;
   if (p.num_seqs > FLASHPTX_VARLEN_MAX_SEQS)
     return bad(FLASHPTX_ERR_TOO_MANY_SEQS, msg,
                "num_seqs " + std::to_string(p.num_seqs) + " is above FLASHPTX_VARLEN_MAX_SEQS (" +
@@ -294,6 +313,16 @@ flashptx_status validate_fwd_varlen(const flashptx_fwd_varlen_params& p, std::st
 flashptx_status validate_bwd_shape(const flashptx_bwd_params& p, std::string* msg) {
   flashptx_status s;
   if ((s = check_sizes_and_scale(p, msg)) != FLASHPTX_OK) return s;
+  if ((s = check_modifiers(p, msg)) != FLASHPTX_OK) return s;
+  // No backward kernel carries the window's mask or the softcap's tanh derivative yet: refused, so
+  // that no call gets the gradients of a function the forward did not compute.
+  if (p.window != 0 && (p.window_left >= 0 || p.window_right >= 0))
+    return bad(FLASHPTX_ERR_UNSUPPORTED, msg,
+               "the backward has no sliding window yet (window_left " + std::to_string(p.window_left) +
+                   ", window_right " + std::to_string(p.window_right) + "): only the forward takes one");
+  if (p.softcap != 0.f)
+    return bad(FLASHPTX_ERR_UNSUPPORTED, msg,
+               "the backward has no softcap yet (softcap " + std::to_string(p.softcap) + "): only the forward takes one");
   if (p.batch == 0) return FLASHPTX_OK;  // nothing to compute
   if ((s = check_half_dtype("dtype", p.dtype, msg)) != FLASHPTX_OK) return s;
   if (check_head_dim(p.head_dim, msg, "the backward's ") != FLASHPTX_OK) return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;

@@ -105,6 +105,12 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     {"gpu_sm90 sim mutations", "*"},
     {"gpu_sm90 isa readings", "forms the simulator executes*"},
     {"gpu_sm90 isa readings", "rcp.approx and ex2.approx*"},
+    // The sliding window and the softcap (the FA3 local kernels, src/sm90/fa3_fwd_local.cu): small
+    // shapes on the simulator (tests/gpu/test_fa3_fwd.cpp, test_fa3_varlen.cpp).
+    {"gpu_sm90 fa3 forward", "sliding window:*"},
+    {"gpu_sm90 fa3 forward", "softcap:*"},
+    {"gpu_sm90 fa3 forward", "bad window and softcap values*"},
+    {"gpu_sm90 fa3 varlen", "sliding window over packed sequences*"},
 };
 constexpr const char* kSimulatorSkipReason = "no simulator shape yet (its GPU shapes would take the simulator hours)";
 

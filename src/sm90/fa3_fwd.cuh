@@ -72,6 +72,7 @@
 #include "ptx/ldst.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/setmaxnreg.cuh"
+#include "ptx/tanh.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/wgmma.cuh"
 #include "src/sm90/common.cuh"
@@ -118,14 +119,33 @@ struct FwdSmem {
 struct Tile {
   int index, m_block, head, head_kv, batch;
   int n_max;  // admissible K/V blocks [0, n_max), visited right to left
+  // C.window only: the blocks are [n_min, n_max) (window_blocks), set by tile_of / varlen_tile_at
+  // and read by no other kernel. (No default member initializer: one moved instructions of the
+  // d64_m128 kernels, whose listings must not change.)
+  int n_min;
   // Varlen only: the sequence's first packed row of Q and of K/V, and its lengths.
   int q_row0 = 0, k_row0 = 0, len_q = 0, len_k = 0;
 };
 
+// The K/V blocks of a tile the roles walk: n_max (blocks [0, n_max)), or with a window n_max - n_min.
+template <FwdConfig C>
+__device__ __forceinline__ int walk_blocks(const Tile& t) {
+  if constexpr (C.window) return t.n_max - t.n_min;
+  return t.n_max;
+}
+// Query blocks in descending order (longest first) where a tile's block count grows with m_block:
+// under a causal mask, and (C.window) under a window with a right edge, whose tiles grow until the
+// left edge leaves key 0 and then stay equal (a window bounded on the left only shrinks with m: in
+// ascending order). One tile per CTA in that order: the hardware's dispatch is then longest-first.
+template <FwdConfig C>
+__device__ __forceinline__ bool m_descending(const FwdParams& p) {
+  if constexpr (C.window) return p.window_right >= 0;
+  return p.causal != 0;
+}
 // Varlen: the tile's sequence from the table the host built and validated (no device data).
 template <FwdConfig C>
 __device__ __forceinline__ Tile varlen_tile_at(const FwdParams& p, const FwdVarlenTable& vt, int index) {
-  const TileCoord tc = varlen_tile_from_linear(vt.tile_prefix, vt.num_seqs, p.heads_q, index, p.causal != 0);
+  const TileCoord tc = varlen_tile_from_linear(vt.tile_prefix, vt.num_seqs, p.heads_q, index, m_descending<C>(p));
   const VarlenSeq sq = vt.seq[tc.batch];
   Tile t;
   t.index = index;
@@ -140,6 +160,13 @@ __device__ __forceinline__ Tile varlen_tile_at(const FwdParams& p, const FwdVarl
   t.k_row0 = sq.k_start;
   t.len_q = max(0, min(sq.len_q, vt.total_q - t.q_row0));
   t.len_k = sq.len_k;
+  if constexpr (C.window) {
+    const BlockRange r =
+        window_blocks(tc.m_block, FwdLayout<C>::kBlockM, C.block_n, t.len_q, t.len_k, p.window_left, p.window_right);
+    t.n_min = r.n_min;
+    t.n_max = r.n_max;
+    return t;
+  }
   t.n_max = p.causal ? causal_n_blocks(tc.m_block, FwdLayout<C>::kBlockM, C.block_n, t.len_q, t.len_k)
                      : n_blocks(C.block_n, t.len_k);
   return t;
@@ -153,6 +180,13 @@ __device__ __forceinline__ Tile tile_of(const FwdParams& p, const TileCoord& tc,
   t.head = tc.head;
   t.batch = tc.batch;
   t.head_kv = tc.head / (p.heads_q / p.heads_kv);
+  if constexpr (C.window) {
+    const BlockRange r = window_blocks(tc.m_block, FwdLayout<C>::kBlockM, C.block_n, p.seqlen_q, p.seqlen_k,
+                                       p.window_left, p.window_right);
+    t.n_min = r.n_min;
+    t.n_max = r.n_max;
+    return t;
+  }
   // Causal masks are aligned to the bottom-right: query row r sees key c iff c <= r + (seqlen_k - seqlen_q).
   t.n_max = p.causal ? causal_n_blocks(tc.m_block, FwdLayout<C>::kBlockM, C.block_n, p.seqlen_q, p.seqlen_k)
                      : n_blocks(C.block_n, p.seqlen_k);
@@ -232,7 +266,7 @@ struct TileWalk {
                                  : (k == 0 ? static_cast<int>(blockIdx.x) : num_tiles);
       ++k;
       if (i >= num_tiles) return false;
-      *t = tile_of<C>(p, tile_from_linear(i, p.num_m_blocks, p.heads_q, p.batch, p.causal != 0), i);
+      *t = tile_of<C>(p, tile_from_linear(i, p.num_m_blocks, p.heads_q, p.batch, m_descending<C>(p)), i);
       return true;
     }
   }
@@ -387,7 +421,8 @@ struct Producer {
     tr(ev_issue, (n << 8) | write.stage);
   }
 
-  // The r-th K/V block of tile t (right to left: block n_max - 1 - r) into the rings' next stage;
+  // The r-th K/V block of tile t (right to left: block n_max - 1 - r, down to n_min with a window:
+  // the blocks left of the window are never loaded) into the rings' next stage;
   // the tile's Q after its first K, so that Q's latency hides behind K's.
   __device__ __forceinline__ void load_block(const Tile& t, int r) {
     const int n = t.n_max - 1 - r;
@@ -416,12 +451,12 @@ struct Producer {
       Tile next;
       bool have_next = false;
       tr(trace::kTileBegin, t.index);
-      if (t.n_max == 0) {
+      if (walk_blocks<C>(t) == 0) {
         load_q(t);  // consumers still take (and release) the tile's Q buffer
         have_next = walk.next(p, vt, &next);
         publish_or_end(feed, have_next, next);
       }
-      for (int r = 0; r < t.n_max; ++r) {
+      for (int r = 0; r < walk_blocks<C>(t); ++r) {
         load_block(t, r);
         if (r == 0) {
           have_next = walk.next(p, vt, &next);
@@ -458,8 +493,8 @@ struct Producer {
     for (Tile t; walk.next(p, vt, &t);) {
       if constexpr (C.tile_feed) feed.publish(sm, t.m_block, t.head, t.batch, t.n_max);
       tr(trace::kTileBegin, t.index);
-      if (t.n_max == 0) load_q(t);  // consumers still take (and release) the tile's Q buffer
-      for (int r = 0; r < t.n_max; ++r) {
+      if (walk_blocks<C>(t) == 0) load_q(t);  // consumers still take (and release) the tile's Q buffer
+      for (int r = 0; r < walk_blocks<C>(t); ++r) {
         load_block(t, r);
       }
       tr(trace::kTileEnd, t.index);
@@ -610,7 +645,20 @@ struct Consumer {
   // warp-uniform to the compiler, and loop bounds built from it move the ring's descriptor
   // arithmetic out of the uniform datapath: docs/DECISIONS.md, "Warp-uniform loop bounds".)
   __device__ __forceinline__ bool block_needs_mask(const Tile& t, int n) const {
+    if constexpr (C.window) return right_needs_mask(t, n) || left_needs_mask(t, n);
     return (n + 1) * kBlockN > len_k(t) || (causal && (n + 1) * kBlockN - 1 > t.m_block * kBlockM + diag_of(t));
+  }
+  // C.window: the two edges of the window. Right: keys past len_k or right of the window of the
+  // tile's first row (the row that sees least on the right): a suffix of [n_min, n_max). Left: keys
+  // left of the window of the tile's last row (block_m rows down, whether or not they exist: a block
+  // masked that needs no mask costs time, never a value): a prefix. Between them every row of the
+  // tile sees every key of a block, which then runs unmasked.
+  __device__ __forceinline__ bool right_needs_mask(const Tile& t, int n) const {
+    return (n + 1) * kBlockN > len_k(t) ||
+           (p.window_right >= 0 && (n + 1) * kBlockN - 1 > t.m_block * kBlockM + diag_of(t) + p.window_right);
+  }
+  __device__ __forceinline__ bool left_needs_mask(const Tile& t, int n) const {
+    return p.window_left >= 0 && n * kBlockN < t.m_block * kBlockM + kBlockM - 1 + diag_of(t) - p.window_left;
   }
   // The K/V blocks this warpgroup's own 64 rows see: [0, own) with own <= t.n_max (the tile's last
   // row sets n_max). Less than n_max where a later warpgroup's rows reach further right: the causal
@@ -636,15 +684,54 @@ struct Consumer {
   // tried: docs/DECISIONS.md, "The mask as one compare".)
   template <int kCols>
   __device__ __forceinline__ void apply_mask(const Tile& t, int n) {
+    if constexpr (C.window) {
+      apply_window_mask<kCols>(t, n);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kCols / 8; ++i) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int col = n * kBlockN + 8 * i + 2 * q4 + (e & 1);
+          const int row = row0 + 8 * (e >> 1);
+          const bool masked = col >= len_k(t) || (causal && col > row + diag_of(t));
+          s_acc[4 * i + e] = masked ? -INFINITY : s_acc[4 * i + e];
+        }
+      }
+    }
+  }
+  // C.window: row r sees key c iff r + lo <= c <= r + hi and c < len_k, with lo = diag - window_left
+  // and hi = diag + window_right; an unbounded side (-1) takes a bound no row of the tile passes
+  // (hi = len_k: c < len_k <= r + len_k; lo = -(len_q + block_m): r + lo <= 0 <= c for every row of
+  // the tile), so one form serves every window, causal (hi = diag) included.
+  template <int kCols>
+  __device__ __forceinline__ void apply_window_mask(const Tile& t, int n) {
+    const int hi = p.window_right >= 0 ? diag_of(t) + p.window_right : len_k(t);
+    const int lo = p.window_left >= 0 ? diag_of(t) - p.window_left : -(len_q(t) + kBlockM);
 #pragma unroll
     for (int i = 0; i < kCols / 8; ++i) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int col = n * kBlockN + 8 * i + 2 * q4 + (e & 1);
         const int row = row0 + 8 * (e >> 1);
-        const bool masked = col >= len_k(t) || (causal && col > row + diag_of(t));
+        const bool masked = col >= len_k(t) || col > row + hi || col < row + lo;
         s_acc[4 * i + e] = masked ? -INFINITY : s_acc[4 * i + e];
       }
+    }
+  }
+  // kCap (C.softcap, where p.softcap_prescale = softmax_scale / c is set): S becomes
+  // tanh(S scale / c), before the mask (FlashAttention-3's order: the cap on the scaled score, then
+  // the mask); the softmax's scale is then c (log2(e) c in base 2: the plan sets both), so the logit
+  // is c tanh(scale S / c) and the LSE is that logit's. tanh.approx.f32: MUFU.TANH, 2^-11 relative.
+  // A compile-time argument of the step, chosen once per tile (run_local_blocks): a branch between
+  // the two wgmma waits would make ptxas retire PV(j-1) before the exponentials (docs/DECISIONS.md,
+  // "No branch between the two wgmma waits").
+  template <int kCols, bool kCap>
+  __device__ __forceinline__ void apply_softcap() {
+    if constexpr (kCap) {
+      static_assert(C.softcap, "the softcap is compiled where FwdConfig::softcap is set");
+      const float k = p.softcap_prescale;
+#pragma unroll
+      for (int i = 0; i < kCols / 2; ++i) s_acc[i] = ptx::tanh_approx_f32(s_acc[i] * k);
     }
   }
   // Online softmax on S of block n, base 2, masked or not as the caller knows at compile time: a
@@ -666,9 +753,10 @@ struct Consumer {
   // of the rounded P (row_sum_pv: the weights the PV GEMM used), under which a rounded dominant entry
   // cancels, while the LSE keeps the sum of the unrounded P (docs/DECISIONS.md, "The lazy rescale").
   static constexpr float kRescaleLog2 = 8.f;
-  template <bool kMasked, int kCols = kBlockN>
+  template <bool kMasked, int kCols = kBlockN, bool kCap = false>
   __device__ __forceinline__ void softmax(const Tile& t, int n, float (&alpha)[2]) {
     tr(trace::kSoftmaxBegin, n);
+    apply_softcap<kCols, kCap>();
     if constexpr (kMasked) apply_mask<kCols>(t, n);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -766,7 +854,7 @@ struct Consumer {
   // is one m64n64 wgmma per k-step instead of m64n128, the softmax runs on 64 columns, and the
   // right half of P is zero. On a 128 x 128 tile of a square causal mask this is warpgroup 0's
   // diagonal block in every tile: a quarter of the diagonal block's QK and softmax work of the CTA.
-  template <bool kHalf>
+  template <bool kHalf, bool kCap = false>
   __device__ __forceinline__ void startup(const Tile& t) {
     constexpr int kCols = kHalf ? kBlockN / 2 : kBlockN;
     const int n = t.n_max - 1;
@@ -777,16 +865,16 @@ struct Consumer {
     store_prev();  // the deferred epilogue's staging and store, under QK(0)
     retire_qk<0>(n);
     k_ring.release(lane);  // QK(0) retired
-    if (t.n_max == 1) QRelease<C>::after_last_qk(sm.q_empty(q_slot), lane);
+    if (walk_blocks<C>(t) == 1) QRelease<C>::after_last_qk(sm.q_empty(q_slot), lane);
     float alpha[2];
-    if (block_needs_mask(t, n)) softmax<true, kCols>(t, n, alpha);
-    else softmax<false, kCols>(t, n, alpha);
+    if (block_needs_mask(t, n)) softmax<true, kCols, kCap>(t, n, alpha);
+    else softmax<false, kCols, kCap>(t, n, alpha);
     convert_p<kCols>();
     tr(trace::kSoftmaxEnd, n);
   }
 
   // Steady step j: QK(j) and PV(j-1) in flight together.
-  template <bool kMasked>
+  template <bool kMasked, bool kCap = false>
   __device__ __forceinline__ void steady(const Tile& t, int j) {
     const int n = t.n_max - 1 - j;
     k_ring.wait_full();
@@ -798,9 +886,9 @@ struct Consumer {
     add_pv_sum();
     retire_qk<1>(n);  // QK(j) complete; PV(j-1) may still run
     k_ring.release(lane);
-    if (j == t.n_max - 1) QRelease<C>::after_last_qk(sm.q_empty(q_slot), lane);
+    if (j == walk_blocks<C>(t) - 1) QRelease<C>::after_last_qk(sm.q_empty(q_slot), lane);
     float alpha[2];
-    softmax<kMasked>(t, n, alpha);
+    softmax<kMasked, kBlockN, kCap>(t, n, alpha);
     // A compiler fence on S: nvcc keeps the exponentials before the wait below in the PTX; how many
     // of them ptxas schedules before the wait (WARPGROUP.DEPBAR.LE gsb0, 0x0), under PV(j-1), is its
     // choice. SASS-pinned: at least one (sass_golden/sm_90a/fa3_fwd_sm90_steady_overlap.check.inc,
@@ -837,7 +925,7 @@ struct Consumer {
   __device__ __forceinline__ void drain(const Tile& t) {
     v_ring.wait_full();
     take_token();
-    issue_pv(v_ring.stage(), t.n_max > 1, 0);
+    issue_pv(v_ring.stage(), walk_blocks<C>(t) > 1, 0);
     pass_token();
     add_pv_sum();
     retire_pv(0);
@@ -1010,6 +1098,26 @@ struct Consumer {
     tr(trace::kEpilogueEnd, t.m_block);
   }
 
+  // C.window: the tile's blocks [n_min, n_max), right to left (step j is block n_max - 1 - j): the
+  // right edge's masked blocks [n_right, n_max) first, then the unmasked ones, then the left edge's
+  // masked [n_min, n_left) (each edge found by a walk of a few blocks: it spans at most
+  // block_m / block_n + 1 of them). kCap: the softcap in every step.
+  template <bool kCap>
+  __device__ __forceinline__ void run_local_blocks(const Tile& t) {
+    startup<false, kCap>(t);
+    const int nb = walk_blocks<C>(t);
+    int n_right = t.n_max;
+    while (n_right > t.n_min && right_needs_mask(t, n_right - 1)) --n_right;
+    int n_left = t.n_min;
+    while (n_left < n_right && left_needs_mask(t, n_left)) ++n_left;
+    const int j_unmasked = max(1, t.n_max - n_right);
+    const int j_left = max(j_unmasked, t.n_max - n_left);
+    for (int j = 1; j < j_unmasked && j < nb; ++j) steady<true, kCap>(t, j);
+    for (int j = j_unmasked; j < j_left && j < nb; ++j) steady<false, kCap>(t, j);
+    for (int j = j_left; j < nb; ++j) steady<true, kCap>(t, j);
+    drain(t);
+  }
+
   __device__ __forceinline__ void run() {
     // Bootstrap half-credit of the token ring: once per CTA, by consumer 0.
     if constexpr (C.pingpong) {
@@ -1053,18 +1161,24 @@ struct Consumer {
       for (int r = own; r < t.n_max; ++r) skip_block();
       Tile mine = t;
       mine.n_max = own;
-      if (own > 0) {
-        if (C.half_first && half) startup<true>(mine);
-        else startup<false>(mine);
-        // Blocks [n_unmasked_end, own) need the mask: the first steps of the right-to-left walk.
-        int n_unmasked_end = own;
-        while (n_unmasked_end > 0 && block_needs_mask(mine, n_unmasked_end - 1)) --n_unmasked_end;
-        const int j_unmasked = max(1, own - n_unmasked_end);
-        // (The half-width block's PV stays 128 keys wide, P's right half zero: one steady-step body
-        // for both; docs/DECISIONS.md, "The tile feed and the half-width diagonal".)
-        for (int j = 1; j < j_unmasked && j < own; ++j) steady<true>(mine, j);
-        for (int j = j_unmasked; j < own; ++j) steady<false>(mine, j);
-        drain(mine);
+      if (C.window ? walk_blocks<C>(mine) > 0 : own > 0) {
+        if constexpr (C.window) {
+          // The softcap chosen once per tile, each of its steps compiled without a branch.
+          if (C.softcap && p.softcap_prescale != 0.f) run_local_blocks<C.softcap>(mine);
+          else run_local_blocks<false>(mine);
+        } else {
+          if (C.half_first && half) startup<true>(mine);
+          else startup<false>(mine);
+          // Blocks [n_unmasked_end, own) need the mask: the first steps of the right-to-left walk.
+          int n_unmasked_end = own;
+          while (n_unmasked_end > 0 && block_needs_mask(mine, n_unmasked_end - 1)) --n_unmasked_end;
+          const int j_unmasked = max(1, own - n_unmasked_end);
+          // (The half-width block's PV stays 128 keys wide, P's right half zero: one steady-step body
+          // for both; docs/DECISIONS.md, "The tile feed and the half-width diagonal".)
+          for (int j = 1; j < j_unmasked && j < own; ++j) steady<true>(mine, j);
+          for (int j = j_unmasked; j < own; ++j) steady<false>(mine, j);
+          drain(mine);
+        }
       } else {
         // The (J + 1)-th handoff of a tile none of whose blocks this warpgroup sees (J skips above).
         if (C.skip_blocks && t.n_max > 0) {

@@ -38,7 +38,18 @@ struct FwdParams {
   // fields above keep their offsets, and the kernels that never read these keep their listings.)
   unsigned* tile_counter;
   int lpt_section;
+  // The local kernels' score modifiers (FwdConfig::window, FwdConfig::softcap; the other kernels never
+  // read them). window_left / window_right: FlashAttention's sliding window, bottom-right aligned:
+  // query row i sees key j iff i + diag - window_left <= j <= i + diag + window_right (diag = len_k -
+  // len_q), -1 unbounded on that side; the plan folds a causal mask in as window_right = 0.
+  // softcap_prescale: softmax_scale / c for a softcap c > 0 (then softmax_scale = c and
+  // softmax_scale_log2 = c log2(e), so the logit is c tanh(scale s / c)), 0 without a softcap.
+  // (In the tail padding: sizeof stays 640, so the varlen table's offset, and with it the varlen
+  // kernels' listings, do not move.)
+  int window_left, window_right;
+  float softcap_prescale;
 };
+static_assert(sizeof(FwdParams) == 640, "FwdParams grows in its tail padding only (FwdVarlenParams::table)");
 
 // How a kernel stages O for its TMA store (FwdConfig::o_staging).
 enum class OStaging : uint8_t {
@@ -88,6 +99,12 @@ struct FwdConfig {
   bool defer_epilogue;  // a tile's O is staged and stored under the next tile's QK(0)
                         // ("The deferred epilogue")
   bool traced;          // the instrumented build (FLASHPTX_TRACE, `flashptx trace`)
+  // ---- score modifiers (the local kernels; "Sliding window and softcap: one local kernel per shape")
+  bool window;          // the sliding window of FwdParams::window_left/right (run-time values, -1
+                        // unbounded): the block walk runs [n_min, n_max), blocks wholly outside the
+                        // window are never loaded, the blocks on both edges are masked
+  bool softcap;         // scores become c tanh(scale s / c) where FwdParams::softcap_prescale != 0
+                        // (tanh.approx.f32, before the mask)
 };
 
 template <FwdConfig C>
@@ -168,6 +185,9 @@ struct FwdLayout {
   static_assert(!C.half_first || (C.block_n == 128 && !C.varlen), "half_first: the left 64 of a 128-key block");
   static_assert(!C.defer_epilogue || (C.tile_feed && kSeparateO && !C.varlen),
                 "defer_epilogue: O's own buffer, staged under the next tile's QK(0) inside a tile loop");
+  static_assert(!C.window || (!C.tile_feed && !C.skip_blocks && !C.half_first),
+                "window: every role walks the tiles itself (the tile feed's slot has no n_min), and every "
+                "warpgroup visits the tile's blocks [n_min, n_max) (no per-warpgroup skip)");
   static_assert(kOffTile % 16 == 0, "tile-feed slots are read with ld.shared.v4");
   static_assert(kQBytes % 1024 == 0 && kKVBytes % 1024 == 0, "tiles keep 1024-byte alignment");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA (Q slots, O staging, rings, barriers, tile feed)");
@@ -194,20 +214,23 @@ constexpr FwdConfig kD64M128 = {
     .persistent = true, .paired = false, .dynamic_walk = false, .varlen = false,
     .tile_feed = true, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
-    .tree_max = true, .lazy_rescale = false, .defer_epilogue = false, .traced = false};
+    .tree_max = true, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
+    .window = false, .softcap = false};
 // The 192 x 128 d64 kernel: no tile feed ("The tile feed"); its warpgroups skip blocks.
 constexpr FwdConfig kD64M192 = {
     .head_dim = 64, .block_n = 128, .stages = 3, .consumer_wgs = 3, .bf16 = true,
     .persistent = true, .paired = false, .dynamic_walk = false, .varlen = false,
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 32, .consumer_regs = 160,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = true, .half_first = false,
-    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false};
+    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
+    .window = false, .softcap = false};
 constexpr FwdConfig kD128N128 = {
     .head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = true, .paired = false, .dynamic_walk = false, .varlen = false,
     .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
-    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false};
+    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
+    .window = false, .softcap = false};
 // d256: 64-key blocks (every power-of-two length an exact number of blocks) and the token ring,
 // which FA3's admission table leaves off above head dim 128 ("Token ring at the tile edges").
 // One tile per CTA, O in the Q buffer.
@@ -216,14 +239,16 @@ constexpr FwdConfig kD256 = {
     .persistent = false, .paired = false, .dynamic_walk = false, .varlen = false,
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kInQ, .skip_blocks = true, .half_first = false,
-    .tree_max = true, .lazy_rescale = true, .defer_epilogue = false, .traced = false};
+    .tree_max = true, .lazy_rescale = true, .defer_epilogue = false, .traced = false,
+    .window = false, .softcap = false};
 // Its persistent twin (the plan's non-causal launches up to 4k keys: "O in halves").
 constexpr FwdConfig kD256Persistent = {
     .head_dim = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = true, .paired = false, .dynamic_walk = false, .varlen = false,
     .tile_feed = true, .walk_ahead = true, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kHalves, .skip_blocks = true, .half_first = false,
-    .tree_max = true, .lazy_rescale = true, .defer_epilogue = false, .traced = false};
+    .tree_max = true, .lazy_rescale = true, .defer_epilogue = false, .traced = false,
+    .window = false, .softcap = false};
 // The paired causal twins: the same shapes, persistent CTAs walking the paired static schedule
 // (units of tiles m and M-1-m). The plan runs them for causal masks only (src/plan.cpp).
 // The 128-row d64 one also has the dynamic schedule, two Q slots and the deferred epilogue.
@@ -232,26 +257,30 @@ constexpr FwdConfig kD64M128Paired = {
     .persistent = true, .paired = true, .dynamic_walk = true, .varlen = false,
     .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 56, .consumer_regs = 224,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
-    .tree_max = false, .lazy_rescale = false, .defer_epilogue = true, .traced = false};
+    .tree_max = false, .lazy_rescale = false, .defer_epilogue = true, .traced = false,
+    .window = false, .softcap = false};
 // The 192-row one takes the tile feed (its 160-register consumers cannot hold the paired walk).
 constexpr FwdConfig kD64M192Paired = {
     .head_dim = 64, .block_n = 128, .stages = 3, .consumer_wgs = 3, .bf16 = true,
     .persistent = true, .paired = true, .dynamic_walk = false, .varlen = false,
     .tile_feed = true, .walk_ahead = true, .q_slots = 1, .producer_regs = 32, .consumer_regs = 160,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = true, .half_first = false,
-    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false};
+    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
+    .window = false, .softcap = false};
 constexpr FwdConfig kD128N128Paired = {
     .head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = true, .paired = true, .dynamic_walk = false, .varlen = false,
     .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 40, .consumer_regs = 232,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
-    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false};
+    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
+    .window = false, .softcap = false};
 constexpr FwdConfig kD256Paired = {
     .head_dim = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = true, .paired = true, .dynamic_walk = false, .varlen = false,
     .tile_feed = true, .walk_ahead = true, .q_slots = 1, .producer_regs = 40, .consumer_regs = 232,
     .pingpong = true, .o_staging = OStaging::kHalves, .skip_blocks = true, .half_first = false,
-    .tree_max = true, .lazy_rescale = true, .defer_epilogue = false, .traced = false};
+    .tree_max = true, .lazy_rescale = true, .defer_epilogue = false, .traced = false,
+    .window = false, .softcap = false};
 // The varlen twins: the same shapes, tiles decoded from FwdVarlenTable, one tile per CTA (the launch
 // order is the schedule: see FwdVarlenTable). d64 takes the 128-row tile.
 constexpr FwdConfig kD64M128Varlen = {
@@ -259,19 +288,22 @@ constexpr FwdConfig kD64M128Varlen = {
     .persistent = false, .paired = false, .dynamic_walk = false, .varlen = true,
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = false,
-    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false};
+    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
+    .window = false, .softcap = false};
 constexpr FwdConfig kD128N128Varlen = {
     .head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = false, .paired = false, .dynamic_walk = false, .varlen = true,
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = false,
-    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false};
+    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
+    .window = false, .softcap = false};
 constexpr FwdConfig kD256Varlen = {
     .head_dim = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = false, .paired = false, .dynamic_walk = false, .varlen = true,
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kInQ, .skip_blocks = true, .half_first = false,
-    .tree_max = false, .lazy_rescale = true, .defer_epilogue = false, .traced = false};
+    .tree_max = false, .lazy_rescale = true, .defer_epilogue = false, .traced = false,
+    .window = false, .softcap = false};
 // The instrumented twins (src/sm90/fa3_fwd_trace*.cu, compiled with FLASHPTX_TRACE): the release
 // kernels' protocols, 8 more producer registers for the stamps, the chain maximum.
 constexpr FwdConfig kTracedD128N128 = {
@@ -279,22 +311,76 @@ constexpr FwdConfig kTracedD128N128 = {
     .persistent = true, .paired = false, .dynamic_walk = false, .varlen = false,
     .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 40, .consumer_regs = 232,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
-    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = true};
+    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = true,
+    .window = false, .softcap = false};
 constexpr FwdConfig kTracedD128N128Paired = {
     .head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = true, .paired = true, .dynamic_walk = false, .varlen = false,
     .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 56, .consumer_regs = 224,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
-    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = true};
+    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = true,
+    .window = false, .softcap = false};
 constexpr FwdConfig kTracedD64M128Paired = {
     .head_dim = 64, .block_n = 128, .stages = 3, .consumer_wgs = 2, .bf16 = true,
     .persistent = true, .paired = true, .dynamic_walk = true, .varlen = false,
     .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 56, .consumer_regs = 224,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
-    .tree_max = false, .lazy_rescale = false, .defer_epilogue = true, .traced = true};
+    .tree_max = false, .lazy_rescale = false, .defer_epilogue = true, .traced = true,
+    .window = false, .softcap = false};
+// The local kernels (FwdConfig::window and ::softcap, run-time window and softcap values): the
+// one-tile-per-CTA shapes of the varlen kernels, each warpgroup visiting every block of its tile
+// (docs/DECISIONS.md, "Sliding window and softcap: one local kernel per shape"). The plan runs them
+// for a window or a softcap only: a problem with neither keeps today's kernels.
+constexpr FwdConfig kD64M128Local = {
+    .head_dim = 64, .block_n = 128, .stages = 3, .consumer_wgs = 2, .bf16 = true,
+    .persistent = false, .paired = false, .dynamic_walk = false, .varlen = false,
+    .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
+    .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = false,
+    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
+    .window = true, .softcap = true};
+constexpr FwdConfig kD128N128Local = {
+    .head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
+    .persistent = false, .paired = false, .dynamic_walk = false, .varlen = false,
+    .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
+    .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = false,
+    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
+    .window = true, .softcap = true};
+constexpr FwdConfig kD256Local = {
+    .head_dim = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2, .bf16 = true,
+    .persistent = false, .paired = false, .dynamic_walk = false, .varlen = false,
+    .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
+    .pingpong = true, .o_staging = OStaging::kInQ, .skip_blocks = false, .half_first = false,
+    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
+    .window = true, .softcap = true};
+// Their varlen twins (FwdVarlenParams), the same switches over the packed sequences.
+constexpr FwdConfig packed(FwdConfig c) {
+  c.varlen = true;
+  return c;
+}
 constexpr FwdConfig fp16(FwdConfig c) {
   c.bf16 = false;
   return c;
+}
+
+// ---- the sliding window's blocks (FwdConfig::window) --------------------------------------------
+// The K/V blocks [n_min, n_max) that query rows [m_block * block_m, min(+ block_m, len_q)) can see
+// under the window (left, right) (-1: unbounded), bottom-right aligned (diag = len_k - len_q): row i
+// sees keys [i + diag - left, i + diag + right], clipped to [0, len_k). The tile's last row bounds
+// the right edge, its first row the left edge; no visible key: the empty range {0, 0}. In 64 bits
+// (a huge window on a long sequence must not wrap); once per tile. Host (the plan's schedule and
+// tests/host) and device share it.
+struct BlockRange {
+  int n_min, n_max;
+};
+constexpr BlockRange window_blocks(int m_block, int block_m, int block_n, int len_q, int len_k, int left, int right) {
+  const long long first = static_cast<long long>(m_block) * block_m;
+  const long long end = first + block_m < len_q ? first + block_m : len_q;
+  const long long diag = static_cast<long long>(len_k) - len_q;
+  long long hi = len_k, lo = 0;  // visible keys [lo, hi)
+  if (right >= 0 && end - 1 + diag + right + 1 < hi) hi = end - 1 + diag + right + 1;
+  if (left >= 0 && first + diag - left > lo) lo = first + diag - left;
+  if (end <= first || hi <= lo) return BlockRange{0, 0};
+  return BlockRange{static_cast<int>(lo / block_n), static_cast<int>((hi + block_n - 1) / block_n)};
 }
 
 // ---- variable-length batches (flashptx_fwd_varlen) ----------------------------------------------

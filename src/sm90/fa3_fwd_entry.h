@@ -28,6 +28,8 @@ inline constexpr KernelSwitch kFa3FwdSwitches[] = {
     {"lazy_rescale", C.lazy_rescale},
     {"defer_epilogue", C.defer_epilogue},
     {"traced", C.traced},
+    {"window", C.window},
+    {"softcap", C.softcap},
 };
 
 template <fa3::FwdConfig C>

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <span>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -48,13 +49,24 @@ struct Case {
   // maximum moves in most blocks, by less or more than the lazy rescale's threshold, and the largest
   // weights sit in the last blocks (src/sm90/fa3_fwd.cuh, FwdConfig::lazy_rescale).
   float key_ramp = 0.f;
+  // The score modifiers (flashptx_fwd_params::window, ::softcap): a window of (wl, wr) where window.
+  bool window = false;
+  int64_t wl = -1, wr = -1;
+  float softcap = 0.f;
+  // Nonzero: K and V rows [0, nan_keys) of every batch and head are NaN: keys no query's window sees,
+  // in blocks wholly outside every tile's window. A kernel that loaded such a block would multiply
+  // its NaN V by P = 0 (NaN) into O; the reference never reads them.
+  int64_t nan_keys = 0;
   std::string str() const {
     return "B=" + std::to_string(batch) + " Sq=" + std::to_string(sq) + " Sk=" + std::to_string(sk) +
            " Hq=" + std::to_string(hq) + " Hkv=" + std::to_string(hkv) + " d=" + std::to_string(d) +
            (causal ? " causal" : "") + (dtype == FLASHPTX_BF16 ? " bf16" : " fp16") +
            layout_name(layout) +
            (input_scale != 1.f ? " qscale=" + std::to_string(input_scale) : "") +
-           (tile_counter ? " tile_counter" : "") + (key_ramp != 0.f ? " key_ramp=" + std::to_string(key_ramp) : "");
+           (tile_counter ? " tile_counter" : "") + (key_ramp != 0.f ? " key_ramp=" + std::to_string(key_ramp) : "") +
+           (window ? " window=(" + std::to_string(wl) + "," + std::to_string(wr) + ")" : "") +
+           (softcap != 0.f ? " softcap=" + std::to_string(softcap) : "") +
+           (nan_keys != 0 ? " nan_keys=" + std::to_string(nan_keys) : "");
   }
 };
 
@@ -93,6 +105,10 @@ struct Problem {
                 to_storage(c.dtype, c.key_ramp * (1.f - static_cast<float>(j) / static_cast<float>(c.sk)));
       }
     }
+    for (int64_t b = 0; b < c.batch; ++b)
+      for (int64_t j = 0; j < std::min(c.nan_keys, c.sk); ++j)
+        for (int64_t h = 0; h < c.hkv; ++h)
+          for (int64_t e = 0; e < c.d; ++e) k[b * sk_.b + j * sk_.s + h * sk_.h + e] = v[b * sk_.b + j * sk_.s + h * sk_.h + e] = 0x7FFFu;
     dq.reset(new DeviceBuf(q.size() * 2));
     dk.reset(new DeviceBuf(k.size() * 2));
     dv.reset(new DeviceBuf(v.size() * 2));
@@ -113,6 +129,10 @@ struct Problem {
     params.q_dtype = params.k_dtype = params.v_dtype = params.o_dtype = c.dtype;
     params.causal = c.causal ? 1 : 0;
     params.softmax_scale = c.softmax_scale;
+    params.window = c.window ? 1 : 0;
+    params.window_left = c.wl;
+    params.window_right = c.wr;
+    params.softcap = c.softcap;
     if (c.tile_counter) {
       dctr.reset(new DeviceBuf(8));
       CUDA_REQUIRE(cudaMemset(dctr->p, 0, 8));
@@ -159,7 +179,13 @@ struct Problem {
   }
 
   flashptx::ref::Problem ref_problem() const {
-    return flashptx_test::ref_problem(c.batch, c.sq, c.sk, c.hq, c.hkv, c.d, c.causal, c.softmax_scale);
+    auto rp = flashptx_test::ref_problem(c.batch, c.sq, c.sk, c.hq, c.hkv, c.d, c.causal, c.softmax_scale);
+    if (c.window) {
+      rp.window_left = c.wl;
+      rp.window_right = c.wr;
+    }
+    rp.softcap = c.softcap;
+    return rp;
   }
   flashptx::ref::TensorView view(const std::vector<uint16_t>& x, const Strides& st) const {
     return ref_view(x, c.dtype, st);
@@ -188,7 +214,8 @@ void check_writes(const Problem& pb, const std::vector<uint16_t>& o, const std::
   check_lse_writes(lse, c.batch * c.hq * c.sq, c.str());
 }
 
-struct Errors { double o = 0, o_same = 0, lse = 0, lse_same = 0, lse_mag = 0; int rows = 0; };
+// o_env, lse_env: the softcap's tanh envelope (ref::forward_row's tanh_env), 0 without a softcap.
+struct Errors { double o = 0, o_same = 0, lse = 0, lse_same = 0, lse_mag = 0, o_env = 0, lse_env = 0; int rows = 0; };
 
 // Compares the rows (b, i, h) in `rows` against the fp64 and same-dtype references.
 Errors compare_rows(const Problem& pb, const std::vector<uint16_t>& o, const std::vector<float>& lse,
@@ -197,11 +224,15 @@ Errors compare_rows(const Problem& pb, const std::vector<uint16_t>& o, const std
   const auto rp = pb.ref_problem();
   const auto qv = pb.view(pb.q, pb.sq_), kv = pb.view(pb.k, pb.sk_), vv = pb.view(pb.v, pb.sk_);
   const auto same = c.dtype == FLASHPTX_BF16 ? flashptx::Round::kBF16 : flashptx::Round::kFP16;
-  std::vector<double> ref(c.d), refs(c.d);
+  std::vector<double> ref(c.d), refs(c.d), env(c.d);
   Errors e;
   for (const auto& r : rows) {
     const int64_t b = r[0], i = r[1], h = r[2];
-    const double l_ref = flashptx::ref::forward_row(rp, qv, kv, vv, b, i, h, ref.data());
+    double lse_env = 0;
+    const double l_ref =
+        flashptx::ref::forward_row(rp, qv, kv, vv, b, i, h, ref.data(), flashptx::Round::kNone, env.data(), &lse_env);
+    for (int64_t x = 0; x < c.d; ++x) e.o_env = std::max(e.o_env, env[x]);
+    e.lse_env = std::max(e.lse_env, lse_env);
     const double l_same = flashptx::ref::forward_row(rp, qv, kv, vv, b, i, h, refs.data(), same);
     for (int64_t x = 0; x < c.d; ++x) {
       const double out = from_storage(c.dtype, o[b * pb.so_.b + i * pb.so_.s + h * pb.so_.h + x]);
@@ -252,8 +283,9 @@ void check_case(const Case& c, uint64_t seed, int64_t max_rows = 4096) {
   const auto l = pb.lse();
   check_writes(pb, o, l);
   const Errors e = compare_rows(pb, o, l, pick_rows(c, max_rows, seed ^ 0x9e37));
-  const double o_tol = 2 * e.o_same + 1e-5;
-  const double lse_tol = 2 * e.lse_same + 1e-5 + std::ldexp(e.lse_mag, -20);
+  // (+ the softcap's tanh.approx envelope, 0 without one: ref::forward_row, tanh_env.)
+  const double o_tol = 2 * e.o_same + 1e-5 + e.o_env;
+  const double lse_tol = 2 * e.lse_same + 1e-5 + std::ldexp(e.lse_mag, -20) + e.lse_env;
   CHECK_MESSAGE(e.o <= o_tol, c.str() << ": max|O - ref| = " << e.o << " > " << o_tol << " (same-dtype "
                                       << e.o_same << ", " << e.rows << " rows)");
   CHECK_MESSAGE(e.lse <= lse_tol, c.str() << ": max|LSE - ref| = " << e.lse << " > " << lse_tol);
@@ -555,6 +587,135 @@ TEST_CASE("the dynamic schedule (d64 causal, a tile counter): fp64, equal to the
     const int mismatches = launches_differing(dyn, 1000, [&] { return flashptx_fwd(&dyn.params, nullptr); });
     CHECK_MESSAGE(mismatches == 0, mismatches << " of 1000 launches differed from the first");
     CHECK(dyn.counter() == std::array<unsigned, 2>{0u, 0u});
+  }
+}
+
+// ---- the score modifiers: the sliding window and the softcap (the local kernels) ------------------
+// Each case: the suite's fp64 rule (all rows, or sampled ones), O's pads and guard poisoned, the
+// release library bit for bit, and the plan's kernel: a local one where the window is a real window
+// or there is a softcap.
+static void check_local_case(const Case& c, uint64_t seed, int64_t max_rows = 4096) {
+  INFO(c.str());
+  check_case(c, seed, max_rows);
+  Problem pb(c, seed);
+  flashptx_kernel_info info{};
+  REQUIRE(flashptx_fwd_kernel_info(&pb.params, &info) == FLASHPTX_OK);
+  CHECK(std::string(info.symbol).find("fa3_fwd_local_sm90_") == 0);
+  CHECK(std::string(info.schedule) == "one-per-tile");
+}
+
+TEST_CASE("sliding window: head dims 64/128/256, bf16 and fp16, windows inside a block, past the sequence, asymmetric, with causal") {
+  struct W { int64_t sq, sk, hq, hkv, wl, wr; bool causal; };
+  // Every window shape: one inside a block with Sk > Sq (Mistral's sliding window, GQA 4); an
+  // asymmetric one with Sq > Sk (the first rows see no key); a left bound past the sequence (made
+  // unbounded) with a right bound of 5; causal with a right bound (causal wins: (70, 0)); the
+  // diagonal alone (0, 0) with Sk = 2 Sq; a right bound alone (-1, 40) (tiles in ascending cost).
+  const W sim_windows[] = {{200, 333, 4, 1, 50, 0, false}, {257, 200, 2, 2, 30, 17, false},
+                           {150, 150, 2, 1, 1000, 5, false}, {190, 190, 2, 2, 70, 300, true},
+                           {130, 260, 2, 1, 0, 0, false},   {100, 100, 2, 2, -1, 40, false}};
+  const W gpu_windows[] = {{1000, 1000, 8, 2, 256, 0, false}, {777, 1333, 4, 4, 100, 33, false},
+                           {2049, 2049, 4, 1, 127, 129, true}, {1500, 700, 2, 2, 64, 64, false},
+                           {513, 513, 2, 1, 0, 0, false},     {333, 4097, 4, 2, 5000, 1, false},
+                           {1000, 1000, 2, 2, -1, 300, false}, {64, 1000, 2, 1, 1, 0, false}};
+  uint64_t seed = 10000;
+  const bool sim = flashptx_test::on_simulator();
+  const std::span<const W> windows = sim ? std::span<const W>(sim_windows) : std::span<const W>(gpu_windows);
+  int pair = 0;  // (head dim, dtype) pairs: on the simulator pair p takes windows p and p + 3 (each window twice)
+  for (int64_t d : {64, 128, 256})
+    for (flashptx_dtype t : {FLASHPTX_BF16, FLASHPTX_FP16}) {
+      for (size_t wi = 0; wi < windows.size(); ++wi) {
+        if (sim && wi != static_cast<size_t>(pair) && wi != static_cast<size_t>(pair + 3) % windows.size()) continue;
+        const W& w = windows[wi];
+        Case c{1, w.sq, w.sk, w.hq, w.hkv, d, w.causal, t};
+        c.window = true;
+        c.wl = w.wl;
+        c.wr = w.wr;
+        check_local_case(c, seed++, sim ? 4096 : 2048);
+      }
+      ++pair;
+    }
+}
+
+TEST_CASE("sliding window: blocks wholly outside every tile's window are never loaded (their K and V are NaN)") {
+  // 128 query rows (one tile) against 1000 keys, window (10, 0): the rows see keys [862, 999], so K/V
+  // blocks 0-5 of 128 keys (0-11 of 64 at d256) lie outside the window; their rows [0, 768) are NaN.
+  // Loaded and multiplied by P = 0 they would make O NaN. GQA 2, batch 2 on the GPU.
+  uint64_t seed = 10500;
+  const bool sim = flashptx_test::on_simulator();
+  for (int64_t d : {64, 128, 256}) {
+    Case c{sim ? 1 : 2, 128, 1000, 2, 1, d, false, d == 128 ? FLASHPTX_FP16 : FLASHPTX_BF16};
+    c.window = true;
+    c.wl = 10;
+    c.wr = 0;
+    c.nan_keys = 768;
+    check_local_case(c, seed++);
+  }
+}
+
+TEST_CASE("softcap: with and without a window, every head dim, large scores") {
+  struct S { int64_t sq, sk, hq, hkv, d; bool causal; flashptx_dtype t; float cap, qscale; bool window; int64_t wl, wr; };
+  // The cap alone (non-causal and causal), on scores large enough to saturate tanh (Q scaled by 4
+  // and 8: scores of tens against caps of 5 to 30), and with windows (Gemma 2's local layers:
+  // a softcap and a sliding window together); GQA; a custom softmax scale on the GPU list.
+  const S sim_cases[] = {{113, 203, 4, 1, 64, false, FLASHPTX_BF16, 30.f, 4.f, false, -1, -1},
+                         {190, 150, 2, 2, 128, true, FLASHPTX_FP16, 5.f, 8.f, false, -1, -1},
+                         {200, 200, 2, 1, 256, false, FLASHPTX_BF16, 20.f, 4.f, true, 64, 0},
+                         {150, 260, 2, 2, 128, false, FLASHPTX_BF16, 50.f, 1.f, true, 33, 77}};
+  const S gpu_cases[] = {{1000, 1000, 8, 2, 64, false, FLASHPTX_BF16, 30.f, 4.f, false, -1, -1},
+                         {1000, 1000, 8, 2, 64, true, FLASHPTX_FP16, 30.f, 4.f, false, -1, -1},
+                         {777, 1333, 4, 4, 128, true, FLASHPTX_FP16, 5.f, 8.f, false, -1, -1},
+                         {777, 1333, 4, 4, 128, false, FLASHPTX_BF16, 50.f, 1.f, true, 100, 100},
+                         {2049, 2049, 4, 1, 256, false, FLASHPTX_BF16, 20.f, 4.f, true, 4096 / 4, 0},
+                         {1000, 700, 2, 2, 256, true, FLASHPTX_FP16, 10.f, 2.f, true, 300, 0}};
+  uint64_t seed = 11000;
+  const bool sim = flashptx_test::on_simulator();
+  const std::span<const S> cases = sim ? std::span<const S>(sim_cases) : std::span<const S>(gpu_cases);
+  for (const S& x : cases) {
+    Case c{1, x.sq, x.sk, x.hq, x.hkv, x.d, x.causal, x.t};
+    c.softcap = x.cap;
+    c.input_scale = x.qscale;
+    c.window = x.window;
+    c.wl = x.wl;
+    c.wr = x.wr;
+    check_local_case(c, seed++, sim ? 4096 : 2048);
+  }
+}
+
+TEST_CASE("bad window and softcap values are statuses; a window equal to the causal mask runs the causal kernel") {
+  Problem pb(Case{1, 64, 64, 2, 2, 128, false, FLASHPTX_BF16}, 12000);
+  pb.poison();
+  flashptx_fwd_params p = pb.params;
+  p.window = 1;
+  p.window_left = -2;
+  CHECK(flashptx_fwd(&p, nullptr) == FLASHPTX_ERR_BAD_WINDOW);
+  p.window_left = 3;
+  p.window_right = -7;
+  CHECK(flashptx_fwd(&p, nullptr) == FLASHPTX_ERR_BAD_WINDOW);
+  p = pb.params;
+  p.softcap = -1.f;
+  CHECK(flashptx_fwd(&p, nullptr) == FLASHPTX_ERR_BAD_SOFTCAP);
+  p.softcap = NAN;
+  CHECK(flashptx_fwd(&p, nullptr) == FLASHPTX_ERR_BAD_SOFTCAP);
+  p.softcap = INFINITY;
+  CHECK(flashptx_fwd(&p, nullptr) == FLASHPTX_ERR_BAD_SOFTCAP);
+  CUDA_REQUIRE(cudaDeviceSynchronize());
+  for (uint16_t x : pb.out()) REQUIRE(x == kPoison);
+  // (-1, 0) is the causal mask, (-1, -1) none: today's kernels, the same bits as causal / non-causal.
+  for (bool causal : {false, true}) {
+    Problem a(Case{1, 300, 300, 2, 2, 64, causal, FLASHPTX_BF16}, 12001);
+    Problem w(Case{1, 300, 300, 2, 2, 64, false, FLASHPTX_BF16}, 12001);
+    w.params.window = 1;
+    w.params.window_left = -1;
+    w.params.window_right = causal ? 0 : -1;
+    flashptx_kernel_info ia{}, iw{};
+    REQUIRE(flashptx_fwd_kernel_info(&a.params, &ia) == FLASHPTX_OK);
+    REQUIRE(flashptx_fwd_kernel_info(&w.params, &iw) == FLASHPTX_OK);
+    CHECK(std::string(ia.symbol) == iw.symbol);
+    a.poison();
+    a.run();
+    w.poison();
+    w.run();
+    CHECK(a.out() == w.out());
   }
 }
 

@@ -52,6 +52,8 @@ struct VCase {
   bool causal;
   flashptx_dtype dtype;
   bool padded = false;  // head stride d + 8, row stride heads * (d + 8) + 16: pads stay poisoned
+  bool window = false;  // the sliding window (wl, wr), per sequence (the local varlen kernels)
+  int64_t wl = -1, wr = -1;
   std::string str() const {
     std::string s = "seqs=" + std::to_string(lq.size()) + " lq=[";
     auto list = [&s](const std::vector<int>& l) {
@@ -65,7 +67,8 @@ struct VCase {
     s += " lk=[";
     list(lk);
     return s + " Hq=" + std::to_string(hq) + " Hkv=" + std::to_string(hkv) + " d=" + std::to_string(d) +
-           (causal ? " causal" : "") + (dtype == FLASHPTX_BF16 ? " bf16" : " fp16") + (padded ? " padded" : "");
+           (causal ? " causal" : "") + (dtype == FLASHPTX_BF16 ? " bf16" : " fp16") + (padded ? " padded" : "") +
+           (window ? " window=(" + std::to_string(wl) + "," + std::to_string(wr) + ")" : "");
   }
 };
 
@@ -128,6 +131,9 @@ struct VProblem {
     params.q_head_stride = params.o_head_stride = pq.hs;
     params.k_row_stride = params.v_row_stride = pk.rs;
     params.k_head_stride = params.v_head_stride = pk.hs;
+    params.window = c.window ? 1 : 0;
+    params.window_left = c.wl;
+    params.window_right = c.wr;
   }
 
   void poison() {
@@ -154,7 +160,12 @@ struct VProblem {
   // Sequence b as a fixed-length problem of batch 1 for the reference, and views into the packed
   // host copies at its first row.
   flashptx::ref::Problem seq_problem(size_t b) const {
-    return ref_problem(1, c.lq[b], c.lk[b], c.hq, c.hkv, c.d, c.causal, 0.f);
+    auto rp = ref_problem(1, c.lq[b], c.lk[b], c.hq, c.hkv, c.d, c.causal, 0.f);
+    if (c.window) {
+      rp.window_left = c.wl;
+      rp.window_right = c.wr;
+    }
+    return rp;
   }
   flashptx::ref::TensorView seq_view(const std::vector<uint16_t>& x, const Packed& p, int64_t row0) const {
     flashptx::ref::TensorView t;
@@ -299,7 +310,7 @@ void check_varlen(const VCase& c, uint64_t seed) {
   // kernel_info describes what launched.
   flashptx_kernel_info info{};
   REQUIRE(flashptx_fwd_varlen_kernel_info(&pb.params, &info) == FLASHPTX_OK);
-  CHECK(std::string(info.symbol).rfind("fa3_fwd_varlen_sm90_", 0) == 0);
+  CHECK(std::string(info.symbol).rfind(c.window ? "fa3_fwd_varlen_local_sm90_" : "fa3_fwd_varlen_sm90_", 0) == 0);
   CHECK(info.ctas == info.tiles);
   CHECK(std::string(info.schedule) == "one-per-tile");
   // The kernels users link (the release libflashptx.so, tests/gpu/release_lib.h) compute the same
@@ -398,6 +409,29 @@ TEST_CASE("repeated launches are bitwise identical") {
     }
   }
   CHECK_MESSAGE(mismatches == 0, mismatches << " of 20 samples differed from the first launch");
+}
+
+TEST_CASE("sliding window over packed sequences: every head dim, both dtypes, per-sequence alignment") {
+  // The window aligned to each sequence's own bottom-right corner: ragged sequences, empty ones, more
+  // queries than keys (leading rows see no key), a window inside a block, an asymmetric one, one
+  // combined with causal, one bounded on the right only. (A window equal to none or to the causal
+  // mask for every sequence plans onto the plain varlen kernels: the local ones need a real window.)
+  struct W { int64_t wl, wr; bool causal; };
+  const W windows[] = {{40, 0, false}, {17, 33, false}, {100, 64, true}, {-1, 20, false}};
+  const std::vector<int> sim_lq = {0, 70, 150, 9}, sim_lk = {30, 200, 90, 0};
+  const std::vector<int> lq = {0, 1, 63, 200, 129, 700, 1500, 7}, lk = {5, 1, 300, 128, 400, 700, 1000, 0};
+  const bool sim = flashptx_test::on_simulator();
+  uint64_t seed = 500;
+  int n = 0;
+  for (int64_t d : {64, 128, 256})
+    for (flashptx_dtype t : {FLASHPTX_BF16, FLASHPTX_FP16}) {
+      const W& w = windows[n++ % 4];
+      VCase c{sim ? sim_lq : lq, sim ? sim_lk : lk, sim ? 2 : 4, sim ? 1 : 2, d, w.causal, t};
+      c.window = true;
+      c.wl = w.wl;
+      c.wr = w.wr;
+      check_varlen(c, seed++);
+    }
 }
 
 TEST_CASE("bad cu_seqlens on the device path: a status, nothing launched, O untouched") {

@@ -945,6 +945,14 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
       advance();
       break;
     }
+    case OP_TANH: {  // tanh.approx.f32 (PTX ISA "tanh"): max relative error 2^-11, no .ftz form
+      isa::ApproxConfig ac;
+      ac.mode = cfg.perturb_approx ? isa::ApproxMode::perturbed : isa::ApproxMode::exact;
+      ac.seed = cfg.seed;
+      FOR_LANES { R(w, o[0].reg, l) = bits(isa::tanh_approx_f32(f32(V(1, l)), ac)); }
+      advance();
+      break;
+    }
     case OP_SHL: case OP_SHR: {
       int nb = ty_bytes(t) * 8;
       FOR_LANES {

@@ -834,7 +834,7 @@ class Parser {
     };
     static const std::map<std::string, Op> simple = {
         {"add", OP_ADD}, {"sub", OP_SUB}, {"fma", OP_FMA}, {"div", OP_DIV}, {"rem", OP_REM}, {"abs", OP_ABS},
-        {"neg", OP_NEG}, {"min", OP_MIN}, {"max", OP_MAX}, {"ex2", OP_EX2}, {"rcp", OP_RCP}, {"and", OP_AND},
+        {"neg", OP_NEG}, {"min", OP_MIN}, {"max", OP_MAX}, {"ex2", OP_EX2}, {"rcp", OP_RCP}, {"tanh", OP_TANH}, {"and", OP_AND},
         {"or", OP_OR}, {"xor", OP_XOR}, {"not", OP_NOT}, {"shl", OP_SHL}, {"shr", OP_SHR}, {"bfi", OP_BFI},
         {"prmt", OP_PRMT}, {"mov", OP_MOV}, {"selp", OP_SELP}, {"cvt", OP_CVT}, {"ld", OP_LD}, {"st", OP_ST},
         {"bra", OP_BRA}, {"ret", OP_RET}, {"exit", OP_EXIT}, {"trap", OP_TRAP}, {"brkpt", OP_BRKPT},
@@ -1047,6 +1047,7 @@ class Parser {
       case OP_MIN: case OP_MAX: return i32 || i64 || t == T_F32 || i16;
       case OP_EX2: return t == T_F32 && (in.mods & M_APPROX);
       case OP_RCP: return t == T_F32;
+      case OP_TANH: return t == T_F32 && (in.mods & M_APPROX);  // tanh.approx.f32 (the .f16/.bf16 forms: not implemented)
       case OP_AND: case OP_OR: case OP_XOR: case OP_NOT: return i16 || i32 || i64 || t == T_PRED;
       case OP_SHL: case OP_SHR: return i16 || i32 || i64;
       case OP_BFI: return i32 || i64;

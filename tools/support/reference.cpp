@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 namespace flashptx::ref {
 
@@ -23,14 +24,27 @@ double Problem::scale() const {
   return softmax_scale != 0 ? softmax_scale : 1.0 / std::sqrt(static_cast<double>(head_dim));
 }
 
+double Problem::logit(double dot) const {
+  const double s = dot * scale();
+  return softcap > 0 ? softcap * std::tanh(s / softcap) : s;
+}
+
 int64_t Problem::last_key(int64_t i) const {
-  if (!causal) return seqlen_k - 1;
-  return std::min(seqlen_k - 1, i + seqlen_k - seqlen_q);
+  const int64_t diag = seqlen_k - seqlen_q;
+  int64_t last = seqlen_k - 1;
+  if (causal) last = std::min(last, i + diag);
+  if (window_right >= 0) last = std::min(last, i + diag + window_right);
+  return last;
+}
+
+int64_t Problem::first_key(int64_t i) const {
+  const int64_t diag = seqlen_k - seqlen_q;
+  return window_left >= 0 ? std::max<int64_t>(0, i + diag - window_left) : 0;
 }
 
 int64_t Problem::valid_pairs() const {
   int64_t n = 0;
-  for (int64_t i = 0; i < seqlen_q; ++i) n += std::max<int64_t>(0, last_key(i) + 1);
+  for (int64_t i = 0; i < seqlen_q; ++i) n += std::max<int64_t>(0, last_key(i) - first_key(i) + 1);
   return n;
 }
 
@@ -55,30 +69,46 @@ TensorView contiguous_kv(const void* data, Elem type, const Problem& p) {
 }
 
 double forward_row(const Problem& p, const TensorView& q, const TensorView& k, const TensorView& v,
-                   int64_t b, int64_t i, int64_t h, double* o_row, Round rd) {
-  const int64_t D = p.head_dim, hk = h / p.group(), last = p.last_key(i);
+                   int64_t b, int64_t i, int64_t h, double* o_row, Round rd, double* tanh_env, double* lse_env) {
+  const int64_t D = p.head_dim, hk = h / p.group(), first = p.first_key(i), last = p.last_key(i);
   std::fill(o_row, o_row + D, 0.0);
-  if (last < 0) return -std::numeric_limits<double>::infinity();
+  if (tanh_env != nullptr) std::fill(tanh_env, tanh_env + D, 0.0);
+  if (lse_env != nullptr) *lse_env = 0;
+  if (last < first) return -std::numeric_limits<double>::infinity();
 
-  std::vector<double> qrow(D), s(last + 1);
+  std::vector<double> qrow(D), s(last + 1);  // s[j] for the visible keys j in [first, last]
   for (int64_t d = 0; d < D; ++d) qrow[d] = round_to(rd, q.at(b, i, h, d));
   double m = -std::numeric_limits<double>::infinity();
-  for (int64_t j = 0; j <= last; ++j) {
+  for (int64_t j = first; j <= last; ++j) {
     double acc = 0;
     for (int64_t d = 0; d < D; ++d) acc += qrow[d] * round_to(rd, k.at(b, j, hk, d));
-    s[j] = acc * p.scale();
+    s[j] = p.logit(acc);
     m = std::max(m, s[j]);
   }
   double l = 0;
-  for (int64_t j = 0; j <= last; ++j) {
+  for (int64_t j = first; j <= last; ++j) {
     s[j] = std::exp(s[j] - m);  // <= 1: no overflow whatever the magnitude of the scores
     l += s[j];
   }
-  for (int64_t j = 0; j <= last; ++j) {
+  for (int64_t j = first; j <= last; ++j) {
     const double pj = round_to(rd, s[j] / l);  // same-dtype mode: P in the dtype before PV
     for (int64_t d = 0; d < D; ++d) o_row[d] += pj * round_to(rd, v.at(b, j, hk, d));
   }
   for (int64_t d = 0; d < D; ++d) o_row[d] = round_to(rd, o_row[d]);
+  if (p.softcap > 0 && tanh_env != nullptr && lse_env != nullptr) {
+    // s[j] holds exp(t_j - m); the logits again, for e_j = 2^-11 |t_j|.
+    std::vector<double> e(last + 1);
+    double mean = 0;
+    for (int64_t j = first; j <= last; ++j) {
+      double acc = 0;
+      for (int64_t d = 0; d < D; ++d) acc += qrow[d] * round_to(rd, k.at(b, j, hk, d));
+      e[j] = std::ldexp(std::fabs(p.logit(acc)), -11);
+      mean += s[j] / l * e[j];
+    }
+    for (int64_t j = first; j <= last; ++j)
+      for (int64_t d = 0; d < D; ++d) tanh_env[d] += s[j] / l * (e[j] + mean) * std::fabs(v.at(b, j, hk, d));
+    *lse_env = mean;
+  }
   return m + std::log(l);
 }
 
@@ -111,6 +141,8 @@ static std::vector<double> dense(const TensorView& t, int64_t batch, int64_t seq
 Backward backward(const Problem& p, const TensorView& q, const TensorView& k, const TensorView& v,
                   const TensorView& dout, Round rd) {
   const int64_t D = p.head_dim, Hq = p.heads_q, Hk = p.heads_kv, Sq = p.seqlen_q, Sk = p.seqlen_k;
+  if (p.window_left >= 0 || p.window_right >= 0 || p.softcap != 0)
+    throw std::invalid_argument("ref::backward: no sliding window or softcap (the backward has neither yet)");
   Backward g;
   g.dq.assign(static_cast<size_t>(p.batch * Sq * Hq * D), 0.0);
   g.dk.assign(static_cast<size_t>(p.batch * Sk * Hk * D), 0.0);

@@ -5,6 +5,11 @@
 //   j <= i + seqlen_k - seqlen_q. A row that sees no key (possible when seqlen_q > seqlen_k) has
 //   O = 0 and LSE = -inf. LSE is the natural-log logsumexp of the scaled scores of the row.
 //   GQA/MQA: query head h reads kv head h / (heads_q / heads_kv).
+//   Sliding window (window_left, window_right; -1 unbounded), aligned to the bottom-right like the
+//   causal mask: query i sees key j iff i + d - window_left <= j <= i + d + window_right, d =
+//   seqlen_k - seqlen_q; with causal as well, a key must pass both (the intersection).
+//   Softcap c > 0 (FlashAttention-3's convention): the scaled score s becomes c * tanh(s / c), and the
+//   softmax and LSE are of these scores; the mask applies after it (a masked key is absent).
 // Tensors are [batch, seqlen, heads, head_dim], last dim contiguous, other strides in elements.
 //
 // What it is: plain loops, O(B*H*Sq*Sk*d), every sum in double. What it is not: fast. A few thousand
@@ -38,10 +43,15 @@ struct Problem {
   int64_t batch = 1, seqlen_q = 1, seqlen_k = 1, heads_q = 1, heads_kv = 1, head_dim = 1;
   bool causal = false;
   double softmax_scale = 0;  // 0: 1/sqrt(head_dim)
+  int64_t window_left = -1, window_right = -1;  // -1: unbounded (forward only: backward() refuses a window)
+  double softcap = 0;                           // 0: none (forward only)
   double scale() const;
+  // The logit of key j from the dot product q.k: the scaled score, capped where softcap > 0.
+  double logit(double dot) const;
   int64_t group() const { return heads_q / heads_kv; }
-  // Last key index query row i may see (bottom-right causal alignment), or seqlen_k-1 without a
-  // mask. Negative: the row is fully masked.
+  // The keys query row i may see are [first_key(i), last_key(i)] (bottom-right alignment of the
+  // causal mask and of the window). last_key < first_key: the row is fully masked.
+  int64_t first_key(int64_t i) const;
   int64_t last_key(int64_t i) const;
   // Number of (query, key) pairs that are not masked, for one (batch, head).
   int64_t valid_pairs() const;
@@ -75,8 +85,14 @@ struct Backward {
 };
 
 // One output row (batch b, query row i, query head h): writes head_dim values to o_row, returns LSE.
+// tanh_env (optional, head_dim values, with *lse_env): where p.softcap > 0, the first-order effect on
+// O and on the LSE of a tanh computed within the PTX ISA's bound for tanh.approx.f32 (relative error
+// 2^-11): each logit t_j may be off by e_j = 2^-11 |t_j|, which moves P_j by at most P_j (e_j + sum_k
+// P_k e_k), so env_d = sum_j P_j (e_j + e) |V_jd| and lse_env = e = sum_k P_k e_k. Zero without a
+// softcap. A GPU test adds it to FlashAttention's tolerance, visibly (as Backward::dq_env).
 double forward_row(const Problem& p, const TensorView& q, const TensorView& k, const TensorView& v,
-                   int64_t b, int64_t i, int64_t h, double* o_row, Round same_dtype = Round::kNone);
+                   int64_t b, int64_t i, int64_t h, double* o_row, Round same_dtype = Round::kNone,
+                   double* tanh_env = nullptr, double* lse_env = nullptr);
 
 Forward forward(const Problem& p, const TensorView& q, const TensorView& k, const TensorView& v,
                 Round same_dtype = Round::kNone);

@@ -29,6 +29,9 @@ STATUS_NAMES = {
     17: "FLASHPTX_ERR_BAD_HADAMARD",
     18: "FLASHPTX_ERR_NULL_DESCALE",
     19: "FLASHPTX_ERR_BAD_V_LAYOUT",
+    20: "FLASHPTX_ERR_BAD_WINDOW",
+    21: "FLASHPTX_ERR_BAD_SOFTCAP",
+    22: "FLASHPTX_ERR_UNSUPPORTED",
 }
 # The statuses that say something about the machine rather than the input: RuntimeError. Every other
 # non-zero status is a rejected input: ValueError.
@@ -46,13 +49,18 @@ def _strides(*tensors):
     return [(t + "_" + x + "_stride", _i64) for t in tensors for x in ("batch", "row", "head")]
 
 
+# The score modifiers at the end of the forward's, the varlen forward's and the backward's params
+# (include/flashptx.h): window (flag), softcap, window_left, window_right. All zero: none.
+_MODIFIERS = [("window", _int), ("softcap", _f32), ("window_left", _i64), ("window_right", _i64)]
+
+
 class FwdParams(ctypes.Structure):
     """flashptx_fwd_params."""
     _fields_ = ([(n, _p) for n in ("q", "k", "v", "o", "lse")] +
                 [(n, _i64) for n in ("batch", "seqlen_q", "seqlen_k", "heads_q", "heads_kv", "head_dim")] +
                 _strides("q", "k", "v", "o") +
                 [(n, _int) for n in ("q_dtype", "k_dtype", "v_dtype", "o_dtype", "causal")] +
-                [("softmax_scale", _f32), ("tile_counter", _p)])
+                [("softmax_scale", _f32), ("tile_counter", _p)] + _MODIFIERS)
 
 
 class BwdParams(ctypes.Structure):
@@ -61,7 +69,7 @@ class BwdParams(ctypes.Structure):
                 [(n, _i64) for n in ("batch", "seqlen_q", "seqlen_k", "heads_q", "heads_kv", "head_dim")] +
                 _strides("q", "k", "v", "o", "do", "dq", "dk", "dv") +
                 [("dtype", _int), ("causal", _int), ("softmax_scale", _f32), ("deterministic", _int),
-                 ("workspace", _p), ("workspace_bytes", _i64)])
+                 ("workspace", _p), ("workspace_bytes", _i64)] + _MODIFIERS)
 
 
 class FwdVarlenParams(ctypes.Structure):
@@ -70,7 +78,7 @@ class FwdVarlenParams(ctypes.Structure):
                 [(n, _i64) for n in ("num_seqs", "total_q", "total_k", "max_seqlen_q", "max_seqlen_k", "heads_q",
                                      "heads_kv", "head_dim")] +
                 [(t + "_" + x + "_stride", _i64) for t in ("q", "k", "v", "o") for x in ("row", "head")] +
-                [("dtype", _int), ("causal", _int), ("softmax_scale", _f32)])
+                [("dtype", _int), ("causal", _int), ("softmax_scale", _f32)] + _MODIFIERS)
 
 
 class KernelInfo(ctypes.Structure):
@@ -257,10 +265,32 @@ def unverified_sm100_allowed():
     return value.value == 1
 
 
+# ---- the score modifiers, checked before anything is called -------------------------------------
+def check_modifiers(where, window_size, softcap):
+    """(window or None, softcap) from FlashAttention-3's window_size=(left, right) (-1: unbounded on
+    that side; (-1, -1): none) and softcap (0: none), or ValueError naming the bad value."""
+    try:
+        left, right = window_size
+    except (TypeError, ValueError):
+        raise ValueError("%s: window_size must be a pair (left, right) of ints, got %r" % (where, window_size))
+    for name, x in (("left", left), ("right", right)):
+        if isinstance(x, bool) or not isinstance(x, int):
+            raise ValueError("%s: window_size %s is %r, not an int" % (where, name, x))
+        if x < -1:
+            raise ValueError("%s: window_size %s is %d: a bound is -1 (unbounded) or more" % (where, name, x))
+    if isinstance(softcap, bool) or not isinstance(softcap, (int, float)):
+        raise ValueError("%s: softcap must be a number, got %r" % (where, softcap))
+    cap = float(softcap)
+    if not (cap >= 0.0 and cap != float("inf")):  # NaN fails the first comparison
+        raise ValueError("%s: softcap is %r: it must be finite and 0 (none) or more" % (where, softcap))
+    return ((left, right) if (left, right) != (-1, -1) else None), cap
+
+
 # ---- parameters from plain numbers (torch-free; the torch layer passes tensors' pointers) --------
-def fwd_params(ptrs, shape_q, shape_k, strides, dtype, causal, softmax_scale):
+def fwd_params(ptrs, shape_q, shape_k, strides, dtype, causal, softmax_scale, window_size=None, softcap=0.0):
     """FwdParams from pointers {q,k,v,o,lse}, q's and k's [batch, seqlen, heads, head_dim], strides
-    {q,k,v,o: (batch, row, head)} in elements, a dtype code, causal, and the scale (0: 1/sqrt(d))."""
+    {q,k,v,o: (batch, row, head)} in elements, a dtype code, causal, and the scale (0: 1/sqrt(d));
+    window_size (left, right) (None: no window) and softcap (0: none) as include/flashptx.h."""
     p = FwdParams()
     for n in ("q", "k", "v", "o", "lse"):
         setattr(p, n, ptrs.get(n) or None)
@@ -276,6 +306,10 @@ def fwd_params(ptrs, shape_q, shape_k, strides, dtype, causal, softmax_scale):
     p.causal = 1 if causal else 0
     p.softmax_scale = softmax_scale
     p.tile_counter = ptrs.get("tile_counter") or None
+    if window_size is not None:
+        p.window = 1
+        p.window_left, p.window_right = window_size
+    p.softcap = softcap
     return p
 
 

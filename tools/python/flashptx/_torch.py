@@ -384,6 +384,55 @@ def _backward(ctx, dout, dlse):
 _fwd.register_autograd(_backward, setup_context=_setup_context)
 
 
+# ---- the score modifiers: the sliding window and the softcap (the library's local kernels) ---------------
+# Their own op, forward only: no backward kernel has a window or a softcap yet (the C ABI refuses
+# them with FLASHPTX_ERR_UNSUPPORTED), so the op's autograd formula raises instead of returning the
+# gradients of another function. Uncached params (the struct is built per call).
+def _launch_fwd_local(q, k, v, out, lse, causal, softmax_scale, window, softcap):
+    lib = _abi._lib or _abi.library()
+    qp = q.data_ptr()
+    p = _abi.fwd_params({"q": qp, "k": k.data_ptr() or qp, "v": v.data_ptr() or qp, "o": out.data_ptr(),
+                         "lse": lse.data_ptr()}, tuple(q.shape), tuple(k.shape),
+                        {"q": _strides(q), "k": _strides(k), "v": _strides(v), "o": _strides(out)},
+                        (_DTYPES[q.dtype], _DTYPES[k.dtype], _DTYPES[v.dtype], _DTYPES[out.dtype]),
+                        causal, softmax_scale, window, softcap)
+    _call(lib, "flashptx_fwd", lib.flashptx_fwd, ctypes.byref(p), q.get_device())
+
+
+@torch.library.custom_op("flashptx::fwd_local", mutates_args=())
+def _fwd_local(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, softmax_scale: float,
+               window_left: int, window_right: int, softcap: float) -> Tuple[torch.Tensor, torch.Tensor]:
+    _check_inputs("flashptx::fwd_local", q, k, v)
+    q, k, v = _aligned_eager(q), _aligned_eager(k), _aligned_eager(v)
+    b, sq, hq, d = q.shape
+    out = q.new_empty((b, sq, hq, d))
+    lse = q.new_empty((b, hq, sq), dtype=torch.float32)
+    window = None if (window_left, window_right) == (-1, -1) else (window_left, window_right)
+    _launch_fwd_local(q, k, v, out, lse, causal, softmax_scale, window, softcap)
+    return out, lse
+
+
+@_fwd_local.register_fake
+def _fwd_local_fake(q, k, v, causal, softmax_scale, window_left, window_right, softcap):
+    b, sq, hq, d = q.shape
+    return q.new_empty((b, sq, hq, d)), q.new_empty((b, hq, sq), dtype=torch.float32)
+
+
+def _local_setup_context(ctx, inputs, output):
+    ctx.window = (inputs[5], inputs[6])
+    ctx.softcap = inputs[7]
+    ctx.mark_non_differentiable(output[1])
+
+
+def _local_backward(ctx, dout, dlse):
+    raise NotImplementedError(
+        "flashptx.attention: no backward for window_size=%r, softcap=%r yet (the forward has them; the "
+        "backward kernels do not: their gradients would be those of another function)" % (ctx.window, ctx.softcap))
+
+
+_fwd_local.register_autograd(_local_backward, setup_context=_local_setup_context)
+
+
 # ---- the eager path: the same launchers without the dispatcher -------------------------------------------
 class _Attention(torch.autograd.Function):
     """flashptx::fwd and its autograd formula as a plain autograd.Function, for _eager_ok inputs.
@@ -426,7 +475,8 @@ def _attention_eager(q, k, v, causal, scale, deterministic):
 
 
 # ---- the public function ------------------------------------------------------------------------------
-def attention(q, k, v, *, softmax_scale=None, causal=False, deterministic=False, return_lse=False):
+def attention(q, k, v, *, softmax_scale=None, causal=False, deterministic=False, return_lse=False,
+              window_size=(-1, -1), softcap=0.0):
     """Scaled dot-product attention by flashptx's kernels (FA3 on sm_90; FA4 on sm_100 after
     flashptx.allow_unverified_sm100()), with autograd.
 
@@ -448,6 +498,12 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, deterministic=False,
 
     causal: mask aligned to the bottom-right corner when seqlen_q != seqlen_k (as FlashAttention;
     SDPA's is_causal is top-left aligned). softmax_scale: a Python float, default 1/sqrt(head_dim).
+    window_size=(left, right): FlashAttention's sliding window, bottom-right aligned: query i sees key
+    j iff i + seqlen_k - seqlen_q - left <= j <= i + seqlen_k - seqlen_q + right, -1 unbounded on that
+    side ((-1, -1): none; with causal, right is 0). softcap > 0: scores become softcap *
+    tanh(score / softcap) (after the scale, before the mask; FA3's convention). Both forward only for
+    now (sm_90): a backward through them raises NotImplementedError. A bound below -1, a softcap
+    below 0, NaN or infinite: ValueError.
     deterministic: the backward's gradients are bitwise reproducible (a fixed accumulation order;
     slower). return_lse: also return the log-sum-exp, float32 [batch, heads_q, seqlen_q], natural log
     (no gradient flows through it).
@@ -458,6 +514,7 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, deterministic=False,
     flashptx.FlashptxRuntimeError (a RuntimeError: no usable GPU, a CUDA error), with the
     library's message.
     """
+    window, cap = _abi.check_modifiers("flashptx.attention", window_size, softcap)
     eager = not _is_compiling() and _eager_ok(q, k, v)
     if eager:
         _check_inputs_eager("flashptx.attention", q, k, v)
@@ -474,7 +531,10 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, deterministic=False,
         scale = float(softmax_scale)
         if scale == 0.0:
             raise ValueError("flashptx.attention: softmax_scale 0 (pass None for 1/sqrt(head_dim))")
-    if not eager:
+    if window is not None or cap != 0.0:
+        wl, wr = window if window is not None else (-1, -1)
+        out, lse = torch.ops.flashptx.fwd_local(_prep(q), _prep(k), _prep(v), bool(causal), scale, wl, wr, cap)
+    elif not eager:
         out, lse = torch.ops.flashptx.fwd(_prep(q), _prep(k), _prep(v), bool(causal), scale, bool(deterministic))
     elif _profiling():  # the profiler shows the call under the op's name, as when it runs the op
         with torch.autograd.profiler.record_function("flashptx::fwd"):

@@ -411,6 +411,35 @@ def options_are_keyword_only_with_fa3_names():
                if n in ("softmax_scale", "causal", "deterministic", "return_lse")), varlen
 
 
+@case
+def window_and_softcap_values_are_checked():
+    """window_size and softcap (FA3's names): bad values are ValueError before any call; (-1, -1) and 0
+    mean none."""
+    ok = _abi.check_modifiers("t", (-1, -1), 0.0)
+    assert ok == (None, 0.0), ok
+    assert _abi.check_modifiers("t", (128, 0), 30) == ((128, 0), 30.0)
+    assert _abi.check_modifiers("t", (-1, 7), 0.5) == ((-1, 7), 0.5)
+    for bad in ((-2, 0), (0, -3), (1.5, 0), (True, 0), (1,), 5, None, ("a", 1)):
+        try:
+            _abi.check_modifiers("t", bad, 0.0)
+        except ValueError as e:
+            assert "window_size" in str(e), e
+        else:
+            raise AssertionError("window_size %r accepted" % (bad,))
+    for bad in (-1.0, float("nan"), float("inf"), "3", True):
+        try:
+            _abi.check_modifiers("t", (-1, -1), bad)
+        except ValueError as e:
+            assert "softcap" in str(e), e
+        else:
+            raise AssertionError("softcap %r accepted" % (bad,))
+    # The params struct carries them at the header's offsets (checked against the header above).
+    p = _abi.fwd_params({}, (1, 2, 3, 64), (1, 5, 3, 64), {n: (0, 0, 0) for n in "qkvo"}, 0, True, 0.0, (4, 1), 2.5)
+    assert (p.window, p.window_left, p.window_right, p.softcap) == (1, 4, 1, 2.5)
+    p = _abi.fwd_params({}, (1, 2, 3, 64), (1, 5, 3, 64), {n: (0, 0, 0) for n in "qkvo"}, 0, True, 0.0)
+    assert (p.window, p.window_left, p.window_right, p.softcap) == (0, 0, 0, 0.0)
+
+
 # ---- with the built library ------------------------------------------------------------------------------
 def real_library():
     try:

@@ -1,0 +1,172 @@
+// The sliding window and the softcap on the host (no GPU): the C ABI's validation and statuses, the
+// backward's refusal, the launch plan's choice of the local kernels, FlashAttention's normalisation
+// of the window, and the block range a tile walks (fa3::window_blocks) against a count from the
+// definition (query i sees key j iff i + d - left <= j <= i + d + right, d = seqlen_k - seqlen_q).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "include/flashptx.h"
+#include "src/kernels.h"
+#include "src/plan.h"
+#include "src/sm90/fa3_fwd_config.h"
+
+namespace {
+
+alignas(16) unsigned char g_fake[4][64];
+const flashptx::Device kH200{0, 90, 132};
+
+flashptx_fwd_params problem(int64_t sq, int64_t sk, int64_t d, int causal) {
+  flashptx_fwd_params p;
+  flashptx_fwd_params_contiguous(&p, g_fake[0], g_fake[1], g_fake[2], g_fake[3], nullptr, 2, sq, sk, 4, 2, d,
+                                 FLASHPTX_BF16, causal);
+  return p;
+}
+
+std::string kernel_of(const flashptx_fwd_params& p) {
+  flashptx::FwdPlan plan;
+  std::string err;
+  REQUIRE_MESSAGE(flashptx::plan_fwd(p, {}, kH200, &plan, &err) == FLASHPTX_OK, err);
+  return plan.launch.kernel->name;
+}
+
+}  // namespace
+
+TEST_SUITE("host variants") {
+
+TEST_CASE("window and softcap validation: statuses and messages") {
+  flashptx_fwd_params p = problem(100, 100, 128, 0);
+  CHECK(flashptx_fwd_check(&p) == FLASHPTX_OK);
+  p.window = 1;
+  p.window_left = -2;
+  CHECK(flashptx_fwd_check(&p) == FLASHPTX_ERR_BAD_WINDOW);
+  CHECK(std::string(flashptx_last_error()).find("window_left is -2") != std::string::npos);
+  p.window_left = -1;
+  p.window_right = -5;
+  CHECK(flashptx_fwd_check(&p) == FLASHPTX_ERR_BAD_WINDOW);
+  p.window = 0;  // the bounds are not read without the flag
+  CHECK(flashptx_fwd_check(&p) == FLASHPTX_OK);
+  for (float bad : {-0.5f, NAN, INFINITY}) {
+    p = problem(100, 100, 128, 0);
+    p.softcap = bad;
+    CHECK(flashptx_fwd_check(&p) == FLASHPTX_ERR_BAD_SOFTCAP);
+  }
+  CHECK(std::string(flashptx_status_name(FLASHPTX_ERR_UNSUPPORTED)) == "FLASHPTX_ERR_UNSUPPORTED");
+  CHECK(std::string(flashptx_status_name(FLASHPTX_ERR_BAD_WINDOW)) == "FLASHPTX_ERR_BAD_WINDOW");
+  CHECK(std::string(flashptx_status_name(FLASHPTX_ERR_BAD_SOFTCAP)) == "FLASHPTX_ERR_BAD_SOFTCAP");
+  // Varlen: the same checks.
+  const int32_t cu[3] = {0, 50, 100};
+  flashptx_fwd_varlen_params v;
+  flashptx_fwd_varlen_params_contiguous(&v, g_fake[0], g_fake[1], g_fake[2], g_fake[3], nullptr, cu, cu, 2, 4, 2, 128,
+                                        FLASHPTX_BF16, 0);
+  CHECK(flashptx_fwd_varlen_check(&v) == FLASHPTX_OK);
+  v.window = 1;
+  v.window_right = -2;
+  CHECK(flashptx_fwd_varlen_check(&v) == FLASHPTX_ERR_BAD_WINDOW);
+  v.window_right = 3;
+  v.softcap = -1.f;
+  CHECK(flashptx_fwd_varlen_check(&v) == FLASHPTX_ERR_BAD_SOFTCAP);
+}
+
+TEST_CASE("the backward refuses a window and a softcap (no silent wrong gradient)") {
+  flashptx_bwd_params b;
+  flashptx_bwd_params_contiguous(&b, g_fake[0], g_fake[1], g_fake[2], g_fake[3], nullptr, g_fake[0], g_fake[1],
+                                 g_fake[2], g_fake[3], 1, 128, 128, 2, 2, 128, FLASHPTX_BF16, 0);
+  int64_t bytes = 0;
+  CHECK(flashptx_bwd_workspace_size(&b, &bytes) == FLASHPTX_OK);
+  b.window = 1;
+  b.window_left = 64;
+  CHECK(flashptx_bwd_workspace_size(&b, &bytes) == FLASHPTX_ERR_UNSUPPORTED);
+  CHECK(std::string(flashptx_last_error()).find("no sliding window") != std::string::npos);
+  CHECK(flashptx_bwd_check(&b) == FLASHPTX_ERR_UNSUPPORTED);
+  b.window_left = b.window_right = -1;  // a window of (-1, -1) is none
+  CHECK(flashptx_bwd_workspace_size(&b, &bytes) == FLASHPTX_OK);
+  b.softcap = 30.f;
+  CHECK(flashptx_bwd_workspace_size(&b, &bytes) == FLASHPTX_ERR_UNSUPPORTED);
+  CHECK(std::string(flashptx_last_error()).find("no softcap") != std::string::npos);
+  b.softcap = -1.f;
+  CHECK(flashptx_bwd_workspace_size(&b, &bytes) == FLASHPTX_ERR_BAD_SOFTCAP);
+}
+
+TEST_CASE("the plan: local kernels for a real window or a softcap, today's kernels otherwise") {
+  for (int64_t d : {64, 128, 256}) {
+    flashptx_fwd_params p = problem(1000, 1000, d, 0);
+    const std::string plain = kernel_of(p);
+    const std::string causal = kernel_of(problem(1000, 1000, d, 1));
+    CHECK(plain.find("local") == std::string::npos);
+    p.window = 1;
+    p.window_left = p.window_right = -1;  // none
+    CHECK(kernel_of(p) == plain);
+    p.window_right = 0;  // the causal mask
+    CHECK(kernel_of(p) == causal);
+    p.window_left = 5000;  // past the sequence: unbounded, still causal
+    CHECK(kernel_of(p) == causal);
+    p.window_left = 256;
+    CHECK(kernel_of(p) == "fa3_fwd_local_sm90_bf16_d" + std::to_string(d));
+    flashptx_fwd_params c = problem(1000, 1000, d, 0);
+    c.softcap = 30.f;
+    CHECK(kernel_of(c) == "fa3_fwd_local_sm90_bf16_d" + std::to_string(d));
+    // A local kernel's plan: one CTA per tile, every tile.
+    flashptx::FwdPlan plan;
+    std::string err;
+    REQUIRE(flashptx::plan_fwd(c, {}, kH200, &plan, &err) == FLASHPTX_OK);
+    CHECK(plan.launch.schedule == flashptx::Schedule::kOnePerTile);
+    CHECK(plan.launch.grid.x == (1000 + 127) / 128 * 4 * 2);
+    // Forcing a kernel without the window onto a windowed problem is an option error.
+    flashptx::FwdOptions o;
+    o.kernel = plain.c_str();
+    CHECK(flashptx::plan_fwd(c, o, kH200, &plan, &err) == FLASHPTX_ERR_BAD_OPTION);
+    CHECK(err.find("no sliding window or softcap") != std::string::npos);
+  }
+  // FlashAttention's normalisation: causal folds in as right = 0; a bound no row reaches is -1.
+  const auto m1 = flashptx::fwd_modifiers(1, 100, 7, true, 20.f, 1000, 1200);
+  CHECK((m1.local && m1.window_left == 100 && m1.window_right == 0 && m1.softcap == 20.f));
+  const auto m2 = flashptx::fwd_modifiers(1, 1199, 999, false, 0.f, 1000, 1200);  // both past: none
+  CHECK((!m2.local && !m2.causal && m2.window_left == -1 && m2.window_right == -1));
+  const auto m3 = flashptx::fwd_modifiers(1, 1198, 998, false, 0.f, 1000, 1200);  // both just inside
+  CHECK((m3.local && m3.window_left == 1198 && m3.window_right == 998));
+  const auto m4 = flashptx::fwd_modifiers(1, -1, 0, false, 0.f, 1000, 1200);  // the causal mask
+  CHECK((!m4.local && m4.causal));
+  const auto m5 = flashptx::fwd_modifiers(0, 5, 5, false, 0.f, 1000, 1200);  // bounds without the flag
+  CHECK((!m5.local && !m5.causal));
+  // sm_100 has no local kernel: a status, not a launch.
+  flashptx_fwd_params p = problem(1000, 1000, 128, 0);
+  p.softcap = 5.f;
+  flashptx::FwdPlan plan;
+  std::string err;
+  CHECK(flashptx::plan_fwd(p, {}, flashptx::Device{0, 100, 148}, &plan, &err) != FLASHPTX_OK);
+}
+
+TEST_CASE("fa3::window_blocks: the blocks a tile walks hold exactly the keys its rows see") {
+  // For every tile of several shapes and windows: [n_min, n_max) covers every visible key of the
+  // tile's rows, and its first and last blocks each hold one (no block is loaded for nothing).
+  const int lens[][2] = {{1, 1}, {100, 100}, {200, 333}, {333, 200}, {129, 1000}, {1000, 129}};
+  const int windows[][2] = {{-1, -1}, {-1, 0}, {0, 0}, {50, 0}, {17, 33}, {-1, 40}, {300, -1}, {1000, 1000}};
+  for (const auto& l : lens)
+    for (const auto& w : windows)
+      for (int bm : {128})
+        for (int bn : {64, 128}) {
+          const int sq = l[0], sk = l[1], diag = sk - sq;
+          for (int m = 0; m * bm < sq; ++m) {
+            const auto r = flashptx::fa3::window_blocks(m, bm, bn, sq, sk, w[0], w[1]);
+            int lo = sk, hi = -1;  // visible keys of the tile
+            for (int i = m * bm; i < std::min(sq, m * bm + bm); ++i)
+              for (int j = 0; j < sk; ++j)
+                if ((w[0] < 0 || j >= i + diag - w[0]) && (w[1] < 0 || j <= i + diag + w[1])) {
+                  lo = std::min(lo, j);
+                  hi = std::max(hi, j);
+                }
+            INFO("sq=" << sq << " sk=" << sk << " window=(" << w[0] << "," << w[1] << ") bn=" << bn << " m=" << m);
+            if (hi < 0) {
+              CHECK(r.n_max - r.n_min <= 0);
+            } else {
+              CHECK(r.n_min == lo / bn);
+              CHECK(r.n_max == hi / bn + 1);
+            }
+          }
+        }
+}
+
+}  // TEST_SUITE
