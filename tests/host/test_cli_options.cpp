@@ -574,7 +574,7 @@ TEST_CASE("README: the command table lists every option of every command's --hel
 
 TEST_SUITE("nogpu cli") {
 
-TEST_CASE("no sm_90 GPU: bench and trace say why in one line; run says why, then the flagship in the simulator") {
+TEST_CASE("no sm_90 GPU: bench, ladder --bench and trace say why in one line; run says why, then the flagship in the simulator") {
   const Gpu g = probe_gpu();
   REQUIRE_FALSE(g.hopper);
   CHECK(g.why.find("insufficient") == std::string::npos);
@@ -582,6 +582,10 @@ TEST_CASE("no sm_90 GPU: bench and trace say why in one line; run says why, then
   CHECK(b.rc == 1);
   CHECK(b.out.empty());
   CHECK(b.err == "flashptx bench: " + g.why + "; nothing was timed\n");
+  const Run lb = run_cmd(cmd_ladder, {"--bench"});
+  CHECK(lb.rc == 1);
+  CHECK(lb.out.empty());
+  CHECK(lb.err == "flashptx ladder --bench: " + g.why + "; nothing was timed\n");
   const Run t = run_cmd(cmd_trace, {});
   CHECK(t.rc == 1);
   CHECK(t.err == "flashptx trace: " + g.why + "; `flashptx trace --from-json FILE` renders a saved trace\n");
