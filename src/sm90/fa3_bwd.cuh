@@ -736,13 +736,13 @@ __device__ __forceinline__ void bwd_kernel_body(const BwdParams& p) {
   const KeyBlock kb = key_block<C>(p);
   const int warpgroup = threadIdx.x / 128;
 
-  // Barrier initialisation by one thread, the init fence, a CTA barrier (PTX ISA "mbarrier.init",
-  // "fence.mbarrier_init"): every role and the TMA unit see initialised barriers before first use.
+  // Barrier initialisation (init_barriers, src/sm90/common.cuh): every role and the TMA unit see
+  // initialised barriers before first use.
   // do_full has do_stages slots, not stages: with a 1-stage dO ring (d256) do_full(1) is slot
   // kBarDoFull + 1 == kBarQdoEmpty, so initialising it (count 1) after qdo_empty(0) (count 8) left
   // qdo_empty(0) completing a phase on every one of the 8 arrivals of a step (8 phases, even: the
   // parity the producer waits for never shows, and every second step it hung on qdo_empty(0)).
-  if (threadIdx.x == 0) {
+  init_barriers([&] {
     ptx::mbarrier_init(sm.kv_full(), L::kFullArrivals);
     for (uint32_t s = 0; s < C.stages; ++s) {
       ptx::mbarrier_init(sm.q_full(s), L::kFullArrivals);
@@ -755,9 +755,7 @@ __device__ __forceinline__ void bwd_kernel_body(const BwdParams& p) {
     }
     if constexpr (!L::kOneRing)
       for (uint32_t s = 0; s < C.do_stages; ++s) ptx::mbarrier_init(sm.do_empty(s), L::kEmptyArrivals);
-    ptx::fence_mbarrier_init();
-  }
-  __syncthreads();
+  });
 
   if (warpgroup == 0) {
     ptx::setmaxnreg_dec<L::kProducerRegs>();
