@@ -10,8 +10,11 @@
 #include <unistd.h>
 
 #include "tests/embedded.h"
+#include "tests/host/file_text.h"
 #include "tools/flashptx/commands.h"
 #include "tools/flashptx/ladder.h"
+
+using flashptx_test::file_text;
 
 namespace {
 
@@ -19,13 +22,6 @@ using namespace flashptx::cli;
 namespace fs = std::filesystem;
 
 const std::string kGoldens = std::string(FLASHPTX_ROOT) + "/sass_golden";
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 // The table's row of rung `id` ("1", ..., "fa3"): the line that starts with it and a space.
 std::string row_of(const std::string& table, const std::string& id) {
@@ -74,7 +70,7 @@ TEST_CASE("the results file: RUNG TFLOPS lines, comments skipped, a missing rung
 }
 
 TEST_CASE("the table from the committed goldens and results file: every rung's counts") {
-  const std::string results = slurp(std::string(FLASHPTX_ROOT) + "/tools/ladder/h200_tflops.txt");
+  const std::string results = file_text(std::string(FLASHPTX_ROOT) + "/tools/ladder/h200_tflops.txt");
   REQUIRE(!results.empty());
   const std::string t = ladder_table(kGoldens, results);
   INFO(t);
@@ -209,7 +205,7 @@ TEST_CASE("README: the ladder table names every rung's kernel with the golden's 
   REQUIRE(at != std::string::npos);
   const std::string sec = readme.substr(at, readme.find("\n## ", at + 1) - at);
   for (const LadderRung& r : ladder_rungs()) {
-    const SassFacts f = sass_facts(slurp(kGoldens + "/sm_90a/" + r.kernel + ".sass"));
+    const SassFacts f = sass_facts(file_text(kGoldens + "/sm_90a/" + r.kernel + ".sass"));
     REQUIRE(f.reg > 0);
     const std::string cells = "| " + std::to_string(f.reg) + " | " + std::to_string(f.hgmma) + " | " +
                               std::to_string(f.utmaldg) + " | " + std::to_string(f.syncs) + " | " +
