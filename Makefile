@@ -25,7 +25,7 @@
 #   tools/models/*.cpp    CPU protocol models (flashptx ledger, oracle tests), linked as objects so
 #                         that their static ledger registrations are never dropped
 #   tools/sass/*.cpp      the SASS normaliser, differ, order checker and audit
-#   ./flashptx            tools/flashptx/*.cpp + the above
+#   ./flashptx            tools/flashptx/*.cpp + the above + the ladder rungs (release flavour)
 #   ./run_tests           tests/main.cpp, tests/host/*.cpp, tests/gpu/*.cpp, the test-flavour library,
 #                         tests/kernels/*.cu (sm_90a test kernels), tests/kernels_sm100/*.cu (sm_100a,
 #                         compiled and audited, never run here)
@@ -253,9 +253,13 @@ $(SUPPORT_LIB): $(SUP_OBJ)
 	@rm -f $@
 	$(Q)ar rcs $@ $^
 
-$(BIN)/flashptx: $(CLI_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(SUPPORT_LIB) $(BIN)/libflashptx.a
+# The CLI also links the release flavour of the attention ladder's rungs (tests/kernels/ladder_*.cu,
+# the objects the audit reads): `flashptx ladder --bench` times them. ./run_tests links their test
+# flavour (TK_OBJ) instead.
+LADDER_REL_OBJ := $(filter $(BUILD)/rel/tests/kernels/ladder_%.o,$(TK_REL_OBJ))
+$(BIN)/flashptx: $(CLI_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(LADDER_REL_OBJ) $(SUPPORT_LIB) $(BIN)/libflashptx.a
 	$(call step,link $@)
-	$(Q)$(CXX) -o $@ $(CLI_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(SUPPORT_LIB) $(BIN)/libflashptx.a $(LDLIBS)
+	$(Q)$(CXX) -o $@ $(CLI_OBJ) $(SASS_OBJ) $(MODEL_OBJ) $(LADDER_REL_OBJ) $(SUPPORT_LIB) $(BIN)/libflashptx.a $(LDLIBS)
 
 # ---- files the host tests read, compiled into ./run_tests ----------------------------------
 # So that ./run_tests runs the same from a copy of the binaries without the source tree: the SASS

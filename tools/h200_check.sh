@@ -4,7 +4,8 @@
 #   tools/h200_check.sh BIN OUT suites     every GPU suite, one process each (a trapped kernel
 #                                          poisons its own CUDA context only), test flavour
 #                                          (./run_tests) and release flavour (libflashptx.so: the
-#                                          release-flavour suites and the Python GPU tests)
+#                                          release-flavour suites and the Python GPU tests); the
+#                                          ladder's TFLOP/s (flashptx ladder --bench)
 #   tools/h200_check.sh BIN OUT sanitize   compute-sanitizer memcheck, synccheck and racecheck on one
 #                                          small case per kernel family; the package's host cost
 #   tools/h200_check.sh BIN OUT changed    the suites whose tests or host path changed with the product
@@ -41,7 +42,7 @@ step() {  # step NAME TIMEOUT CMD...: not started once the call's budget (second
   if [ "$left" -lt 20 ]; then summary+=("$name not run: the call's budget of ${budget}s is spent"); return; fi
   [ "$t" -le "$left" ] || t=$left
   timeout "$t" "$@" > "$OUT/$name.log" 2>&1; rc=$?
-  summary+=("$name rc=$rc $(( $(date +%s) - t0 ))s: $(grep -E 'passed|ERROR SUMMARY|test cases' "$OUT/$name.log" | tail -n 1 | cut -c1-150)")
+  summary+=("$name rc=$rc $(( $(date +%s) - t0 ))s: $(grep -E 'passed|ERROR SUMMARY|test cases|ladder-tflops: fa3' "$OUT/$name.log" | tail -n 1 | cut -c1-150)")
 }
 step info 40 bash -c 'nvidia-smi; python3 -c "import torch; print(\"torch\", torch.__version__, \"cuda\", torch.version.cuda, \"cudnn\", torch.backends.cudnn.version())"; compute-sanitizer --version; python3 -c "import cudnn; print(\"cudnn frontend\", cudnn.__version__, cudnn.backend_version())" 2>&1 | tail -n 1; echo commit ${FLASHPTX_GIT_COMMIT:-unknown}'
 for what in ${what//,/ }; do
@@ -89,9 +90,10 @@ case $what in
                  "gpu_sm90 fa3 trace" "gpu_sm90 numerics" "gpu_sm90 ladder" "gpu_sm90 race repro" \
                  "gpu_sm90 primitives mbarrier" "gpu_sm90 primitives named barriers" "gpu_sm90 primitives setmaxnreg" \
                  "gpu_sm90 primitives tma" "gpu_sm90 primitives wgmma" "gpu_sm90 primitives ldst" \
-                 "gpu_sm90 primitives cluster" "gpu_sm90 release ladder bench"; do
+                 "gpu_sm90 primitives cluster"; do
       step "suite_${suite// /_}" 240 "$BIN/run_tests" -ts="$suite"
     done
+    step ladder_bench 120 "$BIN/flashptx" ladder --bench
     step all_but_gpu 200 "$BIN/run_tests" -tse='gpu*'
     step python_gpu 200 python3 tools/python/tests/test_gpu.py --json "$OUT/python_gpu.json" ;;
   sanitize)

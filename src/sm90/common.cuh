@@ -4,9 +4,11 @@
 // instruction stream its own copy did (the goldens check it).
 //
 // The barrier initialisation (thread 0: mbarrier.init of every barrier, fence.mbarrier_init; then a
-// CTA barrier) stays written out in each kernel body: wrapping the kernel's list in a helper (a
-// lambda or a member function) renumbers the PTX registers of the code after it, and ptxas then
-// schedules that code differently (SASS-pinned: the goldens of the FA3 forward kernels).
+// CTA barrier) is init_barriers below where the kernel compiles to the same PTX with it: the FA3
+// backward. The FA3 forward and the FP8 forward keep it written out in the kernel body: there,
+// wrapping the kernel's list in a helper (a lambda or a member function) renumbers the PTX
+// registers of the code after it, and ptxas then schedules that code differently (SASS-pinned: the
+// goldens of those kernels; docs/DECISIONS.md, "Barrier set-up: one helper, where the SASS allows").
 //
 // Nothing here is specific to an architecture: the header includes no wgmma or tcgen05 wrapper,
 // so that sm_100a code includes it too. Defined in namespace flashptx, the parent of every kernel
@@ -16,6 +18,7 @@
 
 #include "ptx/arch.cuh"
 #include "ptx/cvt.cuh"
+#include "ptx/mbarrier.cuh"
 
 namespace flashptx {
 
@@ -45,6 +48,20 @@ __device__ __forceinline__ float quad_sum(float x) {
 __device__ __forceinline__ uint32_t smem_base_1024() {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   return (ptx::smem_u32(smem_raw) + 1023u) & ~1023u;
+}
+
+// A kernel's barrier set-up: thread 0 runs init() (its mbarrier.init list) and then
+// fence.mbarrier_init, which makes the initialisations visible to the other threads' and the async
+// proxy's (TMA complete_tx) operations on the barriers; the CTA barrier after it certifies that no
+// role waits on or arrives at a barrier before it is initialised (PTX ISA "mbarrier.init",
+// "fence.mbarrier_init"). Every thread of the CTA must call it.
+template <class Init>
+__device__ __forceinline__ void init_barriers(const Init& init) {
+  if (threadIdx.x == 0) {
+    init();
+    ptx::fence_mbarrier_init();
+  }
+  __syncthreads();
 }
 
 }  // namespace flashptx

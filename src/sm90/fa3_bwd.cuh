@@ -128,6 +128,81 @@ struct BwdSmem {
   __device__ __forceinline__ uint32_t dq_empty(uint32_t part) const { return bar(L::kBarDqEmpty + part); }
 };
 
+// ---- the Q and dO rings, as their two sides see them (src/protocol/ring.h: stage and phase) ----
+// One ring (kOneRing: d64, d128): Q + LSE2 and dO + delta of a query block share a stage index
+// and the empty barrier qdo_empty[s]. Two rings (d256): Q (stages deep, qdo_empty) and dO (1
+// stage, do_empty), each with its own coordinate. Each side knows its barriers and the names its
+// waits report in bounded-wait builds, so that a step reads wait / issue / release.
+
+// The producer's side: it waits a stage's release before refilling it (one generation ahead:
+// producer_start), and before it leaves, every stage it filled (drain).
+template <BwdConfig C>
+struct QdoWriteRing {
+  using L = BwdLayout<C>;
+  const BwdSmem<C>& sm;
+  // d before q (SASS-pinned: the d256 goldens; docs/DECISIONS.md, "Rings that know their barriers").
+  RingState<C.do_stages> d = RingState<C.do_stages>::producer_start();  // unused with one ring
+  RingState<C.stages> q = RingState<C.stages>::producer_start();
+  __device__ __forceinline__ uint32_t q_stage() const { return q.stage; }
+  __device__ __forceinline__ uint32_t do_stage() const { return L::kOneRing ? q.stage : d.stage; }
+  __device__ __forceinline__ void wait_q_empty() const {
+    FLASHPTX_MBAR_WAIT(sm.qdo_empty(q.stage), q.phase, "fa3 bwd producer: qdo_empty");
+  }
+  // With one ring, wait_q_empty released dO's stage too.
+  __device__ __forceinline__ void wait_do_empty() const {
+    if constexpr (!L::kOneRing) FLASHPTX_MBAR_WAIT(sm.do_empty(d.stage), d.phase, "fa3 bwd producer: do_empty");
+  }
+  __device__ __forceinline__ void advance() {
+    q.advance();
+    if constexpr (!L::kOneRing) d.advance();
+  }
+  // Producer tail: every stage it filled has been released before it leaves.
+  __device__ __forceinline__ void drain() {
+    for (int i = 0; i < C.stages; ++i) {
+      FLASHPTX_MBAR_WAIT(sm.qdo_empty(q.stage), q.phase, "fa3 bwd producer tail: qdo_empty");
+      q.advance();
+    }
+    if constexpr (!L::kOneRing)
+      for (int i = 0; i < C.do_stages; ++i) {
+        FLASHPTX_MBAR_WAIT(sm.do_empty(d.stage), d.phase, "fa3 bwd producer tail: do_empty");
+        d.advance();
+      }
+  }
+};
+
+// The MMA warpgroups' side: wait q_full / do_full (the stage's TMA and bulk bytes have landed:
+// expect_tx + complete_tx of the current generation), read, release. release() is called after the
+// wgmma wait that retires the last readers of Q and dO. LSE2 and delta were read with generic loads
+// from bytes the async proxy wrote, and the producer's next bulk copy into this stage is
+// async-proxy again: the reads are ordered before it by the fence (PTX ISA "Memory Consistency
+// Model: proxies"; the race without it is reproduced by tools/race/README.md); then one arrive per
+// warp on each empty barrier, which advances.
+template <BwdConfig C>
+struct QdoReadRing {
+  using L = BwdLayout<C>;
+  const BwdSmem<C>& sm;
+  RingState<C.stages> q = RingState<C.stages>::consumer_start();
+  RingState<C.do_stages> d = RingState<C.do_stages>::consumer_start();  // unused with one ring
+  __device__ __forceinline__ uint32_t q_stage() const { return q.stage; }
+  __device__ __forceinline__ uint32_t do_stage() const { return L::kOneRing ? q.stage : d.stage; }
+  __device__ __forceinline__ void wait_q_full() const {
+    FLASHPTX_MBAR_WAIT(sm.q_full(q.stage), q.phase, "fa3 bwd mma: q_full");
+  }
+  __device__ __forceinline__ void wait_do_full() const {
+    FLASHPTX_MBAR_WAIT(sm.do_full(do_stage()), L::kOneRing ? q.phase : d.phase, "fa3 bwd mma: do_full");
+  }
+  __device__ __forceinline__ void release(int lane) {
+    ptx::fence_proxy_async_shared_cta();
+    __syncwarp();
+    if (lane == 0) {
+      ptx::mbarrier_arrive(sm.qdo_empty(q.stage));
+      if constexpr (!L::kOneRing) ptx::mbarrier_arrive(sm.do_empty(d.stage));
+    }
+    q.advance();
+    if constexpr (!L::kOneRing) d.advance();
+  }
+};
+
 // ---- this CTA's work -----------------------------------------------------------------------
 // Grid (n_blocks, heads_q, batch). Causal masks in deterministic mode visit key blocks in reverse
 // (the largest n first: the dQ writer order "shortest first", src/protocol/writer_order.h), so
@@ -244,42 +319,29 @@ struct Producer {
       ptx::cp_async_bulk_tensor_4d_load(sm.v() + c * L::kBlockN * 128, &p.tma_v, sm.kv_full(), c * 64,
                                         kb.n_block * L::kBlockN, kb.head_kv, kb.batch);
     }
-    // Q + LSE2 and dO + delta of every query block, through the ring (one generation ahead). With
-    // two rings (d256: Q 2 stages, dO 1) the dO ring has its own stage and empty barrier; with one
-    // ring, write_do is unused and dO shares Q's stage.
-    RingState<C.stages> write = RingState<C.stages>::producer_start();
-    RingState<C.do_stages> write_do = RingState<C.do_stages>::producer_start();
+    // Q + LSE2 and dO + delta of every query block, through the ring (QdoWriteRing: one generation
+    // ahead; with two rings the dO ring has its own stage and empty barrier).
+    QdoWriteRing<C> write{sm};
     const int64_t rows0 = (static_cast<int64_t>(kb.batch) * p.heads_q + kb.head) * p.m_blocks * C.block_m;
     int m = kb.m_first;
     for (int left = kb.steps_masked + kb.steps_unmasked; left > 0; --left, m = next_m(m, p)) {
-      const uint32_t s = write.stage;
-      FLASHPTX_MBAR_WAIT(sm.qdo_empty(s), write.phase, "fa3 bwd producer: qdo_empty");
+      const uint32_t s = write.q_stage();
+      write.wait_q_empty();
       ptx::mbarrier_arrive_expect_tx(sm.q_full(s), L::kQBytes + L::kRowBytes);
       for (int c = 0; c < L::kChunks; ++c)
         ptx::cp_async_bulk_tensor_4d_load(sm.q(s) + c * C.block_m * 128, &p.tma_q, sm.q_full(s), c * 64,
                                           m * C.block_m, kb.head, kb.batch);
       ptx::cp_async_bulk_load(sm.lse(s), p.lse2 + rows0 + m * C.block_m, L::kRowBytes, sm.q_full(s));
-      const uint32_t sd = L::kOneRing ? s : write_do.stage;
-      if constexpr (!L::kOneRing)
-        FLASHPTX_MBAR_WAIT(sm.do_empty(sd), write_do.phase, "fa3 bwd producer: do_empty");
+      const uint32_t sd = write.do_stage();
+      write.wait_do_empty();
       ptx::mbarrier_arrive_expect_tx(sm.do_full(sd), L::kQBytes + L::kRowBytes);
       for (int c = 0; c < L::kChunks; ++c)
         ptx::cp_async_bulk_tensor_4d_load(sm.dO(sd) + c * C.block_m * 128, &p.tma_do, sm.do_full(sd), c * 64,
                                           m * C.block_m, kb.head, kb.batch);
       ptx::cp_async_bulk_load(sm.delta(sd), p.delta + rows0 + m * C.block_m, L::kRowBytes, sm.do_full(sd));
       write.advance();
-      if constexpr (!L::kOneRing) write_do.advance();
     }
-    // Producer tail: every stage it filled has been released before it leaves.
-    for (int i = 0; i < C.stages; ++i) {
-      FLASHPTX_MBAR_WAIT(sm.qdo_empty(write.stage), write.phase, "fa3 bwd producer tail: qdo_empty");
-      write.advance();
-    }
-    if constexpr (!L::kOneRing)
-      for (int i = 0; i < C.do_stages; ++i) {
-        FLASHPTX_MBAR_WAIT(sm.do_empty(write_do.stage), write_do.phase, "fa3 bwd producer tail: do_empty");
-        write_do.advance();
-      }
+    write.drain();
   }
 };
 
@@ -360,8 +422,7 @@ struct Mma {
   uint32_t pfrag[kSN / 16][4];         // P^T, 16-bit: the A fragment of dV (kSplitKeys) or the bytes stored
   uint32_t dsfrag[kSN / 16][4];        // dS^T, 16-bit: the A fragment of dK (kSplitKeys) and the bytes stored
   float dq[kDqN / 2];                  // this warpgroup's part of dQ
-  RingState<C.stages> ring = RingState<C.stages>::consumer_start();
-  RingState<C.do_stages> ring_do = RingState<C.do_stages>::consumer_start();  // unused with one ring
+  QdoReadRing<C> ring{sm};
   // The dQ staging buffer: free at the start for the warpgroup that stages the first part; with
   // two parts, warpgroup 1 first waits for the writer to have read warpgroup 0's part.
   RingState<1> dq_buf;
@@ -382,8 +443,6 @@ struct Mma {
   __device__ __forceinline__ int key0() const { return L::kSplitHeadDim ? 0 : 64 * g; }
   __device__ __forceinline__ int col0() const { return L::kSplitHeadDim ? kSN * g : 0; }
   __device__ __forceinline__ int dcol0() const { return L::kSplitHeadDim ? kDkvN * g : 0; }
-  __device__ __forceinline__ uint32_t do_stage() const { return L::kOneRing ? ring.stage : ring_do.stage; }
-  __device__ __forceinline__ uint32_t do_phase() const { return L::kOneRing ? ring.phase : ring_do.phase; }
 
   // ---- the GEMMs -------------------------------------------------------------------------------
   // acc (64 keys x kSN) = A (this warpgroup's keys, K-major) x B^T (kSN rows from b_tile, K-major),
@@ -510,30 +569,15 @@ struct Mma {
     ptx::mbarrier_arrive(sm.dq_full(part));
     dq_buf.advance();
   }
-  // The Q (and dO) stage of this step is released. LSE2 and delta were read with generic loads
-  // from bytes the async proxy wrote, and the producer's next bulk copy into this stage is
-  // async-proxy again: order the reads before it (PTX ISA "Memory Consistency Model: proxies"; the
-  // race without it is reproduced by tools/race/README.md). Called after the wgmma wait that
-  // retires the last readers of Q and dO.
-  __device__ __forceinline__ void release_stage() {
-    ptx::fence_proxy_async_shared_cta();
-    __syncwarp();
-    if (lane == 0) {
-      ptx::mbarrier_arrive(sm.qdo_empty(ring.stage));
-      if constexpr (!L::kOneRing) ptx::mbarrier_arrive(sm.do_empty(ring_do.stage));
-    }
-    ring.advance();
-    if constexpr (!L::kOneRing) ring_do.advance();
-  }
-
   // ---- the start of every step: S^T and dP^T in flight together, then P^T and dS^T ------------
   // Q stage sq (its LSE2 with it), dO stage sd (its delta with it; the same stage and phase as Q's
-  // for the one-ring layouts). Leaves P^T in pfrag and dS^T in dsfrag (16-bit A fragments).
+  // for the one-ring layouts): the ring's current stages. Leaves P^T in pfrag and dS^T in dsfrag
+  // (16-bit A fragments).
   template <bool kMasked>
-  __device__ __forceinline__ void scores_to_fragments(int m, uint32_t sq, uint32_t sd, uint32_t do_ph) {
-    FLASHPTX_MBAR_WAIT(sm.q_full(sq), ring.phase, "fa3 bwd mma: q_full");
+  __device__ __forceinline__ void scores_to_fragments(int m, uint32_t sq, uint32_t sd) {
+    ring.wait_q_full();
     issue_keys_x_rows(s, desc_k, sm.q(sq));    // S^T = K Q^T
-    FLASHPTX_MBAR_WAIT(sm.do_full(sd), do_ph, "fa3 bwd mma: do_full");
+    ring.wait_do_full();
     issue_keys_x_rows(dp, desc_v, sm.dO(sd));  // dP^T = V dO^T
     ptx::wgmma_wait_group<1>();                // S^T complete; dP^T may run
     ptx::wgmma_fence_operand(s);
@@ -552,8 +596,9 @@ struct Mma {
   // registers. The dS^T stores then overlap the dV and dK GEMMs.
   template <bool kMasked>
   __device__ __forceinline__ void step_split_keys(int m) {
-    const uint32_t st = ring.stage;
-    scores_to_fragments<kMasked>(m, st, st, ring.phase);
+    static_assert(L::kOneRing, "kSplitKeys: Q and dO share the stage");
+    const uint32_t st = ring.q_stage();
+    scores_to_fragments<kMasked>(m, st, st);
     issue_rows_to_keys(dv, pfrag, sm.dO(st));  // dV += P^T dO
     issue_rows_to_keys(dk, dsfrag, sm.q(st));  // dK += dS^T Q
     store_keys_x_rows(sm.ds(ds_buf), dsfrag);  // while dV and dK run
@@ -565,7 +610,7 @@ struct Mma {
     ptx::wgmma_wait_group<0>();                // dV, dK, dQ complete: Q, dO, LSE2, delta no longer read
     ptx::wgmma_fence_operand(dv);
     ptx::wgmma_fence_operand(dk);
-    release_stage();
+    ring.release(lane);
     hand_dq_to_writer();
     ds_buf ^= 1u;
   }
@@ -579,8 +624,8 @@ struct Mma {
   // the wgmma wait that retired its reads of buffer b.
   template <bool kMasked>
   __device__ __forceinline__ void step_split_head_dim(int m) {
-    const uint32_t sq = ring.stage, sd = do_stage();
-    scores_to_fragments<kMasked>(m, sq, sd, do_phase());  // this warpgroup's 32 query rows
+    const uint32_t sq = ring.q_stage(), sd = ring.do_stage();
+    scores_to_fragments<kMasked>(m, sq, sd);  // this warpgroup's 32 query rows
     store_keys_x_rows(sm.pt(ds_buf), pfrag);
     store_keys_x_rows(sm.ds(ds_buf), dsfrag);
     // Generic stores -> async-proxy reads by both warpgroups' wgmma: fence in every writer before
@@ -593,7 +638,7 @@ struct Mma {
     ptx::wgmma_wait_group<1>();                // dV and dK complete (dQ may run): Q, dO, LSE2, delta no longer read
     ptx::wgmma_fence_operand(dv);
     ptx::wgmma_fence_operand(dk);
-    release_stage();                           // the 1-stage dO ring refills while dQ runs
+    ring.release(lane);                        // the 1-stage dO ring refills while dQ runs
     ptx::wgmma_wait_group<0>();                // dQ complete
     hand_dq_to_writer();
     ds_buf ^= 1u;
@@ -691,13 +736,13 @@ __device__ __forceinline__ void bwd_kernel_body(const BwdParams& p) {
   const KeyBlock kb = key_block<C>(p);
   const int warpgroup = threadIdx.x / 128;
 
-  // Barrier initialisation by one thread, the init fence, a CTA barrier (PTX ISA "mbarrier.init",
-  // "fence.mbarrier_init"): every role and the TMA unit see initialised barriers before first use.
+  // Barrier initialisation (init_barriers, src/sm90/common.cuh): every role and the TMA unit see
+  // initialised barriers before first use.
   // do_full has do_stages slots, not stages: with a 1-stage dO ring (d256) do_full(1) is slot
   // kBarDoFull + 1 == kBarQdoEmpty, so initialising it (count 1) after qdo_empty(0) (count 8) left
   // qdo_empty(0) completing a phase on every one of the 8 arrivals of a step (8 phases, even: the
   // parity the producer waits for never shows, and every second step it hung on qdo_empty(0)).
-  if (threadIdx.x == 0) {
+  init_barriers([&] {
     ptx::mbarrier_init(sm.kv_full(), L::kFullArrivals);
     for (uint32_t s = 0; s < C.stages; ++s) {
       ptx::mbarrier_init(sm.q_full(s), L::kFullArrivals);
@@ -710,9 +755,7 @@ __device__ __forceinline__ void bwd_kernel_body(const BwdParams& p) {
     }
     if constexpr (!L::kOneRing)
       for (uint32_t s = 0; s < C.do_stages; ++s) ptx::mbarrier_init(sm.do_empty(s), L::kEmptyArrivals);
-    ptx::fence_mbarrier_init();
-  }
-  __syncthreads();
+  });
 
   if (warpgroup == 0) {
     ptx::setmaxnreg_dec<L::kProducerRegs>();

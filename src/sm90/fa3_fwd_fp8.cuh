@@ -116,6 +116,71 @@ struct Smem {
   __device__ __forceinline__ uint32_t vt_empty(uint32_t s) const { return bar(L::kBarVtEmpty + s); }
 };
 
+// ---- the rings, as their users see them (src/protocol/ring.h for the stage and phase) --------
+// Every ring object knows its barriers (the Smem slots above), the names its waits report in
+// bounded-wait builds, and which side of the ring it is on, so that a step reads wait / issue /
+// release. K, raw V and Vt share one stage coordinate per role: block r of the CTA's stream is in
+// stage r % stages of each. Layout (SASS-pinned: the fa3_fwd_fp8 goldens; docs/DECISIONS.md, "Rings
+// that know their barriers"): the coordinate is each object's first member, and the producer's
+// rings take the Smem as an argument instead of holding it.
+enum class Fp8Ring { kK, kVt };
+
+// A consumer's K or Vt ring: wait_full, read the stage, release, which advances. k_full[s] /
+// vt_full[s] of the current generation certify that the stage's bytes are in shared memory (K: the
+// leader's TMA complete_tx; Vt: the transpose's fenced writes, or V^T's TMA); release is one arrive
+// per warp on k_empty[s] / vt_empty[s], after this warp's wgmma wait retired the stage's last reader.
+template <Fp8Config C, Fp8Ring R>
+struct ReadRing {
+  RingState<C.stages> at = RingState<C.stages>::consumer_start();
+  const Smem<C>& sm;
+  __device__ __forceinline__ uint32_t stage() const { return at.stage; }
+  __device__ __forceinline__ void wait_full() const {
+    const uint32_t full_bar = R == Fp8Ring::kK ? sm.k_full(at.stage) : sm.vt_full(at.stage);
+    FLASHPTX_MBAR_WAIT(full_bar, at.phase, R == Fp8Ring::kK ? "fa3 fp8 consumer: k_full" : "fa3 fp8 consumer: vt_full");
+  }
+  __device__ __forceinline__ void release(int lane) {
+    const uint32_t empty_bar = R == Fp8Ring::kK ? sm.k_empty(at.stage) : sm.vt_empty(at.stage);
+    if (lane == 0) ptx::mbarrier_arrive(empty_bar);
+    at.advance();
+  }
+};
+
+// The leader's load position (one generation ahead: producer_start). Before it writes the K stage
+// it waits the consumers' release of it (k_empty); with V^T given, the same for the Vt stage
+// (vt_empty). The raw V stage has no empty barrier: its reader is this warpgroup's own transpose,
+// ordered by program order and named barrier 1 (Producer::issue).
+template <Fp8Config C>
+struct LoadRing {
+  RingState<C.stages> at = RingState<C.stages>::producer_start();
+  __device__ __forceinline__ uint32_t stage() const { return at.stage; }
+  __device__ __forceinline__ void wait_k_empty(const Smem<C>& sm) const {
+    FLASHPTX_MBAR_WAIT(sm.k_empty(at.stage), at.phase, "fa3 fp8 producer: k_empty");
+  }
+  __device__ __forceinline__ void wait_vt_empty(const Smem<C>& sm) const {
+    FLASHPTX_MBAR_WAIT(sm.vt_empty(at.stage), at.phase, "fa3 fp8 producer: vt_empty (V^T load)");
+  }
+  __device__ __forceinline__ void advance() { at.advance(); }
+};
+
+// The transpose's position: the consumer of the raw V ring (v_full, waited one generation behind
+// the producer-start phase) and the producer of the Vt ring (vt_empty, then vt_full published by
+// the leader after named barrier 1, which advances).
+template <Fp8Config C>
+struct TransposeRing {
+  RingState<C.stages> at = RingState<C.stages>::producer_start();
+  __device__ __forceinline__ uint32_t stage() const { return at.stage; }
+  __device__ __forceinline__ void wait_raw_full(const Smem<C>& sm) const {
+    FLASHPTX_MBAR_WAIT(sm.v_full(at.stage), at.phase ^ 1u, "fa3 fp8 transpose: v_full");
+  }
+  __device__ __forceinline__ void wait_vt_empty(const Smem<C>& sm) const {
+    FLASHPTX_MBAR_WAIT(sm.vt_empty(at.stage), at.phase, "fa3 fp8 transpose: vt_empty");
+  }
+  __device__ __forceinline__ void publish(const Smem<C>& sm, bool leader) {
+    if (leader) ptx::mbarrier_arrive(sm.vt_full(at.stage));
+    at.advance();
+  }
+};
+
 struct Tile {
   int m_block, head, head_kv, batch;
   int n_max;  // admissible K/V blocks [0, n_max), visited right to left
@@ -151,8 +216,8 @@ struct Producer {
   static constexpr int kKeyUnits = kBlockN / 16, kUnits = kKeyUnits * (kD / 32), kUnitsPerWarp = kUnits / 4;
   static_assert(kUnits % 4 == 0, "every producer warp transposes the same number of units");
   uint32_t src_off[kUnitsPerWarp], dst_off[kUnitsPerWarp];
-  RingState<C.stages> load = RingState<C.stages>::producer_start();  // the leader's issue position
-  RingState<C.stages> tp = RingState<C.stages>::producer_start();    // the transpose's position
+  LoadRing<C> load;     // the leader's issue position
+  TransposeRing<C> tp;  // the transpose's position
 
   // The CTA's stream of K/V blocks: its tiles blockIdx.x, + gridDim.x, ... (static round robin over
   // the linear tile order), in each the admissible blocks right to left; tiles without keys are
@@ -198,8 +263,8 @@ struct Producer {
     const Tile& t = sp.t;
     const int r = sp.r;
     const int n = t.n_max - 1 - r;
-    const uint32_t s = load.stage;
-    FLASHPTX_MBAR_WAIT(sm.k_empty(s), load.phase, "fa3 fp8 producer: k_empty");
+    const uint32_t s = load.stage();
+    load.wait_k_empty(sm);
     ptx::mbarrier_arrive_expect_tx(sm.k_full(s), L::kKBytes);
     for (int c = 0; c < L::kQKChunks; ++c)
       ptx::cp_async_bulk_tensor_4d_load(sm.k(s) + c * kBlockN * L::kQKChunkBytes, &p.tma_k, sm.k_full(s),
@@ -207,7 +272,7 @@ struct Producer {
     if (r == 0) load_q(t, sp.qi);  // Q's latency hides behind K's
     if (p.v_keys_contiguous) {
       // V^T [batch, heads_kv, d, seqlen_k]: box (block_n keys, d rows) lands K-major in the Vt stage.
-      FLASHPTX_MBAR_WAIT(sm.vt_empty(s), load.phase, "fa3 fp8 producer: vt_empty (V^T load)");
+      load.wait_vt_empty(sm);
       ptx::mbarrier_arrive_expect_tx(sm.vt_full(s), L::kVtBytes);
       ptx::cp_async_bulk_tensor_4d_load(sm.vt(s), &p.tma_v, sm.vt_full(s), n * kBlockN, 0, t.head_kv, t.batch);
     } else {
@@ -237,9 +302,9 @@ struct Producer {
   // so Vt[d][16kk + p] = V[16kk + sigma(p)][d] with sigma = transpose_sigma (tools/models/fp8.h), the
   // key order the consumers' P fragment has without any exchange (convert_p below).
   __device__ __forceinline__ void transpose() {
-    const uint32_t s = tp.stage;
-    FLASHPTX_MBAR_WAIT(sm.v_full(s), tp.phase ^ 1u, "fa3 fp8 transpose: v_full");
-    FLASHPTX_MBAR_WAIT(sm.vt_empty(s), tp.phase, "fa3 fp8 transpose: vt_empty");
+    const uint32_t s = tp.stage();
+    tp.wait_raw_full(sm);
+    tp.wait_vt_empty(sm);
     // ldmatrix / stmatrix are .sync.aligned: the warp reconverges after the waits (and, in warp 0,
     // after the leader's issue) before the first of them.
     __syncwarp();
@@ -258,8 +323,7 @@ struct Producer {
     // prerequisites". Then the 128-thread barrier: after it, the whole stage is written.
     ptx::fence_proxy_async_shared_cta();
     ptx::bar_sync(L::kBarTranspose, 128);
-    if (tid == 0) ptx::mbarrier_arrive(sm.vt_full(s));
-    tp.advance();
+    tp.publish(sm, tid == 0);
   }
 
   // The leader keeps the loads stages - 1 blocks ahead of the transpose along the CTA's stream of
@@ -321,8 +385,8 @@ struct Consumer {
   uint32_t pfrag[kBlockN / 32][4];   // P in e4m3, the RS A fragment of each k32 step
   float row_max[2], row_sum[2];      // row max in scaled base-2 units; per-thread partial sums
   float dv_cur = 1.f;                // V descale of the block whose P is in pfrag
-  RingState<C.stages> k_ring = RingState<C.stages>::consumer_start();
-  RingState<C.stages> v_ring = RingState<C.stages>::consumer_start();
+  ReadRing<C, Fp8Ring::kK> k_ring{RingState<C.stages>::consumer_start(), sm};
+  ReadRing<C, Fp8Ring::kVt> v_ring{RingState<C.stages>::consumer_start(), sm};
   Tile t;
   int row0 = 0;  // query row (in the sequence) of r0
   float dq = 1.f;
@@ -330,11 +394,6 @@ struct Consumer {
   __device__ __forceinline__ Consumer(const FwdFp8Params& p_, const Smem<C>& sm_, int g_)
       : p(p_), sm(sm_), g(g_), lane(threadIdx.x % 32), q4(lane % 4), r0(16 * ((threadIdx.x % 128) / 32) + lane / 4),
         seqlen_q(p_.seqlen_q), seqlen_k(p_.seqlen_k), causal(p_.causal != 0), diag(p_.seqlen_k - p_.seqlen_q) {}
-
-  __device__ __forceinline__ void release(uint32_t empty_bar, RingState<C.stages>& ring) {
-    if (lane == 0) ptx::mbarrier_arrive(empty_bar);
-    ring.advance();
-  }
 
   // ---- descales --------------------------------------------------------------------------
   // The tile's (batch, kv head) rows of the K and V descales, set once per tile (run()).
@@ -509,10 +568,10 @@ struct Consumer {
     const float scale = block_scale(p.softmax_scale_log2, dq, dk_of(n));
     dv_cur = dv_of(n);
     prefetch_descales(n > 0 ? n - 1 : 0);
-    FLASHPTX_MBAR_WAIT(sm.k_full(k_ring.stage), k_ring.phase, "fa3 fp8 consumer: k_full");
-    issue_qk(k_ring.stage);
+    k_ring.wait_full();
+    issue_qk(k_ring.stage());
     retire_qk<0>();
-    release(sm.k_empty(k_ring.stage), k_ring);
+    k_ring.release(lane);
     float alpha[2];
     if (block_needs_mask(n)) softmax<true>(n, scale, alpha);
     else softmax<false>(n, scale, alpha);
@@ -535,14 +594,14 @@ struct Consumer {
     const float scale = block_scale(p.softmax_scale_log2, dq, dk_next);  // the exponent's scale of block n
     const float dv_n = dv_next;
     prefetch_descales(n > 0 ? n - 1 : 0);
-    FLASHPTX_MBAR_WAIT(sm.k_full(k_ring.stage), k_ring.phase, "fa3 fp8 consumer: k_full");
+    k_ring.wait_full();
     take_token();
-    issue_qk(k_ring.stage);  // older group
-    FLASHPTX_MBAR_WAIT(sm.vt_full(v_ring.stage), v_ring.phase, "fa3 fp8 consumer: vt_full");
-    issue_pv(v_ring.stage, j > 1);  // newer group; the first PV overwrites O
+    issue_qk(k_ring.stage());  // older group
+    v_ring.wait_full();
+    issue_pv(v_ring.stage(), j > 1);  // newer group; the first PV overwrites O
     pass_token();
     retire_qk<1>();  // QK(j) complete; PV(j-1) may still run
-    release(sm.k_empty(k_ring.stage), k_ring);
+    k_ring.release(lane);
     float alpha[2];
     softmax<kMasked>(n, scale, alpha);
     // Keep the exponentials before the wait below: the operand fence for nvcc (without a volatile
@@ -550,7 +609,7 @@ struct Consumer {
     ptx::wgmma_fence_operand(s_acc);
     pin_before_pv_wait();
     retire_pv();  // PV(j-1) complete: O readable, P and Vt[j-1] reusable
-    release(sm.vt_empty(v_ring.stage), v_ring);
+    v_ring.release(lane);
     // O moves to the unit of dV_n, whose PV adds next. rcp.approx (1 ulp): an IEEE division costs a
     // range check and a branch to a subroutine every step.
     rescale_o(alpha, dv_cur * ptx::rcp_approx_ftz_f32(dv_n));
@@ -558,10 +617,10 @@ struct Consumer {
     convert_p(pfrag);
   }
   __device__ __forceinline__ void drain() {
-    FLASHPTX_MBAR_WAIT(sm.vt_full(v_ring.stage), v_ring.phase, "fa3 fp8 consumer: vt_full");
-    issue_pv(v_ring.stage, t.n_max > 1);
+    v_ring.wait_full();
+    issue_pv(v_ring.stage(), t.n_max > 1);
     retire_pv();
-    release(sm.vt_empty(v_ring.stage), v_ring);
+    v_ring.release(lane);
   }
 
   // ---- epilogue: O = acc * dV / l in bf16 from registers (rows < seqlen_q), LSE -----------------

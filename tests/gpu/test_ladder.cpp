@@ -1,5 +1,5 @@
-// The attention ladder on the GPU (tests/kernels/ladder.h): every rung against the fp64 reference,
-// and (a suite of its own) every rung's TFLOP/s at one fixed shape, printed, never asserted.
+// The attention ladder on the GPU (tests/kernels/ladder.h): every rung against the fp64 reference.
+// Every rung's TFLOP/s is measured by `flashptx ladder --bench` (a benchmark, not a test).
 //
 // The rule (FlashAttention's, as tests/gpu/test_fa3_fwd.cpp): max|out - ref| <= 2 * max|same_dtype_ref
 // - ref| + 1e-5 over the compared rows, ref the fp64 reference and same_dtype_ref the reference that
@@ -15,13 +15,11 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "include/flashptx.h"
-#include "tests/gpu/release_lib.h"
 #include "tests/gpu/test_util.h"
 #include "tests/kernels/ladder.h"
 
@@ -165,70 +163,6 @@ TEST_CASE("the rungs refuse what they do not take: partial tiles, a bad rung") {
   CHECK(ld::launch(4, t.problem()) == cudaErrorInvalidValue);  // 64 query rows: not rung 4's
   CHECK(ld::launch(0, t.problem()) == cudaErrorInvalidValue);
   CHECK(ld::launch(ld::kRungs + 1, t.problem()) == cudaErrorInvalidValue);
-}
-
-}  // TEST_SUITE
-
-namespace {
-
-// Median of 5 rounds of 20 launches (after 5 warm-up launches), CUDA events, milliseconds.
-template <class Launch>
-double time_ms(Launch launch) {
-  for (int i = 0; i < 5; ++i) launch();
-  CUDA_REQUIRE(cudaDeviceSynchronize());
-  cudaEvent_t e0, e1;
-  CUDA_REQUIRE(cudaEventCreate(&e0));
-  CUDA_REQUIRE(cudaEventCreate(&e1));
-  std::vector<float> rounds;
-  for (int r = 0; r < 5; ++r) {
-    CUDA_REQUIRE(cudaEventRecord(e0));
-    for (int i = 0; i < 20; ++i) launch();
-    CUDA_REQUIRE(cudaEventRecord(e1));
-    CUDA_REQUIRE(cudaEventSynchronize(e1));
-    float ms = 0;
-    CUDA_REQUIRE(cudaEventElapsedTime(&ms, e0, e1));
-    rounds.push_back(ms / 20);
-  }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  std::sort(rounds.begin(), rounds.end());
-  return rounds[2];
-}
-
-}  // namespace
-
-TEST_SUITE("gpu_sm90 release ladder bench") {
-
-// The ladder's fixed shape: batch 4, seqlen 4096 (queries and keys), 16 heads, d128, bf16,
-// non-causal; 4 * B * H * S^2 * d FLOPs. The rungs are the test flavour's kernels (./run_tests links
-// only those: bounded mbarrier waits that trap inline, which cost a clock read only when a try_wait
-// fails and leave the wgmma pipeline as in the release flavour, ladder_common.cuh wait()); the FA3
-// row is the release libflashptx.so. Printed, never asserted; the lines "ladder-tflops: ..." are the
-// format of tools/ladder/h200_tflops.txt (README "Attention ladder").
-TEST_CASE("TFLOP/s of every rung at B=4 S=4096 H=16 d=128, non-causal (printed, not asserted)") {
-  const Shape s{4, 4096, 4096, 16};
-  Tensors t(s, 0xbe7c);
-  const double flops = 4.0 * s.batch * s.heads * static_cast<double>(s.sq) * s.sk * 128;
-  const auto& rel = release_lib();
-  REQUIRE_MESSAGE(rel.loaded(), rel.why);
-  std::printf("attention ladder bench: B=%d S=%d H=%d d=128 bf16 non-causal (CUDA events, 5 warm-ups, median of 5 x 20)\n",
-              s.batch, s.sq, s.heads);
-  for (int rung = 1; rung <= ld::kRungs + 1; ++rung) {
-    double ms = 0;
-    if (rung <= ld::kRungs) {
-      const ld::Problem p = t.problem();
-      REQUIRE(ld::launch(rung, p) == cudaSuccess);
-      ms = time_ms([&] { ld::launch(rung, p); });
-    } else {
-      const flashptx_fwd_params p = t.fwd_params();
-      REQUIRE(rel.fwd(&p, nullptr) == FLASHPTX_OK);
-      ms = time_ms([&] { rel.fwd(&p, nullptr); });
-    }
-    CUDA_REQUIRE(cudaGetLastError());
-    const std::string name = rung <= ld::kRungs ? std::to_string(rung) : std::string("fa3");
-    std::printf("ladder-tflops: %s %.1f   (%.3f ms)\n", name.c_str(), flops / ms * 1e-9, ms);
-    CHECK(ms > 0);
-  }
 }
 
 }  // TEST_SUITE

@@ -88,10 +88,7 @@ inline float from_storage(flashptx_dtype t, uint16_t x) {
 // The fp64 reference's description of a problem, and its view of a host copy of a 16-bit tensor.
 inline flashptx::ref::Problem ref_problem(int64_t batch, int64_t sq, int64_t sk, int64_t hq, int64_t hkv,
                                           int64_t d, bool causal, float softmax_scale) {
-  flashptx::ref::Problem p;
-  p.batch = batch; p.seqlen_q = sq; p.seqlen_k = sk; p.heads_q = hq; p.heads_kv = hkv;
-  p.head_dim = d; p.causal = causal; p.softmax_scale = softmax_scale;
-  return p;
+  return flashptx::ref::problem(batch, sq, sk, hq, hkv, d, causal, softmax_scale);
 }
 inline flashptx::ref::TensorView ref_view(const std::vector<uint16_t>& x, flashptx_dtype t, const Strides& st) {
   flashptx::ref::TensorView v;

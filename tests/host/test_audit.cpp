@@ -15,10 +15,13 @@
 #include <unistd.h>
 
 #include "src/kernels.h"
+#include "tests/host/file_text.h"
 #include "tools/sass/audit.h"
 
 namespace fs = std::filesystem;
 using namespace flashptx::sass;
+
+using flashptx_test::file_text;
 
 namespace {
 
@@ -56,13 +59,6 @@ KernelReport fresh_goldens(const char* arch, const GoldenCopy& dir) {
   return {};
 }
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
-
 // The audit of one kernel against the goldens in `dir`.
 AuditReport audit_one(const char* arch, const KernelReport& k, const GoldenCopy& dir) {
   AuditOptions opt;
@@ -85,7 +81,7 @@ void corrupt_golden_fails(const char* arch) {
   GoldenCopy copy;
   const KernelReport k = fresh_goldens(arch, copy);
   const fs::path sass = copy.dir / arch / (k.stem + ".sass");
-  std::string text = read_text(sass);
+  std::string text = file_text(sass);
   const size_t first_instr = text.find("\n    ");  // the first instruction line
   REQUIRE(first_instr != std::string::npos);
   const size_t eol = text.find('\n', first_instr + 1);

@@ -20,12 +20,15 @@
 #include <vector>
 
 #include "tests/embedded.h"
+#include "tests/host/file_text.h"
 #include "tools/flashptx/commands.h"
 #include "tools/flashptx/device.h"
 #include "tools/flashptx/options.h"
 #include "src/kernels.h"
 
 using namespace flashptx::cli;
+
+using flashptx_test::file_text;
 
 namespace {
 
@@ -46,12 +49,6 @@ struct Run {
   int rc = -1;
   std::string out, err;
 };
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
 Run run_captured(const std::function<int()>& f) {
   char out_path[] = "/tmp/flashptx-cli-out-XXXXXX", err_path[] = "/tmp/flashptx-cli-err-XXXXXX";
   const int fo = mkstemp(out_path), fe = mkstemp(err_path);
@@ -76,8 +73,8 @@ Run run_captured(const std::function<int()>& f) {
   close(saved_err);
   close(fo);
   close(fe);
-  r.out = slurp(out_path);
-  r.err = slurp(err_path);
+  r.out = file_text(out_path);
+  r.err = file_text(err_path);
   unlink(out_path);
   unlink(err_path);
   return r;
@@ -507,7 +504,7 @@ TEST_CASE("trace --from-json FILE.json.gz, the README's re-render, in-process") 
   CHECK(r.out.rfind("b2 s8192 h16/16 d128 bf16 non-causal (clock axis at 1980 MHz)\n", 0) == 0);
   CHECK(r.out.find("0    0             650.22     68.7") != std::string::npos);
   CHECK(r.out.find("SVG written to " + svg + "\n") != std::string::npos);
-  CHECK(slurp(svg).rfind("<svg", 0) == 0);
+  CHECK(file_text(svg).rfind("<svg", 0) == 0);
   // The committed trace's lanes overflowed the buffer: one line says so, not one per lane.
   CHECK(r.err == "flashptx trace: 3 of 3 lanes stamped more records than the buffer keeps (up to 13328, kept 4096): "
                  "their timelines end at the last kept record\n");
@@ -574,7 +571,7 @@ TEST_CASE("README: the command table lists every option of every command's --hel
 
 TEST_SUITE("nogpu cli") {
 
-TEST_CASE("no sm_90 GPU: bench and trace say why in one line; run says why, then the flagship in the simulator") {
+TEST_CASE("no sm_90 GPU: bench, ladder --bench and trace say why in one line; run says why, then the flagship in the simulator") {
   const Gpu g = probe_gpu();
   REQUIRE_FALSE(g.hopper);
   CHECK(g.why.find("insufficient") == std::string::npos);
@@ -582,6 +579,10 @@ TEST_CASE("no sm_90 GPU: bench and trace say why in one line; run says why, then
   CHECK(b.rc == 1);
   CHECK(b.out.empty());
   CHECK(b.err == "flashptx bench: " + g.why + "; nothing was timed\n");
+  const Run lb = run_cmd(cmd_ladder, {"--bench"});
+  CHECK(lb.rc == 1);
+  CHECK(lb.out.empty());
+  CHECK(lb.err == "flashptx ladder --bench: " + g.why + "; nothing was timed\n");
   const Run t = run_cmd(cmd_trace, {});
   CHECK(t.rc == 1);
   CHECK(t.err == "flashptx trace: " + g.why + "; `flashptx trace --from-json FILE` renders a saved trace\n");

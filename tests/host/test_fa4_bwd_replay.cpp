@@ -665,9 +665,7 @@ Verdict run_problem(const Shape& sh, uint32_t seed, Mutation mut, bool determini
   const Tensor k = random_tensor(rng, C.bf16, sh.batch, sh.sk, sh.hkv, D);
   const Tensor v = random_tensor(rng, C.bf16, sh.batch, sh.sk, sh.hkv, D);
   const Tensor dout = random_tensor(rng, C.bf16, sh.batch, sh.sq, sh.hq, D);
-  ref::Problem rp;
-  rp.batch = sh.batch, rp.seqlen_q = sh.sq, rp.seqlen_k = sh.sk, rp.heads_q = sh.hq, rp.heads_kv = sh.hkv;
-  rp.head_dim = D, rp.causal = sh.causal;
+  ref::Problem rp = ref::problem(sh.batch, sh.sq, sh.sk, sh.hq, sh.hkv, D, sh.causal);
   const ref::Elem el = C.bf16 ? ref::Elem::kBF16 : ref::Elem::kFP16;
   const auto qv = ref::contiguous_q(q.x.data(), el, rp), kv = ref::contiguous_kv(k.x.data(), el, rp),
              vv = ref::contiguous_kv(v.x.data(), el, rp), dov = ref::contiguous_q(dout.x.data(), el, rp);

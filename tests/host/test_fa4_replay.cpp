@@ -403,14 +403,7 @@ Errors run_problem(const Problem& pr, std::mt19937& rng, Mutation mut) {
   Replay<C> replay(pr, q, k, v, mut, base);
   const Outcome out = replay.run();
 
-  ref::Problem rp;
-  rp.batch = pr.batch;
-  rp.seqlen_q = pr.sq;
-  rp.seqlen_k = pr.sk;
-  rp.heads_q = pr.hq;
-  rp.heads_kv = pr.hkv;
-  rp.head_dim = D;
-  rp.causal = pr.causal;
+  ref::Problem rp = ref::problem(pr.batch, pr.sq, pr.sk, pr.hq, pr.hkv, D, pr.causal);
   const ref::Elem et = C.bf16 ? ref::Elem::kBF16 : ref::Elem::kFP16;
   const ref::TensorView qv = ref::contiguous_q(q.x.data(), et, rp), kv = ref::contiguous_kv(k.x.data(), et, rp),
                         vv = ref::contiguous_kv(v.x.data(), et, rp);

@@ -60,6 +60,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/host/file_text.h"
 #include "tools/models/twostage_model.h"
 #include "tools/sass/sass_check.h"
 #include "tools/sass/sass_listing.h"
@@ -69,6 +70,8 @@ namespace fs = std::filesystem;
 using flashptx::sass::CheckResult;
 using flashptx::sass::run_checks;
 
+using flashptx_test::file_text;
+
 namespace {
 
 using Listing = std::vector<std::string>;
@@ -76,13 +79,6 @@ using Listing = std::vector<std::string>;
 // The FA4 kernels' goldens are sm_100a listings (never executed: no Blackwell GPU); the rest sm_90a.
 fs::path golden_dir(const std::string& kernel) {
   return fs::path(FLASHPTX_ROOT) / "sass_golden" / (kernel.rfind("fa4_", 0) == 0 ? "sm_100a" : "sm_90a");
-}
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
 }
 
 Listing read_listing(const std::string& kernel) {
@@ -97,7 +93,7 @@ Listing read_listing(const std::string& kernel) {
 
 CheckResult check_kernel(const std::string& kernel, const Listing& listing) {
   const fs::path c = golden_dir(kernel) / (kernel + ".check");
-  return run_checks(read_text(c), c.string(), listing);
+  return run_checks(file_text(c), c.string(), listing);
 }
 
 std::string joined(const CheckResult& r) {

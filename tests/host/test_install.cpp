@@ -17,20 +17,16 @@
 #include <string>
 
 #include "include/flashptx.h"
+#include "tests/host/file_text.h"
 #include "tests/test_env.h"
+
+using flashptx_test::file_text;
 
 namespace {
 
 namespace fs = std::filesystem;
 
 const fs::path kRoot = FLASHPTX_ROOT;
-
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 // A path as one shell word (the test's own temporary paths and the source tree: no quote inside).
 std::string quoted(const fs::path& p) {
@@ -42,7 +38,7 @@ std::string quoted(const fs::path& p) {
 
 // The VERSION file's one line, without its newline.
 std::string version_file() {
-  std::string v = read_file(kRoot / "VERSION");
+  std::string v = file_text(kRoot / "VERSION");
   while (!v.empty() && (v.back() == '\n' || v.back() == '\r' || v.back() == ' ')) v.pop_back();
   return v;
 }
@@ -87,7 +83,7 @@ TEST_CASE("one version: the VERSION file, flashptx_version() and CHANGELOG.md's 
   // The top entry: the first "## " heading, "## 0.9.0" or "## [0.9.0] - date". No CHANGELOG.md is a failure.
   const fs::path changelog = kRoot / "CHANGELOG.md";
   REQUIRE_MESSAGE(fs::exists(changelog), changelog << " does not exist");
-  std::istringstream lines(read_file(changelog));
+  std::istringstream lines(file_text(changelog));
   std::string line, top;
   while (std::getline(lines, line))
     if (line.rfind("## ", 0) == 0) { top = line; break; }
@@ -118,8 +114,8 @@ TEST_CASE("make install PREFIX=: the tree, and programs built against it through
   CHECK(fs::is_symlink(lib / ("libflashptx.so." + major)));
   CHECK(fs::read_symlink(lib / ("libflashptx.so." + major)) == "libflashptx.so." + v);
   CHECK(fs::read_symlink(lib / "libflashptx.so") == "libflashptx.so." + major);
-  CHECK(read_file(lib / ("libflashptx.so." + v)) == read_file(kRoot / "libflashptx.so"));
-  CHECK(read_file(prefix / "include/flashptx.h") == read_file(kRoot / "include/flashptx.h"));
+  CHECK(file_text(lib / ("libflashptx.so." + v)) == file_text(kRoot / "libflashptx.so"));
+  CHECK(file_text(prefix / "include/flashptx.h") == file_text(kRoot / "include/flashptx.h"));
   REQUIRE(flashptx_test::run_command("readelf -d " + quoted(lib / ("libflashptx.so." + v)), &out) == 0);
   CHECK_MESSAGE(out.find("Library soname: [libflashptx.so." + major + "]") != std::string::npos, out);
   REQUIRE(flashptx_test::run_command(quoted(prefix / "bin/flashptx") + " --version", &out) == 0);

@@ -10,8 +10,11 @@
 #include <unistd.h>
 
 #include "tests/embedded.h"
+#include "tests/host/file_text.h"
 #include "tools/flashptx/commands.h"
 #include "tools/flashptx/ladder.h"
+
+using flashptx_test::file_text;
 
 namespace {
 
@@ -19,13 +22,6 @@ using namespace flashptx::cli;
 namespace fs = std::filesystem;
 
 const std::string kGoldens = std::string(FLASHPTX_ROOT) + "/sass_golden";
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 // The table's row of rung `id` ("1", ..., "fa3"): the line that starts with it and a space.
 std::string row_of(const std::string& table, const std::string& id) {
@@ -74,7 +70,7 @@ TEST_CASE("the results file: RUNG TFLOPS lines, comments skipped, a missing rung
 }
 
 TEST_CASE("the table from the committed goldens and results file: every rung's counts") {
-  const std::string results = slurp(std::string(FLASHPTX_ROOT) + "/tools/ladder/h200_tflops.txt");
+  const std::string results = file_text(std::string(FLASHPTX_ROOT) + "/tools/ladder/h200_tflops.txt");
   REQUIRE(!results.empty());
   const std::string t = ladder_table(kGoldens, results);
   INFO(t);
@@ -174,6 +170,33 @@ TEST_CASE("flashptx ladder: options") {
   const Parsed none = parse_ladder_args(0, nullptr, &a);
   CHECK(none.run());
   CHECK(a.diff == 0);
+  CHECK_FALSE(a.bench);
+  CHECK(a.iters == 20);
+  const char* bench[] = {"--bench", "--iters", "7"};
+  REQUIRE(parse_ladder_args(3, bench, &a).run());
+  CHECK(a.bench);
+  CHECK(a.iters == 7);
+  const char* both[] = {"--bench", "--diff", "3"};
+  const Parsed pb = parse_ladder_args(3, both, &a);
+  CHECK(pb.kind == Parsed::kError);
+  CHECK(pb.text.rfind("flashptx ladder: --diff and --bench do not go together\n", 0) == 0);
+  const char* alone[] = {"--iters", "7"};
+  const Parsed pi = parse_ladder_args(2, alone, &a);
+  CHECK(pi.kind == Parsed::kError);
+  CHECK(pi.text.rfind("flashptx ladder: --iters goes with --bench\n", 0) == 0);
+  const char* zero[] = {"--bench", "--iters", "0"};
+  CHECK(parse_ladder_args(3, zero, &a).kind == Parsed::kError);
+}
+
+TEST_CASE("flashptx ladder --bench: a result line, its prefix removed, is a results-file line") {
+  // 4 * 4 * 16 * 4096^2 * 128 FLOPs in 0.75 ms: 733.0 TFLOP/s.
+  const double flops = 4.0 * kBenchBatch * kBenchHeads * static_cast<double>(kBenchSeqlen) * kBenchSeqlen * 128;
+  const std::string line = ladder_bench_line("fa3", flops, 0.75);
+  CHECK(line == "ladder-tflops: fa3 733.0   (0.750 ms)\n");
+  const std::string prefix = "ladder-tflops: ";
+  REQUIRE(line.rfind(prefix, 0) == 0);
+  CHECK(ladder_result(line.substr(prefix.size()), "fa3") == "733.0");
+  CHECK(ladder_result(ladder_bench_line("3", flops, 1.5).substr(prefix.size()), "3") == "366.5");
 }
 
 TEST_CASE("README: the ladder table names every rung's kernel with the golden's counts") {
@@ -182,7 +205,7 @@ TEST_CASE("README: the ladder table names every rung's kernel with the golden's 
   REQUIRE(at != std::string::npos);
   const std::string sec = readme.substr(at, readme.find("\n## ", at + 1) - at);
   for (const LadderRung& r : ladder_rungs()) {
-    const SassFacts f = sass_facts(slurp(kGoldens + "/sm_90a/" + r.kernel + ".sass"));
+    const SassFacts f = sass_facts(file_text(kGoldens + "/sm_90a/" + r.kernel + ".sass"));
     REQUIRE(f.reg > 0);
     const std::string cells = "| " + std::to_string(f.reg) + " | " + std::to_string(f.hgmma) + " | " +
                               std::to_string(f.utmaldg) + " | " + std::to_string(f.syncs) + " | " +

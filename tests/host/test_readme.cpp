@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "tests/embedded.h"
+#include "tests/host/file_text.h"
 #include "tests/test_env.h"
 
 #ifndef FLASHPTX_ROOT
@@ -41,6 +42,8 @@
 namespace flashptx_test {
 std::string python3_path();  // tests/host/test_python.cpp
 }
+
+using flashptx_test::file_text;
 
 namespace {
 
@@ -125,13 +128,6 @@ bool shown_matches(const std::string& shown, const std::string& actual) {
   return shown == actual;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 struct Ran {
   int rc = -1;
   std::string out, err;
@@ -144,8 +140,8 @@ Ran run_sh(const fs::path& dir, const std::string& cmd) {
   const int st = std::system(full.c_str());
   Ran r;
   r.rc = (st != -1 && WIFEXITED(st)) ? WEXITSTATUS(st) : -1;
-  r.out = slurp(o);
-  r.err = slurp(e);
+  r.out = file_text(o);
+  r.err = file_text(e);
   return r;
 }
 

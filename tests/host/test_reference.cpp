@@ -152,14 +152,7 @@ TEST_CASE("causal mask is aligned to the bottom-right") {
 }
 
 TEST_CASE("LSE is the log-sum-exp of the scaled scores and O the softmax-weighted V") {
-  Problem p;
-  p.batch = 2;
-  p.seqlen_q = 5;
-  p.seqlen_k = 7;
-  p.heads_q = 2;
-  p.heads_kv = 2;
-  p.head_dim = 8;
-  p.softmax_scale = 0.3;
+  const Problem p = problem(2, 5, 7, 2, 2, 8, false, 0.3);
   const Inputs in = random_inputs(p, 11);
   const Forward f = forward(p, in.Q(p), in.K(p), in.V(p));
   for (int64_t b = 0; b < p.batch; ++b)
@@ -183,14 +176,7 @@ TEST_CASE("LSE is the log-sum-exp of the scaled scores and O the softmax-weighte
 }
 
 TEST_CASE("GQA equals MHA with the kv heads repeated") {
-  Problem p;
-  p.batch = 2;
-  p.seqlen_q = 6;
-  p.seqlen_k = 9;
-  p.heads_q = 8;
-  p.heads_kv = 2;
-  p.head_dim = 4;
-  p.causal = true;
+  const Problem p = problem(2, 6, 9, 8, 2, 4, true);
   const Inputs in = random_inputs(p, 21);
   Problem r = p;
   r.heads_kv = 8;
@@ -211,13 +197,7 @@ TEST_CASE("GQA equals MHA with the kv heads repeated") {
 
 TEST_CASE("strided views equal contiguous ones") {
   // Q stored as [batch, heads, seqlen, d] (a transposed layout) through strides.
-  Problem p;
-  p.batch = 2;
-  p.seqlen_q = 4;
-  p.seqlen_k = 5;
-  p.heads_q = 3;
-  p.heads_kv = 3;
-  p.head_dim = 6;
+  const Problem p = problem(2, 4, 5, 3, 3, 6);
   const Inputs in = random_inputs(p, 31);
   std::vector<double> qt(q_elems(p));
   for (int64_t b = 0; b < 2; ++b)
@@ -253,15 +233,8 @@ TEST_CASE("large-magnitude scores neither overflow nor lose the maximum") {
 
 TEST_CASE("backward matches central finite differences of sum(O * dO)") {
   for (int variant = 0; variant < 3; ++variant) {
-    Problem p;
-    p.batch = 1;
-    p.seqlen_q = variant == 2 ? 5 : 3;
-    p.seqlen_k = variant == 2 ? 3 : 4;
-    p.heads_q = 2;
-    p.heads_kv = 1;
-    p.head_dim = 3;
-    p.causal = variant >= 1;  // variant 2: seqlen_q > seqlen_k, rows 0 and 1 fully masked
-    p.softmax_scale = 0.7;
+    // variant 2: seqlen_q > seqlen_k, rows 0 and 1 fully masked
+    const Problem p = problem(1, variant == 2 ? 5 : 3, variant == 2 ? 3 : 4, 2, 1, 3, variant >= 1, 0.7);
     Inputs in = random_inputs(p, 41 + variant);
     const std::vector<double> dout = randn(q_elems(p), 99 + variant);
     const TensorView dO = contiguous_q(dout.data(), Elem::kF64, p);
@@ -293,13 +266,7 @@ TEST_CASE("backward matches central finite differences of sum(O * dO)") {
 }
 
 TEST_CASE("same-dtype reference: inputs, P and O rounded; error ordered bf16 > fp16 > 0") {
-  Problem p;
-  p.seqlen_q = 16;
-  p.seqlen_k = 24;
-  p.heads_q = 2;
-  p.heads_kv = 1;
-  p.head_dim = 16;
-  p.causal = true;
+  const Problem p = problem(1, 16, 24, 2, 1, 16, true);
   const Inputs in = random_inputs(p, 51);
   const Forward r = forward(p, in.Q(p), in.K(p), in.V(p));
   const Forward b = forward(p, in.Q(p), in.K(p), in.V(p), Round::kBF16);

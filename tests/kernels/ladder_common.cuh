@@ -43,9 +43,9 @@ __device__ __forceinline__ uint32_t swizzled(int rows, int chunk, int row, int u
 // The rungs' mbarrier wait (rungs 2 and 3). The release flavour: the plain try_wait.parity loop
 // (ptx/mbarrier.cuh mbarrier_wait). The test flavour (FLASHPTX_BOUNDED_WAIT) bounds it like
 // FLASHPTX_MBAR_WAIT, but traps inline instead of calling the out-of-line reporter: that call makes
-// ptxas serialise every wgmma of the kernel (info C7510), and the ladder bench times this flavour
-// (./run_tests links only it), so the rungs would be timed with serialised MMAs. A timeout here
-// fails the launch (an illegal-instruction error) without naming the barrier.
+// ptxas serialise every wgmma of the kernel (info C7510), so the GPU suite would check the rungs
+// with a wgmma schedule the release flavour (the goldens, `flashptx ladder --bench`) does not
+// have. A timeout here fails the launch (an illegal-instruction error) without naming the barrier.
 __device__ __forceinline__ void trap() {
   asm volatile("trap;");
 }

@@ -151,6 +151,17 @@ void fill_meta(Meta* m, const std::string& cmdline, int warmup) {
     }                                                                                        \
   } while (0)
 
+// The row's kernel facts from the library's answer for the launch (flashptx_kernel_info).
+void take_kernel_info(const flashptx_kernel_info& info, Row* row) {
+  row->kernel_symbol = info.symbol ? info.symbol : "";
+  row->registers = info.registers;
+  row->shared_bytes = info.shared_bytes;
+  row->threads = info.threads;
+  row->ctas = info.ctas;
+  row->tiles = info.tiles;
+  row->schedule = info.schedule ? info.schedule : "";
+}
+
 struct Set { void *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr; };
 
 void free_sets(std::vector<Set>& sets) {
@@ -261,15 +272,7 @@ void bench_shape(const cli::BenchArgs& opt, const FwdOptions& fo, const Meta& me
   {
     const flashptx_fwd_params p0 = params_for(0, lse);
     flashptx_kernel_info info{};
-    if (flashptx::fwd_kernel_info(&p0, fo, &info) == FLASHPTX_OK) {
-      row.kernel_symbol = info.symbol ? info.symbol : "";
-      row.registers = info.registers;
-      row.shared_bytes = info.shared_bytes;
-      row.threads = info.threads;
-      row.ctas = info.ctas;
-      row.tiles = info.tiles;
-      row.schedule = info.schedule ? info.schedule : "";
-    }
+    if (flashptx::fwd_kernel_info(&p0, fo, &info) == FLASHPTX_OK) take_kernel_info(info, &row);
     if (flashptx::fwd(&p0, fo, 0) != FLASHPTX_OK) {
       row.status = flashptx_last_error();
       return;
@@ -299,9 +302,7 @@ void bench_shape(const cli::BenchArgs& opt, const FwdOptions& fo, const Meta& me
   CK(cudaMemcpy(ho.data(), sets[0].o, 2 * nq, cudaMemcpyDeviceToHost));
   CK(cudaMemcpy(hl.data(), lse, sizeof(float) * nlse, cudaMemcpyDeviceToHost));
 
-  ref::Problem rp;
-  rp.batch = s.batch; rp.seqlen_q = s.seqlen_q; rp.seqlen_k = s.seqlen_k;
-  rp.heads_q = s.heads_q; rp.heads_kv = s.heads_kv; rp.head_dim = s.head_dim; rp.causal = s.causal;
+  ref::Problem rp = ref::problem(s.batch, s.seqlen_q, s.seqlen_k, s.heads_q, s.heads_kv, s.head_dim, s.causal);
   const ref::TensorView Q = ref::contiguous_q(hq.data(), elem, rp), K = ref::contiguous_kv(hk.data(), elem, rp),
                         V = ref::contiguous_kv(hv.data(), elem, rp), O = ref::contiguous_q(ho.data(), elem, rp);
   auto lse_err = [](double x, double r) {
@@ -605,12 +606,7 @@ void bench_shape_bwd(const cli::BenchArgs& opt, const Meta& meta, Row& row) {
     const flashptx_bwd_params b0 = params_for(0);
     flashptx_kernel_info info{};
     if (flashptx_bwd_kernel_info(&b0, &info) == FLASHPTX_OK) {
-      row.kernel_symbol = info.symbol ? info.symbol : "";
-      row.registers = info.registers;
-      row.shared_bytes = info.shared_bytes;
-      row.threads = info.threads;
-      row.ctas = info.ctas;
-      row.tiles = info.tiles;
+      take_kernel_info(info, &row);
       row.schedule = opt.deterministic ? "deterministic" : "one-per-tile";
     }
     BwdPlan plan;

@@ -4,18 +4,27 @@
 //   flashptx ladder --diff N     the lesson of rung N: the normalised SASS diff of rung N-1 -> N,
 //                                with the protocol lines (mbarrier, TMA, setmaxnreg, named barriers,
 //                                wgmma fence/commit/wait) counted first and marked "<==" in the diff
-// Exit status: 0; 1 when a golden or the results file cannot be read (one line says which); 2 on a
-// usage error.
+//   flashptx ladder --bench      every rung's TFLOP/s on this machine's Hopper GPU (ladder_bench)
+// Exit status: 0; 1 when a golden or the results file cannot be read, or (--bench) there is no
+// Hopper GPU or a CUDA call fails (one line says which); 2 on a usage error.
+#include <cuda_runtime.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
+#include "include/flashptx.h"
+#include "tests/kernels/ladder.h"
 #include "tools/flashptx/commands.h"
+#include "tools/flashptx/device.h"
 #include "tools/flashptx/ladder.h"
 #include "tools/sass/audit.h"
 #include "tools/sass/sass_diff.h"
+#include "tools/support/gpu_reference.h"
 
 #ifndef FLASHPTX_ROOT
 #define FLASHPTX_ROOT "."
@@ -211,14 +220,114 @@ std::string ladder_diff(const std::string& golden_dir, int n, std::string* err) 
   return o.str();
 }
 
+std::string ladder_bench_line(const std::string& id, double flops, double ms) {
+  char b[96];
+  std::snprintf(b, sizeof b, "ladder-tflops: %s %.1f   (%.3f ms)\n", id.c_str(), flops / ms * 1e-9, ms);
+  return b;
+}
+
+namespace {
+
+// Median of 5 rounds of `iters` launches (after 5 warm-up launches), CUDA events on the legacy
+// stream, milliseconds per launch; false (the error in *e) when a CUDA call fails.
+template <class Launch>
+bool median_ms(Launch launch, int iters, double* ms, cudaError_t* e) {
+  for (int i = 0; i < 5; ++i) launch();
+  if ((*e = cudaDeviceSynchronize()) != cudaSuccess) return false;
+  cudaEvent_t e0 = nullptr, e1 = nullptr;
+  std::vector<float> rounds;
+  if ((*e = cudaEventCreate(&e0)) == cudaSuccess && (*e = cudaEventCreate(&e1)) == cudaSuccess) {
+    for (int r = 0; r < 5 && *e == cudaSuccess; ++r) {
+      cudaEventRecord(e0);
+      for (int i = 0; i < iters; ++i) launch();
+      cudaEventRecord(e1);
+      float t = 0;
+      if ((*e = cudaEventSynchronize(e1)) == cudaSuccess && (*e = cudaEventElapsedTime(&t, e0, e1)) == cudaSuccess)
+        rounds.push_back(t / iters);
+    }
+  }
+  if (e0) cudaEventDestroy(e0);
+  if (e1) cudaEventDestroy(e1);
+  if (*e == cudaSuccess) *e = cudaGetLastError();
+  if (*e != cudaSuccess) return false;
+  std::sort(rounds.begin(), rounds.end());
+  *ms = rounds[2];
+  return true;
+}
+
+}  // namespace
+
+int ladder_bench(int64_t iters) {
+  const Gpu g = probe_gpu();
+  if (!g.hopper) {
+    std::fprintf(stderr, "flashptx ladder --bench: %s; nothing was timed\n", g.why.c_str());
+    return 1;
+  }
+  constexpr int kB = kBenchBatch, kS = kBenchSeqlen, kH = kBenchHeads, kD = flashptx_test::ladder::kHeadDim;
+  const int64_t n = static_cast<int64_t>(kB) * kS * kH * kD;  // elements of Q, K, V and O each
+  const double flops = 4.0 * kB * kH * static_cast<double>(kS) * kS * kD;
+  void* buf[4] = {};
+  auto fail = [&](const char* what, cudaError_t e) {
+    std::fprintf(stderr, "flashptx ladder --bench: %s: %s\n", what, cudaGetErrorString(e));
+    for (void* b : buf) cudaFree(b);
+    return 1;
+  };
+  for (int i = 0; i < 4; ++i)
+    if (const cudaError_t e = cudaMalloc(&buf[i], n * 2); e != cudaSuccess) return fail("cudaMalloc", e);
+  for (int i = 0; i < 3; ++i)
+    if (const cudaError_t e = flashptx::gpuref::fill_random(buf[i], n, FLASHPTX_BF16, 0xbe7c + i, 1.f, nullptr);
+        e != cudaSuccess)
+      return fail("filling the inputs", e);
+  std::printf("flashptx ladder --bench on %s: B=%d S=%d H=%d d=%d bf16 non-causal; CUDA events, 5 warm-ups, "
+              "median of 5 rounds of %lld launches; rungs 1-4 the release build of tests/kernels/ladder_*.cu, "
+              "fa3 flashptx_fwd\n",
+              g.name.c_str(), kB, kS, kH, kD, static_cast<long long>(iters));
+  namespace ld = flashptx_test::ladder;
+  ld::Problem lp;
+  lp.q = buf[0]; lp.k = buf[1]; lp.v = buf[2]; lp.o = buf[3];
+  lp.batch = kB; lp.seqlen_q = kS; lp.seqlen_k = kS; lp.heads = kH;
+  flashptx_fwd_params fp;
+  flashptx_fwd_params_contiguous(&fp, buf[0], buf[1], buf[2], buf[3], nullptr, kB, kS, kS, kH, kH, kD, FLASHPTX_BF16, 0);
+  for (int rung = 1; rung <= ld::kRungs + 1; ++rung) {
+    const std::string id = rung <= ld::kRungs ? std::to_string(rung) : std::string("fa3");
+    double ms = 0;
+    cudaError_t e = cudaSuccess;
+    bool ok;
+    if (rung <= ld::kRungs) {
+      if ((e = ld::launch(rung, lp)) != cudaSuccess) return fail(("rung " + id + " launch").c_str(), e);
+      ok = median_ms([&] { ld::launch(rung, lp); }, static_cast<int>(iters), &ms, &e);
+    } else {
+      if (flashptx_fwd(&fp, nullptr) != FLASHPTX_OK) {
+        std::fprintf(stderr, "flashptx ladder --bench: flashptx_fwd: %s\n", flashptx_last_error());
+        for (void* b : buf) cudaFree(b);
+        return 1;
+      }
+      ok = median_ms([&] { flashptx_fwd(&fp, nullptr); }, static_cast<int>(iters), &ms, &e);
+    }
+    if (!ok) return fail(("timing " + id).c_str(), e);
+    std::fputs(ladder_bench_line(id, flops, ms).c_str(), stdout);
+    std::fflush(stdout);
+  }
+  for (void* b : buf) cudaFree(b);
+  return 0;
+}
+
 Parsed parse_ladder_args(int argc, const char* const* argv, LadderCmdArgs* a) {
   *a = LadderCmdArgs();
-  Options o("ladder", "flashptx ladder [--diff N]",
+  Options o("ladder", "flashptx ladder [--diff N | --bench [--iters N]]",
             "The attention ladder (tests/kernels/ladder_*.cu, README \"Attention ladder\"): per rung, what it\n"
-            "adds, SASS facts counted in its committed golden, and the TFLOP/s measured on the H200.");
+            "adds, SASS facts counted in its committed golden, and the TFLOP/s measured on the H200\n"
+            "(tools/ladder/h200_tflops.txt; --bench measures them on this machine's GPU).");
   o.integer("--diff", &a->diff, 2, static_cast<int64_t>(ladder_rungs().size()),
             "the lesson of rung N: the normalised SASS diff of rung N-1 -> N");
-  return o.parse(argc, argv);
+  o.flag("--bench", &a->bench,
+         "time every rung and the FA3 forward on this GPU (B=4 S=4096 H=16 d128 non-causal)");
+  o.integer("--iters", &a->iters, 1, 10000, "with --bench: launches per timed round (default 20)");
+  const Parsed p = o.parse(argc, argv);
+  if (!p.run()) return p;
+  if (a->bench && o.given("--diff")) return o.error("--diff and --bench do not go together");
+  if (!a->bench && o.given("--iters")) return o.error("--iters goes with --bench");
+  return p;
 }
 
 }  // namespace flashptx::cli
@@ -228,6 +337,7 @@ int cmd_ladder(int argc, char** argv) {
   LadderCmdArgs a;
   const Parsed p = parse_ladder_args(argc, argv, &a);
   if (!p.run()) return finish(p);
+  if (a.bench) return ladder_bench(a.iters);
   const std::string golden_dir = std::string(FLASHPTX_ROOT) + "/sass_golden";
   if (a.diff > 0) {
     std::string err;

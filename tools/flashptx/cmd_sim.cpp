@@ -273,14 +273,7 @@ int run_sim(const SimArgs& a) {
   const flashptx_dtype dt = fp16 ? FLASHPTX_FP16 : FLASHPTX_BF16;
   const ref::Elem el = fp16 ? ref::Elem::kFP16 : ref::Elem::kBF16;
   const Round rd = fp16 ? Round::kFP16 : Round::kBF16;
-  ref::Problem pr;
-  pr.batch = a.batch;
-  pr.seqlen_q = a.seqlen_q;
-  pr.seqlen_k = a.seqlen_k;
-  pr.heads_q = a.heads;
-  pr.heads_kv = a.heads_kv;
-  pr.head_dim = a.hdim;
-  pr.causal = a.causal;
+  ref::Problem pr = ref::problem(a.batch, a.seqlen_q, a.seqlen_k, a.heads, a.heads_kv, a.hdim, a.causal);
   const size_t nq = size_t(a.batch) * a.seqlen_q * a.heads * a.hdim, nk = size_t(a.batch) * a.seqlen_k * a.heads_kv * a.hdim;
   const size_t nl = size_t(a.batch) * a.heads * a.seqlen_q;
   Buffers buf(&lib);

@@ -90,7 +90,9 @@ struct TraceArgs {
 Parsed parse_trace_args(int argc, const char* const* argv, TraceArgs* a);
 
 struct LadderCmdArgs {
-  int64_t diff = 0;  // 0: the table; N: the lesson of rung N
+  int64_t diff = 0;    // 0: the table; N: the lesson of rung N
+  bool bench = false;  // time every rung on this machine's GPU (ladder_bench)
+  int64_t iters = 20;  // --bench: launches per timed round
 };
 Parsed parse_ladder_args(int argc, const char* const* argv, LadderCmdArgs* a);
 

@@ -1,6 +1,6 @@
 // `flashptx ladder`: the attention ladder's table (README "Attention ladder", tests/kernels/ladder.h).
-// Pure functions of the committed files, so that the host tests call them on the real goldens and on
-// fixtures:
+// The table and lessons are pure functions of the committed files, so that the host tests call them
+// on the real goldens and on fixtures:
 //   - the rungs (kernel, what each adds), fixed here;
 //   - SASS facts of each rung, counted at run time in its golden, sass_golden/sm_90a/<kernel>.sass;
 //   - measured TFLOP/s, from tools/ladder/h200_tflops.txt (lines "RUNG TFLOPS", RUNG 1..4 or fa3,
@@ -38,5 +38,17 @@ std::string ladder_table(const std::string& golden_dir, const std::string& resul
 // (tools/sass/sass_diff.h), with a one-line count summary first. "" with *err set when a golden is
 // missing or n is out of range.
 std::string ladder_diff(const std::string& golden_dir, int n, std::string* err);
+
+// `flashptx ladder --bench`: every rung's TFLOP/s on this machine's GPU at the results file's shape
+// (kBench*), rungs 1-4 the release flavour of tests/kernels/ladder_*.cu (the instruction stream
+// the goldens record), fa3 the library's flashptx_fwd. Without a Hopper GPU: one line on stderr
+// saying why, nothing timed, exit 1; a CUDA error: one line naming it, exit 1. A benchmark, not a
+// test: nothing is asserted about the numbers (the GPU suite "gpu_sm90 ladder" checks the rungs'
+// outputs against the fp64 reference).
+constexpr int kBenchBatch = 4, kBenchSeqlen = 4096, kBenchHeads = 16;
+int ladder_bench(int64_t iters);
+// One result line of the bench: "ladder-tflops: ID TFLOPS   (MS ms)"; with the prefix removed, the
+// line is one of the results file's ("ID TFLOPS", ladder_result reads it). flops / ms: TFLOP/s.
+std::string ladder_bench_line(const std::string& id, double flops, double ms);
 
 }  // namespace flashptx::cli

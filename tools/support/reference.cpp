@@ -48,24 +48,38 @@ int64_t Problem::valid_pairs() const {
   return n;
 }
 
-TensorView contiguous_q(const void* data, Elem type, const Problem& p) {
+Problem problem(int64_t batch, int64_t seqlen_q, int64_t seqlen_k, int64_t heads_q, int64_t heads_kv,
+                int64_t head_dim, bool causal, double softmax_scale) {
+  Problem p;
+  p.batch = batch;
+  p.seqlen_q = seqlen_q;
+  p.seqlen_k = seqlen_k;
+  p.heads_q = heads_q;
+  p.heads_kv = heads_kv;
+  p.head_dim = head_dim;
+  p.causal = causal;
+  p.softmax_scale = softmax_scale;
+  return p;
+}
+
+namespace {
+TensorView contiguous(const void* data, Elem type, int64_t seqlen, int64_t heads, int64_t head_dim) {
   TensorView t;
   t.data = data;
   t.type = type;
-  t.head_stride = p.head_dim;
-  t.row_stride = p.heads_q * p.head_dim;
-  t.batch_stride = p.seqlen_q * t.row_stride;
+  t.head_stride = head_dim;
+  t.row_stride = heads * head_dim;
+  t.batch_stride = seqlen * t.row_stride;
   return t;
+}
+}  // namespace
+
+TensorView contiguous_q(const void* data, Elem type, const Problem& p) {
+  return contiguous(data, type, p.seqlen_q, p.heads_q, p.head_dim);
 }
 
 TensorView contiguous_kv(const void* data, Elem type, const Problem& p) {
-  TensorView t;
-  t.data = data;
-  t.type = type;
-  t.head_stride = p.head_dim;
-  t.row_stride = p.heads_kv * p.head_dim;
-  t.batch_stride = p.seqlen_k * t.row_stride;
-  return t;
+  return contiguous(data, type, p.seqlen_k, p.heads_kv, p.head_dim);
 }
 
 double forward_row(const Problem& p, const TensorView& q, const TensorView& k, const TensorView& v,

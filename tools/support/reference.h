@@ -57,6 +57,10 @@ struct Problem {
   int64_t valid_pairs() const;
 };
 
+// A problem from its sizes (softmax_scale 0: 1/sqrt(head_dim)).
+Problem problem(int64_t batch, int64_t seqlen_q, int64_t seqlen_k, int64_t heads_q, int64_t heads_kv,
+                int64_t head_dim, bool causal = false, double softmax_scale = 0);
+
 // Views of contiguous [batch, seqlen, heads, head_dim] storage.
 TensorView contiguous_q(const void* data, Elem type, const Problem& p);   // seqlen_q, heads_q
 TensorView contiguous_kv(const void* data, Elem type, const Problem& p);  // seqlen_k, heads_kv
