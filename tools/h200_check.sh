@@ -61,7 +61,7 @@ case $what in
   fp8)
     step grid_fp8_per_head 200 python3 tools/bench/fp8_time.py --grid --gran 1 --out "$OUT/grid-fp8-per-head.json"
     step grid_fp8_per_block 200 python3 tools/bench/fp8_time.py --grid --gran 2 --out "$OUT/grid-fp8-per-block.json"
-    step ladder_rungs 90 "$BIN/run_tests" -ts="gpu_sm90 release ladder bench" -s
+    step ladder_rungs 90 "$BIN/flashptx" ladder --bench
     step ncu_fp8_d128_8k 150 ncu --clock-control none -k regex:fwd_fp8 --launch-count 1 \
       --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section InstructionStats \
       --section SchedulerStats --section Occupancy --section LaunchStats \
