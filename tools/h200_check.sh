@@ -82,7 +82,8 @@ case $what in
       step memcheck_named 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/run_tests" \
         -ts="${MEMCHECK%%|*}" -tc="${MEMCHECK#*|}"
     fi
-    step cudnn_fp8 200 bash -c 'python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+    step variants_time 150 python3 tools/bench/variants_time.py --out "$OUT/variants-time.json"
+    [ -n "${SKIP_CUDNN_FP8:-}" ] || step cudnn_fp8 200 bash -c 'python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
       --target /tmp/site .whl/*.whl && PYTHONPATH=/tmp/site:$PYTHONPATH python3 tools/bench/cudnn_fp8.py' ;;
   suites)
     for suite in "gpu_sm90 fa3 forward" "gpu_sm90 fa3 backward" "gpu_sm90 fa3 fp8 forward" "gpu_sm90 fa3 fp8 rmse" \
