@@ -654,6 +654,8 @@ struct Exec {
   bool warp_runnable(Warp& w);
   void exec_inst(Warp& w, uint32_t pc, uint32_t mask);
   std::string blocked_desc(Warp& w);
+  void nreg_over_pool(Cta& c);
+  std::string nreg_split_text(Cta& c, uint32_t want);
 };
 
 bool Exec::warp_runnable(Warp& w) {
@@ -696,6 +698,47 @@ bool Exec::warp_runnable(Warp& w) {
     if (all_exited) w.done = true;
   }
   return any;
+}
+
+// Why a setmaxnreg.inc to `want` can never be granted (PTX ISA, setmaxnreg: .inc blocks until the
+// pool has the registers; .dec releases them): the launch's pool against what the warpgroups hold or
+// ask for, each warpgroup at the largest count of its warps (requested where a warp waits; exited
+// warps keep theirs: READINGS.md #9).
+std::string Exec::nreg_split_text(Cta& c, uint32_t want) {
+  const int64_t pool = int64_t(regs_per_thread) * 32 * int64_t(c.warps.size());
+  int64_t asked = 0;
+  std::ostringstream counts;
+  for (uint32_t g = 0; g * 4 < c.warps.size(); ++g) {
+    uint32_t target = 0, warps = 0;
+    for (uint32_t k = g * 4; k < std::min<size_t>(c.warps.size(), g * 4 + 4); ++k) {
+      Warp& o = c.warps[k];
+      uint32_t r = o.nreg;
+      for (uint32_t x = 0; x < o.nlanes; ++x)
+        if (o.st[x] == LS_NREG) { r = uint32_t(val(o, m.code[o.pc[x]].o[0], int(x))); break; }
+      target = std::max(target, r);
+      ++warps;
+    }
+    asked += int64_t(target) * 32 * warps;
+    counts << (g ? ", " : "") << "warpgroup " << g << ": " << target;
+  }
+  return "setmaxnreg.inc to " + std::to_string(want) + " can never be granted: the launch's register pool is " +
+         std::to_string(regs_per_thread) + " per thread x " + std::to_string(c.threads) + " threads = " +
+         std::to_string(pool) + " registers and the warpgroups' counts (" + counts.str() + ") need " +
+         std::to_string(asked) + ": a setmaxnreg split over the pool (" + std::to_string(c.pool_free) + " free now)";
+}
+
+// At a deadlock: a setmaxnreg.inc still blocked is reported on its own, beside the deadlock it
+// causes (nothing will release registers now).
+void Exec::nreg_over_pool(Cta& c) {
+  for (Warp& w : c.warps) {
+    if (w.done) continue;
+    for (uint32_t x = 0; x < w.nlanes; ++x)
+      if (w.st[x] == LS_NREG) {
+        const uint32_t pc = w.pc[x];
+        finding(Finding::kProtocol, &w, int(x), pc, "", nreg_split_text(c, uint32_t(val(w, m.code[pc].o[0], int(x)))));
+        break;
+      }
+  }
 }
 
 std::string Exec::blocked_desc(Warp& w) {
@@ -1418,7 +1461,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
         for (auto& o2 : cta.warps) if (&o2 != &w && !o2.done) for (uint32_t l = 0; l < o2.nlanes; ++l) if (o2.st[l] != LS_EXITED && o2.nreg > 24) others_pending = true;
         (void)could;
         if (!others_pending) {
-          finding(Finding::kProtocol, &w, l0, pc, "", "setmaxnreg.inc to " + std::to_string(want) + " needs " + std::to_string(delta) + " registers but the pool has " + std::to_string(cta.pool_free) + " free and nothing left to release them", true);
+          finding(Finding::kProtocol, &w, l0, pc, "", nreg_split_text(cta, want) + "; nothing left to release them", true);
           return;
         }
         FOR_LANES { w.st[l] = LS_NREG; w.wait_gen[l] = (uint64_t)cta.pool_free; }
@@ -1934,6 +1977,7 @@ Report Exec::run() {
         }
       if (!any_active) break;
       if (retire) continue;
+      for (auto& c : ctas) if (c.active) nreg_over_pool(c);
       std::string msg = "no thread can make progress:";
       for (auto& c : ctas) if (c.active) for (auto& w : c.warps) if (!w.done) msg += blocked_desc(w);
       finding(Finding::kDeadlock, nullptr, -1, UINT32_MAX, "", msg, true);
