@@ -1639,7 +1639,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
             if (r.cta == slot && off < r.hi && r.lo < off + op.bytes) {
               finding(Finding::kHazard, &w, l, pc, mbar_name(w.cta, w.acquired_mbar),
                       "bulk copy may overwrite shared bytes " + hex(std::max(off, r.lo)) + ".." + hex(std::min(off + op.bytes, r.hi)) +
-                          " that the wgmma.mma_async at " + m.location(r.wgmma_pc) +
+                          " that the wgmma.mma_async at " + m.location(r.wgmma_pc).substr(0, m.location(r.wgmma_pc).find(": ")) +
                           " may still be reading: the release this thread waited for was made at " + m.location(r.arrive_pc) +
                           " before the releasing warp's wgmma.wait_group retired that wgmma (a stage released early)");
               break;
