@@ -97,6 +97,8 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     {"gpu_sm90 fa3 forward", "the persistent d256 kernel*"},
     {"gpu_sm90 fa3 forward", "the paired 192-row kernel*"},
     {"gpu_sm90 fa3 backward", "small shapes:*"},
+    {"gpu_sm90 fa3 backward", "medium shapes:*"},
+    {"gpu_sm90 fa3 backward", "d256: medium shapes*"},
     {"gpu_sm90 fa3 backward", "strided layouts: padded rows and head-major, the gradients*"},
     {"gpu_sm90 fa3 backward", "a custom softmax scale*"},
     {"gpu_sm90 fa3 backward", "edge sizes:*"},
