@@ -30,6 +30,7 @@
 #include "src/plan.h"
 #include "tests/gpu/release_lib.h"
 #include "tests/gpu/test_util.h"
+#include "tests/sim/sim_schedule.h"
 #include "tools/support/reference.h"
 
 namespace {
@@ -446,12 +447,42 @@ void check_large(const BCase& c, uint64_t seed) {
 }
 
 
+// On the simulator: pb's gradients again under `n` other scheduler policies and seeds
+// (tests/sim/sim_schedule.h), each bit for bit equal to `first`, the default schedule's (on a GPU,
+// repeated launches vary the schedule instead).
+void check_same_under_policies(BProblem& pb, const BProblem::Grads& first, int n) {
+  for (int i = 0; i < n; ++i) {
+    const SimPolicy& sp = kSimPolicies[i];
+    SimSchedule schedule(sp);
+    pb.poison();
+    pb.run();
+    const auto g = pb.grads();
+    CHECK_MESSAGE((g.dq == first.dq && g.dk == first.dk && g.dv == first.dv),
+                  pb.c.str() << ": under " << SimSchedule::name(sp) << " not bitwise equal to round-robin's");
+  }
+}
+
 // The cases, each over a list of head dims: the d64/d128 test cases run them as they always did
 // (same seeds), the d256 ones (named "d256: ...", so that `-tc='*d256*'` selects them alone:
 // tools/gpu_d256_check.sh) run the same cases at d256 with their own seeds.
 using Dims = std::initializer_list<int64_t>;
 
 void small_shapes(Dims dims, uint64_t seed) {
+  if (on_simulator()) {
+    // On the simulator: ragged tails in both lengths (a partial query and a partial key block, and
+    // with d128/d256 several query blocks through the two-stage ring), causal and not, GQA 4 and
+    // MHA, both dtypes, batch 2, the deterministic mode (checked bit for bit against the release
+    // library, which the simulator schedules with the random policy) and the atomic one.
+    const std::pair<int64_t, int64_t> sim_shapes[] = {{113, 203}, {203, 113}};
+    for (int64_t d : dims)
+      for (bool causal : {false, true}) {
+        const auto [sq, sk] = sim_shapes[causal];
+        BCase c{2, sq, sk, causal ? 4 : 1, 1, d, causal, causal ? FLASHPTX_FP16 : FLASHPTX_BF16};
+        c.deterministic = causal == (d == 128);
+        check_case(c, seed++);
+      }
+    return;
+  }
   const std::pair<int64_t, int64_t> shapes[] = {{1, 1}, {1, 239}, {239, 1}, {17, 17}, {113, 203}, {128, 128}};
   for (auto [sq, sk] : shapes)
     for (int64_t d : dims)
@@ -465,6 +496,16 @@ void small_shapes(Dims dims, uint64_t seed) {
 }
 
 void medium_shapes(Dims dims, uint64_t seed) {
+  if (on_simulator()) {
+    // On the simulator: one unequal shape per head dim (several key and query blocks, ragged in
+    // both), GQA 2, causal (deterministic) at d128, not (atomic) at d64 and d256.
+    for (int64_t d : dims) {
+      BCase c{1, 257, 390, 4, 2, d, d == 128, FLASHPTX_BF16};
+      c.deterministic = c.causal;
+      check_case(c, seed++);
+    }
+    return;
+  }
   const std::pair<int64_t, int64_t> shapes[] = {{300, 517}, {517, 300}, {129, 384}, {384, 129}, {64, 500}};
   for (auto [sq, sk] : shapes)
     for (int64_t d : dims)
@@ -479,27 +520,38 @@ void strided_layouts(Dims dims, uint64_t seed) {
   for (Layout l : {Layout::kPadded, Layout::kHeadMajor})
     for (int64_t d : dims)
       for (bool causal : {false, true}) {
-        BCase c{2, 233, 317, 4, 2, d, causal, FLASHPTX_FP16, l};
+        // On the simulator: one shape per layout (causal with padded rows, not with head-major).
+        if (on_simulator() && causal != (l == Layout::kPadded)) continue;
+        BCase c = on_simulator() ? BCase{2, 100, 150, 2, 1, d, causal, FLASHPTX_FP16, l}
+                                 : BCase{2, 233, 317, 4, 2, d, causal, FLASHPTX_FP16, l};
         c.deterministic = true;
         check_case(c, seed++);
       }
 }
 
 void scale_and_mqa(Dims dims, uint64_t seed) {
+  const bool sim = on_simulator();  // smaller shapes there, the same masks and head ratios
   for (int64_t d : dims) {
-    BCase a{1, 200, 300, 8, 1, d, true, FLASHPTX_BF16};
+    BCase a = sim ? BCase{1, 100, 150, 8, 1, d, true, FLASHPTX_BF16} : BCase{1, 200, 300, 8, 1, d, true, FLASHPTX_BF16};
     a.softmax_scale = 0.37f;
     check_case(a, seed++);
-    BCase b{1, 257, 384, 2, 1, d, false, FLASHPTX_BF16};
+    BCase b = sim ? BCase{1, 130, 200, 2, 1, d, false, FLASHPTX_BF16} : BCase{1, 257, 384, 2, 1, d, false, FLASHPTX_BF16};
     b.input_scale = 6.f;
     b.deterministic = true;
     check_case(b, seed++);
   }
 }
 
+// The causal shape with more queries than keys: rows 0 .. sq - sk - 1 see no key (on the
+// simulator 150 x 50, its 100 leading rows; on a GPU 300 x 100).
+BCase masked_rows_case(int64_t d) {
+  return flashptx_test::on_simulator() ? BCase{1, 150, 50, 2, 2, d, true, FLASHPTX_BF16}
+                                       : BCase{1, 300, 100, 2, 2, d, true, FLASHPTX_BF16};
+}
+
 void edge_sizes(Dims dims, uint64_t seed) {
   for (int64_t d : dims) {
-    check_case(BCase{1, 300, 100, 2, 2, d, true, FLASHPTX_BF16}, seed++);  // rows 0..199 see no key
+    check_case(masked_rows_case(d), seed++);
     BProblem a(BCase{2, 0, 77, 4, 2, d, false, FLASHPTX_BF16}, seed++);
     a.poison();
     a.run();
@@ -520,12 +572,19 @@ void deterministic_100(Dims dims, uint64_t seed) {
   for (int64_t d : dims)
     for (bool causal : {false, true}) {
       BCase c{2, 1000, 1000, 8, 2, d, causal, FLASHPTX_BF16};
+      // On the simulator: several query and key blocks with ragged tails, GQA 2, and instead of 100
+      // launches under one schedule, the same launch under three (policies and seeds).
+      if (on_simulator()) c = BCase{1, 140, 203, 2, 1, d, causal, FLASHPTX_BF16};
       c.deterministic = true;
       INFO(c.str());
       BProblem pb(c, seed++);
       pb.poison();
       pb.run();
       const auto first = pb.grads();
+      if (on_simulator()) {
+        check_same_under_policies(pb, first, 2);
+        continue;
+      }
       int mismatches = 0;
       for (int i = 0; i < 100; ++i) {
         REQUIRE_MESSAGE(flashptx_bwd(&pb.bwd, nullptr) == FLASHPTX_OK, flashptx_last_error());
@@ -547,27 +606,68 @@ void deterministic_100(Dims dims, uint64_t seed) {
 // The deterministic mode's dQ orders on mask-free shapes, GQA, ragged tails: as many key blocks as
 // query blocks and fewer (both orders; the plan picks the rotated one), and more (the plan keeps the
 // ascending one; rotated is refused). Each within the fp64 rule and 20 launches bitwise equal.
+struct OrderShape { BCase c; bool rotated; };
+
+// The plan's order for pb, and the rotated order refused where it must be.
+void check_plan_order(const BProblem& pb, bool rotated) {
+  flashptx::BwdPlan plan;
+  std::string msg;
+  flashptx::Device dev;
+  REQUIRE(flashptx::current_device(&dev, &msg) == FLASHPTX_OK);
+  REQUIRE_MESSAGE(flashptx::plan_bwd(pb.bwd, flashptx::BwdOptions{}, dev, &plan, &msg) == FLASHPTX_OK, msg);
+  CHECK_MESSAGE(plan.dq_rotated == rotated, pb.c.str() << ": the plan's dQ order");
+  flashptx::BwdOptions rot;
+  rot.dq_order = flashptx::DqOrder::kRotated;
+  if (!rotated) CHECK(flashptx::bwd(&pb.bwd, rot, nullptr) == FLASHPTX_ERR_BAD_OPTION);
+}
+
+// On the simulator (4 SMs; a rotated walk needs a head's key blocks resident together, src/plan.cpp
+// dq_order_rotated_ok): in blocks of the head dim's kernel (src/sm90/fa3_bwd.cu: d64 128 x 128, d128
+// 64 x 128, d256 64 x 64), 2 query and 2 key blocks, 3 and 1 (MQA), 1 and 3 (ascending only), every
+// length ragged. One forward per shape; each order's gradients under the fp64 rule, then bit for bit
+// the same under a second scheduler policy and seed.
+void deterministic_orders_sim(int64_t d, uint64_t seed) {
+  const int64_t bm = d == 64 ? 128 : 64, bn = d == 256 ? 64 : 128;
+  const OrderShape shapes[] = {{{1, 2 * bm - 11, 2 * bn - 11, 4, 2, d, false, FLASHPTX_BF16}, true},
+                               {{1, 3 * bm - 5, bn - 30, 4, 1, d, false, FLASHPTX_BF16}, true},
+                               {{1, bm - 20, 3 * bn - 7, 2, 2, d, false, FLASHPTX_FP16}, false}};
+  for (const OrderShape& sh : shapes) {
+    BCase c = sh.c;
+    c.deterministic = true;
+    INFO(c.str());
+    BProblem pb(c, seed++);
+    check_plan_order(pb, sh.rotated);
+    for (flashptx::DqOrder order : {flashptx::DqOrder::kAscending, flashptx::DqOrder::kRotated}) {
+      if (order == flashptx::DqOrder::kRotated && !sh.rotated) continue;
+      pb.c.dq_order = order;
+      INFO(pb.c.str());
+      pb.poison();
+      pb.run();
+      const auto g = pb.grads();
+      check_writes(pb, g);
+      check_rule(pb, g, "test build");
+      check_same_under_policies(pb, g, 1);
+    }
+  }
+}
+
 void deterministic_orders(Dims dims, uint64_t seed) {
   for (int64_t d : dims) {
-    struct Shape { BCase c; bool rotated; };
-    const Shape shapes[] = {{{1, 1000, 1000, 4, 2, d, false, FLASHPTX_BF16}, true},
-                            {{1, 1500, 333, 4, 1, d, false, FLASHPTX_BF16}, true},
-                            {{1, 300, 1400, 2, 2, d, false, FLASHPTX_FP16}, false}};
-    for (const Shape& sh : shapes) {
+    if (on_simulator()) {
+      deterministic_orders_sim(d, seed);
+      seed += 8;
+      continue;
+    }
+    const OrderShape shapes[] = {{{1, 1000, 1000, 4, 2, d, false, FLASHPTX_BF16}, true},
+                                 {{1, 1500, 333, 4, 1, d, false, FLASHPTX_BF16}, true},
+                                 {{1, 300, 1400, 2, 2, d, false, FLASHPTX_FP16}, false}};
+    for (const OrderShape& sh : shapes) {
       BCase c = sh.c;
       c.deterministic = true;
       {
         INFO(c.str());
         BProblem pb(c, seed);
-        flashptx::BwdPlan plan;
-        std::string msg;
-        flashptx::Device dev;
-        REQUIRE(flashptx::current_device(&dev, &msg) == FLASHPTX_OK);
-        REQUIRE_MESSAGE(flashptx::plan_bwd(pb.bwd, flashptx::BwdOptions{}, dev, &plan, &msg) == FLASHPTX_OK, msg);
-        CHECK_MESSAGE(plan.dq_rotated == sh.rotated, c.str() << ": the plan's dQ order");
-        flashptx::BwdOptions rot;
-        rot.dq_order = flashptx::DqOrder::kRotated;
-        if (!sh.rotated) CHECK(flashptx::bwd(&pb.bwd, rot, nullptr) == FLASHPTX_ERR_BAD_OPTION);
+        check_plan_order(pb, sh.rotated);
       }
       for (flashptx::DqOrder order : {flashptx::DqOrder::kAscending, flashptx::DqOrder::kRotated}) {
         if (order == flashptx::DqOrder::kRotated && !sh.rotated) continue;
@@ -597,12 +697,13 @@ TEST_CASE("small shapes: every head dim, causal and not, head ratios 1/4/8, bf16
 
 TEST_CASE("medium shapes: several key and query blocks, unequal lengths, GQA") { medium_shapes({64, 128}, 1000); }
 
-TEST_CASE("strided layouts: padded rows and head-major") { strided_layouts({64, 128}, 2000); }
+// (Its name differs from the forward suite's case: the simulator runner skips cases by name alone.)
+TEST_CASE("strided layouts: padded rows and head-major, the gradients through them") { strided_layouts({64, 128}, 2000); }
 
 TEST_CASE("a custom softmax scale, large-magnitude scores, MQA") { scale_and_mqa({64, 128}, 3000); }
 
 TEST_CASE("edge sizes: fully masked rows, seqlen_q 0 (dK = dV = 0), seqlen_k 0 (dQ = 0)") {
-  check_case(BCase{1, 300, 100, 2, 2, 128, true, FLASHPTX_BF16}, 4000);  // rows 0..199 see no key
+  check_case(masked_rows_case(128), 4000);
   for (int64_t d : {64, 128}) {
     BProblem a(BCase{2, 0, 77, 4, 2, d, false, FLASHPTX_BF16}, 4001);
     a.poison();
@@ -632,6 +733,16 @@ TEST_CASE("large shapes (1k-8k): the fp64 rule on sampled rows") {
 
 TEST_CASE("the release library: the fast backward under the fp64 rule, the deterministic one bit for bit") {
   uint64_t seed = 5500;
+  if (on_simulator()) {
+    // On the simulator (where the release library runs under the random policy): each head dim once,
+    // the atomic backward under the fp64 rule at d64 and d256, the deterministic one bit for bit at d128.
+    for (int64_t d : {64, 128, 256}) {
+      BCase c{1, 130, 203, 2, 1, d, d != 64, d == 128 ? FLASHPTX_FP16 : FLASHPTX_BF16};
+      c.deterministic = d == 128;
+      check_release(c, seed++);
+    }
+    return;
+  }
   for (int64_t d : {64, 128, 256})
     for (bool causal : {false, true})
       for (bool deterministic : {false, true}) {

@@ -35,6 +35,7 @@
 #include "include/flashptx.h"
 #include "tests/gpu/release_lib.h"
 #include "tests/gpu/test_util.h"
+#include "tests/sim/sim_schedule.h"
 #include "tools/support/dtype.h"
 #include "tools/support/fp8_attention_ref.h"
 #include "tools/support/fp8_quant_ref.h"
@@ -284,6 +285,13 @@ TEST_CASE("smoke: d128, one tile of 128 queries x 128 keys, per-tensor descales,
 }
 
 void every_granularity(int64_t d, uint64_t seed) {
+  if (on_simulator()) {
+    // On the simulator: ragged tails in both lengths (two query tiles, two key blocks), GQA 2;
+    // per-block scales without the mask, per-head with it (per-tensor: the smoke case).
+    check_case({1, 150, 200, 2, 1, d, false, kB, kB, kB}, ++seed);
+    check_case({1, 150, 200, 2, 1, d, true, kH, kH, kH}, ++seed);
+    return;
+  }
   for (bool causal : {false, true})
     for (auto g : {kT, kH, kB}) check_case({2, 300, 333, 4, 2, d, causal, g, g, g}, ++seed);
 }
@@ -293,6 +301,13 @@ TEST_CASE("d256: causal and not, every granularity; GQA 2, ragged tails") { ever
 
 TEST_CASE("mixed granularities, V already transposed (keys contiguous), padded and head-major strides") {
   uint64_t seed = 0x57f8;
+  if (on_simulator()) {
+    // On the simulator: the three layouts once each at smaller shapes, one head dim each.
+    check_case({1, 130, 200, 2, 1, 64, false, kB, kH, kT, Layout::kContiguous, true}, ++seed);
+    check_case({2, 100, 129, 2, 2, 128, true, kH, kB, kB, Layout::kPadded, false}, ++seed);
+    check_case({1, 70, 150, 4, 2, 256, true, kT, kT, kB, Layout::kHeadMajor, true}, ++seed);
+    return;
+  }
   for (int64_t d : {64, 128, 256})
     for (bool causal : {false, true}) {
       check_case({1, 257, 390, 2, 1, d, causal, kB, kH, kT, Layout::kContiguous, true}, ++seed);
@@ -303,6 +318,16 @@ TEST_CASE("mixed granularities, V already transposed (keys contiguous), padded a
 
 TEST_CASE("shapes: one query, one key, more queries than keys (rows without keys), no keys, MQA, many blocks") {
   uint64_t seed = 0x1f8;
+  if (on_simulator()) {
+    // On the simulator: the edge shapes at d128, and the wide-block kernel (>= 2048 keys, uniform
+    // K and V descales) on one query block at d64 and d128.
+    check_case({1, 1, 1, 1, 1, 128, false, kB, kB, kB}, ++seed);
+    check_case({1, 1, 300, 2, 1, 128, true, kT, kB, kB}, ++seed);
+    check_case({1, 150, 50, 2, 2, 128, true, kB, kB, kB}, ++seed);  // rows < 100 see no key
+    check_case({2, 77, 0, 2, 1, 128, false, kH, kH, kH}, ++seed);   // O = 0, LSE = -inf
+    for (int64_t d : {64, 128}) check_case({1, 1, 2100, 2, 1, d, true, kB, kH, kT}, ++seed);
+    return;
+  }
   for (int64_t d : {64, 128, 256}) {
     check_case({1, 1, 1, 1, 1, d, false, kB, kB, kB}, ++seed);
     check_case({1, 1, 700, 2, 1, d, true, kT, kB, kB}, ++seed);
@@ -326,13 +351,28 @@ TEST_CASE("determinism: 200 launches bitwise equal, in both V layouts and the wi
   for (int which = 0; which < 3; ++which) {
     const bool vt = which == 1;
     const auto g = which == 2 ? kH : kB;  // 2: per-head K/V, the d128 block_n 192 kernel
-    const Fp8Case c{1, 1000, which == 2 ? 2100 : 1100, 4, 2, 128, true, kB, g, g, Layout::kContiguous, vt};
+    Fp8Case c{1, 1000, which == 2 ? 2100 : 1100, 4, 2, 128, true, kB, g, g, Layout::kContiguous, vt};
+    // On the simulator: smaller (the wide-block kernel on one query block), and the same launch
+    // under two more scheduler policies and seeds instead of 200 under one.
+    if (on_simulator()) c = {1, which == 2 ? 64 : 200, which == 2 ? 2100 : 300, 2, 1, 128, true, kB, g, g, Layout::kContiguous, vt};
     CAPTURE(c.str());
     Fp8Problem pb(c, 99);
     pb.poison();
     pb.run();
     const auto o0 = pb.out();
     const auto l0 = pb.lse();
+    if (on_simulator()) {
+      for (int i = 0; i < 2; ++i) {
+        SimSchedule schedule(kSimPolicies[i]);
+        pb.poison();
+        pb.run();
+        CHECK_MESSAGE(pb.out() == o0, c.str() << ": O under " << SimSchedule::name(kSimPolicies[i]) << " differs");
+        const auto l = pb.lse();
+        CHECK_MESSAGE(std::memcmp(l.data(), l0.data(), l.size() * 4) == 0,
+                      c.str() << ": LSE under " << SimSchedule::name(kSimPolicies[i]) << " differs");
+      }
+      continue;
+    }
     int differing = 0;
     for (int i = 0; i < 200; ++i) {
       REQUIRE(flashptx_fwd_fp8(&pb.params, nullptr) == FLASHPTX_OK);

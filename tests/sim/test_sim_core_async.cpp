@@ -338,6 +338,14 @@ DONE:
     auto rep = ptxsim::launch(config(m, "k", 256, {}), mem, maps);
     REQUIRE(!rep.ok());
     CHECK(rep.text().find("setmaxnreg") != std::string::npos);
+    // Its own report (not only the deadlock it causes): the pool and the warpgroups' counts, worked
+    // out from the ISA (.inc blocks until the pool covers it): 128 x 256 = 32768 registers; warpgroup
+    // 0 holds 40 x 128, warpgroup 1 asks for 232 x 128: 34816 in all.
+    REQUIRE_MESSAGE(rep.has(ptxsim::Finding::kProtocol), rep.text());
+    CHECK_MESSAGE(rep.text().find("setmaxnreg.inc to 232 can never be granted: the launch's register pool is 128 per "
+                                  "thread x 256 threads = 32768 registers and the warpgroups' counts (warpgroup 0: 40, "
+                                  "warpgroup 1: 232) need 34816: a setmaxnreg split over the pool") != std::string::npos,
+                  rep.text());
   }
   {
     auto m = load(kernel(20, 128));  // 20 is not a legal count

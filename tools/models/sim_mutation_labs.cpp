@@ -29,7 +29,9 @@ const SimMutationLab kLabs[] = {
      "the first consumer release (`mbarrier.arrive`) whose phase the producer waits for, deleted", "deadlock",
      {"spinning on mbarrier", "pending arrivals"}, true},
     {"0x03", "a stage released before the wait that retires its reader",
-     "that release moved (with its guard) before the QK^T `wgmma.wait_group 0`", "hazard", {}, false},
+     "the steady-state loop's ring-stage release moved (with its guard) before the `wgmma.wait_group 1` "
+     "that retires the QK^T reading the stage (640 keys: the stage is refilled)", "hazard",
+     {"a stage released early", "wgmma.mma_async"}, true},
     {"0x04", "the fence.proxy.async before the TMA store of O removed",
      "the entry's one `fence.proxy.async.shared::cta` deleted", "protocol",
      {"cp.async.bulk.tensor", "through the generic proxy with no fence.proxy.async"}, true},

@@ -24,7 +24,12 @@ float (*const fma_rn)(float, float, float) = __builtin_cpu_supports("fma") ? fma
 
 enum LaneState : uint8_t { LS_RUN, LS_EXITED, LS_BAR, LS_MBAR, LS_COLL, LS_WGWAIT, LS_CLUSTER, LS_NREG };
 
+// Shared bytes an in-flight wgmma.mma_async of the releasing warp was still reading when that warp
+// arrived on an mbarrier (the release came before the wgmma.wait_group that retires the reader).
+struct ReleasedRead { uint32_t cta, lo, hi, wgmma_pc, arrive_pc; uint32_t seq; };
+
 struct Mbar {
+  std::vector<ReleasedRead> cur_reads, done_reads;  // of the current phase; of the last completed one
   bool live = false;
   uint32_t count = 0;    // expected arrivals per phase
   int64_t pending = 0;   // arrivals still missing in the current phase
@@ -92,6 +97,8 @@ struct Warp {
   std::vector<uint64_t> pend;     // pending values of locked accumulators
   std::vector<uint8_t> pend_valid;  // pend holds a computed, unretired result
   uint32_t inflight = 0;
+  std::vector<ReleasedRead> acquired;  // done_reads of the phase this warp's last successful wait saw
+  uint32_t acquired_mbar = 0;
   uint32_t wg_issued = 0;         // wgmma ops issued by this warp
   std::vector<uint32_t> uncommitted;  // seqs
   std::vector<std::vector<uint32_t>> groups;  // committed, oldest first
@@ -456,9 +463,31 @@ struct Exec {
     if (b.pending == 0 && b.tx == 0) {
       b.phase ^= 1;
       b.gen++;
+      b.done_reads = std::move(b.cur_reads);
+      b.cur_reads.clear();
       b.pending = b.count;
       if (cfg.trace) cfg.trace->event({step, TraceEvent::kPhaseComplete, ctas[cta].linear, 0, "mbarrier smem+" + hex(off)});
     }
+  }
+  // An arrive (a release, PTX ISA mbarrier.arrive .release) by a warp with wgmma.mma_async still in
+  // flight (committed or not, not yet retired by this warp's wgmma.wait_group): the shared bytes
+  // they read go with the barrier's phase, and a thread whose wait sees that phase complete must
+  // not write them (the release does not order the wgmma's reads before the waiter's writes).
+  // ISA reading (READINGS.md #21).
+  void note_released_reads(Warp& w, Mbar& b, uint32_t pc) {
+    Cta& c = ctas[w.cta];
+    const uint32_t wg = w.id / 4;
+    auto add = [&](uint32_t seq) {
+      for (const ReleasedRead& r : b.cur_reads) if (r.seq == seq && r.cta == w.cta) return;
+      auto it = c.wgops[wg % 8].find(seq);
+      if (it == c.wgops[wg % 8].end()) return;
+      for (uint32_t ch : it->second.chunks) {
+        if (!b.cur_reads.empty() && b.cur_reads.back().seq == seq && b.cur_reads.back().hi == ch * 16) b.cur_reads.back().hi += 16;
+        else b.cur_reads.push_back({w.cta, ch * 16, ch * 16 + 16, it->second.pc, pc, seq});
+      }
+    };
+    for (auto& g : w.groups) for (uint32_t seq : g) add(seq);
+    for (uint32_t seq : w.uncommitted) add(seq);
   }
   void mbar_arrive(Warp* w, int lane, uint32_t pc, Mbar& b, uint32_t cta, uint32_t off, uint32_t cnt) {
     b.pending -= cnt;
@@ -639,6 +668,7 @@ struct Exec {
       w.pend.clear();  // allocated by the warp's first wgmma
       w.pend_valid.clear();
       w.inflight = 0;
+      w.acquired.clear();
       w.wg_issued = 0;
       w.uncommitted.clear();
       w.groups.clear();
@@ -654,6 +684,8 @@ struct Exec {
   bool warp_runnable(Warp& w);
   void exec_inst(Warp& w, uint32_t pc, uint32_t mask);
   std::string blocked_desc(Warp& w);
+  void nreg_over_pool(Cta& c);
+  std::string nreg_split_text(Cta& c, uint32_t want);
 };
 
 bool Exec::warp_runnable(Warp& w) {
@@ -696,6 +728,47 @@ bool Exec::warp_runnable(Warp& w) {
     if (all_exited) w.done = true;
   }
   return any;
+}
+
+// Why a setmaxnreg.inc to `want` can never be granted (PTX ISA, setmaxnreg: .inc blocks until the
+// pool has the registers; .dec releases them): the launch's pool against what the warpgroups hold or
+// ask for, each warpgroup at the largest count of its warps (requested where a warp waits; exited
+// warps keep theirs: READINGS.md #9).
+std::string Exec::nreg_split_text(Cta& c, uint32_t want) {
+  const int64_t pool = int64_t(regs_per_thread) * 32 * int64_t(c.warps.size());
+  int64_t asked = 0;
+  std::ostringstream counts;
+  for (uint32_t g = 0; g * 4 < c.warps.size(); ++g) {
+    uint32_t target = 0, warps = 0;
+    for (uint32_t k = g * 4; k < std::min<size_t>(c.warps.size(), g * 4 + 4); ++k) {
+      Warp& o = c.warps[k];
+      uint32_t r = o.nreg;
+      for (uint32_t x = 0; x < o.nlanes; ++x)
+        if (o.st[x] == LS_NREG) { r = uint32_t(val(o, m.code[o.pc[x]].o[0], int(x))); break; }
+      target = std::max(target, r);
+      ++warps;
+    }
+    asked += int64_t(target) * 32 * warps;
+    counts << (g ? ", " : "") << "warpgroup " << g << ": " << target;
+  }
+  return "setmaxnreg.inc to " + std::to_string(want) + " can never be granted: the launch's register pool is " +
+         std::to_string(regs_per_thread) + " per thread x " + std::to_string(c.threads) + " threads = " +
+         std::to_string(pool) + " registers and the warpgroups' counts (" + counts.str() + ") need " +
+         std::to_string(asked) + ": a setmaxnreg split over the pool (" + std::to_string(c.pool_free) + " free now)";
+}
+
+// At a deadlock: a setmaxnreg.inc still blocked is reported on its own, beside the deadlock it
+// causes (nothing will release registers now).
+void Exec::nreg_over_pool(Cta& c) {
+  for (Warp& w : c.warps) {
+    if (w.done) continue;
+    for (uint32_t x = 0; x < w.nlanes; ++x)
+      if (w.st[x] == LS_NREG) {
+        const uint32_t pc = w.pc[x];
+        finding(Finding::kProtocol, &w, int(x), pc, "", nreg_split_text(c, uint32_t(val(w, m.code[pc].o[0], int(x)))));
+        break;
+      }
+  }
 }
 
 std::string Exec::blocked_desc(Warp& w) {
@@ -1418,7 +1491,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
         for (auto& o2 : cta.warps) if (&o2 != &w && !o2.done) for (uint32_t l = 0; l < o2.nlanes; ++l) if (o2.st[l] != LS_EXITED && o2.nreg > 24) others_pending = true;
         (void)could;
         if (!others_pending) {
-          finding(Finding::kProtocol, &w, l0, pc, "", "setmaxnreg.inc to " + std::to_string(want) + " needs " + std::to_string(delta) + " registers but the pool has " + std::to_string(cta.pool_free) + " free and nothing left to release them", true);
+          finding(Finding::kProtocol, &w, l0, pc, "", nreg_split_text(cta, want) + "; nothing left to release them", true);
           return;
         }
         FOR_LANES { w.st[l] = LS_NREG; w.wait_gen[l] = (uint64_t)cta.pool_free; }
@@ -1474,6 +1547,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
         uint32_t cnt = 1;
         if (in.op == OP_MBAR_ARRIVE_TX) b->tx += (int64_t)V(2, l);
         else if (in.nops > 2) cnt = (uint32_t)V(2, l);
+        if (w.inflight) note_released_reads(w, *b, pc);
         uint64_t state = ((uint64_t)b->phase << 63) | b->gen;
         mbar_arrive(&w, l, pc, *b, c, off, cnt);
         if (o[0].kind == K_REG) R(w, o[0].reg, l) = state;
@@ -1503,6 +1577,10 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
         }
         w.spin_pc[l] = ok ? UINT32_MAX : pc;
         w.spin_gen[l] = b->gen;
+        if (ok) {
+          w.acquired = b->done_reads;
+          w.acquired_mbar = off;
+        }
         if (o[0].kind == K_REG) R(w, o[0].reg, l) = ok;
         w.pc[l] = pc + 1;
         w.st[l] = LS_RUN;
@@ -1557,6 +1635,15 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
             if (d.poison[off + i]) { if (d.poison[off + i] == 0xFFFF) finding(Finding::kProtocol, &w, l, pc, mbar_name(slot, off + i), "bulk copy destination overlaps a live mbarrier"); else finding(Finding::kHazard, &w, l, pc, mbar_name(slot, moff), "bulk copy destination overlaps bytes another in-flight copy is still writing (issued at " + (op_by_id[d.poison[off + i]] ? m.location(op_by_id[d.poison[off + i]]->pc) : std::string("?")) + ")"); break; }
             if (d.readers[off + i]) { finding(Finding::kHazard, &w, l, pc, mbar_name(slot, moff), "bulk copy overwrites shared bytes at offset " + hex(off + i) + " that an in-flight wgmma or bulk store is reading"); break; }
           }
+          for (const ReleasedRead& r : w.acquired)
+            if (r.cta == slot && off < r.hi && r.lo < off + op.bytes) {
+              finding(Finding::kHazard, &w, l, pc, mbar_name(w.cta, w.acquired_mbar),
+                      "bulk copy may overwrite shared bytes " + hex(std::max(off, r.lo)) + ".." + hex(std::min(off + op.bytes, r.hi)) +
+                          " that the wgmma.mma_async at " + m.location(r.wgmma_pc).substr(0, m.location(r.wgmma_pc).find(": ")) +
+                          " may still be reading: the release this thread waited for was made at " + m.location(r.arrive_pc) +
+                          " before the releasing warp's wgmma.wait_group retired that wgmma (a stage released early)");
+              break;
+            }
           for (uint32_t i = 0; i < op.bytes; ++i) if (!d.poison[off + i]) d.poison[off + i] = (uint16_t)stored.id;
           stored.dst_ctas.push_back({slot, off});
         }
@@ -1934,6 +2021,7 @@ Report Exec::run() {
         }
       if (!any_active) break;
       if (retire) continue;
+      for (auto& c : ctas) if (c.active) nreg_over_pool(c);
       std::string msg = "no thread can make progress:";
       for (auto& c : ctas) if (c.active) for (auto& w : c.warps) if (!w.done) msg += blocked_desc(w);
       finding(Finding::kDeadlock, nullptr, -1, UINT32_MAX, "", msg, true);
