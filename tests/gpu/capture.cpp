@@ -35,6 +35,8 @@
 #include <string>
 #include <tuple>
 
+#include "tools/support/bench.h"
+
 extern "C" cudaError_t __real_cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind);
 extern "C" cudaError_t __real_cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
                                               cudaStream_t stream);
@@ -86,15 +88,6 @@ struct Capture {
 };
 Capture g_capture;
 
-std::string fnv1a64_hex(const void* p, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  const auto* b = static_cast<const unsigned char*>(p);
-  for (size_t i = 0; i < n; ++i) { h ^= b[i]; h *= 1099511628211ull; }
-  char s[17];
-  std::snprintf(s, sizeof s, "%016llx", static_cast<unsigned long long>(h));
-  return s;
-}
-
 // One completed device-to-host copy of `bytes` at host address `dst`.
 void record(const void* dst, size_t bytes) {
   Capture& c = g_capture;
@@ -104,7 +97,7 @@ void record(const void* dst, size_t bytes) {
     c.load();
     if (!c.in_case || (!c.out && !c.have_manifest)) return;
     const unsigned seq = c.seq++;
-    const std::string hash = fnv1a64_hex(dst, bytes);
+    const std::string hash = flashptx::bench::fnv1a64_hex(std::string(static_cast<const char*>(dst), bytes));
     if (c.out) {
       std::fprintf(c.out, "copy %u %zu %s\t%s\t%s\n", seq, bytes, hash.c_str(), c.current.suite.c_str(),
                    c.current.name.c_str());

@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <random>
 #include <vector>
@@ -23,12 +22,12 @@ using flashptx_test::prim::DevBuf;
 
 namespace {
 
-uint32_t bits(float x) { uint32_t u; std::memcpy(&u, &x, 4); return u; }
-float from_bits(uint32_t u) { float x; std::memcpy(&x, &u, 4); return x; }
+using flashptx_test::prim::bits_from_f32;
+using flashptx_test::prim::f32_from_bits;
 
 // Distance in units in the last place between two finite floats of the same sign class.
 int64_t ulp_distance(float a, float b) {
-  auto ordered = [](float x) { const int32_t i = static_cast<int32_t>(bits(x)); return i < 0 ? int64_t(INT32_MIN) - i : int64_t(i); };
+  auto ordered = [](float x) { const int32_t i = static_cast<int32_t>(bits_from_f32(x)); return i < 0 ? int64_t(INT32_MIN) - i : int64_t(i); };
   return std::llabs(ordered(a) - ordered(b));
 }
 
@@ -42,11 +41,11 @@ std::string hex(uint32_t v) {
 
 std::vector<uint32_t> probe_inputs() {
   std::vector<uint32_t> in(32, 0);
-  in[0] = 0x7fc00001u; in[1] = 0xffc00000u; in[2] = bits(1.0f); in[3] = bits(-1.0f); in[4] = 0x80000000u;
-  in[5] = bits(3e9f); in[6] = bits(-3e9f); in[7] = bits(-130.0f); in[8] = bits(-149.0f);
+  in[0] = 0x7fc00001u; in[1] = 0xffc00000u; in[2] = bits_from_f32(1.0f); in[3] = bits_from_f32(-1.0f); in[4] = 0x80000000u;
+  in[5] = bits_from_f32(3e9f); in[6] = bits_from_f32(-3e9f); in[7] = bits_from_f32(-130.0f); in[8] = bits_from_f32(-149.0f);
   in[9] = 0x03020100u; in[10] = 0x07060504u; in[11] = 0; in[12] = 1; in[13] = 32;
   in[14] = 0x3f81u; in[15] = 0xbf82u; in[16] = 0x7f7fffffu; in[17] = 7;
-  in[18] = bits(500.0f); in[19] = bits(-500.0f); in[20] = 0x7f800000u; in[21] = 0xff800000u;
+  in[18] = bits_from_f32(500.0f); in[19] = bits_from_f32(-500.0f); in[20] = 0x7f800000u; in[21] = 0xff800000u;
   return in;
 }
 
@@ -145,10 +144,10 @@ TEST_CASE("rcp.approx and ex2.approx (.ftz) f32 within the ISA's bounds of the r
   const std::vector<uint32_t> out = dout.download();
   int64_t rcp_ulp = 0, ex2_ulp = 0, ex2_ftz_ulp = 0;
   for (int i = 0; i < n; ++i) {
-    rcp_ulp = std::max(rcp_ulp, ulp_distance(from_bits(out[3 * i + 0]), static_cast<float>(1.0 / double(x[i]))));
+    rcp_ulp = std::max(rcp_ulp, ulp_distance(f32_from_bits(out[3 * i + 0]), static_cast<float>(1.0 / double(x[i]))));
     const float e_ref = static_cast<float>(std::exp2(double(x[n + i])));
-    ex2_ulp = std::max(ex2_ulp, ulp_distance(from_bits(out[3 * (n + i) + 1]), e_ref));
-    ex2_ftz_ulp = std::max(ex2_ftz_ulp, ulp_distance(from_bits(out[3 * (n + i) + 2]), e_ref));
+    ex2_ulp = std::max(ex2_ulp, ulp_distance(f32_from_bits(out[3 * (n + i) + 1]), e_ref));
+    ex2_ftz_ulp = std::max(ex2_ftz_ulp, ulp_distance(f32_from_bits(out[3 * (n + i) + 2]), e_ref));
   }
   MESSAGE("largest errors over " << n << " inputs each: rcp.approx " << rcp_ulp << " ulp, ex2.approx " << ex2_ulp
           << " ulp, ex2.approx.ftz " << ex2_ftz_ulp << " ulp");
@@ -173,7 +172,7 @@ TEST_CASE("lg2.approx.f32 within the ISA's bound") {
   const std::vector<uint32_t> out = dout.download();
   double abs_near1 = 0, rel = 0;
   for (int i = 0; i < n; ++i) {
-    const double got = double(from_bits(out[i])), want = std::log2(double(x[i]));
+    const double got = double(f32_from_bits(out[i])), want = std::log2(double(x[i]));
     if (x[i] > 0.5f && x[i] < 2.0f) abs_near1 = std::max(abs_near1, std::fabs(got - want));
     else rel = std::max(rel, std::fabs(got - want) / std::fabs(want));
   }

@@ -30,9 +30,8 @@ namespace flashptx_test {
 // FLASHPTX_TEST_SIM_SHAPES=1, which runs the simulator's cases at the simulator's shapes so that the
 // two can be compared copy by copy (tests/gpu/capture.cpp): a case must not call the simulator's own
 // API (flashptx_sim_*) on the strength of this alone.
-inline bool on_simulator() {
+inline bool device_is_simulator() {
   static const bool sim = [] {
-    if (const char* e = std::getenv("FLASHPTX_TEST_SIM_SHAPES"); e && std::strcmp(e, "1") == 0) return true;
     cudaDeviceProp p{};
     const bool ok = cudaGetDeviceProperties(&p, 0) == cudaSuccess && std::strcmp(p.name, FLASHPTX_SIM_DEVICE_NAME) == 0;
     cudaGetLastError();
@@ -40,15 +39,14 @@ inline bool on_simulator() {
   }();
   return sim;
 }
+inline bool on_simulator() {
+  const char* e = std::getenv("FLASHPTX_TEST_SIM_SHAPES");
+  return (e && std::strcmp(e, "1") == 0) || device_is_simulator();
+}
 
 // True on a GPU run at the simulator's shapes (FLASHPTX_TEST_SIM_SHAPES=1): what depends on the SM
 // count (the plan's schedule for those shapes) is not the simulator's there.
-inline bool sim_shapes_on_gpu() {
-  cudaDeviceProp p{};
-  const bool sim_device = cudaGetDeviceProperties(&p, 0) == cudaSuccess && std::strcmp(p.name, FLASHPTX_SIM_DEVICE_NAME) == 0;
-  cudaGetLastError();
-  return on_simulator() && !sim_device;
-}
+inline bool sim_shapes_on_gpu() { return on_simulator() && !device_is_simulator(); }
 
 constexpr uint16_t kPoison = 0xFFFF;  // NaN in both bf16 and fp16
 constexpr int64_t kGuard = 4096;      // elements after each output that must stay poisoned

@@ -40,7 +40,7 @@ def read_capture(path):
 
 
 def fnv1a64(b):
-    h = 1469598103934665603
+    h = 0xcbf29ce484222325  # FNV-1a 64, as tools/support/bench.cpp
     for x in b:
         h ^= x
         h = (h * 1099511628211) & 0xFFFFFFFFFFFFFFFF
