@@ -31,7 +31,7 @@
 # Every step writes its own log; the summary (printed last, and in summary.txt) gives each step's
 # exit code, seconds and last line; the logs come back in one archive.
 set -u
-BIN=$(cd "${1:?BIN}" && pwd); OUT=${2:?OUT}; what=${3:?suites|sanitize|changed|capture|capture_split|grids|fp8|final}
+BIN=$(cd "${1:?BIN}" && pwd); OUT=${2:?OUT}; what=${3:?suites|sanitize|changed|capture|capture_split|cases|grids|fp8|final}
 mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 export FLASHPTX_LIB=$BIN/libflashptx.so PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/tools/python${PYTHONPATH:+:$PYTHONPATH}
 [ -f "$BIN/COMMIT" ] && export FLASHPTX_GIT_COMMIT=$(cat "$BIN/COMMIT")
@@ -99,6 +99,12 @@ case $what in
       step "suite_${suite// /_}" 240 "$BIN/run_tests" -ts="$suite"
     done
     step python_gpu 200 python3 tools/python/tests/test_gpu.py --json "$OUT/python_gpu.json" ;;
+  cases)
+    # The cases named by $CASES ("suite|case patterns;..."), each its own step of up to $CASE_TIMEOUT s.
+    IFS=';' read -ra named <<< "${CASES:-}"
+    for i in "${!named[@]}"; do
+      step "cases_$i" "${CASE_TIMEOUT:-300}" "$BIN/run_tests" -ts="${named[$i]%%|*}" -tc="${named[$i]#*|}"
+    done ;;
   capture_split)
     # The capture of the simulator's cases, one file per group of suites (a single file of every case
     # is past what a call can bring back).
