@@ -279,15 +279,21 @@ struct KvConsumer {
     ptx::wgmma_fence_operand(o);
   }
 
-  // Keys past the sequence's length, and (causal) right of row i's diagonal i + len_k - seqlen_q.
+  // Keys past the sequence's length, and (causal) right of row i's diagonal i + len_k - seqlen_q:
+  // row h sees the block's columns c <= last[h] - n * kBlockN (one compare per element).
   __device__ __forceinline__ void mask(int n) {
+    int last[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      last[h] = t.len_k - 1;
+      if (p.causal) last[h] = min(last[h], qpos[h] + t.len_k - p.seqlen_q);
+      last[h] -= n * kBlockN + 2 * q4;
+    }
 #pragma unroll
     for (int i = 0; i < kBlockN / 8; ++i) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int col = n * kBlockN + 8 * i + 2 * q4 + (e & 1);
-        const int h = e >> 1;
-        const bool masked = col >= t.len_k || (p.causal && col > qpos[h] + t.len_k - p.seqlen_q);
+        const bool masked = 8 * i + (e & 1) > last[e >> 1];
         s_acc[4 * i + e] = masked ? -INFINITY : s_acc[4 * i + e];
       }
     }
