@@ -37,6 +37,8 @@ namespace flashptx {
 
 bool sm100_opted_in() { return g_allow_unverified_sm100.load(std::memory_order_relaxed); }
 
+flashptx_status record_status(flashptx_status s, const std::string& msg) { return s == FLASHPTX_OK ? ok() : fail(s, msg); }
+
 // Device and plan of a validated problem: what a launch and its kernel_info share.
 static flashptx_status plan_validated(const flashptx_fwd_params* p, const FwdOptions& opt, FwdPlan* plan) {
   std::string msg;

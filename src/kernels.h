@@ -28,6 +28,8 @@ enum class Family : uint8_t {
   kFa4BwdPostDkv, // its GQA dK/dV postprocess (the FA3 body compiled for sm_100a)
   kFa3FwdFp8,     // FA3 FP8 forward (src/sm90/fa3_fwd_fp8.cu): described here, launched by its own
                   // rule (launch_fwd_fp8), not by a launch plan
+  kFa3FwdKvcache,         // FA3 forward over a KV cache (src/sm90/fa3_fwd_kvcache.cu), launched by
+  kFa3FwdKvcacheCombine,  // src/kvcache.cpp; and its split-KV combine
 };
 const char* family_name(Family f);
 
@@ -73,6 +75,7 @@ std::span<const KernelEntry> fa3_fwd_varlen_kernels();
 std::span<const KernelEntry> fa3_fwd_local_kernels();         // the sliding window and the softcap
 std::span<const KernelEntry> fa3_fwd_varlen_local_kernels();  // (src/sm90/fa3_fwd_local.cu)
 std::span<const KernelEntry> fa3_fwd_fp8_kernels();
+std::span<const KernelEntry> fa3_fwd_kvcache_kernels();  // the KV-cache forward and its combine
 std::span<const KernelEntry> fa3_bwd_kernels();
 std::span<const KernelEntry> fa4_fwd_kernels();
 std::span<const KernelEntry> fa4_bwd_kernels();

@@ -136,6 +136,8 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     {"gpu_sm90 fa3 forward", "softcap:*"},
     {"gpu_sm90 fa3 forward", "bad window and softcap values*"},
     {"gpu_sm90 fa3 varlen", "sliding window over packed sequences*"},
+    // The KV-cache forward (src/sm90/fa3_fwd_kvcache.cu): every case, at simulator shapes.
+    {"gpu_sm90 fa3 kvcache", "*"},
 };
 constexpr const char* kSimulatorSkipReason = "no simulator shape yet (its GPU shapes would take the simulator hours)";
 

@@ -126,6 +126,38 @@ double forward_row(const Problem& p, const TensorView& q, const TensorView& k, c
   return m + std::log(l);
 }
 
+Forward forward_kvcache(const Problem& p, const std::vector<int32_t>& seqlens, const TensorView& q,
+                        const TensorView& k_cache, const TensorView& v_cache, KeyAt key_at, const void* ctx,
+                        Round rd) {
+  Forward f;
+  f.o.assign(static_cast<size_t>(p.batch * p.seqlen_q * p.heads_q * p.head_dim), 0.0);
+  f.lse.assign(static_cast<size_t>(p.batch * p.heads_q * p.seqlen_q), 0.0);
+  const int64_t D = p.head_dim, H = p.heads_kv;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t len = seqlens[static_cast<size_t>(b)];
+    // The sequence's keys and values gathered into dense [len, heads_kv, d] fp64 (exact copies).
+    std::vector<double> kd(static_cast<size_t>(std::max<int64_t>(len, 1) * H * D)), vd(kd.size());
+    for (int64_t j = 0; j < len; ++j) {
+      int64_t outer = 0, row = 0;
+      key_at(ctx, b, j, &outer, &row);
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t d = 0; d < D; ++d) {
+          kd[static_cast<size_t>((j * H + h) * D + d)] = k_cache.at(outer, row, h, d);
+          vd[static_cast<size_t>((j * H + h) * D + d)] = v_cache.at(outer, row, h, d);
+        }
+    }
+    const TensorView kv{kd.data(), Elem::kF64, 0, H * D, D}, vv{vd.data(), Elem::kF64, 0, H * D, D};
+    Problem pb = p;
+    pb.seqlen_k = len;
+    for (int64_t i = 0; i < p.seqlen_q; ++i)
+      for (int64_t h = 0; h < p.heads_q; ++h) {
+        double* o_row = &f.o[static_cast<size_t>(((b * p.seqlen_q + i) * p.heads_q + h) * D)];
+        f.lse[static_cast<size_t>((b * p.heads_q + h) * p.seqlen_q + i)] = forward_row(pb, q, kv, vv, b, i, h, o_row, rd);
+      }
+  }
+  return f;
+}
+
 Forward forward(const Problem& p, const TensorView& q, const TensorView& k, const TensorView& v,
                 Round rd) {
   Forward f;

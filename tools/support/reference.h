@@ -101,6 +101,16 @@ double forward_row(const Problem& p, const TensorView& q, const TensorView& k, c
 Forward forward(const Problem& p, const TensorView& q, const TensorView& k, const TensorView& v,
                 Round same_dtype = Round::kNone);
 
+// Attention over a KV cache (flashptx_fwd_kvcache), written from its definition: sequence b has
+// seqlens[b] keys; its key j is row `row` of cache entry `outer` (a cache batch row, or a page) of
+// the [outer, row, heads_kv, d] views k_cache / v_cache, where key_at(b, j, &outer, &row) puts it.
+// Each sequence is then the forward above with seqlen_k = seqlens[b] (causal bottom-right within
+// that length; a row that sees no key: O = 0, LSE = -inf). p.seqlen_k is not read.
+using KeyAt = void (*)(const void* ctx, int64_t b, int64_t j, int64_t* outer, int64_t* row);
+Forward forward_kvcache(const Problem& p, const std::vector<int32_t>& seqlens, const TensorView& q,
+                        const TensorView& k_cache, const TensorView& v_cache, KeyAt key_at, const void* ctx,
+                        Round same_dtype = Round::kNone);
+
 // Gradients of the loss L = sum(O * dO) (dO given, [batch, seqlen_q, heads_q, head_dim] view).
 // dK and dV of a kv head sum over the query heads of its group. Fully masked rows contribute 0.
 // Same-dtype mode (the same rule for gradients, a plain backward in that dtype): the forward's O
