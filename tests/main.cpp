@@ -136,6 +136,8 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     {"gpu_sm90 fa3 forward", "softcap:*"},
     {"gpu_sm90 fa3 forward", "bad window and softcap values*"},
     {"gpu_sm90 fa3 varlen", "sliding window over packed sequences*"},
+    // The attention sinks (src/sm90/fa3_fwd_sink.cu, fa3_bwd_sink.cu; tests/gpu/test_fa3_sinks.cpp).
+    {"gpu_sm90 fa3 sinks", "*"},
 };
 constexpr const char* kSimulatorSkipReason = "no simulator shape yet (its GPU shapes would take the simulator hours)";
 
