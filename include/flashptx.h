@@ -59,9 +59,10 @@ typedef enum flashptx_status {
   FLASHPTX_ERR_BAD_V_LAYOUT = 19,       /* FP8 forward: a V layout outside flashptx_fp8_v_layout */
   FLASHPTX_ERR_BAD_WINDOW = 20,         /* a sliding window bound below -1 */
   FLASHPTX_ERR_BAD_SOFTCAP = 21,        /* a softcap that is negative, NaN or infinite */
-  FLASHPTX_ERR_UNSUPPORTED = 22         /* a variant this call does not have yet (the message names it):
-                                           the backward with a window or a softcap; a window or a
-                                           softcap on sm_100 */
+  FLASHPTX_ERR_UNSUPPORTED = 22,        /* a variant this call does not have yet (the message names it):
+                                           the backward with a window or a softcap; a window, a
+                                           softcap or sinks on sm_100 */
+  FLASHPTX_ERR_BAD_SINKS = 23           /* backward: sinks without dsinks or dsinks without sinks */
 } flashptx_status;
 
 typedef enum flashptx_dtype {
@@ -133,6 +134,14 @@ typedef struct flashptx_fwd_params {
   int window;
   float softcap;
   int64_t window_left, window_right;
+  /* Optional (NULL: none): learnable attention sinks (gpt-oss), fp32 [heads_q] in device memory,
+   * 4-byte aligned (else FLASHPTX_ERR_MISALIGNED). Head h's sink s_h is one more logit in every row's
+   * softmax denominator that adds no value: with the row's scores x_j (after the scale, the softcap
+   * and the mask), LSE = log(sum_j exp(x_j) + exp(s_h)) and O = sum_j exp(x_j - LSE) v_j. A row that
+   * sees no key has O = 0 and LSE = s_h. A sink of -inf is no sink; NaN or +inf give NaN rows (the
+   * values are device memory and not checked). sm_90 fixed-length forward only (sm_100:
+   * FLASHPTX_ERR_UNSUPPORTED). */
+  const float* sinks;
 } flashptx_fwd_params;
 
 /* Fills *p for contiguous [batch, seqlen, heads, head_dim] tensors of one dtype. */
@@ -306,6 +315,14 @@ typedef struct flashptx_bwd_params {
   int window;
   float softcap;
   int64_t window_left, window_right;
+  /* The forward's attention sinks (flashptx_fwd_params::sinks, fp32 [heads_q], device) and their
+   * gradient dsinks (fp32 [heads_q], device, written): both or neither (one alone:
+   * FLASHPTX_ERR_BAD_SINKS), each 4-byte aligned. lse must then be the forward's LSE with the sinks.
+   * dq, dk and dv are computed as without sinks from that LSE (the sink adds no value, so
+   * dS = P (dP - delta) keeps its form); dsinks[h] = -sum over the rows i of head h in every batch
+   * of exp(s_h - LSE_i) (dO_i . O_i), reduced in a fixed order (bitwise reproducible in both modes). */
+  const float* sinks;
+  float* dsinks;
 } flashptx_bwd_params;
 
 /* Fills *p for contiguous tensors of one dtype (workspace left NULL: set it after sizing). */

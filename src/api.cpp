@@ -241,6 +241,7 @@ const char* flashptx_status_name(flashptx_status s) {
     case FLASHPTX_ERR_BAD_WINDOW: return "FLASHPTX_ERR_BAD_WINDOW";
     case FLASHPTX_ERR_BAD_SOFTCAP: return "FLASHPTX_ERR_BAD_SOFTCAP";
     case FLASHPTX_ERR_UNSUPPORTED: return "FLASHPTX_ERR_UNSUPPORTED";
+    case FLASHPTX_ERR_BAD_SINKS: return "FLASHPTX_ERR_BAD_SINKS";
   }
   return "FLASHPTX_ERR_UNKNOWN";
 }

@@ -138,6 +138,8 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     {"gpu_sm90 fa3 varlen", "sliding window over packed sequences*"},
     // The KV-cache forward (src/sm90/fa3_fwd_kvcache.cu): every case, at simulator shapes.
     {"gpu_sm90 fa3 kvcache", "*"},
+    // The attention sinks (src/sm90/fa3_fwd_sink.cu, fa3_bwd_sink.cu; tests/gpu/test_fa3_sinks.cpp).
+    {"gpu_sm90 fa3 sinks", "*"},
 };
 constexpr const char* kSimulatorSkipReason = "no simulator shape yet (its GPU shapes would take the simulator hours)";
 
