@@ -252,11 +252,11 @@ void check_backward(const SCase& c, uint64_t seed) {
     double env = 0;
     for (double e : g.env) env = std::max(env, e);
     const double tol = 2 * max_diff(g.s, g.r) + 1e-5 + env;
-    CHECK_MESSAGE(err <= tol, c.str() << ": max|" << g.name << " - ref| = " << err << " > " << tol);
+    CHECK_MESSAGE(err <= tol, c.str() << ": max|" << std::string(g.name) << " - ref| = " << err << " > " << tol);
     int64_t clobbered = 0;
     for (size_t i = g.r.size(); i < g.x.size(); ++i)
       if (g.x[i] != kPoison) ++clobbered;
-    CHECK_MESSAGE(clobbered == 0, c.str() << ": " << clobbered << " elements after " << g.name << " were written");
+    CHECK_MESSAGE(clobbered == 0, c.str() << ": " << clobbered << " elements after " << std::string(g.name) << " were written");
   }
   double err = 0, same_err = 0, env = 0, mag = 0;
   for (int64_t h = 0; h < c.hq; ++h) {

@@ -455,6 +455,12 @@ def _fwd_sink(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sinks: torch.Te
     out = q.new_empty((b, sq, hq, d))
     lse = q.new_empty((b, hq, sq), dtype=torch.float32)
     window = None if (window_left, window_right) == (-1, -1) else (window_left, window_right)
+    _launch_fwd_sink(q, k, v, sinks, out, lse, causal, softmax_scale, window, softcap)
+    return out, lse
+
+
+def _launch_fwd_sink(q, k, v, sinks, out, lse, causal, softmax_scale, window, softcap):
+    """The C call of fwd_sink (a function of its own, as _launch_fwd, so that a CPU test can swap it)."""
     qp, kp, vp = _sink_ptrs(q, k, v)
     lib = _abi._lib or _abi.library()
     p = _abi.fwd_params({"q": qp, "k": kp, "v": vp, "o": out.data_ptr(), "lse": lse.data_ptr(),
@@ -463,7 +469,6 @@ def _fwd_sink(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sinks: torch.Te
                         (_DTYPES[q.dtype], _DTYPES[k.dtype], _DTYPES[v.dtype], _DTYPES[out.dtype]),
                         causal, softmax_scale, window, softcap)
     _call(lib, "flashptx_fwd", lib.flashptx_fwd, ctypes.byref(p), q.get_device())
-    return out, lse
 
 
 @_fwd_sink.register_fake
@@ -485,6 +490,12 @@ def _bwd_sink(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Ten
     dq, dk, dv = q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
     # Zeros, not empty: a call with batch 0 launches nothing (include/flashptx.h), and its gradient is 0.
     dsinks = torch.zeros_like(sinks)
+    _launch_bwd_sink(dout, q, k, v, out, lse, sinks, dq, dk, dv, dsinks, causal, softmax_scale, deterministic)
+    return dq, dk, dv, dsinks
+
+
+def _launch_bwd_sink(dout, q, k, v, out, lse, sinks, dq, dk, dv, dsinks, causal, softmax_scale, deterministic):
+    """The C call of bwd_sink (its own function, as _launch_bwd), the workspace from torch's allocator."""
     lib = _abi._lib or _abi.library()
     qp, kp, vp = _sink_ptrs(q, k, v)
     p = _abi.bwd_params({"q": qp, "k": kp, "v": vp, "o": out.data_ptr(), "lse": lse.data_ptr(),
@@ -499,7 +510,6 @@ def _bwd_sink(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Ten
     ws = torch.empty(max(need.value, 1), dtype=torch.uint8, device=q.device)
     p.workspace, p.workspace_bytes = ws.data_ptr(), need.value
     _call(lib, "flashptx_bwd", lib.flashptx_bwd, ctypes.byref(p), q.get_device())
-    return dq, dk, dv, dsinks
 
 
 @_bwd_sink.register_fake
