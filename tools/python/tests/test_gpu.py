@@ -329,9 +329,53 @@ def test_torch_compile_fullgraph():
     log("  torch.compile: op bitwise equal to eager; block fwd/bwd close; 0 graph breaks (%.0f s)" % (time.time() - t0))
 
 
+def _sink_reference(q, k, v, sinks, causal):
+    """O in fp64 with a sink logit per query head joining each row's softmax denominator (no value)."""
+    b, sq, hq, d = q.shape
+    sk, hk = k.shape[1], k.shape[2]
+    qd, kd, vd = (t.double().transpose(1, 2) for t in (q, k, v))
+    kd, vd = (t.repeat_interleave(hq // hk, dim=1) for t in (kd, vd))
+    s = (qd @ kd.transpose(-1, -2)) * d ** -0.5
+    if causal:
+        i = torch.arange(sq, device=q.device)[:, None]
+        j = torch.arange(sk, device=q.device)[None, :]
+        s = s.masked_fill(j > i + sk - sq, float("-inf"))
+    sink = sinks.double().view(1, hq, 1, 1).expand(b, hq, sq, 1)
+    p = torch.softmax(torch.cat([s, sink], dim=-1), dim=-1)[..., :sk]
+    return (p @ vd).transpose(1, 2)
+
+
+def test_sinks_forward_backward():
+    """Attention sinks through flashptx.attention: O, dQ, dK, dV and dsinks against fp64 autograd."""
+    problems = []
+    for d, causal, shape in ((64, False, (2, 113, 203, 8, 2)), (128, True, (1, 203, 203, 8, 2)),
+                             (128, False, (1, 300, 300, 4, 4))):
+        b, sq, sk, hq, hk = shape
+        g = torch.Generator(device=DEV).manual_seed(d + sq)
+        q, k, v, do = (torch.randn(b, n, h, d, device=DEV, generator=g).to(torch.bfloat16)
+                       for n, h in ((sq, hq), (sk, hk), (sk, hk), (sq, hq)))
+        sinks = (torch.randn(hq, device=DEV, generator=g) * 2).float()
+        leaves = [t.clone().requires_grad_(True) for t in (q, k, v, sinks)]
+        out = flashptx.attention(*leaves[:3], causal=causal, sinks=leaves[3])
+        grads = torch.autograd.grad(out, leaves, do)
+        ref_leaves = [t.detach().double().requires_grad_(True) for t in (q, k, v, sinks)]
+        ref = _sink_reference(*ref_leaves, causal)
+        ref_grads = torch.autograd.grad(ref, ref_leaves, do.double())
+        # The package's plumbing (the sinks' autograd and gradient): bf16 outputs within 2% of their
+        # largest magnitude; the kernels' fp64 rule is the C++ suite's (tests/gpu/test_fa3_sinks.cpp).
+        for name, got, want in [("O", out, ref)] + list(zip(("dQ", "dK", "dV", "dsinks"), grads, ref_grads)):
+            err = (got.double() - want).abs().max().item()
+            tol = 2e-2 * max(1.0, want.abs().max().item())
+            log("  sinks d%d causal=%d %s: max err %.3e (bound %.3e)" % (d, causal, name, err, tol))
+            if not err <= tol:
+                problems.append("sinks d%d causal=%d %s: %.3e > %.3e" % (d, causal, name, err, tol))
+    assert not problems, "\n".join(problems)
+
+
 TESTS = [test_forward_numerics, test_backward_numerics, test_deterministic_bitwise,
          test_head_dim_256_backward, test_layouts, test_current_stream_and_empty,
-         test_errors_carry_the_librarys_message, test_opcheck, test_torch_compile_fullgraph]
+         test_errors_carry_the_librarys_message, test_opcheck, test_torch_compile_fullgraph,
+         test_sinks_forward_backward]
 
 
 def main():
