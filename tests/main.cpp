@@ -132,6 +132,8 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     {"gpu_sm90 sim mutations", "*"},
     {"gpu_sm90 isa readings", "forms the simulator executes*"},
     {"gpu_sm90 isa readings", "rcp.approx and ex2.approx*"},
+    {"gpu_sm90 isa readings", "forms only the simulator's ISA library models*"},
+    {"gpu_sm90 isa readings", "lg2.approx.f32 within the ISA's bound*"},
     // The sliding window and the softcap (the FA3 local kernels, src/sm90/fa3_fwd_local.cu): small
     // shapes on the simulator (tests/gpu/test_fa3_fwd.cpp, test_fa3_varlen.cpp).
     {"gpu_sm90 fa3 forward", "sliding window:*"},
@@ -157,6 +159,7 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     {"gpu_sm90 fa3 varlen", "batches of 1 to 64 sequences*"},
 };
 constexpr const char* kSimulatorSkipReason = "no simulator shape yet (its GPU shapes would take the simulator hours)";
+
 
 bool runs_on_simulator(const doctest::TestCaseData& tc) { return flashptx_test::runs_on_simulator(tc, kSimulatorRuns); }
 
@@ -186,7 +189,8 @@ void exclude_for_simulator(doctest::Context& context) {
     flashptx_test::mark_skipped(*tc);
     if (!kept_suites.count(tc->m_test_suite)) {
       if (said.insert(tc->m_test_suite).second)
-        std::printf("flashptx run_tests: on the simulator, skipping suite %s: %s\n", tc->m_test_suite, kSimulatorSkipReason);
+        std::printf("flashptx run_tests: on the simulator, skipping suite %s: %s\n", tc->m_test_suite,
+                    kSimulatorSkipReason);
     } else {
       std::printf("flashptx run_tests: on the simulator, skipping %s / %s: %s\n", tc->m_test_suite, tc->m_name,
                   kSimulatorSkipReason);

@@ -92,6 +92,7 @@ struct Warp {
   uint64_t spin_gen[32];
   uint64_t proxy_fence[32];
   uint32_t bulk_seq[32];
+  uint8_t cf[32] = {0};       // the carry flag of sub.cc / subc (PTX ISA 9.7.2, extended precision)
   // wgmma
   std::vector<uint32_t> lock;     // per register: 0 free, else wgmma seq + 1 (bit 31: operand A)
   std::vector<uint64_t> pend;     // pending values of locked accumulators
@@ -903,7 +904,13 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
     // ---------------------------------------------------------------- integer and float ALU
     case OP_ADD: case OP_SUB: case OP_MUL: case OP_MIN: case OP_MAX: case OP_DIV: case OP_REM: case OP_AND:
     case OP_OR: case OP_XOR: case OP_MUL_HI: {
-      if (t == T_F32) {
+      if (in.op == OP_SUB && in.sub) {  // sub.cc.{u32,s32}: CF = the borrow out (tools/sim/isa/bits.h)
+        FOR_LANES {
+          const isa::Carry32 c = isa::sub_cc32((uint32_t)V(1, l), (uint32_t)V(2, l));
+          R(w, o[0].reg, l) = c.d;
+          w.cf[l] = c.cf;
+        }
+      } else if (t == T_F32) {
         bool ftz = in.mods & M_FTZ;
         FOR_LANES {
           float a = f32(V(1, l)), b = f32(V(2, l)), r;
@@ -961,6 +968,33 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
       advance();
       break;
     }
+    case OP_SUBC: {  // subc{.cc}.{u32,s32}: d = a - (b + CF)
+      FOR_LANES {
+        const isa::Carry32 c = isa::subc32((uint32_t)V(1, l), (uint32_t)V(2, l), w.cf[l] != 0);
+        R(w, o[0].reg, l) = c.d;
+        if (in.sub) w.cf[l] = c.cf;
+      }
+      advance();
+      break;
+    }
+    case OP_SZEXT: {
+      FOR_LANES R(w, o[0].reg, l) = isa::szext((uint32_t)V(1, l), (uint32_t)V(2, l), in.sub != 0, t == T_S32);
+      advance();
+      break;
+    }
+    case OP_BMSK: {
+      FOR_LANES R(w, o[0].reg, l) = isa::bmsk((uint32_t)V(1, l), (uint32_t)V(2, l), in.sub != 0);
+      advance();
+      break;
+    }
+    case OP_LG2: {  // lg2.approx{.ftz}.f32
+      isa::ApproxConfig ac;
+      ac.mode = cfg.perturb_approx ? isa::ApproxMode::perturbed : isa::ApproxMode::exact;
+      ac.seed = cfg.seed;
+      FOR_LANES R(w, o[0].reg, l) = bits(isa::lg2_approx_f32(f32(V(1, l)), in.mods & M_FTZ, ac));
+      advance();
+      break;
+    }
     case OP_MUL_WIDE: {
       bool sg = ty_signed(t);
       Ty wide = ty_bytes(t) == 2 ? T_U32 : T_U64;
@@ -978,6 +1012,11 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
       break;
     }
     case OP_FMA: {
+      if (t == T_BF16) {  // fma.rn{.relu}.bf16: one rounding of the exact a * b + c
+        FOR_LANES R(w, o[0].reg, l) = isa::fma_bf16((uint16_t)V(1, l), (uint16_t)V(2, l), (uint16_t)V(3, l), in.sub & 1);
+        advance();
+        break;
+      }
       bool ftz = in.mods & M_FTZ;
       FOR_LANES {
         float a = f32(V(1, l)), b = f32(V(2, l)), c = f32(V(3, l));
@@ -1047,7 +1086,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
       break;
     }
     case OP_PRMT: {
-      FOR_LANES R(w, o[0].reg, l) = isa::prmt((uint32_t)V(1, l), (uint32_t)V(2, l), (uint32_t)V(3, l));
+      FOR_LANES R(w, o[0].reg, l) = isa::prmt((uint32_t)V(1, l), (uint32_t)V(2, l), (uint32_t)V(3, l), (isa::PrmtMode)in.sub);
       advance();
       break;
     }
@@ -1145,9 +1184,13 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
       Ty d = in.ty, s = in.ty2;
       FOR_LANES {
         uint64_t a = V(1, l), r = 0;
-        if (d == T_BF16X2 || d == T_F16X2) {
+        if (d == T_TF32) {
+          const isa::Tf32Rnd tr = (in.sub & 2) ? isa::Tf32Rnd::rna : (in.mods & M_RZ) ? isa::Tf32Rnd::rz : isa::Tf32Rnd::rn;
+          r = isa::cvt_tf32_f32(f32(a), tr, in.mods & M_SATFINITE, in.sub & 1);
+        } else if (d == T_BF16X2 || d == T_F16X2) {
           float x = f32(a), y = f32(V(2, l));
-          r = d == T_BF16X2 ? isa::cvt_rn_bf16x2_f32(x, y, false, in.mods & M_SATFINITE) : isa::cvt_rn_f16x2_f32(x, y, false, in.mods & M_SATFINITE);
+          const bool relu = in.sub & 1;
+          r = d == T_BF16X2 ? isa::cvt_rn_bf16x2_f32(x, y, relu, in.mods & M_SATFINITE) : isa::cvt_rn_f16x2_f32(x, y, relu, in.mods & M_SATFINITE);
         } else if (d == T_E4M3X2 || d == T_E5M2X2) {
           float x = f32(a), y = f32(V(2, l));
           r = d == T_E4M3X2 ? isa::cvt_rn_satfinite_e4m3x2_f32(x, y) : isa::cvt_rn_satfinite_e5m2x2_f32(x, y);
