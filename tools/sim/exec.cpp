@@ -103,6 +103,7 @@ struct Warp {
   uint32_t wg_issued = 0;         // wgmma ops issued by this warp
   std::vector<uint32_t> uncommitted;  // seqs
   std::vector<std::vector<uint32_t>> groups;  // committed, oldest first
+  uint32_t groups_committed = 0;              // commit_groups so far (the trace's group numbers)
   uint32_t nreg = 0;
   bool is_producer = false, is_consumer = false;
   bool done = false;
@@ -542,7 +543,7 @@ struct Exec {
       if (a + n > smem_bytes) { memset(d, 0, n); return; }
       memcpy(d, &src.smem[a], n);
     };
-    if (cfg.trace) cfg.trace->event({step, TraceEvent::kTmaLand, src.linear, op.thread / 32, m.location(op.pc)});
+    if (cfg.trace) cfg.trace->event({step, TraceEvent::kTmaLand, src.linear, op.thread / 32, "copy " + std::to_string(op.id) + ": " + m.location(op.pc)});
     switch (op.kind) {
       case AK_TMA_LOAD: case AK_BULK_LOAD:
         for (auto& [slot, off] : op.dst_ctas) {
@@ -1691,7 +1692,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
           stored.dst_ctas.push_back({slot, off});
         }
         stored.land_at = step + land_delay();
-        if (cfg.trace) cfg.trace->event({step, TraceEvent::kTmaIssue, cta.linear, w.id, m.location(pc)});
+        if (cfg.trace) cfg.trace->event({step, TraceEvent::kTmaIssue, cta.linear, w.id, "copy " + std::to_string(stored.id) + ": " + m.location(pc)});
       }
       advance();
       break;
@@ -1731,6 +1732,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
         AsyncOp& stored = async.back();
         stored.id = alloc_id(&stored);
         stored.land_at = UINT64_MAX;  // lands at its wait_group (or when the engine picks it after commit)
+        if (cfg.trace) cfg.trace->event({step, TraceEvent::kTmaIssue, cta.linear, w.id, "copy " + std::to_string(stored.id) + ": " + m.location(pc)});
       }
       advance();
       break;
@@ -1879,6 +1881,8 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
       if (!gather(all_live())) return;
       w.groups.push_back(w.uncommitted);
       w.uncommitted.clear();
+      if (cfg.trace) cfg.trace->event({step, TraceEvent::kWgmmaCommit, cta.linear, w.id, "group " + std::to_string(w.groups_committed) + ": " + m.location(pc)});
+      ++w.groups_committed;
       advance();
       break;
     }
@@ -1912,8 +1916,8 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
           for (uint32_t k = 0; k < 4 && wg * 4 + k < nwarps; ++k) all |= 1u << k;
           if (g.retired_mask == all) cta.wgops[wg % 8].erase(it);
         }
+        if (cfg.trace) cfg.trace->event({step, TraceEvent::kWgmmaRetire, cta.linear, w.id, "group " + std::to_string(w.groups_committed - w.groups.size()) + ": " + m.location(pc)});
         w.groups.erase(w.groups.begin());
-        if (cfg.trace) cfg.trace->event({step, TraceEvent::kWgmmaRetire, cta.linear, w.id, m.location(pc)});
       }
       advance();
       break;
