@@ -104,6 +104,11 @@ struct Warp {
   std::vector<uint32_t> uncommitted;  // seqs
   std::vector<std::vector<uint32_t>> groups;  // committed, oldest first
   uint32_t groups_committed = 0;              // commit_groups so far (the trace's group numbers)
+  // The wgmma.fence rule (PTX ISA, "wgmma.fence"): the warp's wgmma.fence count, and per register
+  // the count + 1 at its last write by an instruction other than wgmma's own (0: none) and that
+  // instruction's pc. A register with the current count + 1 was written since the last fence.
+  uint32_t wg_fences = 0;
+  std::vector<uint32_t> wstamp, wpc;
   uint32_t nreg = 0;
   bool is_producer = false, is_consumer = false;
   bool done = false;
@@ -422,6 +427,55 @@ struct Exec {
   }
 
   // ---- wgmma register locks ------------------------------------------------------------------
+  // The registers `in` writes (its operand 0, for the instructions that have a destination), stamped
+  // for the wgmma.fence rule (Warp::wstamp). wgmma's own writes (mma_async, wait_group) are not: the
+  // ISA orders accumulator accesses between wgmma.mma_async instructions by default.
+  void stamp_writes(Warp& w, const Inst& in, uint32_t pc) {
+    switch (in.op) {
+      case OP_ST: case OP_RED: case OP_BRA: case OP_CALL: case OP_RET: case OP_EXIT: case OP_TRAP: case OP_BRKPT:
+      case OP_NANOSLEEP: case OP_BAR_SYNC: case OP_BAR_ARRIVE: case OP_BAR_WARP: case OP_CLUSTER_ARRIVE:
+      case OP_CLUSTER_WAIT: case OP_SETMAXNREG: case OP_FENCE: case OP_FENCE_PROXY_ASYNC: case OP_FENCE_MBAR_INIT:
+      case OP_FENCE_PROXY_TMAP: case OP_MBAR_INIT: case OP_MBAR_INVAL: case OP_TMA_LOAD: case OP_TMA_STORE:
+      case OP_TMA_REDUCE: case OP_TMA_PREFETCH: case OP_BULK_LOAD: case OP_BULK_STORE: case OP_BULK_REDUCE:
+      case OP_BULK_COMMIT: case OP_BULK_WAIT: case OP_WGMMA_FENCE: case OP_WGMMA_COMMIT: case OP_WGMMA_WAIT:
+      case OP_WGMMA_MMA: case OP_STMATRIX:
+        return;
+      default: break;
+    }
+    if (in.nops == 0) return;
+    const uint32_t s = w.wg_fences + 1;
+    auto stamp = [&](uint32_t r) { if (r < w.wstamp.size()) { w.wstamp[r] = s; w.wpc[r] = pc; } };
+    const Opnd& d = in.o[0];
+    if (d.kind == K_REG) stamp(d.reg);
+    else if (d.kind == K_PAIR) { if (d.reg != kNoReg) stamp(d.reg); if (d.reg2 != kNoReg) stamp(d.reg2); }
+    else if (d.kind == K_VEC)
+      for (uint32_t e = 0; e < d.n; ++e)
+        if (m.vecs[d.reg + e].kind == K_REG) stamp(m.vecs[d.reg + e].reg);
+  }
+  // PTX ISA, "wgmma.fence": all warps of the warpgroup must execute wgmma.fence before the first
+  // wgmma.mma_async, and between a register access by a thread and a wgmma.mma_async that accesses
+  // the same register as its accumulator or as a fragment of A (other than accumulator accesses
+  // between wgmma.mma_async instructions); otherwise the behaviour is undefined. Checked here for
+  // writes (tools/sim/READINGS.md: reads and the same-shape condition are not checked).
+  void check_wgmma_fence(Warp& w, const WgOp& g, uint32_t wq, int lane, uint32_t pc) {
+    if (w.wg_fences == 0) {
+      finding(Finding::kHazard, &w, lane, pc, "",
+              "wgmma.mma_async with no wgmma.fence before the warp's first wgmma.mma_async (PTX ISA, wgmma.fence)");
+      return;
+    }
+    auto dirty = [&](const std::vector<uint32_t>& regs, const char* what) {
+      for (uint32_t r : regs)
+        if (r < w.wstamp.size() && w.wstamp[r] == w.wg_fences + 1) {
+          finding(Finding::kHazard, &w, lane, pc, "",
+                  std::string("wgmma.mma_async accesses register ") + std::to_string(r) + " (" + what + "), written at " +
+                      m.location(w.wpc[r]) + " after the warp's last wgmma.fence (PTX ISA, wgmma.fence: one is required between the two)");
+          return true;
+        }
+      return false;
+    };
+    if (!dirty(g.dregs[wq], "an accumulator")) dirty(g.aregs[wq], "a fragment of A");
+  }
+
   void check_locks(Warp& w, const Inst& in, uint32_t mask, uint32_t pc) {
     auto bad = [&](uint32_t r, bool write) -> bool {
       if (r == kNoReg || r >= w.lock.size() || !w.lock[r]) return false;
@@ -667,6 +721,11 @@ struct Exec {
         w.wait_mbar[l] = nullptr;
       }
       w.lock.assign(nregs, 0);
+      w.wstamp.assign(nregs, 0);
+      w.wpc.assign(nregs, 0);
+      w.wg_fences = 0;
+      w.groups_committed = 0;
+      for (int l = 0; l < 32; ++l) w.cf[l] = 0;
       w.pend.clear();  // allocated by the warp's first wgmma
       w.pend_valid.clear();
       w.inflight = 0;
@@ -866,6 +925,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
   }
   if (w.inflight && in.op != OP_WGMMA_MMA && in.op != OP_WGMMA_WAIT && in.op != OP_WGMMA_COMMIT && in.op != OP_WGMMA_FENCE)
     check_locks(w, in, mask, pc);
+  stamp_writes(w, in, pc);
   auto advance = [&]() { FOR_LANES { w.pc[l] = pc + 1; w.st[l] = LS_RUN; } uni_next = pc + 1; };
   // collectives: the threads named must all be here
   auto gather = [&](uint32_t need) -> bool {
@@ -1774,6 +1834,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
     // ---------------------------------------------------------------- wgmma
     case OP_WGMMA_FENCE: {
       if (!gather(all_live())) return;
+      ++w.wg_fences;
       advance();
       break;
     }
@@ -1834,6 +1895,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
       g.dregs[wq].clear();
       for (uint32_t e = 0; e < o[0].n; ++e) g.dregs[wq].push_back(m.vecs[o[0].reg + e].reg);
       if (g.op.a_in_regs) { g.aregs[wq].clear(); for (uint32_t e = 0; e < o[1].n; ++e) g.aregs[wq].push_back(m.vecs[o[1].reg + e].reg); }
+      check_wgmma_fence(w, g, wq, l0, pc);
       for (uint32_t l = 0; l < 32; ++l) {
         if (g.op.a_in_regs)
           for (uint32_t e = 0; e < 4 && e < g.aregs[wq].size(); ++e) g.a[(wq * 32 + l) * 4 + e] = (uint32_t)R(w, g.aregs[wq][e], l);
