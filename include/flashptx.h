@@ -59,9 +59,10 @@ typedef enum flashptx_status {
   FLASHPTX_ERR_BAD_V_LAYOUT = 19,       /* FP8 forward: a V layout outside flashptx_fp8_v_layout */
   FLASHPTX_ERR_BAD_WINDOW = 20,         /* a sliding window bound below -1 */
   FLASHPTX_ERR_BAD_SOFTCAP = 21,        /* a softcap that is negative, NaN or infinite */
-  FLASHPTX_ERR_UNSUPPORTED = 22         /* a variant this call does not have yet (the message names it):
-                                           the backward with a window or a softcap; a window or a
-                                           softcap on sm_100 */
+  FLASHPTX_ERR_UNSUPPORTED = 22,        /* a variant this call does not have yet (the message names it):
+                                           the backward with a window or a softcap; a window, a
+                                           softcap or sinks on sm_100 */
+  FLASHPTX_ERR_BAD_SINKS = 23           /* backward: sinks without dsinks or dsinks without sinks */
 } flashptx_status;
 
 typedef enum flashptx_dtype {
@@ -133,6 +134,14 @@ typedef struct flashptx_fwd_params {
   int window;
   float softcap;
   int64_t window_left, window_right;
+  /* Optional (NULL: none): learnable attention sinks (gpt-oss), fp32 [heads_q] in device memory,
+   * 4-byte aligned (else FLASHPTX_ERR_MISALIGNED). Head h's sink s_h is one more logit in every row's
+   * softmax denominator that adds no value: with the row's scores x_j (after the scale, the softcap
+   * and the mask), LSE = log(sum_j exp(x_j) + exp(s_h)) and O = sum_j exp(x_j - LSE) v_j. A row that
+   * sees no key has O = 0 and LSE = s_h. A sink of -inf is no sink; NaN or +inf give NaN rows (the
+   * values are device memory and not checked). sm_90 fixed-length forward only (sm_100:
+   * FLASHPTX_ERR_UNSUPPORTED). */
+  const float* sinks;
 } flashptx_fwd_params;
 
 /* Fills *p for contiguous [batch, seqlen, heads, head_dim] tensors of one dtype. */
@@ -306,6 +315,14 @@ typedef struct flashptx_bwd_params {
   int window;
   float softcap;
   int64_t window_left, window_right;
+  /* The forward's attention sinks (flashptx_fwd_params::sinks, fp32 [heads_q], device) and their
+   * gradient dsinks (fp32 [heads_q], device, written): both or neither (one alone:
+   * FLASHPTX_ERR_BAD_SINKS), each 4-byte aligned. lse must then be the forward's LSE with the sinks.
+   * dq, dk and dv are computed as without sinks from that LSE (the sink adds no value, so
+   * dS = P (dP - delta) keeps its form); dsinks[h] = -sum over the rows i of head h in every batch
+   * of exp(s_h - LSE_i) (dO_i . O_i), reduced in a fixed order (bitwise reproducible in both modes). */
+  const float* sinks;
+  float* dsinks;
 } flashptx_bwd_params;
 
 /* Fills *p for contiguous tensors of one dtype (workspace left NULL: set it after sizing). */
@@ -465,6 +482,89 @@ flashptx_status flashptx_fwd_fp8(const flashptx_fwd_fp8_params* p, cudaStream_t 
 
 /* Validation alone, without the device check. */
 flashptx_status flashptx_fwd_fp8_check(const flashptx_fwd_fp8_params* p);
+
+
+/* ---- inference: attention over a KV cache (decode, chunked prefill) ----------------------------
+ *
+ * FlashAttention-3's flash_attn_with_kvcache: a few new query rows per sequence against that
+ * sequence's cached keys and values. q and o are [batch, seqlen_q, heads_q, head_dim]; the cache is
+ *   contiguous (page_table NULL): k_cache/v_cache [cache_batch, cache_seqlen, heads_kv, head_dim]
+ *     (cache_batch = batch_cache, cache_seqlen = seqlen_cache); sequence b reads cache row
+ *     cache_batch_idx[b] (device int32 [batch]), or b where cache_batch_idx is NULL;
+ *   paged (page_table set): k_cache/v_cache [cache_batch, cache_seqlen, heads_kv, head_dim] with
+ *     cache_batch = num_pages, cache_seqlen = page_size; key j of sequence b lies in page
+ *     page_table[b * page_table_stride + j / page_size] (device int32 [batch, max_pages]) at row
+ *     j % page_size. page_size: a multiple of 64, or 8, 16 or 32 (a 64-key block is then 64 /
+ *     page_size TMA boxes; other sizes: FLASHPTX_ERR_UNSUPPORTED). cache_batch_idx must be NULL.
+ * Sequence b attends to its first cache_seqlens[b] keys (device int32 [batch], read on the device
+ * only: a captured CUDA graph replays with new lengths). Causal: bottom-right within the sequence's
+ * length, query row i sees key j iff j <= i + cache_seqlens[b] - seqlen_q (a row that sees no key:
+ * O = 0, LSE = -inf). GQA/MQA: heads_q a multiple of heads_kv; the query heads of one kv head share
+ * a tile (packed GQA), so each K/V block is read once per kv head. LSE (optional) fp32
+ * [batch, heads_q, seqlen_q], natural log. bf16, head_dim 128, sm_90 only (else
+ * FLASHPTX_ERR_UNSUPPORTED / _UNSUPPORTED_HEAD_DIM / _UNSUPPORTED_DEVICE). Strides in elements, rows
+ * 16-byte aligned; cache strides multiples of 8 elements (TMA: 16 bytes).
+ *
+ * Split-KV: num_splits 0 lets the library choose (from the shape and the SM count), 1 runs without
+ * a split, n > 1 (at most 128) splits each sequence's key blocks across n CTAs, which write partial
+ * O and LSE into `workspace` and a combine kernel merges them by LSE. The workspace (device memory,
+ * 256-byte aligned, at least flashptx_fwd_kvcache_workspace_size bytes; may be NULL when that is 0).
+ *
+ * What only the device sees is clamped, never read out of bounds, and recorded in *error_word
+ * (optional: device uint32, 4-byte aligned; bits OR'ed in, never cleared by the library):
+ *   FLASHPTX_KVCACHE_ERR_SEQLEN     a cache_seqlens entry < 0 or above the cache's capacity
+ *                                   (cache_seqlen, or max_pages * page_size): clamped to [0, capacity]
+ *   FLASHPTX_KVCACHE_ERR_PAGE       a page_table entry outside [0, num_pages): its keys read as zeros
+ *   FLASHPTX_KVCACHE_ERR_BATCH_IDX  a cache_batch_idx entry outside [0, cache_batch): no keys
+ * The output of a call that set a bit is not meaningful for the sequences concerned.
+ * Not yet: appending new keys/values, rotary embedding, cache_leftpad, fp16, head dims 64 and 256.
+ */
+#define FLASHPTX_KVCACHE_ERR_SEQLEN 1u
+#define FLASHPTX_KVCACHE_ERR_PAGE 2u
+#define FLASHPTX_KVCACHE_ERR_BATCH_IDX 4u
+#define FLASHPTX_KVCACHE_MAX_SPLITS 128
+
+typedef struct flashptx_kvcache_params {
+  const void* q;        /* [batch, seqlen_q, heads_q, head_dim] */
+  const void* k_cache;  /* see above */
+  const void* v_cache;
+  void* o;              /* [batch, seqlen_q, heads_q, head_dim] */
+  float* lse;           /* optional: [batch, heads_q, seqlen_q] fp32, or NULL */
+  const int32_t* cache_seqlens;    /* DEVICE memory, [batch] */
+  const int32_t* cache_batch_idx;  /* DEVICE memory, [batch], or NULL (contiguous cache only) */
+  const int32_t* page_table;       /* DEVICE memory, [batch, max_pages], or NULL: contiguous cache */
+
+  int64_t batch, seqlen_q, heads_q, heads_kv, head_dim;
+  int64_t cache_batch;    /* contiguous: batch_cache; paged: num_pages */
+  int64_t cache_seqlen;   /* contiguous: seqlen_cache; paged: page_size */
+  int64_t max_pages;      /* paged: entries per page_table row */
+  int64_t page_table_stride;  /* paged: elements between page_table rows (>= max_pages) */
+
+  /* strides in elements: batch (or page), row, head */
+  int64_t q_batch_stride, q_row_stride, q_head_stride;
+  int64_t k_batch_stride, k_row_stride, k_head_stride;
+  int64_t v_batch_stride, v_row_stride, v_head_stride;
+  int64_t o_batch_stride, o_row_stride, o_head_stride;
+
+  flashptx_dtype dtype;  /* of q, k_cache, v_cache, o */
+  int causal;
+  float softmax_scale;   /* 0 means 1/sqrt(head_dim) */
+  int num_splits;        /* 0: the library's choice; 1: none; up to FLASHPTX_KVCACHE_MAX_SPLITS */
+  void* workspace;       /* device, 256-byte aligned (split-KV only) */
+  int64_t workspace_bytes;
+  uint32_t* error_word;  /* optional device word (above) */
+} flashptx_kvcache_params;
+
+/* The workspace a call needs (0 without a split). With num_splits 0 the split count is the plan's
+ * on the current device (needs it; FLASHPTX_ERR_UNSUPPORTED_DEVICE otherwise). */
+flashptx_status flashptx_fwd_kvcache_workspace_size(const flashptx_kvcache_params* p, int64_t* bytes);
+/* The split count the call would run (num_splits itself where it is set). */
+flashptx_status flashptx_fwd_kvcache_num_splits(const flashptx_kvcache_params* p, int* num_splits);
+/* Validates, then launches on `stream` (the attention kernel, and with a split the combine). Batch
+ * or seqlen_q 0: FLASHPTX_OK, no launch. */
+flashptx_status flashptx_fwd_kvcache(const flashptx_kvcache_params* p, cudaStream_t stream);
+/* Validation alone (what the host can see), without the device check. */
+flashptx_status flashptx_fwd_kvcache_check(const flashptx_kvcache_params* p);
 
 #ifdef __cplusplus
 }

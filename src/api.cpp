@@ -37,6 +37,8 @@ namespace flashptx {
 
 bool sm100_opted_in() { return g_allow_unverified_sm100.load(std::memory_order_relaxed); }
 
+flashptx_status record_status(flashptx_status s, const std::string& msg) { return s == FLASHPTX_OK ? ok() : fail(s, msg); }
+
 // Device and plan of a validated problem: what a launch and its kernel_info share.
 static flashptx_status plan_validated(const flashptx_fwd_params* p, const FwdOptions& opt, FwdPlan* plan) {
   std::string msg;
@@ -239,6 +241,7 @@ const char* flashptx_status_name(flashptx_status s) {
     case FLASHPTX_ERR_BAD_WINDOW: return "FLASHPTX_ERR_BAD_WINDOW";
     case FLASHPTX_ERR_BAD_SOFTCAP: return "FLASHPTX_ERR_BAD_SOFTCAP";
     case FLASHPTX_ERR_UNSUPPORTED: return "FLASHPTX_ERR_UNSUPPORTED";
+    case FLASHPTX_ERR_BAD_SINKS: return "FLASHPTX_ERR_BAD_SINKS";
   }
   return "FLASHPTX_ERR_UNKNOWN";
 }

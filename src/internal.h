@@ -5,6 +5,8 @@
 #include "include/flashptx.h"
 #include "src/plan.h"
 
+#include <string>
+
 namespace flashptx {
 
 // flashptx_fwd with a forced kernel and/or schedule (and the trace buffer of the traced kernel).
@@ -21,5 +23,11 @@ flashptx_status fwd_varlen_kernel_info(const flashptx_fwd_varlen_params* p, cons
 // flashptx_bwd with a forced main kernel.
 flashptx_status bwd(const flashptx_bwd_params* p, const BwdOptions& opt, cudaStream_t stream);
 flashptx_status bwd_kernel_info(const flashptx_bwd_params* p, const BwdOptions& opt, flashptx_kernel_info* info);
+
+// The status of an entry point defined outside src/api.cpp (src/kvcache.cpp), recorded as api.cpp
+// records its own: flashptx_last_error() is "STATUS_NAME: msg", or "" after FLASHPTX_OK.
+flashptx_status record_status(flashptx_status s, const std::string& msg);
+// flashptx_fwd_kvcache's host-side validation (src/kvcache.cpp).
+flashptx_status validate_fwd_kvcache(const flashptx_kvcache_params& p, std::string* msg);
 
 }  // namespace flashptx

@@ -20,6 +20,9 @@ const char* family_name(Family f) {
     case Family::kFa4BwdPostDq: return "fa4_bwd_post_dq";
     case Family::kFa4BwdPostDkv: return "fa4_bwd_post_dkv";
     case Family::kFa3FwdFp8: return "fa3_fwd_fp8";
+    case Family::kFa3FwdKvcache: return "fa3_fwd_kvcache";
+    case Family::kFa3FwdKvcacheCombine: return "fa3_fwd_kvcache_combine";
+    case Family::kFa3BwdSink: return "fa3_bwd_sink";
   }
   return "unknown";
 }
@@ -29,8 +32,10 @@ std::span<const KernelEntry> kernel_table() {
     std::vector<KernelEntry> t;
     for (auto rows : {fa3_fwd_kernels(), fa3_fwd_traced_kernels(), fa3_fwd_traced_paired_kernels(),
                       fa3_fwd_traced_d64_kernels(), fa3_fwd_varlen_kernels(), fa3_fwd_local_kernels(),
-                      fa3_fwd_varlen_local_kernels(), fa3_fwd_fp8_kernels(), fa3_bwd_kernels(),
-                      fa4_fwd_kernels(), fa4_bwd_kernels(), fa4_bwd_pair_kernels()})
+                      fa3_fwd_varlen_local_kernels(), fa3_fwd_sink_kernels(), fa3_fwd_fp8_kernels(),
+                      fa3_bwd_kernels(), fa3_bwd_sink_kernels(),
+                      fa4_fwd_kernels(), fa4_bwd_kernels(), fa4_bwd_pair_kernels(),
+                      fa3_fwd_kvcache_kernels()})
       t.insert(t.end(), rows.begin(), rows.end());
     return t;
   }();

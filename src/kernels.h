@@ -28,6 +28,10 @@ enum class Family : uint8_t {
   kFa4BwdPostDkv, // its GQA dK/dV postprocess (the FA3 body compiled for sm_100a)
   kFa3FwdFp8,     // FA3 FP8 forward (src/sm90/fa3_fwd_fp8.cu): described here, launched by its own
                   // rule (launch_fwd_fp8), not by a launch plan
+  kFa3FwdKvcache,         // FA3 forward over a KV cache (src/sm90/fa3_fwd_kvcache.cu), launched by
+  kFa3FwdKvcacheCombine,  // src/kvcache.cpp; and its split-KV combine
+  kFa3BwdSink,    // FA3 backward: the attention sinks' gradient from the preprocess's scratch
+                  // (src/sm90/fa3_bwd_sink.cu; any dtype and head dim)
 };
 const char* family_name(Family f);
 
@@ -72,8 +76,11 @@ std::span<const KernelEntry> fa3_fwd_traced_d64_kernels();
 std::span<const KernelEntry> fa3_fwd_varlen_kernels();
 std::span<const KernelEntry> fa3_fwd_local_kernels();         // the sliding window and the softcap
 std::span<const KernelEntry> fa3_fwd_varlen_local_kernels();  // (src/sm90/fa3_fwd_local.cu)
+std::span<const KernelEntry> fa3_fwd_sink_kernels();          // the attention sinks (src/sm90/fa3_fwd_sink.cu)
 std::span<const KernelEntry> fa3_fwd_fp8_kernels();
+std::span<const KernelEntry> fa3_fwd_kvcache_kernels();  // the KV-cache forward and its combine
 std::span<const KernelEntry> fa3_bwd_kernels();
+std::span<const KernelEntry> fa3_bwd_sink_kernels();  // the sinks' gradient (src/sm90/fa3_bwd_sink.cu)
 std::span<const KernelEntry> fa4_fwd_kernels();
 std::span<const KernelEntry> fa4_bwd_kernels();
 std::span<const KernelEntry> fa4_bwd_pair_kernels();  // the 2-CTA form (src/sm100/fa4_bwd_pair.cu)

@@ -244,6 +244,10 @@ static flashptx_status plan_fa4_fwd(const flashptx_fwd_params& p, const FwdOptio
     *err = "the sm_100 forward has no sliding window or softcap (the FA3 forward on sm_90 has them)";
     return FLASHPTX_ERR_UNSUPPORTED;
   }
+  if (p.sinks != nullptr) {
+    *err = "the sm_100 forward has no attention sinks (the FA3 forward on sm_90 has them)";
+    return FLASHPTX_ERR_UNSUPPORTED;
+  }
   if (opt.kernel != nullptr) {
     k = kernel_by_name(opt.kernel);
     if (k == nullptr || k->family != Family::kFa4Fwd) {
@@ -314,6 +318,11 @@ static bool is_local(const KernelEntry& k) {
     if (std::string_view(s.name) == "window") return s.value != 0;
   return false;
 }
+static bool has_sinks(const KernelEntry& k) {
+  for (const KernelSwitch& s : k.switches)
+    if (std::string_view(s.name) == "sinks") return s.value != 0;
+  return false;
+}
 static const KernelEntry* local_kernel_for(std::span<const KernelEntry> rows, flashptx_dtype t, int64_t head_dim) {
   for (const KernelEntry& k : rows)
     if (k.dtype == t && k.head_dim == head_dim) return &k;
@@ -332,13 +341,21 @@ flashptx_status plan_fwd(const flashptx_fwd_params& p_in, const FwdOptions& opt,
   flashptx_fwd_params p = p_in;
   if (modified) p.causal = mod.causal ? 1 : 0;
   const KernelEntry* k = nullptr;
-  if (opt.kernel == nullptr && mod.local) {
-    if ((k = local_kernel_for(fa3_fwd_local_kernels(), p.q_dtype, p.head_dim)) == nullptr) {
+  // Sinks: the sink kernel of the head dim (the local kernels' walk, with or without a window and a
+  // softcap; src/sm90/fa3_fwd_sink.cu), one CTA per tile as the local kernels.
+  const bool sinks = p.sinks != nullptr;
+  if (opt.kernel == nullptr && (mod.local || sinks)) {
+    if (sinks) {
+      if ((k = local_kernel_for(fa3_fwd_sink_kernels(), p.q_dtype, p.head_dim)) == nullptr) {
+        *err = "no attention-sink forward kernel for head_dim " + std::to_string(p.head_dim) + " in this dtype";
+        return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
+      }
+    } else if ((k = local_kernel_for(fa3_fwd_local_kernels(), p.q_dtype, p.head_dim)) == nullptr) {
       *err = "no local (window / softcap) forward kernel for head_dim " + std::to_string(p.head_dim) + " in this dtype";
       return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
     }
     if (opt.trace != nullptr) {
-      *err = "a trace buffer is only for the traced kernel (no window or softcap)";
+      *err = "a trace buffer is only for the traced kernel (no window, softcap or sinks)";
       return FLASHPTX_ERR_BAD_OPTION;
     }
     if (opt.schedule != Schedule::kAuto && opt.schedule != Schedule::kOnePerTile) {
@@ -373,6 +390,11 @@ flashptx_status plan_fwd(const flashptx_fwd_params& p_in, const FwdOptions& opt,
   }
   if (mod.local && !is_local(*k)) {
     *err = std::string("kernel ") + k->name + " has no sliding window or softcap (the fa3_fwd_local kernels have them)";
+    return FLASHPTX_ERR_BAD_OPTION;
+  }
+  if (sinks != has_sinks(*k)) {
+    *err = std::string("kernel ") + k->name +
+           (sinks ? " has no attention sinks (the fa3_fwd_sink kernels have them)" : " needs attention sinks (sinks is NULL)");
     return FLASHPTX_ERR_BAD_OPTION;
   }
   const bool traced = k->family == Family::kFa3FwdTraced;
@@ -483,6 +505,7 @@ flashptx_status encode_fwd_args(const flashptx_fwd_params& p_in, const FwdOption
   a.softmax_scale = scale;
   a.softmax_scale_log2 = scale * 1.4426950408889634f;
   if (is_local(k)) encode_modifiers(mod, scale, &a);
+  if (has_sinks(k)) a.sinks = p.sinks;
   return FLASHPTX_OK;
 }
 
@@ -663,6 +686,10 @@ static flashptx_status plan_bwd_family(const flashptx_bwd_params& p, const BwdOp
   } else {
     k = row_of(rows, main, p.dtype, static_cast<int>(p.head_dim));
   }
+  if (fa4 && p.sinks != nullptr) {
+    *err = "the sm_100 backward has no attention sinks (the FA3 backward on sm_90 has them)";
+    return FLASHPTX_ERR_UNSUPPORTED;
+  }
   const KernelEntry* pre = row_of(rows, fa4 ? Family::kFa4BwdPre : Family::kFa3BwdPre, p.dtype, 0);
   const KernelEntry* post_dq = row_of(rows, fa4 ? Family::kFa4BwdPostDq : Family::kFa3BwdPostDq, p.dtype, 0);
   const KernelEntry* post_dkv = row_of(rows, fa4 ? Family::kFa4BwdPostDkv : Family::kFa3BwdPostDkv, p.dtype, 0);
@@ -715,6 +742,10 @@ static flashptx_status plan_bwd_family(const flashptx_bwd_params& p, const BwdOp
                          Schedule::kOnePerTile, m_blocks * p.heads_q * p.batch};
   plan->post_dkv = Launch{post_dkv, grid3(plan->gqa ? n_blocks : 0, p.heads_kv, p.batch), dim3(256), 0,
                           Schedule::kOnePerTile, plan->gqa ? n_blocks * p.heads_kv * p.batch : 0};
+  // The sinks' gradient: one CTA per query head over the preprocess's scratch (src/sm90/fa3_bwd_sink.h).
+  const bool sinks = p.sinks != nullptr && p.dsinks != nullptr;
+  plan->sink = Launch{&fa3_bwd_sink_kernels()[0], grid3(sinks ? p.heads_q : 0, 1, 1), dim3(fa3::kSinkThreads), 0,
+                      Schedule::kOnePerTile, sinks ? p.heads_q : 0};
   return FLASHPTX_OK;
 }
 
@@ -810,6 +841,12 @@ flashptx_status encode_bwd_args(const flashptx_bwd_params& p, BwdPlan* plan, std
   x.block_m = k.block_m; x.block_n = k.block_n; x.m_blocks = a.m_blocks; x.n_blocks = a.n_blocks;
   x.dq_split_rows = k.block_m == 128 ? 1 : 0;
   x.softmax_scale = scale;
+
+  fa3::BwdSinkParams& z = plan->sink_args;
+  z = fa3::BwdSinkParams{};
+  z.lse2 = x.lse2; z.delta = x.delta; z.sinks = p.sinks; z.dsinks = p.dsinks;
+  z.batch = a.batch; z.heads_q = a.heads_q; z.seqlen_q = a.seqlen_q;
+  z.rows_pad = static_cast<int>(m_blocks * k.block_m);
   return FLASHPTX_OK;
 }
 
@@ -830,6 +867,7 @@ flashptx_status launch_bwd(const flashptx_bwd_params& p, BwdPlan* plan, cudaStre
     return launch(l, args, stream, err);
   };
   if ((s = run(plan->pre, &plan->aux)) != FLASHPTX_OK) return s;
+  if ((s = run(plan->sink, &plan->sink_args)) != FLASHPTX_OK) return s;
   if ((s = run(plan->main, &plan->args)) != FLASHPTX_OK) return s;
   if ((s = run(plan->post_dq, &plan->aux)) != FLASHPTX_OK) return s;
   if ((s = run(plan->post_dkv, &plan->aux)) != FLASHPTX_OK) return s;

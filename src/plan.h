@@ -13,6 +13,7 @@
 #include "include/flashptx.h"
 #include "src/kernels.h"
 #include "src/sm90/fa3_bwd_config.h"
+#include "src/sm90/fa3_bwd_sink.h"
 #include "src/sm90/fa3_fwd_config.h"
 
 namespace flashptx {
@@ -138,7 +139,7 @@ flashptx_status plan_fwd_varlen(const flashptx_fwd_varlen_params& p, const FwdOp
 flashptx_status encode_fwd_varlen_args(const flashptx_fwd_varlen_params& p, FwdVarlenPlan* plan, std::string* err);
 
 // ---- backward -------------------------------------------------------------------------------------
-// Four launches on one stream, after one memset of the workspace's zeroed section (semaphores and,
+// Four launches on one stream (five with sinks: their gradient after the preprocess), after one memset of the workspace's zeroed section (semaphores and,
 // under GQA, the dK/dV accumulators): preprocess, main kernel, dQ postprocess, and under GQA the
 // dK/dV postprocess. A launch with an empty grid is skipped (e.g. seqlen_k 0: no main kernel).
 // The order in which the deterministic mode's dQ writers take their turns (src/protocol/
@@ -153,11 +154,13 @@ enum class DqOrder : uint8_t { kAuto, kAscending, kRotated };
 bool dq_order_rotated_ok(int64_t n_blocks, int64_t m_blocks, int sm_count);
 struct BwdPlan {
   Launch pre, main, post_dq, post_dkv;
+  Launch sink;                  // with sinks: their gradient, after the preprocess (empty grid: none)
   bool gqa = false;
   bool dq_rotated = false;      // deterministic, no mask: the rotated writer order
   fa3::BwdWorkspace workspace;
   fa3::BwdParams args{};        // main kernel (filled by encode_bwd_args)
   fa3::BwdAuxParams aux{};      // pre/postprocess
+  fa3::BwdSinkParams sink_args{};  // the sinks' gradient
 };
 struct BwdOptions {
   const char* kernel = nullptr;  // a kernel table name of family kFa3Bwd, or nullptr: the rule

@@ -202,6 +202,7 @@ flashptx_status validate_fwd(const flashptx_fwd_params& p, std::string* msg) {
   if ((s = check_buffers({{"q", p.q}, {"k", p.k}, {"v", p.v}, {"o", p.o}}, msg)) != FLASHPTX_OK) return s;
   if ((s = check_aligned("lse", p.lse, 4, msg)) != FLASHPTX_OK) return s;
   if ((s = check_aligned("tile_counter", p.tile_counter, 8, msg)) != FLASHPTX_OK) return s;
+  if ((s = check_aligned("sinks", p.sinks, 4, msg)) != FLASHPTX_OK) return s;
   if ((s = check_row_bounds(p, kMaxInt, "2^31", msg)) != FLASHPTX_OK) return s;
   if ((s = check_tiles((p.seqlen_q + 63) / 64 * p.heads_q * p.batch, msg)) != FLASHPTX_OK) return s;
 
@@ -349,6 +350,13 @@ flashptx_status validate_bwd_buffers(const flashptx_bwd_params& p, int64_t works
   }
   if (rows_q && p.lse == nullptr) return bad(FLASHPTX_ERR_NULL_POINTER, msg, "lse is NULL (the forward's LSE is needed)");
   if (rows_q && (s = check_aligned("lse", p.lse, 4, msg)) != FLASHPTX_OK) return s;
+  // The sinks (include/flashptx.h, flashptx_bwd_params): both or neither, fp32-aligned.
+  if ((p.sinks == nullptr) != (p.dsinks == nullptr))
+    return bad(FLASHPTX_ERR_BAD_SINKS, msg,
+               std::string(p.sinks == nullptr ? "dsinks is set but sinks is NULL" : "sinks is set but dsinks is NULL") +
+                   ": the sinks' gradient needs the forward's sinks, and a backward with sinks writes their gradient");
+  if ((s = check_aligned("sinks", p.sinks, 4, msg)) != FLASHPTX_OK) return s;
+  if ((s = check_aligned("dsinks", p.dsinks, 4, msg)) != FLASHPTX_OK) return s;
   const int64_t d = p.head_dim;
   struct S { const char* name; int64_t seq, heads, sb, ss, sh; bool out; };
   const S strides[] = {

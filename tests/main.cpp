@@ -140,6 +140,10 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     {"gpu_sm90 fa3 forward", "softcap:*"},
     {"gpu_sm90 fa3 forward", "bad window and softcap values*"},
     {"gpu_sm90 fa3 varlen", "sliding window over packed sequences*"},
+    // The KV-cache forward (src/sm90/fa3_fwd_kvcache.cu): every case, at simulator shapes.
+    {"gpu_sm90 fa3 kvcache", "*"},
+    // The attention sinks (src/sm90/fa3_fwd_sink.cu, fa3_bwd_sink.cu; tests/gpu/test_fa3_sinks.cpp).
+    {"gpu_sm90 fa3 sinks", "*"},
     // Cases at simulator shapes (each states its shape, and its launch count where the GPU's is 1000).
     {"gpu_sm90 race repro", "*"},
     {"gpu_sm90 release flavour", "*"},

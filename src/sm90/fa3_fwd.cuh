@@ -551,6 +551,7 @@ struct Consumer {
   ReadRing<C, KV::kK> k_ring;
   ReadRing<C, KV::kV> v_ring;
   int row0 = 0;                    // global query row of r0 in the current tile
+  float sink_log2 = 0.f;           // C.sinks: the tile's head's sink logit in log2 units (read at the tile's start)
 
   __device__ __forceinline__ Consumer(const FwdParams& p_, const FwdSmem<C>& sm_, Tracer tr_,
                                       const FwdVarlenTable* vt_, int g_)
@@ -1051,12 +1052,43 @@ struct Consumer {
     }
   }
 
+  // C.sinks: row h's denominator with the head's sink logit s (log2 units: sink_log2) beside its
+  // keys. The loop's invariant at the end of the tile: l = sum_j 2^(x_j - ref) and O = sum_j
+  // 2^(x_j - ref) v_j over the row's visible keys (x_j the scores in log2 units, ref = row_max *
+  // scale_log2 the exponent reference the last softmax used: the exact running maximum, as the sink
+  // kernels have no lazy rescale), l = 0 and O = 0 where the row saw no key. The sink joins the sum
+  // under the new reference m = max(ref, s): l' = l 2^(ref - m) + 2^(s - m), O / l' scaled by
+  // 2^(ref - m), LSE = ln 2 (m + log2 l'). Equal to initialising the running state at (max = s,
+  // sum = 1) and running the loop, without touching the loop (docs/DECISIONS.md, "Attention sinks:
+  // the epilogue's denominator"); every factor is <= 1, so nothing overflows however far the sink
+  // lies from the scores. A row without keys gets O = 0 and LSE = s (its denominator is the sink
+  // alone); a sink of -inf is no sink (m = ref; with no key either: O = 0, LSE = -inf).
+  __device__ __forceinline__ void sink_epilogue(const Tile& t, int h, float (&inv)[2]) {
+    const float l = quad_sum(row_sum[h]);
+    const bool no_key = row_max[h] == -INFINITY;
+    const float ref = row_max[h] * scale_log2;
+    const float m = no_key ? sink_log2 : fmaxf(ref, sink_log2);
+    const bool empty = m == -INFINITY;  // no key and a sink of -inf
+    const float beta = no_key ? 0.f : ptx::ex2_approx_ftz_f32(ref - m);
+    const float l_all = empty ? 0.f : fmaf(l, beta, ptx::ex2_approx_ftz_f32(sink_log2 - m));
+    // (rcp.approx, not a division: as epilogue() says.)
+    inv[h] = l_all > 0.f ? beta * ptx::rcp_approx_ftz_f32(l_all) : 0.f;
+    const int row = row0 + 8 * h;
+    if (p.lse != nullptr && q4 == 0 && row < len_q(t)) {
+      p.lse[lse_index(t, row)] = l_all > 0.f ? (m + log2f(l_all)) * 0.6931471805599453f : -INFINITY;
+    }
+  }
+
   __device__ __forceinline__ void epilogue(const Tile& t) {
     tr(trace::kEpilogueBegin, t.m_block);
     const int tid_in_wg = threadIdx.x % 128;
     float inv[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
+      if constexpr (C.sinks) {
+        sink_epilogue(t, h, inv);
+        continue;
+      }
       const float l = quad_sum(row_sum[h]);
       // (C.lazy_rescale: O by the sum of the P it was accumulated from; the LSE by the exact sum.)
       const float l_o = C.lazy_rescale ? quad_sum(row_sum_pv[h]) : l;
@@ -1129,6 +1161,8 @@ struct Consumer {
     for (Tile t; C.tile_feed ? feed.take(sm, p, lane, &t) : walk.next(p, vt, &t);) {
       tr(trace::kTileBegin, t.index);
       row0 = t.m_block * kBlockM + 64 * g + r0;
+      // (Read here, used in the epilogue: the load's latency hides behind the tile.)
+      if constexpr (C.sinks) sink_log2 = p.sinks[t.head] * 1.4426950408889634f;
       row_max[0] = row_max[1] = -INFINITY;
       // O and S start the tile dead: the tile's first PV and every QK begin with scale-d 0, which
       // overwrites the accumulator, but the compiler sees each wgmma as reading it ("+f") and would

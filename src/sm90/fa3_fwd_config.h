@@ -48,6 +48,11 @@ struct FwdParams {
   // kernels' listings, do not move.)
   int window_left, window_right;
   float softcap_prescale;
+  // The sink kernels' learnable attention sinks (FwdConfig::sinks; the other kernels never read it):
+  // fp32 [heads_q], one logit per query head in the units of the scores (natural log, after the
+  // scale and the softcap), joining every row's softmax denominator and adding no value. (In the
+  // tail padding, as above.)
+  const float* sinks;
 };
 static_assert(sizeof(FwdParams) == 640, "FwdParams grows in its tail padding only (FwdVarlenParams::table)");
 
@@ -105,6 +110,9 @@ struct FwdConfig {
                         // window are never loaded, the blocks on both edges are masked
   bool softcap;         // scores become c tanh(scale s / c) where FwdParams::softcap_prescale != 0
                         // (tanh.approx.f32, before the mask)
+  bool sinks;           // the learnable attention sinks of FwdParams::sinks: the head's sink logit
+                        // joins each row's denominator in the epilogue (Consumer::epilogue;
+                        // "Attention sinks: the epilogue's denominator")
 };
 
 template <FwdConfig C>
@@ -188,6 +196,9 @@ struct FwdLayout {
   static_assert(!C.window || (!C.tile_feed && !C.skip_blocks && !C.half_first),
                 "window: every role walks the tiles itself (the tile feed's slot has no n_min), and every "
                 "warpgroup visits the tile's blocks [n_min, n_max) (no per-warpgroup skip)");
+  static_assert(!C.sinks || (C.window && !C.lazy_rescale && !C.defer_epilogue),
+                "sinks: on the local kernels' walk, and the epilogue's one row sum is both O's and the "
+                "LSE's (no lazy rescale), read where the tile ends (no deferred epilogue)");
   static_assert(kOffTile % 16 == 0, "tile-feed slots are read with ld.shared.v4");
   static_assert(kQBytes % 1024 == 0 && kKVBytes % 1024 == 0, "tiles keep 1024-byte alignment");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA (Q slots, O staging, rings, barriers, tile feed)");
@@ -215,7 +226,7 @@ constexpr FwdConfig kD64M128 = {
     .tile_feed = true, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
     .tree_max = true, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
-    .window = false, .softcap = false};
+    .window = false, .softcap = false, .sinks = false};
 // The 192 x 128 d64 kernel: no tile feed ("The tile feed"); its warpgroups skip blocks.
 constexpr FwdConfig kD64M192 = {
     .head_dim = 64, .block_n = 128, .stages = 3, .consumer_wgs = 3, .bf16 = true,
@@ -223,14 +234,14 @@ constexpr FwdConfig kD64M192 = {
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 32, .consumer_regs = 160,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = true, .half_first = false,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
-    .window = false, .softcap = false};
+    .window = false, .softcap = false, .sinks = false};
 constexpr FwdConfig kD128N128 = {
     .head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = true, .paired = false, .dynamic_walk = false, .varlen = false,
     .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
-    .window = false, .softcap = false};
+    .window = false, .softcap = false, .sinks = false};
 // d256: 64-key blocks (every power-of-two length an exact number of blocks) and the token ring,
 // which FA3's admission table leaves off above head dim 128 ("Token ring at the tile edges").
 // One tile per CTA, O in the Q buffer.
@@ -240,7 +251,7 @@ constexpr FwdConfig kD256 = {
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kInQ, .skip_blocks = true, .half_first = false,
     .tree_max = true, .lazy_rescale = true, .defer_epilogue = false, .traced = false,
-    .window = false, .softcap = false};
+    .window = false, .softcap = false, .sinks = false};
 // Its persistent twin (the plan's non-causal launches up to 4k keys: "O in halves").
 constexpr FwdConfig kD256Persistent = {
     .head_dim = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2, .bf16 = true,
@@ -248,7 +259,7 @@ constexpr FwdConfig kD256Persistent = {
     .tile_feed = true, .walk_ahead = true, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kHalves, .skip_blocks = true, .half_first = false,
     .tree_max = true, .lazy_rescale = true, .defer_epilogue = false, .traced = false,
-    .window = false, .softcap = false};
+    .window = false, .softcap = false, .sinks = false};
 // The paired causal twins: the same shapes, persistent CTAs walking the paired static schedule
 // (units of tiles m and M-1-m). The plan runs them for causal masks only (src/plan.cpp).
 // The 128-row d64 one also has the dynamic schedule, two Q slots and the deferred epilogue.
@@ -258,7 +269,7 @@ constexpr FwdConfig kD64M128Paired = {
     .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 56, .consumer_regs = 224,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = true, .traced = false,
-    .window = false, .softcap = false};
+    .window = false, .softcap = false, .sinks = false};
 // The 192-row one takes the tile feed (its 160-register consumers cannot hold the paired walk).
 constexpr FwdConfig kD64M192Paired = {
     .head_dim = 64, .block_n = 128, .stages = 3, .consumer_wgs = 3, .bf16 = true,
@@ -266,21 +277,21 @@ constexpr FwdConfig kD64M192Paired = {
     .tile_feed = true, .walk_ahead = true, .q_slots = 1, .producer_regs = 32, .consumer_regs = 160,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = true, .half_first = false,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
-    .window = false, .softcap = false};
+    .window = false, .softcap = false, .sinks = false};
 constexpr FwdConfig kD128N128Paired = {
     .head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = true, .paired = true, .dynamic_walk = false, .varlen = false,
     .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 40, .consumer_regs = 232,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
-    .window = false, .softcap = false};
+    .window = false, .softcap = false, .sinks = false};
 constexpr FwdConfig kD256Paired = {
     .head_dim = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = true, .paired = true, .dynamic_walk = false, .varlen = false,
     .tile_feed = true, .walk_ahead = true, .q_slots = 1, .producer_regs = 40, .consumer_regs = 232,
     .pingpong = true, .o_staging = OStaging::kHalves, .skip_blocks = true, .half_first = false,
     .tree_max = true, .lazy_rescale = true, .defer_epilogue = false, .traced = false,
-    .window = false, .softcap = false};
+    .window = false, .softcap = false, .sinks = false};
 // The varlen twins: the same shapes, tiles decoded from FwdVarlenTable, one tile per CTA (the launch
 // order is the schedule: see FwdVarlenTable). d64 takes the 128-row tile.
 constexpr FwdConfig kD64M128Varlen = {
@@ -289,21 +300,21 @@ constexpr FwdConfig kD64M128Varlen = {
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = false,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
-    .window = false, .softcap = false};
+    .window = false, .softcap = false, .sinks = false};
 constexpr FwdConfig kD128N128Varlen = {
     .head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = false, .paired = false, .dynamic_walk = false, .varlen = true,
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = false,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
-    .window = false, .softcap = false};
+    .window = false, .softcap = false, .sinks = false};
 constexpr FwdConfig kD256Varlen = {
     .head_dim = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = false, .paired = false, .dynamic_walk = false, .varlen = true,
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kInQ, .skip_blocks = true, .half_first = false,
     .tree_max = false, .lazy_rescale = true, .defer_epilogue = false, .traced = false,
-    .window = false, .softcap = false};
+    .window = false, .softcap = false, .sinks = false};
 // The instrumented twins (src/sm90/fa3_fwd_trace*.cu, compiled with FLASHPTX_TRACE): the release
 // kernels' protocols, 8 more producer registers for the stamps, the chain maximum.
 constexpr FwdConfig kTracedD128N128 = {
@@ -312,21 +323,21 @@ constexpr FwdConfig kTracedD128N128 = {
     .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 40, .consumer_regs = 232,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = true,
-    .window = false, .softcap = false};
+    .window = false, .softcap = false, .sinks = false};
 constexpr FwdConfig kTracedD128N128Paired = {
     .head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = true, .paired = true, .dynamic_walk = false, .varlen = false,
     .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 56, .consumer_regs = 224,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = true,
-    .window = false, .softcap = false};
+    .window = false, .softcap = false, .sinks = false};
 constexpr FwdConfig kTracedD64M128Paired = {
     .head_dim = 64, .block_n = 128, .stages = 3, .consumer_wgs = 2, .bf16 = true,
     .persistent = true, .paired = true, .dynamic_walk = true, .varlen = false,
     .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 56, .consumer_regs = 224,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = true, .traced = true,
-    .window = false, .softcap = false};
+    .window = false, .softcap = false, .sinks = false};
 // The local kernels (FwdConfig::window and ::softcap, run-time window and softcap values): the
 // one-tile-per-CTA shapes of the varlen kernels, each warpgroup visiting every block of its tile
 // (docs/DECISIONS.md, "Sliding window and softcap: one local kernel per shape"). The plan runs them
@@ -337,24 +348,31 @@ constexpr FwdConfig kD64M128Local = {
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = false,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
-    .window = true, .softcap = true};
+    .window = true, .softcap = true, .sinks = false};
 constexpr FwdConfig kD128N128Local = {
     .head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = false, .paired = false, .dynamic_walk = false, .varlen = false,
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = false,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
-    .window = true, .softcap = true};
+    .window = true, .softcap = true, .sinks = false};
 constexpr FwdConfig kD256Local = {
     .head_dim = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = false, .paired = false, .dynamic_walk = false, .varlen = false,
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kInQ, .skip_blocks = false, .half_first = false,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
-    .window = true, .softcap = true};
+    .window = true, .softcap = true, .sinks = false};
 // Their varlen twins (FwdVarlenParams), the same switches over the packed sequences.
 constexpr FwdConfig packed(FwdConfig c) {
   c.varlen = true;
+  return c;
+}
+// The sink kernels (FwdConfig::sinks; src/sm90/fa3_fwd_sink.cu): the local kernels with the
+// learnable attention sinks, so that one kernel per head dim and dtype serves a sink with any mask,
+// window and softcap (docs/DECISIONS.md, "Attention sinks: the epilogue's denominator").
+constexpr FwdConfig with_sinks(FwdConfig c) {
+  c.sinks = true;
   return c;
 }
 constexpr FwdConfig fp16(FwdConfig c) {

@@ -30,6 +30,7 @@ inline constexpr KernelSwitch kFa3FwdSwitches[] = {
     {"traced", C.traced},
     {"window", C.window},
     {"softcap", C.softcap},
+    {"sinks", C.sinks},
 };
 
 template <fa3::FwdConfig C>

@@ -67,6 +67,16 @@ TEST_CASE("the kernel table: unique names, rows consistent with their layouts") 
         CHECK(k.block_n == (k.head_dim == 256 ? 64 : 64 * k.consumer_wgs));
         CHECK(k.smem_bytes > 0);
         break;
+      case flashptx::Family::kFa3FwdKvcache:  // a producer warpgroup + one consumer of 64 packed rows
+        CHECK(k.threads == 256);
+        CHECK(k.block_m == 64);
+        CHECK(k.consumer_wgs == 1);
+        CHECK(k.smem_bytes > 0);
+        break;
+      case flashptx::Family::kFa3FwdKvcacheCombine:  // two columns of one output row per thread
+        CHECK(k.threads * 2 == k.head_dim);
+        CHECK(k.smem_bytes == 0);
+        break;
       default:  // the backward's pre/postprocess: plain 256-thread kernels, any head dim
         CHECK(k.threads == 256);
         CHECK(k.head_dim == 0);

@@ -29,6 +29,10 @@ double Problem::logit(double dot) const {
   return softcap > 0 ? softcap * std::tanh(s / softcap) : s;
 }
 
+double Problem::sink(int64_t h) const {
+  return sinks.empty() ? -std::numeric_limits<double>::infinity() : sinks[static_cast<size_t>(h)];
+}
+
 int64_t Problem::last_key(int64_t i) const {
   const int64_t diag = seqlen_k - seqlen_q;
   int64_t last = seqlen_k - 1;
@@ -88,7 +92,8 @@ double forward_row(const Problem& p, const TensorView& q, const TensorView& k, c
   std::fill(o_row, o_row + D, 0.0);
   if (tanh_env != nullptr) std::fill(tanh_env, tanh_env + D, 0.0);
   if (lse_env != nullptr) *lse_env = 0;
-  if (last < first) return -std::numeric_limits<double>::infinity();
+  const double sink = p.sink(h);  // -inf: none
+  if (last < first) return sink;  // no key: O = 0; LSE the sink's alone (-inf without one)
 
   std::vector<double> qrow(D), s(last + 1);  // s[j] for the visible keys j in [first, last]
   for (int64_t d = 0; d < D; ++d) qrow[d] = round_to(rd, q.at(b, i, h, d));
@@ -99,7 +104,8 @@ double forward_row(const Problem& p, const TensorView& q, const TensorView& k, c
     s[j] = p.logit(acc);
     m = std::max(m, s[j]);
   }
-  double l = 0;
+  m = std::max(m, sink);
+  double l = std::exp(sink - m);  // the sink's term (0 without one)
   for (int64_t j = first; j <= last; ++j) {
     s[j] = std::exp(s[j] - m);  // <= 1: no overflow whatever the magnitude of the scores
     l += s[j];
@@ -124,6 +130,38 @@ double forward_row(const Problem& p, const TensorView& q, const TensorView& k, c
     *lse_env = mean;
   }
   return m + std::log(l);
+}
+
+Forward forward_kvcache(const Problem& p, const std::vector<int32_t>& seqlens, const TensorView& q,
+                        const TensorView& k_cache, const TensorView& v_cache, KeyAt key_at, const void* ctx,
+                        Round rd) {
+  Forward f;
+  f.o.assign(static_cast<size_t>(p.batch * p.seqlen_q * p.heads_q * p.head_dim), 0.0);
+  f.lse.assign(static_cast<size_t>(p.batch * p.heads_q * p.seqlen_q), 0.0);
+  const int64_t D = p.head_dim, H = p.heads_kv;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t len = seqlens[static_cast<size_t>(b)];
+    // The sequence's keys and values gathered into dense [len, heads_kv, d] fp64 (exact copies).
+    std::vector<double> kd(static_cast<size_t>(std::max<int64_t>(len, 1) * H * D)), vd(kd.size());
+    for (int64_t j = 0; j < len; ++j) {
+      int64_t outer = 0, row = 0;
+      key_at(ctx, b, j, &outer, &row);
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t d = 0; d < D; ++d) {
+          kd[static_cast<size_t>((j * H + h) * D + d)] = k_cache.at(outer, row, h, d);
+          vd[static_cast<size_t>((j * H + h) * D + d)] = v_cache.at(outer, row, h, d);
+        }
+    }
+    const TensorView kv{kd.data(), Elem::kF64, 0, H * D, D}, vv{vd.data(), Elem::kF64, 0, H * D, D};
+    Problem pb = p;
+    pb.seqlen_k = len;
+    for (int64_t i = 0; i < p.seqlen_q; ++i)
+      for (int64_t h = 0; h < p.heads_q; ++h) {
+        double* o_row = &f.o[static_cast<size_t>(((b * p.seqlen_q + i) * p.heads_q + h) * D)];
+        f.lse[static_cast<size_t>((b * p.heads_q + h) * p.seqlen_q + i)] = forward_row(pb, q, kv, vv, b, i, h, o_row, rd);
+      }
+  }
+  return f;
 }
 
 Forward forward(const Problem& p, const TensorView& q, const TensorView& k, const TensorView& v,
@@ -158,6 +196,10 @@ Backward backward(const Problem& p, const TensorView& q, const TensorView& k, co
   if (p.window_left >= 0 || p.window_right >= 0 || p.softcap != 0)
     throw std::invalid_argument("ref::backward: no sliding window or softcap (the backward has neither yet)");
   Backward g;
+  if (!p.sinks.empty()) {
+    g.dsinks.assign(static_cast<size_t>(Hq), 0.0);
+    g.dsinks_env.assign(static_cast<size_t>(Hq), 0.0);
+  }
   g.dq.assign(static_cast<size_t>(p.batch * Sq * Hq * D), 0.0);
   g.dk.assign(static_cast<size_t>(p.batch * Sk * Hk * D), 0.0);
   g.dv.assign(g.dk.size(), 0.0);
@@ -189,7 +231,9 @@ Backward backward(const Problem& p, const TensorView& q, const TensorView& k, co
           sc[j] = acc * scale;
           m = std::max(m, sc[j]);
         }
-        double l = 0;
+        const double sink = p.sink(h);  // -inf: none
+        m = std::max(m, sink);
+        double l = std::exp(sink - m);
         for (int64_t j = 0; j <= last; ++j) l += std::exp(sc[j] - m);
         const double lse = m + std::log(l);
         std::fill(o.begin(), o.end(), 0.0);
@@ -205,6 +249,11 @@ Backward backward(const Problem& p, const TensorView& q, const TensorView& k, co
         for (int64_t e = 0; e < D; ++e) {
           delta += doi[e] * o[e];
           delta_abs += std::fabs(doi[e] * o[e]);
+        }
+        if (!p.sinks.empty()) {
+          const double ps = std::exp(sink - lse);  // the sink's probability
+          g.dsinks[static_cast<size_t>(h)] -= ps * delta;
+          g.dsinks_env[static_cast<size_t>(h)] += std::ldexp(ps * delta_abs, -20);
         }
         dp.assign(last + 1, 0.0);
         double* dqi = &g.dq[static_cast<size_t>(((b * Sq + i) * Hq + h) * D)];

@@ -10,6 +10,12 @@
 //   seqlen_k - seqlen_q; with causal as well, a key must pass both (the intersection).
 //   Softcap c > 0 (FlashAttention-3's convention): the scaled score s becomes c * tanh(s / c), and the
 //   softmax and LSE are of these scores; the mask applies after it (a masked key is absent).
+//   Attention sinks (sinks non-empty, one logit s_h per query head, natural log): s_h joins every
+//   row's softmax denominator and adds no value: LSE = log(sum_j exp(x_j) + exp(s_h)) over the row's
+//   visible logits x_j, O = sum_j exp(x_j - LSE) v_j; a row that sees no key has O = 0, LSE = s_h.
+//   Its gradient (backward): dsinks_h = -sum over the rows i of head h, every batch, of
+//   exp(s_h - LSE_i) (dO_i . O_i) (the sink's probability times -delta_i: the softmax Jacobian with
+//   the sink's value 0).
 // Tensors are [batch, seqlen, heads, head_dim], last dim contiguous, other strides in elements.
 //
 // What it is: plain loops, O(B*H*Sq*Sk*d), every sum in double. What it is not: fast. A few thousand
@@ -45,6 +51,9 @@ struct Problem {
   double softmax_scale = 0;  // 0: 1/sqrt(head_dim)
   int64_t window_left = -1, window_right = -1;  // -1: unbounded (forward only: backward() refuses a window)
   double softcap = 0;                           // 0: none (forward only)
+  std::vector<double> sinks;                    // empty: none; else [heads_q] logits
+  // The sink logit of query head h, -inf without sinks.
+  double sink(int64_t h) const;
   double scale() const;
   // The logit of key j from the dot product q.k: the scaled score, capped where softcap > 0.
   double logit(double dot) const;
@@ -86,6 +95,10 @@ struct Backward {
   // exactly) the result is fp32 noise that neither the fp64 nor the same-dtype reference has. The
   // GPU tests add max(env) to FlashAttention's tolerance, visibly.
   std::vector<double> dq_env, dk_env;
+  // With sinks: dL/ds_h [heads_q], and its fp32 envelope per head: sum over the rows of 2^-20 p_sink
+  // sum_d |dO_id O_id| (a kernel's delta is an fp32 sum of d products; the reduction adds
+  // batch * seqlen_q fp32 terms, within 2^-20 of their absolute sum at the tests' sizes).
+  std::vector<double> dsinks, dsinks_env;
 };
 
 // One output row (batch b, query row i, query head h): writes head_dim values to o_row, returns LSE.
@@ -100,6 +113,16 @@ double forward_row(const Problem& p, const TensorView& q, const TensorView& k, c
 
 Forward forward(const Problem& p, const TensorView& q, const TensorView& k, const TensorView& v,
                 Round same_dtype = Round::kNone);
+
+// Attention over a KV cache (flashptx_fwd_kvcache), written from its definition: sequence b has
+// seqlens[b] keys; its key j is row `row` of cache entry `outer` (a cache batch row, or a page) of
+// the [outer, row, heads_kv, d] views k_cache / v_cache, where key_at(b, j, &outer, &row) puts it.
+// Each sequence is then the forward above with seqlen_k = seqlens[b] (causal bottom-right within
+// that length; a row that sees no key: O = 0, LSE = -inf). p.seqlen_k is not read.
+using KeyAt = void (*)(const void* ctx, int64_t b, int64_t j, int64_t* outer, int64_t* row);
+Forward forward_kvcache(const Problem& p, const std::vector<int32_t>& seqlens, const TensorView& q,
+                        const TensorView& k_cache, const TensorView& v_cache, KeyAt key_at, const void* ctx,
+                        Round same_dtype = Round::kNone);
 
 // Gradients of the loss L = sum(O * dO) (dO given, [batch, seqlen_q, heads_q, head_dim] view).
 // dK and dV of a kv head sum over the query heads of its group. Fully masked rows contribute 0.

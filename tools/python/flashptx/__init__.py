@@ -8,7 +8,7 @@ installed package carries it, then in $FLASHPTX_LIB, then in the build tree: the
 and needs nothing else at import. PyTorch is imported on first use of flashptx.attention, so that
 `import flashptx` works anywhere; flashptx.available() / flashptx.unavailable_reason() say whether
 (and why not) it can run here. The options are keyword-only, named as FlashAttention-3's
-flash_attn_func names them (softmax_scale, causal, window_size, softcap, deterministic). On an sm_100 GPU the FA4
+flash_attn_func names them (softmax_scale, causal, window_size, softcap, deterministic; sinks as gpt-oss's). On an sm_100 GPU the FA4
 kernels run only after flashptx.allow_unverified_sm100(): they have never executed on one.
 flashptx.__version__ is the version of the library it loads.
 """
@@ -42,7 +42,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
 
 
 def _attention_without_torch(q, k, v, *, softmax_scale=None, causal=False, deterministic=False, return_lse=False,
-                             window_size=(-1, -1), softcap=0.0):
+                             window_size=(-1, -1), softcap=0.0, sinks=None):
     """flashptx.attention where torch cannot be imported (its signature, so that a call is checked
     the same way)."""
     from ._abi import _torch_reason

@@ -32,6 +32,7 @@ STATUS_NAMES = {
     20: "FLASHPTX_ERR_BAD_WINDOW",
     21: "FLASHPTX_ERR_BAD_SOFTCAP",
     22: "FLASHPTX_ERR_UNSUPPORTED",
+    23: "FLASHPTX_ERR_BAD_SINKS",
 }
 # The statuses that say something about the machine rather than the input: RuntimeError. Every other
 # non-zero status is a rejected input: ValueError.
@@ -60,7 +61,7 @@ class FwdParams(ctypes.Structure):
                 [(n, _i64) for n in ("batch", "seqlen_q", "seqlen_k", "heads_q", "heads_kv", "head_dim")] +
                 _strides("q", "k", "v", "o") +
                 [(n, _int) for n in ("q_dtype", "k_dtype", "v_dtype", "o_dtype", "causal")] +
-                [("softmax_scale", _f32), ("tile_counter", _p)] + _MODIFIERS)
+                [("softmax_scale", _f32), ("tile_counter", _p)] + _MODIFIERS + [("sinks", _p)])
 
 
 class BwdParams(ctypes.Structure):
@@ -69,7 +70,7 @@ class BwdParams(ctypes.Structure):
                 [(n, _i64) for n in ("batch", "seqlen_q", "seqlen_k", "heads_q", "heads_kv", "head_dim")] +
                 _strides("q", "k", "v", "o", "do", "dq", "dk", "dv") +
                 [("dtype", _int), ("causal", _int), ("softmax_scale", _f32), ("deterministic", _int),
-                 ("workspace", _p), ("workspace_bytes", _i64)] + _MODIFIERS)
+                 ("workspace", _p), ("workspace_bytes", _i64)] + _MODIFIERS + [("sinks", _p), ("dsinks", _p)])
 
 
 class FwdVarlenParams(ctypes.Structure):
@@ -286,11 +287,21 @@ def check_modifiers(where, window_size, softcap):
     return ((left, right) if (left, right) != (-1, -1) else None), cap
 
 
+def check_sinks(where, shape, dtype, heads_q):
+    """None, or ValueError naming what is wrong with a sinks tensor of this shape (a tuple) and dtype
+    (its name, "float32"): gpt-oss's sinks are one float32 logit per query head, [heads_q]."""
+    if tuple(shape) != (heads_q,):
+        raise ValueError("%s: sinks must have shape [heads_q] = (%d,), got %r" % (where, heads_q, tuple(shape)))
+    if dtype != "float32":
+        raise ValueError("%s: sinks must be float32 (one logit per query head), got %s" % (where, dtype))
+
+
 # ---- parameters from plain numbers (torch-free; the torch layer passes tensors' pointers) --------
 def fwd_params(ptrs, shape_q, shape_k, strides, dtype, causal, softmax_scale, window_size=None, softcap=0.0):
-    """FwdParams from pointers {q,k,v,o,lse}, q's and k's [batch, seqlen, heads, head_dim], strides
+    """FwdParams from pointers {q,k,v,o,lse[,sinks]}, q's and k's [batch, seqlen, heads, head_dim], strides
     {q,k,v,o: (batch, row, head)} in elements, a dtype code, causal, and the scale (0: 1/sqrt(d));
-    window_size (left, right) (None: no window) and softcap (0: none) as include/flashptx.h."""
+    window_size (left, right) (None: no window) and softcap (0: none) as include/flashptx.h; the
+    sinks' pointer (fp32 [heads_q]) when ptrs has one."""
     p = FwdParams()
     for n in ("q", "k", "v", "o", "lse"):
         setattr(p, n, ptrs.get(n) or None)
@@ -310,13 +321,14 @@ def fwd_params(ptrs, shape_q, shape_k, strides, dtype, causal, softmax_scale, wi
         p.window = 1
         p.window_left, p.window_right = window_size
     p.softcap = softcap
+    p.sinks = ptrs.get("sinks") or None
     return p
 
 
 def bwd_params(ptrs, shape_q, shape_k, strides, dtype, causal, softmax_scale, deterministic):
-    """BwdParams from pointers {q,k,v,o,lse,dout,dq,dk,dv} and strides {q,k,v,o,do,dq,dk,dv}."""
+    """BwdParams from pointers {q,k,v,o,lse,dout,dq,dk,dv[,sinks,dsinks]} and strides {q,k,v,o,do,dq,dk,dv}."""
     p = BwdParams()
-    for n in ("q", "k", "v", "o", "lse", "dout", "dq", "dk", "dv"):
+    for n in ("q", "k", "v", "o", "lse", "dout", "dq", "dk", "dv", "sinks", "dsinks"):
         setattr(p, n, ptrs.get(n) or None)
     p.batch, p.seqlen_q, p.heads_q, p.head_dim = shape_q
     p.seqlen_k, p.heads_kv = shape_k[1], shape_k[2]

@@ -433,6 +433,113 @@ def _local_backward(ctx, dout, dlse):
 _fwd_local.register_autograd(_local_backward, setup_context=_local_setup_context)
 
 
+# ---- the attention sinks (gpt-oss): their own ops, the sinks' gradient from the backward ---------------
+# flashptx::fwd_sink runs the library's sink kernels (with or without a window and a softcap);
+# flashptx::bwd_sink the backward with the sinks, which also writes dL/dsinks (include/flashptx.h,
+# flashptx_bwd_params::dsinks); `deterministic` is carried by fwd_sink for its backward only (as fwd's). The backward has no window or softcap yet: with either, the autograd
+# formula raises (as fwd_local's). Uncached params (the struct is built per call).
+def _sink_ptrs(q, k, v):
+    qp = q.data_ptr()
+    return qp, k.data_ptr() or qp, v.data_ptr() or qp
+
+
+@torch.library.custom_op("flashptx::fwd_sink", mutates_args=())
+def _fwd_sink(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sinks: torch.Tensor, causal: bool,
+              softmax_scale: float, window_left: int, window_right: int, softcap: float,
+              deterministic: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+    _check_inputs("flashptx::fwd_sink", q, k, v)
+    _check_sinks("flashptx::fwd_sink", sinks, q)
+    q, k, v = _aligned_eager(q), _aligned_eager(k), _aligned_eager(v)
+    sinks = sinks.contiguous()
+    b, sq, hq, d = q.shape
+    out = q.new_empty((b, sq, hq, d))
+    lse = q.new_empty((b, hq, sq), dtype=torch.float32)
+    window = None if (window_left, window_right) == (-1, -1) else (window_left, window_right)
+    qp, kp, vp = _sink_ptrs(q, k, v)
+    lib = _abi._lib or _abi.library()
+    p = _abi.fwd_params({"q": qp, "k": kp, "v": vp, "o": out.data_ptr(), "lse": lse.data_ptr(),
+                         "sinks": sinks.data_ptr()}, tuple(q.shape), tuple(k.shape),
+                        {"q": _strides(q), "k": _strides(k), "v": _strides(v), "o": _strides(out)},
+                        (_DTYPES[q.dtype], _DTYPES[k.dtype], _DTYPES[v.dtype], _DTYPES[out.dtype]),
+                        causal, softmax_scale, window, softcap)
+    _call(lib, "flashptx_fwd", lib.flashptx_fwd, ctypes.byref(p), q.get_device())
+    return out, lse
+
+
+@_fwd_sink.register_fake
+def _fwd_sink_fake(q, k, v, sinks, causal, softmax_scale, window_left, window_right, softcap, deterministic):
+    b, sq, hq, d = q.shape
+    return q.new_empty((b, sq, hq, d)), q.new_empty((b, hq, sq), dtype=torch.float32)
+
+
+@torch.library.custom_op("flashptx::bwd_sink", mutates_args=())
+def _bwd_sink(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
+              lse: torch.Tensor, sinks: torch.Tensor, causal: bool, softmax_scale: float,
+              deterministic: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    _check_inputs("flashptx::bwd_sink", q, k, v)
+    _check_sinks("flashptx::bwd_sink", sinks, q)
+    if dout.dtype != q.dtype:
+        dout = dout.to(q.dtype)
+    dout, q, k, v, out = (_aligned_eager(t) for t in (dout, q, k, v, out))
+    lse, sinks = lse.contiguous(), sinks.contiguous()
+    dq, dk, dv = q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+    # Zeros, not empty: a call with batch 0 launches nothing (include/flashptx.h), and its gradient is 0.
+    dsinks = torch.zeros_like(sinks)
+    lib = _abi._lib or _abi.library()
+    qp, kp, vp = _sink_ptrs(q, k, v)
+    p = _abi.bwd_params({"q": qp, "k": kp, "v": vp, "o": out.data_ptr(), "lse": lse.data_ptr(),
+                         "dout": dout.data_ptr(), "dq": dq.data_ptr(), "dk": dk.data_ptr(), "dv": dv.data_ptr(),
+                         "sinks": sinks.data_ptr(), "dsinks": dsinks.data_ptr()},
+                        tuple(q.shape), tuple(k.shape),
+                        {"q": _strides(q), "k": _strides(k), "v": _strides(v), "o": _strides(out),
+                         "do": _strides(dout), "dq": _strides(dq), "dk": _strides(dk), "dv": _strides(dv)},
+                        _DTYPES[q.dtype], causal, softmax_scale, deterministic)
+    need = ctypes.c_int64(0)
+    _abi.check(lib, "flashptx_bwd_workspace_size", lib.flashptx_bwd_workspace_size(ctypes.byref(p), ctypes.byref(need)))
+    ws = torch.empty(max(need.value, 1), dtype=torch.uint8, device=q.device)
+    p.workspace, p.workspace_bytes = ws.data_ptr(), need.value
+    _call(lib, "flashptx_bwd", lib.flashptx_bwd, ctypes.byref(p), q.get_device())
+    return dq, dk, dv, dsinks
+
+
+@_bwd_sink.register_fake
+def _bwd_sink_fake(dout, q, k, v, out, lse, sinks, causal, softmax_scale, deterministic):
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape), sinks.new_empty(sinks.shape)
+
+
+def _check_sinks(where, sinks, q):
+    if not isinstance(sinks, torch.Tensor):
+        raise TypeError("%s: sinks must be a torch.Tensor, got %s" % (where, type(sinks).__name__))
+    _abi.check_sinks(where, tuple(sinks.shape), str(sinks.dtype).replace("torch.", ""), q.shape[2])
+    if sinks.device != q.device:
+        raise ValueError("%s: sinks must be on q's device %s, got %s" % (where, q.device, sinks.device))
+
+
+def _sink_setup_context(ctx, inputs, output):
+    q, k, v, sinks, causal, softmax_scale, wl, wr, softcap, deterministic = inputs
+    out, lse = output
+    ctx.save_for_backward(q, k, v, sinks, out, lse)
+    ctx.causal, ctx.softmax_scale, ctx.deterministic = causal, softmax_scale, deterministic
+    ctx.window, ctx.softcap = (wl, wr), softcap
+    ctx.mark_non_differentiable(lse)
+
+
+def _sink_backward(ctx, dout, dlse):
+    if ctx.window != (-1, -1) or ctx.softcap != 0.0:
+        raise NotImplementedError(
+            "flashptx.attention: no backward for sinks with window_size=%r, softcap=%r yet (the forward has "
+            "them; the backward kernels do not)" % (ctx.window, ctx.softcap))
+    q, k, v, sinks, out, lse = ctx.saved_tensors
+    if dout is None:
+        dout = torch.zeros_like(out)
+    dq, dk, dv, dsinks = torch.ops.flashptx.bwd_sink(dout, q, k, v, out, lse, sinks, ctx.causal, ctx.softmax_scale,
+                                                     ctx.deterministic)
+    return dq, dk, dv, dsinks, None, None, None, None, None, None
+
+
+_fwd_sink.register_autograd(_sink_backward, setup_context=_sink_setup_context)
+
+
 # ---- the eager path: the same launchers without the dispatcher -------------------------------------------
 class _Attention(torch.autograd.Function):
     """flashptx::fwd and its autograd formula as a plain autograd.Function, for _eager_ok inputs.
@@ -476,7 +583,7 @@ def _attention_eager(q, k, v, causal, scale, deterministic):
 
 # ---- the public function ------------------------------------------------------------------------------
 def attention(q, k, v, *, softmax_scale=None, causal=False, deterministic=False, return_lse=False,
-              window_size=(-1, -1), softcap=0.0):
+              window_size=(-1, -1), softcap=0.0, sinks=None):
     """Scaled dot-product attention by flashptx's kernels (FA3 on sm_90; FA4 on sm_100 after
     flashptx.allow_unverified_sm100()), with autograd.
 
@@ -504,6 +611,11 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, deterministic=False,
     tanh(score / softcap) (after the scale, before the mask; FA3's convention). Both forward only for
     now (sm_90): a backward through them raises NotImplementedError. A bound below -1, a softcap
     below 0, NaN or infinite: ValueError.
+    sinks: learnable attention sinks (gpt-oss), a float32 CUDA tensor [heads_q] (None: none): head h's
+    sink logit joins every row's softmax denominator and adds no value (LSE = log(sum_j exp(score_j)
+    + exp(sinks[h])); a row that sees no key gets O = 0). With autograd, sinks receive their gradient
+    (sinks.requires_grad); with a window or a softcap too, forward only (the backward raises
+    NotImplementedError). sm_90 only. Another shape or dtype: ValueError.
     deterministic: the backward's gradients are bitwise reproducible (a fixed accumulation order;
     slower). return_lse: also return the log-sum-exp, float32 [batch, heads_q, seqlen_q], natural log
     (no gradient flows through it).
@@ -531,7 +643,12 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, deterministic=False,
         scale = float(softmax_scale)
         if scale == 0.0:
             raise ValueError("flashptx.attention: softmax_scale 0 (pass None for 1/sqrt(head_dim))")
-    if window is not None or cap != 0.0:
+    if sinks is not None:
+        _check_sinks("flashptx.attention", sinks, q)
+        wl, wr = window if window is not None else (-1, -1)
+        out, lse = torch.ops.flashptx.fwd_sink(_prep(q), _prep(k), _prep(v), sinks, bool(causal), scale, wl, wr, cap,
+                                               bool(deterministic))
+    elif window is not None or cap != 0.0:
         wl, wr = window if window is not None else (-1, -1)
         out, lse = torch.ops.flashptx.fwd_local(_prep(q), _prep(k), _prep(v), bool(causal), scale, wl, wr, cap)
     elif not eager:

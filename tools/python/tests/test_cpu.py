@@ -440,6 +440,27 @@ def window_and_softcap_values_are_checked():
     assert (p.window, p.window_left, p.window_right, p.softcap) == (0, 0, 0, 0.0)
 
 
+@case
+def sinks_shape_and_dtype_are_checked():
+    """sinks (gpt-oss's): float32 [heads_q], else ValueError before any call; the params structs carry
+    the pointers (the forward's sinks, the backward's sinks and dsinks) at the header's offsets."""
+    assert _abi.check_sinks("t", (8,), "float32", 8) is None
+    for shape, dtype, msg in (((8, 1), "float32", "shape"), ((4,), "float32", "shape"), ((), "float32", "shape"),
+                              ((8,), "bfloat16", "float32"), ((8,), "float64", "float32")):
+        try:
+            _abi.check_sinks("t", shape, dtype, 8)
+        except ValueError as e:
+            assert msg in str(e), e
+        else:
+            raise AssertionError("sinks %r %s accepted" % (shape, dtype))
+    p = _abi.fwd_params({"sinks": 4096}, (1, 2, 3, 64), (1, 5, 3, 64), {n: (0, 0, 0) for n in "qkvo"}, 0, True, 0.0)
+    assert p.sinks == 4096
+    b = _abi.bwd_params({"sinks": 4096, "dsinks": 8192}, (1, 2, 3, 64), (1, 5, 3, 64),
+                        {n: (0, 0, 0) for n in ("q", "k", "v", "o", "do", "dq", "dk", "dv")}, 0, False, 0.0, True)
+    assert (b.sinks, b.dsinks) == (4096, 8192)
+    assert _abi.STATUS_NAMES[23] == "FLASHPTX_ERR_BAD_SINKS"
+
+
 # ---- with the built library ------------------------------------------------------------------------------
 def real_library():
     try:

@@ -1,0 +1,56 @@
+// FA3 forward over a KV cache: the list of specializations (src/sm90/fa3_fwd_kvcache.cuh) and their
+// kernel-table rows. Launched by src/kvcache.cpp (flashptx_fwd_kvcache), not by a launch plan of
+// src/plan.cpp.
+//
+//   kernel                         cache        tile (packed rows x keys)  stages
+//   fa3_fwd_kvcache_sm90_bf16_d128_paged   pages        64 x 64                    3
+//   fa3_fwd_kvcache_sm90_bf16_d128         contiguous   64 x 64                    3
+//   fa3_fwd_kvcache_combine_sm90_bf16_d128 the split-KV combine (one CTA per output row)
+// Split-KV is a run-time count (KvcacheParams::num_splits) of the same kernels: the epilogue writes
+// the output (one split) or the workspace's partial rows (several).
+#include "src/kernels.h"
+#include "src/sm90/fa3_fwd_kvcache.cuh"
+
+#define FLASHPTX_FA3_FWD_KVCACHE_KERNEL(name, config)                                                \
+  extern "C" __global__ void __launch_bounds__(flashptx::fa3::KvLayout<config>::kThreads, 1)         \
+      name(const __grid_constant__ flashptx::fa3::KvcacheParams p) {                                \
+    flashptx::fa3::kv::fwd_kvcache_body<config>(p);                                                  \
+  }
+
+FLASHPTX_FA3_FWD_KVCACHE_KERNEL(fa3_fwd_kvcache_sm90_bf16_d128_paged, flashptx::fa3::kKvD128Paged)
+FLASHPTX_FA3_FWD_KVCACHE_KERNEL(fa3_fwd_kvcache_sm90_bf16_d128, flashptx::fa3::kKvD128Contig)
+
+extern "C" __global__ void __launch_bounds__(flashptx::fa3::kKvCombineThreads)
+    fa3_fwd_kvcache_combine_sm90_bf16_d128(const __grid_constant__ flashptx::fa3::KvCombineParams p) {
+  flashptx::fa3::kv::kv_combine_body<true>(p);
+}
+
+namespace flashptx {
+
+template <fa3::KvConfig C>
+inline constexpr KernelSwitch kKvSwitches[] = {{"paged", C.paged}};
+
+template <fa3::KvConfig C>
+static KernelEntry kv_row(const char* name, const void* fn) {
+  using L = fa3::KvLayout<C>;
+  KernelEntry e{name,  Family::kFa3FwdKvcache, FLASHPTX_BF16, C.head_dim, L::kBlockM, C.block_n, C.stages,
+                /*consumer_wgs*/ 1, /*pingpong*/ false, /*persistent*/ false, L::kThreads, L::kSmemBytes, fn};
+  e.switches = kKvSwitches<C>;
+  return e;
+}
+
+std::span<const KernelEntry> fa3_fwd_kvcache_kernels() {
+  using namespace fa3;
+  static const KernelEntry rows[] = {
+      kv_row<kKvD128Paged>("fa3_fwd_kvcache_sm90_bf16_d128_paged",
+                           reinterpret_cast<const void*>(&fa3_fwd_kvcache_sm90_bf16_d128_paged)),
+      kv_row<kKvD128Contig>("fa3_fwd_kvcache_sm90_bf16_d128",
+                            reinterpret_cast<const void*>(&fa3_fwd_kvcache_sm90_bf16_d128)),
+      KernelEntry{"fa3_fwd_kvcache_combine_sm90_bf16_d128", Family::kFa3FwdKvcacheCombine, FLASHPTX_BF16, 128,
+                  /*block_m*/ 1, /*block_n*/ 0, /*stages*/ 0, /*consumer_wgs*/ 0, false, false, kKvCombineThreads,
+                  /*smem*/ 0, reinterpret_cast<const void*>(&fa3_fwd_kvcache_combine_sm90_bf16_d128)},
+  };
+  return rows;
+}
+
+}  // namespace flashptx

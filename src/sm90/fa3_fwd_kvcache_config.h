@@ -1,0 +1,115 @@
+// FA3 forward over a KV cache (flashptx_fwd_kvcache): what the host, the kernels and the tests
+// share (plain C++, no device code).
+//
+//   KvcacheParams   the attention kernel's one argument (a __grid_constant__ parameter)
+//   KvCombineParams the combine kernel's one argument (split-KV: partial O and LSE merged by LSE)
+//   KvConfig        one specialization, every switch a named field
+//   KvLayout<C>     sizes, shared-memory offsets, barrier slots and arrival counts of a config
+// The configurations that exist are listed once, below, and instantiated once, in
+// src/sm90/fa3_fwd_kvcache.cu. Semantics: include/flashptx.h, "inference: attention over a KV cache".
+#pragma once
+#include <cuda.h>
+#include <cstdint>
+
+namespace flashptx::fa3 {
+
+// The device error word's bits (flashptx_kvcache_params::error_word; include/flashptx.h repeats them
+// as FLASHPTX_KVCACHE_ERR_*): what only the device sees, clamped, recorded with one atom.or each.
+constexpr uint32_t kKvErrSeqlen = 1u;      // a cache_seqlens entry < 0 or above the cache's capacity: clamped
+constexpr uint32_t kKvErrPage = 2u;        // a page_table entry outside [0, num_pages): that page read as zeros
+constexpr uint32_t kKvErrBatchIdx = 4u;    // a cache_batch_idx entry outside [0, batch_cache): no keys
+
+struct KvcacheParams {
+  // The cache as a 4-D tensor map, d innermost: contiguous (d, seqlen_cache, heads_kv, batch_cache),
+  // paged (d, page_size, heads_kv, num_pages); box (64, box_rows, 1, 1), 128B swizzle. box_rows =
+  // min(page_size, block_n) where paged (a block of block_n keys is block_n / box_rows boxes, each
+  // inside one page), block_n where contiguous. Rows past the extent (the producer's coordinate for
+  // a box that holds no key of the sequence, or a bad page) read as zeros.
+  CUtensorMap tma_k;
+  CUtensorMap tma_v;
+  const uint16_t* q;  // [batch, seqlen_q, heads_q, d]
+  int64_t q_sb, q_sr, q_sh;
+  uint16_t* o;        // [batch, seqlen_q, heads_q, d] (num_splits == 1)
+  int64_t o_sb, o_sr, o_sh;
+  float* lse;         // [batch, heads_q, seqlen_q] or nullptr (num_splits == 1)
+  float* part_o;      // num_splits > 1: fp32 [num_splits, batch, heads_q, seqlen_q, d], normalised per split
+  float* part_lse;    // num_splits > 1: fp32 [num_splits, batch, heads_q, seqlen_q]; -inf: no key in the split
+  const int32_t* cache_seqlens;    // device, [batch]
+  const int32_t* cache_batch_idx;  // device, [batch] or nullptr (contiguous only)
+  const int32_t* page_table;       // device, [batch, max_pages] rows page_table_stride apart (paged only)
+  int64_t page_table_stride;
+  uint32_t* error_word;            // device, or nullptr (nothing recorded)
+  int batch, seqlen_q, heads_q, heads_kv, group;  // group = heads_q / heads_kv (packed GQA rows)
+  int capacity;      // keys one sequence may hold: seqlen_cache, or max_pages * page_size
+  int cache_batch;   // contiguous: batch_cache; paged: num_pages
+  int page_size;     // paged only
+  int box_rows;      // rows per TMA box (above)
+  int max_pages;     // paged only: entries per page_table row
+  int num_splits;    // key blocks of a sequence split across this many CTAs (gridDim.x)
+  int m_blocks;      // 64-row tiles of the packed (query row, head of the group) rows
+  int causal;
+  float softmax_scale;       // natural-log scale (for LSE)
+  float softmax_scale_log2;  // softmax_scale * log2(e)
+};
+
+struct KvCombineParams {
+  const float* part_o;    // as KvcacheParams
+  const float* part_lse;
+  uint16_t* o;
+  int64_t o_sb, o_sr, o_sh;
+  float* lse;             // or nullptr
+  int batch, seqlen_q, heads_q, num_splits;
+};
+
+struct KvConfig {
+  int head_dim;   // 128
+  int block_n;    // keys per K (and V) ring stage
+  int stages;     // depth of the K and V rings
+  bool bf16;      // bf16 in and out
+  bool paged;     // the cache is pages [num_pages, page_size, heads_kv, d] found through page_table;
+                  // otherwise [batch_cache, seqlen_cache, heads_kv, d], row cache_batch_idx[b] or b
+};
+
+template <KvConfig C>
+struct KvLayout {
+  static constexpr int kHeadDim = C.head_dim;
+  static constexpr int kBlockN = C.block_n;
+  static constexpr int kBlockM = 64;    // one consumer warpgroup: 64 packed rows
+  static constexpr int kThreads = 256;  // warpgroup 0 the producer, warpgroup 1 the consumer
+  static constexpr int kChunks = C.head_dim / 64;  // 128-byte columns of a swizzled tile
+  static constexpr int kMaxBoxes = C.block_n / 8;  // a block as boxes of 8 rows at least (page_size >= 8)
+  static constexpr int kQBytes = kBlockM * C.head_dim * 2;
+  static constexpr int kKVBytes = C.block_n * C.head_dim * 2;
+  static constexpr int kOffQ = 0;
+  static constexpr int kOffK = kOffQ + kQBytes;
+  static constexpr int kOffV = kOffK + C.stages * kKVBytes;
+  static constexpr int kOffBar = kOffV + C.stages * kKVBytes;
+  static constexpr int kNumBarriers = 4 * C.stages;
+  static constexpr int kSmemBytes = kOffBar + 8 * kNumBarriers + 1024;  // + alignment slack
+  // Barrier slots (mbarrier i at kOffBar + 8 i) and arrival counts.
+  static constexpr uint32_t kBarKFull = 0;                  // + stage; 1: producer arrive.expect_tx
+  static constexpr uint32_t kBarKEmpty = C.stages;          // + stage; 4: one per consumer warp
+  static constexpr uint32_t kBarVFull = 2 * C.stages;       // + stage; 1
+  static constexpr uint32_t kBarVEmpty = 3 * C.stages;      // + stage; 4
+  static constexpr uint32_t kFullArrivals = 1;
+  static constexpr uint32_t kEmptyArrivals = 4;
+  // Named barrier of the consumer warpgroup: its Q tile written (generic proxy) -> read by wgmma.
+  static constexpr uint32_t kBarQReady = 1;
+
+  static_assert(C.head_dim == 128, "the KV-cache kernels are d128 (one O accumulator of 64 registers)");
+  static_assert(C.block_n == 64, "64-key blocks: a decode step wastes at most 63 keys of a block");
+  static_assert(C.stages >= 2 && C.stages <= 4, "K/V ring depth");
+  static_assert(kQBytes % 1024 == 0 && kKVBytes % 1024 == 0, "tiles keep 1024-byte alignment");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
+};
+
+// ---- the shipped configurations (instantiated in src/sm90/fa3_fwd_kvcache.cu) ----------------------
+constexpr KvConfig kKvD128Paged = {.head_dim = 128, .block_n = 64, .stages = 3, .bf16 = true, .paged = true};
+constexpr KvConfig kKvD128Contig = {.head_dim = 128, .block_n = 64, .stages = 3, .bf16 = true, .paged = false};
+
+// The combine kernel: one CTA per (batch, head, query row), two of the 128 columns per thread.
+constexpr int kKvCombineThreads = 64;
+// The most splits a call may ask for (the combine reads num_splits LSEs per row).
+constexpr int kKvMaxSplits = 128;
+
+}  // namespace flashptx::fa3

@@ -1,0 +1,292 @@
+// The FA3 forward over a KV cache on the GPU (flashptx_fwd_kvcache), against the CPU fp64 reference
+// (ref::forward_kvcache: each sequence gathered from the cache by its own lengths, then the plain
+// forward), under FlashAttention's rule max|out - ref| <= 2 * max|same_dtype_ref - ref| + 1e-5 (the
+// LSE with the fp32 term of tests/gpu/test_fa3_fwd.cpp).
+//
+// What a KV-cache kernel can get wrong, and where each is caught:
+//   - a sequence's length read wrong, keys past it leaking in: ragged cache_seqlens (0, 1, a block
+//     edge, not a multiple of the block, the full capacity), every row compared;
+//   - pages: a page table whose order is a random permutation, its unused entries -1 (reading one
+//     sets the error word, which must stay 0), page sizes below, at and above the 64-key block;
+//   - cache_batch_idx: a permutation of cache rows, rows of the cache no sequence uses;
+//   - packed GQA: the query heads of a group sharing a tile (GQA 4:2 and 6:2, MQA 4:1), seqlen_q 1
+//     and several dozen (several 64-row tiles);
+//   - the causal diagonal bottom-right within each sequence's length (rows that see nothing:
+//     O = 0, LSE = -inf);
+//   - split-KV: 1, 3 and 7 splits (more splits than some sequences have blocks: empty splits), and
+//     the combine's merge by LSE;
+//   - writes outside O and LSE: both poisoned, with a guard after each that must stay poisoned;
+//   - device data out of range: the error word's bits, no read outside the cache.
+// Inputs are fresh random values. Shapes are small: the suite runs in the PTX simulator.
+#include <doctest/doctest.h>
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "include/flashptx.h"
+#include "tests/gpu/test_util.h"
+#include "tools/support/dtype.h"
+#include "tools/support/reference.h"
+
+namespace {
+
+using namespace flashptx_test;
+namespace ref = flashptx::ref;
+
+constexpr int64_t kD = 128;
+
+struct KCase {
+  int64_t sq, hq, hkv;
+  std::vector<int32_t> lens;  // cache_seqlens, one per sequence
+  bool paged;
+  int64_t page_size;     // paged
+  int64_t cache_seqlen;  // contiguous: seqlen_cache; paged: the capacity (max_pages * page_size)
+  bool causal;
+  int splits;
+  bool batch_idx = false;  // contiguous: sequences read permuted cache rows
+  std::string str() const {
+    std::string s = paged ? "paged page=" + std::to_string(page_size) : "contiguous";
+    s += " cap=" + std::to_string(cache_seqlen) + " lens=[";
+    for (size_t i = 0; i < lens.size(); ++i) s += (i ? "," : "") + std::to_string(lens[i]);
+    return s + "] sq=" + std::to_string(sq) + " Hq=" + std::to_string(hq) + " Hkv=" + std::to_string(hkv) +
+           (causal ? " causal" : "") + " splits=" + std::to_string(splits) + (batch_idx ? " cache_batch_idx" : "");
+  }
+};
+
+std::vector<uint16_t> random_bf16(size_t n, std::mt19937_64& rng) {
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<uint16_t> x(n);
+  for (auto& v : x) v = flashptx::float_to_bf16(u(rng));
+  return x;
+}
+
+template <class T>
+void upload(DeviceBuf& d, const std::vector<T>& h) {
+  CUDA_REQUIRE(cudaMemcpy(d.p, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+}
+
+struct Where {
+  std::vector<int32_t> table;  // paged: [batch, max_pages]; contiguous: cache_batch_idx
+  int64_t max_pages = 0, page_size = 0;
+  bool paged = false;
+};
+void key_at(const void* ctx, int64_t b, int64_t j, int64_t* outer, int64_t* row) {
+  const Where& w = *static_cast<const Where*>(ctx);
+  if (w.paged) {
+    *outer = w.table[static_cast<size_t>(b * w.max_pages + j / w.page_size)];
+    *row = j % w.page_size;
+  } else {
+    *outer = w.table.empty() ? b : w.table[static_cast<size_t>(b)];
+    *row = j;
+  }
+}
+
+void check_case(const KCase& c, uint64_t seed) {
+  INFO(c.str());
+  std::mt19937_64 rng(seed);
+  const int64_t batch = static_cast<int64_t>(c.lens.size());
+  Where w;
+  w.paged = c.paged;
+  int64_t cache_batch, cache_seqlen;
+  if (c.paged) {
+    w.page_size = c.page_size;
+    w.max_pages = c.cache_seqlen / c.page_size;
+    int64_t used = 0;
+    for (int32_t l : c.lens) used += (l + c.page_size - 1) / c.page_size;
+    cache_batch = used + 3;  // pages no sequence uses
+    std::vector<int32_t> perm(static_cast<size_t>(cache_batch));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    w.table.assign(static_cast<size_t>(batch * w.max_pages), -1);  // unused entries: never read
+    size_t next = 0;
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t pg = 0; pg < (c.lens[b] + c.page_size - 1) / c.page_size; ++pg)
+        w.table[static_cast<size_t>(b * w.max_pages + pg)] = perm[next++];
+    cache_seqlen = c.page_size;
+  } else {
+    cache_batch = c.batch_idx ? batch + 2 : batch;
+    cache_seqlen = c.cache_seqlen;
+    if (c.batch_idx) {
+      std::vector<int32_t> perm(static_cast<size_t>(cache_batch));
+      std::iota(perm.begin(), perm.end(), 0);
+      std::shuffle(perm.begin(), perm.end(), rng);
+      w.table.assign(perm.begin(), perm.begin() + batch);
+    }
+  }
+  const int64_t q_n = batch * c.sq * c.hq * kD, kv_n = cache_batch * cache_seqlen * c.hkv * kD;
+  const auto q = random_bf16(static_cast<size_t>(q_n), rng);
+  const auto k = random_bf16(static_cast<size_t>(kv_n), rng);
+  const auto v = random_bf16(static_cast<size_t>(kv_n), rng);
+  DeviceBuf dq(q_n * 2), dk(kv_n * 2), dv(kv_n * 2), d_o((q_n + kGuard) * 2);
+  const int64_t lse_n = batch * c.hq * c.sq;
+  DeviceBuf d_lse((lse_n + kGuard) * 4), d_len(batch * 4), d_table(std::max<size_t>(w.table.size(), 1) * 4), d_err(4);
+  upload(dq, q);
+  upload(dk, k);
+  upload(dv, v);
+  upload(d_len, c.lens);
+  if (!w.table.empty()) upload(d_table, w.table);
+  CUDA_REQUIRE(cudaMemset(d_o.p, 0xFF, d_o.bytes));
+  CUDA_REQUIRE(cudaMemset(d_lse.p, 0xFF, d_lse.bytes));
+  CUDA_REQUIRE(cudaMemset(d_err.p, 0, 4));
+
+  flashptx_kvcache_params p{};
+  p.q = dq.p; p.k_cache = dk.p; p.v_cache = dv.p; p.o = d_o.p; p.lse = static_cast<float*>(d_lse.p);
+  p.cache_seqlens = static_cast<const int32_t*>(d_len.p);
+  if (c.paged) p.page_table = static_cast<const int32_t*>(d_table.p);
+  else if (c.batch_idx) p.cache_batch_idx = static_cast<const int32_t*>(d_table.p);
+  p.batch = batch; p.seqlen_q = c.sq; p.heads_q = c.hq; p.heads_kv = c.hkv; p.head_dim = kD;
+  p.cache_batch = cache_batch; p.cache_seqlen = cache_seqlen;
+  p.max_pages = w.max_pages; p.page_table_stride = w.max_pages;
+  p.q_head_stride = kD; p.q_row_stride = c.hq * kD; p.q_batch_stride = c.sq * c.hq * kD;
+  p.o_head_stride = kD; p.o_row_stride = c.hq * kD; p.o_batch_stride = c.sq * c.hq * kD;
+  p.k_head_stride = p.v_head_stride = kD;
+  p.k_row_stride = p.v_row_stride = c.hkv * kD;
+  p.k_batch_stride = p.v_batch_stride = cache_seqlen * c.hkv * kD;
+  p.dtype = FLASHPTX_BF16;
+  p.causal = c.causal ? 1 : 0;
+  p.num_splits = c.splits;
+  p.error_word = static_cast<uint32_t*>(d_err.p);
+  int64_t ws = -1;
+  REQUIRE(flashptx_fwd_kvcache_workspace_size(&p, &ws) == FLASHPTX_OK);
+  CHECK((c.splits > 1) == (ws > 0));
+  DeviceBuf d_ws(static_cast<size_t>(std::max<int64_t>(ws, 1)));
+  CUDA_REQUIRE(cudaMemset(d_ws.p, 0xFF, d_ws.bytes));  // partials poisoned: every one read must be written
+  p.workspace = ws > 0 ? d_ws.p : nullptr;
+  p.workspace_bytes = ws;
+  const flashptx_status s = flashptx_fwd_kvcache(&p, nullptr);
+  REQUIRE_MESSAGE(s == FLASHPTX_OK, flashptx_last_error());
+  CUDA_REQUIRE(cudaDeviceSynchronize());
+
+  std::vector<uint16_t> o(static_cast<size_t>(q_n + kGuard));
+  std::vector<float> lse(static_cast<size_t>(lse_n + kGuard));
+  uint32_t err = 0xdeadu;
+  CUDA_REQUIRE(cudaMemcpy(o.data(), d_o.p, o.size() * 2, cudaMemcpyDeviceToHost));
+  CUDA_REQUIRE(cudaMemcpy(lse.data(), d_lse.p, lse.size() * 4, cudaMemcpyDeviceToHost));
+  CUDA_REQUIRE(cudaMemcpy(&err, d_err.p, 4, cudaMemcpyDeviceToHost));
+  CHECK_MESSAGE(err == 0u, "error word " << err << " on valid device data");
+  check_lse_writes(lse, lse_n, c.str());
+  int64_t o_bad = 0, o_clobbered = 0;
+  for (int64_t i = 0; i < q_n; ++i)
+    if (!std::isfinite(flashptx::bf16_to_float(o[i]))) ++o_bad;
+  for (int64_t i = q_n; i < q_n + kGuard; ++i)
+    if (o[i] != kPoison) ++o_clobbered;
+  CHECK_MESSAGE(o_bad == 0, o_bad << " O elements not written (or not finite)");
+  CHECK_MESSAGE(o_clobbered == 0, o_clobbered << " elements after O were written");
+
+  ref::Problem rp = ref::problem(batch, c.sq, 0, c.hq, c.hkv, kD, c.causal, 0);
+  const Strides qs = make_strides(Layout::kContiguous, batch, c.sq, c.hq, kD);
+  const Strides cs = make_strides(Layout::kContiguous, cache_batch, cache_seqlen, c.hkv, kD);
+  const ref::TensorView qv = ref_view(q, FLASHPTX_BF16, qs), kv = ref_view(k, FLASHPTX_BF16, cs),
+                        vv = ref_view(v, FLASHPTX_BF16, cs);
+  const ref::Forward exact = ref::forward_kvcache(rp, c.lens, qv, kv, vv, key_at, &w);
+  const ref::Forward same = ref::forward_kvcache(rp, c.lens, qv, kv, vv, key_at, &w, flashptx::Round::kBF16);
+  double e_o = 0, e_same = 0, e_lse = 0, e_lse_same = 0, lse_mag = 0;
+  for (int64_t i = 0; i < q_n; ++i) {
+    e_o = std::max(e_o, std::fabs(flashptx::bf16_to_float(o[i]) - exact.o[i]));
+    e_same = std::max(e_same, std::fabs(same.o[i] - exact.o[i]));
+  }
+  int64_t inf_mismatch = 0;
+  for (int64_t i = 0; i < lse_n; ++i) {
+    if (std::isinf(exact.lse[i]) || std::isinf(lse[i])) {
+      if (lse[i] != exact.lse[i]) ++inf_mismatch;
+      continue;
+    }
+    e_lse = std::max(e_lse, std::fabs(lse[i] - exact.lse[i]));
+    e_lse_same = std::max(e_lse_same, std::fabs(same.lse[i] - exact.lse[i]));
+    lse_mag = std::max(lse_mag, std::fabs(exact.lse[i]));
+  }
+  const double o_tol = 2 * e_same + 1e-5, lse_tol = 2 * e_lse_same + 1e-5 + std::ldexp(lse_mag, -20);
+  CHECK_MESSAGE(e_o <= o_tol, "max|O - ref| = " << e_o << " > " << o_tol);
+  CHECK_MESSAGE(e_lse <= lse_tol, "max|LSE - ref| = " << e_lse << " > " << lse_tol);
+  CHECK_MESSAGE(inf_mismatch == 0, inf_mismatch << " LSE values -inf on one side only");
+}
+
+}  // namespace
+
+TEST_SUITE("gpu_sm90 fa3 kvcache") {
+
+TEST_CASE("decode and chunked prefill against contiguous and paged caches*") {
+  // lens: 0 (no key), 1, a block edge, ragged, the full capacity.
+  const std::vector<KCase> cases = {
+      {1, 4, 2, {0, 1, 64, 150, 192}, false, 0, 192, false, 1},
+      {1, 4, 2, {0, 1, 64, 150, 192}, false, 0, 192, false, 3, true},
+      {24, 4, 1, {37, 128, 200}, false, 0, 200, true, 1},
+      {1, 4, 4, {5, 130}, true, 64, 192, false, 1},
+      {1, 6, 2, {0, 77, 192}, true, 64, 192, false, 7},
+      {3, 4, 2, {19, 100, 160}, true, 16, 160, true, 3},
+      {40, 4, 2, {30, 128}, true, 128, 256, true, 1},
+      {1, 4, 1, {1, 90, 256}, true, 32, 256, false, 1},
+  };
+  uint64_t seed = 0x6b76;
+  for (const KCase& c : cases) check_case(c, seed++);
+}
+
+TEST_CASE("device data out of range: clamped and recorded in the error word*") {
+  // Sequence 0 claims more keys than the cache holds (clamped to its capacity: then the full
+  // cache), sequence 1's second page index is outside the cache (its keys read as zeros).
+  std::mt19937_64 rng(0x3e7);
+  const int64_t ps = 64, max_pages = 2, pages = 4, hkv = 1, hq = 2;
+  const int64_t kv_n = pages * ps * hkv * kD, q_n = 2 * hq * kD;
+  const auto q = random_bf16(q_n, rng), k = random_bf16(kv_n, rng), v = random_bf16(kv_n, rng);
+  const std::vector<int32_t> lens = {500, 100}, table = {2, 0, 1, 99};
+  DeviceBuf dq(q_n * 2), dk(kv_n * 2), dv(kv_n * 2), d_o(q_n * 2), d_len(8), d_table(16), d_err(4);
+  upload(dq, q);
+  upload(dk, k);
+  upload(dv, v);
+  upload(d_len, lens);
+  upload(d_table, table);
+  CUDA_REQUIRE(cudaMemset(d_o.p, 0xFF, d_o.bytes));
+  CUDA_REQUIRE(cudaMemset(d_err.p, 0, 4));
+  flashptx_kvcache_params p{};
+  p.q = dq.p; p.k_cache = dk.p; p.v_cache = dv.p; p.o = d_o.p;
+  p.cache_seqlens = static_cast<const int32_t*>(d_len.p);
+  p.page_table = static_cast<const int32_t*>(d_table.p);
+  p.batch = 2; p.seqlen_q = 1; p.heads_q = hq; p.heads_kv = hkv; p.head_dim = kD;
+  p.cache_batch = pages; p.cache_seqlen = ps; p.max_pages = max_pages; p.page_table_stride = max_pages;
+  p.q_head_stride = p.o_head_stride = kD; p.q_row_stride = p.o_row_stride = hq * kD;
+  p.q_batch_stride = p.o_batch_stride = hq * kD;
+  p.k_head_stride = p.v_head_stride = kD; p.k_row_stride = p.v_row_stride = hkv * kD;
+  p.k_batch_stride = p.v_batch_stride = ps * hkv * kD;
+  p.dtype = FLASHPTX_BF16;
+  p.num_splits = 1;
+  p.error_word = static_cast<uint32_t*>(d_err.p);
+  REQUIRE_MESSAGE(flashptx_fwd_kvcache(&p, nullptr) == FLASHPTX_OK, flashptx_last_error());
+  CUDA_REQUIRE(cudaDeviceSynchronize());
+  uint32_t err = 0;
+  std::vector<uint16_t> o(q_n);
+  CUDA_REQUIRE(cudaMemcpy(&err, d_err.p, 4, cudaMemcpyDeviceToHost));
+  CUDA_REQUIRE(cudaMemcpy(o.data(), d_o.p, q_n * 2, cudaMemcpyDeviceToHost));
+  CHECK(err == (FLASHPTX_KVCACHE_ERR_SEQLEN | FLASHPTX_KVCACHE_ERR_PAGE));
+  for (int64_t i = 0; i < q_n; ++i) REQUIRE(std::isfinite(flashptx::bf16_to_float(o[i])));
+  // Sequence 0, clamped to 128 keys, is the reference of its full capacity.
+  Where w;
+  w.paged = true;
+  w.page_size = ps;
+  w.max_pages = max_pages;
+  w.table = table;
+  ref::Problem rp = ref::problem(1, 1, 0, hq, hkv, kD, false, 0);
+  const Strides qs = make_strides(Layout::kContiguous, 1, 1, hq, kD);
+  const Strides cs = make_strides(Layout::kContiguous, pages, ps, hkv, kD);
+  const ref::Forward exact = ref::forward_kvcache(rp, {128}, ref_view(q, FLASHPTX_BF16, qs),
+                                                  ref_view(k, FLASHPTX_BF16, cs), ref_view(v, FLASHPTX_BF16, cs),
+                                                  key_at, &w);
+  const ref::Forward same =
+      ref::forward_kvcache(rp, {128}, ref_view(q, FLASHPTX_BF16, qs), ref_view(k, FLASHPTX_BF16, cs),
+                           ref_view(v, FLASHPTX_BF16, cs), key_at, &w, flashptx::Round::kBF16);
+  double e = 0, e_same = 0;
+  for (int64_t i = 0; i < hq * kD; ++i) {
+    e = std::max(e, std::fabs(flashptx::bf16_to_float(o[i]) - exact.o[i]));
+    e_same = std::max(e_same, std::fabs(same.o[i] - exact.o[i]));
+  }
+  CHECK_MESSAGE(e <= 2 * e_same + 1e-5, "clamped sequence: max|O - ref| = " << e);
+}
+
+}  // TEST_SUITE
