@@ -39,6 +39,7 @@
 
 #include "src/plan.h"
 #include "tests/gpu/release_lib.h"
+#include "tests/sim_selection.h"
 #include "tests/test_env.h"
 #include "tools/sass/audit.h"
 #include "tools/sim/cudart/flashptx_sim.h"
@@ -83,10 +84,11 @@ struct CountingListener : public doctest::IReporter {
 };
 REGISTER_LISTENER("flashptx_counts", 1, CountingListener);
 
-// The gpu_sm90 cases the simulator runs (suite and case patterns, fnmatch). Every other gpu_sm90
-// case is skipped there with kSimulatorSkipReason printed: its GPU shapes take the simulator far
-// beyond the runner's time, and it has no simulator shape yet (on_simulator(), tests/gpu/test_util.h).
-struct SimulatorRun { const char* suite; const char* test_case; };
+// The gpu_sm90 cases the simulator runs (suite and case patterns, fnmatch; tests/sim_selection.h).
+// Every other gpu_sm90 case is skipped there with kSimulatorSkipReason printed: its GPU shapes take
+// the simulator far beyond the runner's time, and it has no simulator shape yet (on_simulator(),
+// tests/gpu/test_util.h). A new GPU case joins this list once it has one.
+using flashptx_test::SimulatorRun;
 constexpr SimulatorRun kSimulatorRuns[] = {
     {"gpu_sm90 primitives*", "*"},
     {"gpu_sm90 numerics", "*"},
@@ -130,6 +132,8 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     {"gpu_sm90 sim mutations", "*"},
     {"gpu_sm90 isa readings", "forms the simulator executes*"},
     {"gpu_sm90 isa readings", "rcp.approx and ex2.approx*"},
+    {"gpu_sm90 isa readings", "forms only the simulator's ISA library models*"},
+    {"gpu_sm90 isa readings", "lg2.approx.f32 within the ISA's bound*"},
     // The sliding window and the softcap (the FA3 local kernels, src/sm90/fa3_fwd_local.cu): small
     // shapes on the simulator (tests/gpu/test_fa3_fwd.cpp, test_fa3_varlen.cpp).
     {"gpu_sm90 fa3 forward", "sliding window:*"},
@@ -140,14 +144,28 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     {"gpu_sm90 fa3 kvcache", "*"},
     // The attention sinks (src/sm90/fa3_fwd_sink.cu, fa3_bwd_sink.cu; tests/gpu/test_fa3_sinks.cpp).
     {"gpu_sm90 fa3 sinks", "*"},
+    // Cases at simulator shapes (each states its shape, and its launch count where the GPU's is 1000).
+    {"gpu_sm90 race repro", "*"},
+    {"gpu_sm90 release flavour", "*"},
+    {"gpu_sm90 launch plan", "*"},
+    {"gpu_sm90 fa3 fp8 rmse", "*"},
+    {"gpu_sm90 fp8 quantize", "bit for bit against the host reference*"},
+    {"gpu_sm90 fa3 forward", "medium and long shapes*"},
+    {"gpu_sm90 fa3 forward", "unequal lengths with causal bottom-right alignment*"},
+    {"gpu_sm90 fa3 forward", "strided layouts: padded rows and head-major"},
+    {"gpu_sm90 fa3 forward", "large-magnitude scores and a custom softmax scale"},
+    {"gpu_sm90 fa3 forward", "scores that grow along the walk*"},
+    {"gpu_sm90 fa3 forward", "large shapes (8k-16k) against the GPU reference kernel"},
+    {"gpu_sm90 fa3 forward", "determinism: repeated runs are bitwise equal*"},
+    {"gpu_sm90 fa3 forward", "the dynamic schedule (d64 causal, a tile counter)*"},
+    {"gpu_sm90 fa3 backward", "large shapes (1k-8k)*"},
+    {"gpu_sm90 fa3 backward", "d256: large shapes (1k-8k)*"},
+    {"gpu_sm90 fa3 varlen", "batches of 1 to 64 sequences*"},
 };
 constexpr const char* kSimulatorSkipReason = "no simulator shape yet (its GPU shapes would take the simulator hours)";
 
-bool runs_on_simulator(const doctest::TestCaseData& tc) {
-  for (const SimulatorRun& r : kSimulatorRuns)
-    if (fnmatch(r.suite, tc.m_test_suite, 0) == 0 && fnmatch(r.test_case, tc.m_name, 0) == 0) return true;
-  return false;
-}
+
+bool runs_on_simulator(const doctest::TestCaseData& tc) { return flashptx_test::runs_on_simulator(tc, kSimulatorRuns); }
 
 // A doctest filter that matches `name` itself: its commas and backslashes escaped.
 std::string exact_filter(const char* name) {
@@ -160,29 +178,27 @@ std::string exact_filter(const char* name) {
 }
 
 // On the simulator: every suite but the gpu_sm90 ones is excluded (and not counted); of those, the
-// cases kSimulatorRuns does not name are excluded (counted as skipped): a whole suite where it names
-// none of its cases, else each case by name.
+// cases kSimulatorRuns does not name are marked skipped (and counted so), each by its suite and name
+// (tests/sim_selection.h: never by name alone); the reason is printed once for a suite none of whose
+// cases run, else for each case.
 void exclude_for_simulator(doctest::Context& context) {
-  std::set<std::string> others, skipped_suites, kept_suites;
-  std::vector<std::pair<std::string, std::string>> skipped_cases;  // (suite, case)
-  for (const doctest::detail::TestCase& tc : doctest::detail::getRegisteredTests()) {
+  const auto& tests = doctest::detail::getRegisteredTests();
+  std::set<std::string> others, kept_suites, said;
+  for (const doctest::detail::TestCase& tc : tests) {
     if (!is_gpu_sm90(tc.m_test_suite)) others.insert(tc.m_test_suite);
     else if (runs_on_simulator(tc)) kept_suites.insert(tc.m_test_suite);
   }
-  for (const doctest::detail::TestCase& tc : doctest::detail::getRegisteredTests()) {
-    if (!is_gpu_sm90(tc.m_test_suite) || runs_on_simulator(tc)) continue;
-    if (kept_suites.count(tc.m_test_suite)) skipped_cases.emplace_back(tc.m_test_suite, tc.m_name);
-    else skipped_suites.insert(tc.m_test_suite);
-  }
   for (const std::string& suite : others) context.addFilter("test-suite-exclude", exact_filter(suite.c_str()).c_str());
-  for (const std::string& suite : skipped_suites) {
-    context.addFilter("test-suite-exclude", exact_filter(suite.c_str()).c_str());
-    std::printf("flashptx run_tests: on the simulator, skipping suite %s: %s\n", suite.c_str(), kSimulatorSkipReason);
-  }
-  for (const auto& [suite, name] : skipped_cases) {
-    context.addFilter("test-case-exclude", exact_filter(name.c_str()).c_str());
-    std::printf("flashptx run_tests: on the simulator, skipping %s / %s: %s\n", suite.c_str(), name.c_str(),
-                kSimulatorSkipReason);
+  for (const doctest::TestCaseData* tc : flashptx_test::simulator_skips(tests, kSimulatorRuns)) {
+    flashptx_test::mark_skipped(*tc);
+    if (!kept_suites.count(tc->m_test_suite)) {
+      if (said.insert(tc->m_test_suite).second)
+        std::printf("flashptx run_tests: on the simulator, skipping suite %s: %s\n", tc->m_test_suite,
+                    kSimulatorSkipReason);
+    } else {
+      std::printf("flashptx run_tests: on the simulator, skipping %s / %s: %s\n", tc->m_test_suite, tc->m_name,
+                  kSimulatorSkipReason);
+    }
   }
 }
 

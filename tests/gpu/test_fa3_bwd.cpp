@@ -697,7 +697,6 @@ TEST_CASE("small shapes: every head dim, causal and not, head ratios 1/4/8, bf16
 
 TEST_CASE("medium shapes: several key and query blocks, unequal lengths, GQA") { medium_shapes({64, 128}, 1000); }
 
-// (Its name differs from the forward suite's case: the simulator runner skips cases by name alone.)
 TEST_CASE("strided layouts: padded rows and head-major, the gradients through them") { strided_layouts({64, 128}, 2000); }
 
 TEST_CASE("a custom softmax scale, large-magnitude scores, MQA") { scale_and_mqa({64, 128}, 3000); }
@@ -728,6 +727,13 @@ TEST_CASE("large shapes (1k-8k): the fp64 rule on sampled rows") {
       {1, 4097, 4097, 2, 2, 128, true, FLASHPTX_BF16},  {1, 4097, 4097, 2, 1, 64, false, FLASHPTX_FP16},
       {1, 8192, 8192, 2, 2, 128, true, FLASHPTX_BF16},
   };
+  if (on_simulator()) {
+    // On the simulator: the same sampled-row check at 260 x 260 (three blocks of 128, the last of
+    // four rows), causal and not, GQA 2.
+    check_large(BCase{1, 260, 260, 1, 1, 128, false, FLASHPTX_BF16}, seed++);
+    check_large(BCase{1, 260, 260, 2, 1, 64, true, FLASHPTX_FP16}, seed++);
+    return;
+  }
   for (const BCase& c : cases) check_large(c, seed++);
 }
 
@@ -775,6 +781,11 @@ TEST_CASE("d256: large shapes (1k-8k), the fp64 rule on sampled rows") {
       {1, 4097, 4097, 2, 1, 256, false, FLASHPTX_FP16},
       {1, 8192, 8192, 2, 2, 256, true, FLASHPTX_BF16},
   };
+  if (on_simulator()) {
+    // On the simulator: the same sampled-row check at 260 x 260 (several 64-row blocks, ragged), causal.
+    check_large(BCase{1, 260, 260, 1, 1, 256, true, FLASHPTX_BF16}, seed++);
+    return;
+  }
   for (const BCase& c : cases) check_large(c, seed++);
 }
 TEST_CASE("d256: deterministic mode, 100 launches bitwise equal, causal and not, with GQA") {

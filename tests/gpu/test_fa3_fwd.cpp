@@ -324,25 +324,26 @@ void check_case(const Case& c, uint64_t seed, int64_t max_rows = 4096) {
   }
 }
 
-// Launches `launch` n times (n a multiple of 100) on st's buffers, copying each O aside, and counts the
-// launches whose O differs, bit for bit, from the O st holds before the first of them.
+// Launches `launch` n times on st's buffers (in rounds of up to 100), copying each O aside, and counts
+// the launches whose O differs, bit for bit, from the O st holds before the first of them.
 template <class Launch>
 int launches_differing(Problem& st, int n, Launch launch) {
   const auto ref = st.out();
   const size_t bytes = st.dout->bytes;
-  DeviceBuf all(bytes * 100);
+  DeviceBuf all(bytes * static_cast<size_t>(std::min(n, 100)));
   int mismatches = 0;
-  for (int round = 0; round < n / 100; ++round) {
-    for (int i = 0; i < 100; ++i) {
+  for (int done = 0; done < n; done += 100) {
+    const int round = std::min(100, n - done);
+    for (int i = 0; i < round; ++i) {
       const flashptx_status s = launch();
       REQUIRE_MESSAGE(s == FLASHPTX_OK, flashptx_status_name(s));
       CUDA_REQUIRE(cudaMemcpyAsync(static_cast<char*>(all.p) + i * bytes, st.dout->p, bytes,
                                    cudaMemcpyDeviceToDevice, nullptr));
     }
     CUDA_REQUIRE(cudaDeviceSynchronize());
-    std::vector<uint16_t> h(bytes / 2 * 100);
-    CUDA_REQUIRE(cudaMemcpy(h.data(), all.p, bytes * 100, cudaMemcpyDeviceToHost));
-    for (int i = 0; i < 100; ++i)
+    std::vector<uint16_t> h(bytes / 2 * round);
+    CUDA_REQUIRE(cudaMemcpy(h.data(), all.p, bytes * round, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < round; ++i)
       if (std::memcmp(h.data() + i * (bytes / 2), ref.data(), bytes) != 0) ++mismatches;
   }
   return mismatches;
@@ -373,6 +374,14 @@ TEST_CASE("small shapes: every head dim, causal and not, head ratios 1/4/8, bf16
 
 TEST_CASE("medium and long shapes: (1000,1000), (4097,4097), sampled rows") {
   uint64_t seed = 1000;
+  if (flashptx_test::on_simulator()) {
+    // On the simulator: 400 x 400 (four query tiles, a ragged last one; the K/V ring wraps in the
+    // longest tiles), sampled rows; every head dim, causal and not, both dtypes, GQA 2.
+    check_case(Case{1, 400, 400, 2, 1, 64, false, FLASHPTX_BF16}, seed++, 0);
+    check_case(Case{1, 400, 400, 2, 1, 128, true, FLASHPTX_FP16}, seed++, 0);
+    check_case(Case{1, 400, 400, 1, 1, 256, true, FLASHPTX_BF16}, seed++, 0);
+    return;
+  }
   for (int64_t s : {1000, 4097})
     for (int64_t d : {64, 128, 256})
       for (bool causal : {false, true})
@@ -384,6 +393,14 @@ TEST_CASE("medium and long shapes: (1000,1000), (4097,4097), sampled rows") {
 TEST_CASE("unequal lengths with causal bottom-right alignment, several tiles") {
   uint64_t seed = 2000;
   const std::pair<int64_t, int64_t> shapes[] = {{300, 1000}, {1000, 300}, {129, 129}, {64, 500}, {500, 64}};
+  if (flashptx_test::on_simulator()) {
+    // On the simulator: a shorter Q than K (bottom-right: every row sees the first keys), a longer Q
+    // than K (the first rows see no key), a one-key ragged tail (129 x 129); one head dim each, GQA 2.
+    check_case(Case{1, 130, 400, 2, 1, 64, true, FLASHPTX_BF16}, seed++, 2048);
+    check_case(Case{1, 400, 130, 2, 1, 128, true, FLASHPTX_BF16}, seed++, 2048);
+    check_case(Case{1, 129, 129, 2, 1, 256, true, FLASHPTX_BF16}, seed++, 2048);
+    return;
+  }
   for (auto [sq, sk] : shapes)
     for (int64_t d : {64, 128, 256})
       check_case(Case{2, sq, sk, 4, 2, d, true, FLASHPTX_BF16}, seed++, 2048);
@@ -391,6 +408,15 @@ TEST_CASE("unequal lengths with causal bottom-right alignment, several tiles") {
 
 TEST_CASE("strided layouts: padded rows and head-major") {
   uint64_t seed = 3000;
+  if (flashptx_test::on_simulator()) {
+    // On the simulator: 130 x 200 (two query tiles, ragged tails in both lengths), both layouts
+    // (head-major with two query heads on one K/V head), every head dim, causal and not.
+    check_case(Case{1, 130, 200, 1, 1, 64, false, FLASHPTX_FP16, Layout::kPadded}, seed++, 2048);
+    check_case(Case{1, 130, 200, 2, 1, 128, true, FLASHPTX_FP16, Layout::kHeadMajor}, seed++, 2048);
+    check_case(Case{1, 130, 200, 1, 1, 256, true, FLASHPTX_FP16, Layout::kPadded}, seed++, 2048);
+    check_case(Case{1, 130, 200, 2, 1, 256, false, FLASHPTX_FP16, Layout::kHeadMajor}, seed++, 2048);
+    return;
+  }
   for (Layout l : {Layout::kPadded, Layout::kHeadMajor})
     for (int64_t d : {64, 128, 256})
       for (bool causal : {false, true})
@@ -399,13 +425,15 @@ TEST_CASE("strided layouts: padded rows and head-major") {
 
 TEST_CASE("large-magnitude scores and a custom softmax scale") {
   uint64_t seed = 4000;
+  // On the simulator: 130 x 200 (two query tiles, ragged tails in both lengths), one head.
+  const bool sim = flashptx_test::on_simulator();
   for (int64_t d : {64, 128, 256}) {
-    Case c{1, 257, 384, 2, 1, d, false, FLASHPTX_BF16};
+    Case c = sim ? Case{1, 130, 200, 1, 1, d, false, FLASHPTX_BF16} : Case{1, 257, 384, 2, 1, d, false, FLASHPTX_BF16};
     c.input_scale = 12.f;  // scores of a few hundred: the running max must carry the range
     check_case(c, seed++);
     c.causal = true;
     check_case(c, seed++);
-    Case s{1, 200, 300, 2, 2, d, false, FLASHPTX_FP16};
+    Case s = sim ? Case{1, 130, 200, 1, 1, d, false, FLASHPTX_FP16} : Case{1, 200, 300, 2, 2, d, false, FLASHPTX_FP16};
     s.softmax_scale = 0.37f;
     check_case(s, seed++);
   }
@@ -420,6 +448,27 @@ TEST_CASE("scores that grow along the walk (the lazy rescale at d256): the fp64 
   // of 5000: its d256 fp16 causal case missed the LSE rule by 3%, scores near 310 after the scale.)
   const int64_t dims[] = {64, 128, 256};
   const float ramps[] = {300.f, 1200.f};
+  if (flashptx_test::on_simulator()) {
+    // On the simulator: 400 keys (seven 64-key blocks at d256) with the ramps scaled by 400 / 1000, so
+    // that each block sees the same growth as above (about 1.7 and 7 log2 units); d256 causal and not,
+    // one query tile; the other head dims once each; the bottom-right causal case with GQA.
+    uint64_t seed = 4500;
+    for (int ri = 0; ri < 2; ++ri)
+      for (int ci = 0; ci < 2; ++ci) {
+        Case c{1, 64, 400, 1, 1, 256, ci == 1, ri == ci ? FLASHPTX_BF16 : FLASHPTX_FP16};
+        c.key_ramp = ramps[ri] * 0.4f;
+        check_case(c, seed++, 64);
+      }
+    for (int64_t d : {64, 128}) {
+      Case c{1, 64, 400, 1, 1, d, d == 64, FLASHPTX_BF16};
+      c.key_ramp = ramps[1] * 0.4f;
+      check_case(c, seed++, 64);
+    }
+    Case r{1, 130, 400, 2, 1, 256, true, FLASHPTX_BF16};
+    r.key_ramp = ramps[1] * 0.4f;
+    check_case(r, seed++, 64);
+    return;
+  }
   for (int di = 0; di < 3; ++di)
     for (int ri = 0; ri < 2; ++ri)
       for (int ci = 0; ci < 2; ++ci)
@@ -449,8 +498,11 @@ TEST_CASE("large shapes (8k-16k) against the GPU reference kernel") {
   struct L { int64_t s, h, d; bool causal; };
   const L shapes[] = {{8192, 4, 128, false}, {8192, 4, 128, true}, {16384, 2, 128, true},
                       {8192, 2, 64, false}, {8192, 2, 256, true}, {16384, 1, 256, false}};
+  // On the simulator: the same comparison with the GPU reference kernel (which it runs too) at a few
+  // hundred rows (ragged tiles), every head dim, causal and not.
+  const L sim_shapes[] = {{192, 1, 128, false}, {130, 1, 256, true}, {160, 1, 64, true}};
   uint64_t seed = 6000;
-  for (const L& x : shapes) {
+  for (const L& x : flashptx_test::on_simulator() ? std::span<const L>(sim_shapes) : std::span<const L>(shapes)) {
     Case c{1, x.s, x.s, x.h, x.h, x.d, x.causal, FLASHPTX_BF16};
     INFO(c.str());
     Problem pb(c, seed++);
@@ -483,7 +535,12 @@ TEST_CASE("large shapes (8k-16k) against the GPU reference kernel") {
 }
 
 TEST_CASE("determinism: repeated runs are bitwise equal; 1000-launch race stress") {
-  Problem pb(Case{2, 1000, 1000, 8, 2, 128, true, FLASHPTX_BF16}, 7000);
+  // On the simulator: smaller shapes (several query tiles, ragged tails, GQA) and 3 launches of the
+  // stress instead of 1000 (each under the same scheduler policy and seed: what differs between GPU
+  // launches, the interleaving, the simulator varies across policies in the other suites).
+  const bool sim = flashptx_test::on_simulator();
+  const int launches = sim ? 3 : 1000;
+  Problem pb(sim ? Case{1, 300, 300, 4, 2, 128, true, FLASHPTX_BF16} : Case{2, 1000, 1000, 8, 2, 128, true, FLASHPTX_BF16}, 7000);
   pb.poison();
   pb.run();
   const auto first = pb.out();
@@ -494,11 +551,11 @@ TEST_CASE("determinism: repeated runs are bitwise equal; 1000-launch race stress
   const auto second_l = pb.lse();  // compared as bytes: the poisoned guard after LSE holds NaNs
   CHECK(std::memcmp(second_l.data(), first_l.data(), first_l.size() * 4) == 0);
 
-  Problem st(Case{1, 777, 1333, 4, 4, 64, false, FLASHPTX_BF16}, 7001);
+  Problem st(sim ? Case{1, 200, 333, 2, 2, 64, false, FLASHPTX_BF16} : Case{1, 777, 1333, 4, 4, 64, false, FLASHPTX_BF16}, 7001);
   st.poison();
   st.run();
-  const int mismatches = launches_differing(st, 1000, [&] { return flashptx_fwd(&st.params, nullptr); });
-  CHECK_MESSAGE(mismatches == 0, mismatches << " of 1000 launches differed from the first");
+  const int mismatches = launches_differing(st, launches, [&] { return flashptx_fwd(&st.params, nullptr); });
+  CHECK_MESSAGE(mismatches == 0, mismatches << " of " << launches << " launches differed from the first");
 }
 
 // The looping kernels' test (the paired kernels, the persistent d256 kernel): each case against fp64
@@ -583,10 +640,16 @@ TEST_CASE("the dynamic schedule (d64 causal, a tile counter): fp64, equal to the
                         {4, 512, 512, 32, 32, 64, true, FLASHPTX_FP16},
                         {4, 512, 1024, 32, 8, 64, true, FLASHPTX_BF16},
                         {2, 1024, 512, 32, 32, 64, true, FLASHPTX_BF16}};
+  // On the simulator (4 SMs): more tiles than SMs, a shorter Q than K with GQA, a longer Q than K
+  // whose first query blocks see no key; 3 launches instead of 1000 (as in the determinism case).
+  const Case sim_cases[] = {{1, 256, 384, 4, 2, 64, true, FLASHPTX_BF16},
+                            {1, 384, 256, 2, 2, 64, true, FLASHPTX_FP16}};
+  const bool sim = flashptx_test::on_simulator();
+  const int launches = sim ? 3 : 1000;
   int sms = 0;
   CUDA_REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   uint64_t seed = 7300;
-  for (Case c : cases) {
+  for (Case c : sim ? std::span<const Case>(sim_cases) : std::span<const Case>(cases)) {
     c.tile_counter = true;
     INFO(c.str());
     check_case(c, seed);  // the fp64 rule on sampled rows, the release library bit for bit
@@ -596,9 +659,13 @@ TEST_CASE("the dynamic schedule (d64 causal, a tile counter): fp64, equal to the
     Problem st(plain, seed++);
     flashptx_kernel_info info{};
     REQUIRE(flashptx_fwd_kernel_info(&dyn.params, &info) == FLASHPTX_OK);
-    CHECK(std::string(info.symbol).find("d64_m128_paired") != std::string::npos);
-    const int64_t tiles = (c.sq + 127) / 128 * c.hq * c.batch;
-    CHECK(info.ctas == std::min<int64_t>(tiles, sms));  // one CTA per SM, tiles taken one at a time
+    if (flashptx_test::sim_shapes_on_gpu()) {
+      MESSAGE("the simulator's shape on a GPU: its SM count gives another plan (" << info.symbol << "): not checked");
+    } else {
+      CHECK(std::string(info.symbol).find("d64_m128_paired") != std::string::npos);
+      const int64_t tiles = (c.sq + 127) / 128 * c.hq * c.batch;
+      CHECK(info.ctas == std::min<int64_t>(tiles, sms));  // one CTA per SM, tiles taken one at a time
+    }
     dyn.poison();
     dyn.run();
     CHECK(dyn.counter() == std::array<unsigned, 2>{0u, 0u});
@@ -607,8 +674,8 @@ TEST_CASE("the dynamic schedule (d64 causal, a tile counter): fp64, equal to the
     CHECK_MESSAGE(dyn.out() == st.out(), "the dynamic schedule's O differs from the static schedule's");
     const auto ld = dyn.lse(), ls = st.lse();
     CHECK(std::memcmp(ld.data(), ls.data(), ld.size() * 4) == 0);
-    const int mismatches = launches_differing(dyn, 1000, [&] { return flashptx_fwd(&dyn.params, nullptr); });
-    CHECK_MESSAGE(mismatches == 0, mismatches << " of 1000 launches differed from the first");
+    const int mismatches = launches_differing(dyn, launches, [&] { return flashptx_fwd(&dyn.params, nullptr); });
+    CHECK_MESSAGE(mismatches == 0, mismatches << " of " << launches << " launches differed from the first");
     CHECK(dyn.counter() == std::array<unsigned, 2>{0u, 0u});
   }
 }
@@ -782,18 +849,30 @@ TEST_CASE("release library: ring-wrapping shapes equal the test build bit for bi
       {1, 1000, 1000, 2, 2, 256, false, FLASHPTX_BF16, Layout::kHeadMajor},
       {2, 2049, 63, 2, 2, 128, true, FLASHPTX_BF16},
   };
-  for (const Case& c : cases) check_case(c, seed++, 512);
+  // On the simulator: the ring wraps at a few hundred keys (one query row against 600 keys, 300 x 300
+  // with GQA, head-major d256, a causal shape with one ragged key block).
+  const Case sim_cases[] = {
+      {1, 1, 600, 2, 2, 64, false, FLASHPTX_BF16},      {1, 300, 300, 2, 1, 128, false, FLASHPTX_FP16},
+      {1, 130, 400, 1, 1, 256, false, FLASHPTX_BF16, Layout::kHeadMajor},
+      {1, 200, 63, 2, 2, 128, true, FLASHPTX_BF16},
+  };
+  for (const Case& c : flashptx_test::on_simulator() ? std::span<const Case>(sim_cases) : std::span<const Case>(cases))
+    check_case(c, seed++, 512);
 }
 
 TEST_CASE("release library: 1000 launches of a ring-wrapping shape are bitwise identical") {
   const auto& rel = flashptx_test::release_lib();
   REQUIRE_MESSAGE(rel.loaded(), rel.why);
+  // On the simulator: 300 x 300 (the ring wraps in every tile), 3 launches instead of 1000.
+  const bool sim = flashptx_test::on_simulator();
+  const int launches = sim ? 3 : 1000;
   for (bool causal : {false, true}) {
-    Problem st(Case{2, 1500, 1500, 4, 2, 128, causal, FLASHPTX_BF16}, 9100 + causal);
+    Problem st(sim ? Case{1, 300, 300, 2, 1, 128, causal, FLASHPTX_BF16} : Case{2, 1500, 1500, 4, 2, 128, causal, FLASHPTX_BF16},
+               9100 + causal);
     st.poison();
     st.run_release();
-    const int mismatches = launches_differing(st, 1000, [&] { return rel.fwd(&st.params, nullptr); });
-    CHECK_MESSAGE(mismatches == 0, mismatches << " of 1000 release launches differed (causal " << causal << ")");
+    const int mismatches = launches_differing(st, launches, [&] { return rel.fwd(&st.params, nullptr); });
+    CHECK_MESSAGE(mismatches == 0, mismatches << " of " << launches << " release launches differed (causal " << causal << ")");
   }
 }
 

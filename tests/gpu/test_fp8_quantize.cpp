@@ -104,6 +104,23 @@ TEST_SUITE("gpu_sm90 fp8 quantize") {
 
 TEST_CASE("bit for bit against the host reference: every granularity, head dim, rotation, dtype, layout") {
   uint64_t seed = 0x5eed;
+  if (flashptx_test::on_simulator()) {
+    // On the simulator: every head dim, granularity and rotation at 130 rows (two 128-row blocks, a
+    // ragged one), two heads; dtype and layout alternate instead of taking every pair.
+    int i = 0;
+    for (int64_t d : {64, 128, 256})
+      for (auto g : {FLASHPTX_FP8_SCALE_PER_TENSOR, FLASHPTX_FP8_SCALE_PER_HEAD, FLASHPTX_FP8_SCALE_PER_BLOCK})
+        for (int hb : {0, 64, 128, 256}) {
+          if (hb != 0 && hb != d && !(hb == 128 && d >= 128)) continue;
+          const Case c{1, 130, 2, d, i % 2 == 0, g, hb, i / 2 % 2 == 1};
+          ++i;
+          CAPTURE(d);
+          CAPTURE(static_cast<int>(g));
+          CAPTURE(hb);
+          run_case(c, ++seed);
+        }
+    return;
+  }
   for (int64_t d : {64, 128, 256})
     for (auto g : {FLASHPTX_FP8_SCALE_PER_TENSOR, FLASHPTX_FP8_SCALE_PER_HEAD, FLASHPTX_FP8_SCALE_PER_BLOCK})
       for (int hb : {0, 128, 256})

@@ -12,6 +12,7 @@
 #include "src/internal.h"
 #include "src/kernels.h"
 #include "tools/support/gpu_reference.h"
+#include "tests/gpu/test_util.h"
 
 namespace {
 
@@ -33,7 +34,8 @@ void check_same(const flashptx_kernel_info& info, const flashptx::Launch& l) {
   CHECK(info.tiles == l.tiles);
   CHECK(std::string(info.schedule) == flashptx::schedule_name(l.schedule));
   CHECK(info.shared_bytes >= l.smem_bytes);
-  CHECK(info.registers > 0);
+  // (The simulator reports no register count: PTX has none; ptxas's is the SASS's.)
+  if (!flashptx_test::device_is_simulator()) CHECK(info.registers > 0);
 }
 
 }  // namespace
@@ -41,7 +43,10 @@ void check_same(const flashptx_kernel_info& info, const flashptx::Launch& l) {
 TEST_SUITE("gpu_sm90 launch plan") {
 
 TEST_CASE("kernel_info is what launches, for every forward specialization and schedule") {
-  const int64_t b = 2, s = 1100, h = 4;
+  // On the simulator: one batch, one head, 100 rows (a ragged tile): what is checked is that the
+  // launch is the one the plan describes, which the shape only sizes.
+  const bool sim = flashptx_test::on_simulator();
+  const int64_t b = sim ? 1 : 2, s = sim ? 100 : 1100, h = sim ? 1 : 4;
   Buffers buf(static_cast<size_t>(b * s * h * 256));
   REQUIRE(flashptx::gpuref::fill_random(buf.q, b * s * h * 256, FLASHPTX_BF16, 1, 1.f, nullptr) == cudaSuccess);
   REQUIRE(flashptx::gpuref::fill_random(buf.k, b * s * h * 256, FLASHPTX_BF16, 2, 1.f, nullptr) == cudaSuccess);

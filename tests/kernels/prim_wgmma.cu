@@ -102,6 +102,9 @@ __global__ void __launch_bounds__(128, 1) prim_wgmma_ss_kernel(const uint8_t* a,
   constexpr uint32_t kStepB = TransB ? 16 * 128 : 32;
   float d[N / 2];
   poison<N>(d);
+  // The accumulator's writes stay before the fence (PTX ISA, wgmma.fence: a register written by
+  // another instruction needs a wgmma.fence between the write and the wgmma.mma_async that uses it).
+  fp::wgmma_fence_operand(d);
   fp::wgmma_fence();
 #pragma unroll
   for (int s = 0; s < kSteps; ++s)
@@ -141,6 +144,10 @@ __global__ void __launch_bounds__(128, 1) prim_wgmma_rs_kernel(const uint16_t* a
   const uint64_t db = fp::make_smem_desc(fp::smem_u32(sb), kMnChunk, 1024, fp::Swizzle::k128B);
   float d[N / 2];
   poison<N>(d);
+  // The accumulator's and A's writes stay before the fence (PTX ISA, wgmma.fence).
+  fp::wgmma_fence_operand(d);
+#pragma unroll
+  for (int s = 0; s < kSteps; ++s) fp::wgmma_fence_operand(frag[s]);
   fp::wgmma_fence();
 #pragma unroll
   for (int s = 0; s < kSteps; ++s) {
@@ -181,6 +188,8 @@ __global__ void __launch_bounds__(128, 1) prim_wgmma_wait_depth_kernel(const uin
   float acc1[N / 2], acc2[N / 2];
   poison<N>(acc1);
   poison<N>(acc2);
+  fp::wgmma_fence_operand(acc1);  // the writes stay before the fence (PTX ISA, wgmma.fence)
+  fp::wgmma_fence_operand(acc2);
   fp::wgmma_fence();
 #pragma unroll
   for (int s = 0; s < kSteps; ++s)

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 namespace {
@@ -69,6 +70,56 @@ TEST_CASE("flashptx sim: a tiny causal GQA forward passes against fp64, with the
   CHECK(r.out.find("simulator report: no hazard, no deadlock, no out-of-bounds access") != std::string::npos);
   CHECK(r.out.find(" warp instr/s") != std::string::npos);
   CHECK(r.out.find("the launch plan's choice): fa3_fwd_sm90_bf16_d64_m128_paired") != std::string::npos);
+}
+
+// --trace: the event log pairs every copy it saw issued with its landing and every wgmma group
+// committed with its retirement (a copy or group left open would mean a lost event), holds
+// mbarrier phases and waits, and its SVG is the renderer's, drawn with the simulator's kinds.
+TEST_CASE("flashptx sim --trace: the event log of the launch and its timeline, rendered") {
+  char base[] = "/tmp/flashptx_sim_trace_XXXXXX";
+  const int fd = mkstemp(base);
+  REQUIRE(fd >= 0);
+  close(fd);
+  const std::string log = base, svg = log + ".svg";
+  const Out r = flashptx_sim("--hdim 64 --seqlen-q 64 --seqlen-k 300 --heads 1 --trace '" + log + "'");
+  INFO(r.out << r.err);
+  CHECK(r.rc == 0);
+  CHECK(r.last_line() == "PASS");
+  CHECK(r.out.find("trace: event log " + log) != std::string::npos);
+  const std::string text = slurp(log), pic = slurp(svg);
+  std::remove(log.c_str());
+  std::remove(svg.c_str());
+  REQUIRE(text.rfind("# flashptx sim trace v1", 0) == 0);
+  CHECK(text.find("\nlaunch 0 ") != std::string::npos);
+  int issued = 0, landed = 0, committed = 0, retired = 0, phases = 0, waits = 0;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find(" tma-issue copy ") != std::string::npos) ++issued;
+    if (line.find(" tma-land copy ") != std::string::npos) ++landed;
+    if (line.find(" wgmma-commit group ") != std::string::npos) ++committed;
+    if (line.find(" wgmma-retire group ") != std::string::npos) ++retired;
+    if (line.find(" phase mbarrier ") != std::string::npos) ++phases;
+    if (line.find(" wait-begin ") != std::string::npos) ++waits;
+  }
+  // 300 keys: Q and five K/V blocks through the ring at least.
+  CHECK(issued >= 6);
+  CHECK(landed == issued);
+  CHECK(committed >= 8);
+  CHECK(retired == committed);
+  CHECK(phases >= issued / 2);
+  CHECK(waits > 0);
+  CHECK(pic.rfind("<svg ", 0) == 0);
+  CHECK(pic.find("wgmma group (committed -&gt; retired)") != std::string::npos);
+  CHECK(pic.find("async copy (issue -&gt; landed)") != std::string::npos);
+  CHECK(pic.find("CTA 0 warp 4") != std::string::npos);
+  CHECK(pic.find("(never closed)") == std::string::npos);
+  CHECK(pic.find("</svg>") != std::string::npos);
+  // A file that cannot be written is a FAIL that says so.
+  const Out bad = flashptx_sim("--seqlen 64 --trace /nonexistent-dir/x");
+  CHECK(bad.rc == 1);
+  CHECK(bad.last_line() == "FAIL");
+  CHECK(bad.err.find("cannot write the trace to /nonexistent-dir/x") != std::string::npos);
 }
 
 TEST_CASE("flashptx sim --direction bwd: a tiny backward passes against fp64") {

@@ -217,13 +217,15 @@ const char* const kPolicies[] = {"round-robin", "starve-producer"};
 
 TEST_SUITE("gpu_sm90 sim mutations") {
 
-// A tool, not a test (skipped): applies one edit to every line of the entry matching $MUT_PAT in
-// turn ($MUT_MODE: del, dbl, xor, add32, else " 0;" -> " 1;") and prints each launch's outcome, to
-// find which instances the mutation shape executes (a branch the shape never takes shows no finding).
-// MUT_PAT='...' MUT_MODE=del build/run_tests_sim -ts="gpu_sm90 sim mutations" -tc=explore --no-skip
-TEST_CASE("explore" * doctest::skip()) {
+// A tool, not a test: applies one edit to every line of the entry matching $MUT_PAT in turn
+// ($MUT_MODE: del, dbl, xor, add32, else " 0;" -> " 1;") and prints each launch's outcome, to find
+// which instances the mutation shape executes (a branch the shape never takes shows no finding).
+// It runs before the unmutated case when both variables are set (not a case of its own, so that the
+// suite skips nothing):
+// MUT_PAT='...' MUT_MODE=del build/run_tests_sim -ts="gpu_sm90 sim mutations" -tc="the unmutated*"
+void explore() {
   const char* pat = std::getenv("MUT_PAT");
-  if (pat == nullptr || std::getenv("MUT_MODE") == nullptr || !sim()) return;
+  if (pat == nullptr || std::getenv("MUT_MODE") == nullptr) return;
   const std::regex re(pat);
   const size_t n = Mutant(module_text()).lines(re).size();
   for (size_t i = 0; i < n; ++i) {
@@ -243,6 +245,7 @@ TEST_CASE("explore" * doctest::skip()) {
 
 TEST_CASE("the unmutated forward passes on the mutation shape, under two policies") {
   if (!sim()) return;
+  explore();
   for (const char* pol : kPolicies) {
     const Outcome r = run("", pol);
     INFO(pol << ": " << r.report);
@@ -267,6 +270,27 @@ TEST_CASE("mutation: a wgmma.wait_group depth raised (S read before its group re
       return std::regex_replace(l, std::regex(" 0;"), " 1;");
     });
     check_lab(run(m.text(), pol), "a wgmma.wait_group depth raised (S read before its group retires)");
+  }
+}
+
+// 0x02 (wgmma async), PTX ISA "wgmma.fence": a fence is required before a warp's first
+// wgmma.mma_async and between another instruction's write of an accumulator or A-fragment register
+// and the wgmma.mma_async that uses it. The entry's seven fences, of which the mutation shape
+// executes the second (before the first QK^T), the fifth (before the loop's QK^T) and the seventh
+// (before the last PV: O's accumulators were rescaled, and P written, after the previous fence).
+TEST_CASE("mutation: a wgmma.fence removed (before the first QK^T; before the last PV)") {
+  if (!sim()) return;
+  {
+    Mutant m(module_text());
+    m.edit(R"(^\s*wgmma\.fence\.sync\.aligned;)", 7, 1, [](const std::string&, const std::smatch&) { return std::string(); });
+    check_caught(run(m.text(), "round-robin"), {"hazard", "no wgmma.fence before the warp's first wgmma.mma_async"});
+  }
+  {
+    Mutant m(module_text());
+    m.edit(R"(^\s*wgmma\.fence\.sync\.aligned;)", 7, 6, [](const std::string&, const std::smatch&) { return std::string(); });
+    check_caught(run(m.text(), "starve-producer"),
+                 {"hazard", "wgmma.mma_async accesses register", "(an accumulator), written at", "mul.f32",
+                  "after the warp's last wgmma.fence"});
   }
 }
 

@@ -12,6 +12,10 @@
 // prints which kernel that was (flashptx_fwd_kernel_info / flashptx_bwd_kernel_info). `--kernel
 // NAME` sets the shape defaults from the kernel table row (head dim, dtype, causal for the paired
 // kernels) and fails, saying so, when the plan chose another kernel for the shape.
+// `--trace FILE` writes the simulator's event log of every launch of the call to FILE (TMA copies
+// issued and landed, wgmma groups committed and retired, mbarrier phases, waits, named barriers,
+// on its logical clock: tools/sim/cudart/flashptx_sim.h flashptx_sim_trace) and renders it with the
+// pipeline trace's renderer (tools/support/trace_render.h, sim_timeline) to FILE.svg.
 #include <dlfcn.h>
 
 #include <chrono>
@@ -29,6 +33,7 @@
 #include "tools/flashptx/commands.h"
 #include "tools/support/dtype.h"
 #include "tools/support/reference.h"
+#include "tools/support/trace_render.h"
 
 namespace flashptx::cli {
 namespace {
@@ -65,6 +70,7 @@ struct SimLib {
   int (*reg)(const void*, size_t) = nullptr;
   int (*unreg)(const void*) = nullptr;
   int (*configure)(const char*, uint64_t, int) = nullptr;
+  int (*trace)(const char*) = nullptr;
   const char* (*last_report)() = nullptr;
   uint64_t (*launches)() = nullptr;
   void (*stats)(uint64_t*, uint64_t*, double*) = nullptr;
@@ -105,6 +111,7 @@ bool open_sim(SimLib* s, std::string* err) {
   get(&s->reg, "flashptx_sim_register");
   get(&s->unreg, "flashptx_sim_unregister");
   get(&s->configure, "flashptx_sim_configure");
+  get(&s->trace, "flashptx_sim_trace");
   get(&s->last_report, "flashptx_sim_last_report");
   get(&s->launches, "flashptx_sim_launches");
   get(&s->stats, "flashptx_sim_stats");
@@ -136,7 +143,7 @@ struct Buffers {
 };
 
 struct SimArgs {
-  std::string kernel, direction = "fwd", dtype = "bf16", policy = "round-robin";
+  std::string kernel, direction = "fwd", dtype = "bf16", policy = "round-robin", trace;
   int64_t batch = 1, seqlen_q = 128, seqlen_k = 256, heads = 2, heads_kv = 1, hdim = 128, seed = 1, sms = 4;
   bool causal = false, list = false;
 };
@@ -144,7 +151,7 @@ struct SimArgs {
 Parsed parse_sim_args(int argc, const char* const* argv, SimArgs* a) {
   constexpr int64_t kAny = std::numeric_limits<int64_t>::max();
   int64_t seqlen = 0, heads_kv = 0;
-  Options o("sim", "flashptx sim [--kernel NAME] [shape options] [--policy P --seed N --sms N] | --list",
+  Options o("sim", "flashptx sim [--kernel NAME] [shape options] [--policy P --seed N --sms N --trace FILE] | --list",
             "Runs one forward (or backward) of the library in the PTX simulator on this machine's CPU,\n"
             "through build/libflashptx_sim.so (or $FLASHPTX_SIM_LIB): its error against the fp64\n"
             "reference under FlashAttention's rule (2 max|same-dtype ref - ref| + 1e-5), the simulator's\n"
@@ -172,7 +179,12 @@ Parsed parse_sim_args(int argc, const char* const* argv, SimArgs* a) {
       .text("--policy", &a->policy, {"round-robin", "random", "starve-producer", "consumers-first", "delay-one-warpgroup"},
             "the scheduler's policy (default round-robin)", "P")
       .integer("--seed", &a->seed, 0, kAny, "the scheduler's seed, also the inputs' (default 1)")
-      .integer("--sms", &a->sms, 1, 1024, "simulated SMs (default 4)");
+      .integer("--sms", &a->sms, 1, 1024, "simulated SMs (default 4)")
+      .text("--trace", &a->trace, {},
+            "write the simulator's event log (TMA copies, wgmma groups,\n"
+            "mbarrier phases and waits, on its logical clock) to FILE and\n"
+            "its timeline to FILE.svg",
+            "FILE");
   const Parsed p = o.parse(argc, argv);
   if (!p.run()) return p;
   if (o.given("--seqlen")) {
@@ -267,6 +279,11 @@ int run_sim(const SimArgs& a) {
   }
   if (lib.configure(a.policy.c_str(), static_cast<uint64_t>(a.seed), static_cast<int>(a.sms)) != 0) {
     std::fprintf(stderr, "flashptx sim: the simulator refused policy %s\n", a.policy.c_str());
+    std::printf("FAIL\n");
+    return 1;
+  }
+  if (!a.trace.empty() && lib.trace(a.trace.c_str()) != 0) {
+    std::fprintf(stderr, "flashptx sim: cannot write the trace to %s\n", a.trace.c_str());
     std::printf("FAIL\n");
     return 1;
   }
@@ -381,6 +398,26 @@ int run_sim(const SimArgs& a) {
   std::printf("simulated: %llu launches, %llu warp instructions (%llu thread instructions) in %.2f s: %.3g warp instr/s, %.3g thread instr/s (wall %.2f s with the reference)\n",
               (unsigned long long)lib.launches(), (unsigned long long)warp_i, (unsigned long long)thread_i, sim_s,
               sim_s > 0 ? warp_i / sim_s : 0.0, sim_s > 0 ? thread_i / sim_s : 0.0, wall);
+  if (!a.trace.empty()) {
+    lib.trace(nullptr);  // closes the log
+    namespace rd = flashptx::trace_render;
+    std::string text, terr;
+    rd::Timeline tl;
+    const std::string svg = a.trace + ".svg";
+    if (!rd::read_trace_file(a.trace, &text, &terr) || !rd::sim_timeline(text, &tl, &terr)) {
+      std::printf("trace: %s: %s\n", a.trace.c_str(), terr.c_str());
+      pass = false;
+    } else {
+      FILE* f = std::fopen(svg.c_str(), "w");
+      const std::string body = rd::render_svg(tl, "flashptx sim: " + (ran_kernel.empty() ? std::string("?") : ran_kernel) +
+                                                      " (policy " + a.policy + ", seed " + std::to_string(a.seed) + ")");
+      const bool wrote = f != nullptr && std::fwrite(body.data(), 1, body.size(), f) == body.size();
+      if (f != nullptr) std::fclose(f);
+      std::printf("trace: event log %s (%zu spans, %zu instants over %.0f steps), timeline %s%s\n", a.trace.c_str(),
+                  tl.spans.size(), tl.instants.size(), tl.t_end - tl.t_begin, svg.c_str(), wrote ? "" : " NOT WRITTEN");
+      pass = pass && wrote;
+    }
+  }
   if (!a.kernel.empty() && ran_kernel != a.kernel) {
     std::printf("--kernel %s: the plan ran %s at this shape (the C ABI cannot force a kernel; choose a shape the plan\n"
                 "gives to %s)\n", a.kernel.c_str(), ran_kernel.empty() ? "nothing" : ran_kernel.c_str(), a.kernel.c_str());

@@ -12,14 +12,15 @@ namespace ptxsim {
 // Element types.
 enum Ty : uint8_t {
   T_NONE, T_PRED, T_B8, T_B16, T_B32, T_B64, T_U8, T_U16, T_U32, T_U64, T_S8, T_S16, T_S32, T_S64,
-  T_F16, T_F16X2, T_BF16, T_BF16X2, T_F32, T_F64, T_E4M3, T_E5M2, T_E4M3X2, T_E5M2X2, T_B128
+  T_F16, T_F16X2, T_BF16, T_BF16X2, T_F32, T_F64, T_E4M3, T_E5M2, T_E4M3X2, T_E5M2X2, T_B128,
+  T_TF32  // cvt's destination only (a 32-bit pattern)
 };
 inline int ty_bytes(Ty t) {
   switch (t) {
     case T_PRED: return 1;
     case T_B8: case T_U8: case T_S8: case T_E4M3: case T_E5M2: return 1;
     case T_B16: case T_U16: case T_S16: case T_F16: case T_BF16: case T_E4M3X2: case T_E5M2X2: return 2;
-    case T_B32: case T_U32: case T_S32: case T_F32: case T_F16X2: case T_BF16X2: return 4;
+    case T_B32: case T_U32: case T_S32: case T_F32: case T_F16X2: case T_BF16X2: case T_TF32: return 4;
     case T_B64: case T_U64: case T_S64: case T_F64: return 8;
     case T_B128: return 16;
     default: return 0;
@@ -54,6 +55,8 @@ enum Op : uint16_t {
   OP_BULK_COMMIT, OP_BULK_WAIT,
   // wgmma and matrix moves
   OP_WGMMA_FENCE, OP_WGMMA_COMMIT, OP_WGMMA_WAIT, OP_WGMMA_MMA, OP_LDMATRIX, OP_STMATRIX,
+  // forms no library kernel issues, for the ISA-reading probes (tests/kernels/isa_readings_library.cu)
+  OP_SZEXT, OP_BMSK, OP_SUBC, OP_LG2,
   OP_COUNT
 };
 
@@ -109,7 +112,8 @@ struct Inst {
   Op op = OP_INVALID;
   Ty ty = T_NONE, ty2 = T_NONE;  // ty: the instruction type; ty2: cvt source / second type
   Space space = SP_GENERIC;
-  uint8_t sub = 0;     // Cmp / ShflMode / VoteMode / AtomOp / cvta direction
+  uint8_t sub = 0;     // Cmp / ShflMode / VoteMode / AtomOp / cvta direction; prmt: isa::PrmtMode;
+                       // cvt, fma: bit 0 .relu, bit 1 .rna (cvt); szext/bmsk: 1 .clamp; sub/subc: 1 .cc
   uint8_t sub2 = 0;    // setp combine: 0 none, 1 and, 2 or, 3 xor; ld/st vector width; wgmma: SS=0/RS=1
   uint8_t nops = 0;
   bool guard_neg = false;

@@ -92,6 +92,7 @@ struct Warp {
   uint64_t spin_gen[32];
   uint64_t proxy_fence[32];
   uint32_t bulk_seq[32];
+  uint8_t cf[32] = {0};       // the carry flag of sub.cc / subc (PTX ISA 9.7.2, extended precision)
   // wgmma
   std::vector<uint32_t> lock;     // per register: 0 free, else wgmma seq + 1 (bit 31: operand A)
   std::vector<uint64_t> pend;     // pending values of locked accumulators
@@ -102,6 +103,12 @@ struct Warp {
   uint32_t wg_issued = 0;         // wgmma ops issued by this warp
   std::vector<uint32_t> uncommitted;  // seqs
   std::vector<std::vector<uint32_t>> groups;  // committed, oldest first
+  uint32_t groups_committed = 0;              // commit_groups so far (the trace's group numbers)
+  // The wgmma.fence rule (PTX ISA, "wgmma.fence"): the warp's wgmma.fence count, and per register
+  // the count + 1 at its last write by an instruction other than wgmma's own (0: none) and that
+  // instruction's pc. A register with the current count + 1 was written since the last fence.
+  uint32_t wg_fences = 0;
+  std::vector<uint32_t> wstamp, wpc;
   uint32_t nreg = 0;
   bool is_producer = false, is_consumer = false;
   bool done = false;
@@ -420,6 +427,55 @@ struct Exec {
   }
 
   // ---- wgmma register locks ------------------------------------------------------------------
+  // The registers `in` writes (its operand 0, for the instructions that have a destination), stamped
+  // for the wgmma.fence rule (Warp::wstamp). wgmma's own writes (mma_async, wait_group) are not: the
+  // ISA orders accumulator accesses between wgmma.mma_async instructions by default.
+  void stamp_writes(Warp& w, const Inst& in, uint32_t pc) {
+    switch (in.op) {
+      case OP_ST: case OP_RED: case OP_BRA: case OP_CALL: case OP_RET: case OP_EXIT: case OP_TRAP: case OP_BRKPT:
+      case OP_NANOSLEEP: case OP_BAR_SYNC: case OP_BAR_ARRIVE: case OP_BAR_WARP: case OP_CLUSTER_ARRIVE:
+      case OP_CLUSTER_WAIT: case OP_SETMAXNREG: case OP_FENCE: case OP_FENCE_PROXY_ASYNC: case OP_FENCE_MBAR_INIT:
+      case OP_FENCE_PROXY_TMAP: case OP_MBAR_INIT: case OP_MBAR_INVAL: case OP_TMA_LOAD: case OP_TMA_STORE:
+      case OP_TMA_REDUCE: case OP_TMA_PREFETCH: case OP_BULK_LOAD: case OP_BULK_STORE: case OP_BULK_REDUCE:
+      case OP_BULK_COMMIT: case OP_BULK_WAIT: case OP_WGMMA_FENCE: case OP_WGMMA_COMMIT: case OP_WGMMA_WAIT:
+      case OP_WGMMA_MMA: case OP_STMATRIX:
+        return;
+      default: break;
+    }
+    if (in.nops == 0) return;
+    const uint32_t s = w.wg_fences + 1;
+    auto stamp = [&](uint32_t r) { if (r < w.wstamp.size()) { w.wstamp[r] = s; w.wpc[r] = pc; } };
+    const Opnd& d = in.o[0];
+    if (d.kind == K_REG) stamp(d.reg);
+    else if (d.kind == K_PAIR) { if (d.reg != kNoReg) stamp(d.reg); if (d.reg2 != kNoReg) stamp(d.reg2); }
+    else if (d.kind == K_VEC)
+      for (uint32_t e = 0; e < d.n; ++e)
+        if (m.vecs[d.reg + e].kind == K_REG) stamp(m.vecs[d.reg + e].reg);
+  }
+  // PTX ISA, "wgmma.fence": all warps of the warpgroup must execute wgmma.fence before the first
+  // wgmma.mma_async, and between a register access by a thread and a wgmma.mma_async that accesses
+  // the same register as its accumulator or as a fragment of A (other than accumulator accesses
+  // between wgmma.mma_async instructions); otherwise the behaviour is undefined. Checked here for
+  // writes (tools/sim/READINGS.md: reads and the same-shape condition are not checked).
+  void check_wgmma_fence(Warp& w, const WgOp& g, uint32_t wq, int lane, uint32_t pc) {
+    if (w.wg_fences == 0) {
+      finding(Finding::kHazard, &w, lane, pc, "",
+              "wgmma.mma_async with no wgmma.fence before the warp's first wgmma.mma_async (PTX ISA, wgmma.fence)");
+      return;
+    }
+    auto dirty = [&](const std::vector<uint32_t>& regs, const char* what) {
+      for (uint32_t r : regs)
+        if (r < w.wstamp.size() && w.wstamp[r] == w.wg_fences + 1) {
+          finding(Finding::kHazard, &w, lane, pc, "",
+                  std::string("wgmma.mma_async accesses register ") + std::to_string(r) + " (" + what + "), written at " +
+                      m.location(w.wpc[r]) + " after the warp's last wgmma.fence (PTX ISA, wgmma.fence: one is required between the two)");
+          return true;
+        }
+      return false;
+    };
+    if (!dirty(g.dregs[wq], "an accumulator")) dirty(g.aregs[wq], "a fragment of A");
+  }
+
   void check_locks(Warp& w, const Inst& in, uint32_t mask, uint32_t pc) {
     auto bad = [&](uint32_t r, bool write) -> bool {
       if (r == kNoReg || r >= w.lock.size() || !w.lock[r]) return false;
@@ -541,7 +597,7 @@ struct Exec {
       if (a + n > smem_bytes) { memset(d, 0, n); return; }
       memcpy(d, &src.smem[a], n);
     };
-    if (cfg.trace) cfg.trace->event({step, TraceEvent::kTmaLand, src.linear, op.thread / 32, m.location(op.pc)});
+    if (cfg.trace) cfg.trace->event({step, TraceEvent::kTmaLand, src.linear, op.thread / 32, "copy " + std::to_string(op.id) + ": " + m.location(op.pc)});
     switch (op.kind) {
       case AK_TMA_LOAD: case AK_BULK_LOAD:
         for (auto& [slot, off] : op.dst_ctas) {
@@ -665,6 +721,11 @@ struct Exec {
         w.wait_mbar[l] = nullptr;
       }
       w.lock.assign(nregs, 0);
+      w.wstamp.assign(nregs, 0);
+      w.wpc.assign(nregs, 0);
+      w.wg_fences = 0;
+      w.groups_committed = 0;
+      for (int l = 0; l < 32; ++l) w.cf[l] = 0;
       w.pend.clear();  // allocated by the warp's first wgmma
       w.pend_valid.clear();
       w.inflight = 0;
@@ -864,6 +925,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
   }
   if (w.inflight && in.op != OP_WGMMA_MMA && in.op != OP_WGMMA_WAIT && in.op != OP_WGMMA_COMMIT && in.op != OP_WGMMA_FENCE)
     check_locks(w, in, mask, pc);
+  stamp_writes(w, in, pc);
   auto advance = [&]() { FOR_LANES { w.pc[l] = pc + 1; w.st[l] = LS_RUN; } uni_next = pc + 1; };
   // collectives: the threads named must all be here
   auto gather = [&](uint32_t need) -> bool {
@@ -903,7 +965,13 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
     // ---------------------------------------------------------------- integer and float ALU
     case OP_ADD: case OP_SUB: case OP_MUL: case OP_MIN: case OP_MAX: case OP_DIV: case OP_REM: case OP_AND:
     case OP_OR: case OP_XOR: case OP_MUL_HI: {
-      if (t == T_F32) {
+      if (in.op == OP_SUB && in.sub) {  // sub.cc.{u32,s32}: CF = the borrow out (tools/sim/isa/bits.h)
+        FOR_LANES {
+          const isa::Carry32 c = isa::sub_cc32((uint32_t)V(1, l), (uint32_t)V(2, l));
+          R(w, o[0].reg, l) = c.d;
+          w.cf[l] = c.cf;
+        }
+      } else if (t == T_F32) {
         bool ftz = in.mods & M_FTZ;
         FOR_LANES {
           float a = f32(V(1, l)), b = f32(V(2, l)), r;
@@ -961,6 +1029,33 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
       advance();
       break;
     }
+    case OP_SUBC: {  // subc{.cc}.{u32,s32}: d = a - (b + CF)
+      FOR_LANES {
+        const isa::Carry32 c = isa::subc32((uint32_t)V(1, l), (uint32_t)V(2, l), w.cf[l] != 0);
+        R(w, o[0].reg, l) = c.d;
+        if (in.sub) w.cf[l] = c.cf;
+      }
+      advance();
+      break;
+    }
+    case OP_SZEXT: {
+      FOR_LANES R(w, o[0].reg, l) = isa::szext((uint32_t)V(1, l), (uint32_t)V(2, l), in.sub != 0, t == T_S32);
+      advance();
+      break;
+    }
+    case OP_BMSK: {
+      FOR_LANES R(w, o[0].reg, l) = isa::bmsk((uint32_t)V(1, l), (uint32_t)V(2, l), in.sub != 0);
+      advance();
+      break;
+    }
+    case OP_LG2: {  // lg2.approx{.ftz}.f32
+      isa::ApproxConfig ac;
+      ac.mode = cfg.perturb_approx ? isa::ApproxMode::perturbed : isa::ApproxMode::exact;
+      ac.seed = cfg.seed;
+      FOR_LANES R(w, o[0].reg, l) = bits(isa::lg2_approx_f32(f32(V(1, l)), in.mods & M_FTZ, ac));
+      advance();
+      break;
+    }
     case OP_MUL_WIDE: {
       bool sg = ty_signed(t);
       Ty wide = ty_bytes(t) == 2 ? T_U32 : T_U64;
@@ -978,6 +1073,11 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
       break;
     }
     case OP_FMA: {
+      if (t == T_BF16) {  // fma.rn{.relu}.bf16: one rounding of the exact a * b + c
+        FOR_LANES R(w, o[0].reg, l) = isa::fma_bf16((uint16_t)V(1, l), (uint16_t)V(2, l), (uint16_t)V(3, l), in.sub & 1);
+        advance();
+        break;
+      }
       bool ftz = in.mods & M_FTZ;
       FOR_LANES {
         float a = f32(V(1, l)), b = f32(V(2, l)), c = f32(V(3, l));
@@ -1047,7 +1147,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
       break;
     }
     case OP_PRMT: {
-      FOR_LANES R(w, o[0].reg, l) = isa::prmt((uint32_t)V(1, l), (uint32_t)V(2, l), (uint32_t)V(3, l));
+      FOR_LANES R(w, o[0].reg, l) = isa::prmt((uint32_t)V(1, l), (uint32_t)V(2, l), (uint32_t)V(3, l), (isa::PrmtMode)in.sub);
       advance();
       break;
     }
@@ -1145,9 +1245,13 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
       Ty d = in.ty, s = in.ty2;
       FOR_LANES {
         uint64_t a = V(1, l), r = 0;
-        if (d == T_BF16X2 || d == T_F16X2) {
+        if (d == T_TF32) {
+          const isa::Tf32Rnd tr = (in.sub & 2) ? isa::Tf32Rnd::rna : (in.mods & M_RZ) ? isa::Tf32Rnd::rz : isa::Tf32Rnd::rn;
+          r = isa::cvt_tf32_f32(f32(a), tr, in.mods & M_SATFINITE, in.sub & 1);
+        } else if (d == T_BF16X2 || d == T_F16X2) {
           float x = f32(a), y = f32(V(2, l));
-          r = d == T_BF16X2 ? isa::cvt_rn_bf16x2_f32(x, y, false, in.mods & M_SATFINITE) : isa::cvt_rn_f16x2_f32(x, y, false, in.mods & M_SATFINITE);
+          const bool relu = in.sub & 1;
+          r = d == T_BF16X2 ? isa::cvt_rn_bf16x2_f32(x, y, relu, in.mods & M_SATFINITE) : isa::cvt_rn_f16x2_f32(x, y, relu, in.mods & M_SATFINITE);
         } else if (d == T_E4M3X2 || d == T_E5M2X2) {
           float x = f32(a), y = f32(V(2, l));
           r = d == T_E4M3X2 ? isa::cvt_rn_satfinite_e4m3x2_f32(x, y) : isa::cvt_rn_satfinite_e5m2x2_f32(x, y);
@@ -1648,7 +1752,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
           stored.dst_ctas.push_back({slot, off});
         }
         stored.land_at = step + land_delay();
-        if (cfg.trace) cfg.trace->event({step, TraceEvent::kTmaIssue, cta.linear, w.id, m.location(pc)});
+        if (cfg.trace) cfg.trace->event({step, TraceEvent::kTmaIssue, cta.linear, w.id, "copy " + std::to_string(stored.id) + ": " + m.location(pc)});
       }
       advance();
       break;
@@ -1688,6 +1792,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
         AsyncOp& stored = async.back();
         stored.id = alloc_id(&stored);
         stored.land_at = UINT64_MAX;  // lands at its wait_group (or when the engine picks it after commit)
+        if (cfg.trace) cfg.trace->event({step, TraceEvent::kTmaIssue, cta.linear, w.id, "copy " + std::to_string(stored.id) + ": " + m.location(pc)});
       }
       advance();
       break;
@@ -1729,6 +1834,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
     // ---------------------------------------------------------------- wgmma
     case OP_WGMMA_FENCE: {
       if (!gather(all_live())) return;
+      ++w.wg_fences;
       advance();
       break;
     }
@@ -1789,6 +1895,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
       g.dregs[wq].clear();
       for (uint32_t e = 0; e < o[0].n; ++e) g.dregs[wq].push_back(m.vecs[o[0].reg + e].reg);
       if (g.op.a_in_regs) { g.aregs[wq].clear(); for (uint32_t e = 0; e < o[1].n; ++e) g.aregs[wq].push_back(m.vecs[o[1].reg + e].reg); }
+      check_wgmma_fence(w, g, wq, l0, pc);
       for (uint32_t l = 0; l < 32; ++l) {
         if (g.op.a_in_regs)
           for (uint32_t e = 0; e < 4 && e < g.aregs[wq].size(); ++e) g.a[(wq * 32 + l) * 4 + e] = (uint32_t)R(w, g.aregs[wq][e], l);
@@ -1836,6 +1943,8 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
       if (!gather(all_live())) return;
       w.groups.push_back(w.uncommitted);
       w.uncommitted.clear();
+      if (cfg.trace) cfg.trace->event({step, TraceEvent::kWgmmaCommit, cta.linear, w.id, "group " + std::to_string(w.groups_committed) + ": " + m.location(pc)});
+      ++w.groups_committed;
       advance();
       break;
     }
@@ -1869,8 +1978,8 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
           for (uint32_t k = 0; k < 4 && wg * 4 + k < nwarps; ++k) all |= 1u << k;
           if (g.retired_mask == all) cta.wgops[wg % 8].erase(it);
         }
+        if (cfg.trace) cfg.trace->event({step, TraceEvent::kWgmmaRetire, cta.linear, w.id, "group " + std::to_string(w.groups_committed - w.groups.size()) + ": " + m.location(pc)});
         w.groups.erase(w.groups.begin());
-        if (cfg.trace) cfg.trace->event({step, TraceEvent::kWgmmaRetire, cta.linear, w.id, m.location(pc)});
       }
       advance();
       break;

@@ -106,7 +106,7 @@ Ty parse_ty(const std::string& t) {
       {"u8", T_U8}, {"u16", T_U16}, {"u32", T_U32}, {"u64", T_U64}, {"s8", T_S8}, {"s16", T_S16},
       {"s32", T_S32}, {"s64", T_S64}, {"f16", T_F16}, {"f16x2", T_F16X2}, {"bf16", T_BF16},
       {"bf16x2", T_BF16X2}, {"f32", T_F32}, {"f64", T_F64}, {"e4m3", T_E4M3}, {"e5m2", T_E5M2},
-      {"e4m3x2", T_E4M3X2}, {"e5m2x2", T_E5M2X2}};
+      {"e4m3x2", T_E4M3X2}, {"e5m2x2", T_E5M2X2}, {"tf32", T_TF32}};
   auto it = m.find(t);
   return it == m.end() ? T_NONE : it->second;
 }
@@ -822,11 +822,23 @@ class Parser {
       in.sub = it->second;
       return true;
     };
+    // Modifiers of single instructions, kept in Inst::sub (core.h).
+    auto own = [&](const std::string& w) -> bool {
+      if ((base == "cvt" || base == "fma") && w == "relu") { in.sub |= 1; return true; }
+      if (base == "cvt" && w == "rna") { in.sub |= 2; return true; }
+      if ((base == "szext" || base == "bmsk") && (w == "wrap" || w == "clamp")) { in.sub = w == "clamp"; return true; }
+      if ((base == "sub" || base == "subc") && w == "cc") { in.sub = 1; return true; }
+      if (base == "prmt") {
+        static const std::map<std::string, uint8_t> modes = {{"f4e", 1}, {"b4e", 2}, {"rc8", 3}, {"ecl", 4}, {"ecr", 5}, {"rc16", 6}};
+        if (auto it = modes.find(w); it != modes.end()) { in.sub = it->second; return true; }
+      }
+      return false;
+    };
     auto generic = [&](size_t from) {
       for (size_t k = from; k < p.size(); ++k) {
         Ty t = parse_ty(p[k]);
         if (t != T_NONE) { types.push_back(t); continue; }
-        if (mod(p[k]) || space(p[k])) continue;
+        if (mod(p[k]) || space(p[k]) || own(p[k])) continue;
         if (p[k] == "v2") { in.sub2 = 2; continue; }
         if (p[k] == "v4") { in.sub2 = 4; continue; }
         unknown.push_back(p[k]);
@@ -838,7 +850,8 @@ class Parser {
         {"or", OP_OR}, {"xor", OP_XOR}, {"not", OP_NOT}, {"shl", OP_SHL}, {"shr", OP_SHR}, {"bfi", OP_BFI},
         {"prmt", OP_PRMT}, {"mov", OP_MOV}, {"selp", OP_SELP}, {"cvt", OP_CVT}, {"ld", OP_LD}, {"st", OP_ST},
         {"bra", OP_BRA}, {"ret", OP_RET}, {"exit", OP_EXIT}, {"trap", OP_TRAP}, {"brkpt", OP_BRKPT},
-        {"nanosleep", OP_NANOSLEEP}, {"mapa", OP_MAPA}, {"membar", OP_FENCE}};
+        {"nanosleep", OP_NANOSLEEP}, {"mapa", OP_MAPA}, {"membar", OP_FENCE}, {"szext", OP_SZEXT},
+        {"bmsk", OP_BMSK}, {"subc", OP_SUBC}, {"lg2", OP_LG2}};
     auto sit = simple.find(base);
     if (base == "mul" || base == "mad") {
       in.op = base == "mul" ? OP_MUL : OP_MAD_LO;
@@ -1036,12 +1049,18 @@ class Parser {
     bool i64 = t == T_S64 || t == T_U64 || t == T_B64;
     bool i16 = t == T_S16 || t == T_U16 || t == T_B16;
     switch (in.op) {
-      case OP_ADD: case OP_SUB: return i16 || i32 || i64 || t == T_F32;
+      case OP_ADD: return i16 || i32 || i64 || t == T_F32;
+      case OP_SUB: return in.sub ? (t == T_U32 || t == T_S32) : (i16 || i32 || i64 || t == T_F32);  // .cc: 32-bit
+      case OP_SUBC: return t == T_U32 || t == T_S32;
+      case OP_SZEXT: return t == T_U32 || t == T_S32;
+      case OP_BMSK: return t == T_B32;
+      case OP_LG2: return t == T_F32 && (in.mods & M_APPROX);
       case OP_MUL: return i16 || i32 || i64 || t == T_F32;
       case OP_MUL_HI: return i32 || i64;
       case OP_MUL_WIDE: return i16 || i32;
       case OP_MAD_LO: return i32 || i64;
-      case OP_FMA: return t == T_F32;
+      case OP_FMA: return t == T_F32 || (t == T_BF16 && (in.mods & M_RN) && !(in.mods & (M_FTZ | M_SAT)));
+                     // fma.rn{.relu}.bf16
       case OP_DIV: case OP_REM: return i32 || i64 || (in.op == OP_DIV && t == T_F32 && (in.mods & (M_RN | M_APPROX | M_FULL_DIV_OK)));
       case OP_ABS: case OP_NEG: return i32 || i64 || t == T_F32 || i16;
       case OP_MIN: case OP_MAX: return i32 || i64 || t == T_F32 || i16;
@@ -1057,6 +1076,9 @@ class Parser {
       case OP_SETP: return t != T_NONE && t != T_PRED && t != T_F16X2 && t != T_BF16X2;
       case OP_CVT: {
         Ty d = in.ty, s = in.ty2;
+        if (d == T_TF32) return s == T_F32 && ((in.sub & 2) != 0 || (in.mods & (M_RN | M_RZ)) != 0);  // .rna/.rn/.rz
+        if ((in.sub & 2) != 0) return false;  // .rna: tf32 alone
+        if ((in.sub & 1) != 0) return (d == T_BF16X2 || d == T_F16X2) && s == T_F32;  // .relu
         bool di = ty_bytes(d) && !ty_float(d) && d != T_E4M3X2 && d != T_E5M2X2 && d != T_F16X2 && d != T_BF16X2;
         bool si = ty_bytes(s) && !ty_float(s) && s != T_E4M3X2 && s != T_E5M2X2 && s != T_F16X2 && s != T_BF16X2;
         if (di && si) return true;

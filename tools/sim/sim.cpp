@@ -63,6 +63,20 @@ const char* policy_name(Policy p) {
   }
   return "?";
 }
+const char* trace_event_name(TraceEvent::Kind k) {
+  switch (k) {
+    case TraceEvent::kTmaIssue: return "tma-issue";
+    case TraceEvent::kTmaLand: return "tma-land";
+    case TraceEvent::kWgmmaIssue: return "wgmma-issue";
+    case TraceEvent::kWgmmaRetire: return "wgmma-retire";
+    case TraceEvent::kPhaseComplete: return "phase";
+    case TraceEvent::kWaitBegin: return "wait-begin";
+    case TraceEvent::kWaitEnd: return "wait-end";
+    case TraceEvent::kBarrier: return "barrier";
+    case TraceEvent::kWgmmaCommit: return "wgmma-commit";
+  }
+  return "?";
+}
 const char* finding_kind_name(Finding::Kind k) {
   switch (k) {
     case Finding::kOutOfBounds: return "out-of-bounds";

@@ -94,12 +94,18 @@ class TensorMaps {
   std::vector<std::unique_ptr<isa::TensorMapDesc>> maps_;
 };
 
+// The trace's events (LaunchConfig::trace). `what` begins with the object's identity where a pair of
+// events belongs together: "copy N: " (kTmaIssue/kTmaLand: one bulk or tensor copy, N reused once it
+// has landed), "group N: " (kWgmmaCommit/kWgmmaRetire: the warp's Nth committed wgmma group); then
+// the PTX location of the instruction (for kTmaLand: the issuing one) or the barrier.
 struct TraceEvent {
   uint64_t clock = 0;  // logical: scheduler steps
-  enum Kind { kTmaIssue, kTmaLand, kWgmmaIssue, kWgmmaRetire, kPhaseComplete, kWaitBegin, kWaitEnd, kBarrier } kind;
+  enum Kind { kTmaIssue, kTmaLand, kWgmmaIssue, kWgmmaRetire, kPhaseComplete, kWaitBegin, kWaitEnd, kBarrier,
+              kWgmmaCommit } kind;
   uint32_t cta = 0, warp = 0;
   std::string what;  // barrier / group / instruction
 };
+const char* trace_event_name(TraceEvent::Kind);  // "tma-issue", "tma-land", "wgmma-issue", ...
 class TraceSink {
  public:
   virtual ~TraceSink() = default;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <fstream>
 #include <map>
@@ -145,6 +146,9 @@ const char* kind_name(Kind k) {
     case Kind::kPV: return "PV wgmma (issue -> retired)";
     case Kind::kToken: return "pingpong token wait";
     case Kind::kEpilogue: return "epilogue";
+    case Kind::kSimCopy: return "async copy (issue -> landed)";
+    case Kind::kSimWgmma: return "wgmma group (committed -> retired)";
+    case Kind::kSimWait: return "mbarrier wait (suspended -> resumed)";
   }
   return "?";
 }
@@ -160,6 +164,9 @@ const char* kind_color(Kind k) {
     case Kind::kPV: return "#6aa84f";
     case Kind::kToken: return "#cc4125";
     case Kind::kEpilogue: return "#8e7cc3";
+    case Kind::kSimCopy: return "#8fb8de";
+    case Kind::kSimWgmma: return "#3b6fb6";
+    case Kind::kSimWait: return "#cc4125";
   }
   return "#999";
 }
@@ -421,6 +428,9 @@ std::string truncation_note(const RawTrace& t) {
 }
 
 SvgBand svg_band(Kind k, bool producer) {
+  if (k == Kind::kSimCopy) return {0.0, 1.0 / 3};
+  if (k == Kind::kSimWgmma) return {1.0 / 3, 2.0 / 3};
+  if (k == Kind::kSimWait) return {2.0 / 3, 1.0};
   if (producer) return k == Kind::kTmaV ? SvgBand{0.5, 1.0} : SvgBand{0.0, 0.5};
   switch (k) {
     case Kind::kQK: return {0.0, 0.25};
@@ -443,7 +453,7 @@ std::string render_svg(const Timeline& tl, const std::string& title, const std::
   double y_end = top;
   for (const auto& r : rows) {
     row_y.push_back(y_end);
-    row_h.push_back(r.second == 0 ? producer_h : consumer_h);
+    row_h.push_back(r.second == 0 && !tl.sim ? producer_h : consumer_h);
     y_end += row_h.back();
   }
   const double span = std::max(1e-9, tl.t_end - tl.t_begin);
@@ -468,7 +478,8 @@ std::string render_svg(const Timeline& tl, const std::string& title, const std::
   }
   // lanes
   for (size_t i = 0; i < rows.size(); ++i) {
-    const std::string name = rows[i].second == 0 ? "producer" : "consumer " + std::to_string(rows[i].second - 1);
+    const std::string name = tl.sim ? "warp " + std::to_string(rows[i].second)
+                             : rows[i].second == 0 ? "producer" : "consumer " + std::to_string(rows[i].second - 1);
     std::snprintf(buf, sizeof buf,
                   "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>\n"
                   "<text class=\"lane\" x=\"8\" y=\"%.1f\">CTA %d %s</text>\n",
@@ -480,26 +491,28 @@ std::string render_svg(const Timeline& tl, const std::string& title, const std::
   for (const auto& s : tl.spans) {
     const int r = row_of(s.cta, s.lane);
     if (r < 0) continue;
-    const SvgBand b = svg_band(s.kind, s.lane == 0);
+    const SvgBand b = svg_band(s.kind, s.lane == 0 && !tl.sim);
     const double inner = row_h[r] - 2 * pad;
     const double y = row_y[r] + pad + inner * b.top, h = inner * (b.bottom - b.top) - 0.5;
     std::snprintf(buf, sizeof buf,
                   "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\" fill-opacity=\"%s\" stroke=\"%s\" stroke-width=\"0.3\">"
-                  "<title>%s arg %u: %.3f-%.3f us%s</title></rect>\n",
+                  "<title>%s arg %u: %.3f-%.3f %s%s</title></rect>\n",
                   X(s.t0), y, std::max(0.5, X(s.t1) - X(s.t0)), h, kind_color(s.kind),
-                  (s.kind == Kind::kTmaK || s.kind == Kind::kTmaV) ? "0.6" : "0.9", kind_color(s.kind),
-                  esc(kind_name(s.kind)).c_str(), s.arg, s.t0, s.t1, s.open ? " (never closed)" : "");
+                  (s.kind == Kind::kTmaK || s.kind == Kind::kTmaV || s.kind == Kind::kSimCopy) ? "0.6" : "0.9", kind_color(s.kind),
+                  esc(tl.sim ? s.label : kind_name(s.kind)).c_str(), s.arg, s.t0, s.t1, tl.sim ? "steps" : "us",
+                  s.open ? " (never closed)" : "");
     body += buf;
   }
   for (const auto& in : tl.instants) {
     const int r = row_of(in.cta, in.lane);
     if (r < 0) continue;
     const double y = row_y[r], h = row_h[r];
-    const bool release = in.event == tr::kReleaseK || in.event == tr::kReleaseV || in.event == tr::kTokenPass;
+    const bool release = !tl.sim && (in.event == tr::kReleaseK || in.event == tr::kReleaseV || in.event == tr::kTokenPass);
     std::snprintf(buf, sizeof buf,
-                  "<line x1=\"%.2f\" x2=\"%.2f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1\"><title>%s arg %u at %.3f us</title></line>\n",
+                  "<line x1=\"%.2f\" x2=\"%.2f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1\"><title>%s arg %u at %.3f %s</title></line>\n",
                   X(in.t), X(in.t), release ? y + h - pad : y, release ? y + h : y + pad,
-                  release ? "#000000" : "#666666", event_name(in.event), in.arg, in.t);
+                  release ? "#000000" : "#666666", tl.sim ? esc(in.label).c_str() : event_name(in.event), in.arg, in.t,
+                  tl.sim ? "steps" : "us");
     body += buf;
   }
   // axis
@@ -516,12 +529,15 @@ std::string render_svg(const Timeline& tl, const std::string& title, const std::
                   X(t), X(t), ay, ay + 5, X(t), ay + 17, t);
     body += buf;
   }
-  std::snprintf(buf, sizeof buf, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">time (us)</text>\n", left + plot_w, ay + 32);
+  std::snprintf(buf, sizeof buf, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", left + plot_w, ay + 32,
+                tl.sim ? "logical clock (simulator scheduler steps)" : "time (us)");
   body += buf;
   // legend: entries flow left to right, each as wide as its text (svg_text_width), wrapping at the
   // plot's right edge
   double ly = ay + 45, lx = left;
-  const Kind kinds[] = {Kind::kTmaK, Kind::kTmaV, Kind::kQK, Kind::kSoftmax, Kind::kPV, Kind::kToken, Kind::kEpilogue};
+  const std::vector<Kind> kinds =
+      tl.sim ? std::vector<Kind>{Kind::kSimCopy, Kind::kSimWgmma, Kind::kSimWait}
+             : std::vector<Kind>{Kind::kTmaK, Kind::kTmaV, Kind::kQK, Kind::kSoftmax, Kind::kPV, Kind::kToken, Kind::kEpilogue};
   body += "<g class=\"legend\">\n";
   for (Kind k : kinds) {
     const double w = 16 + svg_text_width(kind_name(k)) + 24;
@@ -531,9 +547,13 @@ std::string render_svg(const Timeline& tl, const std::string& title, const std::
     body += buf;
     lx += w;
   }
-  const char* lines[] = {
-      "producer rows: TMA K above, TMA V below. consumer rows, top to bottom: QK^T, softmax, PV, token wait / epilogue.",
-      "ticks: top grey = barrier passed / TMA Q issued; bottom black = release K/V or token pass. Hover a bar for its argument and times."};
+  const std::vector<const char*> lines =
+      tl.sim ? std::vector<const char*>{
+                   "rows: the warps of each CTA; top to bottom: copies the warp issued, its wgmma groups, its mbarrier waits.",
+                   "ticks: an mbarrier phase completed or a named barrier released. Hover a bar or tick for the PTX line."}
+             : std::vector<const char*>{
+                   "producer rows: TMA K above, TMA V below. consumer rows, top to bottom: QK^T, softmax, PV, token wait / epilogue.",
+                   "ticks: top grey = barrier passed / TMA Q issued; bottom black = release K/V or token pass. Hover a bar for its argument and times."};
   for (const char* l : lines) {
     ly += 20;
     std::snprintf(buf, sizeof buf, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", left, ly + 10, l);
@@ -549,5 +569,89 @@ std::string render_svg(const Timeline& tl, const std::string& title, const std::
 }
 
 double svg_text_width(const std::string& s) { return 6.5 * static_cast<double>(s.size()); }
+
+bool sim_timeline(const std::string& log, Timeline* tl, std::string* err) {
+  *tl = Timeline{};
+  tl->sim = true;
+  struct Open { int warp; double t; std::string label; };
+  std::map<std::pair<int, long>, Open> copies;                  // (cta, copy id)
+  std::map<std::tuple<int, int, long>, Open> groups;            // (cta, warp, group)
+  std::map<std::pair<int, int>, Open> waits;                    // (cta, warp)
+  std::map<std::pair<int, int>, std::pair<double, double>> act;  // (cta, warp): first, last event
+  // "copy 12: ..." -> 12; -1 when `what` does not start with `tag`.
+  auto id_of = [](const std::string& what, const char* tag) -> long {
+    const size_t n = std::strlen(tag);
+    if (what.compare(0, n, tag) != 0) return -1;
+    return std::strtol(what.c_str() + n, nullptr, 10);
+  };
+  // Labels go into the SVG's titles: bounded, so that a long PTX line cannot overflow a record.
+  auto label = [](const std::string& s) { return s.size() > 200 ? s.substr(0, 200) + "..." : s; };
+  double t_min = 0, t_max = 0;
+  bool any = false;
+  size_t pos = 0;
+  int line_no = 0;
+  while (pos < log.size()) {
+    size_t nl = log.find('\n', pos);
+    if (nl == std::string::npos) nl = log.size();
+    const std::string line = log.substr(pos, nl - pos);
+    pos = nl + 1;
+    ++line_no;
+    if (line.empty() || line[0] == '#' || line.compare(0, 7, "launch ") == 0) continue;
+    unsigned long long clock = 0;
+    int cta = 0, warp = 0, used = 0;
+    char ev[32] = {0};
+    if (std::sscanf(line.c_str(), "%llu %d %d %31s %n", &clock, &cta, &warp, ev, &used) < 4) {
+      *err = "line " + std::to_string(line_no) + " is not \"clock cta warp event what\": " + line.substr(0, 80);
+      return false;
+    }
+    const std::string e = ev, what = line.substr(static_cast<size_t>(used));
+    const double t = static_cast<double>(clock);
+    if (!any) t_min = t_max = t;
+    t_min = std::min(t_min, t);
+    t_max = std::max(t_max, t);
+    any = true;
+    auto& a = act.try_emplace({cta, warp}, t, t).first->second;
+    a.first = std::min(a.first, t);
+    a.second = std::max(a.second, t);
+    if (e == "tma-issue") {
+      copies[{cta, id_of(what, "copy ")}] = Open{warp, t, label(what)};
+    } else if (e == "tma-land") {
+      auto it = copies.find({cta, id_of(what, "copy ")});
+      if (it != copies.end()) {
+        tl->spans.push_back(Span{cta, it->second.warp, Kind::kSimCopy, 0, it->second.t, t, false, it->second.label});
+        copies.erase(it);
+      }
+    } else if (e == "wgmma-commit") {
+      groups[{cta, warp, id_of(what, "group ")}] = Open{warp, t, label(what)};
+    } else if (e == "wgmma-retire") {
+      auto it = groups.find({cta, warp, id_of(what, "group ")});
+      if (it != groups.end()) {
+        tl->spans.push_back(Span{cta, warp, Kind::kSimWgmma, 0, it->second.t, t, false, it->second.label + " -> " + label(what)});
+        groups.erase(it);
+      }
+    } else if (e == "wait-begin") {
+      waits.try_emplace({cta, warp}, Open{warp, t, label(what)});
+    } else if (e == "wait-end") {
+      auto it = waits.find({cta, warp});
+      if (it != waits.end()) {
+        tl->spans.push_back(Span{cta, warp, Kind::kSimWait, 0, it->second.t, t, false, it->second.label});
+        waits.erase(it);
+      }
+    } else if (e == "phase" || e == "barrier") {
+      tl->instants.push_back(Instant{cta, warp, 0, 0, t, 0, label(e + " " + what)});
+    }
+  }
+  if (!any) {
+    *err = "the log holds no event";
+    return false;
+  }
+  for (const auto& [k, o] : copies) tl->spans.push_back(Span{k.first, o.warp, Kind::kSimCopy, 0, o.t, t_max, true, o.label});
+  for (const auto& [k, o] : groups) tl->spans.push_back(Span{std::get<0>(k), o.warp, Kind::kSimWgmma, 0, o.t, t_max, true, o.label});
+  for (const auto& [k, o] : waits) tl->spans.push_back(Span{k.first, o.warp, Kind::kSimWait, 0, o.t, t_max, true, o.label});
+  for (const auto& [k, a] : act) tl->active.push_back(Timeline::Active{k.first, k.second, a.first, a.second});
+  tl->t_begin = t_min;
+  tl->t_end = t_max > t_min ? t_max : t_min + 1;
+  return true;
+}
 
 }  // namespace flashptx::trace_render

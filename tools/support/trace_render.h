@@ -50,12 +50,13 @@ bool from_json(const std::string& text, RawTrace* t, std::string* err);
 // with *err saying why: the file cannot be read, gzip is not on PATH, or gzip fails on it.
 bool read_trace_file(const std::string& path, std::string* text, std::string* err);
 
-enum class Kind { kTmaK, kTmaV, kQK, kSoftmax, kPV, kToken, kEpilogue };
+// The last three are the PTX simulator's (sim_timeline): what it knows without a kernel's stamps.
+enum class Kind { kTmaK, kTmaV, kQK, kSoftmax, kPV, kToken, kEpilogue, kSimCopy, kSimWgmma, kSimWait };
 const char* kind_name(Kind k);
 
-struct Span { int cta, lane; Kind kind; uint32_t arg; double t0, t1; bool open = false; };  // us
+struct Span { int cta, lane; Kind kind; uint32_t arg; double t0, t1; bool open = false; std::string label = ""; };  // us
 // since_prev: time from the lane's previous stamp (any event) to this one; 0 for a lane's first.
-struct Instant { int cta, lane; uint32_t event, arg; double t; double since_prev = 0; };
+struct Instant { int cta, lane; uint32_t event, arg; double t; double since_prev = 0; std::string label = ""; };
 
 struct Timeline {
   std::vector<Span> spans;
@@ -64,6 +65,9 @@ struct Timeline {
   int unmatched_ends = 0;
   struct Active { int cta, lane; double t0, t1; };
   std::vector<Active> active;             // per lane: first and last stamp
+  // A timeline of the PTX simulator's event log (sim_timeline): times are scheduler steps, a lane is
+  // a warp of the CTA, instants carry their own label.
+  bool sim = false;
 };
 
 Timeline build_timeline(const RawTrace& t);
@@ -110,6 +114,14 @@ SvgBand svg_band(Kind k, bool producer);
 double svg_text_width(const std::string& s);
 // One line for the lanes whose kernel stamped more records than the buffer keeps; empty if none.
 std::string truncation_note(const RawTrace& t);
+
+// The PTX simulator's event log (`flashptx sim --trace`, tools/sim/cudart/flashptx_sim.h
+// flashptx_sim_trace) as a timeline for render_svg, on its logical clock: per (CTA, warp) the copies
+// it issued (issue -> landed), its wgmma groups (committed -> retired) and its mbarrier waits
+// (suspended -> resumed) as spans; mbarrier phases completed and named barriers as instants. A copy,
+// group or wait never closed is a span to the log's end, marked open. False with *err naming the
+// line the log cannot be read at.
+bool sim_timeline(const std::string& log, Timeline* tl, std::string* err);
 
 // Length of the union of intervals (helper, exposed for the tests).
 double union_length(std::vector<std::pair<double, double>> iv);

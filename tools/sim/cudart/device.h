@@ -11,6 +11,7 @@
 // else uses its own.
 #pragma once
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -33,6 +34,36 @@ struct EntryLoc {
   Dim3 cluster;
 };
 
+// The event log flashptx_sim_trace writes: one line per event, "clock cta warp event what", on a
+// logical clock (scheduler steps) that continues across launches: each launch's clock starts after
+// the previous launch's last event. Each launch is announced by a line "launch N ENTRY ...".
+class FileTrace : public TraceSink {
+ public:
+  explicit FileTrace(std::FILE* f) : f_(f) {
+    std::fprintf(f_, "# flashptx sim trace v1: clock cta warp event what (clock: scheduler steps, continuing across launches)\n");
+  }
+  ~FileTrace() override { std::fclose(f_); }
+  FileTrace(const FileTrace&) = delete;
+  FileTrace& operator=(const FileTrace&) = delete;
+  void begin_launch(uint64_t n, const std::string& what) {
+    base_ = next_;
+    std::fprintf(f_, "launch %llu %s\n", static_cast<unsigned long long>(n), what.c_str());
+  }
+  void event(const TraceEvent& e) override {
+    const uint64_t c = base_ + e.clock;
+    if (c + 1 > next_) next_ = c + 1;
+    std::fprintf(f_, "%llu %u %u %s %s\n", static_cast<unsigned long long>(c), e.cta, e.warp, trace_event_name(e.kind),
+                 e.what.c_str());
+    ++events_;
+  }
+  uint64_t events() const { return events_; }
+  void flush() { std::fflush(f_); }
+
+ private:
+  std::FILE* f_;
+  uint64_t base_ = 0, next_ = 0, events_ = 0;
+};
+
 struct Device {
   std::recursive_mutex mu;  // every call of every runtime copy holds it: launches run one at a time
   Memory memory;            // what a kernel may address: exactly the ranges below
@@ -47,6 +78,8 @@ struct Device {
   Policy policy = Policy::kRoundRobin;
   uint64_t seed = 1;
   int sms = 4;
+
+  std::unique_ptr<FileTrace> trace;  // flashptx_sim_trace: every launch's events, to a file
 
   std::string last_report;  // of the last launch with findings
   uint64_t launches = 0;

@@ -38,6 +38,15 @@ int flashptx_sim_unregister(const void* ptr);
    policy. The defaults come from $FLASHPTX_SIM_POLICY, $FLASHPTX_SIM_SEED, $FLASHPTX_SIM_SMS. */
 int flashptx_sim_configure(const char* policy, uint64_t seed, int sms);
 
+/* Writes the event log of every launch from now on to the file at path (created or truncated):
+   one line per event, "clock cta warp event what", on a logical clock of scheduler steps that
+   continues across launches; the events are the simulator's TMA copies issued and landed, wgmma
+   groups committed and retired (and each wgmma issued), mbarrier phases completed, waits
+   suspended and resumed, named barriers completed (tools/sim/sim.h, TraceEvent). NULL or "" stops
+   tracing and closes the file. Returns 0, or -1 when the file cannot be opened (tracing is then off).
+   `flashptx sim --trace FILE` renders it (tools/support/trace_render.h, sim_timeline). */
+int flashptx_sim_trace(const char* path);
+
 /* The simulator's report of the last launch that had findings ("" when none had), and the
    number of launches executed so far. */
 const char* flashptx_sim_last_report(void);

@@ -105,7 +105,14 @@ static cudaError_t launch(const void* fn, dim3 grid, dim3 block, void** args, si
   c.policy = second_copy() ? Policy::kRandom : d.policy;
   c.seed = d.seed;
   c.sms = d.sms;
+  if (d.trace) {
+    d.trace->begin_launch(d.launches, c.entry + " grid " + std::to_string(grid.x) + "x" + std::to_string(grid.y) + "x" +
+                                          std::to_string(grid.z) + " block " + std::to_string(block.x) + " " +
+                                          policy_name(c.policy) + " seed " + std::to_string(c.seed));
+    c.trace = d.trace.get();
+  }
   const Report r = ptxsim::launch(c, d.memory, d.maps);
+  if (d.trace) d.trace->flush();
   ++d.launches;
   d.busy_seconds += r.seconds;
   g_warp_instructions += r.warp_instructions;
@@ -443,6 +450,16 @@ int flashptx_sim_configure(const char* policy, uint64_t seed, int sms) {
   if (policy != nullptr && !parse_policy(policy, &d.policy)) return -1;
   d.seed = seed;
   if (sms > 0) d.sms = sms;
+  return 0;
+}
+int flashptx_sim_trace(const char* path) {
+  Device& d = device();
+  std::lock_guard<std::recursive_mutex> lock(d.mu);
+  d.trace.reset();
+  if (path == nullptr || *path == 0) return 0;
+  std::FILE* f = std::fopen(path, "w");
+  if (f == nullptr) return -1;
+  d.trace = std::make_unique<FileTrace>(f);
   return 0;
 }
 const char* flashptx_sim_last_report() { return device().last_report.c_str(); }
