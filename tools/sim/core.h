@@ -54,6 +54,9 @@ enum Op : uint16_t {
   OP_BULK_COMMIT, OP_BULK_WAIT,
   // wgmma and matrix moves
   OP_WGMMA_FENCE, OP_WGMMA_COMMIT, OP_WGMMA_WAIT, OP_WGMMA_MMA, OP_LDMATRIX, OP_STMATRIX,
+  // tcgen05 (sm_100a; decoded by tools/sim/parse_sm100.cpp, executed by tools/sim/exec_sm100.inc)
+  OP_TC_ALLOC, OP_TC_DEALLOC, OP_TC_RELINQUISH, OP_TC_LD, OP_TC_ST, OP_TC_WAIT_LD, OP_TC_WAIT_ST,
+  OP_TC_FENCE_BEFORE, OP_TC_FENCE_AFTER, OP_TC_MMA, OP_TC_COMMIT,
   OP_COUNT
 };
 

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "tools/sim/core.h"
+#include "tools/sim/sm100.h"
 
 namespace ptxsim {
 namespace {
@@ -1011,6 +1012,8 @@ class Parser {
         unknown.push_back(w);
       }
       if (in.m != 8 || in.n == 0) bad = true;
+    } else if (base == "tcgen05") {
+      decode_tcgen05(in, p, &unknown, &bad);  // tools/sim/parse_sm100.cpp
     } else if (sit != simple.end()) {
       in.op = sit->second;
       generic(1);
@@ -1097,6 +1100,9 @@ class Parser {
         if (in.ty2 == T_E4M3 || in.ty2 == T_E5M2) return in.k == 32 && in.n % 8 == 0 && in.n >= 8 && in.n <= 256;
         return false;
       case OP_LDMATRIX: case OP_STMATRIX: return t == T_B16 && (in.space == SP_SHARED);
+      case OP_TC_ALLOC: case OP_TC_DEALLOC: case OP_TC_RELINQUISH: case OP_TC_LD: case OP_TC_ST: case OP_TC_WAIT_LD:
+      case OP_TC_WAIT_ST: case OP_TC_FENCE_BEFORE: case OP_TC_FENCE_AFTER: case OP_TC_MMA: case OP_TC_COMMIT:
+        return tcgen05_supported(in);
       default: return false;
     }
   }

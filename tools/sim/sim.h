@@ -52,6 +52,11 @@ std::shared_ptr<const Module> load_module(std::string_view ptx, std::string_view
 // *err lists them. For list_forms and partial runs.
 std::shared_ptr<const Module> load_module_lenient(std::string_view ptx, std::string_view name, std::string* err);
 
+// The unimplemented forms (with name:line) an entry can reach: its own body and the functions it
+// calls. Empty: a module loaded leniently can launch that entry (its other entries' forms do not
+// matter). tools/sim/entry_forms.cpp.
+std::vector<std::string> entry_unimplemented(const Module&, std::string_view entry);
+
 struct ParamInfo { std::string name; uint32_t offset = 0, size = 0, align = 0; };
 std::vector<ParamInfo> entry_params(const Module&, std::string_view entry);  // the param block layout
 uint32_t entry_param_bytes(const Module&, std::string_view entry);

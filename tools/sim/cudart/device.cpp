@@ -142,9 +142,22 @@ std::shared_ptr<const Module> Device::module_of(const std::string& name, EntryLo
     std::string why;
     m = load_module(text.str(), fs::relative(e->second.file, ptx_dir).string(), &why);
     if (!m) {
-      *err = "PTX module " + e->second.file + " does not load: " + why;
-      return nullptr;
+      // A module with forms the simulator does not implement (an sm_100a module's cta_group::2
+      // kernels beside its cta_group::1 ones) loads leniently; each launch then checks that its
+      // entry reaches none of them (below), so an unimplemented form is still refused before
+      // anything runs, by name.
+      std::string lenient_why;
+      m = load_module_lenient(text.str(), fs::relative(e->second.file, ptx_dir).string(), &lenient_why);
+      if (!m) {
+        *err = "PTX module " + e->second.file + " does not load: " + why;
+        return nullptr;
+      }
     }
+  }
+  if (const std::vector<std::string> missing = entry_unimplemented(*m, name); !missing.empty()) {
+    *err = "kernel " + name + " of PTX module " + e->second.file + " uses forms the simulator does not implement:";
+    for (const std::string& f : missing) *err += "\n  " + f;
+    return nullptr;
   }
   return m;
 }
