@@ -13,11 +13,13 @@
 //               builds programs against the installed tree)
 //   nogpu*      what a machine without a device of this build must answer (refusals): skipped on an
 //               sm_90 or sm_100 one
-// On a machine without a GPU, the gpu_sm90 suites run on the PTX simulator instead: the same test
-// objects linked with the simulator's CUDA runtime (build/run_tests_sim, tools/sim/exec.mk) run as a
-// child process with this command line, and their counts join the last line. On the simulator
-// (device "flashptx PTX simulator (sm_90a)") the runner runs and counts the gpu_sm90 suites only,
-// and skips, with the reason printed, the cases listed in kSimulatorSkips.
+// On a machine without a GPU, the gpu_sm90 suites, and the gpu_sm100 cases the simulator models,
+// run on the PTX simulator instead: the same test objects linked with the simulator's CUDA runtime
+// (build/run_tests_sim, tools/sim/exec.mk) run as a child process with this command line, and their
+// counts join the last line. On the simulator (device "flashptx PTX simulator (sm_90a)") the runner
+// runs and counts the gpu_sm90 and gpu_sm100 suites only, and skips, with the reason printed, their
+// cases kSimulatorRuns does not list. The sm_100a cases there are executed in the PTX simulator;
+// never run on a Blackwell GPU.
 // Everything else (host suites) always runs. The last line printed is exactly
 // "N passed, N failed, N skipped", counted in test cases.
 #define DOCTEST_CONFIG_IMPLEMENT
@@ -48,15 +50,18 @@ namespace {
 struct Counts { unsigned passed = 0, failed = 0, skipped = 0; };
 Counts g_counts;
 
-// Which cases this process counts: all of them, except that on the simulator only the gpu_sm90
-// suites are counted (they are all it runs), and that beside a simulator runner the gpu_sm90
-// suites are the runner's to count.
+// Which cases this process counts: all of them, except that on the simulator only the GPU suites
+// (gpu_sm90, gpu_sm100) are counted (they are all it runs), and that beside a simulator runner the
+// GPU suites are the runner's to count.
 enum class Counting { kAll, kGpuSm90Only, kAllButGpuSm90 };
 Counting g_counting = Counting::kAll;
 bool is_gpu_sm90(const char* suite) { return std::strncmp(suite, "gpu_sm90", 8) == 0; }
+bool is_gpu_sm100(const char* suite) { return std::strncmp(suite, "gpu_sm100", 9) == 0; }
+// The suites the simulator runner runs (the cases of them kSimulatorRuns lists) and counts.
+bool is_simulated(const char* suite) { return is_gpu_sm90(suite) || is_gpu_sm100(suite); }
 bool counted(const doctest::TestCaseData& tc) {
   if (g_counting == Counting::kAll) return true;
-  return is_gpu_sm90(tc.m_test_suite) == (g_counting == Counting::kGpuSm90Only);
+  return is_simulated(tc.m_test_suite) == (g_counting == Counting::kGpuSm90Only);
 }
 
 // A listener beside the console reporter: it only counts.
@@ -136,8 +141,22 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     {"gpu_sm90 fa3 forward", "softcap:*"},
     {"gpu_sm90 fa3 forward", "bad window and softcap values*"},
     {"gpu_sm90 fa3 varlen", "sliding window over packed sequences*"},
+    // sm_100a: the tcgen05 test kernels of cta_group::1 (tests/kernels_sm100/tmem_roundtrip.cu,
+    // umma.cu), executed in the PTX simulator's tcgen05 engine (tools/sim/exec_sm100.inc); never
+    // run on a Blackwell GPU.
+    {"gpu_sm100 primitives", "TMEM alloc -> tcgen05.st -> tcgen05.ld -> dealloc round trip*"},
+    {"gpu_sm100 primitives", "tcgen05.mma kind::f16 (bf16 -> f32), SS, cta_group::1*"},
+    {"gpu_sm100 primitives", "tcgen05.mma kind::f16 (bf16 -> f32), TS (A in TMEM), cta_group::1*"},
+    {"gpu_sm100 primitives", "tcgen05.mma kind::f8f6f4 (e4m3 -> f32), SS, cta_group::1*"},
+    {"gpu_sm100 primitives", "tcgen05.mma kind::f8f6f4 (e4m3 -> f32), TS (A in TMEM), cta_group::1*"},
 };
 constexpr const char* kSimulatorSkipReason = "no simulator shape yet (its GPU shapes would take the simulator hours)";
+constexpr const char* kSimulatorSkipReason100 =
+    "not executable in the PTX simulator yet (tcgen05 cta_group::2 pairs and cluster launch control are not modelled: "
+    "tools/sim/READINGS.md, sm_100a); needs an sm_100 GPU";
+const char* simulator_skip_reason(const std::string& suite) {
+  return is_gpu_sm100(suite.c_str()) ? kSimulatorSkipReason100 : kSimulatorSkipReason;
+}
 
 bool runs_on_simulator(const doctest::TestCaseData& tc) {
   for (const SimulatorRun& r : kSimulatorRuns)
@@ -155,30 +174,30 @@ std::string exact_filter(const char* name) {
   return f;
 }
 
-// On the simulator: every suite but the gpu_sm90 ones is excluded (and not counted); of those, the
-// cases kSimulatorRuns does not name are excluded (counted as skipped): a whole suite where it names
-// none of its cases, else each case by name.
+// On the simulator: every suite but the GPU ones (gpu_sm90, gpu_sm100) is excluded (and not counted);
+// of those, the cases kSimulatorRuns does not name are excluded (counted as skipped): a whole suite
+// where it names none of its cases, else each case by name.
 void exclude_for_simulator(doctest::Context& context) {
   std::set<std::string> others, skipped_suites, kept_suites;
   std::vector<std::pair<std::string, std::string>> skipped_cases;  // (suite, case)
   for (const doctest::detail::TestCase& tc : doctest::detail::getRegisteredTests()) {
-    if (!is_gpu_sm90(tc.m_test_suite)) others.insert(tc.m_test_suite);
+    if (!is_simulated(tc.m_test_suite)) others.insert(tc.m_test_suite);
     else if (runs_on_simulator(tc)) kept_suites.insert(tc.m_test_suite);
   }
   for (const doctest::detail::TestCase& tc : doctest::detail::getRegisteredTests()) {
-    if (!is_gpu_sm90(tc.m_test_suite) || runs_on_simulator(tc)) continue;
+    if (!is_simulated(tc.m_test_suite) || runs_on_simulator(tc)) continue;
     if (kept_suites.count(tc.m_test_suite)) skipped_cases.emplace_back(tc.m_test_suite, tc.m_name);
     else skipped_suites.insert(tc.m_test_suite);
   }
   for (const std::string& suite : others) context.addFilter("test-suite-exclude", exact_filter(suite.c_str()).c_str());
   for (const std::string& suite : skipped_suites) {
     context.addFilter("test-suite-exclude", exact_filter(suite.c_str()).c_str());
-    std::printf("flashptx run_tests: on the simulator, skipping suite %s: %s\n", suite.c_str(), kSimulatorSkipReason);
+    std::printf("flashptx run_tests: on the simulator, skipping suite %s: %s\n", suite.c_str(), simulator_skip_reason(suite));
   }
   for (const auto& [suite, name] : skipped_cases) {
     context.addFilter("test-case-exclude", exact_filter(name.c_str()).c_str());
     std::printf("flashptx run_tests: on the simulator, skipping %s / %s: %s\n", suite.c_str(), name.c_str(),
-                kSimulatorSkipReason);
+                simulator_skip_reason(suite));
   }
 }
 
@@ -283,13 +302,15 @@ int main(int argc, char** argv) {
   const std::string sim_runner = cc == 0 ? simulator_runner() : "";
   if (!sim_runner.empty()) {
     g_counting = Counting::kAllButGpuSm90;
-    std::printf("flashptx run_tests: the gpu_sm90 suites run on the PTX simulator (%s), after the others\n",
+    std::printf("flashptx run_tests: the gpu_sm90 suites and the modelled gpu_sm100 cases run on the PTX simulator (%s), after the others\n",
                 sim_runner.c_str());
   }
   rules.push_back({"gpu_sm90*", cc == 90,
                    cc == 0 ? device + " (no simulator runner: make sim-exec, or FLASHPTX_SIM_RUNNER)"
                            : "needs an sm_90 GPU (found sm_" + std::to_string(cc) + ")"});
-  rules.push_back({"gpu_sm100*", cc == 100,
+  // On the simulator the gpu_sm100 cases kSimulatorRuns lists run (sm_100a executed in the PTX
+  // simulator; never run on a Blackwell GPU); exclude_for_simulator skips the others.
+  rules.push_back({"gpu_sm100*", cc == 100 || on_simulator,
                    cc == 0 ? "needs an sm_100 GPU (" + device + ")"
                            : "needs an sm_100 GPU (found sm_" + std::to_string(cc) + ")"});
   if (cc == 90) {
@@ -336,8 +357,8 @@ int main(int argc, char** argv) {
   for (const Rule& r : rules) {
     if (r.runnable) continue;
     context.addFilter("test-suite-exclude", r.suites);
-    if (on_simulator && !is_gpu_sm90(r.suites)) continue;  // not counted here: no need to say
-    if (!sim_runner.empty() && is_gpu_sm90(r.suites)) continue;  // the simulator runner's
+    if (on_simulator && !is_simulated(r.suites)) continue;  // not counted here: no need to say
+    if (!sim_runner.empty() && is_simulated(r.suites)) continue;  // the simulator runner's
     std::printf("flashptx run_tests: skipping suites %s: %s\n", r.suites, r.reason.c_str());
   }
   if (on_simulator) exclude_for_simulator(context);
