@@ -313,14 +313,13 @@ std::string umma_text() {
 #endif
 }
 
-// Runs sm100_umma_f16_ss_kernel (tests/kernels_sm100/umma.cu) from its PTX text with A = 1.0 and
+// Runs sm100_umma_f16_ss_kernel or another 1-CTA bf16 entry of tests/kernels_sm100/umma.cu from its PTX text with A = 1.0 and
 // B = -0.5 everywhere (every D element is -32; the numerics are the gpu_sm100 primitives cases'); the
 // report, with a finding added when D is wrong.
-ptxsim::Report run_umma_ss(const std::string& text) {
+ptxsim::Report run_umma(const std::string& text, const std::string& e = "sm100_umma_f16_ss_kernel") {
   std::string err;
   auto m = ptxsim::load_module_lenient(text, "umma.ptx", &err);
   REQUIRE_MESSAGE(m, err);
-  const std::string e = "sm100_umma_f16_ss_kernel";
   const auto missing = ptxsim::entry_unimplemented(*m, e);
   REQUIRE_MESSAGE(missing.empty(), missing[0]);
   std::vector<uint16_t> a(128 * 64, 0x3F80), b(64 * 64, 0xBF00);  // 1.0 and -0.5
@@ -503,22 +502,52 @@ TEST_CASE("the umma test kernel's PTX (tests/kernels_sm100/umma.cu) runs; its mu
   const std::string text = umma_text();
   if (text.empty()) { MESSAGE("skipped: umma.ptx is absent (make sim-ptx)"); return; }
   const std::string e = "sm100_umma_f16_ss_kernel";
-  ptxsim::Report ok = run_umma_ss(text);
+  ptxsim::Report ok = run_umma(text);
   CHECK_MESSAGE(ok.ok(), ok.text());
   // tcgen05.wait::ld removed from d_from_tmem: the loaded D is stored before it is valid
   std::string no_wait = mutate_line(text, e, "tcgen05.wait::ld.sync.aligned", 0, "");
   REQUIRE(!no_wait.empty());
-  CHECK(run_umma_ss(no_wait).has(ptxsim::Finding::kHazard));
+  CHECK(run_umma(no_wait).has(ptxsim::Finding::kHazard));
   // the commit to another shared address (not the mma_done mbarrier)
   std::string wrong_bar = mutate_line(text, e, "tcgen05.commit.cta_group::1", 0,
                                       "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%r43];");
   REQUIRE(!wrong_bar.empty());
-  ptxsim::Report wb = run_umma_ss(wrong_bar);
+  ptxsim::Report wb = run_umma(wrong_bar);
   CHECK((wb.has(ptxsim::Finding::kProtocol) || wb.has(ptxsim::Finding::kDeadlock)));
   // the dealloc removed: the CTA exits holding its 128 columns
   std::string no_dealloc = mutate_line(text, e, "tcgen05.dealloc.cta_group::1", 0, "");
   REQUIRE(!no_dealloc.empty());
-  CHECK(has_message(run_umma_ss(no_dealloc), ptxsim::Finding::kProtocol, "exited holding TMEM columns"));
+  CHECK(has_message(run_umma(no_dealloc), ptxsim::Finding::kProtocol, "exited holding TMEM columns"));
+}
+
+TEST_CASE("mutation: tcgen05.fence::after_thread_sync missing after the wait on the commit's phase: protocol") {
+  MmaRun r = run_mma(edit(mma_kernel(false), "  @!%p6 bra WAIT;\n  tcgen05.fence::after_thread_sync;\n", "  @!%p6 bra WAIT;\n"), false, false);
+  CHECK(has_message(r.report, ptxsim::Finding::kProtocol, "no tcgen05.fence::after_thread_sync"));
+}
+
+TEST_CASE("mutation: the fences at the A hand-off of the TS form (tcgen05.st by four warps -> bar.sync -> MMA)") {
+  const std::string ts = mma_kernel(true);
+  const std::string hand_off = "  tcgen05.wait::st.sync.aligned;\n  tcgen05.fence::before_thread_sync;\n  bar.sync 0;\n  tcgen05.fence::after_thread_sync;\n";
+  MmaRun no_after = run_mma(edit(ts, hand_off, "  tcgen05.wait::st.sync.aligned;\n  tcgen05.fence::before_thread_sync;\n  bar.sync 0;\n"), true, false);
+  CHECK(has_message(no_after.report, ptxsim::Finding::kProtocol, "no tcgen05.fence::after_thread_sync"));
+  MmaRun no_before = run_mma(edit(ts, hand_off, "  tcgen05.wait::st.sync.aligned;\n  bar.sync 0;\n  tcgen05.fence::after_thread_sync;\n"), true, false);
+  CHECK(has_message(no_before.report, ptxsim::Finding::kProtocol, "no tcgen05.fence::before_thread_sync"));
+}
+
+TEST_CASE("the umma TS kernel's PTX: each tcgen05.fence of its two hand-offs removed is caught") {
+  const std::string text = umma_text();
+  if (text.empty()) { MESSAGE("skipped: umma.ptx is absent (make sim-ptx)"); return; }
+  const std::string e = "sm100_umma_f16_ts_kernel";
+  ptxsim::Report ok = run_umma(text, e);
+  CHECK_MESSAGE(ok.ok(), ok.text());
+  // the second fence pair: A stored by the four warps -> the MMA-issuing thread
+  const std::string no_after_a = mutate_line(text, e, "tcgen05.fence::after_thread_sync", 1, "");
+  CHECK(has_message(run_umma(no_after_a, e), ptxsim::Finding::kProtocol, "tcgen05.mma reads its A operand"));
+  const std::string no_before_a = mutate_line(text, e, "tcgen05.fence::before_thread_sync", 1, "");
+  CHECK(has_message(run_umma(no_before_a, e), ptxsim::Finding::kProtocol, "no tcgen05.fence::before_thread_sync"));
+  // after the wait on mma_done, before tcgen05.ld of D
+  const std::string no_after_d = mutate_line(text, e, "tcgen05.fence::after_thread_sync", 2, "");
+  CHECK(has_message(run_umma(no_after_d, e), ptxsim::Finding::kProtocol, "tcgen05.ld of"));
 }
 
 }  // TEST_SUITE

@@ -702,6 +702,9 @@ struct Exec {
   void tc_land(sm100::Commit& k);
   bool tc_land_due(bool force_all);
   void tc_cta_exit(uint32_t slot);
+  void tc_note_sync(Warp& w, int lane);
+  void tc_handoff_check(Warp& w, int lane, uint32_t reader, uint32_t cell_lane, uint32_t lanes, uint32_t col0, uint32_t cols,
+                        uint32_t pc, const char* what);
 };
 
 bool Exec::warp_runnable(Warp& w) {
@@ -720,11 +723,17 @@ bool Exec::warp_runnable(Warp& w) {
         }
         break;
       case LS_BAR:
-        if (c.bars[w.wait_addr[l]].gen != w.wait_gen[l]) { w.st[l] = LS_RUN; w.pc[l]++; any = true; }
+        if (c.bars[w.wait_addr[l]].gen != w.wait_gen[l]) {
+          w.st[l] = LS_RUN; w.pc[l]++; any = true;
+          if (tc.on) tc_note_sync(w, int(l));  // tcgen05.fence checks (exec_sm100.inc)
+        }
         break;
       case LS_CLUSTER: {
         Cta& c0 = ctas[c.first_slot];
-        if (c0.cluster_gen != w.wait_gen[l]) { w.st[l] = LS_RUN; w.pc[l]++; any = true; }
+        if (c0.cluster_gen != w.wait_gen[l]) {
+          w.st[l] = LS_RUN; w.pc[l]++; any = true;
+          if (tc.on) tc_note_sync(w, int(l));
+        }
         break;
       }
       case LS_NREG:
@@ -1458,7 +1467,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
         advance();
       } else {
         FOR_LANES {
-          if (c0.cluster_gen != w.wait_gen[l]) { w.pc[l] = pc + 1; w.st[l] = LS_RUN; }
+          if (c0.cluster_gen != w.wait_gen[l]) { w.pc[l] = pc + 1; w.st[l] = LS_RUN; if (tc.on) tc_note_sync(w, int(l)); }
           else w.st[l] = LS_CLUSTER;
         }
       }
@@ -1597,6 +1606,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
         if (ok) {
           w.acquired = b->done_reads;
           w.acquired_mbar = off;
+          if (tc.on) tc_note_sync(w, l);  // tcgen05.fence checks (exec_sm100.inc)
         }
         if (o[0].kind == K_REG) R(w, o[0].reg, l) = ok;
         w.pc[l] = pc + 1;

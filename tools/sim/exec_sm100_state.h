@@ -28,6 +28,10 @@ struct Block { uint32_t column, ncols, pc; };  // a live allocation and the tcge
 struct CtaTmem {
   std::unique_ptr<emu::Cta> cta;   // the emulator's CTA: TMEM, and a shared-memory image for its MMA
   std::vector<uint32_t> pend;      // kLanes * kColumns
+  // The last writer of each cell, for the tcgen05.fence checks: 0 none, else thread-in-CTA + 1 of a
+  // tcgen05.st, or kStBit | (thread + 1) of the thread that issued a completed tcgen05.mma; and when.
+  std::vector<uint32_t> writer;
+  std::vector<uint64_t> wstep;
   std::vector<Block> blocks;
   bool relinquished = false;
   uint32_t relinquish_pc = 0;
@@ -56,7 +60,13 @@ struct WarpTc {
   std::vector<uint32_t> ld_pc;       // per register: 0, else (pc + 1) of the tcgen05.ld that writes it
   std::vector<uint32_t> ld_list;     // registers with ld_pc set
   std::vector<StRange> st;           // tcgen05.st ranges not yet waited for
+  // Per lane, for the tcgen05.fence checks (scheduler steps): the thread synchronisations it passed
+  // (bar.sync / barrier completions, successful mbarrier waits; the most recent kSyncHistory), its
+  // last tcgen05.fence::after_thread_sync and ::before_thread_sync.
+  std::vector<uint64_t> syncs[32];
+  uint64_t after[32] = {0}, before[32] = {0};
 };
+inline constexpr size_t kSyncHistory = 256;
 
 struct State {
   std::vector<CtaTmem> ctas;         // by CTA slot
@@ -67,6 +77,7 @@ struct State {
   std::vector<WarpTc> warps;         // by slot * warps + warp
   uint32_t ld_pending = 0;           // warps with ld_list non-empty
   uint32_t next_id = 1;
+  bool on = false;                   // a tcgen05 instruction has executed in this launch
 };
 
 }  // namespace ptxsim::sm100
