@@ -550,4 +550,65 @@ TEST_CASE("the umma TS kernel's PTX: each tcgen05.fence of its two hand-offs rem
   CHECK(has_message(run_umma(no_after_d, e), ptxsim::Finding::kProtocol, "tcgen05.ld of"));
 }
 
+// ---- cluster launch control (tests/kernels_sm100/clc.cu) ------------------------------------------
+// "clusterlaunchcontrol.try_cancel": a successful request cancels a cluster that has not started and
+// names its first CTA; no two successful responses name the same one; after the queue is empty a
+// request fails. So every block index is processed exactly once however many CTAs start.
+namespace {
+struct ClcRun { std::vector<uint32_t> visits; uint32_t started = 0; ptxsim::Report report; };
+ClcRun run_clc(const std::string& text, uint32_t grid, ptxsim::Policy policy) {
+  std::string err;
+  auto m = ptxsim::load_module(text, "clc.ptx", &err);
+  REQUIRE_MESSAGE(m, err);
+  ClcRun r;
+  r.visits.assign(grid, 0);
+  ptxsim::Memory mem;
+  mem.add(r.visits.data(), r.visits.size() * 4, "visits");
+  mem.add(&r.started, 4, "started");
+  const auto ps = ptxsim::entry_params(*m, "sm100_clc_kernel");
+  Params p;
+  p.put<uint64_t>(ps[0].offset, (uint64_t)r.visits.data());
+  p.put<uint64_t>(ps[1].offset, (uint64_t)&r.started);
+  auto cfg = config(m, "sm100_clc_kernel", 128, p.bytes, grid);
+  cfg.policy = policy;
+  cfg.seed = std::random_device{}();
+  ptxsim::TensorMaps maps;
+  r.report = ptxsim::launch(cfg, mem, maps);
+  return r;
+}
+std::string clc_text() {
+#ifdef FLASHPTX_BUILD_DIR
+  return read_file(std::string(FLASHPTX_BUILD_DIR) + "/ptx/tests/kernels_sm100/clc.ptx");
+#else
+  return read_file("build/ptx/tests/kernels_sm100/clc.ptx");
+#endif
+}
+}  // namespace
+
+TEST_CASE("clusterlaunchcontrol.try_cancel: every block index processed once; its mutations are caught") {
+  const std::string text = clc_text();
+  if (text.empty()) { MESSAGE("skipped: clc.ptx is absent (make sim-ptx)"); return; }
+  for (ptxsim::Policy pol : {ptxsim::Policy::kRoundRobin, ptxsim::Policy::kRandom}) {
+    ClcRun r = run_clc(text, 96, pol);
+    REQUIRE_MESSAGE(r.report.ok(), r.report.text());
+    int wrong = 0;
+    for (uint32_t v : r.visits) wrong += v != 1;
+    CHECK(wrong == 0);
+    CHECK(r.started >= 1u);
+    CHECK(r.started < 96u);  // 4 simulated SMs: the rest were cancelled and stolen
+  }
+  const std::string e = "sm100_clc_kernel";
+  // the ctaid read without testing is_canceled first
+  ClcRun no_test = run_clc(mutate_line(text, e, "@%p4 bra", 0, ""), 96, ptxsim::Policy::kRoundRobin);
+  CHECK(has_message(no_test.report, ptxsim::Finding::kProtocol, "get_first_ctaid of a failed response"));
+  // the loop never exits: a request after a failed one
+  ClcRun again = run_clc(mutate_line(text, e, "@%p5 bra", 0, "\tbra.uni \t$L__BB0_3;"), 96, ptxsim::Policy::kRoundRobin);
+  CHECK(has_message(again.report, ptxsim::Finding::kProtocol, "after this CTA observed a failed request"));
+  // the response read without waiting for its mbarrier phase: a read of the bytes in flight, or of
+  // bytes no request has written yet (then query_cancel sees no response)
+  ClcRun early = run_clc(mutate_line(text, e, "@%p3 bra", 0, ""), 96, ptxsim::Policy::kRoundRobin);
+  CHECK((early.report.has(ptxsim::Finding::kHazard) ||
+         has_message(early.report, ptxsim::Finding::kIllegal, "not a try_cancel response")));
+}
+
 }  // TEST_SUITE

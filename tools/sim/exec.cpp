@@ -703,6 +703,10 @@ struct Exec {
   bool tc_land_due(bool force_all);
   void tc_cta_exit(uint32_t slot);
   void tc_note_sync(Warp& w, int lane);
+  void exec_clc(Warp& w, uint32_t pc, uint32_t mask);
+  // cluster launch control (exec_sm100.inc): run()'s queue of clusters not yet launched
+  uint32_t* clc_next = nullptr;
+  const std::vector<std::vector<uint32_t>>* clc_clusters = nullptr;
   void tc_handoff_check(Warp& w, int lane, uint32_t reader, uint32_t cell_lane, uint32_t lanes, uint32_t col0, uint32_t cols,
                         uint32_t pc, const char* what);
 };
@@ -1924,6 +1928,9 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
     case OP_TC_WAIT_ST: case OP_TC_FENCE_BEFORE: case OP_TC_FENCE_AFTER: case OP_TC_MMA: case OP_TC_COMMIT:
       exec_tcgen05(w, pc, mask);  // tools/sim/exec_sm100.inc
       break;
+    case OP_MOV_B128: case OP_CLC_TRY_CANCEL: case OP_CLC_IS_CANCELED: case OP_CLC_FIRST_CTAID:
+      exec_clc(w, pc, mask);  // tools/sim/exec_sm100.inc
+      break;
     default:
       finding(Finding::kIllegal, &w, __builtin_ctz(mask), pc, "", "instruction form not executable: " + m.forms[in.form], true);
       return;
@@ -1992,6 +1999,8 @@ Report Exec::run() {
   }
   // ranks within a cluster: x fastest (cluster_ctarank = x + X*(y + Y*z)); push order matches
   uint32_t next_cluster = 0;
+  clc_next = &next_cluster;  // clusterlaunchcontrol.try_cancel takes clusters from this queue
+  clc_clusters = &cluster_ctas;
   auto fill = [&](uint32_t slot_cluster) {
     if (next_cluster >= nclusters) return false;
     auto& v = cluster_ctas[next_cluster++];
@@ -2091,6 +2100,7 @@ Report Exec::run() {
     }
   }
   for (size_t i = 0; i < gvars.size(); ++i) mem.remove(reinterpret_cast<uint64_t>(gvars[i].data()));
+  if (!tc.clc_buf.empty()) mem.remove(reinterpret_cast<uint64_t>(tc.clc_buf.data()));
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return rep;
 }

@@ -78,6 +78,12 @@ struct State {
   uint32_t ld_pending = 0;           // warps with ld_list non-empty
   uint32_t next_id = 1;
   bool on = false;                   // a tcgen05 instruction has executed in this launch
+  // cluster launch control: the responses' source bytes (one registered range, 16 bytes a request,
+  // written at issue and copied into shared memory by a bulk copy), and per CTA slot whether it has
+  // observed a failed request
+  std::vector<uint8_t> clc_buf;
+  size_t clc_used = 0;
+  std::vector<uint8_t> clc_failed;
 };
 
 }  // namespace ptxsim::sm100

@@ -3,6 +3,7 @@
 // tcgen05.fence, tcgen05.mma, tcgen05.commit). See tools/sim/sm100.h for the fields.
 #include "tools/sim/sm100.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace ptxsim {
@@ -84,6 +85,37 @@ bool tcgen05_supported(const Inst& in) {
     default:
       return true;
   }
+}
+
+void decode_clc(Inst& in, const std::vector<std::string>& p, std::vector<std::string>* unknown, bool* bad) {
+  const std::string what = p.size() > 1 ? p[1] : "";
+  std::vector<std::string> rest(p.begin() + std::min<size_t>(2, p.size()), p.end());
+  auto take = [&](const std::vector<std::string>& want) {
+    for (const std::string& w : want) {
+      auto it = std::find(rest.begin(), rest.end(), w);
+      if (it == rest.end()) { *bad = true; return; }
+      rest.erase(it);
+    }
+  };
+  if (what == "try_cancel") {
+    in.op = OP_CLC_TRY_CANCEL;
+    take({"async", "shared::cta", "mbarrier::complete_tx::bytes", "b128"});
+    *bad |= !(in.nops == 2 && in.o[0].kind == K_ADDR && in.o[1].kind == K_ADDR);
+  } else if (what == "query_cancel" && p.size() > 2 && p[2] == "is_canceled") {
+    in.op = OP_CLC_IS_CANCELED;
+    rest.erase(rest.begin());
+    take({"pred", "b128"});
+    *bad |= !(in.nops == 2 && in.o[0].kind == K_REG && in.o[1].kind == K_REG);
+  } else if (what == "query_cancel" && p.size() > 2 && p[2] == "get_first_ctaid") {
+    in.op = OP_CLC_FIRST_CTAID;
+    rest.erase(rest.begin());
+    take({"v4", "b32", "b128"});
+    *bad |= !(in.nops == 2 && in.o[0].kind == K_VEC && in.o[0].n == 4 && in.o[1].kind == K_REG);
+  } else {
+    *bad = true;
+    return;
+  }
+  for (const std::string& w : rest) unknown->push_back(w);  // e.g. multicast::cluster::all: not modelled
 }
 
 }  // namespace ptxsim

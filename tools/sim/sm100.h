@@ -24,5 +24,10 @@ void decode_tcgen05(Inst& in, const std::vector<std::string>& p, std::vector<std
 // The forms the executor implements: cta_group::1 only (cta_group::2, the CTA pair, is not modelled
 // yet: a module using it loads only leniently, and an entry reaching it does not launch).
 bool tcgen05_supported(const Inst& in);
+// clusterlaunchcontrol.try_cancel (the non-multicast form: .multicast::cluster::all is not modelled)
+// and query_cancel.is_canceled / .get_first_ctaid.v4 (PTX ISA, "clusterlaunchcontrol.try_cancel",
+// "clusterlaunchcontrol.query_cancel"). in.o: try_cancel [resp], [mbar]; is_canceled p, resp;
+// get_first_ctaid {x, y, z, _}, resp (resp a .b128 register: two slots).
+void decode_clc(Inst& in, const std::vector<std::string>& p, std::vector<std::string>* unknown, bool* bad);
 
 }  // namespace ptxsim
