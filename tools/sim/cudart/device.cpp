@@ -32,6 +32,11 @@ static Device* make_device() {
     if (!parse_policy(p, &d->policy)) std::fprintf(stderr, "flashptx sim: FLASHPTX_SIM_POLICY=%s is not a policy; round-robin\n", p);
   }
   if (const char* s = std::getenv("FLASHPTX_SIM_SEED"); s && *s) d->seed = std::strtoull(s, nullptr, 0);
+  if (const char* s = std::getenv("FLASHPTX_SIM_CC"); s && *s) {
+    const int cc = std::atoi(s);
+    if (cc == 90 || cc == 100) d->cc = cc;
+    else std::fprintf(stderr, "flashptx sim: FLASHPTX_SIM_CC=%s is not 90 or 100; 90\n", s);
+  }
   if (const char* s = std::getenv("FLASHPTX_SIM_SMS"); s && *s) {
     const int n = std::atoi(s);
     if (n >= 1 && n <= 1024) d->sms = n;

@@ -47,6 +47,10 @@ struct Device {
   Policy policy = Policy::kRoundRobin;
   uint64_t seed = 1;
   int sms = 4;
+  // The compute capability the device reports (major * 10 + minor): 90, or 100 with
+  // FLASHPTX_SIM_CC=100, so that the library plans its sm_100a (FA4) kernels, which the simulator
+  // executes from their PTX (never run on a Blackwell GPU). The device name stays the same.
+  int cc = 90;
 
   std::string last_report;  // of the last launch with findings
   uint64_t launches = 0;
