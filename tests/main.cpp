@@ -59,9 +59,17 @@ bool is_gpu_sm90(const char* suite) { return std::strncmp(suite, "gpu_sm90", 8) 
 bool is_gpu_sm100(const char* suite) { return std::strncmp(suite, "gpu_sm100", 9) == 0; }
 // The suites the simulator runner runs (the cases of them kSimulatorRuns lists) and counts.
 bool is_simulated(const char* suite) { return is_gpu_sm90(suite) || is_gpu_sm100(suite); }
+// The gpu_sm100 suites that go through the library's plan, which picks the FA4 kernels only on an
+// sm_100 device: they run in a second simulator child whose device reports compute capability 10.0
+// (FLASHPTX_SIM_CC=100, tools/sim/cudart/device.h); every other simulated suite runs in the first.
+bool needs_sim_cc100(const char* suite) { return std::strncmp(suite, "gpu_sm100 fa4", 13) == 0; }
+int g_sim_cc = 0;  // on the simulator: the compute capability its device reports (90 or 100)
+// On the simulator: the suites this child runs and counts.
+bool owned_here(const char* suite) { return is_simulated(suite) && needs_sim_cc100(suite) == (g_sim_cc == 100); }
 bool counted(const doctest::TestCaseData& tc) {
   if (g_counting == Counting::kAll) return true;
-  return is_simulated(tc.m_test_suite) == (g_counting == Counting::kGpuSm90Only);
+  if (g_counting == Counting::kGpuSm90Only) return owned_here(tc.m_test_suite);
+  return !is_simulated(tc.m_test_suite);
 }
 
 // A listener beside the console reporter: it only counts.
@@ -150,12 +158,14 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     {"gpu_sm100 primitives", "tcgen05.mma kind::f8f6f4 (e4m3 -> f32), SS, cta_group::1*"},
     {"gpu_sm100 primitives", "tcgen05.mma kind::f8f6f4 (e4m3 -> f32), TS (A in TMEM), cta_group::1*"},
     {"gpu_sm100 primitives", "clusterlaunchcontrol.try_cancel work stealing*"},
+    // The FA4 forward through the library's plan, its 1-CTA kernels at the simulator's shapes
+    // (tests/gpu/test_fa4_fwd.cpp), in the child whose device reports sm_100 (needs_sim_cc100).
+    {"gpu_sm100 fa4 forward", "*"},
 };
 constexpr const char* kSimulatorSkipReason = "no simulator shape yet (its GPU shapes would take the simulator hours)";
 constexpr const char* kSimulatorSkipReason100 =
-    "not executable in the PTX simulator yet (tcgen05 cta_group::2 pairs and the multicast try_cancel are not modelled, and "
-    "the simulated device is an sm_90a one, so the library's plan does not pick the FA4 kernels: tools/sim/READINGS.md, "
-    "sm_100a); needs an sm_100 GPU";
+    "not executable in the PTX simulator yet (tcgen05 cta_group::2 pairs and the multicast try_cancel are not modelled: "
+    "tools/sim/READINGS.md, sm_100a); needs an sm_100 GPU";
 const char* simulator_skip_reason(const std::string& suite) {
   return is_gpu_sm100(suite.c_str()) ? kSimulatorSkipReason100 : kSimulatorSkipReason;
 }
@@ -183,11 +193,11 @@ void exclude_for_simulator(doctest::Context& context) {
   std::set<std::string> others, skipped_suites, kept_suites;
   std::vector<std::pair<std::string, std::string>> skipped_cases;  // (suite, case)
   for (const doctest::detail::TestCase& tc : doctest::detail::getRegisteredTests()) {
-    if (!is_simulated(tc.m_test_suite)) others.insert(tc.m_test_suite);
+    if (!owned_here(tc.m_test_suite)) others.insert(tc.m_test_suite);
     else if (runs_on_simulator(tc)) kept_suites.insert(tc.m_test_suite);
   }
   for (const doctest::detail::TestCase& tc : doctest::detail::getRegisteredTests()) {
-    if (!is_simulated(tc.m_test_suite) || runs_on_simulator(tc)) continue;
+    if (!owned_here(tc.m_test_suite) || runs_on_simulator(tc)) continue;
     if (kept_suites.count(tc.m_test_suite)) skipped_cases.emplace_back(tc.m_test_suite, tc.m_name);
     else skipped_suites.insert(tc.m_test_suite);
   }
@@ -214,7 +224,7 @@ std::string simulator_runner() {
 
 // Runs the simulator runner with this process's arguments, its output going to ours; returns its
 // counts (a case failed when it ends without them).
-Counts run_simulator(const std::string& runner, int argc, char** argv) {
+Counts run_simulator(const std::string& runner, int argc, char** argv, bool cc100) {
   char counts_path[] = "/tmp/flashptx_sim_counts_XXXXXX";
   const int fd = mkstemp(counts_path);
   if (fd >= 0) close(fd);
@@ -226,6 +236,8 @@ Counts run_simulator(const std::string& runner, int argc, char** argv) {
     for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
     args.push_back(nullptr);
     setenv("FLASHPTX_SIM_COUNTS", counts_path, 1);
+    if (cc100) setenv("FLASHPTX_SIM_CC", "100", 1);  // the second child: an sm_100 device (needs_sim_cc100)
+    else unsetenv("FLASHPTX_SIM_CC");
     // The H200's copies of the simulator's cases (tests/gpu/capture.cpp), where the tree is here.
     const std::string manifest = std::string(FLASHPTX_ROOT) + "/tools/sim/chip/h200-copies.tsv";
     std::error_code ec;
@@ -282,7 +294,10 @@ static std::string probe_device() {
   cudaDeviceProp p{};
   if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) return "cudaGetDeviceProperties failed";
   g_device_cc = p.major * 10 + p.minor;
-  if (std::strcmp(p.name, FLASHPTX_SIM_DEVICE_NAME) == 0) g_counting = Counting::kGpuSm90Only;
+  if (std::strcmp(p.name, FLASHPTX_SIM_DEVICE_NAME) == 0) {
+    g_counting = Counting::kGpuSm90Only;
+    g_sim_cc = g_device_cc;
+  }
   return std::string(p.name) + ", sm_" + std::to_string(g_device_cc);
 }
 
@@ -360,6 +375,7 @@ int main(int argc, char** argv) {
     if (r.runnable) continue;
     context.addFilter("test-suite-exclude", r.suites);
     if (on_simulator && !is_simulated(r.suites)) continue;  // not counted here: no need to say
+    if (on_simulator && g_sim_cc == 100 && is_gpu_sm90(r.suites)) continue;  // the first child's
     if (!sim_runner.empty() && is_simulated(r.suites)) continue;  // the simulator runner's
     std::printf("flashptx run_tests: skipping suites %s: %s\n", r.suites, r.reason.c_str());
   }
@@ -376,8 +392,18 @@ int main(int argc, char** argv) {
   int rc = context.run();
   if (context.shouldExit()) return rc;
   if (!sim_runner.empty()) {
-    const Counts c = run_simulator(sim_runner, argc, argv);
+    const Counts c = run_simulator(sim_runner, argc, argv, false);
     g_counts.passed += c.passed; g_counts.failed += c.failed; g_counts.skipped += c.skipped;
+    // the FA4 suites through the plan: the simulated device as an sm_100 one (sm_100a executed in
+    // the PTX simulator; never run on a Blackwell GPU)
+    bool any_cc100 = false;
+    for (const doctest::detail::TestCase& tc : doctest::detail::getRegisteredTests())
+      any_cc100 = any_cc100 || needs_sim_cc100(tc.m_test_suite);
+    if (any_cc100) {
+      std::printf("flashptx run_tests: the gpu_sm100 fa4 suites run on the PTX simulator as an sm_100 device (FLASHPTX_SIM_CC=100)\n");
+      const Counts c100 = run_simulator(sim_runner, argc, argv, true);
+      g_counts.passed += c100.passed; g_counts.failed += c100.failed; g_counts.skipped += c100.skipped;
+    }
   }
   if (const char* f = std::getenv("FLASHPTX_SIM_COUNTS"); on_simulator && f && *f) {
     std::ofstream(f) << g_counts.passed << " " << g_counts.failed << " " << g_counts.skipped << "\n";
