@@ -161,6 +161,7 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     // The FA4 forward through the library's plan, its 1-CTA kernels at the simulator's shapes
     // (tests/gpu/test_fa4_fwd.cpp), in the child whose device reports sm_100 (needs_sim_cc100).
     {"gpu_sm100 fa4 forward", "*"},
+    {"gpu_sm100 fa4 sim mutations", "*"},  // tests/sim/test_sim_fa4_mutations.cpp
 };
 constexpr const char* kSimulatorSkipReason = "no simulator shape yet (its GPU shapes would take the simulator hours)";
 constexpr const char* kSimulatorSkipReason100 =
