@@ -12,6 +12,8 @@
 #                                          and lab restructuring (backward, FP8, varlen, release
 #                                          flavour, launch plan, a forward subset, the Python package
 #                                          and its host cost)
+#   tools/h200_check.sh BIN OUT capture_split  the same, one capture file per group of suites
+#                                          (chip-GROUP.cap.gz)
 #   tools/h200_check.sh BIN OUT capture    the simulator's cases at the simulator's shapes on the H200,
 #                                          every device-to-host copy recorded (chip.cap.gz: compare with
 #                                          tools/sim/compare_capture.py against a simulator run here)
@@ -29,7 +31,7 @@
 # Every step writes its own log; the summary (printed last, and in summary.txt) gives each step's
 # exit code, seconds and last line; the logs come back in one archive.
 set -u
-BIN=$(cd "${1:?BIN}" && pwd); OUT=${2:?OUT}; what=${3:?suites|sanitize|changed|capture|grids|fp8|final}
+BIN=$(cd "${1:?BIN}" && pwd); OUT=${2:?OUT}; what=${3:?suites|sanitize|changed|capture|capture_split|cases|grids|fp8|final}
 mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 export FLASHPTX_LIB=$BIN/libflashptx.so PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/tools/python${PYTHONPATH:+:$PYTHONPATH}
 [ -f "$BIN/COMMIT" ] && export FLASHPTX_GIT_COMMIT=$(cat "$BIN/COMMIT")
@@ -86,17 +88,33 @@ case $what in
     [ -n "${SKIP_CUDNN_FP8:-}" ] || step cudnn_fp8 200 bash -c 'python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
       --target /tmp/site .whl/*.whl && PYTHONPATH=/tmp/site:$PYTHONPATH python3 tools/bench/cudnn_fp8.py' ;;
   suites)
-    for suite in "gpu_sm90 fa3 forward" "gpu_sm90 fa3 backward" "gpu_sm90 fa3 fp8 forward" "gpu_sm90 fa3 fp8 rmse" \
+    # The forward suite in three steps (one of its cases alone runs minutes at the GPU's shapes).
+    step suite_fwd_core 240 "$BIN/run_tests" -ts="gpu_sm90 fa3 forward" -tc="small shapes*,medium and long*,unequal lengths*,strided layouts*,large-magnitude*,scores that grow*,seqlen_k = 0*"
+    step suite_fwd_schedules 240 "$BIN/run_tests" -ts="gpu_sm90 fa3 forward" -tc="large shapes*,determinism*,the paired*,the persistent d256*,the dynamic schedule*"
+    step suite_fwd_local 300 "$BIN/run_tests" -ts="gpu_sm90 fa3 forward" -tc="sliding window*,softcap*,bad window*,bad input*,release library*"
+    for suite in "gpu_sm90 fa3 backward" "gpu_sm90 fa3 fp8 forward" "gpu_sm90 fa3 fp8 rmse" \
                  "gpu_sm90 fp8 quantize" "gpu_sm90 fa3 varlen" "gpu_sm90 release flavour" "gpu_sm90 launch plan" \
-                 "gpu_sm90 fa3 trace" "gpu_sm90 numerics" "gpu_sm90 ladder" "gpu_sm90 race repro" \
-                 "gpu_sm90 primitives mbarrier" "gpu_sm90 primitives named barriers" "gpu_sm90 primitives setmaxnreg" \
-                 "gpu_sm90 primitives tma" "gpu_sm90 primitives wgmma" "gpu_sm90 primitives ldst" \
-                 "gpu_sm90 primitives cluster"; do
+                 "gpu_sm90 fa3 trace" "gpu_sm90 fa3 dynamic schedule" "gpu_sm90 numerics" "gpu_sm90 ladder" "gpu_sm90 race repro" \
+                 "gpu_sm90 isa readings" "gpu_sm90 primitives*"; do
       step "suite_${suite// /_}" 240 "$BIN/run_tests" -ts="$suite"
     done
-    step ladder_bench 120 "$BIN/flashptx" ladder --bench
-    step all_but_gpu 200 "$BIN/run_tests" -tse='gpu*'
     step python_gpu 200 python3 tools/python/tests/test_gpu.py --json "$OUT/python_gpu.json" ;;
+  cases)
+    # The cases named by $CASES ("suite|case patterns;..."), each its own step of up to $CASE_TIMEOUT s.
+    IFS=';' read -ra named <<< "${CASES:-}"
+    for i in "${!named[@]}"; do
+      step "cases_$i" "${CASE_TIMEOUT:-300}" "$BIN/run_tests" -ts="${named[$i]%%|*}" -tc="${named[$i]#*|}"
+    done ;;
+  capture_split)
+    # The capture of the simulator's cases, one file per group of suites (a single file of every case
+    # is past what a call can bring back).
+    groups=("fwd|gpu_sm90 fa3 forward" "bwd|gpu_sm90 fa3 backward" "varlen|gpu_sm90 fa3 varlen,gpu_sm90 fa3 trace,gpu_sm90 fa3 dynamic schedule"
+            "fp8|gpu_sm90 fa3 fp8*,gpu_sm90 fp8 quantize" "rest|gpu_sm90 primitives*,gpu_sm90 numerics,gpu_sm90 ladder,gpu_sm90 race repro,gpu_sm90 launch plan,gpu_sm90 release flavour,gpu_sm90 isa readings")
+    for g in "${groups[@]}"; do
+      rm -f "$OUT/chip-${g%%|*}.cap"
+      step "capture_${g%%|*}" 150 env FLASHPTX_TEST_SIM_SHAPES=1 FLASHPTX_CAPTURE="$OUT/chip-${g%%|*}.cap" "$BIN/run_tests" -ts="${g#*|}"
+      [ -f "$OUT/chip-${g%%|*}.cap" ] && gzip -f "$OUT/chip-${g%%|*}.cap"
+    done ;;
   sanitize)
     step "suite_gpu_sm90_fa3_forward_rest" 200 "$BIN/run_tests" -ts="gpu_sm90 fa3 forward" \
       -tc="the persistent d256*,the dynamic schedule*,bad input*"
@@ -108,6 +126,8 @@ case $what in
       cs $tool fp8 "gpu_sm90 fa3 fp8 forward" "d128:*"
       cs $tool varlen "gpu_sm90 fa3 varlen" "every head dim*"
       cs $tool quant "gpu_sm90 fp8 quantize" "shapes:*"
+      cs $tool local "gpu_sm90 fa3 forward" "softcap*"
+      cs $tool dynamic "gpu_sm90 fa3 dynamic schedule" "*"
     done
     cs racecheck release "gpu_sm90 release flavour" "*"
     step profile_calls 200 python3 tools/python/profile_calls.py --json "$OUT/profile_calls.json" ;;

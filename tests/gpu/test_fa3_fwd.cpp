@@ -23,6 +23,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "include/flashptx.h"
@@ -217,37 +218,59 @@ void check_writes(const Problem& pb, const std::vector<uint16_t>& o, const std::
 // o_env, lse_env: the softcap's tanh envelope (ref::forward_row's tanh_env), 0 without a softcap.
 struct Errors { double o = 0, o_same = 0, lse = 0, lse_same = 0, lse_mag = 0, o_env = 0, lse_env = 0; int rows = 0; };
 
-// Compares the rows (b, i, h) in `rows` against the fp64 and same-dtype references.
+// Compares the rows (b, i, h) in `rows` against the fp64 and same-dtype references. The rows are
+// independent (ref::forward_row is pure): threads take interleaved rows and the maxima are merged,
+// so the result does not depend on the thread count.
 Errors compare_rows(const Problem& pb, const std::vector<uint16_t>& o, const std::vector<float>& lse,
                     const std::vector<std::array<int64_t, 3>>& rows) {
   const Case& c = pb.c;
   const auto rp = pb.ref_problem();
   const auto qv = pb.view(pb.q, pb.sq_), kv = pb.view(pb.k, pb.sk_), vv = pb.view(pb.v, pb.sk_);
   const auto same = c.dtype == FLASHPTX_BF16 ? flashptx::Round::kBF16 : flashptx::Round::kFP16;
-  std::vector<double> ref(c.d), refs(c.d), env(c.d);
+  const size_t n_threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
+  std::vector<Errors> part(n_threads);
+  auto work = [&](size_t t) {
+    std::vector<double> ref(c.d), refs(c.d), env(c.d);
+    Errors& e = part[t];
+    for (size_t r_i = t; r_i < rows.size(); r_i += n_threads) {
+      const auto& r = rows[r_i];
+      const int64_t b = r[0], i = r[1], h = r[2];
+      double lse_env = 0;
+      const double l_ref =
+          flashptx::ref::forward_row(rp, qv, kv, vv, b, i, h, ref.data(), flashptx::Round::kNone, env.data(), &lse_env);
+      for (int64_t x = 0; x < c.d; ++x) e.o_env = std::max(e.o_env, env[x]);
+      e.lse_env = std::max(e.lse_env, lse_env);
+      const double l_same = flashptx::ref::forward_row(rp, qv, kv, vv, b, i, h, refs.data(), same);
+      for (int64_t x = 0; x < c.d; ++x) {
+        const double out = from_storage(c.dtype, o[b * pb.so_.b + i * pb.so_.s + h * pb.so_.h + x]);
+        e.o = std::max(e.o, std::fabs(out - ref[x]));
+        e.o_same = std::max(e.o_same, std::fabs(refs[x] - ref[x]));
+      }
+      const double l_out = lse[(b * c.hq + h) * c.sq + i];
+      if (std::isinf(l_ref)) {
+        if (!(std::isinf(l_out) && l_out < 0)) e.lse = INFINITY;
+      } else {
+        e.lse = std::max(e.lse, std::fabs(l_out - l_ref));
+        e.lse_same = std::max(e.lse_same, std::fabs(l_same - l_ref));
+        e.lse_mag = std::max(e.lse_mag, std::fabs(l_ref));
+      }
+      ++e.rows;
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < n_threads; ++t) pool.emplace_back(work, t);
+  work(0);
+  for (std::thread& th : pool) th.join();
   Errors e;
-  for (const auto& r : rows) {
-    const int64_t b = r[0], i = r[1], h = r[2];
-    double lse_env = 0;
-    const double l_ref =
-        flashptx::ref::forward_row(rp, qv, kv, vv, b, i, h, ref.data(), flashptx::Round::kNone, env.data(), &lse_env);
-    for (int64_t x = 0; x < c.d; ++x) e.o_env = std::max(e.o_env, env[x]);
-    e.lse_env = std::max(e.lse_env, lse_env);
-    const double l_same = flashptx::ref::forward_row(rp, qv, kv, vv, b, i, h, refs.data(), same);
-    for (int64_t x = 0; x < c.d; ++x) {
-      const double out = from_storage(c.dtype, o[b * pb.so_.b + i * pb.so_.s + h * pb.so_.h + x]);
-      e.o = std::max(e.o, std::fabs(out - ref[x]));
-      e.o_same = std::max(e.o_same, std::fabs(refs[x] - ref[x]));
-    }
-    const double l_out = lse[(b * c.hq + h) * c.sq + i];
-    if (std::isinf(l_ref)) {
-      if (!(std::isinf(l_out) && l_out < 0)) e.lse = INFINITY;
-    } else {
-      e.lse = std::max(e.lse, std::fabs(l_out - l_ref));
-      e.lse_same = std::max(e.lse_same, std::fabs(l_same - l_ref));
-      e.lse_mag = std::max(e.lse_mag, std::fabs(l_ref));
-    }
-    ++e.rows;
+  for (const Errors& x : part) {
+    e.o = std::max(e.o, x.o);
+    e.o_same = std::max(e.o_same, x.o_same);
+    e.lse = std::max(e.lse, x.lse);
+    e.lse_same = std::max(e.lse_same, x.lse_same);
+    e.lse_mag = std::max(e.lse_mag, x.lse_mag);
+    e.o_env = std::max(e.o_env, x.o_env);
+    e.lse_env = std::max(e.lse_env, x.lse_env);
+    e.rows += x.rows;
   }
   return e;
 }
