@@ -358,6 +358,39 @@ std::string mutate_line(const std::string& text, const std::string& entry, const
   return done ? out : "";
 }
 
+// ---- cluster launch control (tests/kernels_sm100/clc.cu) ------------------------------------------
+// "clusterlaunchcontrol.try_cancel": a successful request cancels a cluster that has not started and
+// names its first CTA; no two successful responses name the same one; after the queue is empty a
+// request fails. So every block index is processed exactly once however many CTAs start.
+struct ClcRun { std::vector<uint32_t> visits; uint32_t started = 0; ptxsim::Report report; };
+ClcRun run_clc(const std::string& text, uint32_t grid, ptxsim::Policy policy) {
+  std::string err;
+  auto m = ptxsim::load_module(text, "clc.ptx", &err);
+  REQUIRE_MESSAGE(m, err);
+  ClcRun r;
+  r.visits.assign(grid, 0);
+  ptxsim::Memory mem;
+  mem.add(r.visits.data(), r.visits.size() * 4, "visits");
+  mem.add(&r.started, 4, "started");
+  const auto ps = ptxsim::entry_params(*m, "sm100_clc_kernel");
+  Params p;
+  p.put<uint64_t>(ps[0].offset, (uint64_t)r.visits.data());
+  p.put<uint64_t>(ps[1].offset, (uint64_t)&r.started);
+  auto cfg = config(m, "sm100_clc_kernel", 128, p.bytes, grid);
+  cfg.policy = policy;
+  cfg.seed = std::random_device{}();
+  ptxsim::TensorMaps maps;
+  r.report = ptxsim::launch(cfg, mem, maps);
+  return r;
+}
+std::string clc_text() {
+#ifdef FLASHPTX_BUILD_DIR
+  return read_file(std::string(FLASHPTX_BUILD_DIR) + "/ptx/tests/kernels_sm100/clc.ptx");
+#else
+  return read_file("build/ptx/tests/kernels_sm100/clc.ptx");
+#endif
+}
+
 }  // namespace
 
 TEST_SUITE("sim core tcgen05") {
@@ -448,9 +481,6 @@ TEST_CASE("tcgen05.ld / st outside a live allocation: out of bounds") {
   CHECK(has_message(r.report, ptxsim::Finding::kOutOfBounds, "live allocation"));
 }
 
-}  // TEST_SUITE
-
-TEST_SUITE("sim core tcgen05") {
 
 TEST_CASE("tcgen05.mma kind::f16 SS, M=128 N=8: D = A B^T in lanes 0..127, columns 0..7, after the commit's phase") {
   MmaRun r = run_mma(mma_kernel(false), false, false);
@@ -550,40 +580,6 @@ TEST_CASE("the umma TS kernel's PTX: each tcgen05.fence of its two hand-offs rem
   CHECK(has_message(run_umma(no_after_d, e), ptxsim::Finding::kProtocol, "tcgen05.ld of"));
 }
 
-// ---- cluster launch control (tests/kernels_sm100/clc.cu) ------------------------------------------
-// "clusterlaunchcontrol.try_cancel": a successful request cancels a cluster that has not started and
-// names its first CTA; no two successful responses name the same one; after the queue is empty a
-// request fails. So every block index is processed exactly once however many CTAs start.
-namespace {
-struct ClcRun { std::vector<uint32_t> visits; uint32_t started = 0; ptxsim::Report report; };
-ClcRun run_clc(const std::string& text, uint32_t grid, ptxsim::Policy policy) {
-  std::string err;
-  auto m = ptxsim::load_module(text, "clc.ptx", &err);
-  REQUIRE_MESSAGE(m, err);
-  ClcRun r;
-  r.visits.assign(grid, 0);
-  ptxsim::Memory mem;
-  mem.add(r.visits.data(), r.visits.size() * 4, "visits");
-  mem.add(&r.started, 4, "started");
-  const auto ps = ptxsim::entry_params(*m, "sm100_clc_kernel");
-  Params p;
-  p.put<uint64_t>(ps[0].offset, (uint64_t)r.visits.data());
-  p.put<uint64_t>(ps[1].offset, (uint64_t)&r.started);
-  auto cfg = config(m, "sm100_clc_kernel", 128, p.bytes, grid);
-  cfg.policy = policy;
-  cfg.seed = std::random_device{}();
-  ptxsim::TensorMaps maps;
-  r.report = ptxsim::launch(cfg, mem, maps);
-  return r;
-}
-std::string clc_text() {
-#ifdef FLASHPTX_BUILD_DIR
-  return read_file(std::string(FLASHPTX_BUILD_DIR) + "/ptx/tests/kernels_sm100/clc.ptx");
-#else
-  return read_file("build/ptx/tests/kernels_sm100/clc.ptx");
-#endif
-}
-}  // namespace
 
 TEST_CASE("clusterlaunchcontrol.try_cancel: every block index processed once; its mutations are caught") {
   const std::string text = clc_text();

@@ -1,4 +1,6 @@
-// ptxsim: a PTX simulator for sm_90a kernels with asynchronous semantics (issue 31).
+// ptxsim: a PTX simulator for sm_90a kernels with asynchronous semantics (issue 31), and the sm_100a
+// tcgen05 / Tensor Memory / cluster-launch-control forms of cta_group::1 (issue 32; tools/sim/sm100.h;
+// executed here, never run on a Blackwell GPU).
 //
 // A tool, never linked into libflashptx. Written from the PTX ISA; it includes nothing from the
 // project's ptx/, src/ or include/. The public API below is what the fake CUDA runtime
