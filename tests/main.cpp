@@ -13,11 +13,13 @@
 //               builds programs against the installed tree)
 //   nogpu*      what a machine without a device of this build must answer (refusals): skipped on an
 //               sm_90 or sm_100 one
-// On a machine without a GPU, the gpu_sm90 suites run on the PTX simulator instead: the same test
-// objects linked with the simulator's CUDA runtime (build/run_tests_sim, tools/sim/exec.mk) run as a
-// child process with this command line, and their counts join the last line. On the simulator
-// (device "flashptx PTX simulator (sm_90a)") the runner runs and counts the gpu_sm90 suites only,
-// and skips, with the reason printed, the cases listed in kSimulatorSkips.
+// On a machine without a GPU, the gpu_sm90 suites, and the gpu_sm100 cases the simulator models,
+// run on the PTX simulator instead: the same test objects linked with the simulator's CUDA runtime
+// (build/run_tests_sim, tools/sim/exec.mk) run as a child process with this command line, and their
+// counts join the last line. On the simulator (device "flashptx PTX simulator (sm_90a)") the runner
+// runs and counts the gpu_sm90 and gpu_sm100 suites only, and skips, with the reason printed, their
+// cases kSimulatorRuns does not list. The sm_100a cases there are executed in the PTX simulator;
+// never run on a Blackwell GPU.
 // Everything else (host suites) always runs. The last line printed is exactly
 // "N passed, N failed, N skipped", counted in test cases.
 #define DOCTEST_CONFIG_IMPLEMENT
@@ -49,15 +51,26 @@ namespace {
 struct Counts { unsigned passed = 0, failed = 0, skipped = 0; };
 Counts g_counts;
 
-// Which cases this process counts: all of them, except that on the simulator only the gpu_sm90
-// suites are counted (they are all it runs), and that beside a simulator runner the gpu_sm90
-// suites are the runner's to count.
+// Which cases this process counts: all of them, except that on the simulator only the GPU suites
+// (gpu_sm90, gpu_sm100) are counted (they are all it runs), and that beside a simulator runner the
+// GPU suites are the runner's to count.
 enum class Counting { kAll, kGpuSm90Only, kAllButGpuSm90 };
 Counting g_counting = Counting::kAll;
 bool is_gpu_sm90(const char* suite) { return std::strncmp(suite, "gpu_sm90", 8) == 0; }
+bool is_gpu_sm100(const char* suite) { return std::strncmp(suite, "gpu_sm100", 9) == 0; }
+// The suites the simulator runner runs (the cases of them kSimulatorRuns lists) and counts.
+bool is_simulated(const char* suite) { return is_gpu_sm90(suite) || is_gpu_sm100(suite); }
+// The gpu_sm100 suites that go through the library's plan, which picks the FA4 kernels only on an
+// sm_100 device: they run in a second simulator child whose device reports compute capability 10.0
+// (FLASHPTX_SIM_CC=100, tools/sim/cudart/device.h); every other simulated suite runs in the first.
+bool needs_sim_cc100(const char* suite) { return std::strncmp(suite, "gpu_sm100 fa4", 13) == 0; }
+int g_sim_cc = 0;  // on the simulator: the compute capability its device reports (90 or 100)
+// On the simulator: the suites this child runs and counts.
+bool owned_here(const char* suite) { return is_simulated(suite) && needs_sim_cc100(suite) == (g_sim_cc == 100); }
 bool counted(const doctest::TestCaseData& tc) {
   if (g_counting == Counting::kAll) return true;
-  return is_gpu_sm90(tc.m_test_suite) == (g_counting == Counting::kGpuSm90Only);
+  if (g_counting == Counting::kGpuSm90Only) return owned_here(tc.m_test_suite);
+  return !is_simulated(tc.m_test_suite);
 }
 
 // A listener beside the console reporter: it only counts.
@@ -161,8 +174,27 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     {"gpu_sm90 fa3 backward", "large shapes (1k-8k)*"},
     {"gpu_sm90 fa3 backward", "d256: large shapes (1k-8k)*"},
     {"gpu_sm90 fa3 varlen", "batches of 1 to 64 sequences*"},
+    // sm_100a: the tcgen05 test kernels of cta_group::1 (tests/kernels_sm100/tmem_roundtrip.cu,
+    // umma.cu) and cluster launch control (clc.cu), executed in the PTX simulator's tcgen05 engine
+    // (tools/sim/exec_sm100.inc); never run on a Blackwell GPU.
+    {"gpu_sm100 primitives", "TMEM alloc -> tcgen05.st -> tcgen05.ld -> dealloc round trip*"},
+    {"gpu_sm100 primitives", "tcgen05.mma kind::f16 (bf16 -> f32), SS, cta_group::1*"},
+    {"gpu_sm100 primitives", "tcgen05.mma kind::f16 (bf16 -> f32), TS (A in TMEM), cta_group::1*"},
+    {"gpu_sm100 primitives", "tcgen05.mma kind::f8f6f4 (e4m3 -> f32), SS, cta_group::1*"},
+    {"gpu_sm100 primitives", "tcgen05.mma kind::f8f6f4 (e4m3 -> f32), TS (A in TMEM), cta_group::1*"},
+    {"gpu_sm100 primitives", "clusterlaunchcontrol.try_cancel work stealing*"},
+    // The FA4 forward through the library's plan, its 1-CTA kernels at the simulator's shapes
+    // (tests/gpu/test_fa4_fwd.cpp), in the child whose device reports sm_100 (needs_sim_cc100).
+    {"gpu_sm100 fa4 forward", "*"},
+    {"gpu_sm100 fa4 sim mutations", "*"},  // tests/sim/test_sim_fa4_mutations.cpp
 };
 constexpr const char* kSimulatorSkipReason = "no simulator shape yet (its GPU shapes would take the simulator hours)";
+constexpr const char* kSimulatorSkipReason100 =
+    "not executable in the PTX simulator yet (tcgen05 cta_group::2 pairs and the multicast try_cancel are not modelled: "
+    "tools/sim/READINGS.md, sm_100a); needs an sm_100 GPU";
+const char* simulator_skip_reason(const std::string& suite) {
+  return is_gpu_sm100(suite.c_str()) ? kSimulatorSkipReason100 : kSimulatorSkipReason;
+}
 
 
 bool runs_on_simulator(const doctest::TestCaseData& tc) { return flashptx_test::runs_on_simulator(tc, kSimulatorRuns); }
@@ -177,27 +209,28 @@ std::string exact_filter(const char* name) {
   return f;
 }
 
-// On the simulator: every suite but the gpu_sm90 ones is excluded (and not counted); of those, the
-// cases kSimulatorRuns does not name are marked skipped (and counted so), each by its suite and name
-// (tests/sim_selection.h: never by name alone); the reason is printed once for a suite none of whose
-// cases run, else for each case.
+// On the simulator: every suite but the GPU ones this child owns (gpu_sm90; gpu_sm100 in the child
+// whose device reports sm_100) is excluded (and not counted); of those, the cases kSimulatorRuns does
+// not name are marked skipped (and counted so), each by its suite and name (tests/sim_selection.h:
+// never by name alone); the reason is printed once for a suite none of whose cases run, else for
+// each case.
 void exclude_for_simulator(doctest::Context& context) {
   const auto& tests = doctest::detail::getRegisteredTests();
   std::set<std::string> others, kept_suites, said;
   for (const doctest::detail::TestCase& tc : tests) {
-    if (!is_gpu_sm90(tc.m_test_suite)) others.insert(tc.m_test_suite);
+    if (!owned_here(tc.m_test_suite)) others.insert(tc.m_test_suite);
     else if (runs_on_simulator(tc)) kept_suites.insert(tc.m_test_suite);
   }
   for (const std::string& suite : others) context.addFilter("test-suite-exclude", exact_filter(suite.c_str()).c_str());
-  for (const doctest::TestCaseData* tc : flashptx_test::simulator_skips(tests, kSimulatorRuns)) {
+  for (const doctest::TestCaseData* tc : flashptx_test::simulator_skips(tests, kSimulatorRuns, owned_here)) {
     flashptx_test::mark_skipped(*tc);
     if (!kept_suites.count(tc->m_test_suite)) {
       if (said.insert(tc->m_test_suite).second)
         std::printf("flashptx run_tests: on the simulator, skipping suite %s: %s\n", tc->m_test_suite,
-                    kSimulatorSkipReason);
+                    simulator_skip_reason(tc->m_test_suite));
     } else {
       std::printf("flashptx run_tests: on the simulator, skipping %s / %s: %s\n", tc->m_test_suite, tc->m_name,
-                  kSimulatorSkipReason);
+                  simulator_skip_reason(tc->m_test_suite));
     }
   }
 }
@@ -213,7 +246,7 @@ std::string simulator_runner() {
 
 // Runs the simulator runner with this process's arguments, its output going to ours; returns its
 // counts (a case failed when it ends without them).
-Counts run_simulator(const std::string& runner, int argc, char** argv) {
+Counts run_simulator(const std::string& runner, int argc, char** argv, bool cc100) {
   char counts_path[] = "/tmp/flashptx_sim_counts_XXXXXX";
   const int fd = mkstemp(counts_path);
   if (fd >= 0) close(fd);
@@ -225,6 +258,8 @@ Counts run_simulator(const std::string& runner, int argc, char** argv) {
     for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
     args.push_back(nullptr);
     setenv("FLASHPTX_SIM_COUNTS", counts_path, 1);
+    if (cc100) setenv("FLASHPTX_SIM_CC", "100", 1);  // the second child: an sm_100 device (needs_sim_cc100)
+    else unsetenv("FLASHPTX_SIM_CC");
     // The H200's copies of the simulator's cases (tests/gpu/capture.cpp), where the tree is here.
     const std::string manifest = std::string(FLASHPTX_ROOT) + "/tools/sim/chip/h200-copies.tsv";
     std::error_code ec;
@@ -281,7 +316,10 @@ static std::string probe_device() {
   cudaDeviceProp p{};
   if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) return "cudaGetDeviceProperties failed";
   g_device_cc = p.major * 10 + p.minor;
-  if (std::strcmp(p.name, FLASHPTX_SIM_DEVICE_NAME) == 0) g_counting = Counting::kGpuSm90Only;
+  if (std::strcmp(p.name, FLASHPTX_SIM_DEVICE_NAME) == 0) {
+    g_counting = Counting::kGpuSm90Only;
+    g_sim_cc = g_device_cc;
+  }
   return std::string(p.name) + ", sm_" + std::to_string(g_device_cc);
 }
 
@@ -303,13 +341,15 @@ int main(int argc, char** argv) {
   const std::string sim_runner = cc == 0 ? simulator_runner() : "";
   if (!sim_runner.empty()) {
     g_counting = Counting::kAllButGpuSm90;
-    std::printf("flashptx run_tests: the gpu_sm90 suites run on the PTX simulator (%s), after the others\n",
+    std::printf("flashptx run_tests: the gpu_sm90 suites and the modelled gpu_sm100 cases run on the PTX simulator (%s), after the others\n",
                 sim_runner.c_str());
   }
   rules.push_back({"gpu_sm90*", cc == 90,
                    cc == 0 ? device + " (no simulator runner: make sim-exec, or FLASHPTX_SIM_RUNNER)"
                            : "needs an sm_90 GPU (found sm_" + std::to_string(cc) + ")"});
-  rules.push_back({"gpu_sm100*", cc == 100,
+  // On the simulator the gpu_sm100 cases kSimulatorRuns lists run (sm_100a executed in the PTX
+  // simulator; never run on a Blackwell GPU); exclude_for_simulator skips the others.
+  rules.push_back({"gpu_sm100*", cc == 100 || on_simulator,
                    cc == 0 ? "needs an sm_100 GPU (" + device + ")"
                            : "needs an sm_100 GPU (found sm_" + std::to_string(cc) + ")"});
   if (cc == 90) {
@@ -356,8 +396,9 @@ int main(int argc, char** argv) {
   for (const Rule& r : rules) {
     if (r.runnable) continue;
     context.addFilter("test-suite-exclude", r.suites);
-    if (on_simulator && !is_gpu_sm90(r.suites)) continue;  // not counted here: no need to say
-    if (!sim_runner.empty() && is_gpu_sm90(r.suites)) continue;  // the simulator runner's
+    if (on_simulator && !is_simulated(r.suites)) continue;  // not counted here: no need to say
+    if (on_simulator && g_sim_cc == 100 && is_gpu_sm90(r.suites)) continue;  // the first child's
+    if (!sim_runner.empty() && is_simulated(r.suites)) continue;  // the simulator runner's
     std::printf("flashptx run_tests: skipping suites %s: %s\n", r.suites, r.reason.c_str());
   }
   if (on_simulator) exclude_for_simulator(context);
@@ -373,8 +414,18 @@ int main(int argc, char** argv) {
   int rc = context.run();
   if (context.shouldExit()) return rc;
   if (!sim_runner.empty()) {
-    const Counts c = run_simulator(sim_runner, argc, argv);
+    const Counts c = run_simulator(sim_runner, argc, argv, false);
     g_counts.passed += c.passed; g_counts.failed += c.failed; g_counts.skipped += c.skipped;
+    // the FA4 suites through the plan: the simulated device as an sm_100 one (sm_100a executed in
+    // the PTX simulator; never run on a Blackwell GPU)
+    bool any_cc100 = false;
+    for (const doctest::detail::TestCase& tc : doctest::detail::getRegisteredTests())
+      any_cc100 = any_cc100 || needs_sim_cc100(tc.m_test_suite);
+    if (any_cc100) {
+      std::printf("flashptx run_tests: the gpu_sm100 fa4 suites run on the PTX simulator as an sm_100 device (FLASHPTX_SIM_CC=100)\n");
+      const Counts c100 = run_simulator(sim_runner, argc, argv, true);
+      g_counts.passed += c100.passed; g_counts.failed += c100.failed; g_counts.skipped += c100.skipped;
+    }
   }
   if (const char* f = std::getenv("FLASHPTX_SIM_COUNTS"); on_simulator && f && *f) {
     std::ofstream(f) << g_counts.passed << " " << g_counts.failed << " " << g_counts.skipped << "\n";

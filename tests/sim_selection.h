@@ -25,13 +25,14 @@ inline bool runs_on_simulator(const doctest::TestCaseData& tc, std::span<const S
   return false;
 }
 
-// The gpu_sm90 cases of `tests` (TestCaseData or a type derived from it) that `runs` does not name,
-// each judged by its own suite and name.
-template <class Tests>
-std::vector<const doctest::TestCaseData*> simulator_skips(const Tests& tests, std::span<const SimulatorRun> runs) {
+// The cases of `tests` (TestCaseData or a type derived from it) in the suites `owned` accepts (the
+// gpu_sm90 ones by default) that `runs` does not name, each judged by its own suite and name.
+template <class Tests, class Owned = bool (*)(const char*)>
+std::vector<const doctest::TestCaseData*> simulator_skips(const Tests& tests, std::span<const SimulatorRun> runs,
+                                                          Owned owned = is_gpu_sm90_suite) {
   std::vector<const doctest::TestCaseData*> out;
   for (const doctest::TestCaseData& tc : tests)
-    if (is_gpu_sm90_suite(tc.m_test_suite) && !runs_on_simulator(tc, runs)) out.push_back(&tc);
+    if (owned(tc.m_test_suite) && !runs_on_simulator(tc, runs)) out.push_back(&tc);
   return out;
 }
 

@@ -57,6 +57,11 @@ enum Op : uint16_t {
   OP_WGMMA_FENCE, OP_WGMMA_COMMIT, OP_WGMMA_WAIT, OP_WGMMA_MMA, OP_LDMATRIX, OP_STMATRIX,
   // forms no library kernel issues, for the ISA-reading probes (tests/kernels/isa_readings_library.cu)
   OP_SZEXT, OP_BMSK, OP_SUBC, OP_LG2,
+  // tcgen05 (sm_100a; decoded by tools/sim/parse_sm100.cpp, executed by tools/sim/exec_sm100.inc)
+  OP_TC_ALLOC, OP_TC_DEALLOC, OP_TC_RELINQUISH, OP_TC_LD, OP_TC_ST, OP_TC_WAIT_LD, OP_TC_WAIT_ST,
+  OP_TC_FENCE_BEFORE, OP_TC_FENCE_AFTER, OP_TC_MMA, OP_TC_COMMIT,
+  // cluster launch control and the .b128 moves its responses need (sm_100a; the same files)
+  OP_MOV_B128, OP_CLC_TRY_CANCEL, OP_CLC_IS_CANCELED, OP_CLC_FIRST_CTAID,
   OP_COUNT
 };
 

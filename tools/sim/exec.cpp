@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "tools/sim/core.h"
+#include "tools/sim/exec_sm100_state.h"
 #include "tools/sim/isa_shim.h"
 
 namespace ptxsim {
@@ -737,6 +738,7 @@ struct Exec {
       w.is_producer = w.is_consumer = false;
       w.done = false;
     }
+    tc_reset(slot);
     return true;
   }
 
@@ -747,6 +749,27 @@ struct Exec {
   std::string blocked_desc(Warp& w);
   void nreg_over_pool(Cta& c);
   std::string nreg_split_text(Cta& c, uint32_t want);
+  // sm_100a, tcgen05 (tools/sim/exec_sm100.inc)
+  sm100::State tc;
+  sm100::CtaTmem& tc_cta(uint32_t slot);
+  sm100::WarpTc& tc_warp(const Warp& w);
+  void tc_reset(uint32_t slot);
+  void tc_check_ld_regs(Warp& w, const Inst& in, uint32_t mask, uint32_t pc);
+  std::string tc_cell_name(uint32_t lane, uint32_t col);
+  std::string tc_inflight_writer(uint32_t slot, uint32_t lane0, uint32_t lanes, uint32_t col0, uint32_t cols, int64_t warp_gw, bool* is_mma);
+  bool tc_uniform(Warp& w, uint32_t mask, const Opnd& o, uint64_t* v, uint32_t pc, const char* what);
+  void exec_tcgen05(Warp& w, uint32_t pc, uint32_t mask);
+  void tc_complete(sm100::Mma& x);
+  void tc_land(sm100::Commit& k);
+  bool tc_land_due(bool force_all);
+  void tc_cta_exit(uint32_t slot);
+  void tc_note_sync(Warp& w, int lane);
+  void exec_clc(Warp& w, uint32_t pc, uint32_t mask);
+  // cluster launch control (exec_sm100.inc): run()'s queue of clusters not yet launched
+  uint32_t* clc_next = nullptr;
+  const std::vector<std::vector<uint32_t>>* clc_clusters = nullptr;
+  void tc_handoff_check(Warp& w, int lane, uint32_t reader, uint32_t cell_lane, uint32_t lanes, uint32_t col0, uint32_t cols,
+                        uint32_t pc, const char* what);
 };
 
 bool Exec::warp_runnable(Warp& w) {
@@ -765,11 +788,17 @@ bool Exec::warp_runnable(Warp& w) {
         }
         break;
       case LS_BAR:
-        if (c.bars[w.wait_addr[l]].gen != w.wait_gen[l]) { w.st[l] = LS_RUN; w.pc[l]++; any = true; }
+        if (c.bars[w.wait_addr[l]].gen != w.wait_gen[l]) {
+          w.st[l] = LS_RUN; w.pc[l]++; any = true;
+          if (tc.on) tc_note_sync(w, int(l));  // tcgen05.fence checks (exec_sm100.inc)
+        }
         break;
       case LS_CLUSTER: {
         Cta& c0 = ctas[c.first_slot];
-        if (c0.cluster_gen != w.wait_gen[l]) { w.st[l] = LS_RUN; w.pc[l]++; any = true; }
+        if (c0.cluster_gen != w.wait_gen[l]) {
+          w.st[l] = LS_RUN; w.pc[l]++; any = true;
+          if (tc.on) tc_note_sync(w, int(l));
+        }
         break;
       }
       case LS_NREG:
@@ -926,6 +955,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
   if (w.inflight && in.op != OP_WGMMA_MMA && in.op != OP_WGMMA_WAIT && in.op != OP_WGMMA_COMMIT && in.op != OP_WGMMA_FENCE)
     check_locks(w, in, mask, pc);
   stamp_writes(w, in, pc);
+  if (tc.ld_pending) tc_check_ld_regs(w, in, mask, pc);
   auto advance = [&]() { FOR_LANES { w.pc[l] = pc + 1; w.st[l] = LS_RUN; } uni_next = pc + 1; };
   // collectives: the threads named must all be here
   auto gather = [&](uint32_t need) -> bool {
@@ -1545,7 +1575,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
         advance();
       } else {
         FOR_LANES {
-          if (c0.cluster_gen != w.wait_gen[l]) { w.pc[l] = pc + 1; w.st[l] = LS_RUN; }
+          if (c0.cluster_gen != w.wait_gen[l]) { w.pc[l] = pc + 1; w.st[l] = LS_RUN; if (tc.on) tc_note_sync(w, int(l)); }
           else w.st[l] = LS_CLUSTER;
         }
       }
@@ -1684,6 +1714,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
         if (ok) {
           w.acquired = b->done_reads;
           w.acquired_mbar = off;
+          if (tc.on) tc_note_sync(w, l);  // tcgen05.fence checks (exec_sm100.inc)
         }
         if (o[0].kind == K_REG) R(w, o[0].reg, l) = ok;
         w.pc[l] = pc + 1;
@@ -2002,6 +2033,13 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
       advance();
       break;
     }
+    case OP_TC_ALLOC: case OP_TC_DEALLOC: case OP_TC_RELINQUISH: case OP_TC_LD: case OP_TC_ST: case OP_TC_WAIT_LD:
+    case OP_TC_WAIT_ST: case OP_TC_FENCE_BEFORE: case OP_TC_FENCE_AFTER: case OP_TC_MMA: case OP_TC_COMMIT:
+      exec_tcgen05(w, pc, mask);  // tools/sim/exec_sm100.inc
+      break;
+    case OP_MOV_B128: case OP_CLC_TRY_CANCEL: case OP_CLC_IS_CANCELED: case OP_CLC_FIRST_CTAID:
+      exec_clc(w, pc, mask);  // tools/sim/exec_sm100.inc
+      break;
     default:
       finding(Finding::kIllegal, &w, __builtin_ctz(mask), pc, "", "instruction form not executable: " + m.forms[in.form], true);
       return;
@@ -2070,6 +2108,8 @@ Report Exec::run() {
   }
   // ranks within a cluster: x fastest (cluster_ctarank = x + X*(y + Y*z)); push order matches
   uint32_t next_cluster = 0;
+  clc_next = &next_cluster;  // clusterlaunchcontrol.try_cancel takes clusters from this queue
+  clc_clusters = &cluster_ctas;
   auto fill = [&](uint32_t slot_cluster) {
     if (next_cluster >= nclusters) return false;
     auto& v = cluster_ctas[next_cluster++];
@@ -2098,6 +2138,7 @@ Report Exec::run() {
         bool any = false;
         for (auto& op : async) if (!op.done && op.cta >= s * cl_size && op.cta < (s + 1) * cl_size) { land(op); any = true; }
         if (any) gc_async();
+        for (uint32_t r = 0; r < cl_size; ++r) tc_cta_exit(s * cl_size + r);  // tcgen05: commits land, TMEM freed
         for (uint32_t r = 0; r < cl_size; ++r) {
           Cta& c = ctas[s * cl_size + r];
           for (auto& [off, b] : c.mbars)
@@ -2113,6 +2154,7 @@ Report Exec::run() {
     cand.clear();
     for (auto& c : ctas) if (c.active) for (auto& w : c.warps) if (warp_runnable(w)) cand.push_back(&w);
     if (cand.empty()) {
+      if (!tc.commits.empty() && tc_land_due(true)) continue;  // tcgen05.commit arrivals (exec_sm100.inc)
       if (!async.empty()) {
         // nothing runs: the oldest copies land now
         for (auto& op : async) if (op.group != 0 || op.kind == AK_TMA_LOAD || op.kind == AK_BULK_LOAD) { op.land_at = 0; }
@@ -2158,6 +2200,7 @@ Report Exec::run() {
     int quantum = cfg.policy == Policy::kRandom ? 1 + (int)(rng() % 32) : 32;
     exec_warp(*w, quantum);
     if (!async.empty()) land_due(false);
+    if (!tc.commits.empty()) tc_land_due(false);
     if (step > budget) {
       std::string msg = "step budget of " + std::to_string(budget) + " warp-instructions exhausted (livelock?):";
       for (auto& c : ctas) if (c.active) for (auto& w2 : c.warps) if (!w2.done) msg += blocked_desc(w2);
@@ -2166,9 +2209,12 @@ Report Exec::run() {
     }
   }
   for (size_t i = 0; i < gvars.size(); ++i) mem.remove(reinterpret_cast<uint64_t>(gvars[i].data()));
+  if (!tc.clc_buf.empty()) mem.remove(reinterpret_cast<uint64_t>(tc.clc_buf.data()));
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return rep;
 }
+
+#include "tools/sim/exec_sm100.inc"  // sm_100a: the tcgen05 instructions, members of Exec
 
 }  // namespace
 

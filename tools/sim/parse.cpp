@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "tools/sim/core.h"
+#include "tools/sim/sm100.h"
 
 namespace ptxsim {
 namespace {
@@ -459,17 +460,18 @@ class Parser {
       names = w + tail;
       break;
     }
-    (void)ty;
     for (auto& nm : split_operands(names)) {
       size_t lt = nm.find('<');
       if (lt != std::string::npos) {
         std::string base = trim(nm.substr(0, lt));
         uint32_t cnt = (uint32_t)std::stoul(nm.substr(lt + 1));
+        if (ty == T_B128) { fail(line, "ranges of .b128 registers are not supported"); return; }
         RegRange rr{base, reg_next_, cnt};
         reg_ranges_.back().push_back(rr);
         reg_next_ += cnt;
       } else {
-        reg_scope_.back()[trim(nm)] = reg_next_++;
+        reg_scope_.back()[trim(nm)] = reg_next_;
+        reg_next_ += ty == T_B128 ? 2 : 1;  // a .b128 register: two 64-bit slots, low half first
       }
     }
   }
@@ -1024,6 +1026,10 @@ class Parser {
         unknown.push_back(w);
       }
       if (in.m != 8 || in.n == 0) bad = true;
+    } else if (base == "tcgen05") {
+      decode_tcgen05(in, p, &unknown, &bad);  // tools/sim/parse_sm100.cpp
+    } else if (base == "clusterlaunchcontrol") {
+      decode_clc(in, p, &unknown, &bad);  // tools/sim/parse_sm100.cpp
     } else if (sit != simple.end()) {
       in.op = sit->second;
       generic(1);
@@ -1037,6 +1043,7 @@ class Parser {
     }
     if (!types.empty()) in.ty = types[0];
     if (types.size() > 1) in.ty2 = types[1];
+    if (in.op == OP_MOV && in.ty == T_B128) in.op = OP_MOV_B128;  // tools/sim/exec_sm100.inc
     if (types.size() > 2) bad = true;
     if (!unknown.empty() || bad || in.op == OP_INVALID) in.implemented = false;
     if (in.implemented) in.implemented = check_supported(in);
@@ -1119,6 +1126,12 @@ class Parser {
         if (in.ty2 == T_E4M3 || in.ty2 == T_E5M2) return in.k == 32 && in.n % 8 == 0 && in.n >= 8 && in.n <= 256;
         return false;
       case OP_LDMATRIX: case OP_STMATRIX: return t == T_B16 && (in.space == SP_SHARED);
+      case OP_TC_ALLOC: case OP_TC_DEALLOC: case OP_TC_RELINQUISH: case OP_TC_LD: case OP_TC_ST: case OP_TC_WAIT_LD:
+      case OP_TC_WAIT_ST: case OP_TC_FENCE_BEFORE: case OP_TC_FENCE_AFTER: case OP_TC_MMA: case OP_TC_COMMIT:
+        return tcgen05_supported(in);
+      case OP_MOV_B128: return (in.o[0].kind == K_REG && in.o[1].kind == K_VEC && in.o[1].n == 2) ||
+                               (in.o[0].kind == K_VEC && in.o[0].n == 2 && in.o[1].kind == K_REG);
+      case OP_CLC_TRY_CANCEL: case OP_CLC_IS_CANCELED: case OP_CLC_FIRST_CTAID: return true;
       default: return false;
     }
   }

@@ -1,4 +1,6 @@
-// ptxsim: a PTX simulator for sm_90a kernels with asynchronous semantics (issue 31).
+// ptxsim: a PTX simulator for sm_90a kernels with asynchronous semantics (issue 31), and the sm_100a
+// tcgen05 / Tensor Memory / cluster-launch-control forms of cta_group::1 (issue 32; tools/sim/sm100.h;
+// executed here, never run on a Blackwell GPU).
 //
 // A tool, never linked into libflashptx. Written from the PTX ISA; it includes nothing from the
 // project's ptx/, src/ or include/. The public API below is what the fake CUDA runtime
@@ -51,6 +53,11 @@ std::shared_ptr<const Module> load_module(std::string_view ptx, std::string_view
 // The same, but a module with unimplemented forms still loads (they trap when executed) and
 // *err lists them. For list_forms and partial runs.
 std::shared_ptr<const Module> load_module_lenient(std::string_view ptx, std::string_view name, std::string* err);
+
+// The unimplemented forms (with name:line) an entry can reach: its own body and the functions it
+// calls. Empty: a module loaded leniently can launch that entry (its other entries' forms do not
+// matter). tools/sim/entry_forms.cpp.
+std::vector<std::string> entry_unimplemented(const Module&, std::string_view entry);
 
 struct ParamInfo { std::string name; uint32_t offset = 0, size = 0, align = 0; };
 std::vector<ParamInfo> entry_params(const Module&, std::string_view entry);  // the param block layout

@@ -3,10 +3,17 @@
 #   build/ptx/<path>.ptx      the PTX of each sm_90a library and test kernel unit, from the same
 #                             sources and flags as their release-flavour SASS (no ptxas: cheap)
 SIM_CPP      := $(wildcard tools/sim/*.cpp tools/sim/isa/*.cpp)
+# the tcgen05 emulator: the simulator's Tensor Memory and tcgen05.mma (tools/sim/exec_sm100.inc)
+SIM_CPP      += tools/models/tcgen05_emulator.cpp
 SIM_OBJ      := $(SIM_CPP:%.cpp=$(BUILD)/sim/%.o)
 SIM_LIB      := $(BUILD)/sim/libptxsim.a
 SIM_CXXFLAGS := -std=c++20 -O2 -ffp-contract=off -I$(ROOT) -Wall -Wextra -MMD -MP
 SIM_PTX      := $(LIB_CU90:%.cu=$(BUILD)/ptx/%.ptx) $(TK_CU:%.cu=$(BUILD)/ptx/%.ptx)
+# sm_100a: the test kernels' PTX (tests/kernels_sm100/) and the FA4 forward's (src/sm100/fa4_fwd.cu:
+# its 1-CTA kernels; the library plans them on the simulated device with FLASHPTX_SIM_CC=100),
+# executed by the simulator's tcgen05 engine (tools/sim/exec_sm100.inc); never run on a Blackwell GPU.
+SIM_PTX100   := $(TK100_CU:%.cu=$(BUILD)/ptx/%.ptx) $(BUILD)/ptx/src/sm100/fa4_fwd.ptx
+SIM_PTX      += $(SIM_PTX100)
 
 $(BUILD)/sim/%.o: %.cpp
 	$(call step,c++  $< (simulator))
@@ -21,6 +28,14 @@ $(BUILD)/ptx/%.ptx: %.cu
 	$(call step,ptx  $<)
 	@mkdir -p $(dir $@)
 	$(Q)$(NVCC) $(NVFLAGS) $(ARCH90) -ptx $< -o $@
+$(BUILD)/ptx/tests/kernels_sm100/%.ptx: tests/kernels_sm100/%.cu
+	$(call step,ptx  $< (sm_100a))
+	@mkdir -p $(dir $@)
+	$(Q)$(NVCC) $(NVFLAGS) $(ARCH100) -ptx $< -o $@
+$(BUILD)/ptx/src/sm100/%.ptx: src/sm100/%.cu
+	$(call step,ptx  $< (sm_100a))
+	@mkdir -p $(dir $@)
+	$(Q)$(NVCC) $(NVFLAGS) $(ARCH100) -ptx $< -o $@
 
 .PHONY: sim sim-ptx
 sim: $(SIM_LIB)

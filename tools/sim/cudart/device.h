@@ -78,6 +78,10 @@ struct Device {
   Policy policy = Policy::kRoundRobin;
   uint64_t seed = 1;
   int sms = 4;
+  // The compute capability the device reports (major * 10 + minor): 90, or 100 with
+  // FLASHPTX_SIM_CC=100, so that the library plans its sm_100a (FA4) kernels, which the simulator
+  // executes from their PTX (never run on a Blackwell GPU). The device name stays the same.
+  int cc = 90;
 
   std::unique_ptr<FileTrace> trace;  // flashptx_sim_trace: every launch's events, to a file
 

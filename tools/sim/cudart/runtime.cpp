@@ -307,8 +307,8 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int dev) {
   if (dev != 0) return fail(cudaErrorInvalidDevice);
   *p = cudaDeviceProp{};
   std::snprintf(p->name, sizeof(p->name), "%s", kDeviceName);
-  p->major = 9;
-  p->minor = 0;
+  p->major = device().cc / 10;
+  p->minor = device().cc % 10;
   p->multiProcessorCount = device().sms;
   p->totalGlobalMem = size_t(16) << 30;
   p->sharedMemPerBlock = kDefaultDynamicSmem;
@@ -332,8 +332,8 @@ cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr attr, int dev) {
   if (v == nullptr) return fail(cudaErrorInvalidValue);
   if (dev != 0) return fail(cudaErrorInvalidDevice);
   switch (attr) {
-    case cudaDevAttrComputeCapabilityMajor: *v = 9; return cudaSuccess;
-    case cudaDevAttrComputeCapabilityMinor: *v = 0; return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMajor: *v = device().cc / 10; return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMinor: *v = device().cc % 10; return cudaSuccess;
     case cudaDevAttrMultiProcessorCount: *v = device().sms; return cudaSuccess;
     case cudaDevAttrMaxSharedMemoryPerBlockOptin: *v = kMaxDynamicSmemOptin; return cudaSuccess;
     case cudaDevAttrMaxSharedMemoryPerBlock: *v = kDefaultDynamicSmem; return cudaSuccess;

@@ -1,0 +1,206 @@
+// Protocol mutations of the FA4 forward's own PTX (build/ptx/src/sm100/fa4_fwd.ptx), as tests: each
+// case edits one instruction line of the entry the library's plan launches for the shape (found by
+// pattern and occurrence, the number of matches asserted), runs flashptx_fwd with the edited module in
+// place (flashptx_sim_override_ptx) and expects the launch to fail with the named report. The
+// unmutated module passes (no finding; O against fp64 under FlashAttention's rule, LSE).
+// sm_100a: executed in the PTX simulator (the runner's child whose device reports sm_100); never run
+// on a Blackwell GPU. On a GPU the cases skip.
+//
+// Which instances are caught, and why the others are not (explored with every occurrence):
+//   - tcgen05.wait::ld: 14 in the entry; the softmax's two .x64 loads of S are followed by two waits,
+//     either one covering both loads (a wait::ld waits for all prior loads of the thread), so deleting
+//     one is correctly no finding; each of the correction's O loads has its own wait (caught).
+//   - tcgen05.fence::after_thread_sync: 9; caught where no later fence of the same thread covers the
+//     synchronisation (the softmax after s_full, the correction after o_ready); the MMA thread's
+//     p_ready / o_rescaled fences cover each other's waits (a fence orders after every prior
+//     synchronisation), and the fence after the allocation orders the address's read from shared
+//     memory, which the simulator does not track.
+#include <doctest/doctest.h>
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <random>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "include/flashptx.h"
+#include "src/plan.h"
+#include "tests/gpu/test_util.h"
+#include "tools/sim/cudart/flashptx_sim.h"
+#include "tools/support/reference.h"
+
+extern "C" int flashptx_sim_override_ptx(const char*, const char*) __attribute__((weak));
+extern "C" int flashptx_sim_configure(const char*, uint64_t, int) __attribute__((weak));
+extern "C" const char* flashptx_sim_last_report(void) __attribute__((weak));
+
+namespace {
+
+namespace ref = flashptx::ref;
+
+constexpr const char* kEntry = "fa4_fwd_sm100_bf16_d64";
+// 130 queries (two tiles, one partial), 160 keys (two blocks, one partial), one head, d64.
+constexpr int64_t kSq = 130, kSk = 160, kD = 64;
+
+std::string module_text() {
+  static const std::string text = [] {
+    const std::string path = std::string(FLASHPTX_BUILD_DIR) + "/ptx/src/sm100/fa4_fwd.ptx";
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }();
+  return text;
+}
+
+// The text with the `which`-th of the entry's lines matching `pattern` (there must be `expected`)
+// edited: the match replaced by `replacement` ("$1" etc. from the pattern's groups), or, when that
+// is empty, the line deleted.
+std::string mutate(const std::string& pattern, size_t expected, size_t which, const std::string& replacement) {
+  std::string t = module_text();
+  const size_t b = t.find(std::string(".entry ") + kEntry + "(");
+  REQUIRE(b != std::string::npos);
+  size_t e = t.find(".entry ", b + 8);
+  if (e == std::string::npos) e = t.size();
+  const std::regex re(pattern);
+  std::vector<std::pair<size_t, size_t>> ls;
+  for (size_t pos = b; pos < e;) {
+    size_t nl = t.find('\n', pos);
+    if (nl == std::string::npos || nl > e) nl = e;
+    if (std::regex_search(t.begin() + long(pos), t.begin() + long(nl), re)) ls.push_back({pos, nl - pos});
+    pos = nl + 1;
+  }
+  REQUIRE_MESSAGE(ls.size() == expected, "/" << pattern << "/ matched " << ls.size() << " lines of " << kEntry);
+  const std::string line = t.substr(ls[which].first, ls[which].second);
+  t.replace(ls[which].first, ls[which].second, replacement.empty() ? "" : std::regex_replace(line, re, replacement));
+  return t;
+}
+
+struct Outcome {
+  flashptx_status status = FLASHPTX_OK;
+  std::string report, kernel;
+  double o_err = 0, o_tol = 0, lse_err = 0;
+};
+
+Outcome run(const std::string& ptx, const char* policy) {
+  REQUIRE(flashptx_sim_configure(policy, std::random_device{}(), 4) == 0);
+  if (!ptx.empty()) REQUIRE_MESSAGE(flashptx_sim_override_ptx(kEntry, ptx.c_str()) == 0, flashptx_sim_last_report());
+  struct Restore {
+    bool on;
+    ~Restore() { if (on) flashptx_sim_override_ptx(kEntry, nullptr); }
+  } restore{!ptx.empty()};
+  const size_t nq = kSq * kD, nk = kSk * kD;
+  std::vector<uint16_t> q(nq), k(nk), v(nk);
+  std::mt19937 rng(std::random_device{}());
+  std::normal_distribution<float> nd(0.f, 1.f);
+  for (auto* x : {&q, &k, &v})
+    for (auto& e : *x) e = flashptx::float_to_bf16(nd(rng));
+  void *dq, *dk, *dv, *dout, *dlse;
+  CUDA_REQUIRE(cudaMalloc(&dq, nq * 2));
+  CUDA_REQUIRE(cudaMalloc(&dk, nk * 2));
+  CUDA_REQUIRE(cudaMalloc(&dv, nk * 2));
+  CUDA_REQUIRE(cudaMalloc(&dout, nq * 2));
+  CUDA_REQUIRE(cudaMalloc(&dlse, kSq * 4));
+  CUDA_REQUIRE(cudaMemcpy(dq, q.data(), nq * 2, cudaMemcpyHostToDevice));
+  CUDA_REQUIRE(cudaMemcpy(dk, k.data(), nk * 2, cudaMemcpyHostToDevice));
+  CUDA_REQUIRE(cudaMemcpy(dv, v.data(), nk * 2, cudaMemcpyHostToDevice));
+  CUDA_REQUIRE(cudaMemset(dout, 0xFF, nq * 2));
+  CUDA_REQUIRE(cudaMemset(dlse, 0xFF, kSq * 4));
+  flashptx_fwd_params p;
+  flashptx_fwd_params_contiguous(&p, dq, dk, dv, dout, static_cast<float*>(dlse), 1, kSq, kSk, 1, 1, kD, FLASHPTX_BF16, 0);
+  Outcome r;
+  r.status = flashptx_fwd(&p, nullptr);
+  const flashptx::Launch l = flashptx::last_launch();
+  r.kernel = l.kernel ? l.kernel->name : "";
+  if (r.status != FLASHPTX_OK) r.report = flashptx_sim_last_report();
+  std::vector<uint16_t> o(nq);
+  std::vector<float> lse(kSq);
+  CUDA_REQUIRE(cudaMemcpy(o.data(), dout, nq * 2, cudaMemcpyDeviceToHost));
+  CUDA_REQUIRE(cudaMemcpy(lse.data(), dlse, lse.size() * 4, cudaMemcpyDeviceToHost));
+  for (void* x : {dq, dk, dv, dout, dlse}) cudaFree(x);
+  if (r.status == FLASHPTX_OK) {
+    ref::Problem pr;
+    pr.seqlen_q = kSq; pr.seqlen_k = kSk; pr.heads_q = 1; pr.heads_kv = 1; pr.head_dim = kD;
+    const auto qv = ref::contiguous_q(q.data(), ref::Elem::kBF16, pr);
+    const auto kv = ref::contiguous_kv(k.data(), ref::Elem::kBF16, pr);
+    const auto vv = ref::contiguous_kv(v.data(), ref::Elem::kBF16, pr);
+    const ref::Forward exact = ref::forward(pr, qv, kv, vv);
+    const ref::Forward same = ref::forward(pr, qv, kv, vv, flashptx::Round::kBF16);
+    double same_err = 0;
+    for (size_t i = 0; i < same.o.size(); ++i)
+      same_err = std::max(same_err, std::fabs(flashptx::round_to(flashptx::Round::kBF16, same.o[i]) - exact.o[i]));
+    r.o_tol = 2 * same_err + 1e-5;
+    r.o_err = ref::max_abs_diff_o(pr, ref::contiguous_q(o.data(), ref::Elem::kBF16, pr), exact.o);
+    if (std::isnan(r.o_err)) r.o_err = INFINITY;
+    r.lse_err = ref::max_abs_diff_lse(pr, lse.data(), exact.lse);
+    if (std::isnan(r.lse_err)) r.lse_err = INFINITY;
+  }
+  return r;
+}
+
+void check_caught(const Outcome& r, const std::vector<std::string>& words) {
+  INFO("report:\n" << r.report.substr(0, 3000));
+  CHECK(r.kernel == kEntry);
+  CHECK_MESSAGE(r.status == FLASHPTX_ERR_CUDA, "flashptx_fwd returned " << flashptx_status_name(r.status));
+  for (const std::string& w : words) CHECK_MESSAGE(r.report.find(w) != std::string::npos, "no '" << w << "' in the report");
+}
+
+bool sim() {
+  if (flashptx_sim_override_ptx != nullptr && flashptx_test::on_simulator() && !module_text().empty()) {
+    REQUIRE(flashptx_set_option(FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100, 1) == FLASHPTX_OK);
+    return true;
+  }
+  MESSAGE("skipped: the FA4 mutations run on the PTX simulator only (build/run_tests_sim, with its fa4_fwd.ptx)");
+  return false;
+}
+
+}  // namespace
+
+TEST_SUITE("gpu_sm100 fa4 sim mutations") {
+
+TEST_CASE("the unmutated FA4 forward passes on the mutation shape, under two policies") {
+  if (!sim()) return;
+  for (const char* pol : {"round-robin", "random"}) {
+    const Outcome r = run("", pol);
+    INFO(pol << ": " << r.report.substr(0, 2000));
+    CHECK(r.kernel == kEntry);
+    CHECK(r.status == FLASHPTX_OK);
+    CHECK(r.o_err <= r.o_tol);
+    CHECK(r.lse_err <= 5e-4);
+  }
+}
+
+TEST_CASE("mutation: the correction's tcgen05.wait::ld of O removed: its registers are used before they are valid") {
+  if (!sim()) return;
+  check_caught(run(mutate("tcgen05\\.wait::ld", 14, 10, ""), "round-robin"),
+               {"hazard", "before the tcgen05.wait::ld"});
+}
+
+TEST_CASE("mutation: tcgen05.fence::after_thread_sync missing after s_full (softmax) / after o_ready (correction)") {
+  if (!sim()) return;
+  check_caught(run(mutate("tcgen05\\.fence::after_thread_sync", 9, 1, ""), "round-robin"),
+               {"protocol", "tcgen05.ld of", "no tcgen05.fence::after_thread_sync"});
+  check_caught(run(mutate("tcgen05\\.fence::after_thread_sync", 9, 4, ""), "random"),
+               {"protocol", "tcgen05.ld of", "no tcgen05.fence::after_thread_sync"});
+}
+
+TEST_CASE("mutation: a tcgen05.commit to the wrong mbarrier (the next one): the waiters deadlock or read in flight") {
+  if (!sim()) return;
+  // the first commit of the entry (the waiters of its barrier never see the phase)
+  check_caught(run(mutate("tcgen05\\.commit.*\\[(%r[0-9]+)\\]", 5, 0, "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [$1+8]"), "round-robin"),
+               {"deadlock", "mbarrier"});
+  // the third: its waiter's barrier completes from another arrival, and S is read in flight
+  check_caught(run(mutate("tcgen05\\.commit.*\\[(%r[0-9]+)\\]", 5, 2, "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [$1+8]"), "round-robin"),
+               {"hazard", "before that MMA completed"});
+}
+
+TEST_CASE("mutation: the tcgen05.dealloc removed: the CTA exits holding its TMEM columns") {
+  if (!sim()) return;
+  check_caught(run(mutate("tcgen05\\.dealloc", 1, 0, ""), "round-robin"), {"protocol", "exited holding TMEM columns"});
+}
+
+}  // TEST_SUITE
