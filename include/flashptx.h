@@ -508,7 +508,8 @@ flashptx_status flashptx_fwd_fp8_check(const flashptx_fwd_fp8_params* p);
  * Split-KV: num_splits 0 lets the library choose (from the shape and the SM count), 1 runs without
  * a split, n > 1 (at most 128) splits each sequence's key blocks across n CTAs, which write partial
  * O and LSE into `workspace` and a combine kernel merges them by LSE. The workspace (device memory,
- * 256-byte aligned, at least flashptx_fwd_kvcache_workspace_size bytes; may be NULL when that is 0).
+ * 256-byte aligned, at least flashptx_fwd_kvcache_workspace_size bytes; may be NULL when that is 0)
+ * also holds the rotated q (rotary_cos set).
  *
  * What only the device sees is clamped, never read out of bounds, and recorded in *error_word
  * (optional: device uint32, 4-byte aligned; bits OR'ed in, never cleared by the library):
@@ -516,18 +517,20 @@ flashptx_status flashptx_fwd_fp8_check(const flashptx_fwd_fp8_params* p);
  *                                   (cache_seqlen, or max_pages * page_size): clamped to [0, capacity]
  *   FLASHPTX_KVCACHE_ERR_PAGE       a page_table entry outside [0, num_pages): its keys read as zeros
  *   FLASHPTX_KVCACHE_ERR_BATCH_IDX  a cache_batch_idx entry outside [0, cache_batch): no keys
+ *   FLASHPTX_KVCACHE_ERR_ROTARY     a rotary position at or past seqlen_ro (see rotary_cos below)
  * The output of a call that set a bit is not meaningful for the sequences concerned.
- * Not yet: appending new keys/values, rotary embedding, cache_leftpad, fp16, head dims 64 and 256.
+ * Not yet: cache_leftpad, fp16, head dims 64 and 256.
  */
 #define FLASHPTX_KVCACHE_ERR_SEQLEN 1u
 #define FLASHPTX_KVCACHE_ERR_PAGE 2u
 #define FLASHPTX_KVCACHE_ERR_BATCH_IDX 4u
+#define FLASHPTX_KVCACHE_ERR_ROTARY 8u
 #define FLASHPTX_KVCACHE_MAX_SPLITS 128
 
 typedef struct flashptx_kvcache_params {
   const void* q;        /* [batch, seqlen_q, heads_q, head_dim] */
-  const void* k_cache;  /* see above */
-  const void* v_cache;
+  void* k_cache;        /* see above; written only where k_new is set */
+  void* v_cache;
   void* o;              /* [batch, seqlen_q, heads_q, head_dim] */
   float* lse;           /* optional: [batch, heads_q, seqlen_q] fp32, or NULL */
   const int32_t* cache_seqlens;    /* DEVICE memory, [batch] */
@@ -553,6 +556,28 @@ typedef struct flashptx_kvcache_params {
   void* workspace;       /* device, 256-byte aligned (split-KV only) */
   int64_t workspace_bytes;
   uint32_t* error_word;  /* optional device word (above) */
+  /* Optional append (k_new NULL: none): k_new/v_new [batch, seqlen_new, heads_kv, head_dim] are
+   * written into the cache, in place, at positions cache_seqlens[b] + j (j < seqlen_new) of sequence
+   * b, before it attends to its cache_seqlens[b] + seqlen_new keys. cache_seqlens is read, never
+   * updated (the caller advances it). A position past the capacity, or in a bad page, is not written
+   * (and recorded in error_word). */
+  const void* k_new;
+  const void* v_new;
+  int64_t seqlen_new;
+  int64_t k_new_batch_stride, k_new_row_stride, k_new_head_stride;
+  int64_t v_new_batch_stride, v_new_row_stride, v_new_head_stride;
+  /* Optional rotary embedding (rotary_cos NULL: none; needs k_new): fp32 [seqlen_ro, rotary_dim / 2]
+   * device tables, contiguous. The first rotary_dim dims of each new key and of q are rotated: pair
+   * (a, b) = (2i, 2i + 1) with rotary_interleaved (GPT-J), (i, i + rotary_dim / 2) without (GPT-NeoX),
+   * x_a' = x_a cos - x_b sin, x_b' = x_b cos + x_a sin with cos = rotary_cos[pos][i]; new key j at pos
+   * cache_seqlens[b] + j, query row i at cache_seqlens[b] + i when causal, cache_seqlens[b] otherwise
+   * (FlashAttention's flash_attn_with_kvcache). rotary_dim: a multiple of 16, at most head_dim. A
+   * position at or past seqlen_ro takes row seqlen_ro - 1 (FLASHPTX_KVCACHE_ERR_ROTARY). The rotated
+   * q lives in the workspace (q itself is not written). */
+  const float* rotary_cos;
+  const float* rotary_sin;
+  int64_t rotary_dim, seqlen_ro;
+  int rotary_interleaved;
 } flashptx_kvcache_params;
 
 /* The workspace a call needs (0 without a split). With num_splits 0 the split count is the plan's

@@ -22,6 +22,7 @@ const char* family_name(Family f) {
     case Family::kFa3FwdFp8: return "fa3_fwd_fp8";
     case Family::kFa3FwdKvcache: return "fa3_fwd_kvcache";
     case Family::kFa3FwdKvcacheCombine: return "fa3_fwd_kvcache_combine";
+    case Family::kFa3FwdKvcacheAppend: return "fa3_fwd_kvcache_append";
     case Family::kFa3BwdSink: return "fa3_bwd_sink";
   }
   return "unknown";

@@ -30,6 +30,7 @@ enum class Family : uint8_t {
                   // rule (launch_fwd_fp8), not by a launch plan
   kFa3FwdKvcache,         // FA3 forward over a KV cache (src/sm90/fa3_fwd_kvcache.cu), launched by
   kFa3FwdKvcacheCombine,  // src/kvcache.cpp; and its split-KV combine
+  kFa3FwdKvcacheAppend,   // and its append of new keys/values with rotary
   kFa3BwdSink,    // FA3 backward: the attention sinks' gradient from the preprocess's scratch
                   // (src/sm90/fa3_bwd_sink.cu; any dtype and head dim)
 };

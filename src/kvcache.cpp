@@ -82,6 +82,21 @@ flashptx_status validate_kvcache_shape(const flashptx_kvcache_params& p, std::st
     if (p.cache_batch_idx != nullptr)
       return bad(FLASHPTX_ERR_UNSUPPORTED, msg, "cache_batch_idx with a paged cache (the page table says it)");
   }
+  if (p.k_new != nullptr || p.v_new != nullptr || p.seqlen_new != 0) {
+    if (p.seqlen_new < 0) return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "seqlen_new is " + str(p.seqlen_new) + ": negative");
+    if (p.seqlen_new > capacity(p))
+      return bad(FLASHPTX_ERR_BAD_SHAPE, msg,
+                 "seqlen_new " + str(p.seqlen_new) + " is above the cache's capacity " + str(capacity(p)));
+  }
+  if (p.rotary_cos != nullptr || p.rotary_sin != nullptr) {
+    if (p.k_new == nullptr)
+      return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "rotary_cos/sin without k_new (rotary applies to appended keys and q)");
+    if (p.rotary_dim <= 0 || p.rotary_dim % 16 != 0 || p.rotary_dim > p.head_dim)
+      return bad(FLASHPTX_ERR_BAD_SHAPE, msg,
+                 "rotary_dim " + str(p.rotary_dim) + ": a positive multiple of 16, at most head_dim " + str(p.head_dim));
+    if (p.seqlen_ro <= 0) return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "seqlen_ro is " + str(p.seqlen_ro) + ": rotary needs a row");
+    if (p.seqlen_ro >= (int64_t(1) << 31)) return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "seqlen_ro is 2^31 or more");
+  }
   if (capacity(p) >= (int64_t(1) << 31) - 256 || p.cache_batch >= (int64_t(1) << 31))
     return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "the cache holds 2^31 - 256 keys per sequence or more");
   if (p.batch > 65535) return bad(FLASHPTX_ERR_BAD_SHAPE, msg, "batch " + str(p.batch) + " is above 65535 (grid z)");
@@ -106,8 +121,26 @@ flashptx_status validate_kvcache_buffers(const flashptx_kvcache_params& p, std::
   for (const auto& b : al)
     if (!aligned(b.ptr, b.a))
       return bad(FLASHPTX_ERR_MISALIGNED, msg, std::string(b.name) + " is not " + str(b.a) + "-byte aligned");
+  if ((p.k_new == nullptr) != (p.v_new == nullptr))
+    return bad(FLASHPTX_ERR_NULL_POINTER, msg, p.k_new == nullptr ? "k_new is NULL while v_new is set" : "v_new is NULL while k_new is set");
+  if ((p.rotary_cos == nullptr) != (p.rotary_sin == nullptr))
+    return bad(FLASHPTX_ERR_NULL_POINTER, msg,
+               p.rotary_cos == nullptr ? "rotary_cos is NULL while rotary_sin is set" : "rotary_sin is NULL while rotary_cos is set");
+  const struct { const char* name; const void* ptr; uintptr_t a; } al2[] = {
+      {"k_new", p.k_new, 16}, {"v_new", p.v_new, 16}, {"rotary_cos", p.rotary_cos, 4}, {"rotary_sin", p.rotary_sin, 4}};
+  for (const auto& b : al2)
+    if (!aligned(b.ptr, b.a))
+      return bad(FLASHPTX_ERR_MISALIGNED, msg, std::string(b.name) + " is not " + str(b.a) + "-byte aligned");
   const int64_t d = p.head_dim;
   flashptx_status s;
+  if (p.k_new != nullptr && p.seqlen_new > 0) {
+    if ((s = check_strides("k_new", p.batch, p.seqlen_new, p.heads_kv, d, p.k_new_batch_stride, p.k_new_row_stride,
+                           p.k_new_head_stride, false, msg)) != FLASHPTX_OK)
+      return s;
+    if ((s = check_strides("v_new", p.batch, p.seqlen_new, p.heads_kv, d, p.v_new_batch_stride, p.v_new_row_stride,
+                           p.v_new_head_stride, false, msg)) != FLASHPTX_OK)
+      return s;
+  }
   if ((s = check_strides("q", p.batch, p.seqlen_q, p.heads_q, d, p.q_batch_stride, p.q_row_stride, p.q_head_stride,
                          false, msg)) != FLASHPTX_OK)
     return s;
@@ -137,9 +170,17 @@ int kvcache_splits(const flashptx_kvcache_params& p, int sm_count) {
 
 int64_t round256(int64_t b) { return (b + 255) / 256 * 256; }
 int64_t part_rows(const flashptx_kvcache_params& p) { return p.batch * p.heads_q * p.seqlen_q; }
+bool rotary(const flashptx_kvcache_params& p) { return p.rotary_cos != nullptr; }
+// [partial O (splits > 1)][partial LSE (splits > 1)][rotated q (rotary)], each 256-byte aligned.
+int64_t part_o_bytes(const flashptx_kvcache_params& p, int splits) {
+  return splits > 1 ? round256(splits * part_rows(p) * p.head_dim * 4) : 0;
+}
+int64_t part_lse_bytes(const flashptx_kvcache_params& p, int splits) {
+  return splits > 1 ? round256(splits * part_rows(p) * 4) : 0;
+}
 int64_t workspace_for(const flashptx_kvcache_params& p, int splits) {
-  if (splits <= 1 || p.batch == 0 || p.seqlen_q == 0) return 0;
-  return round256(splits * part_rows(p) * p.head_dim * 4) + round256(splits * part_rows(p) * 4);
+  if (p.batch == 0 || p.seqlen_q == 0) return 0;
+  return part_o_bytes(p, splits) + part_lse_bytes(p, splits) + (rotary(p) ? round256(part_rows(p) * p.head_dim * 2) : 0);
 }
 
 flashptx_status check_workspace(const flashptx_kvcache_params& p, int splits, std::string* msg) {
@@ -169,7 +210,7 @@ flashptx_status splits_of(const flashptx_kvcache_params& p, int* splits, std::st
 const KernelEntry* kv_row(Family f, bool is_paged) {
   for (const KernelEntry& k : fa3_fwd_kvcache_kernels()) {
     if (k.family != f) continue;
-    if (f == Family::kFa3FwdKvcacheCombine) return &k;
+    if (f != Family::kFa3FwdKvcache) return &k;
     for (const KernelSwitch& sw : k.switches)
       if (std::string(sw.name) == "paged" && (sw.value != 0) == is_paged) return &k;
   }
@@ -205,8 +246,7 @@ flashptx_status run_kvcache(const flashptx_kvcache_params& p, cudaStream_t strea
   a.lse = p.lse;
   if (splits > 1) {
     a.part_o = static_cast<float*>(p.workspace);
-    a.part_lse = reinterpret_cast<float*>(static_cast<char*>(p.workspace) +
-                                          round256(splits * part_rows(p) * p.head_dim * 4));
+    a.part_lse = reinterpret_cast<float*>(static_cast<char*>(p.workspace) + part_o_bytes(p, splits));
   }
   a.cache_seqlens = p.cache_seqlens;
   a.cache_batch_idx = p.cache_batch_idx;
@@ -229,6 +269,64 @@ flashptx_status run_kvcache(const flashptx_kvcache_params& p, cudaStream_t strea
   const float scale = p.softmax_scale != 0.f ? p.softmax_scale : 1.f / std::sqrt(static_cast<float>(p.head_dim));
   a.softmax_scale = scale;
   a.softmax_scale_log2 = scale * 1.4426950408889634f;
+
+  a.seqlen_new = static_cast<int>(p.k_new != nullptr ? p.seqlen_new : 0);
+  if (p.k_new != nullptr) {
+    fa3::KvAppendParams ap{};
+    ap.k_new = static_cast<const uint16_t*>(p.k_new);
+    ap.v_new = static_cast<const uint16_t*>(p.v_new);
+    ap.kn_sb = p.k_new_batch_stride; ap.kn_sr = p.k_new_row_stride; ap.kn_sh = p.k_new_head_stride;
+    ap.vn_sb = p.v_new_batch_stride; ap.vn_sr = p.v_new_row_stride; ap.vn_sh = p.v_new_head_stride;
+    ap.k_cache = static_cast<uint16_t*>(p.k_cache);
+    ap.v_cache = static_cast<uint16_t*>(p.v_cache);
+    ap.k_sb = p.k_batch_stride; ap.k_sr = p.k_row_stride; ap.k_sh = p.k_head_stride;
+    ap.v_sb = p.v_batch_stride; ap.v_sr = p.v_row_stride; ap.v_sh = p.v_head_stride;
+    ap.q = a.q;
+    ap.q_sb = a.q_sb; ap.q_sr = a.q_sr; ap.q_sh = a.q_sh;
+    if (rotary(p)) {
+      ap.q_rot = reinterpret_cast<uint16_t*>(static_cast<char*>(p.workspace) + part_o_bytes(p, splits) +
+                                             part_lse_bytes(p, splits));
+      ap.rotary_cos = p.rotary_cos;
+      ap.rotary_sin = p.rotary_sin;
+      ap.rotary_dim = static_cast<int>(p.rotary_dim);
+      ap.seqlen_ro = static_cast<int>(p.seqlen_ro);
+      ap.interleaved = p.rotary_interleaved != 0 ? 1 : 0;
+    }
+    ap.causal = a.causal;
+    ap.cache_seqlens = p.cache_seqlens;
+    ap.cache_batch_idx = p.cache_batch_idx;
+    ap.page_table = p.page_table;
+    ap.page_table_stride = p.page_table_stride;
+    ap.error_word = p.error_word;
+    ap.batch = a.batch;
+    ap.seqlen_new = a.seqlen_new;
+    ap.seqlen_q = a.seqlen_q;
+    ap.heads_q = a.heads_q;
+    ap.heads_kv = a.heads_kv;
+    ap.head_dim = static_cast<int>(p.head_dim);
+    ap.capacity = a.capacity;
+    ap.cache_batch = a.cache_batch;
+    ap.page_size = a.page_size;
+    ap.paged = paged(p) ? 1 : 0;
+    const KernelEntry* app = kv_row(Family::kFa3FwdKvcacheAppend, false);
+    if (app == nullptr) return bad(FLASHPTX_ERR_UNSUPPORTED, msg, "no KV-cache append kernel in the table");
+    const int64_t rows = std::max<int64_t>(a.seqlen_new, rotary(p) ? p.seqlen_q : 0);
+    if (rows > 0) {
+      Launch la;
+      la.kernel = app;
+      la.grid = dim3(static_cast<unsigned>(rows), static_cast<unsigned>(p.batch));
+      la.block = dim3(static_cast<unsigned>(app->threads));
+      la.smem_bytes = 0;
+      la.tiles = rows * p.batch;
+      if ((s = launch(la, &ap, stream, msg)) != FLASHPTX_OK) return s;
+    }
+    if (rotary(p)) {  // the attention reads the rotated q, contiguous
+      a.q = ap.q_rot;
+      a.q_sh = p.head_dim;
+      a.q_sr = p.heads_q * p.head_dim;
+      a.q_sb = p.seqlen_q * p.heads_q * p.head_dim;
+    }
+  }
 
   Launch l;
   l.kernel = k;

@@ -6,6 +6,7 @@
 //   fa3_fwd_kvcache_sm90_bf16_d128_paged   pages        64 x 64                    3
 //   fa3_fwd_kvcache_sm90_bf16_d128         contiguous   64 x 64                    3
 //   fa3_fwd_kvcache_combine_sm90_bf16_d128 the split-KV combine (one CTA per output row)
+//   fa3_fwd_kvcache_append_sm90_bf16       new keys/values into the cache, rotary on k and q (any d)
 // Split-KV is a run-time count (KvcacheParams::num_splits) of the same kernels: the epilogue writes
 // the output (one split) or the workspace's partial rows (several).
 #include "src/kernels.h"
@@ -23,6 +24,11 @@ FLASHPTX_FA3_FWD_KVCACHE_KERNEL(fa3_fwd_kvcache_sm90_bf16_d128, flashptx::fa3::k
 extern "C" __global__ void __launch_bounds__(flashptx::fa3::kKvCombineThreads)
     fa3_fwd_kvcache_combine_sm90_bf16_d128(const __grid_constant__ flashptx::fa3::KvCombineParams p) {
   flashptx::fa3::kv::kv_combine_body<true>(p);
+}
+
+extern "C" __global__ void __launch_bounds__(flashptx::fa3::kKvAppendThreads)
+    fa3_fwd_kvcache_append_sm90_bf16(const __grid_constant__ flashptx::fa3::KvAppendParams p) {
+  flashptx::fa3::kv::kv_append_body(p);
 }
 
 namespace flashptx {
@@ -49,6 +55,9 @@ std::span<const KernelEntry> fa3_fwd_kvcache_kernels() {
       KernelEntry{"fa3_fwd_kvcache_combine_sm90_bf16_d128", Family::kFa3FwdKvcacheCombine, FLASHPTX_BF16, 128,
                   /*block_m*/ 1, /*block_n*/ 0, /*stages*/ 0, /*consumer_wgs*/ 0, false, false, kKvCombineThreads,
                   /*smem*/ 0, reinterpret_cast<const void*>(&fa3_fwd_kvcache_combine_sm90_bf16_d128)},
+      KernelEntry{"fa3_fwd_kvcache_append_sm90_bf16", Family::kFa3FwdKvcacheAppend, FLASHPTX_BF16, 0,
+                  /*block_m*/ 1, /*block_n*/ 0, /*stages*/ 0, /*consumer_wgs*/ 0, false, false, kKvAppendThreads,
+                  /*smem*/ 0, reinterpret_cast<const void*>(&fa3_fwd_kvcache_append_sm90_bf16)},
   };
   return rows;
 }

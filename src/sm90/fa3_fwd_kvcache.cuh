@@ -87,6 +87,13 @@ __device__ __forceinline__ KvTile kv_tile(const KvcacheParams& p) {
     t.err |= kKvErrSeqlen;
     len = min(max(len, 0), p.capacity);
   }
+  // Appended keys (KvAppendParams, launched before): past the capacity they were not written.
+  if (len + p.seqlen_new > p.capacity) {
+    t.err |= kKvErrSeqlen;
+    len = p.capacity;
+  } else {
+    len += p.seqlen_new;
+  }
   t.cache_row = t.batch;
   if constexpr (!C.paged) {
     if (p.cache_batch_idx != nullptr) {
@@ -450,6 +457,106 @@ __device__ __forceinline__ void kv_combine_body(const KvCombineParams& p) {
   const float inv = sum > 0.f ? 1.f / sum : 0.f;
   ptx::st_global_b32(p.o + b * p.o_sb + i * p.o_sr + h * p.o_sh + col, pack2<IsBf16>(acc0 * inv, acc1 * inv));
   if (p.lse != nullptr && threadIdx.x == 0) p.lse[row] = sum > 0.f ? m + logf(sum) : -INFINITY;
+}
+
+// The append: grid (rows, batch), rows = max(seqlen_new, seqlen_q where rotary); each CTA one row
+// j of sequence b: k_new / v_new row j into the cache at position cache_seqlens[b] + j (K rotated
+// there), and (rotary) q row j rotated into q_rot. A thread takes one pair of dims of one head at a
+// time: rotated pairs (d_a, d_b) = (2i, 2i + 1) interleaved or (i, i + rotary_dim / 2) half-split,
+// i < rotary_dim / 2 (x_a' = x_a cos - x_b sin, x_b' = x_b cos + x_a sin, in fp32, rounded once), and
+// the pairs past rotary_dim copied.
+__device__ __forceinline__ void rotary_pair_dims(const KvAppendParams& p, int pair, int* da, int* db, bool* rot) {
+  const int half = p.rotary_cos != nullptr ? p.rotary_dim / 2 : 0;
+  *rot = pair < half;
+  if (*rot && !p.interleaved) {
+    *da = pair;
+    *db = pair + half;
+  } else if (*rot || p.interleaved) {
+    *da = 2 * pair;
+    *db = 2 * pair + 1;
+  } else {
+    *da = p.rotary_dim + 2 * (pair - half);
+    *db = *da + 1;
+  }
+}
+__device__ __forceinline__ void rotate_row(const KvAppendParams& p, const uint16_t* src, uint16_t* dst, int heads,
+                                           int64_t src_sh, int64_t dst_sh, int pos, bool rotate) {
+  const int pairs = p.head_dim / 2;
+  for (int w = static_cast<int>(threadIdx.x); w < heads * pairs; w += kKvAppendThreads) {
+    const int h = w / pairs, pair = w % pairs;
+    int da, db;
+    bool rot;
+    rotary_pair_dims(p, pair, &da, &db, &rot);
+    const uint16_t* s = src + h * src_sh;
+    uint16_t* d = dst + h * dst_sh;
+    uint16_t a = s[da], b = s[db];
+    if (rotate && rot) {
+      const float c = p.rotary_cos[static_cast<int64_t>(pos) * (p.rotary_dim / 2) + pair];
+      const float sn = p.rotary_sin[static_cast<int64_t>(pos) * (p.rotary_dim / 2) + pair];
+      const float xa = __uint_as_float(static_cast<uint32_t>(a) << 16), xb = __uint_as_float(static_cast<uint32_t>(b) << 16);
+      const uint32_t packed = pack2<true>(xa * c - xb * sn, xb * c + xa * sn);
+      a = static_cast<uint16_t>(packed & 0xffffu);
+      b = static_cast<uint16_t>(packed >> 16);
+    }
+    d[da] = a;
+    d[db] = b;
+  }
+}
+__device__ __forceinline__ void kv_append_body(const KvAppendParams& p) {
+  const int j = static_cast<int>(blockIdx.x), b = static_cast<int>(blockIdx.y);
+  uint32_t err = 0u;
+  int len = p.cache_seqlens[b];
+  if (len < 0 || len > p.capacity) {
+    err |= kKvErrSeqlen;
+    len = min(max(len, 0), p.capacity);
+  }
+  const bool rotary = p.rotary_cos != nullptr;
+  auto clamp_pos = [&](int pos) {
+    if (pos >= p.seqlen_ro) {
+      err |= kKvErrRotary;
+      return p.seqlen_ro - 1;
+    }
+    return pos;
+  };
+  if (j < p.seqlen_new) {
+    const int pos = len + j;
+    int outer = -1, row = 0;
+    if (pos >= p.capacity) {
+      err |= kKvErrSeqlen;
+    } else if (p.paged) {
+      const int pg = p.page_table[static_cast<int64_t>(b) * p.page_table_stride + pos / p.page_size];
+      if (pg >= 0 && pg < p.cache_batch) {
+        outer = pg;
+        row = pos % p.page_size;
+      } else {
+        err |= kKvErrPage;
+      }
+    } else {
+      outer = b;
+      if (p.cache_batch_idx != nullptr) {
+        outer = p.cache_batch_idx[b];
+        if (outer < 0 || outer >= p.cache_batch) {
+          err |= kKvErrBatchIdx;
+          outer = -1;
+        }
+      }
+      row = pos;
+    }
+    if (outer >= 0) {
+      const int rpos = rotary ? clamp_pos(pos) : 0;
+      rotate_row(p, p.k_new + b * p.kn_sb + j * p.kn_sr, p.k_cache + outer * p.k_sb + row * p.k_sr, p.heads_kv,
+                 p.kn_sh, p.k_sh, rpos, rotary);
+      rotate_row(p, p.v_new + b * p.vn_sb + j * p.vn_sr, p.v_cache + outer * p.v_sb + row * p.v_sr, p.heads_kv,
+                 p.vn_sh, p.v_sh, 0, false);
+    }
+  }
+  if (rotary && j < p.seqlen_q) {
+    const int pos = clamp_pos(len + (p.causal ? j : 0));
+    rotate_row(p, p.q + b * p.q_sb + j * p.q_sr,
+               p.q_rot + (static_cast<int64_t>(b) * p.seqlen_q + j) * p.heads_q * p.head_dim, p.heads_q, p.q_sh,
+               p.head_dim, pos, true);
+  }
+  if (err != 0u && p.error_word != nullptr && threadIdx.x == 0) atomicOr(p.error_word, err);
 }
 
 }  // namespace flashptx::fa3::kv

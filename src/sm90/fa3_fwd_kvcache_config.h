@@ -18,6 +18,7 @@ namespace flashptx::fa3 {
 constexpr uint32_t kKvErrSeqlen = 1u;      // a cache_seqlens entry < 0 or above the cache's capacity: clamped
 constexpr uint32_t kKvErrPage = 2u;        // a page_table entry outside [0, num_pages): that page read as zeros
 constexpr uint32_t kKvErrBatchIdx = 4u;    // a cache_batch_idx entry outside [0, batch_cache): no keys
+constexpr uint32_t kKvErrRotary = 8u;      // a rotary position at or past seqlen_ro: the last row used
 
 struct KvcacheParams {
   // The cache as a 4-D tensor map, d innermost: contiguous (d, seqlen_cache, heads_kv, batch_cache),
@@ -50,7 +51,37 @@ struct KvcacheParams {
   int causal;
   float softmax_scale;       // natural-log scale (for LSE)
   float softmax_scale_log2;  // softmax_scale * log2(e)
+  int seqlen_new;            // keys appended before this launch (KvAppendParams): the sequence attends
+                             // to cache_seqlens[b] + seqlen_new keys
 };
+
+// The append (and rotary) kernel, launched before the attention kernel where new keys are given:
+// row j of k_new / v_new of sequence b goes to the cache at position cache_seqlens[b] + j (k rotated
+// at that position), and (rotary) q row i is rotated at cache_seqlens[b] + i (causal) or
+// cache_seqlens[b] (otherwise) into q_rot, which the attention kernel then reads. Positions past the
+// cache's capacity, or in a bad page, are not written (recorded in the error word).
+struct KvAppendParams {
+  const uint16_t* k_new;  // [batch, seqlen_new, heads_kv, d]
+  const uint16_t* v_new;
+  int64_t kn_sb, kn_sr, kn_sh, vn_sb, vn_sr, vn_sh;
+  uint16_t* k_cache;      // the cache as KvcacheParams reads it
+  uint16_t* v_cache;
+  int64_t k_sb, k_sr, k_sh, v_sb, v_sr, v_sh;
+  const uint16_t* q;      // [batch, seqlen_q, heads_q, d]
+  int64_t q_sb, q_sr, q_sh;
+  uint16_t* q_rot;        // rotary only: contiguous [batch, seqlen_q, heads_q, d]
+  const float* rotary_cos;  // fp32 [seqlen_ro, rotary_dim / 2], or nullptr: no rotary
+  const float* rotary_sin;
+  int rotary_dim, seqlen_ro, interleaved, causal;
+  const int32_t* cache_seqlens;
+  const int32_t* cache_batch_idx;
+  const int32_t* page_table;
+  int64_t page_table_stride;
+  uint32_t* error_word;
+  int batch, seqlen_new, seqlen_q, heads_q, heads_kv, head_dim;
+  int capacity, cache_batch, page_size, paged;
+};
+constexpr int kKvAppendThreads = 128;
 
 struct KvCombineParams {
   const float* part_o;    // as KvcacheParams

@@ -52,12 +52,17 @@ struct KCase {
   bool causal;
   int splits;
   bool batch_idx = false;  // contiguous: sequences read permuted cache rows
+  int64_t seqlen_new = 0;  // keys appended at lens[b] before attending (k_new/v_new)
+  int64_t rotary_dim = 0;  // rotary on q and the new keys (needs seqlen_new's k_new)
+  bool interleaved = false;
   std::string str() const {
     std::string s = paged ? "paged page=" + std::to_string(page_size) : "contiguous";
     s += " cap=" + std::to_string(cache_seqlen) + " lens=[";
     for (size_t i = 0; i < lens.size(); ++i) s += (i ? "," : "") + std::to_string(lens[i]);
     return s + "] sq=" + std::to_string(sq) + " Hq=" + std::to_string(hq) + " Hkv=" + std::to_string(hkv) +
-           (causal ? " causal" : "") + " splits=" + std::to_string(splits) + (batch_idx ? " cache_batch_idx" : "");
+           (causal ? " causal" : "") + " splits=" + std::to_string(splits) + (batch_idx ? " cache_batch_idx" : "") +
+           (seqlen_new ? " new=" + std::to_string(seqlen_new) : "") +
+           (rotary_dim ? " rotary=" + std::to_string(rotary_dim) + (interleaved ? " interleaved" : " half") : "");
   }
 };
 
@@ -100,7 +105,7 @@ void check_case(const KCase& c, uint64_t seed) {
     w.page_size = c.page_size;
     w.max_pages = c.cache_seqlen / c.page_size;
     int64_t used = 0;
-    for (int32_t l : c.lens) used += (l + c.page_size - 1) / c.page_size;
+    for (int32_t l : c.lens) used += (l + c.seqlen_new + c.page_size - 1) / c.page_size;
     cache_batch = used + 3;  // pages no sequence uses
     std::vector<int32_t> perm(static_cast<size_t>(cache_batch));
     std::iota(perm.begin(), perm.end(), 0);
@@ -108,7 +113,7 @@ void check_case(const KCase& c, uint64_t seed) {
     w.table.assign(static_cast<size_t>(batch * w.max_pages), -1);  // unused entries: never read
     size_t next = 0;
     for (int64_t b = 0; b < batch; ++b)
-      for (int64_t pg = 0; pg < (c.lens[b] + c.page_size - 1) / c.page_size; ++pg)
+      for (int64_t pg = 0; pg < (c.lens[b] + c.seqlen_new + c.page_size - 1) / c.page_size; ++pg)
         w.table[static_cast<size_t>(b * w.max_pages + pg)] = perm[next++];
     cache_seqlen = c.page_size;
   } else {
@@ -125,6 +130,58 @@ void check_case(const KCase& c, uint64_t seed) {
   const auto q = random_bf16(static_cast<size_t>(q_n), rng);
   const auto k = random_bf16(static_cast<size_t>(kv_n), rng);
   const auto v = random_bf16(static_cast<size_t>(kv_n), rng);
+  // Appended keys and values, and the rotary tables (fp32 cos/sin of random angles, one row per
+  // position of the capacity).
+  const int64_t new_n = batch * c.seqlen_new * c.hkv * kD;
+  const auto k_new = random_bf16(static_cast<size_t>(std::max<int64_t>(new_n, 1)), rng);
+  const auto v_new = random_bf16(static_cast<size_t>(std::max<int64_t>(new_n, 1)), rng);
+  const int64_t cap = c.paged ? w.max_pages * c.page_size : cache_seqlen, half = c.rotary_dim / 2;
+  std::vector<float> cosv(static_cast<size_t>(std::max<int64_t>(cap * half, 1))), sinv(cosv.size());
+  {
+    std::uniform_real_distribution<double> ang(-3.14159, 3.14159);
+    for (size_t i = 0; i < cosv.size(); ++i) {
+      const double a = ang(rng);
+      cosv[i] = static_cast<float>(std::cos(a));
+      sinv[i] = static_cast<float>(std::sin(a));
+    }
+  }
+  // The expected results of the append, from the definition (rotation in fp64, rounded once to
+  // bf16): the cache after the call, and the rotated q the attention must use.
+  auto rotate = [&](const uint16_t* src, uint16_t* dst, int64_t pos) {  // one head's d values
+    for (int64_t d = 0; d < kD; ++d) dst[d] = src[d];
+    if (c.rotary_dim == 0) return;
+    for (int64_t i = 0; i < half; ++i) {
+      const int64_t da = c.interleaved ? 2 * i : i, db = c.interleaved ? 2 * i + 1 : i + half;
+      const double xa = flashptx::bf16_to_float(src[da]), xb = flashptx::bf16_to_float(src[db]);
+      const double co = cosv[static_cast<size_t>(pos * half + i)], si = sinv[static_cast<size_t>(pos * half + i)];
+      dst[da] = flashptx::float_to_bf16(static_cast<float>(xa * co - xb * si));
+      dst[db] = flashptx::float_to_bf16(static_cast<float>(xb * co + xa * si));
+    }
+  };
+  std::vector<uint16_t> k_after = k, v_after = v, q_used = q;
+  std::vector<char> appended(static_cast<size_t>(kv_n), 0);
+  std::vector<int32_t> lens_after = c.lens;
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t j = 0; j < c.seqlen_new; ++j) {
+      int64_t outer, row;
+      key_at(&w, b, c.lens[b] + j, &outer, &row);
+      for (int64_t h = 0; h < c.hkv; ++h) {
+        const int64_t dst = ((outer * cache_seqlen + row) * c.hkv + h) * kD, src = ((b * c.seqlen_new + j) * c.hkv + h) * kD;
+        rotate(&k_new[src], &k_after[dst], c.lens[b] + j);
+        for (int64_t d = 0; d < kD; ++d) {
+          v_after[dst + d] = v_new[src + d];
+          appended[dst + d] = 1;
+        }
+      }
+    }
+    lens_after[b] += static_cast<int32_t>(c.seqlen_new);
+    if (c.rotary_dim > 0)
+      for (int64_t i = 0; i < c.sq; ++i)
+        for (int64_t h = 0; h < c.hq; ++h) {
+          const int64_t o = ((b * c.sq + i) * c.hq + h) * kD;
+          rotate(&q[o], &q_used[o], c.lens[b] + (c.causal ? i : 0));
+        }
+  }
   DeviceBuf dq(q_n * 2), dk(kv_n * 2), dv(kv_n * 2), d_o((q_n + kGuard) * 2);
   const int64_t lse_n = batch * c.hq * c.sq;
   DeviceBuf d_lse((lse_n + kGuard) * 4), d_len(batch * 4), d_table(std::max<size_t>(w.table.size(), 1) * 4), d_err(4);
@@ -133,6 +190,11 @@ void check_case(const KCase& c, uint64_t seed) {
   upload(dv, v);
   upload(d_len, c.lens);
   if (!w.table.empty()) upload(d_table, w.table);
+  DeviceBuf dkn(k_new.size() * 2), dvn(v_new.size() * 2), dcos(cosv.size() * 4), dsin(sinv.size() * 4);
+  upload(dkn, k_new);
+  upload(dvn, v_new);
+  upload(dcos, cosv);
+  upload(dsin, sinv);
   CUDA_REQUIRE(cudaMemset(d_o.p, 0xFF, d_o.bytes));
   CUDA_REQUIRE(cudaMemset(d_lse.p, 0xFF, d_lse.bytes));
   CUDA_REQUIRE(cudaMemset(d_err.p, 0, 4));
@@ -154,9 +216,24 @@ void check_case(const KCase& c, uint64_t seed) {
   p.causal = c.causal ? 1 : 0;
   p.num_splits = c.splits;
   p.error_word = static_cast<uint32_t*>(d_err.p);
+  if (c.seqlen_new > 0) {
+    p.k_new = dkn.p;
+    p.v_new = dvn.p;
+    p.seqlen_new = c.seqlen_new;
+    p.k_new_head_stride = p.v_new_head_stride = kD;
+    p.k_new_row_stride = p.v_new_row_stride = c.hkv * kD;
+    p.k_new_batch_stride = p.v_new_batch_stride = c.seqlen_new * c.hkv * kD;
+  }
+  if (c.rotary_dim > 0) {
+    p.rotary_cos = static_cast<const float*>(dcos.p);
+    p.rotary_sin = static_cast<const float*>(dsin.p);
+    p.rotary_dim = c.rotary_dim;
+    p.seqlen_ro = cap;
+    p.rotary_interleaved = c.interleaved ? 1 : 0;
+  }
   int64_t ws = -1;
   REQUIRE(flashptx_fwd_kvcache_workspace_size(&p, &ws) == FLASHPTX_OK);
-  CHECK((c.splits > 1) == (ws > 0));
+  CHECK((c.splits > 1 || c.rotary_dim > 0) == (ws > 0));
   DeviceBuf d_ws(static_cast<size_t>(std::max<int64_t>(ws, 1)));
   CUDA_REQUIRE(cudaMemset(d_ws.p, 0xFF, d_ws.bytes));  // partials poisoned: every one read must be written
   p.workspace = ws > 0 ? d_ws.p : nullptr;
@@ -180,14 +257,34 @@ void check_case(const KCase& c, uint64_t seed) {
     if (o[i] != kPoison) ++o_clobbered;
   CHECK_MESSAGE(o_bad == 0, o_bad << " O elements not written (or not finite)");
   CHECK_MESSAGE(o_clobbered == 0, o_clobbered << " elements after O were written");
+  // The cache after the call: the appended rows (rotated keys within one bf16 rounding of the fp64
+  // rotation, values exact), every other element untouched.
+  if (c.seqlen_new > 0) {
+    std::vector<uint16_t> kd(static_cast<size_t>(kv_n)), vd(static_cast<size_t>(kv_n));
+    CUDA_REQUIRE(cudaMemcpy(kd.data(), dk.p, kv_n * 2, cudaMemcpyDeviceToHost));
+    CUDA_REQUIRE(cudaMemcpy(vd.data(), dv.p, kv_n * 2, cudaMemcpyDeviceToHost));
+    int64_t k_bad = 0, v_bad = 0, touched = 0;
+    for (int64_t i = 0; i < kv_n; ++i) {
+      if (vd[i] != v_after[i]) ++v_bad;
+      if (!appended[i]) {
+        if (kd[i] != k_after[i]) ++touched;
+        continue;
+      }
+      const double want = flashptx::bf16_to_float(k_after[i]), got = flashptx::bf16_to_float(kd[i]);
+      if (std::fabs(got - want) > std::ldexp(std::fabs(want), -7) + 1e-30) ++k_bad;
+    }
+    CHECK_MESSAGE(k_bad == 0, k_bad << " appended key elements differ from the rotation by more than one bf16 ulp");
+    CHECK_MESSAGE(v_bad == 0, v_bad << " value elements differ from the expected cache");
+    CHECK_MESSAGE(touched == 0, touched << " key elements outside the appended rows changed");
+  }
 
   ref::Problem rp = ref::problem(batch, c.sq, 0, c.hq, c.hkv, kD, c.causal, 0);
   const Strides qs = make_strides(Layout::kContiguous, batch, c.sq, c.hq, kD);
   const Strides cs = make_strides(Layout::kContiguous, cache_batch, cache_seqlen, c.hkv, kD);
-  const ref::TensorView qv = ref_view(q, FLASHPTX_BF16, qs), kv = ref_view(k, FLASHPTX_BF16, cs),
-                        vv = ref_view(v, FLASHPTX_BF16, cs);
-  const ref::Forward exact = ref::forward_kvcache(rp, c.lens, qv, kv, vv, key_at, &w);
-  const ref::Forward same = ref::forward_kvcache(rp, c.lens, qv, kv, vv, key_at, &w, flashptx::Round::kBF16);
+  const ref::TensorView qv = ref_view(q_used, FLASHPTX_BF16, qs), kv = ref_view(k_after, FLASHPTX_BF16, cs),
+                        vv = ref_view(v_after, FLASHPTX_BF16, cs);
+  const ref::Forward exact = ref::forward_kvcache(rp, lens_after, qv, kv, vv, key_at, &w);
+  const ref::Forward same = ref::forward_kvcache(rp, lens_after, qv, kv, vv, key_at, &w, flashptx::Round::kBF16);
   double e_o = 0, e_same = 0, e_lse = 0, e_lse_same = 0, lse_mag = 0;
   for (int64_t i = 0; i < q_n; ++i) {
     e_o = std::max(e_o, std::fabs(flashptx::bf16_to_float(o[i]) - exact.o[i]));
@@ -226,6 +323,18 @@ TEST_CASE("decode and chunked prefill against contiguous and paged caches*") {
       {1, 4, 1, {1, 90, 256}, true, 32, 256, false, 1},
   };
   uint64_t seed = 0x6b76;
+  for (const KCase& c : cases) check_case(c, seed++);
+}
+
+TEST_CASE("new keys appended in place, with and without rotary (interleaved, half-split)*") {
+  // {sq, hq, hkv, lens, paged, page, cap, causal, splits, batch_idx, seqlen_new, rotary_dim, interleaved}
+  const std::vector<KCase> cases = {
+      {1, 4, 2, {0, 70, 127}, false, 0, 160, false, 1, true, 1, 0, false},
+      {3, 4, 2, {0, 61, 100}, true, 64, 192, true, 3, false, 3, 64, true},
+      {2, 4, 1, {5, 40}, true, 16, 128, true, 1, false, 2, 128, false},
+      {1, 2, 2, {33, 0}, false, 0, 96, false, 1, false, 4, 32, false},
+  };
+  uint64_t seed = 0xa99e;
   for (const KCase& c : cases) check_case(c, seed++);
 }
 

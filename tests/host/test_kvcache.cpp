@@ -37,6 +37,23 @@ flashptx_kvcache_params contiguous() {
   return p;
 }
 
+// Two new keys per sequence (k_new / v_new [4, 2, 2, 128]), and rotary over 64 dims.
+void add_new(flashptx_kvcache_params& p) {
+  p.k_new = g_fake[6];
+  p.v_new = g_fake[7];
+  p.seqlen_new = 2;
+  p.k_new_head_stride = p.v_new_head_stride = 128;
+  p.k_new_row_stride = p.v_new_row_stride = 2 * 128;
+  p.k_new_batch_stride = p.v_new_batch_stride = 2 * 2 * 128;
+}
+void add_rotary(flashptx_kvcache_params& p) {
+  add_new(p);
+  p.rotary_cos = reinterpret_cast<const float*>(g_fake[0]);
+  p.rotary_sin = reinterpret_cast<const float*>(g_fake[1]);
+  p.rotary_dim = 64;
+  p.seqlen_ro = 1024;
+}
+
 }  // namespace
 
 TEST_SUITE("host kvcache") {
@@ -94,6 +111,26 @@ TEST_CASE("each bad input has its status and a message naming it") {
        "k_cache row stride"},
       {"overlapping o", FLASHPTX_ERR_BAD_STRIDES, [](flashptx_kvcache_params& p) { p.o_head_stride = 64; }, "overlap"},
       {"workspace", FLASHPTX_ERR_WORKSPACE, [](flashptx_kvcache_params& p) { p.num_splits = 3; }, "workspace"},
+      {"k_new alone", FLASHPTX_ERR_NULL_POINTER, [](flashptx_kvcache_params& p) { add_new(p); p.v_new = nullptr; },
+       "v_new is NULL"},
+      {"seqlen_new negative", FLASHPTX_ERR_BAD_SHAPE, [](flashptx_kvcache_params& p) { add_new(p); p.seqlen_new = -2; },
+       "seqlen_new is -2"},
+      {"seqlen_new above the capacity", FLASHPTX_ERR_BAD_SHAPE,
+       [](flashptx_kvcache_params& p) { add_new(p); p.seqlen_new = 16 * 64 + 1; }, "above the cache's capacity"},
+      {"k_new strides", FLASHPTX_ERR_MISALIGNED, [](flashptx_kvcache_params& p) { add_new(p); p.k_new_row_stride = 12; },
+       "k_new row stride"},
+      {"rotary without k_new", FLASHPTX_ERR_BAD_SHAPE, [](flashptx_kvcache_params& p) { add_rotary(p); p.k_new = nullptr; },
+       "without k_new"},
+      {"rotary_dim odd", FLASHPTX_ERR_BAD_SHAPE, [](flashptx_kvcache_params& p) { add_rotary(p); p.rotary_dim = 33; },
+       "rotary_dim 33"},
+      {"rotary_dim 24", FLASHPTX_ERR_BAD_SHAPE, [](flashptx_kvcache_params& p) { add_rotary(p); p.rotary_dim = 24; },
+       "multiple of 16"},
+      {"rotary_dim above d", FLASHPTX_ERR_BAD_SHAPE, [](flashptx_kvcache_params& p) { add_rotary(p); p.rotary_dim = 256; },
+       "at most head_dim"},
+      {"no rotary rows", FLASHPTX_ERR_BAD_SHAPE, [](flashptx_kvcache_params& p) { add_rotary(p); p.seqlen_ro = 0; },
+       "seqlen_ro is 0"},
+      {"sin missing", FLASHPTX_ERR_NULL_POINTER, [](flashptx_kvcache_params& p) { add_rotary(p); p.rotary_sin = nullptr; },
+       "rotary_sin is NULL"},
   };
   for (const Bad& b : bad) {
     flashptx_kvcache_params p = paged();
@@ -125,6 +162,19 @@ TEST_CASE("the workspace of a forced split count: partial O and LSE, 256-byte se
   CHECK(flashptx_fwd_kvcache_check(&p) == FLASHPTX_OK);
   p.workspace = g_fake[7] + 16;
   CHECK(flashptx_fwd_kvcache_check(&p) == FLASHPTX_ERR_WORKSPACE);  // not 256-byte aligned
+  // Rotary: the rotated q (bf16 [batch, seqlen_q, heads_q, d]) after the partials.
+  flashptx_kvcache_params r = paged();
+  add_rotary(r);
+  CHECK(flashptx_fwd_kvcache_check(&r) == FLASHPTX_ERR_WORKSPACE);  // no split, but the rotated q
+  CHECK(flashptx_fwd_kvcache_workspace_size(&r, &bytes) == FLASHPTX_OK);
+  CHECK(bytes == (rows * 128 * 2 + 255) / 256 * 256);
+  r.workspace = g_fake[7];
+  r.workspace_bytes = bytes;
+  CHECK(flashptx_fwd_kvcache_check(&r) == FLASHPTX_OK);
+  r.num_splits = 3;
+  CHECK(flashptx_fwd_kvcache_workspace_size(&r, &bytes) == FLASHPTX_OK);
+  CHECK(bytes == (3 * rows * 128 * 4 + 255) / 256 * 256 + (3 * rows * 4 + 255) / 256 * 256 +
+                     (rows * 128 * 2 + 255) / 256 * 256);
 }
 
 }  // TEST_SUITE

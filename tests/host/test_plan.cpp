@@ -77,6 +77,10 @@ TEST_CASE("the kernel table: unique names, rows consistent with their layouts") 
         CHECK(k.threads * 2 == k.head_dim);
         CHECK(k.smem_bytes == 0);
         break;
+      case flashptx::Family::kFa3FwdKvcacheAppend:  // a plain kernel over a row's heads and pairs of dims
+        CHECK(k.threads == 128);
+        CHECK(k.smem_bytes == 0);
+        break;
       default:  // the backward's pre/postprocess: plain 256-thread kernels, any head dim
         CHECK(k.threads == 256);
         CHECK(k.head_dim == 0);

@@ -52,7 +52,11 @@ class KvParams(ctypes.Structure):
                                      "cache_seqlen", "max_pages", "page_table_stride")] +
                 [(t + "_" + x + "_stride", _i64) for t in "qkvo" for x in ("batch", "row", "head")] +
                 [("dtype", _int), ("causal", _int), ("softmax_scale", _f32), ("num_splits", _int),
-                 ("workspace", _p), ("workspace_bytes", _i64), ("error_word", _p)])
+                 ("workspace", _p), ("workspace_bytes", _i64), ("error_word", _p),
+                 ("k_new", _p), ("v_new", _p), ("seqlen_new", _i64)] +
+                [(t + "_new_" + x + "_stride", _i64) for t in "kv" for x in ("batch", "row", "head")] +
+                [("rotary_cos", _p), ("rotary_sin", _p), ("rotary_dim", _i64), ("seqlen_ro", _i64),
+                 ("rotary_interleaved", _int)])  # no append, no rotary here: all zero
 
 
 lib.flashptx_fwd_kvcache.restype = _int
