@@ -320,20 +320,16 @@ RowGrads sampled_backward(const BProblem& pb, const std::vector<int64_t>& rq, co
   std::vector<double> lse(static_cast<size_t>(c.hq * c.sq)), delta(static_cast<size_t>(c.hq * c.sq));
   {
     const int64_t rows = c.hq * c.sq;
-    const unsigned n = std::max(1u, std::thread::hardware_concurrency());
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < n; ++t)
-      pool.emplace_back([&, t] {
-        std::vector<double> o(static_cast<size_t>(D));
-        for (int64_t x = t; x < rows; x += n) {
-          const int64_t h = x / c.sq, i = x % c.sq;
-          lse[x] = flashptx::ref::forward_row(rp, qv, kv, vv, 0, i, h, o.data(), round);
-          double dsum = 0;
-          for (int64_t e = 0; e < D; ++e) dsum += dov.at(0, i, h, e) * o[e];
-          delta[x] = dsum;
-        }
-      });
-    for (auto& th : pool) th.join();
+    on_host_threads([&](size_t t, size_t n) {
+      std::vector<double> o(static_cast<size_t>(D));
+      for (int64_t x = static_cast<int64_t>(t); x < rows; x += static_cast<int64_t>(n)) {
+        const int64_t h = x / c.sq, i = x % c.sq;
+        lse[x] = flashptx::ref::forward_row(rp, qv, kv, vv, 0, i, h, o.data(), round);
+        double dsum = 0;
+        for (int64_t e = 0; e < D; ++e) dsum += dov.at(0, i, h, e) * o[e];
+        delta[x] = dsum;
+      }
+    });
   }
   // P_ij, dS_ij and the fp32 envelope weight of one (head, query row, key row) pair.
   struct Pair { double p, ds, env; bool seen; };

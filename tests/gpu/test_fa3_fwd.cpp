@@ -23,7 +23,6 @@
 #include <cstring>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "include/flashptx.h"
@@ -227,12 +226,11 @@ Errors compare_rows(const Problem& pb, const std::vector<uint16_t>& o, const std
   const auto rp = pb.ref_problem();
   const auto qv = pb.view(pb.q, pb.sq_), kv = pb.view(pb.k, pb.sk_), vv = pb.view(pb.v, pb.sk_);
   const auto same = c.dtype == FLASHPTX_BF16 ? flashptx::Round::kBF16 : flashptx::Round::kFP16;
-  const size_t n_threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
-  std::vector<Errors> part(n_threads);
-  auto work = [&](size_t t) {
+  std::vector<Errors> part(16);
+  on_host_threads([&](size_t t, size_t n) {
     std::vector<double> ref(c.d), refs(c.d), env(c.d);
     Errors& e = part[t];
-    for (size_t r_i = t; r_i < rows.size(); r_i += n_threads) {
+    for (size_t r_i = t; r_i < rows.size(); r_i += n) {
       const auto& r = rows[r_i];
       const int64_t b = r[0], i = r[1], h = r[2];
       double lse_env = 0;
@@ -256,11 +254,7 @@ Errors compare_rows(const Problem& pb, const std::vector<uint16_t>& o, const std
       }
       ++e.rows;
     }
-  };
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < n_threads; ++t) pool.emplace_back(work, t);
-  work(0);
-  for (std::thread& th : pool) th.join();
+  });
   Errors e;
   for (const Errors& x : part) {
     e.o = std::max(e.o, x.o);

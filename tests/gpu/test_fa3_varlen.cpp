@@ -267,21 +267,16 @@ Errors compare_part(const VProblem& pb, const std::vector<uint16_t>& o, const st
   return e;
 }
 
-// All of `rows`, split over the host's cores (the fp64 reference is the suite's cost: one thread
-// does about 10^8 multiply-adds a second).
+// All of `rows`, split over the host's cores (on_host_threads).
 Errors compare(const VProblem& pb, const std::vector<uint16_t>& o, const std::vector<float>& lse,
                const std::vector<Row>& rows) {
-  const size_t n = std::max<size_t>(1, std::min<size_t>(16, std::thread::hardware_concurrency()));
-  std::vector<Errors> part(n);
-  std::vector<std::thread> pool;
-  for (size_t t = 0; t < n; ++t)
-    pool.emplace_back([&, t] {
-      // interleaved, so that long and short sequences spread over the threads
-      std::vector<Row> mine;
-      for (size_t x = t; x < rows.size(); x += n) mine.push_back(rows[x]);
-      part[t] = compare_part(pb, o, lse, mine, 0, mine.size());
-    });
-  for (auto& th : pool) th.join();
+  std::vector<Errors> part(16);
+  on_host_threads([&](size_t t, size_t n) {
+    // interleaved, so that long and short sequences spread over the threads
+    std::vector<Row> mine;
+    for (size_t x = t; x < rows.size(); x += n) mine.push_back(rows[x]);
+    part[t] = compare_part(pb, o, lse, mine, 0, mine.size());
+  });
   Errors e;
   for (const Errors& p : part) {
     e.o = std::max(e.o, p.o);

@@ -4,11 +4,13 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include <vector>
 
@@ -47,6 +49,18 @@ inline bool on_simulator() {
 // True on a GPU run at the simulator's shapes (FLASHPTX_TEST_SIM_SHAPES=1): what depends on the SM
 // count (the plan's schedule for those shapes) is not the simulator's there.
 inline bool sim_shapes_on_gpu() { return on_simulator() && !device_is_simulator(); }
+
+// The fp64 references are the suites' host cost (one thread does about 10^8 multiply-adds a second):
+// fn(t, n) runs on n threads (the host's cores, at most 16), t = 0 .. n - 1, the calling thread
+// taking t = 0; each takes the items t, t + n, ... of its work, so that the result does not depend on n.
+template <class Fn>
+void on_host_threads(Fn fn) {
+  const size_t n = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < n; ++t) pool.emplace_back(fn, t, n);
+  fn(size_t{0}, n);
+  for (std::thread& th : pool) th.join();
+}
 
 constexpr uint16_t kPoison = 0xFFFF;  // NaN in both bf16 and fp16
 constexpr int64_t kGuard = 4096;      // elements after each output that must stay poisoned
