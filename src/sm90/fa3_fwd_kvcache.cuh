@@ -404,18 +404,16 @@ __device__ __forceinline__ void fwd_kvcache_body(const KvcacheParams& p) {
   using L = KvLayout<C>;
   const KvSmem<C> sm{smem_base_1024()};
   const KvTile t = kv_tile<C>(p);
-  // Barrier initialisation: one thread, the mbarrier-init fence, a CTA barrier (PTX ISA
-  // "mbarrier.init", "fence.mbarrier_init").
-  if (threadIdx.x == 0) {
+  // Barrier initialisation (init_barriers, src/sm90/common.cuh: one thread, the mbarrier-init fence,
+  // a CTA barrier).
+  init_barriers([&] {
     for (uint32_t s = 0; s < C.stages; ++s) {
       ptx::mbarrier_init(sm.k_full(s), L::kFullArrivals);
       ptx::mbarrier_init(sm.v_full(s), L::kFullArrivals);
       ptx::mbarrier_init(sm.k_empty(s), L::kEmptyArrivals);
       ptx::mbarrier_init(sm.v_empty(s), L::kEmptyArrivals);
     }
-    ptx::fence_mbarrier_init();
-  }
-  __syncthreads();
+  });
   if (threadIdx.x < 128) {
     if (threadIdx.x == 0) {
       KvProducer<C> prod{p, sm, t};
