@@ -46,6 +46,13 @@ step() {  # step NAME TIMEOUT CMD...: not started once the call's budget (second
   timeout "$t" "$@" > "$OUT/$name.log" 2>&1; rc=$?
   summary+=("$name rc=$rc $(( $(date +%s) - t0 ))s: $(grep -E 'passed|ERROR SUMMARY|test cases|ladder-tflops: fa3' "$OUT/$name.log" | tail -n 1 | cut -c1-150)")
 }
+run_cases() {  # run_cases TIMEOUT: each of $CASES ("suite|case patterns;...") its own step
+  local named i
+  IFS=';' read -ra named <<< "${CASES:-}"
+  for i in "${!named[@]}"; do
+    step "cases_$i" "$1" "$BIN/run_tests" -ts="${named[$i]%%|*}" -tc="${named[$i]#*|}"
+  done
+}
 step info 40 bash -c 'nvidia-smi; python3 -c "import torch; print(\"torch\", torch.__version__, \"cuda\", torch.version.cuda, \"cudnn\", torch.backends.cudnn.version())"; compute-sanitizer --version; python3 -c "import cudnn; print(\"cudnn frontend\", cudnn.__version__, cudnn.backend_version())" 2>&1 | tail -n 1; echo commit ${FLASHPTX_GIT_COMMIT:-unknown}'
 for what in ${what//,/ }; do
 case $what in
@@ -76,10 +83,7 @@ case $what in
     step capture_sim_cases 200 env FLASHPTX_TEST_SIM_SHAPES=1 FLASHPTX_CAPTURE="$OUT/chip.cap" "$BIN/run_tests"
     [ -f "$OUT/chip.cap" ] && gzip -f "$OUT/chip.cap"
     step isa_readings 60 "$BIN/run_tests" -ts="gpu_sm90 isa readings" -s
-    IFS=';' read -ra named <<< "${CASES:-}"
-    for i in "${!named[@]}"; do
-      step "cases_$i" 200 "$BIN/run_tests" -ts="${named[$i]%%|*}" -tc="${named[$i]#*|}"
-    done
+    run_cases "${CASE_TIMEOUT:-200}"
     if [ -n "${MEMCHECK:-}" ]; then
       step memcheck_named 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/run_tests" \
         -ts="${MEMCHECK%%|*}" -tc="${MEMCHECK#*|}"
@@ -101,10 +105,7 @@ case $what in
     step python_gpu 200 python3 tools/python/tests/test_gpu.py --json "$OUT/python_gpu.json" ;;
   cases)
     # The cases named by $CASES ("suite|case patterns;..."), each its own step of up to $CASE_TIMEOUT s.
-    IFS=';' read -ra named <<< "${CASES:-}"
-    for i in "${!named[@]}"; do
-      step "cases_$i" "${CASE_TIMEOUT:-300}" "$BIN/run_tests" -ts="${named[$i]%%|*}" -tc="${named[$i]#*|}"
-    done ;;
+    run_cases "${CASE_TIMEOUT:-300}" ;;
   capture_split)
     # The capture of the simulator's cases, one file per group of suites (a single file of every case
     # is past what a call can bring back).
