@@ -3,8 +3,11 @@
 same kernels timed through the package and through the bare C calls, and the GPU work of each.
 
     PYTHONPATH=tools/python python3 tools/python/profile_calls.py [--json F] [--host-only] [--package DIR]
+                                                                 [--cprofile N]
 
---host-only: section 1 alone (seconds). --package DIR: the flashptx package in DIR instead of the one
+--host-only: section 1 alone (seconds). --cprofile N: after section 1, the forward+backward's host
+time split (the whole call, a no-op autograd.Function's floor, the package's forward, its backward
+work called directly) and cProfile of the last two (cprofile_fwd_bwd says why in two parts). --package DIR: the flashptx package in DIR instead of the one
 beside this file (e.g. an older commit's tools/python from `git archive`), to compare two versions on
 one machine. tools/python/host_cost.py measures the package's own Python work without a GPU.
 
@@ -42,6 +45,10 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--host-only", action="store_true", help="section 1 alone")
     ap.add_argument("--package", help="the folder holding the flashptx package to measure")
+    ap.add_argument("--cprofile", type=int, default=0, metavar="N",
+                    help="also: N package forward+backward calls of section 1's problem under cProfile (the "
+                         "functions by own time), beside the floor of autograd itself (a no-op "
+                         "autograd.Function's forward+backward)")
     args = ap.parse_args(argv)
     if args.package:
         sys.path.insert(0, os.path.abspath(args.package))
@@ -167,6 +174,8 @@ def main(argv=None):
         host[name] = (time.perf_counter() - t0) / 300 * 1e6
         print("host per call, b1 s128 h1 d64: %-26s %7.1f us" % (name, host[name]), flush=True)
     out["host_us_per_call"] = host
+    if args.cprofile:
+        out["cprofile"] = cprofile_fwd_bwd(torch, one["flashptx package fwd+bwd"], q, do, args.cprofile)
     if args.host_only:
         if args.json:
             with open(args.json, "w") as f:
@@ -237,6 +246,73 @@ def main(argv=None):
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)
     return 0
+
+
+def cprofile_fwd_bwd(torch, pkg_fb, q, do, n):
+    """Where the package's forward+backward host time goes, in three parts: the whole call; the floor
+    any autograd.Function pays through the same torch.autograd.grad (a no-op Function: forward one
+    new_empty, backward three); the package's own backward work called directly (_bwd_impl, what
+    _Attention.backward runs: the autograd engine runs it on its device thread, out of the caller's
+    cProfile). Then cProfile of n forward-with-grad calls and of n direct _bwd_impl calls (each
+    function's own time per call, the top 25 of each)."""
+    import cProfile
+    import pstats
+    import flashptx
+    from flashptx import _torch
+
+    class Noop(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b, c):
+            return a.new_empty(a.shape)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g.new_empty(g.shape), g.new_empty(g.shape), g.new_empty(g.shape)
+
+    qg, kg, vg = (t.clone().requires_grad_(True) for t in (q, q, q))
+    out, lse = flashptx.attention(q, q, q, return_lse=True)
+    lse = lse.contiguous()
+
+    def noop_fb():
+        torch.autograd.grad(Noop.apply(qg, kg, vg), (qg, kg, vg), do)
+
+    def fwd_grad():
+        flashptx.attention(qg, kg, vg)
+
+    def bwd_direct():
+        _torch._bwd_impl(do, q, q, q, out, lse, False, 0.0, False, saved=True)
+
+    res = {}
+    parts = (("flashptx package fwd+bwd", pkg_fb), ("no-op autograd.Function fwd+bwd", noop_fb),
+             ("flashptx forward with grad (no backward)", fwd_grad), ("flashptx _bwd_impl direct", bwd_direct))
+    for name, fn in parts:
+        for _ in range(20):
+            fn()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        torch.cuda.synchronize()
+        res[name + " us/call"] = (time.perf_counter() - t0) / n * 1e6
+        print("host per call, b1 s128 h1 d64: %-42s %7.1f us" % (name, res[name + " us/call"]), flush=True)
+    for name, fn in parts[2:]:
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(n):
+            fn()
+        torch.cuda.synchronize()
+        prof.disable()
+        rows = []
+        for (fname, line, func), (cc, nc, tt, ct, _) in pstats.Stats(prof).stats.items():
+            rows.append({"function": "%s:%d(%s)" % (os.path.basename(fname), line, func), "calls_per_call": nc / n,
+                         "own_us_per_call": tt / n * 1e6, "cum_us_per_call": ct / n * 1e6})
+        rows.sort(key=lambda r: -r["own_us_per_call"])
+        print("cProfile, %d x %s: own us per call, cumulative, calls per call" % (n, name))
+        for r in rows[:25]:
+            print("  %8.1f %8.1f %5.1f  %s" % (r["own_us_per_call"], r["cum_us_per_call"], r["calls_per_call"],
+                                              r["function"]))
+        res["top: " + name] = rows[:50]
+    return res
 
 
 if __name__ == "__main__":
