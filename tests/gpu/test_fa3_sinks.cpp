@@ -7,7 +7,9 @@
 // suite (+ 2^-20 |lse|, + the softcap's tanh.approx envelope where there is a softcap); dQ and dK
 // with the reference's fp32 envelope of dS. The sinks' gradient (fp32, one per head) is held to
 // 2 * max|dsinks_same - dsinks_ref| + 1e-5 + its fp32 envelope (ref::Backward::dsinks_env: the
-// kernel's delta and its reduction are fp32 sums). Every row of every case is compared.
+// kernel's delta and its reduction are fp32 sums) + six standard deviations of the spread that O's
+// 16-bit storage causes (ref::Backward::dsinks_o_sd), per head; and, within fp32 sums, to the same
+// sum taken on the host from the kernel's own O and LSE. Every row of every case is compared.
 //
 // Inputs are fresh random values, the sinks random per head (some cases shift them up, so that the
 // sink dominates the denominator, or down, or set one head's to -inf: no sink); O, LSE, the
@@ -258,25 +260,60 @@ void check_backward(const SCase& c, uint64_t seed) {
       if (g.x[i] != kPoison) ++clobbered;
     CHECK_MESSAGE(clobbered == 0, c.str() << ": " << clobbered << " elements after " << std::string(g.name) << " were written");
   }
-  double err = 0, same_err = 0, env = 0, mag = 0;
+  // dsinks against fp64, per head: FlashAttention's rule plus the fp32 envelope plus six standard
+  // deviations of the spread that O's 16-bit storage causes (ref::Backward::dsinks_o_sd): dsinks_h
+  // is a single sum over every row, so the same-dtype reference's error is one draw of that spread,
+  // not a bound on the kernel's (docs/DECISIONS.md, "Attention sinks").
+  const double u = c.dtype == FLASHPTX_BF16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+  double same_err = 0, mag = 0;
   for (int64_t h = 0; h < c.hq; ++h) {
-    const double x = gs[static_cast<size_t>(h)], r = ref.dsinks[static_cast<size_t>(h)];
-    err = std::max(err, std::isfinite(x) ? std::fabs(x - r) : INFINITY);
-    same_err = std::max(same_err, std::fabs(same.dsinks[static_cast<size_t>(h)] - r));
-    env = std::max(env, ref.dsinks_env[static_cast<size_t>(h)]);
-    mag = std::max(mag, std::fabs(r));
+    same_err = std::max(same_err, std::fabs(same.dsinks[static_cast<size_t>(h)] - ref.dsinks[static_cast<size_t>(h)]));
+    mag = std::max(mag, std::fabs(ref.dsinks[static_cast<size_t>(h)]));
   }
-  const double tol = 2 * same_err + 1e-5 + env;
-  CHECK_MESSAGE(err <= tol, c.str() << ": max|dsinks - ref| = " << err << " > " << tol << " (same-dtype " << same_err
-                                    << ", fp32 envelope " << env << ", max|dsinks| " << mag << ")");
+  // And against the same sum taken on the host from the kernel's own O and LSE (the formula of
+  // include/flashptx.h: dsinks_h = -sum_i exp(s_h - LSE_i) (dO_i . O_i)): that isolates the
+  // gradient kernel from the forward's rounding. It agrees within fp32 arithmetic: per row, p_sink
+  // |dO_i| . |O_i| times 2^-19 (delta's d products and the reduction over the rows, ex2.approx's
+  // 2^-22) plus 2^-22 (|s_h| + |LSE_i|) (the exponent s_h log2(e) - LSE_i log2(e) formed in fp32).
+  const auto go = SProblem::fetch<uint16_t>(*pb.o);
+  const auto gl = SProblem::fetch<float>(*pb.lse);
+  for (int64_t h = 0; h < c.hq; ++h) {
+    const size_t hs = static_cast<size_t>(h);
+    const double x = gs[hs], r = ref.dsinks[hs];
+    const double tol = 2 * same_err + 1e-5 + ref.dsinks_env[hs] + 6 * u * ref.dsinks_o_sd[hs];
+    CHECK_MESSAGE((std::isfinite(x) && std::fabs(x - r) <= tol),
+                  c.str() << ": head " << h << ": |dsinks - ref| = " << std::fabs(x - r) << " > " << tol << " (same-dtype "
+                          << same_err << ", fp32 envelope " << ref.dsinks_env[hs] << ", O's spread "
+                          << u * ref.dsinks_o_sd[hs] << ", dsinks " << x << ", ref " << r << ")");
+    double own = 0, own_abs = 0;
+    for (int64_t b = 0; b < c.batch; ++b)
+      for (int64_t i = 0; i < c.sq; ++i) {
+        const double lse = gl[static_cast<size_t>((b * c.hq + h) * c.sq + i)];
+        const double ps = std::exp(static_cast<double>(pb.sinks[hs]) - lse);
+        if (ps == 0) continue;  // a head without a sink, or a row the sink does not reach
+        const size_t qo = static_cast<size_t>(((b * c.sq + i) * c.hq + h) * c.d);
+        double delta = 0, delta_abs = 0;
+        for (int64_t e = 0; e < c.d; ++e) {
+          const double t = static_cast<double>(from_storage(c.dtype, pb.dout[qo + e])) * from_storage(c.dtype, go[qo + e]);
+          delta += t;
+          delta_abs += std::fabs(t);
+        }
+        own -= ps * delta;
+        own_abs += ps * delta_abs * (std::ldexp(1.0, -19) +
+                                     std::ldexp(std::fabs(static_cast<double>(pb.sinks[hs])) + std::fabs(lse), -22));
+      }
+    const double own_tol = own_abs + 1e-12;
+    CHECK_MESSAGE(std::fabs(x - own) <= own_tol, c.str() << ": head " << h << ": dsinks " << x
+                                                         << " against its own O and LSE's " << own << " (bound " << own_tol << ")");
+  }
   // The gradient is not vacuous: some head's sink carries weight (unless every sink is -inf).
   CHECK(mag > 1e-3);
   if (c.no_sink_head0) CHECK(gs[0] == 0.f);  // p_sink = 0 on every row of head 0
   int64_t clobbered = 0;
   for (size_t i = static_cast<size_t>(c.hq); i < gs.size(); ++i) {
-    uint32_t u;
-    std::memcpy(&u, &gs[i], 4);
-    if (u != 0xFFFFFFFFu) ++clobbered;
+    uint32_t bits;
+    std::memcpy(&bits, &gs[i], 4);
+    if (bits != 0xFFFFFFFFu) ++clobbered;
   }
   CHECK_MESSAGE(clobbered == 0, c.str() << ": " << clobbered << " floats after dsinks were written");
   if (c.deterministic) {

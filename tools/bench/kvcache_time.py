@@ -4,6 +4,7 @@ the device's copy bandwidth, PyTorch SDPA on the same contiguous cache, and our 
 
     PYTHONPATH=tools/python FLASHPTX_LIB=path/to/libflashptx.so python3 tools/bench/kvcache_time.py \
         [--batches 1,8,32,128] [--cache 1024,8192,32768,131072] [--rounds 3] [--max-gib 24] [--out FILE]
+        [--sweep-splits 1,2,4,...]
 
 Method (as tools/bench/kernel_time.py): each call 5 times per round under torch.profiler, a 256 MB
 L2 flush before each (its fill kernel left out), the sum of the GPU durations of the kernels the call
@@ -18,6 +19,8 @@ the fastest backend that takes the shape (q [B, Hq, 1, d] against k, v [B, Hkv, 
 enable_gqa), on the same cache. Chunked prefill (seqlen_q 256 against 8k-32k keys, causal bottom-right,
 GQA 32/8): TFLOP/s against our training forward on the same q, k, v (flashptx_fwd, seqlen_q != seqlen_k).
 Correctness: each configuration's O against SDPA's (fp32 math) on the first sequence.
+--sweep-splits N,...: each decode shape's contiguous call also with num_splits forced to each N (the
+ones the library accepts), rows "contiguous splits=N": what the plan's split choice leaves.
 """
 import argparse, ctypes, json, os, sys
 
@@ -26,6 +29,7 @@ ap.add_argument("--batches", default="1,8,32,128")
 ap.add_argument("--cache", default="1024,8192,32768,131072")
 ap.add_argument("--prefill-cache", default="8192,32768")
 ap.add_argument("--rounds", type=int, default=3)
+ap.add_argument("--sweep-splits", default="", help="decode: also time the contiguous call at these num_splits")
 ap.add_argument("--max-gib", type=float, default=24.0, help="skip decode shapes whose K+V exceed this")
 ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "kvcache_time.json"))
 args = ap.parse_args()
@@ -82,7 +86,7 @@ def median(xs):
     return sorted(xs)[len(xs) // 2]
 
 
-def kv_params(q, kc, vc, o, seqlens, page_table=None, page_size=0, causal=False):
+def kv_params(q, kc, vc, o, seqlens, page_table=None, page_size=0, causal=False, num_splits=0):
     """The call over a contiguous cache (page_table None) or a paged one; its workspace allocated."""
     p = KvParams()
     B, Sq, Hq, D = q.shape
@@ -96,7 +100,7 @@ def kv_params(q, kc, vc, o, seqlens, page_table=None, page_size=0, causal=False)
     for name, t in (("q", q), ("k", kc), ("v", vc), ("o", o)):
         for x, s in zip(("batch", "row", "head"), t.stride()[:3]):
             setattr(p, name + "_" + x + "_stride", s)
-    p.dtype, p.causal, p.softmax_scale, p.num_splits = 0, int(causal), 0.0, 0
+    p.dtype, p.causal, p.softmax_scale, p.num_splits = 0, int(causal), 0.0, num_splits
     need = _i64(0)
     rc = lib.flashptx_fwd_kvcache_workspace_size(ctypes.byref(p), ctypes.byref(need))
     if rc != 0:
@@ -188,6 +192,15 @@ for hkv in (8, 1):
             except Exception as e:  # noqa: BLE001
                 print("B%d S%d Hkv%d: %s" % (B, S, hkv, e), flush=True)
                 continue
+            for n in (int(x) for x in args.sweep_splits.split(",") if x):
+                if n == splits["contiguous"]:
+                    continue
+                try:
+                    pn, wsn, splits["contiguous splits=%d" % n] = kv_params(q, k, v, o, seqlens, num_splits=n)
+                    run_kv(pn); torch.cuda.synchronize()
+                    impls["contiguous splits=%d" % n] = lambda pn=pn, wsn=wsn: run_kv(pn)
+                except Exception as e:  # noqa: BLE001 - a count the library refuses for this shape
+                    print("  num_splits %d: %s" % (n, e), flush=True)
             ref = reference_b0(q, k, v, False)
             errs = {}
             for n, f in impls.items():
@@ -212,7 +225,7 @@ for hkv in (8, 1):
             del q, k, v, kp, vp, o, impls, ref
 
 # Chunked prefill: 256 new rows against the cache, causal bottom-right, against the training forward.
-for S in (int(x) for x in args.prefill_cache.split(",")):
+for S in (int(x) for x in args.prefill_cache.split(",") if x):
     B, SQ, hkv = 4, 256, 8
     g = torch.Generator(device=dev).manual_seed(S + 7)
     q = torch.randn(B, SQ, HQ, D, device=dev, generator=g).to(torch.bfloat16)

@@ -199,6 +199,7 @@ Backward backward(const Problem& p, const TensorView& q, const TensorView& k, co
   if (!p.sinks.empty()) {
     g.dsinks.assign(static_cast<size_t>(Hq), 0.0);
     g.dsinks_env.assign(static_cast<size_t>(Hq), 0.0);
+    g.dsinks_o_sd.assign(static_cast<size_t>(Hq), 0.0);  // the variance until the end
   }
   g.dq.assign(static_cast<size_t>(p.batch * Sq * Hq * D), 0.0);
   g.dk.assign(static_cast<size_t>(p.batch * Sk * Hk * D), 0.0);
@@ -254,6 +255,16 @@ Backward backward(const Problem& p, const TensorView& q, const TensorView& k, co
           const double ps = std::exp(sink - lse);  // the sink's probability
           g.dsinks[static_cast<size_t>(h)] -= ps * delta;
           g.dsinks_env[static_cast<size_t>(h)] += std::ldexp(ps * delta_abs, -20);
+          double var = 0;  // sum_d dO_id^2 (O_id^2 + sum_j P_ij^2 V_jd^2) / 3
+          for (int64_t e = 0; e < D; ++e) {
+            double pv2 = 0;
+            for (int64_t j = 0; j <= last; ++j) {
+              const double pv = pr[j] * row(V, b, j, hk, Sk, Hk)[e];
+              pv2 += pv * pv;
+            }
+            var += doi[e] * doi[e] * (o[e] * o[e] + pv2) / 3;
+          }
+          g.dsinks_o_sd[static_cast<size_t>(h)] += ps * ps * var;
         }
         dp.assign(last + 1, 0.0);
         double* dqi = &g.dq[static_cast<size_t>(((b * Sq + i) * Hq + h) * D)];
@@ -284,6 +295,7 @@ Backward backward(const Problem& p, const TensorView& q, const TensorView& k, co
         }
       }
     }
+  for (double& x : g.dsinks_o_sd) x = std::sqrt(x);
   if (rd != Round::kNone)
     for (auto* t : {&g.dq, &g.dk, &g.dv})
       for (double& x : *t) x = round_to(rd, x);

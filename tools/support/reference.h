@@ -99,6 +99,16 @@ struct Backward {
   // sum_d |dO_id O_id| (a kernel's delta is an fp32 sum of d products; the reduction adds
   // batch * seqlen_q fp32 terms, within 2^-20 of their absolute sum at the tests' sizes).
   std::vector<double> dsinks, dsinks_env;
+  // With sinks: the spread of dsinks_h that storing O in a 16-bit dtype causes, per unit roundoff u
+  // (multiply by u: 2^-8 bf16, 2^-11 fp16). dsinks_h depends on O through delta_i = dO_i . O_i, and
+  // a kernel's O carries two roundings: P before PV and O itself. Rounding x to nearest moves it by
+  // at most u|x|, modelled as independent and uniform, variance u^2 x^2 / 3; so O_id is off with
+  // variance u^2 (O_id^2 + sum_j P_ij^2 V_jd^2) / 3, and dsinks_h = -sum_i p_sink,i delta_i with
+  // variance u^2 sum_i p_sink,i^2 sum_d dO_id^2 (O_id^2 + sum_j P_ij^2 V_jd^2) / 3: its square root
+  // per head is this value. dsinks_h is one such sum, a single draw, so the same-dtype reference's
+  // own draw says nothing about the kernel's: a GPU test adds a multiple of u * dsinks_o_sd to the
+  // rule (docs/DECISIONS.md, "Attention sinks").
+  std::vector<double> dsinks_o_sd;
 };
 
 // One output row (batch b, query row i, query head h): writes head_dim values to o_row, returns LSE.
