@@ -289,8 +289,8 @@ void check_backward(const SCase& c, uint64_t seed) {
     for (int64_t b = 0; b < c.batch; ++b)
       for (int64_t i = 0; i < c.sq; ++i) {
         const double lse = gl[static_cast<size_t>((b * c.hq + h) * c.sq + i)];
+        if (pb.sinks[hs] == -INFINITY) continue;  // a head without a sink: p_sink = 0 (also where LSE = -inf)
         const double ps = std::exp(static_cast<double>(pb.sinks[hs]) - lse);
-        if (ps == 0) continue;  // a head without a sink, or a row the sink does not reach
         const size_t qo = static_cast<size_t>(((b * c.sq + i) * c.hq + h) * c.d);
         double delta = 0, delta_abs = 0;
         for (int64_t e = 0; e < c.d; ++e) {
