@@ -61,7 +61,7 @@ class FwdParams(ctypes.Structure):
                 [(n, _i64) for n in ("batch", "seqlen_q", "seqlen_k", "heads_q", "heads_kv", "head_dim")] +
                 _strides("q", "k", "v", "o") +
                 [(n, _int) for n in ("q_dtype", "k_dtype", "v_dtype", "o_dtype", "causal")] +
-                [("softmax_scale", _f32), ("tile_counter", _p)] + _MODIFIERS + [("sinks", _p)])
+                [("softmax_scale", _f32), ("tile_counter", _p)] + _MODIFIERS + [("sinks", _p), ("head_dim_v", _i64)])
 
 
 class BwdParams(ctypes.Structure):
@@ -79,7 +79,7 @@ class FwdVarlenParams(ctypes.Structure):
                 [(n, _i64) for n in ("num_seqs", "total_q", "total_k", "max_seqlen_q", "max_seqlen_k", "heads_q",
                                      "heads_kv", "head_dim")] +
                 [(t + "_" + x + "_stride", _i64) for t in ("q", "k", "v", "o") for x in ("row", "head")] +
-                [("dtype", _int), ("causal", _int), ("softmax_scale", _f32)] + _MODIFIERS)
+                [("dtype", _int), ("causal", _int), ("softmax_scale", _f32)] + _MODIFIERS + [("head_dim_v", _i64)])
 
 
 class KernelInfo(ctypes.Structure):
