@@ -297,11 +297,12 @@ def check_sinks(where, shape, dtype, heads_q):
 
 
 # ---- parameters from plain numbers (torch-free; the torch layer passes tensors' pointers) --------
-def fwd_params(ptrs, shape_q, shape_k, strides, dtype, causal, softmax_scale, window_size=None, softcap=0.0):
+def fwd_params(ptrs, shape_q, shape_k, strides, dtype, causal, softmax_scale, window_size=None, softcap=0.0,
+               head_dim_v=0):
     """FwdParams from pointers {q,k,v,o,lse[,sinks]}, q's and k's [batch, seqlen, heads, head_dim], strides
     {q,k,v,o: (batch, row, head)} in elements, a dtype code, causal, and the scale (0: 1/sqrt(d));
     window_size (left, right) (None: no window) and softcap (0: none) as include/flashptx.h; the
-    sinks' pointer (fp32 [heads_q]) when ptrs has one."""
+    sinks' pointer (fp32 [heads_q]) when ptrs has one; head_dim_v: V's and O's head dim (0: q's)."""
     p = FwdParams()
     for n in ("q", "k", "v", "o", "lse"):
         setattr(p, n, ptrs.get(n) or None)
@@ -322,6 +323,7 @@ def fwd_params(ptrs, shape_q, shape_k, strides, dtype, causal, softmax_scale, wi
         p.window_left, p.window_right = window_size
     p.softcap = softcap
     p.sinks = ptrs.get("sinks") or None
+    p.head_dim_v = head_dim_v
     return p
 
 
