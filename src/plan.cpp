@@ -397,8 +397,9 @@ flashptx_status plan_fwd(const flashptx_fwd_params& p_in, const FwdOptions& opt,
       return FLASHPTX_ERR_BAD_OPTION;
     }
     if (k->head_dim != p.head_dim || v_dim(*k) != v_dim(p) || k->dtype != p.q_dtype) {
-      *err = std::string("kernel ") + k->name + " is for " + (v_dim(*k) != k->head_dim ? "head_dims " : "head_dim ") +
-             std::to_string(k->head_dim) + (v_dim(*k) != k->head_dim ? "/" + std::to_string(v_dim(*k)) : "") + " " +
+      std::string dims = std::to_string(k->head_dim);  // "192", or "192/128" with a V head dim of its own
+      if (v_dim(*k) != k->head_dim) dims.append("/").append(std::to_string(v_dim(*k)));
+      *err = std::string("kernel ") + k->name + " is for head_dim " + dims + " " +
              (k->dtype == FLASHPTX_BF16 ? "bf16" : "fp16") + ", not this problem's";
       return FLASHPTX_ERR_BAD_OPTION;
     }

@@ -926,7 +926,10 @@ TEST_CASE("bad input on the device path: nothing launched, O untouched") {
   Problem pb(Case{1, 64, 64, 2, 2, 128, false, FLASHPTX_BF16}, 8000);
   pb.poison();
   flashptx_fwd_params p = pb.params;
-  p.head_dim = 96;
+  p.head_dim = 80;
+  CHECK(flashptx_fwd(&p, nullptr) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
+  p = pb.params;
+  p.head_dim_v = 64;  // (128, 64): no such pair
   CHECK(flashptx_fwd(&p, nullptr) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
   p = pb.params;
   p.o = static_cast<char*>(pb.dout->p) + 2;
