@@ -10,8 +10,10 @@
  * What runs where (any other device, or none: FLASHPTX_ERR_UNSUPPORTED_DEVICE, with the reason):
  *   sm_90 (Hopper)      the FA3 kernels: forward, backward, variable-length forward, FP8 quantize and
  *                       FP8 forward. bf16 or fp16 in and out (all tensors one dtype); head_dim 64, 128,
- *                       256; causal masks aligned to the bottom-right when seqlen_q != seqlen_k (as
- *                       FlashAttention does); heads_q a multiple of heads_kv (GQA, MQA).
+ *                       256 (the fixed-length forward also 96, 192, and 192 with a V head dim of 128:
+ *                       flashptx_fwd_params::head_dim_v); causal masks aligned to the bottom-right when
+ *                       seqlen_q != seqlen_k (as FlashAttention does); heads_q a multiple of heads_kv
+ *                       (GQA, MQA).
  *   sm_100 (Blackwell)  the FA4 kernels: forward and backward, head_dim 64 and 128, otherwise as above.
  *                       They have never executed on a Blackwell GPU (compiled, SASS-audited and
  *                       replayed on an emulator only), so they run only after the caller opts in:
@@ -142,6 +144,16 @@ typedef struct flashptx_fwd_params {
    * values are device memory and not checked). sm_90 fixed-length forward only (sm_100:
    * FLASHPTX_ERR_UNSUPPORTED). */
   const float* sinks;
+  /* The head dim of V and O when it differs from Q's and K's (DeepSeek's d_qk = 192, d_v = 128);
+   * 0 (what a zero-initialised or flashptx_fwd_params_contiguous-filled struct holds) means equal to
+   * head_dim, so callers that predate the field are unchanged. V is then [batch, seqlen_k, heads_kv,
+   * head_dim_v] and O [batch, seqlen_q, heads_q, head_dim_v]; LSE is as before, and softmax_scale 0
+   * is still 1/sqrt(head_dim). Pairs (head_dim, head_dim_v) on sm_90: (64, 64), (96, 96),
+   * (128, 128), (192, 192), (192, 128), (256, 256); any other pair, or a negative value:
+   * FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, with the pairs in the message. Head dims 96 and 192 and the
+   * (192, 128) pair have no sliding window, softcap or sinks yet (FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM
+   * from the launch plan), and no backward. sm_100: head_dim_v must equal head_dim. */
+  int64_t head_dim_v;
 } flashptx_fwd_params;
 
 /* Fills *p for contiguous [batch, seqlen, heads, head_dim] tensors of one dtype. */
@@ -237,6 +249,9 @@ typedef struct flashptx_fwd_varlen_params {
   int window;
   float softcap;
   int64_t window_left, window_right;
+  /* As flashptx_fwd_params::head_dim_v: 0 means equal to head_dim. The varlen forward has no
+   * separate V head dim yet: anything else is FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM. */
+  int64_t head_dim_v;
 } flashptx_fwd_varlen_params;
 
 /* Fills *p for contiguous packed tensors of one dtype; total_q/_k and max_seqlen_q/_k are computed

@@ -61,6 +61,7 @@ struct KernelEntry {
   int cluster_ctas = 1;   // CTAs per cluster (2: the cta_group::2 pair; the kernel declares it)
   bool paired = false;    // FA3 forward: persistent CTAs walk the paired causal schedule (causal only)
   bool dynamic = false;   // FA3 forward: also the dynamic schedule, given a tile counter (FwdConfig::dynamic_walk)
+  int head_dim_v = 0;     // FA3 forward: V's and O's head dim (FwdConfig::head_dim_v); 0: head_dim
   // The config's other protocol switches (register split, O staging, tile feed, ...), in field
   // order; empty for kernels whose config has none beyond the fields above.
   std::span<const KernelSwitch> switches = {};
@@ -78,6 +79,7 @@ std::span<const KernelEntry> fa3_fwd_varlen_kernels();
 std::span<const KernelEntry> fa3_fwd_local_kernels();         // the sliding window and the softcap
 std::span<const KernelEntry> fa3_fwd_varlen_local_kernels();  // (src/sm90/fa3_fwd_local.cu)
 std::span<const KernelEntry> fa3_fwd_sink_kernels();          // the attention sinks (src/sm90/fa3_fwd_sink.cu)
+std::span<const KernelEntry> fa3_fwd_hdim_kernels();          // head dims 96, 192 and (192, 128) (src/sm90/fa3_fwd_hdim.cu)
 std::span<const KernelEntry> fa3_fwd_fp8_kernels();
 std::span<const KernelEntry> fa3_fwd_kvcache_kernels();  // the KV-cache forward and its combine
 std::span<const KernelEntry> fa3_bwd_kernels();

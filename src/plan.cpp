@@ -213,6 +213,25 @@ static FwdChoice fwd_choice(const flashptx_fwd_params& p, int sms) {
   return {128, p.causal && fwd_causal_paired(p.head_dim, p.seqlen_q, p.seqlen_k, p.heads_q, p.batch, sms)};
 }
 
+// V's head dim: flashptx_fwd_params::head_dim_v, 0 meaning head_dim; a row's (KernelEntry::head_dim_v,
+// 0 likewise).
+static int64_t v_dim(const flashptx_fwd_params& p) { return p.head_dim_v != 0 ? p.head_dim_v : p.head_dim; }
+static int64_t v_dim(const KernelEntry& k) { return k.head_dim_v != 0 ? k.head_dim_v : k.head_dim; }
+// Head dims 96 and 192 and a separate V head dim: their kernels (src/sm90/fa3_fwd_hdim.cu), one per
+// (head_dim, head_dim_v) and dtype, one CTA per tile for every mask (docs/DECISIONS.md, "Head dims
+// 96 and 192, and a V head dim of its own").
+static bool hdim_problem(const flashptx_fwd_params& p) {
+  return p.head_dim == 96 || p.head_dim == 192 || v_dim(p) != p.head_dim;
+}
+static const KernelEntry* hdim_kernel_for(const flashptx_fwd_params& p) {
+  for (const KernelEntry& k : fa3_fwd_hdim_kernels())
+    if (k.dtype == p.q_dtype && k.head_dim == p.head_dim && v_dim(k) == v_dim(p)) return &k;
+  return nullptr;
+}
+static std::string dims_text(const flashptx_fwd_params& p) {
+  return "(head_dim, head_dim_v) = (" + std::to_string(p.head_dim) + ", " + std::to_string(v_dim(p)) + ")";
+}
+
 // The row of (dtype, head dim, block_m, paired); where a head dim has a plain and a persistent
 // kernel of that shape (d256), `loop` picks between them.
 static const KernelEntry* fwd_kernel_for(const flashptx_fwd_params& p, int block_m, bool paired, bool loop = false) {
@@ -254,11 +273,14 @@ static flashptx_status plan_fa4_fwd(const flashptx_fwd_params& p, const FwdOptio
       *err = std::string("no sm_100 forward kernel named '") + opt.kernel + "'";
       return FLASHPTX_ERR_BAD_OPTION;
     }
-    if (k->head_dim != p.head_dim || k->dtype != p.q_dtype) {
+    if (k->head_dim != p.head_dim || v_dim(*k) != v_dim(p) || k->dtype != p.q_dtype) {
       *err = std::string("kernel ") + k->name + " is for head_dim " + std::to_string(k->head_dim) + " " +
              (k->dtype == FLASHPTX_BF16 ? "bf16" : "fp16") + ", not this problem's";
       return FLASHPTX_ERR_BAD_OPTION;
     }
+  } else if (v_dim(p) != p.head_dim) {
+    *err = "the sm_100 forward has no separate V head dim: " + dims_text(p) + " (FA4: head_dim_v = head_dim)";
+    return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
   } else if ((k = fa4_kernel_for(p)) == nullptr) {
     *err = "no sm_100 forward kernel for head_dim " + std::to_string(p.head_dim) + " (FA4: 64 and 128)";
     return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
@@ -323,9 +345,10 @@ static bool has_sinks(const KernelEntry& k) {
     if (std::string_view(s.name) == "sinks") return s.value != 0;
   return false;
 }
-static const KernelEntry* local_kernel_for(std::span<const KernelEntry> rows, flashptx_dtype t, int64_t head_dim) {
+static const KernelEntry* local_kernel_for(std::span<const KernelEntry> rows, flashptx_dtype t, int64_t head_dim,
+                                           int64_t head_dim_v) {
   for (const KernelEntry& k : rows)
-    if (k.dtype == t && k.head_dim == head_dim) return &k;
+    if (k.dtype == t && k.head_dim == head_dim && v_dim(k) == head_dim_v) return &k;
   return nullptr;
 }
 
@@ -346,12 +369,12 @@ flashptx_status plan_fwd(const flashptx_fwd_params& p_in, const FwdOptions& opt,
   const bool sinks = p.sinks != nullptr;
   if (opt.kernel == nullptr && (mod.local || sinks)) {
     if (sinks) {
-      if ((k = local_kernel_for(fa3_fwd_sink_kernels(), p.q_dtype, p.head_dim)) == nullptr) {
-        *err = "no attention-sink forward kernel for head_dim " + std::to_string(p.head_dim) + " in this dtype";
+      if ((k = local_kernel_for(fa3_fwd_sink_kernels(), p.q_dtype, p.head_dim, v_dim(p))) == nullptr) {
+        *err = "no attention-sink forward kernel for " + dims_text(p) + " in this dtype";
         return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
       }
-    } else if ((k = local_kernel_for(fa3_fwd_local_kernels(), p.q_dtype, p.head_dim)) == nullptr) {
-      *err = "no local (window / softcap) forward kernel for head_dim " + std::to_string(p.head_dim) + " in this dtype";
+    } else if ((k = local_kernel_for(fa3_fwd_local_kernels(), p.q_dtype, p.head_dim, v_dim(p))) == nullptr) {
+      *err = "no local (window / softcap) forward kernel for " + dims_text(p) + " in this dtype";
       return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
     }
     if (opt.trace != nullptr) {
@@ -373,10 +396,17 @@ flashptx_status plan_fwd(const flashptx_fwd_params& p_in, const FwdOptions& opt,
       *err = std::string("no forward kernel named '") + opt.kernel + "'";
       return FLASHPTX_ERR_BAD_OPTION;
     }
-    if (k->head_dim != p.head_dim || k->dtype != p.q_dtype) {
-      *err = std::string("kernel ") + k->name + " is for head_dim " + std::to_string(k->head_dim) + " " +
+    if (k->head_dim != p.head_dim || v_dim(*k) != v_dim(p) || k->dtype != p.q_dtype) {
+      std::string dims = std::to_string(k->head_dim);  // "192", or "192/128" with a V head dim of its own
+      if (v_dim(*k) != k->head_dim) dims.append("/").append(std::to_string(v_dim(*k)));
+      *err = std::string("kernel ") + k->name + " is for head_dim " + dims + " " +
              (k->dtype == FLASHPTX_BF16 ? "bf16" : "fp16") + ", not this problem's";
       return FLASHPTX_ERR_BAD_OPTION;
+    }
+  } else if (hdim_problem(p)) {
+    if ((k = hdim_kernel_for(p)) == nullptr) {
+      *err = "no forward kernel for " + dims_text(p) + " in this dtype";
+      return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
     }
   } else {
     const FwdChoice c = fwd_choice(p, std::max(dev.sm_count, 1));
@@ -470,6 +500,11 @@ flashptx_status encode_fwd_args(const flashptx_fwd_params& p_in, const FwdOption
   const bool no_keys = p.seqlen_k == 0;
   const int64_t sk = std::max<int64_t>(p.seqlen_k, 1);
   const int64_t kv_ss = no_keys ? p.heads_kv * p.head_dim : 0, kv_sb = no_keys ? p.heads_kv * p.head_dim : 0;
+  // V and O have head_dim_v columns (0: head_dim); the maps of a head dim that is not a multiple of
+  // 64 (96) keep 64-column boxes, the last one past the tensor's edge (zero-filled on load, clipped
+  // on store: FwdLayout::kChunks).
+  const int64_t dv = v_dim(p);
+  const int64_t vv_ss = no_keys ? p.heads_kv * dv : 0, vv_sb = no_keys ? p.heads_kv * dv : 0;
   // Box rows: FA3 loads Q per tile and stores O per 64-row consumer; FA4 (src/sm100/fa4_fwd.cuh) loads
   // and stores per 128-row Q stage, and a cta_group::2 CTA loads half of each K block.
   const bool fa4 = k.family == Family::kFa4Fwd;
@@ -482,10 +517,10 @@ flashptx_status encode_fwd_args(const flashptx_fwd_params& p_in, const FwdOption
       encode_bshd(&a.tma_k, type(p.k_dtype), p.k, p.batch, sk, p.heads_kv, p.head_dim,
                   no_keys ? kv_sb : p.k_batch_stride, no_keys ? kv_ss : p.k_row_stride,
                   no_keys ? p.head_dim : p.k_head_stride, k_box, err) &&
-      encode_bshd(&a.tma_v, type(p.v_dtype), p.v, p.batch, sk, p.heads_kv, p.head_dim,
-                  no_keys ? kv_sb : p.v_batch_stride, no_keys ? kv_ss : p.v_row_stride,
-                  no_keys ? p.head_dim : p.v_head_stride, static_cast<uint32_t>(k.block_n), err) &&
-      encode_bshd(&a.tma_o, type(p.o_dtype), p.o, p.batch, p.seqlen_q, p.heads_q, p.head_dim, p.o_batch_stride,
+      encode_bshd(&a.tma_v, type(p.v_dtype), p.v, p.batch, sk, p.heads_kv, dv,
+                  no_keys ? vv_sb : p.v_batch_stride, no_keys ? vv_ss : p.v_row_stride,
+                  no_keys ? dv : p.v_head_stride, static_cast<uint32_t>(k.block_n), err) &&
+      encode_bshd(&a.tma_o, type(p.o_dtype), p.o, p.batch, p.seqlen_q, p.heads_q, dv, p.o_batch_stride,
                   p.o_row_stride, p.o_head_stride, o_box, err);
   if (!ok) return FLASHPTX_ERR_BAD_STRIDES;
   a.lse = p.lse;

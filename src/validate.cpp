@@ -109,6 +109,18 @@ flashptx_status check_head_dim(int64_t head_dim, std::string* msg, const char* w
   return bad(FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, msg,
              "head_dim " + std::to_string(head_dim) + " is not one of " + whose + "64, 128, 256");
 }
+// The fixed-length forward's (head_dim, head_dim_v) pairs (flashptx_fwd_params::head_dim_v, 0 meaning
+// head_dim): the dims above, 96 and 192, and DeepSeek's (192, 128) (src/sm90/fa3_fwd_hdim.cu).
+flashptx_status check_fwd_head_dims(int64_t head_dim, int64_t head_dim_v, std::string* msg) {
+  const int64_t dv = head_dim_v != 0 ? head_dim_v : head_dim;
+  if (dv == head_dim && (head_dim == 64 || head_dim == 96 || head_dim == 128 || head_dim == 192 || head_dim == 256))
+    return FLASHPTX_OK;
+  if (head_dim == 192 && dv == 128) return FLASHPTX_OK;
+  return bad(FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, msg,
+             "(head_dim, head_dim_v) = (" + std::to_string(head_dim) + ", " + std::to_string(dv) +
+                 ") is not one of the forward's (64, 64), (96, 96), (128, 128), (192, 192), (192, 128), (256, 256)" +
+                 " (head_dim_v 0 means head_dim)");
+}
 // GQA/MQA: every key/value head serves the same number of query heads.
 flashptx_status check_heads(int64_t heads_q, int64_t heads_kv, std::string* msg) {
   if (heads_q > 0 && heads_kv > 0 && heads_q % heads_kv == 0) return FLASHPTX_OK;
@@ -189,6 +201,7 @@ flashptx_status check_strides(const char* name, int64_t batch, int64_t seqlen, i
 flashptx_status validate_fwd(const flashptx_fwd_params& p, std::string* msg) {
   flashptx_status s;
   if ((s = check_sizes_and_scale(p, msg)) != FLASHPTX_OK) return s;
+  if ((s = check_sizes({{"head_dim_v", p.head_dim_v}}, msg)) != FLASHPTX_OK) return s;
   if ((s = check_modifiers(p, msg)) != FLASHPTX_OK) return s;
   if (p.batch == 0 || p.seqlen_q == 0) return FLASHPTX_OK;  // nothing to compute
 
@@ -197,7 +210,7 @@ flashptx_status validate_fwd(const flashptx_fwd_params& p, std::string* msg) {
                              {"o_dtype", p.o_dtype}},
                             msg)) != FLASHPTX_OK)
     return s;
-  if (check_head_dim(p.head_dim, msg) != FLASHPTX_OK) return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
+  if (check_fwd_head_dims(p.head_dim, p.head_dim_v, msg) != FLASHPTX_OK) return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
   if (check_heads(p.heads_q, p.heads_kv, msg) != FLASHPTX_OK) return FLASHPTX_ERR_BAD_HEADS;
   if ((s = check_buffers({{"q", p.q}, {"k", p.k}, {"v", p.v}, {"o", p.o}}, msg)) != FLASHPTX_OK) return s;
   if ((s = check_aligned("lse", p.lse, 4, msg)) != FLASHPTX_OK) return s;
@@ -206,7 +219,7 @@ flashptx_status validate_fwd(const flashptx_fwd_params& p, std::string* msg) {
   if ((s = check_row_bounds(p, kMaxInt, "2^31", msg)) != FLASHPTX_OK) return s;
   if ((s = check_tiles((p.seqlen_q + 63) / 64 * p.heads_q * p.batch, msg)) != FLASHPTX_OK) return s;
 
-  const int64_t d = p.head_dim;
+  const int64_t d = p.head_dim, dv = p.head_dim_v != 0 ? p.head_dim_v : p.head_dim;  // Q, K; V, O
   if ((s = check_strides("q", p.batch, p.seqlen_q, p.heads_q, d, p.q_batch_stride, p.q_row_stride, p.q_head_stride,
                          false, msg)) != FLASHPTX_OK)
     return s;
@@ -217,10 +230,10 @@ flashptx_status validate_fwd(const flashptx_fwd_params& p, std::string* msg) {
                          false, msg)) != FLASHPTX_OK)
     return s;
   if (p.seqlen_k > 0 &&
-      (s = check_strides("v", p.batch, p.seqlen_k, p.heads_kv, d, p.v_batch_stride, p.v_row_stride, p.v_head_stride,
+      (s = check_strides("v", p.batch, p.seqlen_k, p.heads_kv, dv, p.v_batch_stride, p.v_row_stride, p.v_head_stride,
                          false, msg)) != FLASHPTX_OK)
     return s;
-  return check_strides("o", p.batch, p.seqlen_q, p.heads_q, d, p.o_batch_stride, p.o_row_stride, p.o_head_stride, true,
+  return check_strides("o", p.batch, p.seqlen_q, p.heads_q, dv, p.o_batch_stride, p.o_row_stride, p.o_head_stride, true,
                        msg);
 }
 
@@ -286,7 +299,11 @@ flashptx_status validate_fwd_varlen(const flashptx_fwd_varlen_params& p, std::st
   if (p.total_q == 0) return FLASHPTX_OK;  // every sequence empty: nothing to compute
 
   if ((s = check_half_dtype("dtype", p.dtype, msg)) != FLASHPTX_OK) return s;
-  if (check_head_dim(p.head_dim, msg) != FLASHPTX_OK) return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
+  if (check_head_dim(p.head_dim, msg, "the varlen forward's ") != FLASHPTX_OK) return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
+  if (p.head_dim_v != 0 && p.head_dim_v != p.head_dim)
+    return bad(FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, msg,
+               "head_dim_v " + std::to_string(p.head_dim_v) + " differs from head_dim " + std::to_string(p.head_dim) +
+                   ": the varlen forward has no separate V head dim (0 or head_dim)");
   if (check_heads(p.heads_q, p.heads_kv, msg) != FLASHPTX_OK) return FLASHPTX_ERR_BAD_HEADS;
   if ((s = check_bounds({{"heads_q", p.heads_q, kMax16, "65536"}}, msg)) != FLASHPTX_OK) return s;
   const bool keys = p.total_k > 0;

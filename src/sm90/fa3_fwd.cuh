@@ -98,8 +98,8 @@ struct FwdSmem {
   using L = FwdLayout<C>;
   uint32_t base;  // 1024-aligned shared::cta address
   __device__ __forceinline__ uint32_t q(uint32_t slot = 0) const { return base + L::kOffQ + slot * L::kQBytes; }
-  __device__ __forceinline__ uint32_t k(uint32_t s) const { return base + L::kOffK + s * L::kKVBytes; }
-  __device__ __forceinline__ uint32_t v(uint32_t s) const { return base + L::kOffV + s * L::kKVBytes; }
+  __device__ __forceinline__ uint32_t k(uint32_t s) const { return base + L::kOffK + s * L::kKBytes; }
+  __device__ __forceinline__ uint32_t v(uint32_t s) const { return base + L::kOffV + s * L::kVBytes; }
   __device__ __forceinline__ uint32_t o() const { return L::kOBytes > 0 ? base + L::kOffO : base + L::kOffQ; }
   __device__ __forceinline__ uint32_t bar(uint32_t slot) const { return base + L::kOffBar + 8u * slot; }
   __device__ __forceinline__ uint32_t q_full(uint32_t slot = 0) const { return bar(L::kBarQFull + slot * L::kBarQStride); }
@@ -409,13 +409,18 @@ struct Producer {
                                         q_coord<C>(t, t.m_block * L::kBlockM), t.head, t.batch);
     tr(trace::kTmaIssueQ, t.m_block);
   }
-  // Waits for stage `write.stage` of one ring to be empty, then loads block n into it.
+  // Waits for stage `write.stage` of one ring to be empty, then loads block n into it: K's head_dim
+  // columns or V's head_dim_v (R), in whole 64-column chunks (FwdLayout::kChunks, kChunksV; a box
+  // past the tensor's last column is zero-filled and its bytes count towards complete_tx too).
+  template <KV R>
   __device__ __forceinline__ void load_kv(const CUtensorMap* map, uint32_t dst, uint32_t empty_bar, uint32_t full_bar,
                                           const Tile& t, int n, const char* name, uint32_t ev_empty, uint32_t ev_issue) {
+    constexpr int kChunksR = R == KV::kK ? L::kChunks : L::kChunksV;
+    constexpr uint32_t kBytesR = R == KV::kK ? L::kKBytes : L::kVBytes;
     FLASHPTX_MBAR_WAIT(empty_bar, write.phase, name);
     tr(ev_empty, write.stage);
-    ptx::mbarrier_arrive_expect_tx(full_bar, L::kKVBytes);
-    for (int c = 0; c < L::kChunks; ++c)
+    ptx::mbarrier_arrive_expect_tx(full_bar, kBytesR);
+    for (int c = 0; c < kChunksR; ++c)
       ptx::cp_async_bulk_tensor_4d_load(dst + c * C.block_n * 128, map, full_bar, c * 64, k_coord<C>(t, n * C.block_n),
                                         t.head_kv, t.batch);
     tr(ev_issue, (n << 8) | write.stage);
@@ -426,10 +431,10 @@ struct Producer {
   // the tile's Q after its first K, so that Q's latency hides behind K's.
   __device__ __forceinline__ void load_block(const Tile& t, int r) {
     const int n = t.n_max - 1 - r;
-    load_kv(&p.tma_k, sm.k(write.stage), sm.k_empty(write.stage), sm.k_full(write.stage), t, n,
+    load_kv<KV::kK>(&p.tma_k, sm.k(write.stage), sm.k_empty(write.stage), sm.k_full(write.stage), t, n,
             "fa3 producer: k_empty", trace::kEmptyWaitK, trace::kTmaIssueK);
     if (r == 0) load_q(t);
-    load_kv(&p.tma_v, sm.v(write.stage), sm.v_empty(write.stage), sm.v_full(write.stage), t, n,
+    load_kv<KV::kV>(&p.tma_v, sm.v(write.stage), sm.v_empty(write.stage), sm.v_full(write.stage), t, n,
             "fa3 producer: v_empty", trace::kEmptyWaitV, trace::kTmaIssueV);
     write.advance();
   }
@@ -510,11 +515,13 @@ struct Consumer {
   using L = FwdLayout<C>;
   using Tokens = TokenRing<(C.consumer_wgs >= 2 ? C.consumer_wgs : 2)>;
   static constexpr int kD = C.head_dim, kBlockN = C.block_n, kBlockM = L::kBlockM;
+  // O's columns in registers, the PV GEMM's N: head_dim_v in whole chunks (FwdLayout::kDimVPad).
+  static constexpr int kDv = L::kDimVPad;
   // The deferred epilogue (C.defer_epilogue): a tile's O is normalised (and its LSE written) when
   // the tile ends, but staged in shared memory and stored only once the next tile's QK(0) is issued,
   // so that the next tile's first GEMM follows this tile's drain without the staging's barriers and
   // stores in between, and the staging runs under QK(0). O's own buffer (OStaging::kOwn) stages it;
-  // the previous tile's O waits in kD / 2 registers (o_prev). Where it is compiled: docs/DECISIONS.md,
+  // the previous tile's O waits in kDv / 2 registers (o_prev). Where it is compiled: docs/DECISIONS.md,
   // "The deferred epilogue".
 
   const FwdParams& p;
@@ -538,14 +545,14 @@ struct Consumer {
   uint32_t q_slot = 0;
 
   // Registers owned across the steady loop.
-  float o[kD / 2];                 // O accumulator (wgmma D layout)
+  float o[kDv / 2];                // O accumulator (wgmma D layout)
   float s_acc[kBlockN / 2];        // S, then P in fp32
   uint32_t pfrag[kBlockN / 16][4];  // P as the RS A fragment
   float row_max[2], row_sum[2];    // row_sum: per-thread partial sums, reduced across the quad at the end
   float row_sum_pv[2];             // C.lazy_rescale: the same over P as rounded for the PV GEMM (else unused)
   // The deferred epilogue (C.defer_epilogue): the previous tile's normalised O, staged and stored
   // under this tile's QK(0).
-  float o_prev[C.defer_epilogue ? kD / 2 : 1];
+  float o_prev[C.defer_epilogue ? kDv / 2 : 1];
   Tile prev;
   bool have_prev = false;
   ReadRing<C, KV::kK> k_ring;
@@ -563,7 +570,8 @@ struct Consumer {
         k_ring{sm_, tr_}, v_ring{sm_, tr_} {}
 
   // ---- the two GEMMs ----------------------------------------------------------------------
-  // S = Q K^T over the head dim: kD/16 k-steps; 4 per 128-byte chunk (+32 B each). kCols < kBlockN:
+  // S = Q K^T over the head dim: kD/16 k-steps; 4 per 128-byte chunk (+32 B each; d96: the second
+  // chunk's first two, its zero-filled right half never read). kCols < kBlockN:
   // the block's first kCols keys only (an m64nNk16 with N = kCols reads the stage's first kCols K
   // rows: the same descriptor), into s_acc[0, kCols / 2); the rest of s_acc is left as it was.
   template <int kCols = kBlockN>
@@ -583,7 +591,8 @@ struct Consumer {
     ptx::wgmma_fence_operand(s_acc);
     tr(trace::kQKIssue, n);
   }
-  // O (+)= P V: kBlockN/16 k-steps over the keys. V is MN-major for this GEMM (d contiguous):
+  // O (+)= P V: kBlockN/16 k-steps over the keys, N = kDv (head_dim_v in whole chunks; d96: 128, the
+  // last 32 columns V's zero fill, so O's are 0). V is MN-major for this GEMM (d contiguous):
   // LBO = distance between 64-column chunks, SBO = 1024 between 8-key groups; +2048 B per k16.
   __device__ __forceinline__ void issue_pv(uint32_t v_stage, bool accumulate, int n) {
     const uint64_t desc_v = ptx::make_smem_desc(sm.v(v_stage), kBlockN * 128, 1024, ptx::Swizzle::k128B);
@@ -591,7 +600,7 @@ struct Consumer {
     ptx::wgmma_fence();
 #pragma unroll
     for (int k = 0; k < kBlockN / 16; ++k)
-      mma_rs_transb<kD, C.bf16>(o, pfrag[k], ptx::smem_desc_advance(desc_v, k * 16 * 128),
+      mma_rs_transb<kDv, C.bf16>(o, pfrag[k], ptx::smem_desc_advance(desc_v, k * 16 * 128),
                                 (accumulate || k > 0) ? 1u : 0u);
     ptx::wgmma_commit_group();
     ptx::wgmma_fence_operand(o);
@@ -838,7 +847,7 @@ struct Consumer {
   }
   __device__ __forceinline__ void rescale_o(const float (&alpha)[2]) {
 #pragma unroll
-    for (int i = 0; i < kD / 8; ++i) {
+    for (int i = 0; i < kDv / 8; ++i) {
       o[4 * i + 0] *= alpha[0];
       o[4 * i + 1] *= alpha[0];
       o[4 * i + 2] *= alpha[1];
@@ -952,7 +961,7 @@ struct Consumer {
       uint16_t* o_row = static_cast<uint16_t*>(vt->o) + static_cast<int64_t>(t.q_row0 + row) * vt->o_row_stride +
                         static_cast<int64_t>(t.head) * vt->o_head_stride;
 #pragma unroll
-      for (int i = 0; i < kD / 8; ++i)
+      for (int i = 0; i < C.head_dim_v / 8; ++i)
         ptx::st_global_b32(o_row + 8 * i + 2 * q4, pack2<C.bf16>(o[4 * i + 2 * h], o[4 * i + 2 * h + 1]));
     }
   }
@@ -966,8 +975,8 @@ struct Consumer {
     if (tid_in_wg == 0) ptx::cp_async_bulk_wait_group_read<0>();
     ptx::bar_sync(kBarEpilogueWG0 + g, 128);
 #pragma unroll
-    for (int j = 0; j < kD / 16; ++j) {
-      constexpr int kFirst = kHalf * kD / 16;
+    for (int j = 0; j < kDv / 16; ++j) {
+      constexpr int kFirst = kHalf * kDv / 16;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int i = kFirst + j;
@@ -997,24 +1006,24 @@ struct Consumer {
   // head dim 256: its last QK has retired, and the other warpgroups read only their own rows), in
   // the 128B-swizzled layout of the O tensor map: row r at r*128 B, 16-byte unit u stored at
   // u ^ (r % 8); then the TMA store.
-  __device__ __forceinline__ void stage_o(const Tile& t, const float (&src)[kD / 2], int tid_in_wg) {
+  __device__ __forceinline__ void stage_o(const Tile& t, const float (&src)[kDv / 2], int tid_in_wg) {
     const uint32_t s_o = sm.o() + 64 * g * 128;
     if constexpr (L::kOHalves) store_o_halves(t, s_o, tid_in_wg);
     else stage_o_whole(t, s_o, src, tid_in_wg);
   }
-  __device__ __forceinline__ void stage_o_whole(const Tile& t, uint32_t s_o, const float (&src)[kD / 2], int tid_in_wg) {
+  __device__ __forceinline__ void stage_o_whole(const Tile& t, uint32_t s_o, const float (&src)[kDv / 2], int tid_in_wg) {
     if constexpr (L::kSeparateO) {
       // The previous tile's store from this buffer must have read it before it is overwritten.
       if (tid_in_wg == 0) ptx::cp_async_bulk_wait_group_read<0>();
       ptx::bar_sync(kBarEpilogueWG0 + g, 128);
     }
-    // Rows r0 and r0 + 8 share r % 8, so the thread's 2 x kD/8 stores use eight unit addresses, each
+    // Rows r0 and r0 + 8 share r % 8, so the thread's 2 x kDv/8 stores use eight unit addresses, each
     // plus a constant (chunk, row + 8): eight registers, not one per store.
     uint32_t unit_addr[8];
 #pragma unroll
     for (int u = 0; u < 8; ++u) unit_addr[u] = s_o + r0 * 128 + ((u ^ (r0 % 8)) * 16) + q4 * 4;
 #pragma unroll
-    for (int i = 0; i < kD / 8; ++i) {
+    for (int i = 0; i < kDv / 8; ++i) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const uint32_t addr = unit_addr[i % 8] + (i / 8) * kBlockM * 128 + h * 8 * 128;
@@ -1026,7 +1035,7 @@ struct Consumer {
     ptx::fence_proxy_async_shared_cta();
     ptx::bar_sync(kBarEpilogueWG0 + g, 128);
     if (tid_in_wg == 0) {
-      for (int c = 0; c < L::kChunks; ++c) {
+      for (int c = 0; c < L::kChunksV; ++c) {
         // (Spelled out per flavour: through q_coord, the fixed-length kernels' schedule changed.)
         if constexpr (C.varlen)
           ptx::cp_async_bulk_tensor_4d_store(&p.tma_o, s_o + c * kBlockM * 128, c * 64,
@@ -1120,7 +1129,7 @@ struct Consumer {
     if constexpr (C.defer_epilogue) {
       // Staged under the next tile's QK(0) (store_prev), or after the CTA's last tile.
 #pragma unroll
-      for (int x = 0; x < kD / 2; ++x) o_prev[x] = o[x];
+      for (int x = 0; x < kDv / 2; ++x) o_prev[x] = o[x];
       prev = t;
       have_prev = true;
       tr(trace::kEpilogueEnd, t.m_block);
@@ -1169,7 +1178,7 @@ struct Consumer {
       // otherwise keep the previous tile's O and S live through its epilogue and into this tile.
       // An empty asm that "defines" them ends those live ranges; it emits no instruction.
 #pragma unroll
-      for (int x = 0; x < kD / 2; ++x) asm("" : "=f"(o[x]));
+      for (int x = 0; x < kDv / 2; ++x) asm("" : "=f"(o[x]));
 #pragma unroll
       for (int x = 0; x < kBlockN / 2; ++x) asm("" : "=f"(s_acc[x]));
       row_sum[0] = row_sum[1] = 0.f;
@@ -1224,7 +1233,7 @@ struct Consumer {
         QRelease<C>::after_last_qk(sm.q_empty(q_slot), lane);  // Q was loaded but has no reader here
         store_prev();  // (no QK(0) here to hide it under)
 #pragma unroll
-        for (int x = 0; x < kD / 2; ++x) o[x] = 0.f;
+        for (int x = 0; x < kDv / 2; ++x) o[x] = 0.f;
       }
       epilogue(t);
       tr(trace::kTileEnd, t.index);

@@ -21,8 +21,10 @@ namespace flashptx::fa3 {
 struct FwdParams {
   CUtensorMap tma_q;  // [batch, seqlen_q, heads_q, d]  box (64, block_m, 1, 1), 128B swizzle
   CUtensorMap tma_k;  // [batch, seqlen_k, heads_kv, d] box (64, block_n, 1, 1), 128B swizzle
-  CUtensorMap tma_v;  // [batch, seqlen_k, heads_kv, d] box (64, block_n, 1, 1), 128B swizzle
-  CUtensorMap tma_o;  // [batch, seqlen_q, heads_q, d]  box (64, 64, 1, 1),      128B swizzle
+  CUtensorMap tma_v;  // [batch, seqlen_k, heads_kv, d_v] box (64, block_n, 1, 1), 128B swizzle
+  CUtensorMap tma_o;  // [batch, seqlen_q, heads_q, d_v]  box (64, 64, 1, 1),      128B swizzle
+                      // (d_v = FwdConfig::head_dim_v; a box past d or d_v (d96): zero-filled on
+                      // load, clipped on store)
   float* lse;         // [batch, heads_q, seqlen_q] or nullptr
   uint64_t* trace;    // trace buffer (src/protocol/trace.h), traced builds only
   int seqlen_q, seqlen_k, heads_q, heads_kv, batch;
@@ -70,7 +72,10 @@ enum class OStaging : uint8_t {
 // Why each kernel has the switches it has: docs/DECISIONS.md, under the name given beside the field.
 struct FwdConfig {
   // ---- shape
-  int head_dim;      // 64, 128 or 256
+  int head_dim;      // of Q and K: 64, 96, 128, 192 or 256
+  int head_dim_v;    // of V and O: head_dim, or 128 beside a head_dim of 192 (DeepSeek's split);
+                     // the PV GEMM's N, O's registers, staging and store, and V's ring stages
+                     // follow it ("Head dims 96 and 192, and a V head dim of its own")
   int block_n;       // keys per K (and V) ring stage
   int stages;        // depth of the K and V rings
   int consumer_wgs;  // consumer warpgroups; each owns 64 query rows, so block_m = 64 * consumer_wgs
@@ -123,7 +128,16 @@ struct FwdLayout {
   static constexpr int kConsumerWGs = C.consumer_wgs;
   static constexpr int kBlockM = 64 * C.consumer_wgs;
   static constexpr int kThreads = 128 * (C.consumer_wgs + 1);  // warpgroup 0 is the producer
-  static constexpr int kChunks = C.head_dim / 64;  // 64-element (128-byte) columns of a swizzled tile
+  static constexpr int kHeadDimV = C.head_dim_v;
+  // 64-element (128-byte) columns of a swizzled tile: Q and K span kChunks, V and O kChunksV. A head
+  // dim that is not a multiple of 64 (96) takes whole chunks: the TMA box past the tensor's last
+  // column is filled with zeros (no global read), the QK GEMM reads its head_dim columns only, and
+  // the PV GEMM's N is the padded width kDimVPad, whose columns past head_dim_v are P x 0 = 0 and are
+  // never stored (the O store's box is clipped at the tensor's last column: PTX ISA "Tensor copy
+  // restrictions", out-of-bound elements are not written).
+  static constexpr int kChunks = (C.head_dim + 63) / 64;
+  static constexpr int kChunksV = (C.head_dim_v + 63) / 64;
+  static constexpr int kDimVPad = 64 * kChunksV;
 
   // Register split (setmaxnreg; PTX ISA "setmaxnreg"): the producer's and the consumers' registers
   // must add up to no more than the CTA was launched with, which is the pool setmaxnreg moves
@@ -134,8 +148,10 @@ struct FwdLayout {
 
   // Shared-memory plan, in bytes from a 1024-aligned base (the 128B swizzle repeats every
   // 8 rows x 128 B, so every tile starts 1024-aligned).
-  static constexpr int kQBytes = kBlockM * C.head_dim * 2;
-  static constexpr int kKVBytes = C.block_n * C.head_dim * 2;  // one stage of K (or of V)
+  static constexpr int kQBytes = kBlockM * 64 * kChunks * 2;
+  static constexpr int kKBytes = C.block_n * 64 * kChunks * 2;   // one stage of K
+  static constexpr int kVBytes = C.block_n * 64 * kChunksV * 2;  // one stage of V
+  static constexpr int kKVBytes = kKBytes;  // (the ring model's name: K's stage, V's too where the head dims are equal)
   // The tile feed: kTileSlots 16-byte slots {m_block, head, batch, n_max} (m_block < 0: no more
   // tiles), each guarded by tile_full (the producer's release-arrive after its store) and tile_empty
   // (one arrival per consumer warp after its read). The consumers then hold no walk state.
@@ -144,11 +160,12 @@ struct FwdLayout {
   static constexpr bool kOHalves = C.o_staging == OStaging::kHalves;
   static constexpr int kQSlots = C.q_slots;
   static constexpr int kNumBarriers = 2 * kQSlots + 4 * C.stages + 2 * kTileSlots;  // q, k/v rings, tile feed
-  static constexpr int kOBytes = kSeparateO ? kQBytes : (kOHalves ? kQBytes / 2 : 0);
+  static constexpr int kOTileBytes = kBlockM * kDimVPad * 2;  // O of the tile, staged whole
+  static constexpr int kOBytes = kSeparateO ? kOTileBytes : (kOHalves ? kQBytes / 2 : 0);
   static constexpr int kOffQ = 0;  // + slot * kQBytes
   static constexpr int kOffK = kOffQ + kQSlots * kQBytes;
-  static constexpr int kOffV = kOffK + C.stages * kKVBytes;
-  static constexpr int kOffO = kOffV + C.stages * kKVBytes;
+  static constexpr int kOffV = kOffK + C.stages * kKBytes;
+  static constexpr int kOffO = kOffV + C.stages * kVBytes;
   static constexpr int kOffBar = kOffO + kOBytes;
   static constexpr int kOffTile = kOffBar + 8 * kNumBarriers;  // tile-feed slots (16-byte aligned)
   static constexpr int kSmemBytes = kOffTile + 16 * kTileSlots + 1024;  // + alignment slack
@@ -174,7 +191,16 @@ struct FwdLayout {
   // consumer warpgroup's storing thread arrives once its TMA store has read the buffer.
   static constexpr uint32_t kQEmptyArrivals = kOBytes > 0 ? 4 * C.consumer_wgs : C.consumer_wgs;
 
-  static_assert(C.head_dim % 64 == 0 && C.head_dim <= 256, "head dims are multiples of 64 up to 256");
+  static_assert(C.head_dim % 32 == 0 && C.head_dim >= 64 && C.head_dim <= 256,
+                "head dims are multiples of 32 from 64 to 256 (a last half chunk is zero-filled)");
+  static_assert(C.head_dim_v % 32 == 0 && C.head_dim_v >= 64 && C.head_dim_v <= C.head_dim,
+                "V's head dim is at most Q's: O fits wherever Q's buffer stages it");
+  static_assert(C.head_dim_v == C.head_dim || (C.head_dim % 64 == 0 && C.head_dim_v % 64 == 0),
+                "a separate V head dim in whole chunks");
+  static_assert(C.head_dim % 64 == 0 || (!C.varlen && C.o_staging != OStaging::kHalves),
+                "a half chunk (d96): fixed-length, O staged whole (the varlen rows stored from registers "
+                "and the halves assume whole chunks)");
+  static_assert(C.o_staging != OStaging::kInQ || kOTileBytes <= kQBytes, "O staged in the Q buffer fits there");
   static_assert(C.block_n % 16 == 0 && C.block_n <= 256, "block_n is a multiple of 16 (wgmma k16)");
   static_assert(C.consumer_wgs == 2 || C.consumer_wgs == 3, "two or three consumer warpgroups");
   static_assert(!C.pingpong || C.consumer_wgs >= 2, "pingpong needs two or three consumer warpgroups");
@@ -200,7 +226,8 @@ struct FwdLayout {
                 "sinks: on the local kernels' walk, and the epilogue's one row sum is both O's and the "
                 "LSE's (no lazy rescale), read where the tile ends (no deferred epilogue)");
   static_assert(kOffTile % 16 == 0, "tile-feed slots are read with ld.shared.v4");
-  static_assert(kQBytes % 1024 == 0 && kKVBytes % 1024 == 0, "tiles keep 1024-byte alignment");
+  static_assert(kQBytes % 1024 == 0 && kKBytes % 1024 == 0 && kVBytes % 1024 == 0 && kOBytes % 1024 == 0,
+                "tiles keep 1024-byte alignment");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA (Q slots, O staging, rings, barriers, tile feed)");
   static_assert(kProducerRegs % 8 == 0 && kConsumerRegs % 8 == 0 && kProducerRegs >= 24 && kConsumerRegs <= 256,
                 "setmaxnreg counts are multiples of 8 in [24, 256]");
@@ -221,7 +248,7 @@ struct FwdLayout {
 //
 // The 128 x 128 d64 kernel: the one-tile-per-CTA and non-causal loop (no walk ahead: "Walking ahead").
 constexpr FwdConfig kD64M128 = {
-    .head_dim = 64, .block_n = 128, .stages = 3, .consumer_wgs = 2, .bf16 = true,
+    .head_dim = 64, .head_dim_v = 64, .block_n = 128, .stages = 3, .consumer_wgs = 2, .bf16 = true,
     .persistent = true, .paired = false, .dynamic_walk = false, .varlen = false,
     .tile_feed = true, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
@@ -229,14 +256,14 @@ constexpr FwdConfig kD64M128 = {
     .window = false, .softcap = false, .sinks = false};
 // The 192 x 128 d64 kernel: no tile feed ("The tile feed"); its warpgroups skip blocks.
 constexpr FwdConfig kD64M192 = {
-    .head_dim = 64, .block_n = 128, .stages = 3, .consumer_wgs = 3, .bf16 = true,
+    .head_dim = 64, .head_dim_v = 64, .block_n = 128, .stages = 3, .consumer_wgs = 3, .bf16 = true,
     .persistent = true, .paired = false, .dynamic_walk = false, .varlen = false,
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 32, .consumer_regs = 160,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = true, .half_first = false,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
     .window = false, .softcap = false, .sinks = false};
 constexpr FwdConfig kD128N128 = {
-    .head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
+    .head_dim = 128, .head_dim_v = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = true, .paired = false, .dynamic_walk = false, .varlen = false,
     .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
@@ -246,7 +273,7 @@ constexpr FwdConfig kD128N128 = {
 // which FA3's admission table leaves off above head dim 128 ("Token ring at the tile edges").
 // One tile per CTA, O in the Q buffer.
 constexpr FwdConfig kD256 = {
-    .head_dim = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2, .bf16 = true,
+    .head_dim = 256, .head_dim_v = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = false, .paired = false, .dynamic_walk = false, .varlen = false,
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kInQ, .skip_blocks = true, .half_first = false,
@@ -254,7 +281,7 @@ constexpr FwdConfig kD256 = {
     .window = false, .softcap = false, .sinks = false};
 // Its persistent twin (the plan's non-causal launches up to 4k keys: "O in halves").
 constexpr FwdConfig kD256Persistent = {
-    .head_dim = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2, .bf16 = true,
+    .head_dim = 256, .head_dim_v = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = true, .paired = false, .dynamic_walk = false, .varlen = false,
     .tile_feed = true, .walk_ahead = true, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kHalves, .skip_blocks = true, .half_first = false,
@@ -264,7 +291,7 @@ constexpr FwdConfig kD256Persistent = {
 // (units of tiles m and M-1-m). The plan runs them for causal masks only (src/plan.cpp).
 // The 128-row d64 one also has the dynamic schedule, two Q slots and the deferred epilogue.
 constexpr FwdConfig kD64M128Paired = {
-    .head_dim = 64, .block_n = 128, .stages = 3, .consumer_wgs = 2, .bf16 = true,
+    .head_dim = 64, .head_dim_v = 64, .block_n = 128, .stages = 3, .consumer_wgs = 2, .bf16 = true,
     .persistent = true, .paired = true, .dynamic_walk = true, .varlen = false,
     .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 56, .consumer_regs = 224,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
@@ -272,21 +299,21 @@ constexpr FwdConfig kD64M128Paired = {
     .window = false, .softcap = false, .sinks = false};
 // The 192-row one takes the tile feed (its 160-register consumers cannot hold the paired walk).
 constexpr FwdConfig kD64M192Paired = {
-    .head_dim = 64, .block_n = 128, .stages = 3, .consumer_wgs = 3, .bf16 = true,
+    .head_dim = 64, .head_dim_v = 64, .block_n = 128, .stages = 3, .consumer_wgs = 3, .bf16 = true,
     .persistent = true, .paired = true, .dynamic_walk = false, .varlen = false,
     .tile_feed = true, .walk_ahead = true, .q_slots = 1, .producer_regs = 32, .consumer_regs = 160,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = true, .half_first = false,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
     .window = false, .softcap = false, .sinks = false};
 constexpr FwdConfig kD128N128Paired = {
-    .head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
+    .head_dim = 128, .head_dim_v = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = true, .paired = true, .dynamic_walk = false, .varlen = false,
     .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 40, .consumer_regs = 232,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
     .window = false, .softcap = false, .sinks = false};
 constexpr FwdConfig kD256Paired = {
-    .head_dim = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2, .bf16 = true,
+    .head_dim = 256, .head_dim_v = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = true, .paired = true, .dynamic_walk = false, .varlen = false,
     .tile_feed = true, .walk_ahead = true, .q_slots = 1, .producer_regs = 40, .consumer_regs = 232,
     .pingpong = true, .o_staging = OStaging::kHalves, .skip_blocks = true, .half_first = false,
@@ -295,21 +322,21 @@ constexpr FwdConfig kD256Paired = {
 // The varlen twins: the same shapes, tiles decoded from FwdVarlenTable, one tile per CTA (the launch
 // order is the schedule: see FwdVarlenTable). d64 takes the 128-row tile.
 constexpr FwdConfig kD64M128Varlen = {
-    .head_dim = 64, .block_n = 128, .stages = 3, .consumer_wgs = 2, .bf16 = true,
+    .head_dim = 64, .head_dim_v = 64, .block_n = 128, .stages = 3, .consumer_wgs = 2, .bf16 = true,
     .persistent = false, .paired = false, .dynamic_walk = false, .varlen = true,
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = false,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
     .window = false, .softcap = false, .sinks = false};
 constexpr FwdConfig kD128N128Varlen = {
-    .head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
+    .head_dim = 128, .head_dim_v = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = false, .paired = false, .dynamic_walk = false, .varlen = true,
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = false,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
     .window = false, .softcap = false, .sinks = false};
 constexpr FwdConfig kD256Varlen = {
-    .head_dim = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2, .bf16 = true,
+    .head_dim = 256, .head_dim_v = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = false, .paired = false, .dynamic_walk = false, .varlen = true,
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kInQ, .skip_blocks = true, .half_first = false,
@@ -318,21 +345,21 @@ constexpr FwdConfig kD256Varlen = {
 // The instrumented twins (src/sm90/fa3_fwd_trace*.cu, compiled with FLASHPTX_TRACE): the release
 // kernels' protocols, 8 more producer registers for the stamps, the chain maximum.
 constexpr FwdConfig kTracedD128N128 = {
-    .head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
+    .head_dim = 128, .head_dim_v = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = true, .paired = false, .dynamic_walk = false, .varlen = false,
     .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 40, .consumer_regs = 232,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = true,
     .window = false, .softcap = false, .sinks = false};
 constexpr FwdConfig kTracedD128N128Paired = {
-    .head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
+    .head_dim = 128, .head_dim_v = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = true, .paired = true, .dynamic_walk = false, .varlen = false,
     .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 56, .consumer_regs = 224,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = true,
     .window = false, .softcap = false, .sinks = false};
 constexpr FwdConfig kTracedD64M128Paired = {
-    .head_dim = 64, .block_n = 128, .stages = 3, .consumer_wgs = 2, .bf16 = true,
+    .head_dim = 64, .head_dim_v = 64, .block_n = 128, .stages = 3, .consumer_wgs = 2, .bf16 = true,
     .persistent = true, .paired = true, .dynamic_walk = true, .varlen = false,
     .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 56, .consumer_regs = 224,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
@@ -343,26 +370,57 @@ constexpr FwdConfig kTracedD64M128Paired = {
 // (docs/DECISIONS.md, "Sliding window and softcap: one local kernel per shape"). The plan runs them
 // for a window or a softcap only: a problem with neither keeps today's kernels.
 constexpr FwdConfig kD64M128Local = {
-    .head_dim = 64, .block_n = 128, .stages = 3, .consumer_wgs = 2, .bf16 = true,
+    .head_dim = 64, .head_dim_v = 64, .block_n = 128, .stages = 3, .consumer_wgs = 2, .bf16 = true,
     .persistent = false, .paired = false, .dynamic_walk = false, .varlen = false,
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = false,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
     .window = true, .softcap = true, .sinks = false};
 constexpr FwdConfig kD128N128Local = {
-    .head_dim = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
+    .head_dim = 128, .head_dim_v = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = false, .paired = false, .dynamic_walk = false, .varlen = false,
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = false,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
     .window = true, .softcap = true, .sinks = false};
 constexpr FwdConfig kD256Local = {
-    .head_dim = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2, .bf16 = true,
+    .head_dim = 256, .head_dim_v = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = false, .paired = false, .dynamic_walk = false, .varlen = false,
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kInQ, .skip_blocks = false, .half_first = false,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
     .window = true, .softcap = true, .sinks = false};
+// Head dims 96 and 192, and d_qk 192 with d_v 128 (src/sm90/fa3_fwd_hdim.cu): one kernel per
+// shape and dtype, one CTA per tile in longest-first order, for causal and non-causal masks alike
+// (docs/DECISIONS.md, "Head dims 96 and 192, and a V head dim of its own"). d96: the d128 tile and
+// rings in whole chunks, the last chunk's right half zero-filled (FwdLayout::kChunks); its three
+// 64-column consumers of FA3's 192-row tile would need O (64 padded columns), S and P in 160
+// registers. d192: 112-key blocks, the most two stages of K and V hold beside Q (216 KiB; FA3's
+// choice), O staged in the Q buffer as at d256; 14 n8 blocks per row, not a power of two (no tree
+// maximum). d192 with d_v 128: 128-key blocks (V's stage is two thirds of K's: 208 KiB), O in the
+// Q buffer. d96 and (192, 128) compute their first block full width (no half_first: with it and no
+// tile feed ptxas serialised the wgmma pipeline, C7511).
+constexpr FwdConfig kD96 = {
+    .head_dim = 96, .head_dim_v = 96, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
+    .persistent = false, .paired = false, .dynamic_walk = false, .varlen = false,
+    .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
+    .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = false,
+    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
+    .window = false, .softcap = false, .sinks = false};
+constexpr FwdConfig kD192 = {
+    .head_dim = 192, .head_dim_v = 192, .block_n = 112, .stages = 2, .consumer_wgs = 2, .bf16 = true,
+    .persistent = false, .paired = false, .dynamic_walk = false, .varlen = false,
+    .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
+    .pingpong = true, .o_staging = OStaging::kInQ, .skip_blocks = true, .half_first = false,
+    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
+    .window = false, .softcap = false, .sinks = false};
+constexpr FwdConfig kD192V128 = {
+    .head_dim = 192, .head_dim_v = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
+    .persistent = false, .paired = false, .dynamic_walk = false, .varlen = false,
+    .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
+    .pingpong = true, .o_staging = OStaging::kInQ, .skip_blocks = false, .half_first = false,
+    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
+    .window = false, .softcap = false, .sinks = false};
 // Their varlen twins (FwdVarlenParams), the same switches over the packed sequences.
 constexpr FwdConfig packed(FwdConfig c) {
   c.varlen = true;

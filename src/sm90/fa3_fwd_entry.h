@@ -11,10 +11,11 @@ namespace flashptx {
 constexpr const char* o_staging_name(fa3::OStaging o) {
   return o == fa3::OStaging::kOwn ? "own" : (o == fa3::OStaging::kHalves ? "halves" : "in_q");
 }
-// Every FwdConfig switch the row's own columns do not carry (pingpong, persistent, paired and
+// Every FwdConfig field the row's own columns do not carry (pingpong, persistent, paired and
 // dynamic_walk are columns), in field order.
 template <fa3::FwdConfig C>
 inline constexpr KernelSwitch kFa3FwdSwitches[] = {
+    {"head_dim_v", C.head_dim_v},
     {"varlen", C.varlen},
     {"tile_feed", C.tile_feed},
     {"walk_ahead", C.walk_ahead},
@@ -52,6 +53,7 @@ KernelEntry fa3_fwd_entry(const char* name, const void* fn, Family family) {
                      .cluster_ctas = 1,
                      .paired = C.paired,
                      .dynamic = C.dynamic_walk,
+                     .head_dim_v = C.head_dim_v,
                      .switches = kFa3FwdSwitches<C>};
 }
 

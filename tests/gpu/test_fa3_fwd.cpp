@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "include/flashptx.h"
+#include "src/internal.h"
 #include "tools/support/dtype.h"
 #include "tools/support/gpu_reference.h"
 #include "tools/support/reference.h"
@@ -57,6 +58,9 @@ struct Case {
   // in blocks wholly outside every tile's window. A kernel that loaded such a block would multiply
   // its NaN V by P = 0 (NaN) into O; the reference never reads them.
   int64_t nan_keys = 0;
+  // V's and O's head dim (flashptx_fwd_params::head_dim_v): 0 passes 0 (meaning d); else passed as is.
+  int64_t dv = 0;
+  int64_t d_v() const { return dv != 0 ? dv : d; }
   std::string str() const {
     return "B=" + std::to_string(batch) + " Sq=" + std::to_string(sq) + " Sk=" + std::to_string(sk) +
            " Hq=" + std::to_string(hq) + " Hkv=" + std::to_string(hkv) + " d=" + std::to_string(d) +
@@ -66,14 +70,15 @@ struct Case {
            (tile_counter ? " tile_counter" : "") + (key_ramp != 0.f ? " key_ramp=" + std::to_string(key_ramp) : "") +
            (window ? " window=(" + std::to_string(wl) + "," + std::to_string(wr) + ")" : "") +
            (softcap != 0.f ? " softcap=" + std::to_string(softcap) : "") +
-           (nan_keys != 0 ? " nan_keys=" + std::to_string(nan_keys) : "");
+           (nan_keys != 0 ? " nan_keys=" + std::to_string(nan_keys) : "") +
+           (dv != 0 ? " dv=" + std::to_string(dv) : "");
   }
 };
 
 // Host copies of one problem's tensors (16-bit storage) and the device buffers behind them.
 struct Problem {
   Case c;
-  Strides sq_, sk_, so_;
+  Strides sq_, sk_, sv_, so_;  // Q; K; V and O (head dim d_v)
   std::vector<uint16_t> q, k, v;
   std::unique_ptr<DeviceBuf> dq, dk, dv, dout, dlse, dctr;
   flashptx_fwd_params params{};
@@ -81,20 +86,21 @@ struct Problem {
   explicit Problem(const Case& cs, uint64_t seed) : c(cs) {
     sq_ = make_strides(c.layout, c.batch, c.sq, c.hq, c.d);
     sk_ = make_strides(c.layout, c.batch, c.sk, c.hkv, c.d);
-    so_ = sq_;
+    sv_ = make_strides(c.layout, c.batch, c.sk, c.hkv, c.d_v());
+    so_ = make_strides(c.layout, c.batch, c.sq, c.hq, c.d_v());
     std::mt19937_64 rng(seed);
     std::normal_distribution<float> nd(0.f, 1.f);
-    auto fill = [&](std::vector<uint16_t>& x, const Strides& st, int64_t seq, int64_t heads, float scale) {
+    auto fill = [&](std::vector<uint16_t>& x, const Strides& st, int64_t seq, int64_t heads, int64_t cols, float scale) {
       x.assign(static_cast<size_t>(std::max<int64_t>(st.total, 1)), to_storage(c.dtype, 0.5f));
       for (int64_t b = 0; b < c.batch; ++b)
         for (int64_t s = 0; s < seq; ++s)
           for (int64_t h = 0; h < heads; ++h)
-            for (int64_t e = 0; e < c.d; ++e)
+            for (int64_t e = 0; e < cols; ++e)
               x[b * st.b + s * st.s + h * st.h + e] = to_storage(c.dtype, scale * nd(rng));
     };
-    fill(q, sq_, c.sq, c.hq, c.input_scale);
-    fill(k, sk_, c.sk, c.hkv, 1.f);
-    fill(v, sk_, c.sk, c.hkv, 1.f);
+    fill(q, sq_, c.sq, c.hq, c.d, c.input_scale);
+    fill(k, sk_, c.sk, c.hkv, c.d, 1.f);
+    fill(v, sv_, c.sk, c.hkv, c.d_v(), 1.f);
     if (c.key_ramp != 0.f) {
       for (int64_t b = 0; b < c.batch; ++b) {
         for (int64_t s = 0; s < c.sq; ++s)
@@ -108,7 +114,10 @@ struct Problem {
     for (int64_t b = 0; b < c.batch; ++b)
       for (int64_t j = 0; j < std::min(c.nan_keys, c.sk); ++j)
         for (int64_t h = 0; h < c.hkv; ++h)
-          for (int64_t e = 0; e < c.d; ++e) k[b * sk_.b + j * sk_.s + h * sk_.h + e] = v[b * sk_.b + j * sk_.s + h * sk_.h + e] = 0x7FFFu;
+          for (int64_t e = 0; e < c.d; ++e) {
+            k[b * sk_.b + j * sk_.s + h * sk_.h + e] = 0x7FFFu;
+            if (e < c.d_v()) v[b * sv_.b + j * sv_.s + h * sv_.h + e] = 0x7FFFu;
+          }
     dq.reset(new DeviceBuf(q.size() * 2));
     dk.reset(new DeviceBuf(k.size() * 2));
     dv.reset(new DeviceBuf(v.size() * 2));
@@ -124,7 +133,8 @@ struct Problem {
     params.heads_q = c.hq; params.heads_kv = c.hkv; params.head_dim = c.d;
     params.q_batch_stride = sq_.b; params.q_row_stride = sq_.s; params.q_head_stride = sq_.h;
     params.k_batch_stride = sk_.b; params.k_row_stride = sk_.s; params.k_head_stride = sk_.h;
-    params.v_batch_stride = sk_.b; params.v_row_stride = sk_.s; params.v_head_stride = sk_.h;
+    params.v_batch_stride = sv_.b; params.v_row_stride = sv_.s; params.v_head_stride = sv_.h;
+    params.head_dim_v = c.dv;
     params.o_batch_stride = so_.b; params.o_row_stride = so_.s; params.o_head_stride = so_.h;
     params.q_dtype = params.k_dtype = params.v_dtype = params.o_dtype = c.dtype;
     params.causal = c.causal ? 1 : 0;
@@ -190,6 +200,23 @@ struct Problem {
   flashptx::ref::TensorView view(const std::vector<uint16_t>& x, const Strides& st) const {
     return ref_view(x, c.dtype, st);
   }
+  // V for the reference, which has one head dim: where d_v < d, a contiguous copy of V whose
+  // columns [d_v, d) are 0, so that the reference's O columns [0, d_v) are exactly the (d, d_v)
+  // problem's (a zero column of V adds nothing to the others) and the rest are ignored.
+  std::vector<uint16_t> v_for_ref(Strides* st) const {
+    if (c.d_v() == c.d) {
+      *st = sv_;
+      return v;
+    }
+    *st = make_strides(Layout::kContiguous, c.batch, c.sk, c.hkv, c.d);
+    std::vector<uint16_t> x(static_cast<size_t>(std::max<int64_t>(st->total, 1)), to_storage(c.dtype, 0.f));
+    for (int64_t b = 0; b < c.batch; ++b)
+      for (int64_t j = 0; j < c.sk; ++j)
+        for (int64_t h = 0; h < c.hkv; ++h)
+          for (int64_t e = 0; e < c.d_v(); ++e)
+            x[b * st->b + j * st->s + h * st->h + e] = v[b * sv_.b + j * sv_.s + h * sv_.h + e];
+    return x;
+  }
 };
 
 // Every element that is not an output element must still hold the poison; every output element of
@@ -201,7 +228,7 @@ void check_writes(const Problem& pb, const std::vector<uint16_t>& o, const std::
   for (int64_t b = 0; b < c.batch; ++b)
     for (int64_t s = 0; s < c.sq; ++s)
       for (int64_t h = 0; h < c.hq; ++h)
-        for (int64_t e = 0; e < c.d; ++e) {
+        for (int64_t e = 0; e < c.d_v(); ++e) {
           const int64_t idx = b * pb.so_.b + s * pb.so_.s + h * pb.so_.h + e;
           is_out[idx] = 1;
           if (!std::isfinite(from_storage(c.dtype, o[idx]))) ++non_finite;
@@ -224,7 +251,9 @@ Errors compare_rows(const Problem& pb, const std::vector<uint16_t>& o, const std
                     const std::vector<std::array<int64_t, 3>>& rows) {
   const Case& c = pb.c;
   const auto rp = pb.ref_problem();
-  const auto qv = pb.view(pb.q, pb.sq_), kv = pb.view(pb.k, pb.sk_), vv = pb.view(pb.v, pb.sk_);
+  Strides sv_ref;
+  const std::vector<uint16_t> v_ref = pb.v_for_ref(&sv_ref);
+  const auto qv = pb.view(pb.q, pb.sq_), kv = pb.view(pb.k, pb.sk_), vv = pb.view(v_ref, sv_ref);
   const auto same = c.dtype == FLASHPTX_BF16 ? flashptx::Round::kBF16 : flashptx::Round::kFP16;
   std::vector<Errors> part(16);
   on_host_threads([&](size_t t, size_t n) {
@@ -236,10 +265,10 @@ Errors compare_rows(const Problem& pb, const std::vector<uint16_t>& o, const std
       double lse_env = 0;
       const double l_ref =
           flashptx::ref::forward_row(rp, qv, kv, vv, b, i, h, ref.data(), flashptx::Round::kNone, env.data(), &lse_env);
-      for (int64_t x = 0; x < c.d; ++x) e.o_env = std::max(e.o_env, env[x]);
+      for (int64_t x = 0; x < c.d_v(); ++x) e.o_env = std::max(e.o_env, env[x]);
       e.lse_env = std::max(e.lse_env, lse_env);
       const double l_same = flashptx::ref::forward_row(rp, qv, kv, vv, b, i, h, refs.data(), same);
-      for (int64_t x = 0; x < c.d; ++x) {
+      for (int64_t x = 0; x < c.d_v(); ++x) {
         const double out = from_storage(c.dtype, o[b * pb.so_.b + i * pb.so_.s + h * pb.so_.h + x]);
         e.o = std::max(e.o, std::fabs(out - ref[x]));
         e.o_same = std::max(e.o_same, std::fabs(refs[x] - ref[x]));
@@ -803,11 +832,104 @@ TEST_CASE("bad window and softcap values are statuses; a window equal to the cau
   }
 }
 
+// Head dims 96 and 192, and d_qk 192 with d_v 128 (src/sm90/fa3_fwd_hdim.cu): the plan's kernel for
+// each (head_dim, head_dim_v) and dtype, then the fp64 rule. d96 loads a half chunk past the tensor's
+// last column (TMA's zero fill) and stores O through a box clipped there: check_writes holds every
+// element beside O (the padded layout's pads included) poisoned. d192: 112-key blocks (ragged in
+// every shape below). (192, 128): V and O with their own strides (the padded and head-major layouts
+// lay out Q/K and V/O with different row and head strides).
+TEST_CASE("head dims 96 and 192, and d_v 128 beside d_qk 192: the plan's kernel, the fp64 rule") {
+  struct K { int64_t d, dv; flashptx_dtype t; const char* symbol; };
+  const K kernels[] = {{96, 0, FLASHPTX_BF16, "fa3_fwd_sm90_bf16_d96"},
+                       {96, 96, FLASHPTX_FP16, "fa3_fwd_sm90_fp16_d96"},
+                       {192, 0, FLASHPTX_FP16, "fa3_fwd_sm90_fp16_d192"},
+                       {192, 192, FLASHPTX_BF16, "fa3_fwd_sm90_bf16_d192"},
+                       {192, 128, FLASHPTX_BF16, "fa3_fwd_sm90_bf16_d192_v128"},
+                       {192, 128, FLASHPTX_FP16, "fa3_fwd_sm90_fp16_d192_v128"}};
+  for (const K& x : kernels)
+    for (int causal : {0, 1}) {
+      Case c{1, 100, 100, 2, 1, x.d, causal != 0, x.t};
+      c.dv = x.dv;
+      Problem pb(c, 9000);
+      flashptx_kernel_info info{};
+      REQUIRE_MESSAGE(flashptx_fwd_kernel_info(&pb.params, &info) == FLASHPTX_OK, flashptx_last_error());
+      CHECK_MESSAGE(std::string(info.symbol) == x.symbol, c.str());
+      CHECK(std::string(info.schedule) == "one-per-tile");
+    }
+  uint64_t seed = 9100;
+  if (flashptx_test::on_simulator()) {
+    // On the simulator: each kernel, both masks, both dtypes across the cases; ragged tiles (113 and
+    // 130 rows, 200-250 keys), GQA 2 and 4, Q shorter than K (bottom-right: every row sees the first
+    // keys) and longer (the first rows see no key), a padded and a head-major layout.
+    auto with_dv = [](Case c, int64_t dv) { c.dv = dv; return c; };
+    check_case(Case{1, 113, 203, 4, 1, 96, false, FLASHPTX_BF16}, seed++);
+    check_case(with_dv(Case{1, 130, 200, 2, 1, 96, true, FLASHPTX_FP16, Layout::kPadded}, 96), seed++, 2048);
+    check_case(Case{1, 113, 203, 4, 1, 192, true, FLASHPTX_BF16}, seed++);
+    check_case(Case{1, 130, 250, 2, 1, 192, false, FLASHPTX_FP16, Layout::kHeadMajor}, seed++, 2048);
+    check_case(with_dv(Case{1, 113, 203, 4, 1, 192, true, FLASHPTX_BF16}, 128), seed++);
+    check_case(with_dv(Case{1, 200, 130, 2, 1, 192, true, FLASHPTX_FP16, Layout::kPadded}, 128), seed++, 2048);
+    check_case(with_dv(Case{1, 130, 200, 2, 2, 192, false, FLASHPTX_BF16, Layout::kHeadMajor}, 128), seed++, 2048);
+    return;
+  }
+  const std::pair<int64_t, int64_t> shapes[] = {{1, 1}, {17, 17}, {113, 203}, {239, 1}, {128, 128}, {1000, 1000},
+                                                {300, 1000}, {1000, 300}};
+  for (auto [sq, sk] : shapes)
+    for (const K& x : kernels)
+      for (bool causal : {false, true})
+        for (int64_t ratio : {1, 4})
+          for (Layout l : {Layout::kContiguous, Layout::kPadded}) {
+            Case c{2, sq, sk, 2 * ratio, 2, x.d, causal, x.t, l};
+            c.dv = x.dv;
+            check_case(c, seed++, 2048);
+          }
+}
+
+TEST_CASE("head dims 96 and 192: no window, softcap or sinks yet, and unsupported pairs are statuses") {
+  Problem pb(Case{1, 64, 64, 2, 2, 96, false, FLASHPTX_BF16}, 9500);
+  pb.poison();
+  const auto before = pb.out();
+  flashptx_fwd_params p = pb.params;
+  p.window = 1;
+  p.window_left = 16;
+  CHECK(flashptx_fwd(&p, nullptr) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
+  CHECK(std::string(flashptx_last_error()).find("(head_dim, head_dim_v) = (96, 96)") != std::string::npos);
+  p = pb.params;
+  p.softcap = 30.f;
+  CHECK(flashptx_fwd(&p, nullptr) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
+  p = pb.params;
+  p.sinks = static_cast<const float*>(pb.dlse->p);
+  CHECK(flashptx_fwd(&p, nullptr) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
+  CHECK(std::string(flashptx_last_error()).find("attention-sink") != std::string::npos);
+  p = pb.params;
+  p.head_dim_v = 64;  // (96, 64): no such pair
+  CHECK(flashptx_fwd(&p, nullptr) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
+  CHECK(std::string(flashptx_last_error()).find("(192, 128)") != std::string::npos);
+  // A forced kernel of another V head dim is refused (a (192, 128) problem on pb's buffers, which
+  // nothing reads: kernel_info launches nothing).
+  flashptx_fwd_params_contiguous(&p, pb.dq->p, pb.dk->p, pb.dv->p, pb.dout->p, nullptr, 1, 16, 16, 1, 1, 192,
+                                 FLASHPTX_BF16, 0);
+  p.head_dim_v = 128;
+  p.v_row_stride = p.v_head_stride = p.o_row_stride = p.o_head_stride = 128;
+  p.v_batch_stride = p.o_batch_stride = 16 * 128;
+  flashptx::FwdOptions opt;
+  opt.kernel = "fa3_fwd_sm90_bf16_d192";
+  flashptx_kernel_info info{};
+  CHECK(flashptx::fwd_kernel_info(&p, opt, &info) == FLASHPTX_ERR_BAD_OPTION);
+  CHECK(std::string(flashptx_last_error()).find("fa3_fwd_sm90_bf16_d192 is for head_dim 192") != std::string::npos);
+  opt.kernel = "fa3_fwd_sm90_bf16_d192_v128";
+  CHECK(flashptx::fwd_kernel_info(&p, opt, &info) == FLASHPTX_OK);
+  CUDA_REQUIRE(cudaDeviceSynchronize());
+  CHECK(pb.out() == before);
+}
+
 TEST_CASE("bad input on the device path: nothing launched, O untouched") {
   Problem pb(Case{1, 64, 64, 2, 2, 128, false, FLASHPTX_BF16}, 8000);
   pb.poison();
   flashptx_fwd_params p = pb.params;
-  p.head_dim = 96;
+  p.head_dim = 80;
+  CHECK(flashptx_fwd(&p, nullptr) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
+  p = pb.params;
+  p.head_dim_v = 64;  // (128, 64): no such pair
   CHECK(flashptx_fwd(&p, nullptr) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
   p = pb.params;
   p.o = static_cast<char*>(pb.dout->p) + 2;

@@ -33,11 +33,44 @@ TEST_CASE("a valid problem passes validation and leaves no message") {
   CHECK(std::string(flashptx_last_error()).empty());
 }
 
+TEST_CASE("the forward's head-dim pairs: 96, 192 and (192, 128) pass, V's and O's strides by head_dim_v") {
+  for (int64_t d : {64, 96, 128, 192, 256}) {
+    flashptx_fwd_params p = valid();
+    flashptx_fwd_params_contiguous(&p, g_fake[0], g_fake[1], g_fake[2], g_fake[3], nullptr, 2, 100, 120, 8, 2, d,
+                                   FLASHPTX_BF16, 1);
+    CHECK_MESSAGE(check(p) == FLASHPTX_OK, d);
+    p.head_dim_v = d;  // explicit and equal: the same problem
+    CHECK_MESSAGE(check(p) == FLASHPTX_OK, d);
+  }
+  // (192, 128): V and O of 128 columns, densely strided as such.
+  flashptx_fwd_params p;
+  flashptx_fwd_params_contiguous(&p, g_fake[0], g_fake[1], g_fake[2], g_fake[3], nullptr, 2, 100, 120, 8, 2, 192,
+                                 FLASHPTX_BF16, 0);
+  p.head_dim_v = 128;
+  p.v_row_stride = 2 * 128; p.v_head_stride = 128; p.v_batch_stride = 120 * 2 * 128;
+  p.o_row_stride = 8 * 128; p.o_head_stride = 128; p.o_batch_stride = 100 * 8 * 128;
+  CHECK(check(p) == FLASHPTX_OK);
+  // O's rows of 128 columns overlap where its head stride is below 128 (the check uses d_v, not d).
+  p.o_head_stride = 120; p.o_row_stride = 8 * 120;
+  CHECK(check(p) == FLASHPTX_ERR_BAD_STRIDES);
+  // The backward has none of them yet.
+  flashptx_bwd_params b;
+  flashptx_bwd_params_contiguous(&b, g_fake[0], g_fake[1], g_fake[2], g_fake[3], reinterpret_cast<const float*>(g_fake[0]),
+                                 g_fake[0], g_fake[1], g_fake[2], g_fake[3], 2, 100, 120, 8, 2, 96, FLASHPTX_BF16, 1);
+  CHECK(flashptx_bwd_check(&b) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
+}
+
 TEST_CASE("each bad input has its own status and a message naming it") {
   struct Bad { const char* what; flashptx_status want; void (*mutate)(flashptx_fwd_params&); const char* needle; };
   const Bad bad[] = {
-      {"head_dim 96", FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, [](flashptx_fwd_params& p) { p.head_dim = 96; }, "head_dim 96"},
+      {"head_dim 80", FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, [](flashptx_fwd_params& p) { p.head_dim = 80; }, "(head_dim, head_dim_v) = (80, 80)"},
       {"head_dim 32", FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, [](flashptx_fwd_params& p) { p.head_dim = 32; }, "head_dim"},
+      {"head_dim_v 64 beside 128", FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, [](flashptx_fwd_params& p) { p.head_dim_v = 64; },
+       "(head_dim, head_dim_v) = (128, 64) is not one of the forward's"},
+      {"head_dim_v 128 beside 256", FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM,
+       [](flashptx_fwd_params& p) { p.head_dim = 256; p.head_dim_v = 128; }, "(256, 128)"},
+      {"negative head_dim_v", FLASHPTX_ERR_BAD_SHAPE, [](flashptx_fwd_params& p) { p.head_dim_v = -128; },
+       "head_dim_v is -128"},
       {"fp32 inputs", FLASHPTX_ERR_UNSUPPORTED_DTYPE,
        [](flashptx_fwd_params& p) { p.q_dtype = p.k_dtype = p.v_dtype = p.o_dtype = FLASHPTX_FP32; }, "q_dtype is FLASHPTX_FP32"},
       {"fp8 inputs", FLASHPTX_ERR_UNSUPPORTED_DTYPE,

@@ -316,7 +316,7 @@ TEST_CASE("variant selection: a forced kernel and schedule, and every misuse nam
   paired_full.kernel = "fa3_fwd_sm90_bf16_d128_n128_paired";
   paired_one.kernel = "fa3_fwd_sm90_bf16_d128_n128_paired";
   paired_one.schedule = flashptx::Schedule::kOnePerTile;
-  unknown.kernel = "fa3_fwd_sm90_bf16_d96";
+  unknown.kernel = "fa3_fwd_sm90_bf16_d80";
   wrong_d.kernel = "fa3_fwd_sm90_bf16_d64_m128";
   wrong_t.kernel = "fa3_fwd_sm90_fp16_d128_n128";
   persist256.schedule = flashptx::Schedule::kPersistent;

@@ -61,7 +61,7 @@ class FwdParams(ctypes.Structure):
                 [(n, _i64) for n in ("batch", "seqlen_q", "seqlen_k", "heads_q", "heads_kv", "head_dim")] +
                 _strides("q", "k", "v", "o") +
                 [(n, _int) for n in ("q_dtype", "k_dtype", "v_dtype", "o_dtype", "causal")] +
-                [("softmax_scale", _f32), ("tile_counter", _p)] + _MODIFIERS + [("sinks", _p)])
+                [("softmax_scale", _f32), ("tile_counter", _p)] + _MODIFIERS + [("sinks", _p), ("head_dim_v", _i64)])
 
 
 class BwdParams(ctypes.Structure):
@@ -79,7 +79,7 @@ class FwdVarlenParams(ctypes.Structure):
                 [(n, _i64) for n in ("num_seqs", "total_q", "total_k", "max_seqlen_q", "max_seqlen_k", "heads_q",
                                      "heads_kv", "head_dim")] +
                 [(t + "_" + x + "_stride", _i64) for t in ("q", "k", "v", "o") for x in ("row", "head")] +
-                [("dtype", _int), ("causal", _int), ("softmax_scale", _f32)] + _MODIFIERS)
+                [("dtype", _int), ("causal", _int), ("softmax_scale", _f32)] + _MODIFIERS + [("head_dim_v", _i64)])
 
 
 class KernelInfo(ctypes.Structure):
@@ -297,11 +297,12 @@ def check_sinks(where, shape, dtype, heads_q):
 
 
 # ---- parameters from plain numbers (torch-free; the torch layer passes tensors' pointers) --------
-def fwd_params(ptrs, shape_q, shape_k, strides, dtype, causal, softmax_scale, window_size=None, softcap=0.0):
+def fwd_params(ptrs, shape_q, shape_k, strides, dtype, causal, softmax_scale, window_size=None, softcap=0.0,
+               head_dim_v=0):
     """FwdParams from pointers {q,k,v,o,lse[,sinks]}, q's and k's [batch, seqlen, heads, head_dim], strides
     {q,k,v,o: (batch, row, head)} in elements, a dtype code, causal, and the scale (0: 1/sqrt(d));
     window_size (left, right) (None: no window) and softcap (0: none) as include/flashptx.h; the
-    sinks' pointer (fp32 [heads_q]) when ptrs has one."""
+    sinks' pointer (fp32 [heads_q]) when ptrs has one; head_dim_v: V's and O's head dim (0: q's)."""
     p = FwdParams()
     for n in ("q", "k", "v", "o", "lse"):
         setattr(p, n, ptrs.get(n) or None)
@@ -322,6 +323,7 @@ def fwd_params(ptrs, shape_q, shape_k, strides, dtype, causal, softmax_scale, wi
         p.window_left, p.window_right = window_size
     p.softcap = softcap
     p.sinks = ptrs.get("sinks") or None
+    p.head_dim_v = head_dim_v
     return p
 
 

@@ -45,7 +45,8 @@ def _device_error(where, name, t):
     return ValueError(msg)
 
 
-def _check_inputs(where, q, k, v):
+def _check_inputs(where, q, k, v, v_dim=False):
+    """v_dim: v's head dim may differ from q's and k's (the plain forward's (192, 128): head_dim_v)."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
             raise TypeError("%s: %s must be a torch.Tensor, got %s" % (where, name, type(t).__name__))
@@ -58,8 +59,9 @@ def _check_inputs(where, q, k, v):
             raise ValueError("%s: %s is %s; the kernels take torch.bfloat16 or torch.float16" % (where, name, t.dtype))
     if k.device != q.device or v.device != q.device:
         raise ValueError("%s: q, k, v must be on one device, got %s, %s, %s" % (where, q.device, k.device, v.device))
-    if k.shape != v.shape:
-        raise ValueError("%s: k and v must have one shape, got %s and %s" % (where, tuple(k.shape), tuple(v.shape)))
+    if (k.shape[:3] != v.shape[:3]) if v_dim else (k.shape != v.shape):
+        raise ValueError("%s: k and v must have one shape%s, got %s and %s"
+                         % (where, " but for head_dim" if v_dim else "", tuple(k.shape), tuple(v.shape)))
     if k.shape[0] != q.shape[0] or k.shape[3] != q.shape[3]:
         raise ValueError("%s: q %s and k %s must share batch and head_dim" % (where, tuple(q.shape), tuple(k.shape)))
 
@@ -126,12 +128,25 @@ def _inputs_ok(q, k, v):
     if k.get_device() != dev or v.get_device() != dev:
         return False
     qs, ks = q.shape, k.shape
-    return ks == v.shape and ks[0] == qs[0] and ks[3] == qs[3]
+    return ks[:3] == v.shape[:3] and ks[0] == qs[0] and ks[3] == qs[3]
 
 
 def _check_inputs_eager(where, q, k, v):
     if not _inputs_ok(q, k, v):
-        _check_inputs(where, q, k, v)
+        _check_inputs(where, q, k, v, v_dim=True)
+
+
+# The backward's head dims: the forward also runs 96, 192 and (192, 128) (include/flashptx.h,
+# head_dim_v), whose backward is not built; raised when a gradient is asked for, not in the forward.
+_BWD_HEAD_DIMS = (64, 128, 256)
+
+
+def _check_backward_dims(where, q, v):
+    if q.shape[3] not in _BWD_HEAD_DIMS or v.shape[3] != q.shape[3]:
+        raise NotImplementedError(
+            "%s: the backward is not built for head_dim %d with a V head dim of %d (the backward takes "
+            "head_dim 64, 128 or 256, V's equal to it); the forward runs alone: on inputs that do not "
+            "require grad, or under torch.no_grad()" % (where, q.shape[3], v.shape[3]))
 
 
 def _torch_c(name, default):
@@ -218,7 +233,7 @@ def _fwd_struct(q, k, v, out, causal, softmax_scale):
     return _abi.fwd_params({}, tuple(q.shape), tuple(k.shape),
                            {"q": _strides(q), "k": _strides(k), "v": _strides(v), "o": _strides(out)},
                            (_DTYPES[q.dtype], _DTYPES[k.dtype], _DTYPES[v.dtype], _DTYPES[out.dtype]),
-                           causal, softmax_scale)
+                           causal, softmax_scale, head_dim_v=v.shape[3])
 
 
 def _bwd_struct(dout, q, k, v, out, dq, dk, dv, causal, softmax_scale, deterministic):
@@ -238,7 +253,7 @@ def _launch_fwd(q, k, v, out, lse, causal, softmax_scale):
     vp = v.data_ptr() or qp
     qs = q.shape
     # Everything the struct holds but the pointers (the sign of the scale too: -0.0 == 0.0).
-    key = (qs, k.shape, q.stride(), k.stride(), v.stride(), out.stride(), q.dtype, k.dtype, v.dtype, out.dtype,
+    key = (qs, k.shape, v.shape[3], q.stride(), k.stride(), v.stride(), out.stride(), q.dtype, k.dtype, v.dtype, out.dtype,
            bool(causal), softmax_scale, math.copysign(1.0, softmax_scale))
     cache = _structs.fwd
     entry = cache.get(key)
@@ -301,8 +316,8 @@ def _launch_bwd(dout, q, k, v, out, lse, dq, dk, dv, causal, softmax_scale, dete
 def _fwd_impl(q, k, v, causal, softmax_scale):
     """The forward on checked inputs (the op's body, and the eager path's)."""
     q, k, v = _aligned_eager(q), _aligned_eager(k), _aligned_eager(v)
-    b, sq, hq, d = q.shape
-    out = q.new_empty((b, sq, hq, d))
+    b, sq, hq, _ = q.shape
+    out = q.new_empty((b, sq, hq, v.shape[3]))  # V's head dim (head_dim_v)
     lse = q.new_empty((b, hq, sq), dtype=torch.float32)
     _launch_fwd(q, k, v, out, lse, causal, softmax_scale)
     return q, k, v, out, lse
@@ -328,15 +343,15 @@ def _bwd_impl(dout, q, k, v, out, lse, causal, softmax_scale, deterministic, sav
 @torch.library.custom_op("flashptx::fwd", mutates_args=())
 def _fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, softmax_scale: float,
          deterministic: bool) -> Tuple[torch.Tensor, torch.Tensor]:
-    _check_inputs("flashptx::fwd", q, k, v)
+    _check_inputs("flashptx::fwd", q, k, v, v_dim=True)
     out, lse = _fwd_impl(q, k, v, causal, softmax_scale)[3:]
     return out, lse
 
 
 @_fwd.register_fake
 def _fwd_fake(q, k, v, causal, softmax_scale, deterministic):
-    b, sq, hq, d = q.shape
-    return q.new_empty((b, sq, hq, d)), q.new_empty((b, hq, sq), dtype=torch.float32)
+    b, sq, hq, _ = q.shape
+    return q.new_empty((b, sq, hq, v.shape[3])), q.new_empty((b, hq, sq), dtype=torch.float32)
 
 
 @torch.library.custom_op("flashptx::bwd", mutates_args=())
@@ -374,6 +389,7 @@ def _setup_context(ctx, inputs, output):
 
 def _backward(ctx, dout, dlse):
     q, k, v, out, lse = ctx.saved_tensors
+    _check_backward_dims("flashptx::fwd backward", q, v)
     if dout is None:  # only lse was used downstream, and lse carries no gradient
         dout = torch.zeros_like(out)
     dq, dk, dv = torch.ops.flashptx.bwd(dout, q, k, v, out, lse, ctx.causal, ctx.softmax_scale,
@@ -566,6 +582,7 @@ class _Attention(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dout, dlse):
         q, k, v, out, lse = ctx.saved_tensors
+        _check_backward_dims("flashptx.attention backward", q, v)
         if dout is None:  # only lse was used downstream, and lse carries no gradient
             dout = torch.zeros_like(out)
         if torch.is_grad_enabled() or _is_compiling() or not _eager_ok(dout):
@@ -605,7 +622,10 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, deterministic=False,
     (FlashAttention's layout, not SDPA's [batch, heads, seqlen, head_dim]). CUDA tensors, all
     torch.bfloat16 or all torch.float16 (under torch.autocast, fp32 inputs are first cast to the
     autocast dtype, as SDPA does). heads_q a multiple of heads_kv: GQA, MQA (heads_kv 1).
-    head_dim 64, 128 or 256 (sm_100: 64 and 128), forward and backward.
+    head_dim 64, 128 or 256 (sm_100: 64 and 128), forward and backward; on sm_90 the forward also
+    takes head_dim 96 and 192, and v of head_dim 128 beside q and k of 192 (DeepSeek's split; the
+    output then has v's head dim), without a window, softcap or sinks, and their backward is not
+    built: it raises NotImplementedError.
 
     Strides: any the C ABI accepts are used as they are, without a copy: last dim contiguous and
     the batch, row and head strides multiples of 16 bytes in any order (e.g. q, k, v unbound from
@@ -641,7 +661,10 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, deterministic=False,
     if eager:
         _check_inputs_eager("flashptx.attention", q, k, v)
     else:
-        _check_inputs("flashptx.attention", q, k, v)
+        _check_inputs("flashptx.attention", q, k, v, v_dim=True)
+    if v.shape[3] != k.shape[3] and (sinks is not None or window is not None or cap != 0.0):
+        raise ValueError("flashptx.attention: a V head dim of its own (k %s, v %s) has no sliding window, "
+                         "softcap or sinks yet" % (tuple(k.shape), tuple(v.shape)))
     device_type = "cuda" if q.is_cuda else q.device.type
     if torch.is_autocast_enabled(device_type):
         # Under autocast, as SDPA: fp32 inputs run in the autocast dtype (bf16 or fp16).

@@ -498,7 +498,16 @@ def library_status_names_match():
 def library_validation_comes_back_as_value_errors():
     lib = real_library()
     _abi.check(lib, "flashptx_fwd_check", lib.flashptx_fwd_check(ctypes.byref(params())))
-    for p, status, words in ((params(head_dim=96), "FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM", "head_dim 96"),
+    # head dims 96 and 192 pass the forward's validation, and (192, 128) through head_dim_v
+    for d in (96, 192):
+        _abi.check(lib, "flashptx_fwd_check", lib.flashptx_fwd_check(ctypes.byref(params(head_dim=d))))
+    split = params(head_dim=192)
+    split.head_dim_v = 128
+    _abi.check(lib, "flashptx_fwd_check", lib.flashptx_fwd_check(ctypes.byref(split)))
+    bad_split = params(head_dim=128)
+    bad_split.head_dim_v = 64
+    for p, status, words in ((params(head_dim=80), "FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM", "(80, 80)"),
+                             (bad_split, "FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM", "(128, 64)"),
                              (params(heads=(8, 3)), "FLASHPTX_ERR_BAD_HEADS", "heads_q (8)")):
         try:
             _abi.check(lib, "flashptx_fwd_check", lib.flashptx_fwd_check(ctypes.byref(p)))

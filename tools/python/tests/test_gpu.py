@@ -251,7 +251,19 @@ def test_errors_carry_the_librarys_message():
                                  t(1, 64, 2, 64, device="cpu")), "needs CUDA tensors")
     e = expect(ValueError, lambda: a(*(t(1, 64, 2, 64, dtype=torch.float32),) * 3), "FLASHPTX_ERR_UNSUPPORTED_DTYPE")
     assert isinstance(e, flashptx.FlashptxValueError)
-    expect(ValueError, lambda: a(*(t(1, 64, 2, 96),) * 3), "FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM", "head_dim 96")
+    expect(ValueError, lambda: a(*(t(1, 64, 2, 80),) * 3), "FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM", "(80, 80)")
+    # head dims 96 and 192 and v's 128 beside 192: the forward runs; their backward is not built
+    for dq, dv in ((96, 96), (192, 192), (192, 128)):
+        q, k, v = t(1, 64, 2, dq), t(1, 64, 2, dq), t(1, 64, 2, dv)
+        o = a(q, k, v, causal=True)
+        assert o.shape == (1, 64, 2, dv), o.shape
+        ref = torch.nn.functional.scaled_dot_product_attention(
+            q.transpose(1, 2).float(), k.transpose(1, 2).float(), v.transpose(1, 2).float(), is_causal=True)
+        assert (o.float() - ref.transpose(1, 2)).abs().max().item() < 2e-2
+        q.requires_grad_()
+        expect(NotImplementedError, lambda: a(q, k, v).sum().backward(), "the backward is not built")
+    expect(ValueError, lambda: a(t(1, 64, 2, 192), t(1, 64, 2, 192), t(1, 64, 2, 128), window_size=(8, 0)),
+           "no sliding window")
     expect(ValueError, lambda: a(t(1, 64, 8, 64), t(1, 64, 3, 64), t(1, 64, 3, 64)), "FLASHPTX_ERR_BAD_HEADS")
     expect(ValueError, lambda: a(t(1, 64, 8, 64), t(1, 64, 2, 64), t(1, 32, 2, 64)), "k and v must have one shape")
     expect(ValueError, lambda: a(*(t(1, 64, 2, 64),) * 3, softmax_scale=0.0), "softmax_scale")
