@@ -131,6 +131,15 @@ nvcc = $(call cmdline,$(NVCC) $(NVFLAGS) $(1) -c $< -o $@)@mkdir -p $(dir $@); \
        out=$$($(NVCC) $(NVFLAGS) $(1) -c $< -o $@ 2>&1); rc=$$?; \
        [ -z "$$out" ] || printf '%s\n' "$$out" $(if $(2),| grep -v $(2)); exit $$rc
 
+# $(call nvcc_ptx,FLAGS,EXPECTED,OBJ,PTX): as nvcc, for a rule of two targets: the object OBJ, and
+# PTX, the simulator's input (tools/sim/sim.mk), kept from the same compile (--keep): the bytes that
+# `nvcc FLAGS -ptx` writes, without a second front-end pass over the unit.
+nvcc_ptx = $(call cmdline,$(NVCC) $(NVFLAGS) $(1) --keep -c $< -o $(3))@mkdir -p $(dir $(3)) $(dir $(4)); \
+       k=$(BUILD)/keep/$(subst /,_,$(3)); rm -rf $$k; mkdir -p $$k; \
+       out=$$($(NVCC) $(NVFLAGS) $(1) --keep --keep-dir $$k -c $< -o $(3) 2>&1); rc=$$?; \
+       [ -z "$$out" ] || printf '%s\n' "$$out" $(if $(2),| grep -v $(2)); \
+       [ $$rc -ne 0 ] || mv $$k/$(basename $(notdir $<)).ptx $(4) || rc=1; rm -rf $$k; exit $$rc
+
 all: $(SETUP) $(BIN)/libflashptx.a $(BIN)/libflashptx.so $(BIN)/flashptx $(BIN)/run_tests $(AUDIT_LIST)
 
 # ---- set-up: what the build needs and this machine may lack --------------------------------
@@ -179,9 +188,9 @@ setup:
 # the test build's serialised wgmma schedule on purpose, C7510 once per such variant. No library
 # kernel is in that list.
 PTXAS_REL_EXPECTED := -e 'C7510.*wgmma pipeline crossing function boundary.*race24race_wait_timeout_printf'
-$(BUILD)/rel/%.o: %.cu | $(SETUP)
+$(BUILD)/rel/%.o $(BUILD)/ptx/%.ptx: %.cu | $(SETUP)
 	$(call step,nvcc sm_90a  release $<)
-	$(call nvcc,$(ARCH90),$(PTXAS_REL_EXPECTED))
+	$(call nvcc_ptx,$(ARCH90),$(PTXAS_REL_EXPECTED),$(BUILD)/rel/$*.o,$(BUILD)/ptx/$*.ptx)
 # The test flavour's expected ptxas messages, filtered from its output (and only they; anything
 # else ptxas says is printed, and its exit status is kept). Its bounded mbarrier wait
 # (FLASHPTX_BOUNDED_WAIT, ptx/mbarrier.cuh) reports a timeout through an out-of-line call
@@ -204,9 +213,14 @@ PTXAS_TEST_EXPECTED := -e 'C7510.*wgmma pipeline crossing function boundary.*mba
 $(BUILD)/test/%.o: %.cu | $(SETUP)
 	$(call step,nvcc sm_90a  test    $<)
 	$(call nvcc,-DFLASHPTX_BOUNDED_WAIT=1 $(ARCH90),$(PTXAS_TEST_EXPECTED))
-$(BUILD)/rel100/%.o: %.cu | $(SETUP)
+# The sm_100a units' PTX comes from their release compile (the patterns name their folders, so that
+# make prefers them, shorter stems, to the sm_90a rule above for build/ptx/...).
+$(BUILD)/rel100/src/sm100/%.o $(BUILD)/ptx/src/sm100/%.ptx: src/sm100/%.cu | $(SETUP)
 	$(call step,nvcc sm_100a release $<)
-	$(call nvcc,$(ARCH100))
+	$(call nvcc_ptx,$(ARCH100),,$(BUILD)/rel100/src/sm100/$*.o,$(BUILD)/ptx/src/sm100/$*.ptx)
+$(BUILD)/rel100/tests/kernels_sm100/%.o $(BUILD)/ptx/tests/kernels_sm100/%.ptx: tests/kernels_sm100/%.cu | $(SETUP)
+	$(call step,nvcc sm_100a release $<)
+	$(call nvcc_ptx,$(ARCH100),,$(BUILD)/rel100/tests/kernels_sm100/$*.o,$(BUILD)/ptx/tests/kernels_sm100/$*.ptx)
 $(BUILD)/test100/%.o: %.cu | $(SETUP)
 	$(call step,nvcc sm_100a test    $<)
 	$(call nvcc,-DFLASHPTX_BOUNDED_WAIT=1 $(ARCH100))

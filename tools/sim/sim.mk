@@ -1,7 +1,7 @@
 # ptxsim (tools/sim/): the PTX simulator, a tool never linked into libflashptx.
 #   build/sim/libptxsim.a     tools/sim/*.cpp and tools/sim/isa/*.cpp
-#   build/ptx/<path>.ptx      the PTX of each sm_90a library and test kernel unit, from the same
-#                             sources and flags as their release-flavour SASS (no ptxas: cheap)
+#   build/ptx/<path>.ptx      the PTX of each sm_90a library and test kernel unit, kept from the
+#                             release-flavour compile whose SASS the goldens record (same bytes)
 SIM_CPP      := $(wildcard tools/sim/*.cpp tools/sim/isa/*.cpp)
 # the tcgen05 emulator: the simulator's Tensor Memory and tcgen05.mma (tools/sim/exec_sm100.inc)
 SIM_CPP      += tools/models/tcgen05_emulator.cpp
@@ -24,18 +24,8 @@ $(SIM_LIB): $(SIM_OBJ)
 	@mkdir -p $(dir $@)
 	@rm -f $@
 	$(Q)ar rcs $@ $^
-$(BUILD)/ptx/%.ptx: %.cu
-	$(call step,ptx  $<)
-	@mkdir -p $(dir $@)
-	$(Q)$(NVCC) $(NVFLAGS) $(ARCH90) -ptx $< -o $@
-$(BUILD)/ptx/tests/kernels_sm100/%.ptx: tests/kernels_sm100/%.cu
-	$(call step,ptx  $< (sm_100a))
-	@mkdir -p $(dir $@)
-	$(Q)$(NVCC) $(NVFLAGS) $(ARCH100) -ptx $< -o $@
-$(BUILD)/ptx/src/sm100/%.ptx: src/sm100/%.cu
-	$(call step,ptx  $< (sm_100a))
-	@mkdir -p $(dir $@)
-	$(Q)$(NVCC) $(NVFLAGS) $(ARCH100) -ptx $< -o $@
+# build/ptx/<path>.ptx: made by the release-flavour compile of <path>.cu (the Makefile's rel and
+# rel100 rules keep the PTX of that compile), not by a compile of its own.
 
 .PHONY: sim sim-ptx
 sim: $(SIM_LIB)
