@@ -183,6 +183,10 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     {"gpu_sm100 primitives", "tcgen05.mma kind::f8f6f4 (e4m3 -> f32), SS, cta_group::1*"},
     {"gpu_sm100 primitives", "tcgen05.mma kind::f8f6f4 (e4m3 -> f32), TS (A in TMEM), cta_group::1*"},
     {"gpu_sm100 primitives", "clusterlaunchcontrol.try_cancel work stealing*"},
+    // cta_group::2 (tests/kernels_sm100/umma.cu): the M = 256 pair MMA over two CTAs' Tensor Memory,
+    // the pair allocation, the commit multicast to both CTAs' barriers.
+    {"gpu_sm100 primitives", "tcgen05.mma kind::f16 cta_group::2, SS, 2-CTA cluster, multicast commit*"},
+    {"gpu_sm100 primitives", "tcgen05.mma kind::f16 cta_group::2, TS, 2-CTA cluster, multicast commit*"},
     // The FA4 forward through the library's plan, its 1-CTA kernels at the simulator's shapes
     // (tests/gpu/test_fa4_fwd.cpp), in the child whose device reports sm_100 (needs_sim_cc100).
     {"gpu_sm100 fa4 forward", "*"},
@@ -190,8 +194,8 @@ constexpr SimulatorRun kSimulatorRuns[] = {
 };
 constexpr const char* kSimulatorSkipReason = "no simulator shape yet (its GPU shapes would take the simulator hours)";
 constexpr const char* kSimulatorSkipReason100 =
-    "not executable in the PTX simulator yet (tcgen05 cta_group::2 pairs and the multicast try_cancel are not modelled: "
-    "tools/sim/READINGS.md, sm_100a); needs an sm_100 GPU";
+    "not executable in the PTX simulator yet (the multicast try_cancel is not modelled, and the FA4 backward's PTX is "
+    "not built for it: tools/sim/READINGS.md, sm_100a); needs an sm_100 GPU";
 const char* simulator_skip_reason(const std::string& suite) {
   return is_gpu_sm100(suite.c_str()) ? kSimulatorSkipReason100 : kSimulatorSkipReason;
 }
