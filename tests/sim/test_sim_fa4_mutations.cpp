@@ -145,9 +145,10 @@ Outcome run(const std::string& ptx, const char* policy, const Shape& sh = kOneCt
   Outcome r;
   flashptx::FwdOptions opt;
   if (sh.forced) opt.kernel = sh.entry;
+  flashptx_kernel_info info{};  // the plan's kernel (last_launch() keeps only launches that succeeded)
+  REQUIRE_MESSAGE(flashptx::fwd_kernel_info(&p, opt, &info) == FLASHPTX_OK, flashptx_last_error());
+  r.kernel = info.symbol;
   r.status = flashptx::fwd(&p, opt, nullptr);
-  const flashptx::Launch l = flashptx::last_launch();
-  r.kernel = l.kernel ? l.kernel->name : "";
   if (r.status != FLASHPTX_OK) r.report = flashptx_sim_last_report();
   std::vector<uint16_t> o(nq);
   std::vector<float> lse(kSq * sh.hq);
@@ -179,6 +180,14 @@ void check_caught(const Outcome& r, const std::vector<std::string>& words, const
   CHECK(r.kernel == entry);
   CHECK_MESSAGE(r.status == FLASHPTX_ERR_CUDA, "flashptx_fwd returned " << flashptx_status_name(r.status));
   for (const std::string& w : words) CHECK_MESSAGE(r.report.find(w) != std::string::npos, "no '" << w << "' in the report");
+}
+
+// The 2-CTA kernel: every wait of the entry at cluster scope (a test-side edit of the PTX, the
+// kernel's source unchanged), so that the pairings with the peer's release.cluster arrives
+// synchronize; the kernel as built is its case below.
+std::string pair_waits_at_cluster_scope() {
+  return mutate_in(module_text(), kPairEntry, "mbarrier\\.try_wait\\.parity\\.acquire\\.cta\\.", 44, SIZE_MAX,
+                   "mbarrier.try_wait.parity.acquire.cluster.");
 }
 
 bool sim() {
@@ -235,13 +244,6 @@ TEST_CASE("mutation: the tcgen05.dealloc removed: the CTA exits holding its TMEM
   check_caught(run(mutate("tcgen05\\.dealloc", 1, 0, ""), "round-robin"), {"protocol", "exited holding TMEM columns"});
 }
 
-// The 2-CTA kernel: every wait of the entry at cluster scope (a test-side edit of the PTX, the
-// kernel's source unchanged), so that the pairings with the peer's release.cluster arrives
-// synchronize; the kernel as built is the next case.
-std::string pair_waits_at_cluster_scope() {
-  return mutate_in(module_text(), kPairEntry, "mbarrier\\.try_wait\\.parity\\.acquire\\.cta\\.", 44, SIZE_MAX,
-                   "mbarrier.try_wait.parity.acquire.cluster.");
-}
 
 TEST_CASE("the 2-CTA forward (cta_group::2) with its waits at cluster scope passes against fp64, under two policies") {
   if (!sim()) return;
@@ -254,6 +256,41 @@ TEST_CASE("the 2-CTA forward (cta_group::2) with its waits at cluster scope pass
     CHECK(r.o_err <= r.o_tol);
     CHECK(r.lse_err <= 5e-4);
   }
+}
+
+TEST_CASE("mutation: every mbarrier's arrival count one more than its arrivals: the first waiter deadlocks") {
+  if (!sim()) return;
+  // the entry's one mbarrier.init (a loop over the barriers) initialises each with count + 1
+  check_caught(run(mutate("mbarrier\\.init\\.shared::cta\\.b64 \\[(%r[0-9]+)\\], (%r[0-9]+);", 1, 0,
+                          "{ .reg .b32 c1; add.u32 c1, $2, 1; mbarrier.init.shared::cta.b64 [$1], c1; }"), "round-robin"),
+               {"deadlock", "mbarrier"});
+}
+
+TEST_CASE("mutation: the P.V MMAs' D (O) at P's TMEM columns: an MMA reads its A operand while another writes it") {
+  if (!sim()) return;
+  // the eight K-steps of the first P.V issue (A = P from TMEM, D = O): D moved onto P's first column
+  check_caught(run(mutate("tcgen05\\.mma(.*)\\[%r609\\], \\[%r582\\]", 1, 0, "tcgen05.mma$1[%r582], [%r582]"), "round-robin"),
+               {"hazard", "reads its A operand from", "before that MMA completed"});
+}
+
+// The 2-CTA kernel: every wait of the entry at cluster scope (a test-side edit of the PTX, the
+// kernel's source unchanged), so that the pairings with the peer's release.cluster arrives
+// synchronize; the kernel as built is the next case.
+TEST_CASE("mutation (2-CTA): one wait back at .acquire.cta: the pair MMA reads the peer's P unordered, a wait with too narrow a scope") {
+  if (!sim()) return;
+  // the MMA thread's wait before its P.V MMAs (the peer's softmax arrives on it at cluster scope)
+  check_caught(run(mutate_in(pair_waits_at_cluster_scope(), kPairEntry, "acquire\\.cluster(\\.shared::cta\\.b64 p, \\[%r266\\])", 1, 0,
+                             "acquire.cta$1"), "round-robin", kPair),
+               {"protocol", "a wait with too narrow a scope", "tcgen05.mma of the pair reads"}, kPairEntry);
+}
+
+TEST_CASE("mutation (2-CTA): the peer's arrive on the leader's barrier sent to its own (mapa rank 1): a deadlock or an extra arrival") {
+  if (!sim()) return;
+  // the first mapa of the entry: the peer softmax's arrive on the leader (rank 0)
+  const Outcome r = run(mutate_in(pair_waits_at_cluster_scope(), kPairEntry, "mapa\\.shared::cluster\\.u32 (%r2743), (%r61), %r2745;", 1, 0,
+                                  "mapa.shared::cluster.u32 $1, $2, 1;"), "round-robin", kPair);
+  check_caught(r, {"mbarrier"}, kPairEntry);
+  CHECK_MESSAGE((r.report.find("deadlock") != std::string::npos || r.report.find("more arrivals") != std::string::npos), r.report.substr(0, 2000));
 }
 
 TEST_CASE("the 2-CTA forward as built: its .acquire.cta waits on the peer's arrivals are a wait with too narrow a scope") {
