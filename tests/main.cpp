@@ -191,6 +191,8 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     // (tests/gpu/test_fa4_fwd.cpp), in the child whose device reports sm_100 (needs_sim_cc100).
     {"gpu_sm100 fa4 forward", "*"},
     {"gpu_sm100 fa4 sim mutations", "*"},  // tests/sim/test_sim_fa4_mutations.cpp
+    // The FA4 backward (1-CTA d64, 2-CTA d128; deterministic) through the plan: tests/sim/test_sim_fa4_bwd.cpp.
+    {"gpu_sm100 fa4 backward (simulator)", "*"},
 };
 constexpr const char* kSimulatorSkipReason = "no simulator shape yet (its GPU shapes would take the simulator hours)";
 constexpr const char* kSimulatorSkipReason100 =

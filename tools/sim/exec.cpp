@@ -60,6 +60,7 @@ struct AsyncOp {
   uint32_t smem = 0;           // source offset for stores
   uint32_t bytes = 0;
   uint32_t mbar = 0;           // mbarrier offset (loads)
+  bool from_smem = false;      // a bulk copy from the issuer's shared memory (at smem) to shared::cluster
   uint64_t gaddr = 0;          // non-tensor global address
   const isa::TensorMapDesc* desc = nullptr;
   int32_t coords[5] = {0, 0, 0, 0, 0};
@@ -656,7 +657,8 @@ struct Exec {
           if (op.kind == AK_TMA_LOAD) isa::tile_load(*op.desc, op.coords, off, rd_global, wr_smem);
           else {
             std::vector<uint8_t> tmp(op.bytes);
-            rd_global(op.gaddr, tmp.data(), op.bytes);
+            if (op.from_smem) rd_src(op.smem, tmp.data(), op.bytes);
+            else rd_global(op.gaddr, tmp.data(), op.bytes);
             wr_smem(off, tmp.data(), op.bytes);
           }
           for (uint32_t i = 0; i < op.bytes && off + i < smem_bytes; ++i) {
@@ -665,6 +667,9 @@ struct Exec {
           }
           complete_tx(slot, op.mbar, op.bytes, op.pc);
         }
+        if (op.from_smem)
+          for (uint32_t i = 0; i < op.bytes && op.smem + i < smem_bytes; ++i)
+            if (src.readers[op.smem + i]) src.readers[op.smem + i]--;
         break;
       case AK_TMA_STORE: case AK_TMA_REDUCE: case AK_BULK_STORE: case AK_BULK_REDUCE: {
         if (op.kind == AK_TMA_STORE) isa::tile_store(*op.desc, op.coords, op.smem, rd_src, wr_global);
@@ -1811,6 +1816,24 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
           op.bytes = op.desc->box_bytes();
           mb = addr_of(w, o[2], l);
           if (in.mods & M_MULTICAST) ctamask = (uint16_t)V(3, l);
+        } else if (in.sub2 == 1) {
+          // PTX ISA, cp.async.bulk: .shared::cluster.shared::cta copies from the executing CTA's
+          // shared memory to a shared::cluster destination, completing on the mbarrier of the
+          // destination CTA. The source bytes are read when the copy lands (the latest point): from
+          // issue until then they are reader-locked (a generic store to them is a hazard), and the
+          // generic writes before the copy need the writer's fence.proxy.async (async proxy).
+          const uint64_t sa = addr_of(w, o[1], l);
+          op.bytes = (uint32_t)V(2, l);
+          mb = addr_of(w, o[3], l);
+          if (op.bytes % 16 || sa % 16 || dst % 16) finding(Finding::kIllegal, &w, l, pc, "", "cp.async.bulk size and addresses must be multiples of 16");
+          uint32_t sc, soff;
+          if (!shared_loc(w, sa, false, op.bytes, &sc, &soff, pc, l)) continue;
+          for (uint32_t i = 0; i < op.bytes; ++i)
+            if (cta.poison[soff + i]) { poison_report(w, l, pc, sc, soff + i, false); break; }
+          proxy_check(w, l, pc, sc, soff, op.bytes, "a shared-to-shared bulk copy");
+          for (uint32_t i = 0; i < op.bytes; ++i) if (cta.readers[soff + i] < 255) cta.readers[soff + i]++;
+          op.from_smem = true;
+          op.smem = soff;
         } else {
           op.gaddr = addr_of(w, o[1], l);
           op.bytes = (uint32_t)V(2, l);
