@@ -174,8 +174,8 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     {"gpu_sm90 fa3 backward", "large shapes (1k-8k)*"},
     {"gpu_sm90 fa3 backward", "d256: large shapes (1k-8k)*"},
     {"gpu_sm90 fa3 varlen", "batches of 1 to 64 sequences*"},
-    // sm_100a: the tcgen05 test kernels of cta_group::1 (tests/kernels_sm100/tmem_roundtrip.cu,
-    // umma.cu) and cluster launch control (clc.cu), executed in the PTX simulator's tcgen05 engine
+    // sm_100a: the tcgen05 test kernels (tests/kernels_sm100/tmem_roundtrip.cu, umma.cu) and cluster
+    // launch control (clc.cu), executed in the PTX simulator's tcgen05 engine
     // (tools/sim/exec_sm100.inc); never run on a Blackwell GPU.
     {"gpu_sm100 primitives", "TMEM alloc -> tcgen05.st -> tcgen05.ld -> dealloc round trip*"},
     {"gpu_sm100 primitives", "tcgen05.mma kind::f16 (bf16 -> f32), SS, cta_group::1*"},
