@@ -39,7 +39,7 @@ namespace ref = flashptx::ref;
 struct BCase {
   int64_t sq, sk, hq, hkv, d;
   bool causal;
-  const char* kernel_prefix;  // what the plan must pick
+  const char* kernel;  // what the plan must pick
 };
 
 struct Grads { std::vector<uint16_t> dq, dk, dv; };
@@ -107,7 +107,7 @@ Grads run_bwd(const BCase& c, const std::vector<uint16_t>& q, const std::vector<
   flashptx_kernel_info info{};
   REQUIRE_MESSAGE(flashptx_bwd_kernel_info(&p, &info) == FLASHPTX_OK, flashptx_last_error());
   INFO("kernel " << std::string(info.symbol));
-  CHECK(std::string(info.symbol).rfind(c.kernel_prefix, 0) == 0);
+  CHECK(std::string(info.symbol) == c.kernel);
   const flashptx_status s = flashptx_bwd(&p, nullptr);
   if (g_expect_failure) {
     g_expect_failure->status = s;
@@ -196,8 +196,13 @@ TEST_SUITE("gpu_sm100 fa4 backward (simulator)") {
 TEST_CASE("the 1-CTA FA4 backward, d64, deterministic: GQA, ragged tails, causal and not, against fp64") {
   if (!sim()) return;
   MESSAGE("sm_100a FA4 backward: executed in the PTX simulator; never run on a Blackwell GPU");
-  run_case({130, 160, 2, 1, 64, false, "fa4_bwd_sm100_"});
-  run_case({130, 160, 2, 1, 64, true, "fa4_bwd_sm100_"});
+  run_case({130, 160, 2, 1, 64, false, "fa4_bwd_sm100_bf16_d64"});
+  run_case({130, 160, 2, 1, 64, true, "fa4_bwd_sm100_bf16_d64"});
+}
+
+TEST_CASE("the 1-CTA FA4 backward, d128 (one key block: the plan's 1-CTA kernel), causal, deterministic, against fp64") {
+  if (!sim()) return;
+  run_case({130, 100, 2, 1, 128, true, "fa4_bwd_sm100_bf16_d128"});
 }
 
 TEST_CASE("the 2-CTA FA4 backward (cta_group::2), d128, deterministic, its waits at cluster scope: GQA, ragged tails, against fp64") {

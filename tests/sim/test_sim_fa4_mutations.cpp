@@ -61,6 +61,7 @@ constexpr Shape kOneCta{kEntry, false, kSq, kSk, 1, 1, kD, false};
 // launch control steals the third); 160 keys (two blocks, one partial).
 constexpr const char* kPairEntry = "fa4_fwd_sm100_bf16_d128_2cta";
 constexpr Shape kPair{kPairEntry, true, 300, 160, 3, 1, 128, false};
+constexpr Shape kPairCausal{kPairEntry, true, 300, 160, 3, 1, 128, true};  // causal, bottom-right aligned
 
 std::string module_text() {
   static const std::string text = [] {
@@ -245,7 +246,7 @@ TEST_CASE("mutation: the tcgen05.dealloc removed: the CTA exits holding its TMEM
 }
 
 
-TEST_CASE("the 2-CTA forward (cta_group::2) with its waits at cluster scope passes against fp64, under two policies") {
+TEST_CASE("the 2-CTA forward (cta_group::2) with its waits at cluster scope passes against fp64, under two policies, and causal") {
   if (!sim()) return;
   const std::string ptx = pair_waits_at_cluster_scope();
   for (const char* pol : {"round-robin", "random"}) {
@@ -256,6 +257,11 @@ TEST_CASE("the 2-CTA forward (cta_group::2) with its waits at cluster scope pass
     CHECK(r.o_err <= r.o_tol);
     CHECK(r.lse_err <= 5e-4);
   }
+  const Outcome c = run(ptx, "round-robin", kPairCausal);
+  INFO("causal: " << c.report.substr(0, 3000));
+  CHECK(c.status == FLASHPTX_OK);
+  CHECK(c.o_err <= c.o_tol);
+  CHECK(c.lse_err <= 5e-4);
 }
 
 TEST_CASE("mutation: every mbarrier's arrival count one more than its arrivals: the first waiter deadlocks") {
