@@ -176,8 +176,8 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     {"gpu_sm90 fa3 backward", "large shapes (1k-8k)*"},
     {"gpu_sm90 fa3 backward", "d256: large shapes (1k-8k)*"},
     {"gpu_sm90 fa3 varlen", "batches of 1 to 64 sequences*"},
-    // sm_100a: the tcgen05 test kernels of cta_group::1 (tests/kernels_sm100/tmem_roundtrip.cu,
-    // umma.cu) and cluster launch control (clc.cu), executed in the PTX simulator's tcgen05 engine
+    // sm_100a: the tcgen05 test kernels (tests/kernels_sm100/tmem_roundtrip.cu, umma.cu) and cluster
+    // launch control (clc.cu), executed in the PTX simulator's tcgen05 engine
     // (tools/sim/exec_sm100.inc); never run on a Blackwell GPU.
     {"gpu_sm100 primitives", "TMEM alloc -> tcgen05.st -> tcgen05.ld -> dealloc round trip*"},
     {"gpu_sm100 primitives", "tcgen05.mma kind::f16 (bf16 -> f32), SS, cta_group::1*"},
@@ -185,15 +185,21 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     {"gpu_sm100 primitives", "tcgen05.mma kind::f8f6f4 (e4m3 -> f32), SS, cta_group::1*"},
     {"gpu_sm100 primitives", "tcgen05.mma kind::f8f6f4 (e4m3 -> f32), TS (A in TMEM), cta_group::1*"},
     {"gpu_sm100 primitives", "clusterlaunchcontrol.try_cancel work stealing*"},
+    // cta_group::2 (tests/kernels_sm100/umma.cu): the M = 256 pair MMA over two CTAs' Tensor Memory,
+    // the pair allocation, the commit multicast to both CTAs' barriers.
+    {"gpu_sm100 primitives", "tcgen05.mma kind::f16 cta_group::2, SS, 2-CTA cluster, multicast commit*"},
+    {"gpu_sm100 primitives", "tcgen05.mma kind::f16 cta_group::2, TS, 2-CTA cluster, multicast commit*"},
     // The FA4 forward through the library's plan, its 1-CTA kernels at the simulator's shapes
     // (tests/gpu/test_fa4_fwd.cpp), in the child whose device reports sm_100 (needs_sim_cc100).
     {"gpu_sm100 fa4 forward", "*"},
     {"gpu_sm100 fa4 sim mutations", "*"},  // tests/sim/test_sim_fa4_mutations.cpp
+    // The FA4 backward (1-CTA d64, 2-CTA d128; deterministic) through the plan: tests/sim/test_sim_fa4_bwd.cpp.
+    {"gpu_sm100 fa4 backward (simulator)", "*"},
 };
 constexpr const char* kSimulatorSkipReason = "no simulator shape yet (its GPU shapes would take the simulator hours)";
 constexpr const char* kSimulatorSkipReason100 =
-    "not executable in the PTX simulator yet (tcgen05 cta_group::2 pairs and the multicast try_cancel are not modelled: "
-    "tools/sim/READINGS.md, sm_100a); needs an sm_100 GPU";
+    "not executable in the PTX simulator yet (the multicast try_cancel is not modelled, and the FA4 backward's PTX is "
+    "not built for it: tools/sim/READINGS.md, sm_100a); needs an sm_100 GPU";
 const char* simulator_skip_reason(const std::string& suite) {
   return is_gpu_sm100(suite.c_str()) ? kSimulatorSkipReason100 : kSimulatorSkipReason;
 }

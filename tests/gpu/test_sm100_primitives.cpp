@@ -1,10 +1,8 @@
 // Semantic tests of the sm_100a primitives (ptx/tcgen05.cuh, ptx/clc.cuh) through the kernels of
 // tests/kernels_sm100/. Never run on a Blackwell GPU (none was available). On a machine without a
-// GPU the cta_group::1 cases (the TMEM round trip and the four tcgen05.mma variants) and the cluster
-// launch control case are executed in the PTX simulator (tools/sim/exec_sm100.inc: the kernels' own
-// PTX; tests/main.cpp kSimulatorRuns); the cta_group::2 cases, which the simulator does not model
-// yet, are skipped there with that reason, and elsewhere every case is skipped with "needs an
-// sm_100 GPU".
+// GPU every case (the TMEM round trip, the four cta_group::1 tcgen05.mma variants, the two
+// cta_group::2 pair cases and cluster launch control) is executed in the PTX simulator
+// (tools/sim/exec_sm100.inc: the kernels' own PTX; tests/main.cpp kSimulatorRuns).
 // Inputs are fresh random values on every run (the seed is printed on failure); every element is
 // compared.
 #include <doctest/doctest.h>

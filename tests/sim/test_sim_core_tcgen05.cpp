@@ -395,19 +395,21 @@ std::string clc_text() {
 
 TEST_SUITE("sim core tcgen05") {
 
-TEST_CASE("sm_100a PTX loads; an unimplemented tcgen05 form is a load error naming it (cta_group::2)") {
+TEST_CASE("sm_100a PTX loads; an unimplemented tcgen05 form is a load error naming it (.pack::16b)") {
   std::string err;
   CHECK(load100(kTmemMap, &err));
-  std::string pair = edit(kTmemMap, "tcgen05.alloc.cta_group::1", "tcgen05.alloc.cta_group::2");
-  CHECK_FALSE(load100(pair, &err));
-  CHECK(err.find("tcgen05.alloc.cta_group::2.sync.aligned.shared::cta.b32") != std::string::npos);
+  // cta_group::2 is executed (tests/sim/test_sim_core_pair.cpp); .pack::16b of tcgen05.ld is not
+  CHECK(load100(edit(kTmemMap, "tcgen05.alloc.cta_group::1", "tcgen05.alloc.cta_group::2"), &err));
+  std::string packed = edit(kTmemMap, "tcgen05.ld.sync.aligned.32x32b.x1.b32", "tcgen05.ld.sync.aligned.32x32b.x1.pack::16b.b32");
+  CHECK_FALSE(load100(packed, &err));
+  CHECK(err.find("tcgen05.ld.sync.aligned.32x32b.x1.pack::16b.b32") != std::string::npos);
   CHECK(err.find("tc.ptx:") != std::string::npos);
   // leniently loaded, the entry that reaches the form is refused by entry_unimplemented
-  auto lenient = ptxsim::load_module_lenient(std::string(kHeader100) + pair, "tc.ptx", &err);
+  auto lenient = ptxsim::load_module_lenient(std::string(kHeader100) + packed, "tc.ptx", &err);
   REQUIRE(lenient);
   const auto missing = ptxsim::entry_unimplemented(*lenient, "k");
   REQUIRE(missing.size() == 1);
-  CHECK(missing[0].find("cta_group::2") != std::string::npos);
+  CHECK(missing[0].find("pack::16b") != std::string::npos);
 }
 
 TEST_CASE("tcgen05.alloc / st / ld .32x32b: thread t, register j <-> lane base + t, column base + j") {

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "include/flashptx.h"
+#include "src/internal.h"
 #include "src/plan.h"
 #include "tests/gpu/test_util.h"
 #include "tools/sim/cudart/flashptx_sim.h"
@@ -46,6 +47,22 @@ constexpr const char* kEntry = "fa4_fwd_sm100_bf16_d64";
 // 130 queries (two tiles, one partial), 160 keys (two blocks, one partial), one head, d64.
 constexpr int64_t kSq = 130, kSk = 160, kD = 64;
 
+// A launch: the entry (forced by name through the plan, or nullptr: the plan's rule, which must pick
+// kEntry) and its problem.
+struct Shape {
+  const char* entry;
+  bool forced;
+  int64_t sq, sk, hq, hkv, d;
+  bool causal;
+};
+constexpr Shape kOneCta{kEntry, false, kSq, kSk, 1, 1, kD, false};
+// The 2-CTA (cta_group::2) kernel: 300 queries on each of 3 query heads sharing one KV head (GQA):
+// three pair tiles of 512 rows, each partial, on the simulator's 4 SMs (2 pairs resident: cluster
+// launch control steals the third); 160 keys (two blocks, one partial).
+constexpr const char* kPairEntry = "fa4_fwd_sm100_bf16_d128_2cta";
+constexpr Shape kPair{kPairEntry, true, 300, 160, 3, 1, 128, false};
+constexpr Shape kPairCausal{kPairEntry, true, 300, 160, 3, 1, 128, true};  // causal, bottom-right aligned
+
 std::string module_text() {
   static const std::string text = [] {
     const std::string path = std::string(FLASHPTX_BUILD_DIR) + "/ptx/src/sm100/fa4_fwd.ptx";
@@ -60,9 +77,10 @@ std::string module_text() {
 // The text with the `which`-th of the entry's lines matching `pattern` (there must be `expected`)
 // edited: the match replaced by `replacement` ("$1" etc. from the pattern's groups), or, when that
 // is empty, the line deleted.
-std::string mutate(const std::string& pattern, size_t expected, size_t which, const std::string& replacement) {
-  std::string t = module_text();
-  const size_t b = t.find(std::string(".entry ") + kEntry + "(");
+std::string mutate_in(const std::string& t0, const char* entry, const std::string& pattern, size_t expected, size_t which,
+                      const std::string& replacement) {
+  std::string t = t0;
+  const size_t b = t.find(std::string(".entry ") + entry + "(");
   REQUIRE(b != std::string::npos);
   size_t e = t.find(".entry ", b + 8);
   if (e == std::string::npos) e = t.size();
@@ -74,10 +92,20 @@ std::string mutate(const std::string& pattern, size_t expected, size_t which, co
     if (std::regex_search(t.begin() + long(pos), t.begin() + long(nl), re)) ls.push_back({pos, nl - pos});
     pos = nl + 1;
   }
-  REQUIRE_MESSAGE(ls.size() == expected, "/" << pattern << "/ matched " << ls.size() << " lines of " << kEntry);
+  REQUIRE_MESSAGE(ls.size() == expected, "/" << pattern << "/ matched " << ls.size() << " lines of " << entry);
+  if (which == SIZE_MAX) {  // every match, last first (offsets stay valid)
+    for (size_t i = ls.size(); i-- > 0;) {
+      const std::string line = t.substr(ls[i].first, ls[i].second);
+      t.replace(ls[i].first, ls[i].second, std::regex_replace(line, re, replacement));
+    }
+    return t;
+  }
   const std::string line = t.substr(ls[which].first, ls[which].second);
   t.replace(ls[which].first, ls[which].second, replacement.empty() ? "" : std::regex_replace(line, re, replacement));
   return t;
+}
+std::string mutate(const std::string& pattern, size_t expected, size_t which, const std::string& replacement) {
+  return mutate_in(module_text(), kEntry, pattern, expected, which, replacement);
 }
 
 struct Outcome {
@@ -86,14 +114,16 @@ struct Outcome {
   double o_err = 0, o_tol = 0, lse_err = 0;
 };
 
-Outcome run(const std::string& ptx, const char* policy) {
+Outcome run(const std::string& ptx, const char* policy, const Shape& sh = kOneCta) {
   REQUIRE(flashptx_sim_configure(policy, std::random_device{}(), 4) == 0);
-  if (!ptx.empty()) REQUIRE_MESSAGE(flashptx_sim_override_ptx(kEntry, ptx.c_str()) == 0, flashptx_sim_last_report());
+  if (!ptx.empty()) REQUIRE_MESSAGE(flashptx_sim_override_ptx(sh.entry, ptx.c_str()) == 0, flashptx_sim_last_report());
   struct Restore {
     bool on;
-    ~Restore() { if (on) flashptx_sim_override_ptx(kEntry, nullptr); }
-  } restore{!ptx.empty()};
-  const size_t nq = kSq * kD, nk = kSk * kD;
+    const char* entry;
+    ~Restore() { if (on) flashptx_sim_override_ptx(entry, nullptr); }
+  } restore{!ptx.empty(), sh.entry};
+  const int64_t kSq = sh.sq, kSk = sh.sk, kD = sh.d;
+  const size_t nq = kSq * kD * sh.hq, nk = kSk * kD * sh.hkv;
   std::vector<uint16_t> q(nq), k(nk), v(nk);
   std::mt19937 rng(std::random_device{}());
   std::normal_distribution<float> nd(0.f, 1.f);
@@ -104,27 +134,31 @@ Outcome run(const std::string& ptx, const char* policy) {
   CUDA_REQUIRE(cudaMalloc(&dk, nk * 2));
   CUDA_REQUIRE(cudaMalloc(&dv, nk * 2));
   CUDA_REQUIRE(cudaMalloc(&dout, nq * 2));
-  CUDA_REQUIRE(cudaMalloc(&dlse, kSq * 4));
+  CUDA_REQUIRE(cudaMalloc(&dlse, kSq * sh.hq * 4));
   CUDA_REQUIRE(cudaMemcpy(dq, q.data(), nq * 2, cudaMemcpyHostToDevice));
   CUDA_REQUIRE(cudaMemcpy(dk, k.data(), nk * 2, cudaMemcpyHostToDevice));
   CUDA_REQUIRE(cudaMemcpy(dv, v.data(), nk * 2, cudaMemcpyHostToDevice));
   CUDA_REQUIRE(cudaMemset(dout, 0xFF, nq * 2));
-  CUDA_REQUIRE(cudaMemset(dlse, 0xFF, kSq * 4));
+  CUDA_REQUIRE(cudaMemset(dlse, 0xFF, kSq * sh.hq * 4));
   flashptx_fwd_params p;
-  flashptx_fwd_params_contiguous(&p, dq, dk, dv, dout, static_cast<float*>(dlse), 1, kSq, kSk, 1, 1, kD, FLASHPTX_BF16, 0);
+  flashptx_fwd_params_contiguous(&p, dq, dk, dv, dout, static_cast<float*>(dlse), 1, kSq, kSk, sh.hq, sh.hkv, kD, FLASHPTX_BF16,
+                                 sh.causal ? 1 : 0);
   Outcome r;
-  r.status = flashptx_fwd(&p, nullptr);
-  const flashptx::Launch l = flashptx::last_launch();
-  r.kernel = l.kernel ? l.kernel->name : "";
+  flashptx::FwdOptions opt;
+  if (sh.forced) opt.kernel = sh.entry;
+  flashptx_kernel_info info{};  // the plan's kernel (last_launch() keeps only launches that succeeded)
+  REQUIRE_MESSAGE(flashptx::fwd_kernel_info(&p, opt, &info) == FLASHPTX_OK, flashptx_last_error());
+  r.kernel = info.symbol;
+  r.status = flashptx::fwd(&p, opt, nullptr);
   if (r.status != FLASHPTX_OK) r.report = flashptx_sim_last_report();
   std::vector<uint16_t> o(nq);
-  std::vector<float> lse(kSq);
+  std::vector<float> lse(kSq * sh.hq);
   CUDA_REQUIRE(cudaMemcpy(o.data(), dout, nq * 2, cudaMemcpyDeviceToHost));
   CUDA_REQUIRE(cudaMemcpy(lse.data(), dlse, lse.size() * 4, cudaMemcpyDeviceToHost));
   for (void* x : {dq, dk, dv, dout, dlse}) cudaFree(x);
   if (r.status == FLASHPTX_OK) {
     ref::Problem pr;
-    pr.seqlen_q = kSq; pr.seqlen_k = kSk; pr.heads_q = 1; pr.heads_kv = 1; pr.head_dim = kD;
+    pr = flashptx_test::ref_problem(1, kSq, kSk, sh.hq, sh.hkv, kD, sh.causal, 0.f);
     const auto qv = ref::contiguous_q(q.data(), ref::Elem::kBF16, pr);
     const auto kv = ref::contiguous_kv(k.data(), ref::Elem::kBF16, pr);
     const auto vv = ref::contiguous_kv(v.data(), ref::Elem::kBF16, pr);
@@ -142,11 +176,19 @@ Outcome run(const std::string& ptx, const char* policy) {
   return r;
 }
 
-void check_caught(const Outcome& r, const std::vector<std::string>& words) {
+void check_caught(const Outcome& r, const std::vector<std::string>& words, const char* entry = kEntry) {
   INFO("report:\n" << r.report.substr(0, 3000));
-  CHECK(r.kernel == kEntry);
+  CHECK(r.kernel == entry);
   CHECK_MESSAGE(r.status == FLASHPTX_ERR_CUDA, "flashptx_fwd returned " << flashptx_status_name(r.status));
   for (const std::string& w : words) CHECK_MESSAGE(r.report.find(w) != std::string::npos, "no '" << w << "' in the report");
+}
+
+// The 2-CTA kernel: every wait of the entry at cluster scope (a test-side edit of the PTX, the
+// kernel's source unchanged), so that the pairings with the peer's release.cluster arrives
+// synchronize; the kernel as built is its case below.
+std::string pair_waits_at_cluster_scope() {
+  return mutate_in(module_text(), kPairEntry, "mbarrier\\.try_wait\\.parity\\.acquire\\.cta\\.", 44, SIZE_MAX,
+                   "mbarrier.try_wait.parity.acquire.cluster.");
 }
 
 bool sim() {
@@ -201,6 +243,65 @@ TEST_CASE("mutation: a tcgen05.commit to the wrong mbarrier (the next one): the 
 TEST_CASE("mutation: the tcgen05.dealloc removed: the CTA exits holding its TMEM columns") {
   if (!sim()) return;
   check_caught(run(mutate("tcgen05\\.dealloc", 1, 0, ""), "round-robin"), {"protocol", "exited holding TMEM columns"});
+}
+
+
+TEST_CASE("the 2-CTA forward (cta_group::2) with its waits at cluster scope passes against fp64, under two policies, and causal") {
+  if (!sim()) return;
+  const std::string ptx = pair_waits_at_cluster_scope();
+  for (const char* pol : {"round-robin", "random"}) {
+    const Outcome r = run(ptx, pol, kPair);
+    INFO(pol << ": " << r.report.substr(0, 3000));
+    CHECK(r.kernel == kPairEntry);
+    CHECK(r.status == FLASHPTX_OK);
+    CHECK(r.o_err <= r.o_tol);
+    CHECK(r.lse_err <= 5e-4);
+  }
+  const Outcome c = run(ptx, "round-robin", kPairCausal);
+  INFO("causal: " << c.report.substr(0, 3000));
+  CHECK(c.status == FLASHPTX_OK);
+  CHECK(c.o_err <= c.o_tol);
+  CHECK(c.lse_err <= 5e-4);
+}
+
+TEST_CASE("mutation: every mbarrier's arrival count one more than its arrivals: the first waiter deadlocks") {
+  if (!sim()) return;
+  // the entry's one mbarrier.init (a loop over the barriers) initialises each with count + 1
+  check_caught(run(mutate("mbarrier\\.init\\.shared::cta\\.b64 \\[(%r[0-9]+)\\], (%r[0-9]+);", 1, 0,
+                          "{ .reg .b32 c1; add.u32 c1, $2, 1; mbarrier.init.shared::cta.b64 [$1], c1; }"), "round-robin"),
+               {"deadlock", "mbarrier"});
+}
+
+TEST_CASE("mutation: the P.V MMAs' D (O) at P's TMEM columns: an MMA reads its A operand while another writes it") {
+  if (!sim()) return;
+  // the eight K-steps of the first P.V issue (A = P from TMEM, D = O): D moved onto P's first column
+  check_caught(run(mutate("tcgen05\\.mma(.*)\\[%r609\\], \\[%r582\\]", 1, 0, "tcgen05.mma$1[%r582], [%r582]"), "round-robin"),
+               {"hazard", "reads its A operand from", "before that MMA completed"});
+}
+
+// The 2-CTA kernel: every wait of the entry at cluster scope (a test-side edit of the PTX, the
+// kernel's source unchanged), so that the pairings with the peer's release.cluster arrives
+// synchronize; the kernel as built is the next case.
+TEST_CASE("mutation (2-CTA): one wait back at .acquire.cta: the pair MMA reads the peer's P unordered, a wait with too narrow a scope") {
+  if (!sim()) return;
+  // the MMA thread's wait before its P.V MMAs (the peer's softmax arrives on it at cluster scope)
+  check_caught(run(mutate_in(pair_waits_at_cluster_scope(), kPairEntry, "acquire\\.cluster(\\.shared::cta\\.b64 p, \\[%r266\\])", 1, 0,
+                             "acquire.cta$1"), "round-robin", kPair),
+               {"protocol", "a wait with too narrow a scope", "tcgen05.mma of the pair reads"}, kPairEntry);
+}
+
+TEST_CASE("mutation (2-CTA): the peer's arrive on the leader's barrier sent to its own (mapa rank 1): a deadlock or an extra arrival") {
+  if (!sim()) return;
+  // the first mapa of the entry: the peer softmax's arrive on the leader (rank 0)
+  const Outcome r = run(mutate_in(pair_waits_at_cluster_scope(), kPairEntry, "mapa\\.shared::cluster\\.u32 (%r2743), (%r61), %r2745;", 1, 0,
+                                  "mapa.shared::cluster.u32 $1, $2, 1;"), "round-robin", kPair);
+  check_caught(r, {"mbarrier"}, kPairEntry);
+  CHECK_MESSAGE((r.report.find("deadlock") != std::string::npos || r.report.find("more arrivals") != std::string::npos), r.report.substr(0, 2000));
+}
+
+TEST_CASE("the 2-CTA forward as built: its .acquire.cta waits on the peer's arrivals are a wait with too narrow a scope") {
+  if (!sim()) return;
+  check_caught(run("", "round-robin", kPair), {"protocol", "a wait with too narrow a scope"}, kPairEntry);
 }
 
 }  // TEST_SUITE

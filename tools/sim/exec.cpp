@@ -29,8 +29,13 @@ enum LaneState : uint8_t { LS_RUN, LS_EXITED, LS_BAR, LS_MBAR, LS_COLL, LS_WGWAI
 // arrived on an mbarrier (the release came before the wgmma.wait_group that retires the reader).
 struct ReleasedRead { uint32_t cta, lo, hi, wgmma_pc, arrive_pc; uint32_t seq; };
 
+// A thread's arrive on an mbarrier of another CTA of the cluster, for the memory model's scope rule:
+// `orders` when it is a release at cluster scope (its scope includes the waiting thread).
+struct RemoteArrive { uint32_t slot, pc; bool orders; };
+
 struct Mbar {
   std::vector<ReleasedRead> cur_reads, done_reads;  // of the current phase; of the last completed one
+  std::vector<RemoteArrive> cur_remote, done_remote;  // of the current phase; of the last completed one
   bool live = false;
   uint32_t count = 0;    // expected arrivals per phase
   int64_t pending = 0;   // arrivals still missing in the current phase
@@ -55,6 +60,7 @@ struct AsyncOp {
   uint32_t smem = 0;           // source offset for stores
   uint32_t bytes = 0;
   uint32_t mbar = 0;           // mbarrier offset (loads)
+  bool from_smem = false;      // a bulk copy from the issuer's shared memory (at smem) to shared::cluster
   uint64_t gaddr = 0;          // non-tensor global address
   const isa::TensorMapDesc* desc = nullptr;
   int32_t coords[5] = {0, 0, 0, 0, 0};
@@ -94,6 +100,12 @@ struct Warp {
   uint64_t proxy_fence[32];
   uint32_t bulk_seq[32];
   uint8_t cf[32] = {0};       // the carry flag of sub.cc / subc (PTX ISA 9.7.2, extended precision)
+  // The memory model's scope rule (scope_check_read): per lane, the last successful mbarrier wait
+  // whose phase a thread of another CTA arrived on without the pairing synchronizing (the wait's
+  // acquire at .cta scope, or the arrive not a release at .cluster scope): that CTA's slot + 1 (0:
+  // none; cleared by a wait that does synchronize with it, and by barrier.cluster.wait), the wait's
+  // and the arrive's pcs.
+  uint32_t narrow_slot[32] = {0}, narrow_wait_pc[32] = {0}, narrow_arrive_pc[32] = {0};
   // wgmma
   std::vector<uint32_t> lock;     // per register: 0 free, else wgmma seq + 1 (bit 31: operand A)
   std::vector<uint64_t> pend;     // pending values of locked accumulators
@@ -125,6 +137,7 @@ struct Cta {
   std::vector<uint16_t> poison;
   std::vector<uint8_t> readers;
   std::vector<uint32_t> tag;
+  std::vector<uint8_t> rwriter;  // clusters: per byte, 0, or the rank + 1 of another CTA whose thread last stored it
   std::unordered_map<uint32_t, Mbar> mbars;
   NamedBar bars[16];
   std::vector<Warp> warps;
@@ -359,8 +372,38 @@ struct Exec {
     Cta& c = ctas[cta];
     for (uint32_t i = 0; i < n; ++i)
       if (c.poison[off + i]) { poison_report(w, lane, pc, cta, off + i, false); break; }
+    if (w.narrow_slot[lane]) {
+      if (cta != w.cta) scope_check_read(w, lane, pc, cta, "ld.shared::cluster reads the shared memory of");
+      else
+        for (uint32_t i = 0; i < n; ++i)
+          if (!c.rwriter.empty() && c.rwriter[off + i] && c.first_slot + c.rwriter[off + i] - 1 == w.narrow_slot[lane] - 1) {
+            scope_check_read(w, lane, pc, w.narrow_slot[lane] - 1, "a load of shared bytes (offset " + hex(off + i) + ") last stored by a thread of");
+            break;
+          }
+    }
     memcpy(dst, &c.smem[off], n);
     return true;
+  }
+  // The memory model's scope rule (PTX ISA, "Memory Consistency Model": a release pattern
+  // synchronizes with an acquire pattern only when the two are morally strong, each specifying a
+  // scope that includes the thread executing the other; a .cta scope does not include a thread of
+  // the peer CTA). The lane's last mbarrier wait observed a phase that a thread of CTA slot `src`
+  // arrived on without such a pairing (Warp::narrow_slot); reading that CTA's data now relies on an
+  // order nothing established: "a wait with too narrow a scope".
+  void scope_check_read(Warp& w, int lane, uint32_t pc, uint32_t src, const std::string& what) {
+    if (w.narrow_slot[lane] != src + 1) return;
+    const Inst& wi = m.code[w.narrow_wait_pc[lane]];
+    const Inst& ai = m.code[w.narrow_arrive_pc[lane]];
+    const bool wait_cta = !(wi.mods & M_CLUSTER) || (wi.mods & M_RELAXED);
+    const bool arrive_ok = (ai.mods & M_CLUSTER) && !(ai.mods & M_RELAXED);
+    std::string why;
+    if (wait_cta) why = std::string("the wait's ") + ((wi.mods & M_RELAXED) ? ".relaxed" : ".acquire at .cta scope") + " does not include the arriving thread of CTA " + std::to_string(ctas[src].linear);
+    if (!arrive_ok) why += std::string(why.empty() ? "" : ", and ") + "the arrive is not a release at .cluster scope (its scope does not include the waiting thread)";
+    finding(Finding::kProtocol, &w, lane, pc, "", "a wait with too narrow a scope: " + what + " CTA " + std::to_string(ctas[src].linear) +
+            " ordered only by the mbarrier wait at " + m.location(w.narrow_wait_pc[lane]) + ", whose phase the arrive at " +
+            m.location(w.narrow_arrive_pc[lane]) + " of that CTA completed; " + why +
+            ", so the pair does not synchronize (PTX ISA, Memory Consistency Model: release and acquire patterns synchronize "
+            "only when morally strong, each with a scope that includes the thread executing the other)");
   }
   bool smem_write(Warp& w, int lane, uint32_t pc, uint64_t a, bool cluster, const void* src, uint32_t n) {
     uint32_t cta, off;
@@ -371,6 +414,7 @@ struct Exec {
       if (c.readers[off + i]) { readers_report(w, lane, pc, off + i); break; }
     }
     memcpy(&c.smem[off], src, n);
+    if (!c.rwriter.empty()) memset(&c.rwriter[off], cta == w.cta ? 0 : int(ctas[w.cta].rank + 1), n);
     uint32_t t = ((uint32_t)(w.proxy_fence[lane] & 0xFFFF) << 16) | (w.id * 32 + lane + 1);
     for (uint32_t i = 0; i < n; ++i) c.tag[off + i] = t;
     return true;
@@ -522,6 +566,8 @@ struct Exec {
       b.gen++;
       b.done_reads = std::move(b.cur_reads);
       b.cur_reads.clear();
+      b.done_remote = std::move(b.cur_remote);
+      b.cur_remote.clear();
       b.pending = b.count;
       if (cfg.trace) cfg.trace->event({step, TraceEvent::kPhaseComplete, ctas[cta].linear, 0, "mbarrier smem+" + hex(off)});
     }
@@ -611,7 +657,8 @@ struct Exec {
           if (op.kind == AK_TMA_LOAD) isa::tile_load(*op.desc, op.coords, off, rd_global, wr_smem);
           else {
             std::vector<uint8_t> tmp(op.bytes);
-            rd_global(op.gaddr, tmp.data(), op.bytes);
+            if (op.from_smem) rd_src(op.smem, tmp.data(), op.bytes);
+            else rd_global(op.gaddr, tmp.data(), op.bytes);
             wr_smem(off, tmp.data(), op.bytes);
           }
           for (uint32_t i = 0; i < op.bytes && off + i < smem_bytes; ++i) {
@@ -620,6 +667,9 @@ struct Exec {
           }
           complete_tx(slot, op.mbar, op.bytes, op.pc);
         }
+        if (op.from_smem)
+          for (uint32_t i = 0; i < op.bytes && op.smem + i < smem_bytes; ++i)
+            if (src.readers[op.smem + i]) src.readers[op.smem + i]--;
         break;
       case AK_TMA_STORE: case AK_TMA_REDUCE: case AK_BULK_STORE: case AK_BULK_REDUCE: {
         if (op.kind == AK_TMA_STORE) isa::tile_store(*op.desc, op.coords, op.smem, rd_src, wr_global);
@@ -695,6 +745,7 @@ struct Exec {
     c.poison.assign(smem_bytes, 0);
     c.readers.assign(smem_bytes, 0);
     c.tag.assign(smem_bytes, 0);
+    if (cl_size > 1) c.rwriter.assign(smem_bytes, 0);
     c.mbars.clear();
     for (auto& b : c.bars) b = NamedBar{};
     for (auto& g : c.wgops) g.clear();
@@ -720,6 +771,7 @@ struct Exec {
         w.proxy_fence[l] = 0;
         w.bulk_seq[l] = 0;
         w.wait_mbar[l] = nullptr;
+        w.narrow_slot[l] = 0;
       }
       w.lock.assign(nregs, 0);
       w.wstamp.assign(nregs, 0);
@@ -769,7 +821,12 @@ struct Exec {
   uint32_t* clc_next = nullptr;
   const std::vector<std::vector<uint32_t>>* clc_clusters = nullptr;
   void tc_handoff_check(Warp& w, int lane, uint32_t reader, uint32_t cell_lane, uint32_t lanes, uint32_t col0, uint32_t cols,
-                        uint32_t pc, const char* what);
+                        uint32_t pc, const char* what, int64_t cell_slot = -1);
+  // cta_group::2 (exec_sm100.inc): the CTA pair, and the pair-collective alloc / dealloc
+  bool tc_pair_slots(Warp& w, int lane, uint32_t pc, uint32_t* even, uint32_t* odd);
+  int tc_pair_meet(Warp& w, uint32_t pc, uint32_t peer, const sm100::PairPost& mine, sm100::PairPost** peer_post);
+  void tc_pair_alloc(Warp& w, uint32_t pc, uint32_t mask);
+  void tc_pair_dealloc(Warp& w, uint32_t pc, uint32_t mask);
 };
 
 bool Exec::warp_runnable(Warp& w) {
@@ -797,6 +854,7 @@ bool Exec::warp_runnable(Warp& w) {
         Cta& c0 = ctas[c.first_slot];
         if (c0.cluster_gen != w.wait_gen[l]) {
           w.st[l] = LS_RUN; w.pc[l]++; any = true;
+          w.narrow_slot[l] = 0;  // barrier.cluster.wait (acquire, cluster scope) after every thread's arrive
           if (tc.on) tc_note_sync(w, int(l));
         }
         break;
@@ -1575,7 +1633,7 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
         advance();
       } else {
         FOR_LANES {
-          if (c0.cluster_gen != w.wait_gen[l]) { w.pc[l] = pc + 1; w.st[l] = LS_RUN; if (tc.on) tc_note_sync(w, int(l)); }
+          if (c0.cluster_gen != w.wait_gen[l]) { w.pc[l] = pc + 1; w.st[l] = LS_RUN; w.narrow_slot[l] = 0; if (tc.on) tc_note_sync(w, int(l)); }
           else w.st[l] = LS_CLUSTER;
         }
       }
@@ -1682,6 +1740,8 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
         if (in.op == OP_MBAR_ARRIVE_TX) b->tx += (int64_t)V(2, l);
         else if (in.nops > 2) cnt = (uint32_t)V(2, l);
         if (w.inflight) note_released_reads(w, *b, pc);
+        if (c != w.cta && b->cur_remote.size() < 64)
+          b->cur_remote.push_back({w.cta, pc, (in.mods & M_CLUSTER) && !(in.mods & M_RELAXED)});
         uint64_t state = ((uint64_t)b->phase << 63) | b->gen;
         mbar_arrive(&w, l, pc, *b, c, off, cnt);
         if (o[0].kind == K_REG) R(w, o[0].reg, l) = state;
@@ -1714,6 +1774,17 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
         if (ok) {
           w.acquired = b->done_reads;
           w.acquired_mbar = off;
+          // the scope rule: does this wait synchronize with the arrives of other CTAs' threads?
+          const bool wait_cluster = (in.mods & M_CLUSTER) && !(in.mods & M_RELAXED);
+          for (const RemoteArrive& ra : b->done_remote) {
+            if (ra.orders && wait_cluster) {
+              if (w.narrow_slot[l] == ra.slot + 1) w.narrow_slot[l] = 0;
+            } else {
+              w.narrow_slot[l] = ra.slot + 1;
+              w.narrow_wait_pc[l] = pc;
+              w.narrow_arrive_pc[l] = ra.pc;
+            }
+          }
           if (tc.on) tc_note_sync(w, l);  // tcgen05.fence checks (exec_sm100.inc)
         }
         if (o[0].kind == K_REG) R(w, o[0].reg, l) = ok;
@@ -1745,6 +1816,24 @@ void Exec::exec_inst(Warp& w, uint32_t pc, uint32_t mask) {
           op.bytes = op.desc->box_bytes();
           mb = addr_of(w, o[2], l);
           if (in.mods & M_MULTICAST) ctamask = (uint16_t)V(3, l);
+        } else if (in.sub2 == 1) {
+          // PTX ISA, cp.async.bulk: .shared::cluster.shared::cta copies from the executing CTA's
+          // shared memory to a shared::cluster destination, completing on the mbarrier of the
+          // destination CTA. The source bytes are read when the copy lands (the latest point): from
+          // issue until then they are reader-locked (a generic store to them is a hazard), and the
+          // generic writes before the copy need the writer's fence.proxy.async (async proxy).
+          const uint64_t sa = addr_of(w, o[1], l);
+          op.bytes = (uint32_t)V(2, l);
+          mb = addr_of(w, o[3], l);
+          if (op.bytes % 16 || sa % 16 || dst % 16) finding(Finding::kIllegal, &w, l, pc, "", "cp.async.bulk size and addresses must be multiples of 16");
+          uint32_t sc, soff;
+          if (!shared_loc(w, sa, false, op.bytes, &sc, &soff, pc, l)) continue;
+          for (uint32_t i = 0; i < op.bytes; ++i)
+            if (cta.poison[soff + i]) { poison_report(w, l, pc, sc, soff + i, false); break; }
+          proxy_check(w, l, pc, sc, soff, op.bytes, "a shared-to-shared bulk copy");
+          for (uint32_t i = 0; i < op.bytes; ++i) if (cta.readers[soff + i] < 255) cta.readers[soff + i]++;
+          op.from_smem = true;
+          op.smem = soff;
         } else {
           op.gaddr = addr_of(w, o[1], l);
           op.bytes = (uint32_t)V(2, l);

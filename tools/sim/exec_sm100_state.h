@@ -39,11 +39,27 @@ struct CtaTmem {
 };
 
 struct Mma {
-  uint32_t id = 0, slot = 0, thread = 0, pc = 0;
+  uint32_t id = 0, slot = 0, thread = 0, pc = 0;  // slot, thread: the issuing CTA slot and thread
   emu::MmaOp op;
   uint32_t m = 0, n = 0, d_col = 0;
-  uint32_t a_col = 0, a_cols = 0;   // TS: the TMEM columns of A (lanes [0, m))
-  std::vector<uint32_t> chunks;     // 16-byte shared-memory chunks read (reader-locked until complete)
+  uint32_t lanes = 0, d_cols = 0;   // the TMEM cells D occupies in each CTA: lanes [0, lanes) x d_cols columns
+  uint32_t a_col = 0, a_cols = 0;   // TS: the TMEM columns of A (lanes [0, lanes))
+  // The CTA slots whose Tensor Memory and shared memory the MMA uses (cta_group::1: the issuer's;
+  // cta_group::2: the pair, even rank first), and per slot the 16-byte shared-memory chunks it reads
+  // (reader-locked until complete).
+  std::vector<uint32_t> slots;
+  std::vector<std::vector<uint32_t>> chunks;
+  bool done = false;
+  bool uses(uint32_t s) const { for (uint32_t x : slots) if (x == s) return true; return false; }
+};
+
+// A cta_group::2 tcgen05.alloc / dealloc posted by the first warp of the pair to reach it; the
+// peer's warp performs it for both and marks it done (PTX ISA, tcgen05.alloc: with .cta_group::2 one
+// warp of each of the peer CTAs performs it collectively).
+struct PairPost {
+  uint32_t op = 0, pc = 0, ncols = 0;
+  uint32_t taddr = 0;                // dealloc: the address
+  uint32_t dst_slot = 0, dst_off = 0;  // alloc: where the address is written (the poster's shared memory)
   bool done = false;
 };
 
@@ -75,6 +91,7 @@ struct State {
   std::map<std::pair<uint32_t, uint32_t>, std::vector<uint32_t>> uncommitted;  // (slot, thread) -> ids
   std::map<std::pair<uint32_t, uint32_t>, uint64_t> last_land;                 // (slot, thread) -> land_at
   std::vector<WarpTc> warps;         // by slot * warps + warp
+  std::map<uint32_t, PairPost> pair_posts;  // by the posting CTA slot
   uint32_t ld_pending = 0;           // warps with ld_list non-empty
   uint32_t next_id = 1;
   bool on = false;                   // a tcgen05 instruction has executed in this launch

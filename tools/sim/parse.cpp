@@ -988,6 +988,8 @@ class Parser {
       else in.op = reduce ? OP_BULK_REDUCE : (dst == "global" ? OP_BULK_STORE : OP_BULK_LOAD);
       if (in.op == OP_TMA_LOAD && dst != "shared::cluster") bad = true;
       if (in.op == OP_BULK_LOAD && dst != "shared::cluster") bad = true;
+      // cp.async.bulk.shared::cluster.shared::cta: shared memory to (another CTA's) shared memory
+      if (in.op == OP_BULK_LOAD && src == "shared::cta") in.sub2 = 1;
       if (in.op == OP_TMA_REDUCE && in.sub != A_ADD) bad = true;
     } else if (base == "wgmma") {
       std::string what = p.size() > 1 ? p[1] : "";

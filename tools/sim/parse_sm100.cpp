@@ -81,7 +81,7 @@ void decode_tcgen05(Inst& in, const std::vector<std::string>& p, std::vector<std
 bool tcgen05_supported(const Inst& in) {
   switch (in.op) {
     case OP_TC_ALLOC: case OP_TC_DEALLOC: case OP_TC_RELINQUISH: case OP_TC_MMA: case OP_TC_COMMIT:
-      return in.sub == 1;  // cta_group::2: not modelled (tools/sim/READINGS.md, sm_100a)
+      return in.sub == 1 || in.sub == 2;  // cta_group::2: the CTA pair (exec_sm100.inc)
     default:
       return true;
   }

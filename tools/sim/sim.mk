@@ -12,7 +12,8 @@ SIM_PTX      := $(LIB_CU90:%.cu=$(BUILD)/ptx/%.ptx) $(TK_CU:%.cu=$(BUILD)/ptx/%.
 # sm_100a: the test kernels' PTX (tests/kernels_sm100/) and the FA4 forward's (src/sm100/fa4_fwd.cu:
 # its 1-CTA kernels; the library plans them on the simulated device with FLASHPTX_SIM_CC=100),
 # executed by the simulator's tcgen05 engine (tools/sim/exec_sm100.inc); never run on a Blackwell GPU.
-SIM_PTX100   := $(TK100_CU:%.cu=$(BUILD)/ptx/%.ptx) $(BUILD)/ptx/src/sm100/fa4_fwd.ptx
+SIM_PTX100   := $(TK100_CU:%.cu=$(BUILD)/ptx/%.ptx) $(BUILD)/ptx/src/sm100/fa4_fwd.ptx \
+                $(BUILD)/ptx/src/sm100/fa4_bwd.ptx $(BUILD)/ptx/src/sm100/fa4_bwd_pair.ptx
 SIM_PTX      += $(SIM_PTX100)
 
 $(BUILD)/sim/%.o: %.cpp

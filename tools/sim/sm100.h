@@ -21,8 +21,7 @@ namespace ptxsim {
 // Decodes the parts after "tcgen05" (p = the mnemonic split at dots) into in.op and the fields above;
 // a part it does not know goes to *unknown, a form it knows to be malformed sets *bad.
 void decode_tcgen05(Inst& in, const std::vector<std::string>& p, std::vector<std::string>* unknown, bool* bad);
-// The forms the executor implements: cta_group::1 only (cta_group::2, the CTA pair, is not modelled
-// yet: a module using it loads only leniently, and an entry reaching it does not launch).
+// The forms the executor implements: cta_group::1 and cta_group::2 (the CTA pair).
 bool tcgen05_supported(const Inst& in);
 // clusterlaunchcontrol.try_cancel (the non-multicast form: .multicast::cluster::all is not modelled)
 // and query_cancel.is_canceled / .get_first_ctaid.v4 (PTX ISA, "clusterlaunchcontrol.try_cancel",
