@@ -137,9 +137,41 @@ __device__ __forceinline__ bool mbarrier_try_wait_parity(uint32_t bar, uint32_t 
   return done != 0;
 }
 
+// mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [bar], parity;
+// As mbarrier_try_wait_parity, with the acquire at cluster scope: the wait for a barrier that
+// threads of another CTA of the cluster arrive on (mbarrier_arrive_cluster, a multicast
+// tcgen05.commit). A release and an acquire synchronize only if each one's scope includes the other
+// thread (PTX ISA, "Memory Consistency Model", scope and morally strong operations): .cta does not
+// include a thread of the peer CTA, so after an .acquire.cta wait the peer's writes released by its
+// arrive are not ordered before this thread's reads. Certifies, on true, visibility of everything
+// released at cluster scope by the arrivals of that phase.
+__device__ __forceinline__ bool mbarrier_try_wait_parity_cluster(uint32_t bar, uint32_t parity) {
+  uint32_t done = 0;
+#if FLASHPTX_HAS_SM90
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n"
+      "}\n"
+      : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+#else
+  FLASHPTX_ARCH_UNSUPPORTED("mbarrier.try_wait.parity.acquire.cluster needs sm_90");
+#endif
+  return done != 0;
+}
+
+// One try_wait of the scope asked for: kCluster, acquire at cluster scope; else at CTA scope.
+template <bool kCluster>
+__device__ __forceinline__ bool mbarrier_try_wait_parity_scoped(uint32_t bar, uint32_t parity) {
+  if constexpr (kCluster) return mbarrier_try_wait_parity_cluster(bar, parity);
+  return mbarrier_try_wait_parity(bar, parity);
+}
+
 // The unbounded wait: loops on try_wait.parity. The release build uses this one.
+template <bool kCluster = false>
 __device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity) {
-  while (!mbarrier_try_wait_parity(bar, parity)) {
+  while (!mbarrier_try_wait_parity_scoped<kCluster>(bar, parity)) {
   }
 }
 
@@ -159,11 +191,12 @@ __device__ __noinline__ __attribute__((noreturn)) inline void mbarrier_wait_time
 #endif
   __builtin_unreachable();
 }
+template <bool kCluster = false>
 __device__ __forceinline__ void mbarrier_wait_bounded(uint32_t bar, uint32_t parity, const char* name,
                                                       long long max_cycles = 20000000000LL) {
-  if (mbarrier_try_wait_parity(bar, parity)) return;
+  if (mbarrier_try_wait_parity_scoped<kCluster>(bar, parity)) return;
   const long long start = clock64();
-  while (!mbarrier_try_wait_parity(bar, parity)) {
+  while (!mbarrier_try_wait_parity_scoped<kCluster>(bar, parity)) {
     if (clock64() - start > max_cycles) mbarrier_wait_timeout(bar, parity, name);
   }
 }
@@ -172,8 +205,13 @@ __device__ __forceinline__ void mbarrier_wait_bounded(uint32_t bar, uint32_t par
 
 // The wait the kernels call: bounded (trapping with the barrier's name) in test builds, a plain
 // try_wait loop in release builds. `name` is a string literal naming the barrier and its role.
+// FLASHPTX_MBAR_WAIT_SCOPED(cluster, ...): the same with the acquire's scope a compile-time choice
+// (true: cluster, for a barrier another CTA of the cluster arrives on).
 #if defined(FLASHPTX_BOUNDED_WAIT) && FLASHPTX_BOUNDED_WAIT
 #define FLASHPTX_MBAR_WAIT(bar, parity, name) ::flashptx::ptx::mbarrier_wait_bounded((bar), (parity), (name))
+#define FLASHPTX_MBAR_WAIT_SCOPED(cluster, bar, parity, name) \
+  ::flashptx::ptx::mbarrier_wait_bounded<(cluster)>((bar), (parity), (name))
 #else
 #define FLASHPTX_MBAR_WAIT(bar, parity, name) ::flashptx::ptx::mbarrier_wait((bar), (parity))
+#define FLASHPTX_MBAR_WAIT_SCOPED(cluster, bar, parity, name) ::flashptx::ptx::mbarrier_wait<(cluster)>((bar), (parity))
 #endif

@@ -36,11 +36,18 @@
 // The sender may overwrite DS and the peer's XA block only after ds_free (the multicast commit after
 // the previous dQ, which read both CTAs' XA): the compute warps wait it before their first store.
 //
-// READING ONLY (no Blackwell GPU; the emulator models data, not the memory model):
+// Every wait here acquires at cluster scope (FLASHPTX_MBAR_WAIT_SCOPED(true, ...), ptx/mbarrier.cuh
+// mbarrier_try_wait_parity_cluster): the peer's warps arrive on the leader's barriers with
+// release.cluster and the leader's commits are multicast, and an acquire.cta does not synchronize with
+// a release by a thread of the other CTA (PTX ISA, Memory Consistency Model: each one's scope must
+// include the other thread); the PTX simulator reports such a pairing (docs/DECISIONS.md, "FA4 2-CTA
+// waits at cluster scope").
+// READING ONLY (no Blackwell GPU; the simulator executes it, no hardware has):
 //   - that the peer's TMA bytes, tcgen05.st of P^T and generic stores of dS^T, released by a remote
-//     mbarrier arrive at cluster scope (directly or through the relay's acquire.cta + release.cluster),
-//     are visible to the leader's pair MMA after its wait and tcgen05.fence::after_thread_sync (the same
-//     reading as the forward's 2-CTA relay, src/sm100/fa4_fwd.cuh);
+//     mbarrier arrive at cluster scope (directly or through the relay's acquire.cluster +
+//     release.cluster), are visible to the leader's pair MMA after its wait and
+//     tcgen05.fence::after_thread_sync (the same reading as the forward's 2-CTA relay,
+//     src/sm100/fa4_fwd.cuh);
 //   - that the bulk copy's bytes are visible to the MMA's async-proxy reads once x_full's phase completes;
 //   - the data-path layouts of cta_group::2 M = 256 (A) and M = 128 (B) as the emulator models them.
 #pragma once
@@ -128,13 +135,13 @@ struct PairLoader {
     uint32_t empty_phase = 1;  // one stage: the producer's first wait passes
     for (int j = 0; j < J; ++j) {
       const int m = kb.m_begin + j;
-      FLASHPTX_MBAR_WAIT(sm.bar(PBar::kQdoEmpty), empty_phase, "fa4 bwd pair load: qdo_empty");
+      FLASHPTX_MBAR_WAIT_SCOPED(true, sm.bar(PBar::kQdoEmpty), empty_phase, "fa4 bwd pair load: qdo_empty");
       empty_phase ^= 1u;
       load_q_do(&p.tma_q, sm.bar(PBar::kQFull), L::kOffQs, L::kOffQd, L::kOffLse, p.lse2 + rows0, m, r);
       load_q_do(&p.tma_do, sm.bar(PBar::kDoFull), L::kOffDos, L::kOffDod, L::kOffDelta, p.delta + rows0, m, r);
     }
     // Tail: the last step's commit and reduction arrive have landed (none in flight at exit).
-    FLASHPTX_MBAR_WAIT(sm.bar(PBar::kQdoEmpty), empty_phase, "fa4 bwd pair load tail: qdo_empty");
+    FLASHPTX_MBAR_WAIT_SCOPED(true, sm.bar(PBar::kQdoEmpty), empty_phase, "fa4 bwd pair load tail: qdo_empty");
   }
 };
 
@@ -149,14 +156,14 @@ struct PairMmaIssuer {
   uint32_t ph_q = 0, ph_p_free = 0, ph_dq_free = 0, ph_p_ready = 0, ph_ds_ready = 0;
 
   __device__ __forceinline__ void wait(PBar b, uint32_t& phase, const char* name, bool fence) {
-    FLASHPTX_MBAR_WAIT(sm.bar(b), phase, name);
+    FLASHPTX_MBAR_WAIT_SCOPED(true, sm.bar(b), phase, name);
     phase ^= 1u;
     if (fence) ptx::tcgen05_fence_after_thread_sync();
   }
-  __device__ __forceinline__ void wait_kv() { FLASHPTX_MBAR_WAIT(sm.bar(PBar::kKvFull), 0u, "fa4 bwd pair mma: kv_full"); }
-  __device__ __forceinline__ void wait_q(int) { FLASHPTX_MBAR_WAIT(sm.bar(PBar::kQFull), ph_q, "fa4 bwd pair mma: q_full"); }
+  __device__ __forceinline__ void wait_kv() { FLASHPTX_MBAR_WAIT_SCOPED(true, sm.bar(PBar::kKvFull), 0u, "fa4 bwd pair mma: kv_full"); }
+  __device__ __forceinline__ void wait_q(int) { FLASHPTX_MBAR_WAIT_SCOPED(true, sm.bar(PBar::kQFull), ph_q, "fa4 bwd pair mma: q_full"); }
   __device__ __forceinline__ void wait_do(int) {
-    FLASHPTX_MBAR_WAIT(sm.bar(PBar::kDoFull), ph_q, "fa4 bwd pair mma: do_full");
+    FLASHPTX_MBAR_WAIT_SCOPED(true, sm.bar(PBar::kDoFull), ph_q, "fa4 bwd pair mma: do_full");
   }
   __device__ __forceinline__ void wait_s_free(int) { wait(PBar::kPFree, ph_p_free, "fa4 bwd pair mma: p_free", true); }
   __device__ __forceinline__ void wait_dq_free(int) { wait(PBar::kDqFree, ph_dq_free, "fa4 bwd pair mma: dq_free", true); }
@@ -206,7 +213,7 @@ struct PairMmaIssuer {
     const int J = kb.m_end - kb.m_begin;
     bwd_tile_schedule(J, *this);
     if (J > 0) {  // the last local commit has arrived (none in flight at exit)
-      FLASHPTX_MBAR_WAIT(sm.bar(PBar::kPFree), ph_p_free, "fa4 bwd pair mma tail: p_free");
+      FLASHPTX_MBAR_WAIT_SCOPED(true, sm.bar(PBar::kPFree), ph_p_free, "fa4 bwd pair mma tail: p_free");
     }
   }
 };
@@ -217,7 +224,7 @@ struct PairRelay {
   const PairSmem<Bf16> sm;
 
   __device__ __forceinline__ void forward(PBar b, uint32_t phase, const char* name) {
-    FLASHPTX_MBAR_WAIT(sm.bar(b), phase, name);
+    FLASHPTX_MBAR_WAIT_SCOPED(true, sm.bar(b), phase, name);
     ptx::mbarrier_arrive_cluster(ptx::mapa_shared_cluster(sm.bar(b), 0));
   }
   __device__ __forceinline__ void run(const KeyBlock& kb) {
@@ -232,11 +239,11 @@ struct PairRelay {
         forward(PBar::kDoFull, ph, "fa4 bwd pair relay: do_full");
       }
       // The peer's dS half has landed in this CTA's XA (its expect_tx arrive and its bytes).
-      FLASHPTX_MBAR_WAIT(sm.bar(PBar::kXFull), ph, "fa4 bwd pair relay: x_full");
+      FLASHPTX_MBAR_WAIT_SCOPED(true, sm.bar(PBar::kXFull), ph, "fa4 bwd pair relay: x_full");
       arrive_on_leader(sm.bar(PBar::kDsReady));
     }
     // Tail: the last multicast ds_free has landed in this CTA (none in flight at exit).
-    FLASHPTX_MBAR_WAIT(sm.bar(PBar::kDsFree), static_cast<uint32_t>(J - 1) & 1u, "fa4 bwd pair relay tail: ds_free");
+    FLASHPTX_MBAR_WAIT_SCOPED(true, sm.bar(PBar::kDsFree), static_cast<uint32_t>(J - 1) & 1u, "fa4 bwd pair relay tail: ds_free");
   }
 };
 
@@ -260,11 +267,11 @@ struct PairCompute {
   __device__ __forceinline__ void step(int j) {
     const int m = kb.m_begin + j;
     const uint32_t ph = static_cast<uint32_t>(j) & 1u;
-    FLASHPTX_MBAR_WAIT(sm.bar(PBar::kQFull), ph, "fa4 bwd pair compute: q_full");    // LSE2
-    FLASHPTX_MBAR_WAIT(sm.bar(PBar::kDoFull), ph, "fa4 bwd pair compute: do_full");  // delta
-    FLASHPTX_MBAR_WAIT(sm.bar(PBar::kSdpFull), ph, "fa4 bwd pair compute: sdp_full");
+    FLASHPTX_MBAR_WAIT_SCOPED(true, sm.bar(PBar::kQFull), ph, "fa4 bwd pair compute: q_full");    // LSE2
+    FLASHPTX_MBAR_WAIT_SCOPED(true, sm.bar(PBar::kDoFull), ph, "fa4 bwd pair compute: do_full");  // delta
+    FLASHPTX_MBAR_WAIT_SCOPED(true, sm.bar(PBar::kSdpFull), ph, "fa4 bwd pair compute: sdp_full");
     // dS^T(j-1) and both CTAs' XA were read by dK(j-1) and dQ(j-1) (their multicast commit).
-    if (j > 0) FLASHPTX_MBAR_WAIT(sm.bar(PBar::kDsFree), ph ^ 1u, "fa4 bwd pair compute: ds_free");
+    if (j > 0) FLASHPTX_MBAR_WAIT_SCOPED(true, sm.bar(PBar::kDsFree), ph ^ 1u, "fa4 bwd pair compute: ds_free");
     ptx::tcgen05_fence_after_thread_sync();
     const uint32_t r = rank();
     const bool copy = static_cast<uint32_t>(h) == r;  // this warpgroup's half is this CTA's dQ rows
@@ -299,7 +306,7 @@ struct PairCompute {
   __device__ __forceinline__ void epilogue() {
     const bool any = kb.m_end > kb.m_begin;
     if (any) {
-      FLASHPTX_MBAR_WAIT(sm.bar(PBar::kDkvFull), 0u, "fa4 bwd pair compute: dkv_full");
+      FLASHPTX_MBAR_WAIT_SCOPED(true, sm.bar(PBar::kDkvFull), 0u, "fa4 bwd pair compute: dkv_full");
       ptx::tcgen05_fence_after_thread_sync();
     }
     if (kb.n_block >= p.n_blocks) return;
@@ -325,7 +332,7 @@ struct PairReduction {
 
   __device__ __forceinline__ void step(int j) {
     const int m = kb.m_begin + j;
-    FLASHPTX_MBAR_WAIT(sm.bar(PBar::kDqFull), static_cast<uint32_t>(j) & 1u, "fa4 bwd pair reduction: dq_full");
+    FLASHPTX_MBAR_WAIT_SCOPED(true, sm.bar(PBar::kDqFull), static_cast<uint32_t>(j) & 1u, "fa4 bwd pair reduction: dq_full");
     ptx::tcgen05_fence_after_thread_sync();
     const uint32_t row = static_cast<uint32_t>(Plan::dq_row(warp, t % 32));
 #pragma unroll

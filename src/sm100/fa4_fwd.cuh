@@ -53,9 +53,16 @@
 // arrive on the leader's p_ready / o_rescaled / sched_empty remotely (mbarrier.arrive.release.cluster).
 // The peer's TMA loads complete on the peer's own barriers (this project's TMA wrapper has no
 // .cta_group::2 form), so the peer's warp 12 relays each: it waits its q_full / kv_full and arrives on
-// the leader's, which count that arrival. READING ONLY: that this relay (acquire.cta on the peer,
-// release.cluster to the leader, acquire.cta there) orders the peer's TMA bytes before the leader's
-// MMA reads them is our reading of the memory model; CUTLASS uses the .cta_group::2 TMA instead.
+// the leader's, which count that arrival. With cta_group == 2 every wait acquires at cluster scope
+// (FLASHPTX_MBAR_WAIT_SCOPED, ptx/mbarrier.cuh mbarrier_try_wait_parity_cluster): an acquire.cta does
+// not synchronize with the peer's release.cluster arrive (PTX ISA, Memory Consistency Model: each
+// one's scope must include the other thread), so the leader's MMA reads of the peer's shared memory
+// and TMEM, and the peer's reads of the tile index the leader stored, would not be ordered (the PTX
+// simulator's report; docs/DECISIONS.md, "FA4 2-CTA waits at cluster scope"). The 1-CTA kernels keep
+// .acquire.cta. READING ONLY: that this relay (acquire.cluster on the peer, release.cluster to the
+// leader, acquire.cluster there) orders the peer's TMA bytes before the leader's MMA reads them is our
+// reading of the memory model, executed in the simulator, never on a Blackwell GPU; CUTLASS uses the
+// .cta_group::2 TMA instead.
 #pragma once
 #include <cuda.h>
 #include <cstdint>
@@ -172,7 +179,7 @@ template <FwdConfig C>
 struct TileReader {
   RingState<kSchedulerSlots> at = RingState<kSchedulerSlots>::consumer_start();
   __device__ __forceinline__ int next(const FwdSmem<C>& sm, uint32_t rank, bool whole_warp) {
-    FLASHPTX_MBAR_WAIT(sm.bar(Bar::kSchedFull, at.stage), at.phase, "fa4: sched_full");
+    FLASHPTX_MBAR_WAIT_SCOPED(C.cta_group == 2, sm.bar(Bar::kSchedFull, at.stage), at.phase, "fa4: sched_full");
     const int t = sm.sched_tile(at.stage);
     if (whole_warp) __syncwarp();
     if (!whole_warp || threadIdx.x % 32 == 0) arrive_on_leader<C.cta_group>(sm.bar(Bar::kSchedEmpty, at.stage), rank);
@@ -193,7 +200,7 @@ struct Scheduler {
 
   __device__ __forceinline__ void publish(int tile) {
     const uint32_t s = write.stage;
-    FLASHPTX_MBAR_WAIT(sm.bar(Bar::kSchedEmpty, s), write.phase, "fa4 scheduler: sched_empty");
+    FLASHPTX_MBAR_WAIT_SCOPED(C.cta_group == 2, sm.bar(Bar::kSchedEmpty, s), write.phase, "fa4 scheduler: sched_empty");
     ptx::st_shared_b32(sm.sched(s), static_cast<uint32_t>(tile));
     if constexpr (G == 2) ptx::st_shared_cluster_u32(ptx::mapa_shared_cluster(sm.sched(s), 1), static_cast<uint32_t>(tile));
     ptx::mbarrier_arrive(sm.bar(Bar::kSchedFull, s));  // release: the slot's store
@@ -209,7 +216,7 @@ struct Scheduler {
       if (tile < 0) break;
       ptx::mbarrier_arrive_expect_tx(sm.bar(Bar::kClc), 16);
       ptx::clusterlaunchcontrol_try_cancel(sm.clc(), sm.bar(Bar::kClc));
-      FLASHPTX_MBAR_WAIT(sm.bar(Bar::kClc), clc_phase, "fa4 scheduler: clc");
+      FLASHPTX_MBAR_WAIT_SCOPED(C.cta_group == 2, sm.bar(Bar::kClc), clc_phase, "fa4 scheduler: clc");
       clc_phase ^= 1u;
       const ptx::ClcResponse r = ptx::clc_response_load(sm.clc());
       tile = ptx::clusterlaunchcontrol_query_cancel_is_canceled(r)
@@ -219,7 +226,7 @@ struct Scheduler {
     }
     // Tail: every reader has taken the last indices (no remote arrive still in flight at exit).
     for (int s = 0; s < kSchedulerSlots; ++s) {
-      FLASHPTX_MBAR_WAIT(sm.bar(Bar::kSchedEmpty, write.stage), write.phase, "fa4 scheduler tail: sched_empty");
+      FLASHPTX_MBAR_WAIT_SCOPED(C.cta_group == 2, sm.bar(Bar::kSchedEmpty, write.stage), write.phase, "fa4 scheduler tail: sched_empty");
       write.advance();
     }
   }
@@ -239,7 +246,7 @@ struct Loader {
   Phases q_empty{0b11u};  // both Q buffers start empty: the first waits pass at once
 
   __device__ __forceinline__ void load_q(const Tile& t, int i) {
-    FLASHPTX_MBAR_WAIT(sm.bar(Bar::kQEmpty, i), q_empty[i], "fa4 load: q_empty");
+    FLASHPTX_MBAR_WAIT_SCOPED(C.cta_group == 2, sm.bar(Bar::kQEmpty, i), q_empty[i], "fa4 load: q_empty");
     q_empty.flip(i);
     ptx::mbarrier_arrive_expect_tx(sm.bar(Bar::kQFull, i), Plan::kQBytes);
     for (int c = 0; c < C.head_dim / kChunkElems; ++c)
@@ -248,7 +255,7 @@ struct Loader {
   }
   __device__ __forceinline__ uint32_t take_slot(uint32_t bytes) {
     const uint32_t s = write.stage;
-    FLASHPTX_MBAR_WAIT(sm.bar(Bar::kKvEmpty, s), write.phase, "fa4 load: kv_empty");
+    FLASHPTX_MBAR_WAIT_SCOPED(C.cta_group == 2, sm.bar(Bar::kKvEmpty, s), write.phase, "fa4 load: kv_empty");
     ptx::mbarrier_arrive_expect_tx(sm.bar(Bar::kKvFull, s), bytes);
     write.advance();
     return s;
@@ -286,10 +293,10 @@ struct Loader {
     }
     // Tail: every slot and Q buffer released (no commit arrive in flight at exit).
     for (int s = 0; s < L::kSlots; ++s) {
-      FLASHPTX_MBAR_WAIT(sm.bar(Bar::kKvEmpty, write.stage), write.phase, "fa4 load tail: kv_empty");
+      FLASHPTX_MBAR_WAIT_SCOPED(C.cta_group == 2, sm.bar(Bar::kKvEmpty, write.stage), write.phase, "fa4 load tail: kv_empty");
       write.advance();
     }
-    for (int i = 0; i < kQStages; ++i) FLASHPTX_MBAR_WAIT(sm.bar(Bar::kQEmpty, i), q_empty[i], "fa4 load tail: q_empty");
+    for (int i = 0; i < kQStages; ++i) FLASHPTX_MBAR_WAIT_SCOPED(C.cta_group == 2, sm.bar(Bar::kQEmpty, i), q_empty[i], "fa4 load tail: q_empty");
   }
 };
 
@@ -310,27 +317,27 @@ struct MmaIssuer {
   uint32_t k_slot = 0, v_slot = 0;
 
   __device__ __forceinline__ void wait_q(int i) {
-    FLASHPTX_MBAR_WAIT(sm.bar(Bar::kQFull, i), q_full[i], "fa4 mma: q_full");
+    FLASHPTX_MBAR_WAIT_SCOPED(C.cta_group == 2, sm.bar(Bar::kQFull, i), q_full[i], "fa4 mma: q_full");
     q_full.flip(i);
   }
   __device__ __forceinline__ void wait_kv(bool is_v, int) {
-    FLASHPTX_MBAR_WAIT(sm.bar(Bar::kKvFull, kv_read.stage), kv_read.phase, "fa4 mma: kv_full");
+    FLASHPTX_MBAR_WAIT_SCOPED(C.cta_group == 2, sm.bar(Bar::kKvFull, kv_read.stage), kv_read.phase, "fa4 mma: kv_full");
     (is_v ? v_slot : k_slot) = kv_read.stage;
     kv_read.advance();
   }
   __device__ __forceinline__ void wait_p_ready(int i, int) {
-    FLASHPTX_MBAR_WAIT(sm.bar(Bar::kPReady, i), p_ready[i], "fa4 mma: p_ready");
+    FLASHPTX_MBAR_WAIT_SCOPED(C.cta_group == 2, sm.bar(Bar::kPReady, i), p_ready[i], "fa4 mma: p_ready");
     p_ready.flip(i);
     ptx::tcgen05_fence_after_thread_sync();  // the softmax's tcgen05.st of P before this MMA's read
   }
   __device__ __forceinline__ void wait_o_rescaled(int i, int) {
-    FLASHPTX_MBAR_WAIT(sm.bar(Bar::kORescaled, i), o_rescaled[i], "fa4 mma: o_rescaled");
+    FLASHPTX_MBAR_WAIT_SCOPED(C.cta_group == 2, sm.bar(Bar::kORescaled, i), o_rescaled[i], "fa4 mma: o_rescaled");
     o_rescaled.flip(i);
     ptx::tcgen05_fence_after_thread_sync();  // the correction's tcgen05.ld/st of O before this MMA
   }
   __device__ __forceinline__ void wait_s_free(int i, int) {
     if (((pv_issued >> i) & 1u) == 0u) return;
-    FLASHPTX_MBAR_WAIT(sm.bar(Bar::kOReady, i), o_ready[i], "fa4 mma: o_ready (S free)");
+    FLASHPTX_MBAR_WAIT_SCOPED(C.cta_group == 2, sm.bar(Bar::kOReady, i), o_ready[i], "fa4 mma: o_ready (S free)");
     o_ready.flip(i);
     ptx::tcgen05_fence_after_thread_sync();
   }
@@ -378,12 +385,12 @@ struct Relay {
   Phases q_full;
 
   __device__ __forceinline__ void wait_q(int i) {
-    FLASHPTX_MBAR_WAIT(sm.bar(Bar::kQFull, i), q_full[i], "fa4 relay: q_full");
+    FLASHPTX_MBAR_WAIT_SCOPED(C.cta_group == 2, sm.bar(Bar::kQFull, i), q_full[i], "fa4 relay: q_full");
     q_full.flip(i);
     ptx::mbarrier_arrive_cluster(ptx::mapa_shared_cluster(sm.bar(Bar::kQFull, i), 0));
   }
   __device__ __forceinline__ void wait_kv(bool, int) {
-    FLASHPTX_MBAR_WAIT(sm.bar(Bar::kKvFull, kv_read.stage), kv_read.phase, "fa4 relay: kv_full");
+    FLASHPTX_MBAR_WAIT_SCOPED(C.cta_group == 2, sm.bar(Bar::kKvFull, kv_read.stage), kv_read.phase, "fa4 relay: kv_full");
     ptx::mbarrier_arrive_cluster(ptx::mapa_shared_cluster(sm.bar(Bar::kKvFull, kv_read.stage), 0));
     kv_read.advance();
   }
@@ -430,7 +437,7 @@ struct Softmax {
         lambda(p_.softmax_scale_log2) {}
 
   __device__ __forceinline__ void wait_stats_slot() {
-    FLASHPTX_MBAR_WAIT(sm.bar(Bar::kStatsEmpty, i), stats_empty[i], "fa4 softmax: stats_empty");
+    FLASHPTX_MBAR_WAIT_SCOPED(C.cta_group == 2, sm.bar(Bar::kStatsEmpty, i), stats_empty[i], "fa4 softmax: stats_empty");
     stats_empty.flip(i);
   }
   __device__ __forceinline__ void publish_stats() {
@@ -440,7 +447,7 @@ struct Softmax {
 
   // One K/V block n of row `row`: S_i -> P_i, the row state carried in `st`.
   __device__ __forceinline__ void block(int row, int n, RowState& st) {
-    FLASHPTX_MBAR_WAIT(sm.bar(Bar::kSFull, i), s_full[i], "fa4 softmax: s_full");
+    FLASHPTX_MBAR_WAIT_SCOPED(C.cta_group == 2, sm.bar(Bar::kSFull, i), s_full[i], "fa4 softmax: s_full");
     s_full.flip(i);
     ptx::tcgen05_fence_after_thread_sync();  // the MMA's S (commit -> mbarrier) before tcgen05.ld
     uint32_t r0[Plan::kSLoadCols], r1[Plan::kSLoadCols];
@@ -524,7 +531,7 @@ struct Correction {
         t(static_cast<int>(threadIdx.x) % 128) {}
 
   __device__ __forceinline__ void take_stats(int i) {
-    FLASHPTX_MBAR_WAIT(sm.bar(Bar::kStatsFull, i), stats_full[i], "fa4 correction: stats_full");
+    FLASHPTX_MBAR_WAIT_SCOPED(C.cta_group == 2, sm.bar(Bar::kStatsFull, i), stats_full[i], "fa4 correction: stats_full");
     stats_full.flip(i);
   }
   __device__ __forceinline__ void release_stats(int i) {
@@ -532,7 +539,7 @@ struct Correction {
     if (threadIdx.x % 32 == 0) ptx::mbarrier_arrive(sm.bar(Bar::kStatsEmpty, i));
   }
   __device__ __forceinline__ void wait_o_ready(int i) {
-    FLASHPTX_MBAR_WAIT(sm.bar(Bar::kOReady, i), o_ready[i], "fa4 correction: o_ready");
+    FLASHPTX_MBAR_WAIT_SCOPED(C.cta_group == 2, sm.bar(Bar::kOReady, i), o_ready[i], "fa4 correction: o_ready");
     o_ready.flip(i);
     ptx::tcgen05_fence_after_thread_sync();  // the PV's O (commit -> mbarrier) before tcgen05.ld
   }
@@ -579,7 +586,7 @@ struct Correction {
     const RowState st{fin.y, fin.x};
     const float inv = inverse_sum(st.d);
     if (tl.n_max > 0) wait_o_ready(i);
-    FLASHPTX_MBAR_WAIT(sm.bar(Bar::kOFree), o_free_phase, "fa4 correction: o_free");
+    FLASHPTX_MBAR_WAIT_SCOPED(C.cta_group == 2, sm.bar(Bar::kOFree), o_free_phase, "fa4 correction: o_free");
     o_free_phase ^= 1u;
     // This row's first byte in the staging tile; the compiler is kept from hoisting every store
     // address of the row out of the tile loop (64 live registers, and spills, at head dim 128).
@@ -644,7 +651,7 @@ struct Epilogue {
       if (index < 0) break;
       const Tile tl = tile_at<C>(p, index);
       for (int i = 0; i < kQStages; ++i) {
-        FLASHPTX_MBAR_WAIT(sm.bar(Bar::kOStaged), staged_phase, "fa4 epilogue: o_staged");
+        FLASHPTX_MBAR_WAIT_SCOPED(C.cta_group == 2, sm.bar(Bar::kOStaged), staged_phase, "fa4 epilogue: o_staged");
         staged_phase ^= 1u;
         for (int c = 0; c < C.head_dim / kChunkElems; ++c)
           ptx::cp_async_bulk_tensor_4d_store(&p.tma_o, sm.o() + Plan::q_chunk(c), c * kChunkElems,

@@ -128,7 +128,7 @@ TEST_CASE("every FA4 specialization against fp64 (first run on a Blackwell GPU)"
     // 160 keys: a partial Q tile and K block), 6 work tiles on the simulator's 4 SMs (so that cluster
     // launch control steals work); causal with rows that see no key (200 rows, 130 keys).
     MESSAGE("sm_100a FA4 forward: executed in the PTX simulator; never run on a Blackwell GPU. The 2-CTA kernels "
-            "run in the simulator in tests/sim/test_sim_fa4_mutations.cpp (as built: a wait with too narrow a scope)");
+            "run in the simulator in tests/sim/test_sim_fa4_mutations.cpp");
     for (flashptx_dtype t : {FLASHPTX_BF16, FLASHPTX_FP16}) {
       const char* d64 = t == FLASHPTX_BF16 ? "fa4_fwd_sm100_bf16_d64" : "fa4_fwd_sm100_fp16_d64";
       const char* d128 = t == FLASHPTX_BF16 ? "fa4_fwd_sm100_bf16_d128" : "fa4_fwd_sm100_fp16_d128";

@@ -46,10 +46,11 @@ struct Grads { std::vector<uint16_t> dq, dk, dv; };
 
 constexpr const char* kPairEntry = "fa4_bwd_sm100_bf16_d128_2cta";
 
-// The 2-CTA backward's module with every mbarrier wait of kPairEntry at cluster scope (a test-side
-// edit of its PTX, the kernel's source unchanged), so that the waits synchronize with the peer's
-// release.cluster arrives; as built they are .acquire.cta (the as-built case below).
-std::string pair_waits_at_cluster_scope() {
+// The 2-CTA backward's module with every mbarrier wait of kPairEntry set back to CTA scope (a
+// mutation of its PTX): the kernel acquires at cluster scope, since the peer's warps arrive on its
+// barriers with release.cluster (src/sm100/fa4_bwd_pair.cuh); .acquire.cta does not synchronize with
+// them, which the simulator reports.
+std::string pair_waits_at_cta_scope() {
   std::ifstream in(std::string(FLASHPTX_BUILD_DIR) + "/ptx/src/sm100/fa4_bwd_pair.ptx");
   std::stringstream ss;
   ss << in.rdbuf();
@@ -58,14 +59,14 @@ std::string pair_waits_at_cluster_scope() {
   REQUIRE(b != std::string::npos);
   size_t e = t.find(".entry ", b + 8);
   if (e == std::string::npos) e = t.size();
-  const std::string from = "mbarrier.try_wait.parity.acquire.cta.", to = "mbarrier.try_wait.parity.acquire.cluster.";
+  const std::string from = "mbarrier.try_wait.parity.acquire.cluster.", to = "mbarrier.try_wait.parity.acquire.cta.";
   int n = 0;
   for (size_t pos = t.find(from, b); pos != std::string::npos && pos < e; pos = t.find(from, pos + to.size())) {
     t.replace(pos, from.size(), to);
-    e += to.size() - from.size();
+    e -= from.size() - to.size();
     ++n;
   }
-  REQUIRE_MESSAGE(n == 21, n << " waits in " << kPairEntry);
+  REQUIRE_MESSAGE(n == 21, n << " cluster-scope waits in " << kPairEntry);
   return t;
 }
 
@@ -205,15 +206,15 @@ TEST_CASE("the 1-CTA FA4 backward, d128 (one key block: the plan's 1-CTA kernel)
   run_case({130, 100, 2, 1, 128, true, "fa4_bwd_sm100_bf16_d128"});
 }
 
-TEST_CASE("the 2-CTA FA4 backward (cta_group::2), d128, deterministic, its waits at cluster scope: GQA, ragged tails, against fp64") {
+TEST_CASE("the 2-CTA FA4 backward (cta_group::2), d128, deterministic: GQA, ragged tails, against fp64") {
   if (!sim()) return;
-  REQUIRE(flashptx_sim_override_ptx(kPairEntry, pair_waits_at_cluster_scope().c_str()) == 0);
-  struct Restore { ~Restore() { flashptx_sim_override_ptx(kPairEntry, nullptr); } } restore;
   run_case({130, 300, 2, 1, 128, false, kPairEntry});
 }
 
-TEST_CASE("the 2-CTA FA4 backward as built: its .acquire.cta waits on the peer's arrivals are a wait with too narrow a scope") {
+TEST_CASE("a mutation of the 2-CTA FA4 backward: its waits on the peer's arrivals at CTA scope are a wait with too narrow a scope") {
   if (!sim()) return;
+  REQUIRE(flashptx_sim_override_ptx(kPairEntry, pair_waits_at_cta_scope().c_str()) == 0);
+  struct Restore { ~Restore() { flashptx_sim_override_ptx(kPairEntry, nullptr); } } restore;
   Failure f;
   g_expect_failure = &f;
   struct Reset { ~Reset() { g_expect_failure = nullptr; } } reset;

@@ -183,11 +183,11 @@ void check_caught(const Outcome& r, const std::vector<std::string>& words, const
   for (const std::string& w : words) CHECK_MESSAGE(r.report.find(w) != std::string::npos, "no '" << w << "' in the report");
 }
 
-// The 2-CTA kernel: every wait of the entry at cluster scope (a test-side edit of the PTX, the
-// kernel's source unchanged), so that the pairings with the peer's release.cluster arrives
-// synchronize; the kernel as built is its case below.
+// The 2-CTA kernel's module as built, checked to wait at cluster scope everywhere in the entry (44
+// waits; src/sm100/fa4_fwd.cuh: the peer's arrives are release.cluster, so the waits acquire at
+// cluster scope to synchronize with them). The identity edit fails unless there are exactly 44.
 std::string pair_waits_at_cluster_scope() {
-  return mutate_in(module_text(), kPairEntry, "mbarrier\\.try_wait\\.parity\\.acquire\\.cta\\.", 44, SIZE_MAX,
+  return mutate_in(module_text(), kPairEntry, "mbarrier\\.try_wait\\.parity\\.acquire\\.cluster\\.", 44, SIZE_MAX,
                    "mbarrier.try_wait.parity.acquire.cluster.");
 }
 
@@ -246,7 +246,7 @@ TEST_CASE("mutation: the tcgen05.dealloc removed: the CTA exits holding its TMEM
 }
 
 
-TEST_CASE("the 2-CTA forward (cta_group::2) with its waits at cluster scope passes against fp64, under two policies, and causal") {
+TEST_CASE("the 2-CTA forward (cta_group::2) as built, every wait at cluster scope, passes against fp64, under two policies, and causal") {
   if (!sim()) return;
   const std::string ptx = pair_waits_at_cluster_scope();
   for (const char* pol : {"round-robin", "random"}) {
@@ -279,9 +279,6 @@ TEST_CASE("mutation: the P.V MMAs' D (O) at P's TMEM columns: an MMA reads its A
                {"hazard", "reads its A operand from", "before that MMA completed"});
 }
 
-// The 2-CTA kernel: every wait of the entry at cluster scope (a test-side edit of the PTX, the
-// kernel's source unchanged), so that the pairings with the peer's release.cluster arrives
-// synchronize; the kernel as built is the next case.
 TEST_CASE("mutation (2-CTA): one wait back at .acquire.cta: the pair MMA reads the peer's P unordered, a wait with too narrow a scope") {
   if (!sim()) return;
   // the MMA thread's wait before its P.V MMAs (the peer's softmax arrives on it at cluster scope)
@@ -299,9 +296,11 @@ TEST_CASE("mutation (2-CTA): the peer's arrive on the leader's barrier sent to i
   CHECK_MESSAGE((r.report.find("deadlock") != std::string::npos || r.report.find("more arrivals") != std::string::npos), r.report.substr(0, 2000));
 }
 
-TEST_CASE("the 2-CTA forward as built: its .acquire.cta waits on the peer's arrivals are a wait with too narrow a scope") {
+TEST_CASE("mutation (2-CTA): every wait of the entry back at .acquire.cta (the kernel before its fix): a wait with too narrow a scope") {
   if (!sim()) return;
-  check_caught(run("", "round-robin", kPair), {"protocol", "a wait with too narrow a scope"}, kPairEntry);
+  check_caught(run(mutate_in(module_text(), kPairEntry, "mbarrier\\.try_wait\\.parity\\.acquire\\.cluster\\.", 44, SIZE_MAX,
+                             "mbarrier.try_wait.parity.acquire.cta."), "round-robin", kPair),
+               {"protocol", "a wait with too narrow a scope"}, kPairEntry);
 }
 
 }  // TEST_SUITE
