@@ -8,7 +8,7 @@
  * LSE, when asked for, is fp32 [batch, heads_q, seqlen_q], contiguous, natural log.
  *
  * What runs where (any other device, or none: FLASHPTX_ERR_UNSUPPORTED_DEVICE, with the reason):
- *   sm_90 (Hopper)      the FA3 kernels: forward, backward, variable-length forward, FP8 quantize and
+ *   sm_90 (Hopper)      the FA3 kernels: forward, backward, variable-length forward and backward, FP8 quantize and
  *                       FP8 forward. bf16 or fp16 in and out (all tensors one dtype); head_dim 64, 128,
  *                       256 (the fixed-length forward also 96, 192, and 192 with a V head dim of 128:
  *                       flashptx_fwd_params::head_dim_v); causal masks aligned to the bottom-right when
@@ -359,6 +359,88 @@ flashptx_status flashptx_bwd_check(const flashptx_bwd_params* p);
 
 /* The main backward kernel a call would launch (as flashptx_fwd_kernel_info). */
 flashptx_status flashptx_bwd_kernel_info(const flashptx_bwd_params* p, flashptx_kernel_info* info);
+
+/* ---- variable-length batches (backward) -------------------------------------------------------
+ *
+ * The backward of flashptx_fwd_varlen, over the same packed layout: q, o, dout and dq are
+ * [total_q, heads_q, head_dim], k, v, dk and dv [total_k, heads_kv, head_dim] (head_dim contiguous;
+ * row and head strides in elements, rows 16-byte aligned); lse is the forward varlen's, fp32
+ * [heads_q, total_q], contiguous, natural log. cu_seqlens_q/_k, num_seqs, total_q/_k and
+ * max_seqlen_q/_k as for flashptx_fwd_varlen: HOST prefix sums, validated entry by entry before
+ * anything launches (FLASHPTX_ERR_BAD_CU_SEQLENS naming the entry; more than FLASHPTX_VARLEN_MAX_SEQS
+ * sequences: FLASHPTX_ERR_TOO_MANY_SEQS). Causal masks per sequence, bottom-right aligned. GQA/MQA:
+ * dk and dv of a kv head sum over its query heads (fp32, converted once).
+ *
+ * A sequence without query rows gets dk = dv = 0 for its keys; one without keys gets dq = 0 for its
+ * rows (as the fixed-length backward with seqlen_q or seqlen_k 0). num_seqs 0, or total_q and total_k
+ * both 0, is a successful no-op.
+ *
+ * The workspace (device, 256-byte aligned, flashptx_bwd_varlen_workspace_size bytes) holds the fp32
+ * accumulators and the per-row scratch with each sequence's rows padded to whole blocks; its size
+ * depends on total_q, total_k, num_seqs, the heads, head_dim and the dtype only (not on how the
+ * rows are split into sequences), so one workspace serves every batch of those totals.
+ * deterministic != 0: dq, dk and dv bitwise identical across runs. sm_90 only; bf16 or fp16; head_dim
+ * 64, 128, 256. No window, softcap or sinks (the varlen backward has none).
+ */
+typedef struct flashptx_bwd_varlen_params {
+  const void* q;      /* [total_q, heads_q, head_dim] */
+  const void* k;      /* [total_k, heads_kv, head_dim] */
+  const void* v;      /* [total_k, heads_kv, head_dim] */
+  const void* o;      /* [total_q, heads_q, head_dim]: the forward's output */
+  const float* lse;   /* [heads_q, total_q], contiguous: the forward varlen's LSE */
+  const void* dout;   /* [total_q, heads_q, head_dim]: dL/dO */
+  void* dq;           /* [total_q, heads_q, head_dim] */
+  void* dk;           /* [total_k, heads_kv, head_dim] */
+  void* dv;           /* [total_k, heads_kv, head_dim] */
+
+  const int32_t* cu_seqlens_q;  /* HOST memory: num_seqs + 1 prefix sums of the query lengths */
+  const int32_t* cu_seqlens_k;  /* HOST memory: num_seqs + 1 prefix sums of the key lengths */
+  int64_t num_seqs;
+  int64_t total_q, total_k;            /* packed rows; = cu_seqlens_q[num_seqs], cu_seqlens_k[num_seqs] */
+  int64_t max_seqlen_q, max_seqlen_k;  /* at least the longest query / key sequence */
+  int64_t heads_q, heads_kv, head_dim;
+
+  /* strides in elements: row (packed token), head */
+  int64_t q_row_stride, q_head_stride;
+  int64_t k_row_stride, k_head_stride;
+  int64_t v_row_stride, v_head_stride;
+  int64_t o_row_stride, o_head_stride;
+  int64_t do_row_stride, do_head_stride;
+  int64_t dq_row_stride, dq_head_stride;
+  int64_t dk_row_stride, dk_head_stride;
+  int64_t dv_row_stride, dv_head_stride;
+
+  flashptx_dtype dtype;  /* of q, k, v, o, dout, dq, dk, dv */
+  int causal;            /* nonzero: causal per sequence, bottom-right aligned */
+  float softmax_scale;   /* 0 means 1/sqrt(head_dim); must equal the forward's */
+  int deterministic;     /* nonzero: bitwise reproducible gradients */
+  void* workspace;       /* device memory, 256-byte aligned */
+  int64_t workspace_bytes;
+} flashptx_bwd_varlen_params;
+
+/* Fills *p for contiguous packed tensors of one dtype (total_q/_k and max_seqlen_q/_k from the host
+ * prefix sums, as flashptx_fwd_varlen_params_contiguous; workspace left NULL: set it after sizing). */
+void flashptx_bwd_varlen_params_contiguous(flashptx_bwd_varlen_params* p, const void* q, const void* k,
+                                           const void* v, const void* o, const float* lse, const void* dout,
+                                           void* dq, void* dk, void* dv, const int32_t* cu_seqlens_q,
+                                           const int32_t* cu_seqlens_k, int64_t num_seqs, int64_t heads_q,
+                                           int64_t heads_kv, int64_t head_dim, flashptx_dtype dtype, int causal);
+
+/* The workspace a call with these sizes needs (totals, num_seqs, heads, head_dim, dtype; pointers,
+ * strides, cu_seqlens and the workspace fields are not read). FLASHPTX_OK with *bytes, or the
+ * validation status. */
+flashptx_status flashptx_bwd_varlen_workspace_size(const flashptx_bwd_varlen_params* p, int64_t* bytes);
+
+/* Validates (the prefix sums included), then runs the varlen backward on `stream` (preprocess, main
+ * kernel, postprocess). */
+flashptx_status flashptx_bwd_varlen(const flashptx_bwd_varlen_params* p, cudaStream_t stream);
+
+/* Validation alone, without the device check. */
+flashptx_status flashptx_bwd_varlen_check(const flashptx_bwd_varlen_params* p);
+
+/* The main kernel a call would launch (as flashptx_fwd_kernel_info; tiles: key blocks x heads_q
+ * summed over the sequences). FLASHPTX_ERR_BAD_SHAPE when nothing would launch. */
+flashptx_status flashptx_bwd_varlen_kernel_info(const flashptx_bwd_varlen_params* p, flashptx_kernel_info* info);
 
 /* ---- FP8 quantization ---------------------------------------------------------------------------
  *

@@ -99,7 +99,8 @@ flashptx_status fwd_kernel_info(const flashptx_fwd_params* p, const FwdOptions& 
 // The prefix sums are read on the host (include/flashptx.h says why). A device pointer passed there by
 // mistake would be dereferenced by the validation: where the CUDA runtime can tell (a driver is
 // present), device memory is refused with a status first. Where it cannot, no device memory exists.
-static flashptx_status check_host_prefix_sums(const flashptx_fwd_varlen_params& p, std::string* msg) {
+template <class Params>  // flashptx_fwd_varlen_params, flashptx_bwd_varlen_params
+static flashptx_status check_host_prefix_sums(const Params& p, std::string* msg) {
   if (p.num_seqs <= 0) return FLASHPTX_OK;
   const struct { const char* name; const int32_t* ptr; } arrays[] = {{"cu_seqlens_q", p.cu_seqlens_q},
                                                                      {"cu_seqlens_k", p.cu_seqlens_k}};
@@ -197,6 +198,57 @@ flashptx_status bwd(const flashptx_bwd_params* p, const BwdOptions& opt, cudaStr
   std::string msg;
   if ((s = encode_bwd_args(*p, &plan, &msg)) != FLASHPTX_OK) return fail(s, msg);
   if ((s = launch_bwd(*p, &plan, stream, &msg)) != FLASHPTX_OK) return fail(s, msg);
+  return ok();
+}
+
+// ---- variable-length backward ------------------------------------------------------------------------
+// Validation (the shape, then for a problem that is not empty the host prefix sums, buffers and the
+// workspace), the device and the plan: what a launch and its kernel_info share. The plan holds the
+// kernels' parameter block (about 26 KB): per host thread, not on the stack.
+static flashptx_status bwd_varlen_checked(const flashptx_bwd_varlen_params* p, std::string* msg) {
+  flashptx_status s = validate_bwd_varlen_shape(*p, msg);
+  if (s != FLASHPTX_OK || bwd_varlen_empty(*p)) return s;
+  if ((s = check_host_prefix_sums(*p, msg)) != FLASHPTX_OK) return s;
+  int64_t need = 0;
+  if ((s = bwd_varlen_workspace_bytes(*p, &need, msg)) != FLASHPTX_OK) return s;
+  return validate_bwd_varlen_buffers(*p, need, msg);
+}
+
+static flashptx_status bwd_varlen_plan_checked(const flashptx_bwd_varlen_params* p, const BwdOptions& opt,
+                                               BwdVarlenPlan* plan) {
+  std::string msg;
+  Device dev;
+  flashptx_status s;
+  if ((s = current_device(&dev, &msg)) != FLASHPTX_OK) return fail(s, msg);
+  if ((s = plan_bwd_varlen(*p, opt, dev, plan, &msg)) != FLASHPTX_OK) return fail(s, msg);
+  return FLASHPTX_OK;
+}
+
+flashptx_status bwd_varlen(const flashptx_bwd_varlen_params* p, const BwdOptions& opt, cudaStream_t stream) {
+  if (p == nullptr) return fail(FLASHPTX_ERR_NULL_PARAMS, "params is NULL");
+  std::string msg;
+  flashptx_status s = bwd_varlen_checked(p, &msg);
+  if (s != FLASHPTX_OK) return fail(s, msg);
+  if (bwd_varlen_empty(*p)) return ok();  // nothing to compute, nothing launched
+  static thread_local BwdVarlenPlan plan;
+  if ((s = bwd_varlen_plan_checked(p, opt, &plan)) != FLASHPTX_OK) return s;
+  if ((s = encode_bwd_varlen_args(*p, &plan, &msg)) != FLASHPTX_OK) return fail(s, msg);
+  if ((s = launch_bwd_varlen(*p, &plan, stream, &msg)) != FLASHPTX_OK) return fail(s, msg);
+  return ok();
+}
+
+flashptx_status bwd_varlen_kernel_info(const flashptx_bwd_varlen_params* p, const BwdOptions& opt,
+                                       flashptx_kernel_info* info) {
+  if (info == nullptr) return fail(FLASHPTX_ERR_NULL_POINTER, "info is NULL");
+  if (p == nullptr) return fail(FLASHPTX_ERR_NULL_PARAMS, "params is NULL");
+  std::string msg;
+  flashptx_status s = bwd_varlen_checked(p, &msg);
+  if (s != FLASHPTX_OK) return fail(s, msg);
+  static thread_local BwdVarlenPlan plan;
+  if (!bwd_varlen_empty(*p) && (s = bwd_varlen_plan_checked(p, opt, &plan)) != FLASHPTX_OK) return s;
+  if (bwd_varlen_empty(*p) || plan.main.grid.x == 0)
+    return fail(FLASHPTX_ERR_BAD_SHAPE, "no sequence has a key: no main kernel would launch");
+  fill_info(plan.main, info);
   return ok();
 }
 
@@ -394,6 +446,61 @@ flashptx_status flashptx_bwd(const flashptx_bwd_params* p, cudaStream_t stream) 
 
 flashptx_status flashptx_bwd_kernel_info(const flashptx_bwd_params* p, flashptx_kernel_info* info) {
   return flashptx::bwd_kernel_info(p, flashptx::BwdOptions{}, info);
+}
+
+void flashptx_bwd_varlen_params_contiguous(flashptx_bwd_varlen_params* p, const void* q, const void* k,
+                                           const void* v, const void* o, const float* lse, const void* dout,
+                                           void* dq, void* dk, void* dv, const int32_t* cu_seqlens_q,
+                                           const int32_t* cu_seqlens_k, int64_t num_seqs, int64_t heads_q,
+                                           int64_t heads_kv, int64_t head_dim, flashptx_dtype dtype, int causal) {
+  if (p == nullptr) return;
+  // The forward's helper fills the shared fields (totals and max_seqlen from the host prefix sums).
+  flashptx_fwd_varlen_params f;
+  flashptx_fwd_varlen_params_contiguous(&f, q, k, v, nullptr, nullptr, cu_seqlens_q, cu_seqlens_k, num_seqs, heads_q,
+                                        heads_kv, head_dim, dtype, causal);
+  *p = flashptx_bwd_varlen_params{};
+  p->q = q; p->k = k; p->v = v; p->o = o; p->lse = lse; p->dout = dout; p->dq = dq; p->dk = dk; p->dv = dv;
+  p->cu_seqlens_q = cu_seqlens_q; p->cu_seqlens_k = cu_seqlens_k;
+  p->num_seqs = num_seqs;
+  p->total_q = f.total_q; p->total_k = f.total_k;
+  p->max_seqlen_q = f.max_seqlen_q; p->max_seqlen_k = f.max_seqlen_k;
+  p->heads_q = heads_q; p->heads_kv = heads_kv; p->head_dim = head_dim;
+  const int64_t qs = heads_q * head_dim, ks = heads_kv * head_dim;
+  p->q_row_stride = p->o_row_stride = p->do_row_stride = p->dq_row_stride = qs;
+  p->q_head_stride = p->o_head_stride = p->do_head_stride = p->dq_head_stride = head_dim;
+  p->k_row_stride = p->v_row_stride = p->dk_row_stride = p->dv_row_stride = ks;
+  p->k_head_stride = p->v_head_stride = p->dk_head_stride = p->dv_head_stride = head_dim;
+  p->dtype = dtype;
+  p->causal = causal;
+  p->softmax_scale = 0.f;
+  p->deterministic = 0;
+}
+
+flashptx_status flashptx_bwd_varlen_workspace_size(const flashptx_bwd_varlen_params* p, int64_t* bytes) {
+  if (p == nullptr) return fail(FLASHPTX_ERR_NULL_PARAMS, "params is NULL");
+  if (bytes == nullptr) return fail(FLASHPTX_ERR_NULL_POINTER, "bytes is NULL");
+  std::string msg;
+  flashptx_status s = flashptx::validate_bwd_varlen_shape(*p, &msg);
+  if (s != FLASHPTX_OK) return fail(s, msg);
+  *bytes = 0;
+  if (flashptx::bwd_varlen_empty(*p)) return ok();
+  if ((s = flashptx::bwd_varlen_workspace_bytes(*p, bytes, &msg)) != FLASHPTX_OK) return fail(s, msg);
+  return ok();
+}
+
+flashptx_status flashptx_bwd_varlen_check(const flashptx_bwd_varlen_params* p) {
+  if (p == nullptr) return fail(FLASHPTX_ERR_NULL_PARAMS, "params is NULL");
+  std::string msg;
+  const flashptx_status s = flashptx::bwd_varlen_checked(p, &msg);
+  return s == FLASHPTX_OK ? ok() : fail(s, msg);
+}
+
+flashptx_status flashptx_bwd_varlen(const flashptx_bwd_varlen_params* p, cudaStream_t stream) {
+  return flashptx::bwd_varlen(p, flashptx::BwdOptions{}, stream);
+}
+
+flashptx_status flashptx_bwd_varlen_kernel_info(const flashptx_bwd_varlen_params* p, flashptx_kernel_info* info) {
+  return flashptx::bwd_varlen_kernel_info(p, flashptx::BwdOptions{}, info);
 }
 
 void flashptx_quantize_fp8_params_contiguous(flashptx_quantize_fp8_params* p, const void* in, void* out,

@@ -23,6 +23,10 @@ flashptx_status fwd_varlen_kernel_info(const flashptx_fwd_varlen_params* p, cons
 // flashptx_bwd with a forced main kernel.
 flashptx_status bwd(const flashptx_bwd_params* p, const BwdOptions& opt, cudaStream_t stream);
 flashptx_status bwd_kernel_info(const flashptx_bwd_params* p, const BwdOptions& opt, flashptx_kernel_info* info);
+// flashptx_bwd_varlen / _kernel_info with a forced main kernel of family kFa3BwdVarlen.
+flashptx_status bwd_varlen(const flashptx_bwd_varlen_params* p, const BwdOptions& opt, cudaStream_t stream);
+flashptx_status bwd_varlen_kernel_info(const flashptx_bwd_varlen_params* p, const BwdOptions& opt,
+                                       flashptx_kernel_info* info);
 
 // The status of an entry point defined outside src/api.cpp (src/kvcache.cpp), recorded as api.cpp
 // records its own: flashptx_last_error() is "STATUS_NAME: msg", or "" after FLASHPTX_OK.

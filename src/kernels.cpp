@@ -24,6 +24,10 @@ const char* family_name(Family f) {
     case Family::kFa3FwdKvcacheCombine: return "fa3_fwd_kvcache_combine";
     case Family::kFa3FwdKvcacheAppend: return "fa3_fwd_kvcache_append";
     case Family::kFa3BwdSink: return "fa3_bwd_sink";
+    case Family::kFa3BwdVarlen: return "fa3_bwd_varlen";
+    case Family::kFa3BwdVarlenPre: return "fa3_bwd_varlen_pre";
+    case Family::kFa3BwdVarlenPostDq: return "fa3_bwd_varlen_post_dq";
+    case Family::kFa3BwdVarlenPostDkv: return "fa3_bwd_varlen_post_dkv";
   }
   return "unknown";
 }
@@ -34,7 +38,7 @@ std::span<const KernelEntry> kernel_table() {
     for (auto rows : {fa3_fwd_kernels(), fa3_fwd_traced_kernels(), fa3_fwd_traced_paired_kernels(),
                       fa3_fwd_traced_d64_kernels(), fa3_fwd_varlen_kernels(), fa3_fwd_local_kernels(),
                       fa3_fwd_varlen_local_kernels(), fa3_fwd_sink_kernels(), fa3_fwd_fp8_kernels(),
-                      fa3_bwd_kernels(), fa3_bwd_sink_kernels(),
+                      fa3_bwd_kernels(), fa3_bwd_sink_kernels(), fa3_bwd_varlen_kernels(),
                       fa4_fwd_kernels(), fa4_bwd_kernels(), fa4_bwd_pair_kernels(),
                       fa3_fwd_kvcache_kernels(), fa3_fwd_hdim_kernels()})
       t.insert(t.end(), rows.begin(), rows.end());

@@ -33,6 +33,10 @@ enum class Family : uint8_t {
   kFa3FwdKvcacheAppend,   // and its append of new keys/values with rotary
   kFa3BwdSink,    // FA3 backward: the attention sinks' gradient from the preprocess's scratch
                   // (src/sm90/fa3_bwd_sink.cu; any dtype and head dim)
+  kFa3BwdVarlen,         // FA3 backward over packed variable-length sequences (src/sm90/fa3_bwd_varlen.cu)
+  kFa3BwdVarlenPre,      // and its preprocess,
+  kFa3BwdVarlenPostDq,   // its dQ postprocess,
+  kFa3BwdVarlenPostDkv,  // its GQA dK/dV postprocess
 };
 const char* family_name(Family f);
 
@@ -84,6 +88,7 @@ std::span<const KernelEntry> fa3_fwd_fp8_kernels();
 std::span<const KernelEntry> fa3_fwd_kvcache_kernels();  // the KV-cache forward and its combine
 std::span<const KernelEntry> fa3_bwd_kernels();
 std::span<const KernelEntry> fa3_bwd_sink_kernels();  // the sinks' gradient (src/sm90/fa3_bwd_sink.cu)
+std::span<const KernelEntry> fa3_bwd_varlen_kernels();  // packed sequences (src/sm90/fa3_bwd_varlen.cu)
 std::span<const KernelEntry> fa4_fwd_kernels();
 std::span<const KernelEntry> fa4_bwd_kernels();
 std::span<const KernelEntry> fa4_bwd_pair_kernels();  // the 2-CTA form (src/sm100/fa4_bwd_pair.cu)

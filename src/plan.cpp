@@ -910,6 +910,216 @@ flashptx_status launch_bwd(const flashptx_bwd_params& p, BwdPlan* plan, cudaStre
   return FLASHPTX_OK;
 }
 
+// ---- FA3 backward, variable-length batches -----------------------------------------------------------
+void build_bwd_varlen_table(const int32_t* cu_q, const int32_t* cu_k, int num_seqs, int block_m, int block_n,
+                            fa3::BwdVarlenTable* table) {
+  struct Entry { int b, m_blocks, n_blocks; };
+  std::vector<Entry> order;
+  order.reserve(static_cast<size_t>(num_seqs));
+  for (int b = 0; b < num_seqs; ++b) {
+    const int len_q = cu_q[b + 1] - cu_q[b], len_k = cu_k[b + 1] - cu_k[b];
+    if (len_q == 0 && len_k == 0) continue;  // nothing to read or write
+    order.push_back({b, ceil_div(len_q, block_m), ceil_div(len_k, block_n)});
+  }
+  // A CTA's work is the query blocks it walks: sequences with the most first, so that the hardware's
+  // dispatch in blockIdx order starts the longest CTAs first (as the varlen forward's table).
+  std::stable_sort(order.begin(), order.end(), [](const Entry& a, const Entry& b) {
+    return a.m_blocks != b.m_blocks ? a.m_blocks > b.m_blocks : a.n_blocks > b.n_blocks;
+  });
+  table->num_seqs = static_cast<int>(order.size());
+  int m = 0, n = 0;
+  for (size_t s = 0; s < order.size(); ++s) {
+    const int b = order[s].b;
+    table->seq[s] = fa3::BwdVarlenSeq{cu_q[b], cu_k[b], cu_q[b + 1] - cu_q[b], cu_k[b + 1] - cu_k[b]};
+    table->m_prefix[s] = m;
+    table->n_prefix[s] = n;
+    m += order[s].m_blocks;
+    n += order[s].n_blocks;
+  }
+  table->m_prefix[order.size()] = m;
+  table->n_prefix[order.size()] = n;
+}
+
+// The kernel rows of a varlen backward: the main kernel (forced by name or by head dim and dtype) and
+// the aux kernels of its dtype.
+static flashptx_status bwd_varlen_rows(const flashptx_bwd_varlen_params& p, const BwdOptions& opt,
+                                       const KernelEntry* rows[4], std::string* err) {
+  const std::span<const KernelEntry> table = fa3_bwd_varlen_kernels();
+  const KernelEntry* k = nullptr;
+  if (opt.kernel != nullptr) {
+    k = kernel_by_name(opt.kernel);
+    if (k == nullptr || k->family != Family::kFa3BwdVarlen || k->head_dim != p.head_dim || k->dtype != p.dtype) {
+      *err = std::string("no varlen backward kernel named '") + opt.kernel + "' for this head dim and dtype";
+      return FLASHPTX_ERR_BAD_OPTION;
+    }
+  } else {
+    k = row_of(table, Family::kFa3BwdVarlen, p.dtype, static_cast<int>(p.head_dim));
+  }
+  if (opt.dq_order == DqOrder::kRotated) {
+    *err = "the varlen backward's dQ writers take the ascending (causal: shortest-first) order only";
+    return FLASHPTX_ERR_BAD_OPTION;
+  }
+  rows[0] = k;
+  rows[1] = row_of(table, Family::kFa3BwdVarlenPre, p.dtype, 0);
+  rows[2] = row_of(table, Family::kFa3BwdVarlenPostDq, p.dtype, 0);
+  rows[3] = row_of(table, Family::kFa3BwdVarlenPostDkv, p.dtype, 0);
+  for (int i = 0; i < 4; ++i)
+    if (rows[i] == nullptr) {
+      *err = "no varlen backward kernel for head_dim " + std::to_string(p.head_dim) + " in this dtype";
+      return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
+    }
+  return FLASHPTX_OK;
+}
+
+// The workspace of a varlen call: the fixed-length layout of one batch whose query (key) rows are the
+// padded blocks, at their bound total / block + num_seqs (each sequence pads less than one block).
+static fa3::BwdWorkspace bwd_varlen_workspace(const flashptx_bwd_varlen_params& p, int block_m, int block_n) {
+  const int64_t m_cap = p.total_q / block_m + p.num_seqs, n_cap = p.total_k / block_n + p.num_seqs;
+  return fa3::bwd_workspace(1, p.heads_q, p.heads_kv, m_cap * block_m, n_cap * block_n, p.head_dim, block_m, block_n);
+}
+
+flashptx_status bwd_varlen_workspace_bytes(const flashptx_bwd_varlen_params& p, int64_t* bytes, std::string* err) {
+  const KernelEntry* rows[4];
+  const flashptx_status s = bwd_varlen_rows(p, BwdOptions{}, rows, err);
+  if (s != FLASHPTX_OK) return s;
+  *bytes = bwd_varlen_workspace(p, rows[0]->block_m, rows[0]->block_n).total;
+  return FLASHPTX_OK;
+}
+
+flashptx_status plan_bwd_varlen(const flashptx_bwd_varlen_params& p, const BwdOptions& opt, const Device& dev,
+                                BwdVarlenPlan* plan, std::string* err) {
+  if (dev.cc != 90) {
+    *err = "device " + std::to_string(dev.ordinal) + " is sm_" + std::to_string(dev.cc) +
+           "; the varlen backward kernels are sm_90a (Hopper)";
+    return FLASHPTX_ERR_UNSUPPORTED_DEVICE;
+  }
+  const KernelEntry* rows[4];
+  if (const flashptx_status s = bwd_varlen_rows(p, opt, rows, err); s != FLASHPTX_OK) return s;
+  const KernelEntry* k = rows[0];
+  fa3::BwdVarlenTable& t = plan->args.table;
+  build_bwd_varlen_table(p.cu_seqlens_q, p.cu_seqlens_k, static_cast<int>(p.num_seqs), k->block_m, k->block_n, &t);
+  const int64_t m_blocks = t.m_prefix[t.num_seqs], n_blocks = t.n_prefix[t.num_seqs];
+  plan->gqa = p.heads_q != p.heads_kv;
+  plan->workspace = bwd_varlen_workspace(p, k->block_m, k->block_n);
+  auto grid2 = [](int64_t x, int64_t y) { return dim3(static_cast<unsigned>(x), static_cast<unsigned>(y), 1u); };
+  const int64_t pre_rows = fa3::pre_rows_per_cta(static_cast<int>(p.head_dim));
+  plan->pre = Launch{rows[1], grid2((m_blocks * k->block_m + pre_rows - 1) / pre_rows, p.heads_q), dim3(256), 0,
+                     Schedule::kOnePerTile, m_blocks * k->block_m * p.heads_q};
+  plan->main = Launch{k, grid2(n_blocks, p.heads_q), dim3(static_cast<unsigned>(k->threads)), k->smem_bytes,
+                      Schedule::kOnePerTile, n_blocks * p.heads_q};
+  plan->post_dq = Launch{rows[2], grid2(m_blocks, p.heads_q), dim3(256),
+                         fa3::post_dq_smem_bytes(k->block_m, static_cast<int>(p.head_dim)), Schedule::kOnePerTile,
+                         m_blocks * p.heads_q};
+  plan->post_dkv = Launch{rows[3], grid2(plan->gqa ? n_blocks : 0, p.heads_kv), dim3(256), 0, Schedule::kOnePerTile,
+                          plan->gqa ? n_blocks * p.heads_kv : 0};
+  return FLASHPTX_OK;
+}
+
+flashptx_status encode_bwd_varlen_args(const flashptx_bwd_varlen_params& p, BwdVarlenPlan* plan, std::string* err) {
+  const KernelEntry& k = *plan->main.kernel;
+  const fa3::BwdWorkspace& w = plan->workspace;
+  char* ws = static_cast<char*>(p.workspace);
+  auto at = [&](int64_t off) { return ws == nullptr ? nullptr : ws + off; };
+  const CUtensorMapDataType type =
+      p.dtype == FLASHPTX_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  fa3::BwdVarlenTable& t = plan->args.table;
+  const int64_t m_blocks = t.m_prefix[t.num_seqs], n_blocks = t.n_prefix[t.num_seqs];
+  fa3::BwdParams& a = plan->args.bwd;
+  a = fa3::BwdParams{};
+  if (plan->main.grid.x > 0) {
+    // The packed tensors as [1, total, heads, d]. Without query rows the kernel runs no step and
+    // never reads Q or dO: their maps stay zero.
+    const bool ok =
+        (p.total_q == 0 ||
+         (encode_bshd(&a.tma_q, type, p.q, 1, p.total_q, p.heads_q, p.head_dim, 0, p.q_row_stride, p.q_head_stride,
+                      static_cast<uint32_t>(k.block_m), err) &&
+          encode_bshd(&a.tma_do, type, p.dout, 1, p.total_q, p.heads_q, p.head_dim, 0, p.do_row_stride,
+                      p.do_head_stride, static_cast<uint32_t>(k.block_m), err))) &&
+        encode_bshd(&a.tma_k, type, p.k, 1, p.total_k, p.heads_kv, p.head_dim, 0, p.k_row_stride, p.k_head_stride,
+                    static_cast<uint32_t>(k.block_n), err) &&
+        encode_bshd(&a.tma_v, type, p.v, 1, p.total_k, p.heads_kv, p.head_dim, 0, p.v_row_stride, p.v_head_stride,
+                    static_cast<uint32_t>(k.block_n), err) &&
+        encode_bshd(&a.tma_dk, type, p.dk, 1, p.total_k, p.heads_kv, p.head_dim, 0, p.dk_row_stride,
+                    p.dk_head_stride, 64u, err) &&
+        encode_bshd(&a.tma_dv, type, p.dv, 1, p.total_k, p.heads_kv, p.head_dim, 0, p.dv_row_stride,
+                    p.dv_head_stride, 64u, err);
+    if (!ok) return FLASHPTX_ERR_BAD_STRIDES;
+  }
+  a.dq_accum = reinterpret_cast<float*>(at(w.dq_accum));
+  a.lse2 = reinterpret_cast<const float*>(at(w.lse2));
+  a.delta = reinterpret_cast<const float*>(at(w.delta));
+  a.dk_accum = reinterpret_cast<float*>(at(w.dk_accum));
+  a.dv_accum = reinterpret_cast<float*>(at(w.dv_accum));
+  a.dq_sem = reinterpret_cast<uint32_t*>(at(w.dq_sem));
+  a.dkv_sem = reinterpret_cast<uint32_t*>(at(w.dkv_sem));
+  a.seqlen_q = static_cast<int>(p.max_seqlen_q);  // not read by the varlen kernels: each sequence has its own
+  a.seqlen_k = static_cast<int>(p.max_seqlen_k);
+  a.heads_q = static_cast<int>(p.heads_q);
+  a.heads_kv = static_cast<int>(p.heads_kv);
+  a.batch = 1;
+  a.m_blocks = static_cast<int>(m_blocks);  // the padded blocks of all sequences: the scratch's extent per head
+  a.n_blocks = static_cast<int>(n_blocks);
+  a.causal = p.causal ? 1 : 0;
+  a.deterministic = p.deterministic ? 1 : 0;
+  a.dq_rotated = 0;
+  const float scale = p.softmax_scale != 0.f ? p.softmax_scale : 1.f / std::sqrt(static_cast<float>(p.head_dim));
+  a.softmax_scale = scale;
+  a.softmax_scale_log2 = scale * 1.4426950408889634f;
+
+  fa3::BwdAuxParams& x = plan->args.aux;
+  x = fa3::BwdAuxParams{};
+  x.o = p.o; x.dout = p.dout; x.lse = p.lse;
+  x.dq = p.dq; x.dk = p.dk; x.dv = p.dv;
+  x.dq_accum = a.dq_accum;
+  x.lse2 = reinterpret_cast<float*>(at(w.lse2));
+  x.delta = reinterpret_cast<float*>(at(w.delta));
+  x.dk_accum = a.dk_accum;
+  x.dv_accum = a.dv_accum;
+  x.o_ss = p.o_row_stride; x.o_sh = p.o_head_stride;
+  x.do_ss = p.do_row_stride; x.do_sh = p.do_head_stride;
+  x.dq_ss = p.dq_row_stride; x.dq_sh = p.dq_head_stride;
+  x.dk_ss = p.dk_row_stride; x.dk_sh = p.dk_head_stride;
+  x.dv_ss = p.dv_row_stride; x.dv_sh = p.dv_head_stride;
+  x.seqlen_q = a.seqlen_q; x.seqlen_k = a.seqlen_k; x.heads_q = a.heads_q; x.heads_kv = a.heads_kv;
+  x.batch = 1; x.head_dim = static_cast<int>(p.head_dim);
+  x.block_m = k.block_m; x.block_n = k.block_n; x.m_blocks = a.m_blocks; x.n_blocks = a.n_blocks;
+  x.dq_split_rows = k.block_m == 128 ? 1 : 0;
+  x.softmax_scale = scale;
+
+  t.dk = p.dk;
+  t.dv = p.dv;
+  t.dk_row_stride = p.dk_row_stride;
+  t.dk_head_stride = p.dk_head_stride;
+  t.dv_row_stride = p.dv_row_stride;
+  t.dv_head_stride = p.dv_head_stride;
+  t.total_q = static_cast<int>(p.total_q);
+  t.total_k = static_cast<int>(p.total_k);
+  return FLASHPTX_OK;
+}
+
+flashptx_status launch_bwd_varlen(const flashptx_bwd_varlen_params& p, BwdVarlenPlan* plan, cudaStream_t stream,
+                                  std::string* err) {
+  const fa3::BwdWorkspace& w = plan->workspace;
+  if (w.zeroed_end > w.zeroed_begin) {
+    const cudaError_t e = cudaMemsetAsync(static_cast<char*>(p.workspace) + w.zeroed_begin, 0,
+                                          static_cast<size_t>(w.zeroed_end - w.zeroed_begin), stream);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      *err = std::string("cudaMemsetAsync(workspace): ") + cudaGetErrorString(e);
+      return FLASHPTX_ERR_CUDA;
+    }
+  }
+  flashptx_status s;
+  auto run = [&](const Launch& l) {
+    if (l.grid.x == 0 || l.grid.y == 0 || l.grid.z == 0) return FLASHPTX_OK;
+    return launch(l, &plan->args, stream, err);
+  };
+  for (const Launch* l : {&plan->pre, &plan->main, &plan->post_dq, &plan->post_dkv})
+    if ((s = run(*l)) != FLASHPTX_OK) return s;
+  g_last_launch = plan->main;
+  return FLASHPTX_OK;
+}
+
 // ---- launch ------------------------------------------------------------------------------------
 Launch last_launch() { return g_last_launch; }
 

@@ -179,6 +179,38 @@ flashptx_status encode_bwd_args(const flashptx_bwd_params& p, BwdPlan* plan, std
 // The launch sequence.
 flashptx_status launch_bwd(const flashptx_bwd_params& p, BwdPlan* plan, cudaStream_t stream, std::string* err);
 
+// ---- variable-length backward ---------------------------------------------------------------------
+// The varlen twins of the backward (src/sm90/fa3_bwd_varlen.cu), one CTA per key block of one query
+// head of one sequence: preprocess, main kernel, dQ postprocess, under GQA the dK/dV postprocess,
+// after one memset of the workspace's zeroed section, every kernel with the same parameter block
+// (BwdVarlenParams, the sequence table in it). Deterministic mode: the fixed-length orders
+// (ascending, causal shortest-first) within each sequence; never rotated.
+struct BwdVarlenPlan {
+  Launch pre, main, post_dq, post_dkv;
+  bool gqa = false;
+  fa3::BwdWorkspace workspace;
+  fa3::BwdVarlenParams args{};  // the table filled by plan_bwd_varlen, the rest by encode_bwd_varlen_args
+};
+// The sequence table: the sequences with a query row or a key, in launch order (most query blocks
+// first, then most key blocks; ties keep the caller's order), with their padded query-block and
+// key-block prefixes. cu_q/cu_k: valid host prefix sums of num_seqs + 1 entries.
+void build_bwd_varlen_table(const int32_t* cu_q, const int32_t* cu_k, int num_seqs, int block_m, int block_n,
+                            fa3::BwdVarlenTable* table);
+// Chooses the kernels (BwdOptions::kernel: a row of family kFa3BwdVarlen; dq_order kAuto or
+// kAscending), builds the table and sizes the launches and the workspace. `p` valid
+// (validate_bwd_varlen_shape and _buffers), not empty. No CUDA call.
+flashptx_status plan_bwd_varlen(const flashptx_bwd_varlen_params& p, const BwdOptions& opt, const Device& dev,
+                                BwdVarlenPlan* plan, std::string* err);
+// The workspace flashptx_bwd_varlen_workspace_size reports: the layout of plan_bwd_varlen with every
+// sequence's padding at its bound (total / block + num_seqs blocks), so that it depends on the
+// totals only. No CUDA call.
+flashptx_status bwd_varlen_workspace_bytes(const flashptx_bwd_varlen_params& p, int64_t* bytes, std::string* err);
+// Carves the workspace and encodes the tensor maps of the packed tensors and the scalars.
+flashptx_status encode_bwd_varlen_args(const flashptx_bwd_varlen_params& p, BwdVarlenPlan* plan, std::string* err);
+// The launch sequence.
+flashptx_status launch_bwd_varlen(const flashptx_bwd_varlen_params& p, BwdVarlenPlan* plan, cudaStream_t stream,
+                                  std::string* err);
+
 // Raises the kernel's dynamic shared-memory limit and launches it with `args` as its one parameter.
 // Records the launch for last_launch().
 flashptx_status launch(const Launch& l, void* args, cudaStream_t stream, std::string* err);

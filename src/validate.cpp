@@ -404,6 +404,92 @@ flashptx_status validate_bwd_buffers(const flashptx_bwd_params& p, int64_t works
   return FLASHPTX_OK;
 }
 
+// ---- variable-length backward --------------------------------------------------------------------
+flashptx_status validate_bwd_varlen_shape(const flashptx_bwd_varlen_params& p, std::string* msg) {
+  flashptx_status s;
+  if ((s = check_sizes({{"num_seqs", p.num_seqs}, {"total_q", p.total_q}, {"total_k", p.total_k},
+                        {"max_seqlen_q", p.max_seqlen_q}, {"max_seqlen_k", p.max_seqlen_k}, {"heads_q", p.heads_q},
+                        {"heads_kv", p.heads_kv}, {"head_dim", p.head_dim}},
+                       msg)) != FLASHPTX_OK)
+    return s;
+  if ((s = check_scale(p.softmax_scale, msg)) != FLASHPTX_OK) return s;
+  if (p.num_seqs > FLASHPTX_VARLEN_MAX_SEQS)
+    return bad(FLASHPTX_ERR_TOO_MANY_SEQS, msg,
+               "num_seqs " + std::to_string(p.num_seqs) + " is above FLASHPTX_VARLEN_MAX_SEQS (" +
+                   std::to_string(FLASHPTX_VARLEN_MAX_SEQS) + "): split the batch");
+  // Each sequence's rows are padded to whole blocks (of at most 128 rows) in the workspace, whose row
+  // indices are 32-bit: the padded totals stay below 2^31.
+  if ((s = check_bounds({{"total_q + 128 num_seqs", p.total_q + 128 * p.num_seqs, kMaxRows, "2^31 - 256"},
+                         {"total_k + 128 num_seqs", p.total_k + 128 * p.num_seqs, kMaxRows, "2^31 - 256"},
+                         {"heads_q", p.heads_q, kMax16, "65536"}},
+                        msg)) != FLASHPTX_OK)
+    return s;
+  if (p.num_seqs == 0) {
+    if (p.total_q != 0 || p.total_k != 0)
+      return bad(FLASHPTX_ERR_BAD_CU_SEQLENS, msg,
+                 "num_seqs is 0 but total_q is " + str(p.total_q) + " and total_k " + str(p.total_k) +
+                     " (both must be 0)");
+    return FLASHPTX_OK;  // nothing to compute
+  }
+  if (p.total_q == 0 && p.total_k == 0) return FLASHPTX_OK;  // nothing to compute
+  if ((s = check_half_dtype("dtype", p.dtype, msg)) != FLASHPTX_OK) return s;
+  if (check_head_dim(p.head_dim, msg, "the backward's ") != FLASHPTX_OK) return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
+  if (check_heads(p.heads_q, p.heads_kv, msg) != FLASHPTX_OK) return FLASHPTX_ERR_BAD_HEADS;
+  return FLASHPTX_OK;
+}
+
+flashptx_status validate_bwd_varlen_buffers(const flashptx_bwd_varlen_params& p, int64_t workspace_needed,
+                                            std::string* msg) {
+  flashptx_status s;
+  if ((s = check_cu_seqlens("cu_seqlens_q", p.cu_seqlens_q, p.num_seqs, p.total_q, p.max_seqlen_q, "total_q",
+                            "max_seqlen_q", msg)) != FLASHPTX_OK)
+    return s;
+  if ((s = check_cu_seqlens("cu_seqlens_k", p.cu_seqlens_k, p.num_seqs, p.total_k, p.max_seqlen_k, "total_k",
+                            "max_seqlen_k", msg)) != FLASHPTX_OK)
+    return s;
+  const bool rows_q = p.total_q > 0, rows_k = p.total_k > 0;
+  struct T { const char* name; const void* ptr; bool used; };
+  const T tensors[] = {{"q", p.q, rows_q},   {"k", p.k, rows_k},   {"v", p.v, rows_k},
+                       {"o", p.o, rows_q},   {"dout", p.dout, rows_q}, {"dq", p.dq, rows_q},
+                       {"dk", p.dk, rows_k}, {"dv", p.dv, rows_k}};
+  for (const T& t : tensors) {
+    if (!t.used) continue;
+    if ((s = check_buffers({{t.name, t.ptr}}, msg)) != FLASHPTX_OK) return s;
+  }
+  if (rows_q && p.lse == nullptr) return bad(FLASHPTX_ERR_NULL_POINTER, msg, "lse is NULL (the forward's LSE is needed)");
+  if (rows_q && (s = check_aligned("lse", p.lse, 4, msg)) != FLASHPTX_OK) return s;
+  // The packed tensors as [1, total, heads, d]: the batch stride is never used.
+  const int64_t d = p.head_dim;
+  struct S { const char* name; int64_t rows, heads, ss, sh; bool out; };
+  const S strides[] = {
+      {"q", p.total_q, p.heads_q, p.q_row_stride, p.q_head_stride, false},
+      {"k", p.total_k, p.heads_kv, p.k_row_stride, p.k_head_stride, false},
+      {"v", p.total_k, p.heads_kv, p.v_row_stride, p.v_head_stride, false},
+      {"o", p.total_q, p.heads_q, p.o_row_stride, p.o_head_stride, false},
+      {"dout", p.total_q, p.heads_q, p.do_row_stride, p.do_head_stride, false},
+      {"dq", p.total_q, p.heads_q, p.dq_row_stride, p.dq_head_stride, true},
+      {"dk", p.total_k, p.heads_kv, p.dk_row_stride, p.dk_head_stride, true},
+      {"dv", p.total_k, p.heads_kv, p.dv_row_stride, p.dv_head_stride, true},
+  };
+  for (const S& x : strides) {
+    if (x.rows == 0) continue;
+    if ((s = check_strides(x.name, 1, x.rows, x.heads, d, 0, x.ss, x.sh, x.out, msg)) != FLASHPTX_OK) return s;
+  }
+  if (workspace_needed > 0) {
+    if (p.workspace == nullptr)
+      return bad(FLASHPTX_ERR_WORKSPACE, msg,
+                 "workspace is NULL (" + std::to_string(workspace_needed) +
+                     " bytes needed: flashptx_bwd_varlen_workspace_size)");
+    if (reinterpret_cast<uintptr_t>(p.workspace) % 256 != 0)
+      return bad(FLASHPTX_ERR_WORKSPACE, msg, "workspace must be 256-byte aligned (" + address(p.workspace) + ")");
+    if (p.workspace_bytes < workspace_needed)
+      return bad(FLASHPTX_ERR_WORKSPACE, msg,
+                 "workspace_bytes " + std::to_string(p.workspace_bytes) + " is below the " +
+                     std::to_string(workspace_needed) + " bytes this problem needs");
+  }
+  return FLASHPTX_OK;
+}
+
 int64_t quantize_fp8_descale_count(const flashptx_quantize_fp8_params& p) {
   switch (p.granularity) {
     case FLASHPTX_FP8_SCALE_PER_TENSOR: return 1;

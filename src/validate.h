@@ -28,6 +28,19 @@ flashptx_status validate_bwd(const flashptx_bwd_params& p, int64_t workspace_nee
 // validate_bwd less the shape: for a caller that has validated the shape already (batch > 0).
 flashptx_status validate_bwd_buffers(const flashptx_bwd_params& p, int64_t workspace_needed, std::string* msg);
 
+// A varlen backward problem's sizes, scale, num_seqs (against FLASHPTX_VARLEN_MAX_SEQS), dtype,
+// head dim and heads: what flashptx_bwd_varlen_workspace_size needs (the prefix sums are not read).
+// num_seqs 0, or total_q and total_k 0, is valid (nothing to compute).
+flashptx_status validate_bwd_varlen_shape(const flashptx_bwd_varlen_params& p, std::string* msg);
+// The rest, for a problem whose shape is valid and not empty: every entry of the host prefix sums
+// (FLASHPTX_ERR_BAD_CU_SEQLENS naming it), pointers, alignment, strides and the workspace.
+flashptx_status validate_bwd_varlen_buffers(const flashptx_bwd_varlen_params& p, int64_t workspace_needed,
+                                            std::string* msg);
+// Nothing to compute: no sequence, or no query row and no key.
+inline bool bwd_varlen_empty(const flashptx_bwd_varlen_params& p) {
+  return p.num_seqs == 0 || (p.total_q == 0 && p.total_k == 0);
+}
+
 // flashptx_quantize_fp8: sizes (batch and heads at most 65535), dtypes, head dim, granularity, the
 // Hadamard block, then (unless there is nothing to do) pointers, alignment and strides.
 flashptx_status validate_quantize_fp8(const flashptx_quantize_fp8_params& p, std::string* msg);

@@ -134,6 +134,7 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     {"gpu_sm90 fa3 varlen", "every head dim and dtype*"},
     {"gpu_sm90 fa3 varlen", "padded strides*"},
     {"gpu_sm90 fa3 varlen", "repeated launches*"},
+    {"gpu_sm90 fa3 varlen", "backward:*"},
     {"gpu_sm90 fa3 trace", "*"},
     {"gpu_sm90 ladder", "every rung*"},
     {"gpu_sm90 fa3 dynamic schedule", "*"},

@@ -8,24 +8,12 @@
 //   bwd d256   64 x 64            2 / 1        2        head dim (dK dV dQ)   half, 2 adds    226 KiB
 // The preprocess and postprocess kernels (src/sm90/fa3_bwd_aux.cuh) are one per dtype: the head
 // dim is a run-time value for them.
+// The shapes (kBwdD64, kBwdD128, kBwdD256) are in src/sm90/fa3_bwd_config.h; their varlen twins in
+// src/sm90/fa3_bwd_varlen.cu.
 #include "src/kernels.h"
 #include "src/sm90/fa3_bwd.cuh"
 #include "src/sm90/fa3_bwd_aux.cuh"
-
-namespace flashptx::fa3 {
-
-constexpr BwdConfig kBwdD64 = {.head_dim = 64, .block_m = 128, .stages = 2, .bf16 = true, .block_n = 128,
-                                .do_stages = 2, .split = BwdSplit::kSplitKeys, .dq_split_rows = true};
-constexpr BwdConfig kBwdD128 = {.head_dim = 128, .block_m = 64, .stages = 2, .bf16 = true, .block_n = 128,
-                                .do_stages = 2, .split = BwdSplit::kSplitKeys, .dq_split_rows = false};
-constexpr BwdConfig kBwdD256 = {.head_dim = 256, .block_m = 64, .stages = 2, .bf16 = true, .block_n = 64,
-                                .do_stages = 1, .split = BwdSplit::kSplitHeadDim, .dq_split_rows = false};
-constexpr BwdConfig fp16(BwdConfig c) {
-  c.bf16 = false;
-  return c;
-}
-
-}  // namespace flashptx::fa3
+#include "src/sm90/fa3_bwd_entry.h"
 
 #define FLASHPTX_FA3_BWD_KERNEL(name, config)                                                        \
   extern "C" __global__ void __launch_bounds__(flashptx::fa3::BwdLayout<config>::kThreads, 1)        \
@@ -54,40 +42,10 @@ FLASHPTX_FA3_BWD_AUX_KERNEL(fa3_bwd_post_dkv_sm90_fp16, postprocess_dkv_body, fa
 
 namespace flashptx {
 
-// The BwdConfig switches beside the row's columns, in field order, and the fixed register split.
-template <fa3::BwdConfig C>
-inline constexpr KernelSwitch kFa3BwdSwitches[] = {
-    {"do_stages", C.do_stages},
-    {"split", static_cast<int>(C.split), C.split == fa3::BwdSplit::kSplitKeys ? "split_keys" : "split_head_dim"},
-    {"dq_split_rows", C.dq_split_rows},
-    {"producer_regs", fa3::BwdLayout<C>::kProducerRegs},
-    {"mma_regs", fa3::BwdLayout<C>::kMmaRegs},
-};
-template <fa3::BwdConfig C>
-KernelEntry fa3_bwd_entry(const char* name, const void* fn) {
-  using L = fa3::BwdLayout<C>;
-  return KernelEntry{.name = name,
-                     .family = Family::kFa3Bwd,
-                     .dtype = C.bf16 ? FLASHPTX_BF16 : FLASHPTX_FP16,
-                     .head_dim = C.head_dim,
-                     .block_m = C.block_m,
-                     .block_n = L::kBlockN,
-                     .stages = C.stages,
-                     .consumer_wgs = L::kMmaWGs,
-                     .pingpong = false,
-                     .persistent = false,
-                     .threads = L::kThreads,
-                     .smem_bytes = L::kSmemBytes,
-                     .fn = fn,
-                     .switches = kFa3BwdSwitches<C>};
-}
-static KernelEntry aux_entry(const char* name, Family f, flashptx_dtype t, const void* fn) {
-  // A pre/postprocess kernel: no head dimension, tiles, rings or dynamic shared memory.
-  return KernelEntry{.name = name, .family = f, .dtype = t, .threads = 256, .fn = fn};
-}
-#define FLASHPTX_FA3_BWD_ROW(name, config) fa3_bwd_entry<config>(#name, reinterpret_cast<const void*>(&name))
+#define FLASHPTX_FA3_BWD_ROW(name, config) \
+  fa3_bwd_entry<config>(#name, reinterpret_cast<const void*>(&name), Family::kFa3Bwd)
 #define FLASHPTX_FA3_BWD_AUX_ROW(name, family, dtype) \
-  aux_entry(#name, Family::family, dtype, reinterpret_cast<const void*>(&name))
+  fa3_bwd_aux_entry(#name, Family::family, dtype, reinterpret_cast<const void*>(&name))
 
 std::span<const KernelEntry> fa3_bwd_kernels() {
   using namespace fa3;

@@ -48,6 +48,22 @@
 //   and stored by TMA (each warpgroup its keys, or its columns); under GQA they are added (fp32) to
 //   the caller's workspace accumulators.
 //
+// Variable-length batches (C.varlen, src/sm90/fa3_bwd_config.h "variable-length batches"): the
+// tensors are packed [total, heads, d] (tensor maps of batch extent 1), and CTA blockIdx.x is key
+// block blockIdx.x - n_prefix[s] of the table's sequence s. The differences from the fixed-length
+// kernel, each under `if constexpr (C.varlen)` (VarlenKeyBlock carries the sequence):
+//   - coordinates: the sequence's first packed row is added to every Q, dO, K, V, dK and dV row;
+//     its padded block range (m_prefix[s]) locates its LSE2, delta, dQ accumulator and semaphores;
+//   - lengths: the key bound of the mask, the causal diagonal, the masked-step count and the dQ
+//     writers' causal lock are the sequence's. A Q/dO box past the sequence's last row reads the
+//     next sequence's rows (or TMA's zero fill): their LSE2 is +inf and their delta 0 (the
+//     preprocess pads each sequence), so P = dS = 0 there, as on the padded rows of a fixed-length
+//     problem; a K/V box past its last key reads finite keys the mask removes;
+//   - the dK/dV store: a TMA store writes its whole 64-row box, clipped at the tensor's end only, so
+//     a warpgroup whose 64 keys all lie inside the sequence stores by TMA, and the one holding the
+//     sequence's last keys stores its rows < len_k from registers (as the forward varlen's O);
+//   - no rotated dQ order (the plan never sets dq_rotated for varlen).
+//
 // Barriers (slots and arrival counts in BwdLayout, src/sm90/fa3_bwd_config.h):
 //   kv_full         producer expect_tx(K + V bytes) + TMA complete_tx; waited once
 //   q_full[s]       producer expect_tx(Q + LSE2 bytes) + TMA/bulk complete_tx
@@ -72,6 +88,7 @@
 #include <cuda.h>
 #include <cstdint>
 #include <cstdio>
+#include <type_traits>
 
 #include "src/protocol/ring.h"
 #include "src/protocol/tile_scheduler.h"
@@ -220,9 +237,49 @@ struct KeyBlock {
   // producer have no register to spare for a rotation, and their old loops carried three values.
   int m_first, steps_masked, steps_unmasked;
 };
-
+// C.varlen: the key block's sequence (the table's slot), on top of the walk. Its own type, so that
+// the fixed-length kernels' KeyBlock (and their listings) stay as they are.
+struct VarlenKeyBlock : KeyBlock {
+  int q_row0, k_row0;  // packed row of the sequence's first query and key
+  int len_q, len_k;
+  int m_base, n_base;  // its first padded query block (m_prefix) and first key block (n_prefix)
+};
 template <BwdConfig C>
-__device__ __forceinline__ KeyBlock key_block(const BwdParams& p) {
+using KeyBlockOf = std::conditional_t<C.varlen, VarlenKeyBlock, KeyBlock>;
+// The lengths a role masks and walks with: the launch's, or (varlen) the key block's sequence's.
+template <BwdConfig C>
+__device__ __forceinline__ int len_q_of(const BwdParams& p, const KeyBlockOf<C>& kb) {
+  if constexpr (C.varlen) return kb.len_q;
+  return p.seqlen_q;
+}
+template <BwdConfig C>
+__device__ __forceinline__ int len_k_of(const BwdParams& p, const KeyBlockOf<C>& kb) {
+  if constexpr (C.varlen) return kb.len_k;
+  return p.seqlen_k;
+}
+// Row coordinates in the tensor maps: the row in the sequence, plus (varlen) its first packed row.
+template <BwdConfig C>
+__device__ __forceinline__ int q_coord(const KeyBlockOf<C>& kb, int row) {
+  if constexpr (C.varlen) return kb.q_row0 + row;
+  return row;
+}
+template <BwdConfig C>
+__device__ __forceinline__ int k_coord(const KeyBlockOf<C>& kb, int row) {
+  if constexpr (C.varlen) return kb.k_row0 + row;
+  return row;
+}
+// The first dQ tile (and semaphore) of this CTA's (batch, head), or (varlen) of its (head,
+// sequence): tiles [batch, heads_q, m_blocks], or [heads_q, m_prefix[num_seqs]] at m_base.
+template <BwdConfig C>
+__device__ __forceinline__ int64_t dq_tiles0(const BwdParams& p, const KeyBlockOf<C>& kb) {
+  if constexpr (C.varlen) return static_cast<int64_t>(kb.head) * p.m_blocks + kb.m_base;
+  return (static_cast<int64_t>(kb.batch) * p.heads_q + kb.head) * p.m_blocks;
+}
+
+// The fixed-length kernels' key block (its code is as it was before varlen: their listings are
+// pinned by the goldens).
+template <BwdConfig C>
+__device__ __forceinline__ KeyBlock fixed_key_block(const BwdParams& p) {
   constexpr int kBm = C.block_m, kBn = BwdLayout<C>::kBlockN;
   KeyBlock kb;
   kb.n_block = (p.causal && p.deterministic) ? p.n_blocks - 1 - static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x);
@@ -251,6 +308,57 @@ __device__ __forceinline__ KeyBlock key_block(const BwdParams& p) {
   kb.steps_masked = m_unmasked - m_begin;
   kb.steps_unmasked = m_end - m_unmasked;
   return kb;
+}
+
+// Varlen: the sequence is the table's slot of blockIdx.x (its key blocks are consecutive CTAs), and
+// the walk is fixed_key_block's with the sequence's lengths and block counts (the deterministic
+// causal mode reverses the key blocks within the sequence: a dQ tile's writers all belong to one
+// sequence); no rotation.
+template <BwdConfig C>
+__device__ __forceinline__ VarlenKeyBlock varlen_key_block(const BwdParams& p, const BwdVarlenTable& vt) {
+  constexpr int kBm = C.block_m, kBn = BwdLayout<C>::kBlockN;
+  VarlenKeyBlock kb;
+  const int s = varlen_slot_of_tile(vt.n_prefix, vt.num_seqs, static_cast<int>(blockIdx.x));
+  const BwdVarlenSeq sq = vt.seq[s];
+  kb.q_row0 = sq.q_start;
+  kb.k_row0 = sq.k_start;
+  kb.len_q = sq.len_q;
+  kb.len_k = sq.len_k;
+  kb.m_base = vt.m_prefix[s];
+  kb.n_base = vt.n_prefix[s];
+  const int m_blocks = vt.m_prefix[s + 1] - kb.m_base, n_blocks = vt.n_prefix[s + 1] - kb.n_base;
+  const int local = static_cast<int>(blockIdx.x) - kb.n_base;
+  kb.n_block = (p.causal && p.deterministic) ? n_blocks - 1 - local : local;
+  kb.head = blockIdx.y;
+  kb.batch = 0;  // the packed tensors' one batch coordinate
+  kb.head_kv = kb.head / (p.heads_q / p.heads_kv);
+  const int diag = sq.len_k - sq.len_q;
+  int m_begin = 0, m_unmasked;
+  if (p.causal) {
+    const int first_row = kb.n_block * kBn - diag;
+    m_begin = first_row <= 0 ? 0 : min(first_row / kBm, m_blocks);
+  }
+  const int last_key = (kb.n_block + 1) * kBn - 1;
+  if (last_key >= sq.len_k) {
+    m_unmasked = m_blocks;
+  } else if (p.causal) {
+    const int first_row = last_key - diag;
+    m_unmasked = first_row <= 0 ? 0 : min((first_row + kBm - 1) / kBm, m_blocks);
+  } else {
+    m_unmasked = 0;
+  }
+  m_unmasked = max(m_unmasked, m_begin);
+  kb.m_first = m_begin;
+  kb.steps_masked = m_unmasked - m_begin;
+  kb.steps_unmasked = m_blocks - m_unmasked;
+  return kb;
+}
+
+// vt: the varlen kernels' sequence table (in the parameter block), nullptr otherwise.
+template <BwdConfig C>
+__device__ __forceinline__ KeyBlockOf<C> key_block(const BwdParams& p, const BwdVarlenTable* vt) {
+  if constexpr (C.varlen) return varlen_key_block<C>(p, *vt);
+  else return fixed_key_block<C>(p);
 }
 
 // The query block after m in every role's walk: m + 1, wrapping to 0 past the last (reached only by
@@ -308,21 +416,21 @@ struct Producer {
   using L = BwdLayout<C>;
   const BwdParams& p;
   const BwdSmem<C>& sm;
-  const KeyBlock& kb;
+  const KeyBlockOf<C>& kb;
 
   __device__ __forceinline__ void run() {
     // K and V of this key block, once.
     ptx::mbarrier_arrive_expect_tx(sm.kv_full(), 2 * L::kKVBytes);
     for (int c = 0; c < L::kChunks; ++c) {
       ptx::cp_async_bulk_tensor_4d_load(sm.k() + c * L::kBlockN * 128, &p.tma_k, sm.kv_full(), c * 64,
-                                        kb.n_block * L::kBlockN, kb.head_kv, kb.batch);
+                                        k_coord<C>(kb, kb.n_block * L::kBlockN), kb.head_kv, kb.batch);
       ptx::cp_async_bulk_tensor_4d_load(sm.v() + c * L::kBlockN * 128, &p.tma_v, sm.kv_full(), c * 64,
-                                        kb.n_block * L::kBlockN, kb.head_kv, kb.batch);
+                                        k_coord<C>(kb, kb.n_block * L::kBlockN), kb.head_kv, kb.batch);
     }
     // Q + LSE2 and dO + delta of every query block, through the ring (QdoWriteRing: one generation
     // ahead; with two rings the dO ring has its own stage and empty barrier).
     QdoWriteRing<C> write{sm};
-    const int64_t rows0 = (static_cast<int64_t>(kb.batch) * p.heads_q + kb.head) * p.m_blocks * C.block_m;
+    const int64_t rows0 = dq_tiles0<C>(p, kb) * C.block_m;  // LSE2 / delta rows: one per dQ tile row
     int m = kb.m_first;
     for (int left = kb.steps_masked + kb.steps_unmasked; left > 0; --left, m = next_m(m, p)) {
       const uint32_t s = write.q_stage();
@@ -330,14 +438,14 @@ struct Producer {
       ptx::mbarrier_arrive_expect_tx(sm.q_full(s), L::kQBytes + L::kRowBytes);
       for (int c = 0; c < L::kChunks; ++c)
         ptx::cp_async_bulk_tensor_4d_load(sm.q(s) + c * C.block_m * 128, &p.tma_q, sm.q_full(s), c * 64,
-                                          m * C.block_m, kb.head, kb.batch);
+                                          q_coord<C>(kb, m * C.block_m), kb.head, kb.batch);
       ptx::cp_async_bulk_load(sm.lse(s), p.lse2 + rows0 + m * C.block_m, L::kRowBytes, sm.q_full(s));
       const uint32_t sd = write.do_stage();
       write.wait_do_empty();
       ptx::mbarrier_arrive_expect_tx(sm.do_full(sd), L::kQBytes + L::kRowBytes);
       for (int c = 0; c < L::kChunks; ++c)
         ptx::cp_async_bulk_tensor_4d_load(sm.dO(sd) + c * C.block_m * 128, &p.tma_do, sm.do_full(sd), c * 64,
-                                          m * C.block_m, kb.head, kb.batch);
+                                          q_coord<C>(kb, m * C.block_m), kb.head, kb.batch);
       ptx::cp_async_bulk_load(sm.delta(sd), p.delta + rows0 + m * C.block_m, L::kRowBytes, sm.do_full(sd));
       write.advance();
     }
@@ -358,11 +466,11 @@ struct DqWriter {
   using L = BwdLayout<C>;
   const BwdParams& p;
   const BwdSmem<C>& sm;
-  const KeyBlock& kb;
+  const KeyBlockOf<C>& kb;
 
   __device__ __forceinline__ void run() {
     RingState<1> full = RingState<1>::consumer_start();
-    const int64_t tiles0 = (static_cast<int64_t>(kb.batch) * p.heads_q + kb.head) * p.m_blocks;
+    const int64_t tiles0 = dq_tiles0<C>(p, kb);
     int m = kb.m_first;
     for (int left = kb.steps_masked + kb.steps_unmasked; left > 0; --left, m = next_m(m, p)) {
       FLASHPTX_MBAR_WAIT(sm.dq_full(0), full.phase, "fa3 bwd dq writer: dq_full");
@@ -372,7 +480,8 @@ struct DqWriter {
         // visits (rotated walk), or (causal) from the last key block that reaches the tile
         // downwards. The turn is held across both parts.
         const int lock = p.causal ? writer_order::lock_causal_spt(
-                                        kb.n_block, causal_n_blocks(m, C.block_m, L::kBlockN, p.seqlen_q, p.seqlen_k))
+                                        kb.n_block, causal_n_blocks(m, C.block_m, L::kBlockN, len_q_of<C>(p, kb),
+                                                                    len_k_of<C>(p, kb)))
                          : p.dq_rotated ? writer_order::lock_dense_rotated(kb.n_block, m, p.n_blocks)
                                         : writer_order::lock_dense(kb.n_block);
         wait_for_turn(sem, static_cast<uint32_t>(lock), "fa3 bwd dq writer: dq_sem");
@@ -407,7 +516,7 @@ struct Mma {
 
   const BwdParams& p;
   const BwdSmem<C>& sm;
-  const KeyBlock& kb;
+  const KeyBlockOf<C>& kb;
   const int g;       // 0 or 1
   const int t;       // thread in the warpgroup
   const int lane, q4, r0;
@@ -428,9 +537,10 @@ struct Mma {
   RingState<1> dq_buf;
   uint32_t ds_buf = 0;
 
-  __device__ __forceinline__ Mma(const BwdParams& p_, const BwdSmem<C>& sm_, const KeyBlock& kb_, int g_)
+  __device__ __forceinline__ Mma(const BwdParams& p_, const BwdSmem<C>& sm_, const KeyBlockOf<C>& kb_, int g_)
       : p(p_), sm(sm_), kb(kb_), g(g_), t(threadIdx.x % 128), lane(threadIdx.x % 32), q4(lane % 4),
-        r0(16 * ((threadIdx.x % 128) / 32) + lane / 4), seqlen_k(p_.seqlen_k), diag(p_.seqlen_k - p_.seqlen_q),
+        r0(16 * ((threadIdx.x % 128) / 32) + lane / 4), seqlen_k(len_k_of<C>(p_, kb_)),
+        diag(len_k_of<C>(p_, kb_) - len_q_of<C>(p_, kb_)),
         causal(p_.causal != 0), scale_log2(p_.softmax_scale_log2),
         desc_k(ptx::make_smem_desc(sm_.k() + (L::kSplitHeadDim ? 0 : 64 * g_) * 128, 0, 1024, ptx::Swizzle::k128B)),
         desc_v(ptx::make_smem_desc(sm_.v() + (L::kSplitHeadDim ? 0 : 64 * g_) * 128, 0, 1024, ptx::Swizzle::k128B)),
@@ -651,9 +761,29 @@ struct Mma {
   }
 
   // ---- epilogue -------------------------------------------------------------------------------
+  // Varlen, the warpgroup that holds the sequence's last keys: its dK and dV rows < len_k from
+  // registers (st.global of packed pairs), so that nothing lands on the next sequence's rows,
+  // which another CTA owns.
+  __device__ __forceinline__ void store_dkv_tail(const BwdVarlenTable& vt) {
+    const int key_base = kb.n_block * kBn + key0() + r0;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int key = key_base + 8 * h;
+      if (key >= seqlen_k) continue;
+      const int64_t row = k_coord<C>(kb, key);
+      uint16_t* dk_row = static_cast<uint16_t*>(vt.dk) + row * vt.dk_row_stride + kb.head_kv * vt.dk_head_stride;
+      uint16_t* dv_row = static_cast<uint16_t*>(vt.dv) + row * vt.dv_row_stride + kb.head_kv * vt.dv_head_stride;
+#pragma unroll
+      for (int i = 0; i < kDkvN / 8; ++i) {
+        const int col = dcol0() + 8 * i + 2 * q4;
+        ptx::st_global_b32(dk_row + col, pack2<C.bf16>(dk[4 * i + 2 * h], dk[4 * i + 2 * h + 1]));
+        ptx::st_global_b32(dv_row + col, pack2<C.bf16>(dv[4 * i + 2 * h], dv[4 * i + 2 * h + 1]));
+      }
+    }
+  }
   // dK = softmax_scale dS^T Q. Accumulator element x = 4i + e of dK/dV: key key0() + r0 + 8(e>>1),
-  // column dcol0() + 8i + 2q4 + (e&1).
-  __device__ __forceinline__ void epilogue() {
+  // column dcol0() + 8i + 2q4 + (e&1). vt: the varlen sequence table (C.varlen), else nullptr.
+  __device__ __forceinline__ void epilogue(const BwdVarlenTable* vt) {
 #pragma unroll
     for (int x = 0; x < kDkvN / 2; ++x) dk[x] *= p.softmax_scale;
     if (p.heads_q == p.heads_kv) {
@@ -661,6 +791,13 @@ struct Mma {
       // one TMA store per 64-column chunk of this warpgroup's keys and columns; the store clips
       // keys past seqlen_k.
       ptx::bar_sync(kBarKVRetired, 256);
+      if constexpr (C.varlen) {
+        // A 64-row box that would run past the sequence's last key: stored from registers.
+        if (kb.n_block * kBn + key0() + 64 > seqlen_k) {
+          store_dkv_tail(*vt);
+          return;
+        }
+      }
 #pragma unroll
       for (int i = 0; i < kDkvN / 8; ++i)
 #pragma unroll
@@ -674,10 +811,10 @@ struct Mma {
       if (t == 0) {
         for (int c = dcol0() / 64; c < (dcol0() + kDkvN) / 64; ++c) {
           const uint32_t off = c * kBn * 128 + key0() * 128;
-          ptx::cp_async_bulk_tensor_4d_store(&p.tma_dk, sm.k() + off, c * 64, kb.n_block * kBn + key0(), kb.head_kv,
-                                             kb.batch);
-          ptx::cp_async_bulk_tensor_4d_store(&p.tma_dv, sm.v() + off, c * 64, kb.n_block * kBn + key0(), kb.head_kv,
-                                             kb.batch);
+          ptx::cp_async_bulk_tensor_4d_store(&p.tma_dk, sm.k() + off, c * 64, k_coord<C>(kb, kb.n_block * kBn + key0()),
+                                             kb.head_kv, kb.batch);
+          ptx::cp_async_bulk_tensor_4d_store(&p.tma_dv, sm.v() + off, c * 64, k_coord<C>(kb, kb.n_block * kBn + key0()),
+                                             kb.head_kv, kb.batch);
         }
         ptx::cp_async_bulk_commit_group();
         ptx::cp_async_bulk_wait_group_read<0>();  // the source is this CTA's shared memory
@@ -687,7 +824,11 @@ struct Mma {
     // GQA: fp32 adds into the group's accumulators. Deterministic mode: the query heads of a group
     // add in ascending order (writer_order::lock_gqa), one CTA at a time per key block.
     const int group = p.heads_q / p.heads_kv;
-    const int64_t blk = (static_cast<int64_t>(kb.batch) * p.heads_kv + kb.head_kv) * p.n_blocks + kb.n_block;
+    // The key block's accumulator rows and semaphore: [batch, heads_kv, n_blocks], or (varlen)
+    // [heads_kv, n_prefix[num_seqs]] at the sequence's n_base.
+    int64_t blk;
+    if constexpr (C.varlen) blk = static_cast<int64_t>(kb.head_kv) * p.n_blocks + kb.n_base + kb.n_block;
+    else blk = (static_cast<int64_t>(kb.batch) * p.heads_kv + kb.head_kv) * p.n_blocks + kb.n_block;
     uint32_t* sem = p.dkv_sem + blk;
     if (p.deterministic) {
       if (threadIdx.x == 128)
@@ -711,7 +852,7 @@ struct Mma {
     }
   }
 
-  __device__ __forceinline__ void run() {
+  __device__ __forceinline__ void run(const BwdVarlenTable* vt) {
 #pragma unroll
     for (int x = 0; x < kDkvN / 2; ++x) dv[x] = dk[x] = 0.f;
     // K and V have landed (also when there is no step: the epilogue reuses their buffers).
@@ -724,16 +865,17 @@ struct Mma {
     const int m_unmasked = kb.m_first + kb.steps_masked, m_end = m_unmasked + kb.steps_unmasked;
     for (; m < m_unmasked; ++m) step<true>(m);
     for (; m < m_end; ++m) step<false>(m);
-    epilogue();
+    epilogue(vt);
   }
 };
 
 // ==================================== THE KERNEL ==================================================
+// vt: the sequence table of a varlen kernel (C.varlen), in its parameter block; nullptr otherwise.
 template <BwdConfig C>
-__device__ __forceinline__ void bwd_kernel_body(const BwdParams& p) {
+__device__ __forceinline__ void bwd_kernel_body(const BwdParams& p, const BwdVarlenTable* vt = nullptr) {
   using L = BwdLayout<C>;
   const BwdSmem<C> sm{smem_base_1024()};
-  const KeyBlock kb = key_block<C>(p);
+  const KeyBlockOf<C> kb = key_block<C>(p, vt);
   const int warpgroup = threadIdx.x / 128;
 
   // Barrier initialisation (init_barriers, src/sm90/common.cuh): every role and the TMA unit see
@@ -764,7 +906,7 @@ __device__ __forceinline__ void bwd_kernel_body(const BwdParams& p) {
     return;
   }
   ptx::setmaxnreg_inc<L::kMmaRegs>();
-  Mma<C>(p, sm, kb, warpgroup - 1).run();
+  Mma<C>(p, sm, kb, warpgroup - 1).run(vt);
 }
 
 }  // namespace flashptx::fa3::bwd

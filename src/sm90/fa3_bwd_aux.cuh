@@ -15,6 +15,10 @@
 //                memory, each row goes out as whole 16-byte chunks, a warp writing 512 contiguous
 //                bytes per row group. Under GQA also dK and dV from their fp32 accumulators (row-major,
 //                already scaled), 8 elements per thread.
+// Varlen (template flag Varlen, src/sm90/fa3_bwd_config.h "variable-length batches"): the same
+// passes over the padded-per-sequence scratch, batch 1; a padded block's sequence is the table's
+// slot of the block (one sequence per block), its rows below len_q (len_k) are the live ones, and
+// the packed tensors are addressed at the sequence's first row; LSE is [heads_q, total_q].
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -22,6 +26,7 @@
 #include <cstdint>
 
 #include "ptx/cvt.cuh"
+#include "src/protocol/tile_scheduler.h"
 #include "src/sm90/common.cuh"
 #include "src/sm90/fa3_bwd_config.h"
 
@@ -48,9 +53,23 @@ __device__ __forceinline__ void st_global_16(void* base, int64_t elem, uint4 v) 
   *reinterpret_cast<uint4*>(static_cast<uint16_t*>(base) + elem) = v;
 }
 
-// Grid (ceil(m_blocks * block_m / pre_rows_per_cta), heads_q, batch), 256 threads.
+// This thread's part of a row's dO . O: its 8 elements of each, in fp32, pair by pair.
 template <bool IsBf16>
-__device__ __forceinline__ void preprocess_body(const BwdAuxParams& p) {
+__device__ __forceinline__ float dot_pairs(uint4 o, uint4 d) {
+  float delta = 0.f;
+  const uint32_t ow[4] = {o.x, o.y, o.z, o.w}, dw[4] = {d.x, d.y, d.z, d.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 a = unpack_pair<IsBf16>(ow[i]), c = unpack_pair<IsBf16>(dw[i]);
+    delta += a.x * c.x + a.y * c.y;
+  }
+  return delta;
+}
+
+// Grid (ceil(m_blocks * block_m / pre_rows_per_cta), heads_q, batch), 256 threads. vt: the varlen
+// table (Varlen), else nullptr.
+template <bool IsBf16, bool Varlen = false>
+__device__ __forceinline__ void preprocess_body(const BwdAuxParams& p, const BwdVarlenTable* vt = nullptr) {
   const int per_row = p.head_dim / 8;  // 8, 16 or 32 threads: an aligned group inside one warp
   const int row = blockIdx.x * pre_rows_per_cta(p.head_dim) + threadIdx.x / per_row;
   const int e = (threadIdx.x % per_row) * 8;
@@ -63,18 +82,29 @@ __device__ __forceinline__ void preprocess_body(const BwdAuxParams& p) {
     acc[0] = make_float4(0.f, 0.f, 0.f, 0.f);
     acc[1] = make_float4(0.f, 0.f, 0.f, 0.f);
   }
-  const bool live = in_pad && row < p.seqlen_q;
   float delta = 0.f, lse = -INFINITY;
-  if (live) {
-    const uint4 o = ld_global_16(p.o, b * p.o_sb + row * p.o_ss + h * p.o_sh + e);
-    const uint4 d = ld_global_16(p.dout, b * p.do_sb + row * p.do_ss + h * p.do_sh + e);
-    // The row's LSE (read by its first thread), in flight with O's and dO's loads.
-    if (e == 0) lse = p.lse[(static_cast<int64_t>(b) * p.heads_q + h) * p.seqlen_q + row];
-    const uint32_t ow[4] = {o.x, o.y, o.z, o.w}, dw[4] = {d.x, d.y, d.z, d.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float2 a = unpack_pair<IsBf16>(ow[i]), c = unpack_pair<IsBf16>(dw[i]);
-      delta += a.x * c.x + a.y * c.y;
+  bool live;
+  if constexpr (Varlen) {
+    // The padded block's sequence (one per block) and the row's packed index `at`.
+    const int s = varlen_slot_of_tile(vt->m_prefix, vt->num_seqs, row / p.block_m);
+    const BwdVarlenSeq sq = vt->seq[s];
+    const int in_seq = row - vt->m_prefix[s] * p.block_m;
+    live = in_pad && in_seq < sq.len_q;
+    if (live) {
+      const int64_t at = sq.q_start + in_seq;
+      const uint4 o = ld_global_16(p.o, at * p.o_ss + h * p.o_sh + e);
+      const uint4 d = ld_global_16(p.dout, at * p.do_ss + h * p.do_sh + e);
+      if (e == 0) lse = p.lse[static_cast<int64_t>(h) * vt->total_q + at];  // [heads_q, total_q]
+      delta = dot_pairs<IsBf16>(o, d);
+    }
+  } else {
+    live = in_pad && row < p.seqlen_q;
+    if (live) {
+      const uint4 o = ld_global_16(p.o, b * p.o_sb + row * p.o_ss + h * p.o_sh + e);
+      const uint4 d = ld_global_16(p.dout, b * p.do_sb + row * p.do_ss + h * p.do_sh + e);
+      // The row's LSE (read by its first thread), in flight with O's and dO's loads.
+      if (e == 0) lse = p.lse[(static_cast<int64_t>(b) * p.heads_q + h) * p.seqlen_q + row];
+      delta = dot_pairs<IsBf16>(o, d);
     }
   }
   // The row's sum over its per_row threads: butterfly steps below per_row stay inside the group.
@@ -92,8 +122,8 @@ __device__ __forceinline__ void preprocess_body(const BwdAuxParams& p) {
 // Grid (m_blocks, heads_q, batch), 256 threads, post_dq_smem_bytes of dynamic shared memory: one dQ
 // tile per CTA. The head dim and the fragment split are compile-time here (postprocess_dq_body
 // dispatches on them) so that dq_accum_coord's divisions fold into shifts.
-template <bool IsBf16, int D, bool SplitRows>
-__device__ __forceinline__ void postprocess_dq_tile(const BwdAuxParams& p) {
+template <bool IsBf16, int D, bool SplitRows, bool Varlen = false>
+__device__ __forceinline__ void postprocess_dq_tile(const BwdAuxParams& p, const BwdVarlenTable* vt = nullptr) {
   extern __shared__ __align__(16) uint32_t stage[];
   constexpr int kPitch = post_dq_pitch_words(D);
   const int m = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
@@ -125,42 +155,68 @@ __device__ __forceinline__ void postprocess_dq_tile(const BwdAuxParams& p) {
   // Phase 2: 16-byte chunks of the rows that exist (row < seqlen_q), consecutive threads on
   // consecutive chunks of a row.
   constexpr int kChunksPerRow = D / 8;
-  for (int c = threadIdx.x; c < p.block_m * kChunksPerRow; c += 256) {
-    const int row = c / kChunksPerRow, col = (c % kChunksPerRow) * 8;
-    const int grow = m * p.block_m + row;
-    if (grow >= p.seqlen_q) continue;
-    const uint4 v = *reinterpret_cast<const uint4*>(&stage[row * kPitch + col / 2]);
-    st_global_16(p.dq, b * p.dq_sb + grow * p.dq_ss + h * p.dq_sh + col, v);
+  if constexpr (Varlen) {
+    // The tile's sequence; its rows below len_q, at the sequence's packed rows.
+    const int s = varlen_slot_of_tile(vt->m_prefix, vt->num_seqs, m);
+    const BwdVarlenSeq sq = vt->seq[s];
+    const int row0 = (m - vt->m_prefix[s]) * p.block_m;
+    for (int c = threadIdx.x; c < p.block_m * kChunksPerRow; c += 256) {
+      const int row = c / kChunksPerRow, col = (c % kChunksPerRow) * 8;
+      if (row0 + row >= sq.len_q) continue;
+      const uint4 v = *reinterpret_cast<const uint4*>(&stage[row * kPitch + col / 2]);
+      st_global_16(p.dq, (static_cast<int64_t>(sq.q_start) + row0 + row) * p.dq_ss + h * p.dq_sh + col, v);
+    }
+  } else {
+    for (int c = threadIdx.x; c < p.block_m * kChunksPerRow; c += 256) {
+      const int row = c / kChunksPerRow, col = (c % kChunksPerRow) * 8;
+      const int grow = m * p.block_m + row;
+      if (grow >= p.seqlen_q) continue;
+      const uint4 v = *reinterpret_cast<const uint4*>(&stage[row * kPitch + col / 2]);
+      st_global_16(p.dq, b * p.dq_sb + grow * p.dq_ss + h * p.dq_sh + col, v);
+    }
   }
 }
-template <bool IsBf16>
-__device__ __forceinline__ void postprocess_dq_body(const BwdAuxParams& p) {
+template <bool IsBf16, bool Varlen = false>
+__device__ __forceinline__ void postprocess_dq_body(const BwdAuxParams& p, const BwdVarlenTable* vt = nullptr) {
   const bool rows = p.dq_split_rows != 0;
   switch (p.head_dim) {  // the plan only launches head dims 64, 128, 256
-    case 64: return rows ? postprocess_dq_tile<IsBf16, 64, true>(p) : postprocess_dq_tile<IsBf16, 64, false>(p);
-    case 128: return rows ? postprocess_dq_tile<IsBf16, 128, true>(p) : postprocess_dq_tile<IsBf16, 128, false>(p);
-    case 256: return rows ? postprocess_dq_tile<IsBf16, 256, true>(p) : postprocess_dq_tile<IsBf16, 256, false>(p);
+    case 64:
+      return rows ? postprocess_dq_tile<IsBf16, 64, true, Varlen>(p, vt) : postprocess_dq_tile<IsBf16, 64, false, Varlen>(p, vt);
+    case 128:
+      return rows ? postprocess_dq_tile<IsBf16, 128, true, Varlen>(p, vt)
+                  : postprocess_dq_tile<IsBf16, 128, false, Varlen>(p, vt);
+    case 256:
+      return rows ? postprocess_dq_tile<IsBf16, 256, true, Varlen>(p, vt)
+                  : postprocess_dq_tile<IsBf16, 256, false, Varlen>(p, vt);
     default: __trap();
   }
 }
 
 // GQA: grid (n_blocks, heads_kv, batch), 256 threads: one key block of dK and dV per CTA, 8
 // consecutive elements of a row per thread.
-template <bool IsBf16>
-__device__ __forceinline__ void postprocess_dkv_body(const BwdAuxParams& p) {
+// Varlen: the key block's sequence, its rows below len_k at the sequence's packed rows (b = 0).
+template <bool IsBf16, bool Varlen = false>
+__device__ __forceinline__ void postprocess_dkv_body(const BwdAuxParams& p, const BwdVarlenTable* vt = nullptr) {
   const int n = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const int tile = p.block_n * p.head_dim;
   const int64_t at = ((static_cast<int64_t>(b) * p.heads_kv + h) * p.n_blocks + n) * tile;
+  int row0 = n * p.block_n, len = p.seqlen_k, first = 0;  // the block's first row, its sequence's length and first row
+  if constexpr (Varlen) {
+    const int s = varlen_slot_of_tile(vt->n_prefix, vt->num_seqs, n);
+    row0 = (n - vt->n_prefix[s]) * p.block_n;
+    len = vt->seq[s].len_k;
+    first = vt->seq[s].k_start;
+  }
   for (int f = 8 * threadIdx.x; f < tile; f += 8 * 256) {
-    const int row = n * p.block_n + f / p.head_dim, col = f % p.head_dim;
-    if (row >= p.seqlen_k) continue;
+    const int row = row0 + f / p.head_dim, col = f % p.head_dim;
+    if (row >= len) continue;
     const float4* k = reinterpret_cast<const float4*>(p.dk_accum + at + f);
     const float4* v = reinterpret_cast<const float4*>(p.dv_accum + at + f);
     const float4 k0 = k[0], k1 = k[1], v0 = v[0], v1 = v[1];
-    st_global_16(p.dk, b * p.dk_sb + row * p.dk_ss + h * p.dk_sh + col,
+    st_global_16(p.dk, b * p.dk_sb + (first + row) * p.dk_ss + h * p.dk_sh + col,
                  make_uint4(pack2<IsBf16>(k0.x, k0.y), pack2<IsBf16>(k0.z, k0.w),
                             pack2<IsBf16>(k1.x, k1.y), pack2<IsBf16>(k1.z, k1.w)));
-    st_global_16(p.dv, b * p.dv_sb + row * p.dv_ss + h * p.dv_sh + col,
+    st_global_16(p.dv, b * p.dv_sb + (first + row) * p.dv_ss + h * p.dv_sh + col,
                  make_uint4(pack2<IsBf16>(v0.x, v0.y), pack2<IsBf16>(v0.z, v0.w),
                             pack2<IsBf16>(v1.x, v1.y), pack2<IsBf16>(v1.z, v1.w)));
   }

@@ -2,6 +2,7 @@
 //
 //   BwdParams       the main kernel's one argument (__grid_constant__)
 //   BwdAuxParams    the preprocess and postprocess kernels' argument
+//   BwdVarlenParams the varlen kernels' one argument: both of the above and the sequence table
 //   BwdConfig       the compile-time shape of one main-kernel specialization, named fields
 //   BwdLayout<C>    tiles, register split, shared-memory plan, barrier slots and arrival counts
 //   BwdWorkspace    where the fp32 accumulators, per-row scratch and semaphores live in the
@@ -17,6 +18,8 @@
 #include "src/protocol/hd.h"
 
 namespace flashptx::fa3 {
+
+constexpr int kVarlenMaxSeqsBwd = 1024;  // = FLASHPTX_VARLEN_MAX_SEQS (include/flashptx.h)
 
 struct BwdParams {
   CUtensorMap tma_q;   // [batch, seqlen_q, heads_q, d]   box (64, block_m, 1, 1), 128B swizzle
@@ -88,7 +91,27 @@ struct BwdConfig {
   bool dq_split_rows;  // kSplitKeys: the warpgroups split dQ = dS K by rows (block_m 128, each
                        // warpgroup all d columns of 64 rows), else by columns (d / 2 each, all rows);
                        // the dQ accumulator's order follows it (dq_accum_coord)
+  bool varlen = false;  // packed variable-length sequences (BwdVarlenParams, "variable-length
+                        // batches" below): the key block's sequence from the table, every length
+                        // and row coordinate the sequence's, the tail dK/dV rows stored from registers
 };
+
+// The specializations' shapes (src/sm90/fa3_bwd.cu lists the kernels; src/sm90/fa3_bwd_varlen.cu
+// their varlen twins).
+constexpr BwdConfig kBwdD64 = {.head_dim = 64, .block_m = 128, .stages = 2, .bf16 = true, .block_n = 128,
+                               .do_stages = 2, .split = BwdSplit::kSplitKeys, .dq_split_rows = true};
+constexpr BwdConfig kBwdD128 = {.head_dim = 128, .block_m = 64, .stages = 2, .bf16 = true, .block_n = 128,
+                                .do_stages = 2, .split = BwdSplit::kSplitKeys, .dq_split_rows = false};
+constexpr BwdConfig kBwdD256 = {.head_dim = 256, .block_m = 64, .stages = 2, .bf16 = true, .block_n = 64,
+                                .do_stages = 1, .split = BwdSplit::kSplitHeadDim, .dq_split_rows = false};
+constexpr BwdConfig fp16(BwdConfig c) {
+  c.bf16 = false;
+  return c;
+}
+constexpr BwdConfig varlen(BwdConfig c) {
+  c.varlen = true;
+  return c;
+}
 
 // The shapes and the shared-memory plan of one specialization. Both splits have two MMA
 // warpgroups at 240 registers and a producer warpgroup at 24.
@@ -242,5 +265,42 @@ FLASHPTX_HD BwdWorkspace bwd_workspace(int64_t batch, int64_t heads_q, int64_t h
   w.total = at;
   return w;
 }
+
+// ---- variable-length batches (flashptx_bwd_varlen) ---------------------------------------------
+// Q, K, V, O, dO and the gradients are packed [total, heads, d] tensors (tensor maps of batch extent
+// 1); LSE is the forward varlen's [heads_q, total_q]. The host validates the prefix sums and lists
+// the sequences (those with a query row or a key) in launch order, each with
+//   m_prefix[s]  the padded query blocks (ceil(len_q / block_m)) of the sequences before s: sequence s
+//                owns padded blocks [m_prefix[s], m_prefix[s+1]) of the per-row scratch (LSE2, delta),
+//                of the dQ accumulator and of the dQ semaphores, per query head: the fixed-length
+//                layout with (batch, head) replaced by (head, the sequence's block range), so that
+//                no block holds rows of two sequences and a TMA box or bulk copy of block_m rows
+//                never reads another sequence's scratch;
+//   n_prefix[s]  the key blocks (ceil(len_k / block_n)) of the sequences before s: the main kernel's
+//                CTAs blockIdx.x in [n_prefix[s], n_prefix[s+1]) are sequence s's key blocks, and
+//                under GQA the dK/dV accumulators and semaphores are laid out by them.
+// A prefix may repeat (a sequence without query rows, or without keys); the slot of a block is the
+// largest s with prefix[s] <= block (src/protocol/tile_scheduler.h varlen_slot_of_tile), the one
+// sequence that owns it. Sizes: 1024 sequences take 24.6 KiB of the 32764-byte parameter space.
+struct BwdVarlenSeq {
+  int q_start, k_start;  // packed row of the sequence's first query / key
+  int len_q, len_k;
+};
+struct BwdVarlenTable {
+  void* dk;  // the main kernel's stores of a sequence's last key rows (no GQA), from registers
+  void* dv;
+  int64_t dk_row_stride, dk_head_stride, dv_row_stride, dv_head_stride;  // elements
+  int total_q, total_k;  // packed rows: LSE is [heads_q, total_q]
+  int num_seqs;          // entries of seq[]
+  int m_prefix[kVarlenMaxSeqsBwd + 1];
+  int n_prefix[kVarlenMaxSeqsBwd + 1];
+  BwdVarlenSeq seq[kVarlenMaxSeqsBwd];
+};
+struct BwdVarlenParams {
+  BwdParams bwd;     // over the packed tensors; m_blocks, n_blocks: the totals m_prefix / n_prefix [num_seqs]
+  BwdAuxParams aux;  // the pre/postprocess's (batch 1; batch strides unused)
+  BwdVarlenTable table;
+};
+static_assert(sizeof(BwdVarlenParams) <= 32764, "kernel parameter space on sm_90 (CUDA 12.1+)");
 
 }  // namespace flashptx::fa3

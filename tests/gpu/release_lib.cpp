@@ -40,9 +40,10 @@ const ReleaseLib& release_lib() {
       r.bwd = reinterpret_cast<decltype(r.bwd)>(dlsym(h, "flashptx_bwd"));
       r.fwd_varlen = reinterpret_cast<decltype(r.fwd_varlen)>(dlsym(h, "flashptx_fwd_varlen"));
       r.fwd_fp8 = reinterpret_cast<decltype(r.fwd_fp8)>(dlsym(h, "flashptx_fwd_fp8"));
+      r.bwd_varlen = reinterpret_cast<decltype(r.bwd_varlen)>(dlsym(h, "flashptx_bwd_varlen"));
       r.last_error = reinterpret_cast<decltype(r.last_error)>(dlsym(h, "flashptx_last_error"));
       if (r.fwd == nullptr || r.bwd == nullptr || r.fwd_varlen == nullptr || r.fwd_fp8 == nullptr ||
-          r.last_error == nullptr) {
+          r.bwd_varlen == nullptr || r.last_error == nullptr) {
         r.fwd = nullptr;
         tried += (tried.empty() ? "" : "; ") + c + ": does not export the C ABI";
         continue;

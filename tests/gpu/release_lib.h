@@ -21,6 +21,7 @@ struct ReleaseLib {
   flashptx_status (*bwd)(const flashptx_bwd_params*, cudaStream_t) = nullptr;
   flashptx_status (*fwd_varlen)(const flashptx_fwd_varlen_params*, cudaStream_t) = nullptr;
   flashptx_status (*fwd_fp8)(const flashptx_fwd_fp8_params*, cudaStream_t) = nullptr;
+  flashptx_status (*bwd_varlen)(const flashptx_bwd_varlen_params*, cudaStream_t) = nullptr;
   const char* (*last_error)() = nullptr;
   std::string path;   // where it was loaded from
   std::string why;    // why it was not, when fwd is null

@@ -330,6 +330,154 @@ std::vector<int> random_lengths(std::mt19937_64& rng, int n, int max_len, double
   return lens;
 }
 
+
+// ---- the varlen backward (flashptx_bwd_varlen) ------------------------------------------------------
+// O and LSE from flashptx_fwd_varlen (as in training), then the backward over the same packed
+// tensors; per sequence against the fp64 reference backward of that sequence as a batch of one,
+// under the fixed-length backward's rule (tests/gpu/test_fa3_bwd.cpp states it):
+//   max|g - g_ref| <= 2 * max|g_same - g_ref| + 1e-5 + the fp32 envelope of dS (dQ and dK),
+// the maxima over every element of every sequence. What a varlen backward can get wrong beyond the
+// fixed-length one: a key block's dK/dV tail store landing on the next sequence's first keys (every
+// key row of every sequence is compared, and a sequence's first rows follow another's tail); keys or
+// query rows of the next sequence leaking into a sequence's sums (ragged lengths, block edges); the
+// padded scratch of one sequence read by another (lengths not multiples of the block); an empty
+// sequence (no query rows: dK = dV = 0; no keys: dQ = 0); writes past the packed tensors (guards
+// poisoned, every gradient element written and finite).
+struct VBCase {
+  std::vector<int> lq, lk;
+  int64_t hq, hkv, d;
+  bool causal;
+  flashptx_dtype dtype;
+  bool deterministic = false;
+  std::string str() const {
+    return VCase{lq, lk, hq, hkv, d, causal, dtype}.str() + " backward" + (deterministic ? " deterministic" : "");
+  }
+};
+
+struct VBProblem {
+  VBCase c;
+  VProblem f;  // Q, K, V and the forward's O and LSE
+  std::vector<uint16_t> dout;
+  std::unique_ptr<DeviceBuf> ddo, ddq, ddk, ddv, dws;
+  flashptx_bwd_varlen_params params{};
+
+  VBProblem(const VBCase& cs, uint64_t seed) : c(cs), f(VCase{cs.lq, cs.lk, cs.hq, cs.hkv, cs.d, cs.causal, cs.dtype}, seed) {
+    f.poison();
+    f.run();
+    std::mt19937_64 rng(seed ^ 0xd0);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    dout.assign(static_cast<size_t>(f.pq.elems), to_storage(c.dtype, 0.5f));
+    for (int64_t r = 0; r < f.total_q; ++r)
+      for (int64_t h = 0; h < c.hq; ++h)
+        for (int64_t e = 0; e < c.d; ++e) dout[r * f.pq.rs + h * f.pq.hs + e] = to_storage(c.dtype, nd(rng));
+    ddo.reset(new DeviceBuf(dout.size() * 2));
+    CUDA_REQUIRE(cudaMemcpy(ddo->p, dout.data(), dout.size() * 2, cudaMemcpyHostToDevice));
+    ddq.reset(new DeviceBuf((static_cast<size_t>(f.pq.elems) + kGuard) * 2));
+    ddk.reset(new DeviceBuf((static_cast<size_t>(f.pk.elems) + kGuard) * 2));
+    ddv.reset(new DeviceBuf((static_cast<size_t>(f.pk.elems) + kGuard) * 2));
+    flashptx_bwd_varlen_params_contiguous(&params, f.dq->p, f.dk->p, f.dv->p, f.dout->p, static_cast<float*>(f.dlse->p),
+                                          ddo->p, ddq->p, ddk->p, ddv->p, f.cu_q.data(), f.cu_k.data(),
+                                          static_cast<int64_t>(c.lq.size()), c.hq, c.hkv, c.d, c.dtype,
+                                          c.causal ? 1 : 0);
+    params.deterministic = c.deterministic ? 1 : 0;
+    int64_t ws = 0;
+    REQUIRE_MESSAGE(flashptx_bwd_varlen_workspace_size(&params, &ws) == FLASHPTX_OK, flashptx_last_error());
+    dws.reset(new DeviceBuf(static_cast<size_t>(std::max<int64_t>(ws, 256))));
+    CUDA_REQUIRE(cudaMemset(dws->p, 0xAB, dws->bytes));  // stale garbage: the library must zero what it needs
+    params.workspace = dws->p;
+    params.workspace_bytes = ws;
+  }
+  void poison() {
+    for (auto* b : {ddq.get(), ddk.get(), ddv.get()}) CUDA_REQUIRE(cudaMemset(b->p, 0xFF, b->bytes));
+  }
+  void run() {
+    const flashptx_status s = flashptx_bwd_varlen(&params, nullptr);
+    REQUIRE_MESSAGE(s == FLASHPTX_OK, flashptx_last_error());
+    CUDA_REQUIRE(cudaGetLastError());
+    CUDA_REQUIRE(cudaDeviceSynchronize());
+  }
+  static std::vector<uint16_t> fetch(const DeviceBuf& b) {
+    std::vector<uint16_t> h(b.bytes / 2);
+    CUDA_REQUIRE(cudaMemcpy(h.data(), b.p, b.bytes, cudaMemcpyDeviceToHost));
+    return h;
+  }
+  struct Grads { std::vector<uint16_t> dq, dk, dv; };
+  Grads grads() const { return Grads{fetch(*ddq), fetch(*ddk), fetch(*ddv)}; }
+};
+
+// Every gradient element written and finite; the guard after each tensor still poisoned.
+void check_bwd_writes(const VBProblem& pb, const VBProblem::Grads& g) {
+  const VBCase& c = pb.c;
+  struct T { const char* name; const std::vector<uint16_t>& x; int64_t rows, heads; };
+  const T ts[] = {{"dQ", g.dq, pb.f.total_q, c.hq}, {"dK", g.dk, pb.f.total_k, c.hkv}, {"dV", g.dv, pb.f.total_k, c.hkv}};
+  for (const T& t : ts) {
+    const int64_t n = t.rows * t.heads * c.d;
+    int64_t bad = 0, clobbered = 0;
+    for (int64_t i = 0; i < n; ++i)
+      if (!std::isfinite(from_storage(c.dtype, t.x[static_cast<size_t>(i)]))) ++bad;
+    for (size_t i = static_cast<size_t>(n); i < t.x.size(); ++i)
+      if (t.x[i] != kPoison) ++clobbered;
+    CHECK_MESSAGE(bad == 0, c.str() << ": " << bad << " " << t.name << " elements not written or not finite");
+    CHECK_MESSAGE(clobbered == 0, c.str() << ": " << clobbered << " elements after " << t.name << " were written");
+  }
+}
+
+// The rule above, every element of every sequence.
+void check_bwd_rule(const VBProblem& pb, const VBProblem::Grads& g) {
+  const VBCase& c = pb.c;
+  const VProblem& f = pb.f;
+  const auto same_round = c.dtype == FLASHPTX_BF16 ? flashptx::Round::kBF16 : flashptx::Round::kFP16;
+  struct Acc { double err = 0, same = 0, env = 0; };
+  Acc acc[3];  // dQ, dK, dV
+  for (size_t b = 0; b < c.lq.size(); ++b) {
+    const auto rp = f.seq_problem(b);
+    const auto qv = f.seq_view(f.q, f.pq, f.cu_q[b]), kv = f.seq_view(f.k, f.pk, f.cu_k[b]),
+               vv = f.seq_view(f.v, f.pk, f.cu_k[b]), dov = f.seq_view(pb.dout, f.pq, f.cu_q[b]);
+    const auto ref = flashptx::ref::backward(rp, qv, kv, vv, dov);
+    const auto same = flashptx::ref::backward(rp, qv, kv, vv, dov, same_round);
+    struct G { const std::vector<uint16_t>& x; int64_t row0, rows, heads; const std::vector<double>& r;
+               const std::vector<double>& s; const std::vector<double>* env; };
+    const G gs[3] = {{g.dq, f.cu_q[b], c.lq[b], c.hq, ref.dq, same.dq, &ref.dq_env},
+                     {g.dk, f.cu_k[b], c.lk[b], c.hkv, ref.dk, same.dk, &ref.dk_env},
+                     {g.dv, f.cu_k[b], c.lk[b], c.hkv, ref.dv, same.dv, nullptr}};
+    for (int t = 0; t < 3; ++t) {
+      const G& x = gs[t];
+      for (int64_t i = 0; i < x.rows; ++i)
+        for (int64_t h = 0; h < x.heads; ++h)
+          for (int64_t e = 0; e < c.d; ++e) {
+            const size_t at = static_cast<size_t>((i * x.heads + h) * c.d + e);
+            // The packed layout is contiguous here: row r of the tensor at r * heads * d.
+            const double out = from_storage(c.dtype, x.x[static_cast<size_t>(((x.row0 + i) * x.heads + h) * c.d + e)]);
+            const double d = std::fabs(out - x.r[at]);
+            acc[t].err = std::isnan(d) ? INFINITY : std::max(acc[t].err, d);
+            acc[t].same = std::max(acc[t].same, std::fabs(x.s[at] - x.r[at]));
+            if (x.env != nullptr && !x.env->empty()) acc[t].env = std::max(acc[t].env, (*x.env)[at]);
+          }
+      if (std::isinf(acc[t].err)) break;
+    }
+  }
+  const char* names[3] = {"dQ", "dK", "dV"};
+  for (int t = 0; t < 3; ++t) {
+    const double tol = 2 * acc[t].same + 1e-5 + acc[t].env;
+    CHECK_MESSAGE(acc[t].err <= tol, c.str() << ": max|" << names[t] << " - ref| = " << acc[t].err << " > " << tol
+                                             << " (same-dtype " << acc[t].same << ", fp32 envelope " << acc[t].env << ")");
+  }
+}
+
+void check_varlen_bwd(const VBCase& c, uint64_t seed) {
+  INFO(c.str());
+  VBProblem pb(c, seed);
+  pb.poison();
+  pb.run();
+  const auto g = pb.grads();
+  check_bwd_writes(pb, g);
+  check_bwd_rule(pb, g);
+  flashptx_kernel_info info{};
+  REQUIRE_MESSAGE(flashptx_bwd_varlen_kernel_info(&pb.params, &info) == FLASHPTX_OK, flashptx_last_error());
+  CHECK(std::string(info.symbol).rfind("fa3_bwd_varlen_sm90_", 0) == 0);
+  CHECK(info.ctas == info.tiles);
+}
+
 }  // namespace
 
 TEST_SUITE("gpu_sm90 fa3 varlen") {
@@ -505,6 +653,147 @@ TEST_CASE("bad cu_seqlens on the device path: a status, nothing launched, O unto
   CUDA_REQUIRE(cudaDeviceSynchronize());
   const auto o = pb.out();
   for (uint16_t x : o) REQUIRE(x == kPoison);
+}
+
+
+TEST_CASE("backward: every head dim and dtype, causal and not, GQA: ragged lengths 0, 1 and block edges") {
+  // Sequences: one row against one key; no query rows but keys (dK = dV = 0); queries without keys
+  // (dQ = 0); lengths that are no multiple of any block (70, 150); more keys than queries and more
+  // queries than keys (causal: leading rows see nothing). Key length 150 gives d64/d128 (128-key
+  // blocks) a full first block stored by TMA and a tail block stored from registers, and d256
+  // (64-key blocks) two full blocks and a tail. MHA (the TMA and register stores of dK/dV) where
+  // not causal, GQA (the fp32 accumulators and their postprocess) where causal.
+  const std::vector<int> lq = {1, 0, 70, 130, 9}, lk = {1, 40, 0, 150, 100};
+  uint64_t seed = 600;
+  for (int64_t d : {64, 128, 256})
+    for (bool causal : {false, true}) {
+      if (!on_simulator())
+        for (flashptx_dtype t : {FLASHPTX_BF16, FLASHPTX_FP16})
+          check_varlen_bwd(VBCase{lq, lk, 2, causal ? 1 : 2, d, causal, t}, seed++);
+      else
+        check_varlen_bwd(VBCase{lq, lk, 2, causal ? 1 : 2, d, causal, causal ? FLASHPTX_FP16 : FLASHPTX_BF16}, seed++);
+    }
+}
+
+TEST_CASE("backward: deterministic mode, bitwise across launches and schedules") {
+  // Causal (the dQ writers shortest-first within each sequence) and not (ascending), GQA (the
+  // query heads of a group add dK/dV in order); on the simulator the second and third launches run
+  // under other scheduling policies.
+  const std::vector<int> lq = {130, 1, 0, 70}, lk = {200, 3, 60, 70};
+  uint64_t seed = 700;
+  for (bool causal : {false, true}) {
+    const VBCase c{lq, lk, 2, 1, 64, causal, FLASHPTX_BF16, true};
+    INFO(c.str());
+    VBProblem pb(c, seed++);
+    pb.poison();
+    pb.run();
+    const auto first = pb.grads();
+    check_bwd_writes(pb, first);
+    check_bwd_rule(pb, first);
+    for (int i = 0; i < (on_simulator() ? 2 : 20); ++i) {
+      std::unique_ptr<SimSchedule> schedule;
+      if (on_simulator()) schedule.reset(new SimSchedule(kSimPolicies[i]));
+      pb.poison();
+      pb.run();
+      const auto g = pb.grads();
+      CHECK_MESSAGE(g.dq == first.dq, c.str() << ": dQ of launch " << i + 2 << " differs from the first");
+      CHECK_MESSAGE(g.dk == first.dk, c.str() << ": dK of launch " << i + 2 << " differs from the first");
+      CHECK_MESSAGE(g.dv == first.dv, c.str() << ": dV of launch " << i + 2 << " differs from the first");
+    }
+    // The kernels users link (the release libflashptx.so; on the simulator under the random policy):
+    // the same bits.
+    const auto& rel = flashptx_test::release_lib();
+    if (rel.loaded()) {
+      pb.poison();
+      REQUIRE_MESSAGE(rel.bwd_varlen(&pb.params, nullptr) == FLASHPTX_OK, rel.last_error());
+      CUDA_REQUIRE(cudaDeviceSynchronize());
+      const auto r = pb.grads();
+      CHECK_MESSAGE(r.dq == first.dq, c.str() << ": the release library's dQ differs from the test build's");
+      CHECK_MESSAGE(r.dk == first.dk, c.str() << ": the release library's dK differs from the test build's");
+      CHECK_MESSAGE(r.dv == first.dv, c.str() << ": the release library's dV differs from the test build's");
+    }
+  }
+}
+
+TEST_CASE("backward: bad input is a status, nothing launched, the gradients untouched") {
+  VBProblem pb(VBCase{{100, 50, 7}, {100, 60, 9}, 2, 2, 64, false, FLASHPTX_BF16}, 800);
+  pb.poison();
+  auto expect = [&](const flashptx_bwd_varlen_params& p, flashptx_status want, const char* says) {
+    CHECK_MESSAGE(flashptx_bwd_varlen(&p, nullptr) == want, flashptx_last_error());
+    CHECK_MESSAGE(std::string(flashptx_last_error()).find(says) != std::string::npos, flashptx_last_error());
+    CHECK(flashptx_bwd_varlen_check(&p) == want);
+  };
+  std::vector<int32_t> bad = pb.f.cu_q;
+  bad[2] = 90;  // decreasing
+  flashptx_bwd_varlen_params p = pb.params;
+  p.cu_seqlens_q = bad.data();
+  expect(p, FLASHPTX_ERR_BAD_CU_SEQLENS, "decreases at entry 2");
+  bad = pb.f.cu_k;
+  bad.back() += 1;  // last != total_k
+  p = pb.params;
+  p.cu_seqlens_k = bad.data();
+  expect(p, FLASHPTX_ERR_BAD_CU_SEQLENS, "not total_k");
+  p = pb.params;
+  p.max_seqlen_q = 60;  // below the longest sequence (100)
+  expect(p, FLASHPTX_ERR_BAD_CU_SEQLENS, "below the longest");
+  // A device copy of the prefix sums where the host copy belongs is refused, not dereferenced.
+  DeviceBuf dcu(pb.f.cu_q.size() * 4);
+  CUDA_REQUIRE(cudaMemcpy(dcu.p, pb.f.cu_q.data(), dcu.bytes, cudaMemcpyHostToDevice));
+  p = pb.params;
+  p.cu_seqlens_q = static_cast<const int32_t*>(dcu.p);
+  expect(p, FLASHPTX_ERR_BAD_CU_SEQLENS, "device memory");
+  p = pb.params;
+  p.cu_seqlens_k = nullptr;
+  expect(p, FLASHPTX_ERR_NULL_POINTER, "cu_seqlens_k is NULL");
+  p = pb.params;
+  p.dk = nullptr;
+  expect(p, FLASHPTX_ERR_NULL_POINTER, "dk is NULL");
+  p = pb.params;
+  p.lse = nullptr;
+  expect(p, FLASHPTX_ERR_NULL_POINTER, "lse is NULL");
+  p = pb.params;
+  p.num_seqs = FLASHPTX_VARLEN_MAX_SEQS + 1;
+  expect(p, FLASHPTX_ERR_TOO_MANY_SEQS, "FLASHPTX_VARLEN_MAX_SEQS");
+  p = pb.params;
+  p.head_dim = 96;
+  expect(p, FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, "head_dim 96");
+  p = pb.params;
+  p.heads_kv = 3;
+  expect(p, FLASHPTX_ERR_BAD_HEADS, "multiple of heads_kv");
+  p = pb.params;
+  p.total_q = -1;
+  expect(p, FLASHPTX_ERR_BAD_SHAPE, "total_q is -1");
+  p = pb.params;
+  p.workspace_bytes -= 256;
+  expect(p, FLASHPTX_ERR_WORKSPACE, "workspace_bytes");
+  p = pb.params;
+  p.workspace = static_cast<char*>(p.workspace) + 16;
+  expect(p, FLASHPTX_ERR_WORKSPACE, "256-byte aligned");
+  p = pb.params;
+  p.dq_row_stride = 100;  // not a multiple of 8 elements
+  expect(p, FLASHPTX_ERR_MISALIGNED, "dq row stride");
+  CHECK(flashptx_bwd_varlen(nullptr, nullptr) == FLASHPTX_ERR_NULL_PARAMS);
+  CUDA_REQUIRE(cudaDeviceSynchronize());
+  const auto g = pb.grads();
+  for (const auto* x : {&g.dq, &g.dk, &g.dv})
+    for (uint16_t v : *x) REQUIRE(v == kPoison);
+  // The workspace depends on the totals, not on how the rows split into sequences.
+  std::vector<int32_t> cq = {0, 10, 20, 157}, ck = {0, 169, 169, 169};
+  p = pb.params;
+  p.cu_seqlens_q = cq.data();
+  p.cu_seqlens_k = ck.data();
+  p.max_seqlen_q = 137;
+  p.max_seqlen_k = 169;
+  int64_t a = 0, b = 0;
+  REQUIRE(flashptx_bwd_varlen_workspace_size(&pb.params, &a) == FLASHPTX_OK);
+  REQUIRE(flashptx_bwd_varlen_workspace_size(&p, &b) == FLASHPTX_OK);
+  CHECK(a == b);
+  CHECK(flashptx_bwd_varlen_check(&p) == FLASHPTX_OK);  // the same workspace serves the other split
+  // Nothing to compute is a success that launches nothing.
+  p = pb.params;
+  p.num_seqs = 0;
+  p.total_q = p.total_k = 0;
+  CHECK(flashptx_bwd_varlen(&p, nullptr) == FLASHPTX_OK);
 }
 
 }  // TEST_SUITE

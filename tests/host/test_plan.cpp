@@ -63,6 +63,7 @@ TEST_CASE("the kernel table: unique names, rows consistent with their layouts") 
         break;
       case flashptx::Family::kFa3Bwd:  // a producer warpgroup + two MMA warpgroups: 64 keys each
                                        // (d64/d128), or all 64 keys and half the head dim each (d256)
+      case flashptx::Family::kFa3BwdVarlen:
         CHECK(k.threads == 128 * (k.consumer_wgs + 1));
         CHECK(k.block_n == (k.head_dim == 256 ? 64 : 64 * k.consumer_wgs));
         CHECK(k.smem_bytes > 0);

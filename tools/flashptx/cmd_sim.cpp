@@ -42,7 +42,8 @@ bool sm90_family(Family f) {
   switch (f) {
     case Family::kFa3Fwd: case Family::kFa3FwdTraced: case Family::kFa3FwdVarlen: case Family::kFa3Bwd:
     case Family::kFa3BwdPre: case Family::kFa3BwdPostDq: case Family::kFa3BwdPostDkv:
-    case Family::kFa3BwdSink: return true;
+    case Family::kFa3BwdSink: case Family::kFa3BwdVarlen: case Family::kFa3BwdVarlenPre:
+    case Family::kFa3BwdVarlenPostDq: case Family::kFa3BwdVarlenPostDkv: return true;
     default: return false;
   }
 }
