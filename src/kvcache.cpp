@@ -155,16 +155,21 @@ flashptx_status validate_kvcache_buffers(const flashptx_kvcache_params& p, std::
 }
 
 // The split rule: without a forced count, split only where the tiles (batch x kv heads x packed
-// row blocks) leave SMs idle, into as many splits as fill the SMs once, each at least two key
-// blocks of the cache's capacity (the lengths themselves are device data).
+// row blocks) leave SMs idle, into as many splits as fit the SMs in one wave (splits x tiles <= the
+// SM count, one CTA per SM: a count past it leaves a second, nearly empty wave), each at least
+// kMinSplitBlocks key blocks of the cache's capacity (the lengths themselves are device data), and
+// at most kMaxAutoSplits (past it the combine and each CTA's prologue outweigh the keys a split
+// reads). docs/DECISIONS.md, "KV-cache split count".
+constexpr int64_t kMinSplitBlocks = 4;
+constexpr int64_t kMaxAutoSplits = 64;
 int kvcache_splits(const flashptx_kvcache_params& p, int sm_count) {
   if (p.num_splits > 0) return p.num_splits;
   const int64_t tiles = p.batch * p.heads_kv * m_blocks(p);
   if (tiles * 2 > sm_count) return 1;
   const int64_t blocks = (capacity(p) + kKvBlockN - 1) / kKvBlockN;
-  int64_t n = (sm_count + tiles - 1) / tiles;
-  n = std::min<int64_t>(n, blocks / 2);
-  n = std::min<int64_t>(n, FLASHPTX_KVCACHE_MAX_SPLITS);
+  int64_t n = sm_count / tiles;
+  n = std::min<int64_t>(n, blocks / kMinSplitBlocks);
+  n = std::min<int64_t>(n, std::min<int64_t>(kMaxAutoSplits, FLASHPTX_KVCACHE_MAX_SPLITS));
   return static_cast<int>(std::max<int64_t>(n, 1));
 }
 
