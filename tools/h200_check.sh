@@ -25,6 +25,11 @@
 #   tools/h200_check.sh BIN OUT final      the capture again, the ISA-reading probes, the cases $CASES names
 #                                          ("suite|case patterns;..."), memcheck on $MEMCHECK, cuDNN's FP8
 #                                          forward beside ours (tools/bench/cudnn_fp8.py)
+#   tools/h200_check.sh BIN OUT new        what was built since the last check: head dims 96/192, the
+#                                          varlen backward, the sinks' gradient, the KV cache (leftpad,
+#                                          CUDA graph, Python), their sanitizers; then their benchmarks
+#   tools/h200_check.sh BIN OUT new_bench  those benchmarks alone (two runs each): d96/d192 beside
+#                                          cuDNN, the varlen backward against the padded one, the KV cache
 #   WHAT may name several modes, comma-separated, run in that order in one call.
 #
 # BIN holds run_tests, flashptx, libflashptx.so (CUDA runtime linked statically) and COMMIT.
@@ -143,6 +148,28 @@ case $what in
     done
     step suite_fwd_subset 150 "$BIN/run_tests" -ts="gpu_sm90 fa3 forward" \
       -tc="small shapes*,unequal lengths*,strided layouts*,seqlen_k = 0*,bad input*" ;;
+  new)
+    step suite_hdim 200 "$BIN/run_tests" -ts="gpu_sm90 fa3 forward" -tc="head dims 96*,small shapes*,bad input*"
+    step suite_varlen 300 "$BIN/run_tests" -ts="gpu_sm90 fa3 varlen"
+    step suite_sinks 240 "$BIN/run_tests" -ts="gpu_sm90 fa3 sinks"
+    step suite_kvcache 120 "$BIN/run_tests" -ts="gpu_sm90 fa3 kvcache"
+    step suite_plan_release 150 "$BIN/run_tests" -ts="gpu_sm90 launch plan,gpu_sm90 release flavour"
+    step python_gpu 200 python3 tools/python/tests/test_gpu.py --json "$OUT/python_gpu.json"
+    cs() { local tool=$1 name=$2 suite=$3 cases=$4; step "${tool}_$name" 120 compute-sanitizer --tool "$tool" \
+             --error-exitcode 9 "$BIN/run_tests" -ts="$suite" -tc="$cases"; }
+    for tool in memcheck racecheck; do
+      cs $tool hdim "gpu_sm90 fa3 forward" "head dims 96 and 192, and*"
+      cs $tool varlen_bwd "gpu_sm90 fa3 varlen" "backward: every head dim*"
+      cs $tool kvcache "gpu_sm90 fa3 kvcache" "*"
+    done ;;
+  new_bench)
+    for run in 1 2; do
+      step kvcache_time_run$run 90 python3 tools/bench/kvcache_time.py --out "$OUT/kvcache-time-run$run.json"
+      step hdim_time_run$run 120 python3 tools/bench/kernel_time.py --dims 96,192 --seqlens 1024,4096,8192 --fwd-only \
+        --out "$OUT/hdim-time-run$run.json"
+      [ -f tools/bench/varlen_bwd_time.py ] && step varlen_bwd_time_run$run 150 python3 tools/bench/varlen_bwd_time.py \
+        --out "$OUT/varlen-bwd-time-run$run.json"
+    done ;;
   *) summary+=("unknown mode $what") ;;
 esac
 done
