@@ -157,6 +157,7 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     // CUDA-graph one (the simulator's runtime has no stream capture: kSimulatorSkipReasons).
     {"gpu_sm90 fa3 kvcache", "decode and chunked prefill*"},
     {"gpu_sm90 fa3 kvcache", "new keys appended in place*"},
+    {"gpu_sm90 fa3 kvcache", "left padding (cache_leftpad)*"},
     {"gpu_sm90 fa3 kvcache", "device data out of range*"},
     // The attention sinks (src/sm90/fa3_fwd_sink.cu, fa3_bwd_sink.cu; tests/gpu/test_fa3_sinks.cpp).
     {"gpu_sm90 fa3 sinks", "*"},

@@ -16,6 +16,8 @@
 //   - split-KV: 1, 3 and 7 splits (more splits than some sequences have blocks: empty splits), and
 //     the combine's merge by LSE;
 //   - writes outside O and LSE: both poisoned, with a guard after each that must stay poisoned;
+//   - left padding (cache_leftpad): keys before it never attended, pages wholly inside it never read
+//     (-1 in the table), split ranges that start past it, a padding past the length clamped;
 //   - device data out of range: the error word's bits, no read outside the cache;
 //   - a CUDA graph: one decode call captured, replayed with new lengths and a new page table written
 //     into the same device buffers (nothing of them may be read on the host or baked into the
@@ -59,6 +61,7 @@ struct KCase {
   int64_t seqlen_new = 0;  // keys appended at lens[b] before attending (k_new/v_new)
   int64_t rotary_dim = 0;  // rotary on q and the new keys (needs seqlen_new's k_new)
   bool interleaved = false;
+  std::vector<int32_t> leftpad = {};  // cache_leftpad (empty: none): sequence b's keys start there
   std::string str() const {
     std::string s = paged ? "paged page=" + std::to_string(page_size) : "contiguous";
     s += " cap=" + std::to_string(cache_seqlen) + " lens=[";
@@ -66,7 +69,8 @@ struct KCase {
     return s + "] sq=" + std::to_string(sq) + " Hq=" + std::to_string(hq) + " Hkv=" + std::to_string(hkv) +
            (causal ? " causal" : "") + " splits=" + std::to_string(splits) + (batch_idx ? " cache_batch_idx" : "") +
            (seqlen_new ? " new=" + std::to_string(seqlen_new) : "") +
-           (rotary_dim ? " rotary=" + std::to_string(rotary_dim) + (interleaved ? " interleaved" : " half") : "");
+           (rotary_dim ? " rotary=" + std::to_string(rotary_dim) + (interleaved ? " interleaved" : " half") : "") +
+           (leftpad.empty() ? "" : " leftpad[0]=" + std::to_string(leftpad[0]));
   }
 };
 
@@ -98,6 +102,16 @@ void key_at(const void* ctx, int64_t b, int64_t j, int64_t* outer, int64_t* row)
   }
 }
 
+// The reference's view of a left-padded sequence: its key j is cache position pad[b] + j.
+struct Padded {
+  const Where* w;
+  const std::vector<int32_t>* pad;
+};
+void key_at_padded(const void* ctx, int64_t b, int64_t j, int64_t* outer, int64_t* row) {
+  const Padded& p = *static_cast<const Padded*>(ctx);
+  key_at(p.w, b, (*p.pad)[static_cast<size_t>(b)] + j, outer, row);
+}
+
 void check_case(const KCase& c, uint64_t seed) {
   INFO(c.str());
   std::mt19937_64 rng(seed);
@@ -117,8 +131,11 @@ void check_case(const KCase& c, uint64_t seed) {
     w.table.assign(static_cast<size_t>(batch * w.max_pages), -1);  // unused entries: never read
     size_t next = 0;
     for (int64_t b = 0; b < batch; ++b)
-      for (int64_t pg = 0; pg < (c.lens[b] + c.seqlen_new + c.page_size - 1) / c.page_size; ++pg)
-        w.table[static_cast<size_t>(b * w.max_pages + pg)] = perm[next++];
+      for (int64_t pg = 0; pg < (c.lens[b] + c.seqlen_new + c.page_size - 1) / c.page_size; ++pg) {
+        // Pages wholly inside the left padding: -1, never to be read (the error word stays 0).
+        const bool padding = !c.leftpad.empty() && (pg + 1) * c.page_size <= c.leftpad[static_cast<size_t>(b)];
+        w.table[static_cast<size_t>(b * w.max_pages + pg)] = padding ? -1 : perm[next++];
+      }
     cache_seqlen = c.page_size;
   } else {
     cache_batch = c.batch_idx ? batch + 2 : batch;
@@ -194,7 +211,9 @@ void check_case(const KCase& c, uint64_t seed) {
   upload(dv, v);
   upload(d_len, c.lens);
   if (!w.table.empty()) upload(d_table, w.table);
-  DeviceBuf dkn(k_new.size() * 2), dvn(v_new.size() * 2), dcos(cosv.size() * 4), dsin(sinv.size() * 4);
+  DeviceBuf dkn(k_new.size() * 2), dvn(v_new.size() * 2), dcos(cosv.size() * 4), dsin(sinv.size() * 4),
+      d_pad(std::max<size_t>(c.leftpad.size(), 1) * 4);
+  if (!c.leftpad.empty()) upload(d_pad, c.leftpad);
   upload(dkn, k_new);
   upload(dvn, v_new);
   upload(dcos, cosv);
@@ -220,6 +239,7 @@ void check_case(const KCase& c, uint64_t seed) {
   p.causal = c.causal ? 1 : 0;
   p.num_splits = c.splits;
   p.error_word = static_cast<uint32_t*>(d_err.p);
+  if (!c.leftpad.empty()) p.cache_leftpad = static_cast<const int32_t*>(d_pad.p);
   if (c.seqlen_new > 0) {
     p.k_new = dkn.p;
     p.v_new = dvn.p;
@@ -287,8 +307,15 @@ void check_case(const KCase& c, uint64_t seed) {
   const Strides cs = make_strides(Layout::kContiguous, cache_batch, cache_seqlen, c.hkv, kD);
   const ref::TensorView qv = ref_view(q_used, FLASHPTX_BF16, qs), kv = ref_view(k_after, FLASHPTX_BF16, cs),
                         vv = ref_view(v_after, FLASHPTX_BF16, cs);
-  const ref::Forward exact = ref::forward_kvcache(rp, lens_after, qv, kv, vv, key_at, &w);
-  const ref::Forward same = ref::forward_kvcache(rp, lens_after, qv, kv, vv, key_at, &w, flashptx::Round::kBF16);
+  // Left padding: the reference sees sequence b's keys [pad[b], lens_after[b]) as its keys 0, 1, ...
+  // (the causal diagonal, bottom-right within that length, is the same cache position).
+  const std::vector<int32_t> pad = c.leftpad.empty() ? std::vector<int32_t>(static_cast<size_t>(batch), 0) : c.leftpad;
+  std::vector<int32_t> lens_ref = lens_after;
+  for (size_t b = 0; b < lens_ref.size(); ++b) lens_ref[b] -= pad[b];
+  const Padded padded{&w, &pad};
+  const ref::Forward exact = ref::forward_kvcache(rp, lens_ref, qv, kv, vv, key_at_padded, &padded);
+  const ref::Forward same =
+      ref::forward_kvcache(rp, lens_ref, qv, kv, vv, key_at_padded, &padded, flashptx::Round::kBF16);
   double e_o = 0, e_same = 0, e_lse = 0, e_lse_same = 0, lse_mag = 0;
   for (int64_t i = 0; i < q_n; ++i) {
     e_o = std::max(e_o, std::fabs(flashptx::bf16_to_float(o[i]) - exact.o[i]));
@@ -493,6 +520,21 @@ TEST_CASE("new keys appended in place, with and without rotary (interleaved, hal
   for (const KCase& c : cases) check_case(c, seed++);
 }
 
+TEST_CASE("left padding (cache_leftpad): keys from cache_leftpad[b] on*") {
+  // {sq, hq, hkv, lens, paged, page, cap, causal, splits, batch_idx, seqlen_new, rotary_dim, interleaved,
+  //  leftpad}: 0, inside a block, a block edge, the whole length (no key), with splits (ranges that
+  // start past the padding), causal rows that see nothing, pages wholly inside the padding (-1 in
+  // the table), an append with rotary behind the padding.
+  const std::vector<KCase> cases = {
+      {1, 4, 2, {0, 100, 192, 150}, false, 0, 192, false, 3, false, 0, 0, false, {0, 37, 64, 150}},
+      {20, 4, 1, {90, 200}, false, 0, 200, true, 1, true, 0, 0, false, {80, 5}},
+      {1, 6, 2, {130, 255}, true, 16, 256, false, 7, false, 0, 0, false, {70, 129}},
+      {3, 4, 2, {61, 140}, true, 64, 192, true, 2, false, 3, 64, true, {0, 128}},
+  };
+  uint64_t seed = 0x1e7f;
+  for (const KCase& c : cases) check_case(c, seed++);
+}
+
 TEST_CASE("device data out of range: clamped and recorded in the error word*") {
   // Sequence 0 claims more keys than the cache holds (clamped to its capacity: then the full
   // cache), sequence 1's second page index is outside the cache (its keys read as zeros).
@@ -551,6 +593,44 @@ TEST_CASE("device data out of range: clamped and recorded in the error word*") {
     e_same = std::max(e_same, std::fabs(same.o[i] - exact.o[i]));
   }
   CHECK_MESSAGE(e <= 2 * e_same + 1e-5, "clamped sequence: max|O - ref| = " << e);
+
+  // A left padding past its sequence's (clamped) length, and a negative one: clamped to [0, length]
+  // and recorded; sequence 0 then has no key (O = 0), sequence 1 attends from key 0.
+  const std::vector<int32_t> pads = {129, -4}, lens_ok = {128, 100}, table_ok = {2, 0, 1, 3};
+  DeviceBuf d_pad(8);
+  upload(d_pad, pads);
+  upload(d_len, lens_ok);
+  upload(d_table, table_ok);
+  CUDA_REQUIRE(cudaMemset(d_o.p, 0xFF, d_o.bytes));
+  CUDA_REQUIRE(cudaMemset(d_err.p, 0, 4));
+  p.cache_leftpad = static_cast<const int32_t*>(d_pad.p);
+  REQUIRE_MESSAGE(flashptx_fwd_kvcache(&p, nullptr) == FLASHPTX_OK, flashptx_last_error());
+  CUDA_REQUIRE(cudaDeviceSynchronize());
+  CUDA_REQUIRE(cudaMemcpy(&err, d_err.p, 4, cudaMemcpyDeviceToHost));
+  CUDA_REQUIRE(cudaMemcpy(o.data(), d_o.p, q_n * 2, cudaMemcpyDeviceToHost));
+  CHECK(err == FLASHPTX_KVCACHE_ERR_LEFTPAD);
+  for (int64_t i = 0; i < hq * kD; ++i) REQUIRE(flashptx::bf16_to_float(o[static_cast<size_t>(i)]) == 0.f);  // no key
+  w.table = table_ok;
+  const ref::Problem rp1 = ref::problem(1, 1, 0, hq, hkv, kD, false, 0);
+  struct Second { const Where* w; };
+  const Second second{&w};
+  const auto key_at_second = [](const void* ctx, int64_t, int64_t j, int64_t* outer, int64_t* row) {
+    key_at(static_cast<const Second*>(ctx)->w, 1, j, outer, row);
+  };
+  const std::vector<uint16_t> q1(q.begin() + hq * kD, q.end());
+  const ref::Forward exact1 = ref::forward_kvcache(rp1, {100}, ref_view(q1, FLASHPTX_BF16, qs),
+                                                   ref_view(k, FLASHPTX_BF16, cs), ref_view(v, FLASHPTX_BF16, cs),
+                                                   key_at_second, &second);
+  const ref::Forward same1 =
+      ref::forward_kvcache(rp1, {100}, ref_view(q1, FLASHPTX_BF16, qs), ref_view(k, FLASHPTX_BF16, cs),
+                           ref_view(v, FLASHPTX_BF16, cs), key_at_second, &second, flashptx::Round::kBF16);
+  e = 0;
+  e_same = 0;
+  for (int64_t i = 0; i < hq * kD; ++i) {
+    e = std::max(e, std::fabs(flashptx::bf16_to_float(o[static_cast<size_t>(hq * kD + i)]) - exact1.o[i]));
+    e_same = std::max(e_same, std::fabs(same1.o[i] - exact1.o[i]));
+  }
+  CHECK_MESSAGE(e <= 2 * e_same + 1e-5, "negative left padding: max|O - ref| = " << e);
 }
 
 }  // TEST_SUITE

@@ -18,6 +18,7 @@ from ._abi import (  # noqa: F401 - the public names
     FlashptxRuntimeError,
     FlashptxValueError,
     KVCACHE_ERR_BATCH_IDX,
+    KVCACHE_ERR_LEFTPAD,
     KVCACHE_ERR_PAGE,
     KVCACHE_ERR_ROTARY,
     KVCACHE_ERR_SEQLEN,
@@ -35,7 +36,7 @@ from ._abi import (  # noqa: F401 - the public names
 __all__ = ["attention", "attention_with_kvcache", "attention_varlen", "available", "unavailable_reason", "library_path", "find_library",
            "library", "allow_unverified_sm100", "unverified_sm100_allowed", "FlashptxError", "FlashptxValueError",
            "FlashptxRuntimeError", "LibraryNotFoundError", "STATUS_NAMES", "KVCACHE_ERR_SEQLEN", "KVCACHE_ERR_PAGE",
-           "KVCACHE_ERR_BATCH_IDX", "KVCACHE_ERR_ROTARY"]
+           "KVCACHE_ERR_BATCH_IDX", "KVCACHE_ERR_ROTARY", "KVCACHE_ERR_LEFTPAD"]
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, softmax_scale=None,

@@ -93,10 +93,10 @@ class KvcacheParams(ctypes.Structure):
                  ("workspace", _p), ("workspace_bytes", _i64), ("error_word", _p),
                  ("k_new", _p), ("v_new", _p), ("seqlen_new", _i64)] + _strides("k_new", "v_new") +
                 [("rotary_cos", _p), ("rotary_sin", _p), ("rotary_dim", _i64), ("seqlen_ro", _i64),
-                 ("rotary_interleaved", _int)])
+                 ("rotary_interleaved", _int), ("cache_leftpad", _p)])
 
 
-KVCACHE_ERR_SEQLEN, KVCACHE_ERR_PAGE, KVCACHE_ERR_BATCH_IDX, KVCACHE_ERR_ROTARY = 1, 2, 4, 8
+KVCACHE_ERR_SEQLEN, KVCACHE_ERR_PAGE, KVCACHE_ERR_BATCH_IDX, KVCACHE_ERR_ROTARY, KVCACHE_ERR_LEFTPAD = 1, 2, 4, 8, 16
 KVCACHE_MAX_SPLITS = 128
 
 
@@ -412,8 +412,8 @@ def check_kvcache(where, q, k_cache, v_cache, k=None, v=None, rotary_cos=None, r
             fail("the cache holds %d sequences (k_cache.shape[0]) for a batch of %d; pass cache_batch_idx to map "
                  "sequences to cache rows" % (cache_batch, batch))
         capacity = cache_seqlen
-    if cache_leftpad is not None:
-        fail("cache_leftpad is not supported yet (the KV-cache kernels attend from key 0)")
+    if cache_leftpad is not None:  # keys [cache_leftpad[b], cache_seqlens[b] + seqlen_new): read on the device
+        index("cache_leftpad", cache_leftpad, ("batch",), (batch,))
 
     seqlen_new = 0
     if (k is None) != (v is None):
@@ -490,12 +490,12 @@ def check_kvcache(where, q, k_cache, v_cache, k=None, v=None, rotary_cos=None, r
 
 def kvcache_params(ptrs, a, strides, dtype, causal, num_splits, rotary_interleaved):
     """KvcacheParams from pointers {q, k_cache, v_cache, o[, lse, cache_seqlens, cache_batch_idx,
-    page_table, k_new, v_new, rotary_cos, rotary_sin, workspace, error_word]}, check_kvcache's dict
+    page_table, k_new, v_new, rotary_cos, rotary_sin, workspace, error_word, cache_leftpad]}, check_kvcache's dict
     `a`, strides {q, k, v, o[, k_new, v_new]: (batch, row, head)} in elements and a dtype code.
     The workspace's size is set by the caller (flashptx_fwd_kvcache_workspace_size)."""
     p = KvcacheParams()
     for n in ("q", "k_cache", "v_cache", "o", "lse", "cache_seqlens", "cache_batch_idx", "page_table", "k_new",
-              "v_new", "rotary_cos", "rotary_sin", "workspace", "error_word"):
+              "v_new", "rotary_cos", "rotary_sin", "workspace", "error_word", "cache_leftpad"):
         setattr(p, n, ptrs.get(n) or None)
     for n in ("batch", "seqlen_q", "heads_q", "heads_kv", "head_dim", "cache_batch", "cache_seqlen", "max_pages",
               "page_table_stride", "rotary_dim", "seqlen_ro"):

@@ -717,10 +717,12 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, *, rotary_cos=No
       the sequence's length after the append; a row that sees no key gets 0, LSE -inf).
     softmax_scale: default 1/sqrt(head_dim). num_splits: 0 the library's split-KV choice, 1 none,
       up to 128. window_size and softcap: only their defaults (no KV-cache kernel has them yet;
-      ValueError otherwise). cache_leftpad: not supported yet (ValueError).
+      ValueError otherwise). cache_leftpad: int32 [batch] on q's device (read by the kernel only), FA's
+      left padding: sequence b attends to cache positions [cache_leftpad[b], cache_seqlens[b] +
+      seqlen_new); the append, the rotary positions and the causal diagonal stay cache positions.
     error_word (flashptx's, not FA's): an optional int32 CUDA tensor of one element, into which the
       kernels OR flashptx.KVCACHE_ERR_* bits when device data is out of range (a length beyond the
-      cache, a page index outside it, ...); the output is then not meaningful for those sequences.
+      cache, a page index outside it, a left padding past the length, ...); the output is then not meaningful for those sequences.
     Returns out [batch, seqlen_q, heads_q, head_dim] (q's dtype), and with return_softmax_lse the
     LSE, float32 [batch, heads_q, seqlen_q]. Runs on the current CUDA stream of q's device.
     """
@@ -765,6 +767,10 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, *, rotary_cos=No
         idx = cache_batch_idx.contiguous()
         ptrs["cache_batch_idx"] = idx.data_ptr()
         keep.append(idx)
+    if cache_leftpad is not None:
+        pad = cache_leftpad.contiguous()
+        ptrs["cache_leftpad"] = pad.data_ptr()
+        keep.append(pad)
     if page_table is not None:
         ptrs["page_table"] = page_table.data_ptr()
     if error_word is not None:

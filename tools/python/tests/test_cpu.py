@@ -540,6 +540,10 @@ def kvcache_arguments_are_checked_before_any_call():
     assert abs(a["softmax_scale"] - 0.1) < 1e-12
     # no lengths: the full cache (less what is appended)
     assert _abi.check_kvcache("t", T((2, 1, 4, 128)), T((2, 90, 4, 128)), T((2, 90, 4, 128)))["seqlens"] == 90
+    # left padding: an int32 [batch] tensor, carried by the struct
+    assert _abi.check_kvcache("t", **kv_args(cache_leftpad=T((3,), "int32")))["batch"] == 3
+    assert _abi.kvcache_params({"cache_leftpad": 4096}, _abi.check_kvcache("t", **kv_args()), {}, 0, False, 0,
+                               False).cache_leftpad == 4096
     # a padded page table: its row stride is passed on
     assert _abi.check_kvcache("t", **kv_args(page_table=T((3, 4), "int32", stride=(6, 1))))["page_table_stride"] == 6
     new = T((3, 2, 2, 128))
@@ -566,7 +570,9 @@ def kvcache_arguments_are_checked_before_any_call():
             ("no column", {"page_table": T((3, 0), "int32")}),
             ("rows must be contiguous", {"page_table": T((3, 4), "int32", stride=(1, 3))}),
             ("cache_batch_idx with page_table", {"cache_batch_idx": T((3,), "int32")}),
-            ("cache_leftpad is not supported", {"cache_leftpad": T((3,), "int32")}),
+            ("cache_leftpad must be int32", {"cache_leftpad": T((3,), "int64")}),
+            ("cache_leftpad must have shape (3,)", {"cache_leftpad": T((4,), "int32")}),
+            ("on q's device", {"cache_leftpad": T((3,), "int32", device="cpu")}),
             ("k and v (the new keys and values) come together: v is None", {"k": new}),
             ("k must be [batch, seqlen_new, heads_kv, head_dim] = (3, 2, 2, 128)", {"k": T((3, 2, 8, 128)),
                                                                                     "v": new}),

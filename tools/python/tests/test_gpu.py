@@ -408,7 +408,8 @@ def _kv_ref(q, k, v, causal, scale, dtype):
 
 
 def _kv_case(label, problems, *, batch, sq, hq, hk, lens, cap, paged=False, page=64, seqlen_new=0, rotary_dim=0,
-             interleaved=True, causal=False, num_splits=0, batch_idx=False, lens_as_int=False, seed=0, d=128):
+             interleaved=True, causal=False, num_splits=0, batch_idx=False, lens_as_int=False, leftpad=None, seed=0,
+             d=128):
     """One attention_with_kvcache call against the fp64 reference, the cache after it checked
     (appended rows: V exact, K within one bf16 rounding of the fp64 rotation; everything else
     untouched), the error word 0."""
@@ -443,6 +444,9 @@ def _kv_case(label, problems, *, batch, sq, hq, hk, lens, cap, paged=False, page
         cos, sin = ang.cos().float(), ang.sin().float()
         kw["rotary_cos"], kw["rotary_sin"] = cos, sin
     kw["cache_seqlens"] = lens[0] if lens_as_int else torch.tensor(lens, dtype=torch.int32, device=DEV)
+    pad = leftpad or [0] * batch  # sequence b's keys: cache positions [pad[b], lens[b] + seqlen_new)
+    if leftpad is not None:
+        kw["cache_leftpad"] = torch.tensor(leftpad, dtype=torch.int32, device=DEV)
     k_before, v_before = kc.clone(), vc.clone()
     err = torch.zeros(1, dtype=torch.int32, device=DEV)
     out, lse = flashptx.attention_with_kvcache(q, kc, vc, knew, vnew, causal=causal, num_splits=num_splits,
@@ -481,7 +485,7 @@ def _kv_case(label, problems, *, batch, sq, hq, hk, lens, cap, paged=False, page
     inf_mismatch = 0
     for b in range(batch):
         L = lens[b] + seqlen_new
-        o_, r_ = where(b, torch.arange(L, device=DEV))
+        o_, r_ = where(b, torch.arange(pad[b], L, device=DEV))
         kb, vb = kc[o_, r_], vc[o_, r_]
         o64, l64 = _kv_ref(q_used[b], kb, vb, causal, scale, torch.float64)
         o16, _ = _kv_ref(q_same[b], kb, vb, causal, scale, torch.bfloat16)
@@ -525,6 +529,10 @@ def test_attention_with_kvcache():
              paged=True, seqlen_new=1, rotary_dim=64, interleaved=True, seed=6, **c)
     _kv_case("append 4 + rotary 128 half, causal, splits 2", batch=2, sq=4, hq=4, hk=1, lens=[7, 90], cap=192,
              seqlen_new=4, rotary_dim=128, interleaved=False, causal=True, num_splits=2, seed=7, **c)
+    _kv_case("leftpad, contiguous causal sq 8 splits 3", batch=3, sq=8, hq=8, hk=2, lens=[300, 64, 20], cap=512,
+             leftpad=[100, 64, 3], causal=True, num_splits=3, seed=9, **c)
+    _kv_case("leftpad, paged 64 append 2 + rotary 64", batch=2, sq=2, hq=4, hk=1, lens=[200, 129], cap=320,
+             paged=True, seqlen_new=2, rotary_dim=64, leftpad=[130, 0], causal=True, seed=10, **c)
     _kv_case("int cache_seqlens, append 2 + rotary 32, paged 32", batch=2, sq=2, hq=4, hk=2, lens=[100, 100],
              cap=256, paged=True, page=32, seqlen_new=2, rotary_dim=32, interleaved=False, causal=False,
              lens_as_int=True, seed=8, **c)
@@ -584,7 +592,7 @@ def test_attention_with_kvcache_errors():
     lens = torch.tensor([3, 4], dtype=torch.int32, device=DEV)
     expect(ValueError, lambda: f(q, kc, kc, cache_seqlens=lens.long()), "cache_seqlens must be int32")
     expect(ValueError, lambda: f(q, kc, kc, cache_seqlens=lens, window_size=(8, 0)), "no sliding window")
-    expect(ValueError, lambda: f(q, kc, kc, cache_seqlens=lens, cache_leftpad=lens), "cache_leftpad")
+    expect(ValueError, lambda: f(q, kc, kc, cache_seqlens=lens, cache_leftpad=lens.long()), "cache_leftpad must be int32")
     expect(ValueError, lambda: f(q, kc, kc, cache_seqlens=65), "cache_seqlens 65")
     expect(ValueError, lambda: f(q.cpu(), kc.cpu(), kc.cpu(), cache_seqlens=3), "needs CUDA tensors")
     e = expect(ValueError, lambda: f(t(2, 1, 8, 64), t(2, 64, 2, 64), t(2, 64, 2, 64), cache_seqlens=lens),
