@@ -594,9 +594,10 @@ flashptx_status flashptx_fwd_fp8_check(const flashptx_fwd_fp8_params* p);
  *     j % page_size. page_size: a multiple of 64, or 8, 16 or 32 (a 64-key block is then 64 /
  *     page_size TMA boxes; other sizes: FLASHPTX_ERR_UNSUPPORTED). cache_batch_idx must be NULL.
  * Sequence b attends to its first cache_seqlens[b] keys (device int32 [batch], read on the device
- * only: a captured CUDA graph replays with new lengths). Causal: bottom-right within the sequence's
- * length, query row i sees key j iff j <= i + cache_seqlens[b] - seqlen_q (a row that sees no key:
- * O = 0, LSE = -inf). GQA/MQA: heads_q a multiple of heads_kv; the query heads of one kv head share
+ * only: a captured CUDA graph replays with new lengths), or with cache_leftpad (device int32
+ * [batch], optional) to keys [cache_leftpad[b], cache_seqlens[b]) (FlashAttention's left padding:
+ * the keys before it are never read). Causal: bottom-right within the sequence's length, query row
+ * i sees key j iff j <= i + cache_seqlens[b] - seqlen_q (a row that sees no key: O = 0, LSE = -inf). GQA/MQA: heads_q a multiple of heads_kv; the query heads of one kv head share
  * a tile (packed GQA), so each K/V block is read once per kv head. LSE (optional) fp32
  * [batch, heads_q, seqlen_q], natural log. bf16, head_dim 128, sm_90 only (else
  * FLASHPTX_ERR_UNSUPPORTED / _UNSUPPORTED_HEAD_DIM / _UNSUPPORTED_DEVICE). Strides in elements, rows
@@ -615,13 +616,16 @@ flashptx_status flashptx_fwd_fp8_check(const flashptx_fwd_fp8_params* p);
  *   FLASHPTX_KVCACHE_ERR_PAGE       a page_table entry outside [0, num_pages): its keys read as zeros
  *   FLASHPTX_KVCACHE_ERR_BATCH_IDX  a cache_batch_idx entry outside [0, cache_batch): no keys
  *   FLASHPTX_KVCACHE_ERR_ROTARY     a rotary position at or past seqlen_ro (see rotary_cos below)
+ *   FLASHPTX_KVCACHE_ERR_LEFTPAD    a cache_leftpad entry < 0 or above the sequence's length (with
+ *                                   the appended keys): clamped to [0, length]
  * The output of a call that set a bit is not meaningful for the sequences concerned.
- * Not yet: cache_leftpad, fp16, head dims 64 and 256.
+ * Not yet: fp16, head dims 64 and 256.
  */
 #define FLASHPTX_KVCACHE_ERR_SEQLEN 1u
 #define FLASHPTX_KVCACHE_ERR_PAGE 2u
 #define FLASHPTX_KVCACHE_ERR_BATCH_IDX 4u
 #define FLASHPTX_KVCACHE_ERR_ROTARY 8u
+#define FLASHPTX_KVCACHE_ERR_LEFTPAD 16u
 #define FLASHPTX_KVCACHE_MAX_SPLITS 128
 
 typedef struct flashptx_kvcache_params {
@@ -675,6 +679,10 @@ typedef struct flashptx_kvcache_params {
   const float* rotary_sin;
   int64_t rotary_dim, seqlen_ro;
   int rotary_interleaved;
+  /* Optional left padding (NULL: none): DEVICE int32 [batch]; sequence b's keys are cache positions
+   * [cache_leftpad[b], cache_seqlens[b] + seqlen_new). The append still goes at cache_seqlens[b], rotary
+   * positions and the causal diagonal stay cache positions (FlashAttention's cache_leftpad). */
+  const int32_t* cache_leftpad;
 } flashptx_kvcache_params;
 
 /* The workspace a call needs (0 without a split). With num_splits 0 the split count is the plan's

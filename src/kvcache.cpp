@@ -18,6 +18,11 @@ namespace flashptx {
 
 namespace {
 
+// The error word's bits, as the header promises them to the caller.
+static_assert(fa3::kKvErrSeqlen == FLASHPTX_KVCACHE_ERR_SEQLEN && fa3::kKvErrPage == FLASHPTX_KVCACHE_ERR_PAGE &&
+              fa3::kKvErrBatchIdx == FLASHPTX_KVCACHE_ERR_BATCH_IDX && fa3::kKvErrRotary == FLASHPTX_KVCACHE_ERR_ROTARY &&
+              fa3::kKvErrLeftpad == FLASHPTX_KVCACHE_ERR_LEFTPAD);
+
 constexpr int64_t kKvBlockM = 64;  // packed rows per tile (KvLayout::kBlockM)
 constexpr int64_t kKvBlockN = 64;  // keys per block (KvLayout::kBlockN)
 
@@ -117,7 +122,7 @@ flashptx_status validate_kvcache_buffers(const flashptx_kvcache_params& p, std::
   const struct { const char* name; const void* ptr; uintptr_t a; } al[] = {
       {"q", p.q, 16}, {"k_cache", p.k_cache, 16}, {"v_cache", p.v_cache, 16}, {"o", p.o, 16}, {"lse", p.lse, 4},
       {"cache_seqlens", p.cache_seqlens, 4}, {"cache_batch_idx", p.cache_batch_idx, 4},
-      {"page_table", p.page_table, 4}, {"error_word", p.error_word, 4}};
+      {"page_table", p.page_table, 4}, {"cache_leftpad", p.cache_leftpad, 4}, {"error_word", p.error_word, 4}};
   for (const auto& b : al)
     if (!aligned(b.ptr, b.a))
       return bad(FLASHPTX_ERR_MISALIGNED, msg, std::string(b.name) + " is not " + str(b.a) + "-byte aligned");
@@ -257,6 +262,7 @@ flashptx_status run_kvcache(const flashptx_kvcache_params& p, cudaStream_t strea
   a.cache_batch_idx = p.cache_batch_idx;
   a.page_table = p.page_table;
   a.page_table_stride = p.page_table_stride;
+  a.cache_leftpad = p.cache_leftpad;
   a.error_word = p.error_word;
   a.batch = static_cast<int>(p.batch);
   a.seqlen_q = static_cast<int>(p.seqlen_q);

@@ -11,7 +11,8 @@
 //
 // The sequence's key count is cache_seqlens[b], read on the device by every role (the same value:
 // the same load of the same word), clamped to [0, capacity]; the blocks a tile visits are derived
-// from it, so a CUDA graph replays with new lengths.
+// from it (and from cache_leftpad[b], where given: the first key), so a CUDA graph replays with new
+// lengths.
 //
 // Roles:
 //   warpgroup 0   PRODUCER   one thread: for each K/V block of the tile's range, left to right,
@@ -68,7 +69,8 @@ struct KvSmem {
 // The CTA's tile, derived alike by every role from blockIdx and the sequence's length.
 struct KvTile {
   int split, m_block, head_kv, batch;
-  int len_k;      // the sequence's keys, clamped to [0, capacity]
+  int len_k;      // the sequence's keys, clamped to [0, capacity]: cache positions [key_begin, len_k)
+  int key_begin;  // cache_leftpad[b] clamped to [0, len_k], or 0
   int cache_row;  // contiguous: the cache's batch coordinate (cache_batch_idx[b] or b)
   int n_begin, n_end;  // this split's key blocks [n_begin, n_end)
   uint32_t err;   // kKvErr* bits of what was clamped
@@ -94,6 +96,16 @@ __device__ __forceinline__ KvTile kv_tile(const KvcacheParams& p) {
   } else {
     len += p.seqlen_new;
   }
+  // Left padding (FlashAttention's cache_leftpad): the sequence's keys are cache positions
+  // [leftpad, len); positions, the causal diagonal and the append stay cache positions.
+  int begin = 0;
+  if (p.cache_leftpad != nullptr) {
+    begin = p.cache_leftpad[t.batch];
+    if (begin < 0 || begin > len) {
+      t.err |= kKvErrLeftpad;
+      begin = min(max(begin, 0), len);
+    }
+  }
   t.cache_row = t.batch;
   if constexpr (!C.paged) {
     if (p.cache_batch_idx != nullptr) {
@@ -107,16 +119,19 @@ __device__ __forceinline__ KvTile kv_tile(const KvcacheParams& p) {
     }
   }
   t.len_k = len;
-  // The keys some row of the tile sees: [0, key_end). Causal, bottom-right within the sequence's
+  t.key_begin = min(begin, len);
+  // The keys some row of the tile sees: [key_begin, key_end). Causal, bottom-right within the sequence's
   // length: query row i sees key j iff j <= i + len_k - seqlen_q; the tile's last row sees most.
   int key_end = len;
   if (p.causal) {
     const int last = min(t.m_block * 64 + 63, p.seqlen_q * p.group - 1);
     key_end = max(0, min(len, last / p.group + 1 + len - p.seqlen_q));
   }
-  const int nb = (key_end + C.block_n - 1) / C.block_n;
-  const int per = (nb + p.num_splits - 1) / p.num_splits;
-  t.n_begin = min(nb, t.split * per);
+  // Key blocks [first, nb), cut into num_splits contiguous ranges (empty where key_end <= key_begin).
+  const int first = t.key_begin / C.block_n;
+  const int nb = max(first, (key_end + C.block_n - 1) / C.block_n);
+  const int per = (nb - first + p.num_splits - 1) / p.num_splits;
+  t.n_begin = min(nb, first + t.split * per);
   t.n_end = min(nb, t.n_begin + per);
   return t;
 }
@@ -147,7 +162,7 @@ struct KvProducer {
           const int key0 = n * C.block_n + s * p.box_rows;
           row[s] = p.page_size;
           page[s] = 0;
-          if (key0 < t.len_k) {
+          if (key0 < t.len_k && key0 + p.box_rows > t.key_begin) {  // the box holds a key of the sequence
             const int pg = pt[key0 / p.page_size];
             if (pg >= 0 && pg < p.cache_batch) {
               page[s] = pg;
@@ -286,10 +301,12 @@ struct KvConsumer {
     ptx::wgmma_fence_operand(o);
   }
 
-  // Keys past the sequence's length, and (causal) right of row i's diagonal i + len_k - seqlen_q:
-  // row h sees the block's columns c <= last[h] - n * kBlockN (one compare per element).
+  // Keys before the left padding's end, past the sequence's length, and (causal) right of row i's
+  // diagonal i + len_k - seqlen_q: row h sees the block's columns first <= c <= last[h] (relative to
+  // n * kBlockN + 2 * q4; two compares per element).
   __device__ __forceinline__ void mask(int n) {
     int last[2];
+    const int first = t.key_begin - n * kBlockN - 2 * q4;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       last[h] = t.len_k - 1;
@@ -300,7 +317,8 @@ struct KvConsumer {
     for (int i = 0; i < kBlockN / 8; ++i) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const bool masked = 8 * i + (e & 1) > last[e >> 1];
+        const int c = 8 * i + (e & 1);
+        const bool masked = c > last[e >> 1] || c < first;
         s_acc[4 * i + e] = masked ? -INFINITY : s_acc[4 * i + e];
       }
     }

@@ -19,6 +19,7 @@ constexpr uint32_t kKvErrSeqlen = 1u;      // a cache_seqlens entry < 0 or above
 constexpr uint32_t kKvErrPage = 2u;        // a page_table entry outside [0, num_pages): that page read as zeros
 constexpr uint32_t kKvErrBatchIdx = 4u;    // a cache_batch_idx entry outside [0, batch_cache): no keys
 constexpr uint32_t kKvErrRotary = 8u;      // a rotary position at or past seqlen_ro: the last row used
+constexpr uint32_t kKvErrLeftpad = 16u;    // a cache_leftpad entry < 0 or above the sequence's length: clamped
 
 struct KvcacheParams {
   // The cache as a 4-D tensor map, d innermost: contiguous (d, seqlen_cache, heads_kv, batch_cache),
@@ -39,6 +40,7 @@ struct KvcacheParams {
   const int32_t* cache_batch_idx;  // device, [batch] or nullptr (contiguous only)
   const int32_t* page_table;       // device, [batch, max_pages] rows page_table_stride apart (paged only)
   int64_t page_table_stride;
+  const int32_t* cache_leftpad;    // device, [batch] or nullptr: sequence b's keys start at cache_leftpad[b]
   uint32_t* error_word;            // device, or nullptr (nothing recorded)
   int batch, seqlen_q, heads_q, heads_kv, group;  // group = heads_q / heads_kv (packed GQA rows)
   int capacity;      // keys one sequence may hold: seqlen_cache, or max_pages * page_size

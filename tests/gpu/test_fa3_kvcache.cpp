@@ -16,10 +16,16 @@
 //   - split-KV: 1, 3 and 7 splits (more splits than some sequences have blocks: empty splits), and
 //     the combine's merge by LSE;
 //   - writes outside O and LSE: both poisoned, with a guard after each that must stay poisoned;
-//   - device data out of range: the error word's bits, no read outside the cache.
+//   - left padding (cache_leftpad): keys before it never attended, pages wholly inside it never read
+//     (-1 in the table), split ranges that start past it, a padding past the length clamped;
+//   - device data out of range: the error word's bits, no read outside the cache;
+//   - a CUDA graph: one decode call captured, replayed with new lengths and a new page table written
+//     into the same device buffers (nothing of them may be read on the host or baked into the
+//     graph). GPU only: the simulator's runtime has no stream capture (tests/main.cpp skips it there).
 // Inputs are fresh random values. Shapes are small: the suite runs in the PTX simulator.
 #include <doctest/doctest.h>
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -55,6 +61,7 @@ struct KCase {
   int64_t seqlen_new = 0;  // keys appended at lens[b] before attending (k_new/v_new)
   int64_t rotary_dim = 0;  // rotary on q and the new keys (needs seqlen_new's k_new)
   bool interleaved = false;
+  std::vector<int32_t> leftpad = {};  // cache_leftpad (empty: none): sequence b's keys start there
   std::string str() const {
     std::string s = paged ? "paged page=" + std::to_string(page_size) : "contiguous";
     s += " cap=" + std::to_string(cache_seqlen) + " lens=[";
@@ -62,7 +69,8 @@ struct KCase {
     return s + "] sq=" + std::to_string(sq) + " Hq=" + std::to_string(hq) + " Hkv=" + std::to_string(hkv) +
            (causal ? " causal" : "") + " splits=" + std::to_string(splits) + (batch_idx ? " cache_batch_idx" : "") +
            (seqlen_new ? " new=" + std::to_string(seqlen_new) : "") +
-           (rotary_dim ? " rotary=" + std::to_string(rotary_dim) + (interleaved ? " interleaved" : " half") : "");
+           (rotary_dim ? " rotary=" + std::to_string(rotary_dim) + (interleaved ? " interleaved" : " half") : "") +
+           (leftpad.empty() ? "" : " leftpad[0]=" + std::to_string(leftpad[0]));
   }
 };
 
@@ -94,6 +102,16 @@ void key_at(const void* ctx, int64_t b, int64_t j, int64_t* outer, int64_t* row)
   }
 }
 
+// The reference's view of a left-padded sequence: its key j is cache position pad[b] + j.
+struct Padded {
+  const Where* w;
+  const std::vector<int32_t>* pad;
+};
+void key_at_padded(const void* ctx, int64_t b, int64_t j, int64_t* outer, int64_t* row) {
+  const Padded& p = *static_cast<const Padded*>(ctx);
+  key_at(p.w, b, (*p.pad)[static_cast<size_t>(b)] + j, outer, row);
+}
+
 void check_case(const KCase& c, uint64_t seed) {
   INFO(c.str());
   std::mt19937_64 rng(seed);
@@ -113,8 +131,11 @@ void check_case(const KCase& c, uint64_t seed) {
     w.table.assign(static_cast<size_t>(batch * w.max_pages), -1);  // unused entries: never read
     size_t next = 0;
     for (int64_t b = 0; b < batch; ++b)
-      for (int64_t pg = 0; pg < (c.lens[b] + c.seqlen_new + c.page_size - 1) / c.page_size; ++pg)
-        w.table[static_cast<size_t>(b * w.max_pages + pg)] = perm[next++];
+      for (int64_t pg = 0; pg < (c.lens[b] + c.seqlen_new + c.page_size - 1) / c.page_size; ++pg) {
+        // Pages wholly inside the left padding: -1, never to be read (the error word stays 0).
+        const bool padding = !c.leftpad.empty() && (pg + 1) * c.page_size <= c.leftpad[static_cast<size_t>(b)];
+        w.table[static_cast<size_t>(b * w.max_pages + pg)] = padding ? -1 : perm[next++];
+      }
     cache_seqlen = c.page_size;
   } else {
     cache_batch = c.batch_idx ? batch + 2 : batch;
@@ -190,7 +211,9 @@ void check_case(const KCase& c, uint64_t seed) {
   upload(dv, v);
   upload(d_len, c.lens);
   if (!w.table.empty()) upload(d_table, w.table);
-  DeviceBuf dkn(k_new.size() * 2), dvn(v_new.size() * 2), dcos(cosv.size() * 4), dsin(sinv.size() * 4);
+  DeviceBuf dkn(k_new.size() * 2), dvn(v_new.size() * 2), dcos(cosv.size() * 4), dsin(sinv.size() * 4),
+      d_pad(std::max<size_t>(c.leftpad.size(), 1) * 4);
+  if (!c.leftpad.empty()) upload(d_pad, c.leftpad);
   upload(dkn, k_new);
   upload(dvn, v_new);
   upload(dcos, cosv);
@@ -216,6 +239,7 @@ void check_case(const KCase& c, uint64_t seed) {
   p.causal = c.causal ? 1 : 0;
   p.num_splits = c.splits;
   p.error_word = static_cast<uint32_t*>(d_err.p);
+  if (!c.leftpad.empty()) p.cache_leftpad = static_cast<const int32_t*>(d_pad.p);
   if (c.seqlen_new > 0) {
     p.k_new = dkn.p;
     p.v_new = dvn.p;
@@ -283,8 +307,15 @@ void check_case(const KCase& c, uint64_t seed) {
   const Strides cs = make_strides(Layout::kContiguous, cache_batch, cache_seqlen, c.hkv, kD);
   const ref::TensorView qv = ref_view(q_used, FLASHPTX_BF16, qs), kv = ref_view(k_after, FLASHPTX_BF16, cs),
                         vv = ref_view(v_after, FLASHPTX_BF16, cs);
-  const ref::Forward exact = ref::forward_kvcache(rp, lens_after, qv, kv, vv, key_at, &w);
-  const ref::Forward same = ref::forward_kvcache(rp, lens_after, qv, kv, vv, key_at, &w, flashptx::Round::kBF16);
+  // Left padding: the reference sees sequence b's keys [pad[b], lens_after[b]) as its keys 0, 1, ...
+  // (the causal diagonal, bottom-right within that length, is the same cache position).
+  const std::vector<int32_t> pad = c.leftpad.empty() ? std::vector<int32_t>(static_cast<size_t>(batch), 0) : c.leftpad;
+  std::vector<int32_t> lens_ref = lens_after;
+  for (size_t b = 0; b < lens_ref.size(); ++b) lens_ref[b] -= pad[b];
+  const Padded padded{&w, &pad};
+  const ref::Forward exact = ref::forward_kvcache(rp, lens_ref, qv, kv, vv, key_at_padded, &padded);
+  const ref::Forward same =
+      ref::forward_kvcache(rp, lens_ref, qv, kv, vv, key_at_padded, &padded, flashptx::Round::kBF16);
   double e_o = 0, e_same = 0, e_lse = 0, e_lse_same = 0, lse_mag = 0;
   for (int64_t i = 0; i < q_n; ++i) {
     e_o = std::max(e_o, std::fabs(flashptx::bf16_to_float(o[i]) - exact.o[i]));
@@ -306,9 +337,160 @@ void check_case(const KCase& c, uint64_t seed) {
   CHECK_MESSAGE(inf_mismatch == 0, inf_mismatch << " LSE values -inf on one side only");
 }
 
+// The driver's graph API, through the runtime's entry-point query as src/tensormap.cpp takes
+// cuTensorMapEncodeTiled (no -lcuda link, and nothing the simulator's runtime must define).
+struct GraphApi {
+  CUresult (*begin)(CUstream, CUstreamCaptureMode) = nullptr;
+  CUresult (*end)(CUstream, CUgraph*) = nullptr;
+  CUresult (*instantiate)(CUgraphExec*, CUgraph, unsigned long long) = nullptr;
+  CUresult (*launch)(CUgraphExec, CUstream) = nullptr;
+  CUresult (*exec_destroy)(CUgraphExec) = nullptr;
+  CUresult (*destroy)(CUgraph) = nullptr;
+};
+template <class F>
+bool entry(const char* name, F* fn) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult q{};
+  const bool ok = cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &q) == cudaSuccess &&
+                  q == cudaDriverEntryPointSuccess && p != nullptr;
+  *fn = reinterpret_cast<F>(p);
+  return ok;
+}
+GraphApi graph_api() {
+  GraphApi g;
+  REQUIRE(entry("cuStreamBeginCapture", &g.begin));
+  REQUIRE(entry("cuStreamEndCapture", &g.end));
+  REQUIRE(entry("cuGraphInstantiateWithFlags", &g.instantiate));
+  REQUIRE(entry("cuGraphLaunch", &g.launch));
+  REQUIRE(entry("cuGraphExecDestroy", &g.exec_destroy));
+  REQUIRE(entry("cuGraphDestroy", &g.destroy));
+  return g;
+}
+
 }  // namespace
 
 TEST_SUITE("gpu_sm90 fa3 kvcache") {
+
+TEST_CASE("a captured CUDA graph replays with new lengths and a new page table (GPU only)") {
+  // One paged decode call with 3 splits (attention + combine) captured on a stream in the global
+  // capture mode (PyTorch's default), then replayed four times, each after writing new
+  // cache_seqlens (0, 1, a page edge, the full capacity among them) and a new page table (a fresh
+  // permutation of the pages) into the same device buffers: O and LSE against the fp64 reference
+  // of that replay's lengths and table, the error word 0.
+  const GraphApi api = graph_api();
+  std::mt19937_64 rng(0x6a7f);
+  const int64_t batch = 3, hq = 8, hkv = 2, ps = 64, max_pages = 4, pages = batch * max_pages + 3, splits = 3;
+  const int64_t q_n = batch * hq * kD, kv_n = pages * ps * hkv * kD, lse_n = batch * hq;
+  const auto q = random_bf16(static_cast<size_t>(q_n), rng), k = random_bf16(static_cast<size_t>(kv_n), rng),
+             v = random_bf16(static_cast<size_t>(kv_n), rng);
+  DeviceBuf dq(q_n * 2), dk(kv_n * 2), dv(kv_n * 2), d_o((q_n + kGuard) * 2), d_lse((lse_n + kGuard) * 4),
+      d_len(batch * 4), d_table(batch * max_pages * 4), d_err(4);
+  upload(dq, q);
+  upload(dk, k);
+  upload(dv, v);
+  flashptx_kvcache_params p{};
+  p.q = dq.p; p.k_cache = dk.p; p.v_cache = dv.p; p.o = d_o.p; p.lse = static_cast<float*>(d_lse.p);
+  p.cache_seqlens = static_cast<const int32_t*>(d_len.p);
+  p.page_table = static_cast<const int32_t*>(d_table.p);
+  p.batch = batch; p.seqlen_q = 1; p.heads_q = hq; p.heads_kv = hkv; p.head_dim = kD;
+  p.cache_batch = pages; p.cache_seqlen = ps; p.max_pages = max_pages; p.page_table_stride = max_pages;
+  p.q_head_stride = p.o_head_stride = kD; p.q_row_stride = p.o_row_stride = hq * kD;
+  p.q_batch_stride = p.o_batch_stride = hq * kD;
+  p.k_head_stride = p.v_head_stride = kD; p.k_row_stride = p.v_row_stride = hkv * kD;
+  p.k_batch_stride = p.v_batch_stride = ps * hkv * kD;
+  p.dtype = FLASHPTX_BF16;
+  p.num_splits = splits;
+  p.error_word = static_cast<uint32_t*>(d_err.p);
+  int64_t ws = 0;
+  REQUIRE(flashptx_fwd_kvcache_workspace_size(&p, &ws) == FLASHPTX_OK);
+  REQUIRE(ws > 0);
+  DeviceBuf d_ws(static_cast<size_t>(ws));
+  p.workspace = d_ws.p;
+  p.workspace_bytes = ws;
+
+  auto new_table = [&] {
+    std::vector<int32_t> perm(static_cast<size_t>(pages));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    return std::vector<int32_t>(perm.begin(), perm.begin() + batch * max_pages);
+  };
+  // The first lengths and table, and one plain call before the capture (the library's first launch
+  // of a kernel may load it: not a stream operation to capture).
+  std::vector<int32_t> table = new_table();
+  upload(d_len, std::vector<int32_t>{1, 1, 1});
+  upload(d_table, table);
+  cudaStream_t stream = nullptr;
+  CUDA_REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  REQUIRE_MESSAGE(flashptx_fwd_kvcache(&p, stream) == FLASHPTX_OK, flashptx_last_error());
+  CUDA_REQUIRE(cudaStreamSynchronize(stream));
+
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  REQUIRE(api.begin(reinterpret_cast<CUstream>(stream), CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS);
+  const flashptx_status captured = flashptx_fwd_kvcache(&p, stream);
+  const CUresult ended = api.end(reinterpret_cast<CUstream>(stream), &graph);
+  REQUIRE_MESSAGE(captured == FLASHPTX_OK, flashptx_last_error());
+  REQUIRE(ended == CUDA_SUCCESS);
+  REQUIRE(api.instantiate(&exec, graph, 0) == CUDA_SUCCESS);
+
+  const std::vector<std::vector<int32_t>> replays = {{0, 100, 256}, {255, 1, 64}, {17, 200, 130}, {256, 0, 65}};
+  for (size_t r = 0; r < replays.size(); ++r) {
+    const std::vector<int32_t>& lens = replays[r];
+    INFO("replay " << r << " lens " << lens[0] << "," << lens[1] << "," << lens[2]);
+    table = new_table();
+    upload(d_len, lens);
+    upload(d_table, table);
+    CUDA_REQUIRE(cudaMemset(d_o.p, 0xFF, d_o.bytes));
+    CUDA_REQUIRE(cudaMemset(d_lse.p, 0xFF, d_lse.bytes));
+    CUDA_REQUIRE(cudaMemset(d_err.p, 0, 4));
+    REQUIRE(api.launch(exec, reinterpret_cast<CUstream>(stream)) == CUDA_SUCCESS);
+    CUDA_REQUIRE(cudaStreamSynchronize(stream));
+    std::vector<uint16_t> o(static_cast<size_t>(q_n + kGuard));
+    std::vector<float> lse(static_cast<size_t>(lse_n + kGuard));
+    uint32_t err = 0xdeadu;
+    CUDA_REQUIRE(cudaMemcpy(o.data(), d_o.p, o.size() * 2, cudaMemcpyDeviceToHost));
+    CUDA_REQUIRE(cudaMemcpy(lse.data(), d_lse.p, lse.size() * 4, cudaMemcpyDeviceToHost));
+    CUDA_REQUIRE(cudaMemcpy(&err, d_err.p, 4, cudaMemcpyDeviceToHost));
+    CHECK_MESSAGE(err == 0u, "error word " << err);
+    check_lse_writes(lse, lse_n, "graph replay");
+    for (int64_t i = q_n; i < q_n + kGuard; ++i) REQUIRE(o[static_cast<size_t>(i)] == kPoison);
+    Where w;
+    w.paged = true;
+    w.page_size = ps;
+    w.max_pages = max_pages;
+    w.table = table;
+    const ref::Problem rp = ref::problem(batch, 1, 0, hq, hkv, kD, false, 0);
+    const Strides qs = make_strides(Layout::kContiguous, batch, 1, hq, kD);
+    const Strides cs = make_strides(Layout::kContiguous, pages, ps, hkv, kD);
+    const ref::TensorView qv = ref_view(q, FLASHPTX_BF16, qs), kv = ref_view(k, FLASHPTX_BF16, cs),
+                          vv = ref_view(v, FLASHPTX_BF16, cs);
+    const ref::Forward exact = ref::forward_kvcache(rp, lens, qv, kv, vv, key_at, &w);
+    const ref::Forward same = ref::forward_kvcache(rp, lens, qv, kv, vv, key_at, &w, flashptx::Round::kBF16);
+    double e_o = 0, e_same = 0, e_lse = 0;
+    int64_t inf_mismatch = 0, o_bad = 0;
+    for (int64_t i = 0; i < q_n; ++i) {
+      const double got = flashptx::bf16_to_float(o[static_cast<size_t>(i)]);
+      if (!std::isfinite(got)) ++o_bad;
+      e_o = std::max(e_o, std::fabs(got - exact.o[i]));
+      e_same = std::max(e_same, std::fabs(same.o[i] - exact.o[i]));
+    }
+    for (int64_t i = 0; i < lse_n; ++i) {
+      if (std::isinf(exact.lse[i]) || std::isinf(lse[i])) {
+        if (lse[i] != exact.lse[i]) ++inf_mismatch;
+        continue;
+      }
+      e_lse = std::max(e_lse, std::fabs(lse[i] - exact.lse[i]));
+    }
+    CHECK_MESSAGE(o_bad == 0, o_bad << " O elements not written (or not finite)");
+    CHECK_MESSAGE(e_o <= 2 * e_same + 1e-5, "max|O - ref| = " << e_o << " > " << 2 * e_same + 1e-5);
+    CHECK_MESSAGE(e_lse <= 1e-3, "max|LSE - ref| = " << e_lse);
+    CHECK_MESSAGE(inf_mismatch == 0, inf_mismatch << " LSE values -inf on one side only");
+  }
+  CHECK(api.exec_destroy(exec) == CUDA_SUCCESS);
+  CHECK(api.destroy(graph) == CUDA_SUCCESS);
+  CUDA_REQUIRE(cudaStreamDestroy(stream));
+}
+
 
 TEST_CASE("decode and chunked prefill against contiguous and paged caches*") {
   // lens: 0 (no key), 1, a block edge, ragged, the full capacity.
@@ -335,6 +517,21 @@ TEST_CASE("new keys appended in place, with and without rotary (interleaved, hal
       {1, 2, 2, {33, 0}, false, 0, 96, false, 1, false, 4, 32, false},
   };
   uint64_t seed = 0xa99e;
+  for (const KCase& c : cases) check_case(c, seed++);
+}
+
+TEST_CASE("left padding (cache_leftpad): keys from cache_leftpad[b] on*") {
+  // {sq, hq, hkv, lens, paged, page, cap, causal, splits, batch_idx, seqlen_new, rotary_dim, interleaved,
+  //  leftpad}: 0, inside a block, a block edge, the whole length (no key), with splits (ranges that
+  // start past the padding), causal rows that see nothing, pages wholly inside the padding (-1 in
+  // the table), an append with rotary behind the padding.
+  const std::vector<KCase> cases = {
+      {1, 4, 2, {0, 100, 192, 150}, false, 0, 192, false, 3, false, 0, 0, false, {0, 37, 64, 150}},
+      {20, 4, 1, {90, 200}, false, 0, 200, true, 1, true, 0, 0, false, {80, 5}},
+      {1, 6, 2, {130, 255}, true, 16, 256, false, 7, false, 0, 0, false, {70, 129}},
+      {3, 4, 2, {61, 140}, true, 64, 192, true, 2, false, 3, 64, true, {0, 128}},
+  };
+  uint64_t seed = 0x1e7f;
   for (const KCase& c : cases) check_case(c, seed++);
 }
 
@@ -396,6 +593,44 @@ TEST_CASE("device data out of range: clamped and recorded in the error word*") {
     e_same = std::max(e_same, std::fabs(same.o[i] - exact.o[i]));
   }
   CHECK_MESSAGE(e <= 2 * e_same + 1e-5, "clamped sequence: max|O - ref| = " << e);
+
+  // A left padding past its sequence's (clamped) length, and a negative one: clamped to [0, length]
+  // and recorded; sequence 0 then has no key (O = 0), sequence 1 attends from key 0.
+  const std::vector<int32_t> pads = {129, -4}, lens_ok = {128, 100}, table_ok = {2, 0, 1, 3};
+  DeviceBuf d_pad(8);
+  upload(d_pad, pads);
+  upload(d_len, lens_ok);
+  upload(d_table, table_ok);
+  CUDA_REQUIRE(cudaMemset(d_o.p, 0xFF, d_o.bytes));
+  CUDA_REQUIRE(cudaMemset(d_err.p, 0, 4));
+  p.cache_leftpad = static_cast<const int32_t*>(d_pad.p);
+  REQUIRE_MESSAGE(flashptx_fwd_kvcache(&p, nullptr) == FLASHPTX_OK, flashptx_last_error());
+  CUDA_REQUIRE(cudaDeviceSynchronize());
+  CUDA_REQUIRE(cudaMemcpy(&err, d_err.p, 4, cudaMemcpyDeviceToHost));
+  CUDA_REQUIRE(cudaMemcpy(o.data(), d_o.p, q_n * 2, cudaMemcpyDeviceToHost));
+  CHECK(err == FLASHPTX_KVCACHE_ERR_LEFTPAD);
+  for (int64_t i = 0; i < hq * kD; ++i) REQUIRE(flashptx::bf16_to_float(o[static_cast<size_t>(i)]) == 0.f);  // no key
+  w.table = table_ok;
+  const ref::Problem rp1 = ref::problem(1, 1, 0, hq, hkv, kD, false, 0);
+  struct Second { const Where* w; };
+  const Second second{&w};
+  const auto key_at_second = [](const void* ctx, int64_t, int64_t j, int64_t* outer, int64_t* row) {
+    key_at(static_cast<const Second*>(ctx)->w, 1, j, outer, row);
+  };
+  const std::vector<uint16_t> q1(q.begin() + hq * kD, q.end());
+  const ref::Forward exact1 = ref::forward_kvcache(rp1, {100}, ref_view(q1, FLASHPTX_BF16, qs),
+                                                   ref_view(k, FLASHPTX_BF16, cs), ref_view(v, FLASHPTX_BF16, cs),
+                                                   key_at_second, &second);
+  const ref::Forward same1 =
+      ref::forward_kvcache(rp1, {100}, ref_view(q1, FLASHPTX_BF16, qs), ref_view(k, FLASHPTX_BF16, cs),
+                           ref_view(v, FLASHPTX_BF16, cs), key_at_second, &second, flashptx::Round::kBF16);
+  e = 0;
+  e_same = 0;
+  for (int64_t i = 0; i < hq * kD; ++i) {
+    e = std::max(e, std::fabs(flashptx::bf16_to_float(o[static_cast<size_t>(hq * kD + i)]) - exact1.o[i]));
+    e_same = std::max(e_same, std::fabs(same1.o[i] - exact1.o[i]));
+  }
+  CHECK_MESSAGE(e <= 2 * e_same + 1e-5, "negative left padding: max|O - ref| = " << e);
 }
 
 }  // TEST_SUITE

@@ -73,6 +73,10 @@ TEST_CASE("valid paged and contiguous calls pass validation") {
   flashptx_kvcache_params p = contiguous();
   p.cache_batch_idx = reinterpret_cast<const int32_t*>(g_fake[6]);
   CHECK(flashptx_fwd_kvcache_check(&p) == FLASHPTX_OK);
+  for (flashptx_kvcache_params l : {paged(), contiguous()}) {  // left padding, paged or not
+    l.cache_leftpad = reinterpret_cast<const int32_t*>(g_fake[7]);
+    CHECK_MESSAGE(flashptx_fwd_kvcache_check(&l) == FLASHPTX_OK, flashptx_last_error());
+  }
   p.batch = 0;  // nothing to compute
   p.q = nullptr;
   CHECK(flashptx_fwd_kvcache_check(&p) == FLASHPTX_OK);
@@ -107,6 +111,9 @@ TEST_CASE("each bad input has its status and a message naming it") {
       {"misaligned lengths", FLASHPTX_ERR_MISALIGNED,
        [](flashptx_kvcache_params& p) { p.cache_seqlens = reinterpret_cast<const int32_t*>(g_fake[4] + 2); },
        "cache_seqlens"},
+      {"misaligned leftpad", FLASHPTX_ERR_MISALIGNED,
+       [](flashptx_kvcache_params& p) { p.cache_leftpad = reinterpret_cast<const int32_t*>(g_fake[6] + 1); },
+       "cache_leftpad"},
       {"cache row stride", FLASHPTX_ERR_MISALIGNED, [](flashptx_kvcache_params& p) { p.k_row_stride = 260; },
        "k_cache row stride"},
       {"overlapping o", FLASHPTX_ERR_BAD_STRIDES, [](flashptx_kvcache_params& p) { p.o_head_stride = 64; }, "overlap"},

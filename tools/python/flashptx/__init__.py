@@ -2,6 +2,7 @@
 
     import flashptx
     out = flashptx.attention(q, k, v, causal=True)   # [batch, seqlen, heads, head_dim], bf16/fp16, CUDA
+    out = flashptx.attention_with_kvcache(q, k_cache, v_cache, k, v, cache_seqlens=lens)  # decode
 
 Pure Python over ctypes: it loads libflashptx.so (looked for next to this package, where an
 installed package carries it, then in $FLASHPTX_LIB, then in the build tree: the repository root)
@@ -16,6 +17,11 @@ from ._abi import (  # noqa: F401 - the public names
     FlashptxError,
     FlashptxRuntimeError,
     FlashptxValueError,
+    KVCACHE_ERR_BATCH_IDX,
+    KVCACHE_ERR_LEFTPAD,
+    KVCACHE_ERR_PAGE,
+    KVCACHE_ERR_ROTARY,
+    KVCACHE_ERR_SEQLEN,
     LibraryNotFoundError,
     STATUS_NAMES,
     allow_unverified_sm100,
@@ -27,9 +33,10 @@ from ._abi import (  # noqa: F401 - the public names
     unverified_sm100_allowed,
 )
 
-__all__ = ["attention", "attention_varlen", "available", "unavailable_reason", "library_path", "find_library",
+__all__ = ["attention", "attention_with_kvcache", "attention_varlen", "available", "unavailable_reason", "library_path", "find_library",
            "library", "allow_unverified_sm100", "unverified_sm100_allowed", "FlashptxError", "FlashptxValueError",
-           "FlashptxRuntimeError", "LibraryNotFoundError", "STATUS_NAMES"]
+           "FlashptxRuntimeError", "LibraryNotFoundError", "STATUS_NAMES", "KVCACHE_ERR_SEQLEN", "KVCACHE_ERR_PAGE",
+           "KVCACHE_ERR_BATCH_IDX", "KVCACHE_ERR_ROTARY", "KVCACHE_ERR_LEFTPAD"]
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, softmax_scale=None,
@@ -49,21 +56,36 @@ def _attention_without_torch(q, k, v, *, softmax_scale=None, causal=False, deter
     raise RuntimeError("flashptx.attention needs PyTorch: %s" % (_torch_reason() or "torch cannot be imported"))
 
 
+def _attention_with_kvcache_without_torch(q, k_cache, v_cache, k=None, v=None, *, rotary_cos=None,
+                                          rotary_sin=None, cache_seqlens=None, cache_batch_idx=None,
+                                          cache_leftpad=None, page_table=None, block_table=None, softmax_scale=None,
+                                          causal=False, window_size=(-1, -1), softcap=0.0, rotary_interleaved=True,
+                                          num_splits=0, return_softmax_lse=False, error_word=None):
+    """flashptx.attention_with_kvcache where torch cannot be imported (its signature)."""
+    from ._abi import _torch_reason
+    raise RuntimeError("flashptx.attention_with_kvcache needs PyTorch: %s"
+                       % (_torch_reason() or "torch cannot be imported"))
+
+
+_TORCH_NAMES = {"attention": _attention_without_torch, "attention_with_kvcache": _attention_with_kvcache_without_torch}
+
+
 def __getattr__(name):  # PEP 562: torch is imported here, on first use, never at `import flashptx`
     if name == "__version__":
         from ._abi import version
         return version()
-    if name == "attention":
+    if name in _TORCH_NAMES:
         try:
-            from ._torch import attention as fn
+            from . import _torch
         except ImportError as e:
             if (e.name or "").split(".")[0] != "torch":
                 raise
-            return _attention_without_torch
-        globals()["attention"] = fn  # later look-ups (and torch.compile's) find a plain attribute
+            return _TORCH_NAMES[name]
+        fn = getattr(_torch, name)
+        globals()[name] = fn  # later look-ups (and torch.compile's) find a plain attribute
         return fn
     raise AttributeError("module 'flashptx' has no attribute %r" % name)
 
 
 def __dir__():
-    return sorted(set(globals()) | {"attention"})
+    return sorted(set(globals()) | set(_TORCH_NAMES))

@@ -82,6 +82,24 @@ class FwdVarlenParams(ctypes.Structure):
                 [("dtype", _int), ("causal", _int), ("softmax_scale", _f32)] + _MODIFIERS + [("head_dim_v", _i64)])
 
 
+class KvcacheParams(ctypes.Structure):
+    """flashptx_kvcache_params (cache_seqlens, cache_batch_idx, page_table: DEVICE int32 arrays)."""
+    _fields_ = ([(n, _p) for n in ("q", "k_cache", "v_cache", "o", "lse", "cache_seqlens", "cache_batch_idx",
+                                   "page_table")] +
+                [(n, _i64) for n in ("batch", "seqlen_q", "heads_q", "heads_kv", "head_dim", "cache_batch",
+                                     "cache_seqlen", "max_pages", "page_table_stride")] +
+                _strides("q", "k", "v", "o") +
+                [("dtype", _int), ("causal", _int), ("softmax_scale", _f32), ("num_splits", _int),
+                 ("workspace", _p), ("workspace_bytes", _i64), ("error_word", _p),
+                 ("k_new", _p), ("v_new", _p), ("seqlen_new", _i64)] + _strides("k_new", "v_new") +
+                [("rotary_cos", _p), ("rotary_sin", _p), ("rotary_dim", _i64), ("seqlen_ro", _i64),
+                 ("rotary_interleaved", _int), ("cache_leftpad", _p)])
+
+
+KVCACHE_ERR_SEQLEN, KVCACHE_ERR_PAGE, KVCACHE_ERR_BATCH_IDX, KVCACHE_ERR_ROTARY, KVCACHE_ERR_LEFTPAD = 1, 2, 4, 8, 16
+KVCACHE_MAX_SPLITS = 128
+
+
 class KernelInfo(ctypes.Structure):
     """flashptx_kernel_info."""
     _fields_ = [("symbol", ctypes.c_char_p), ("registers", _int), ("shared_bytes", _int), ("threads", _int),
@@ -100,6 +118,10 @@ SIGNATURES = {
     "flashptx_bwd": (_int, [_P(BwdParams), _p]),
     "flashptx_bwd_check": (_int, [_P(BwdParams)]),
     "flashptx_bwd_workspace_size": (_int, [_P(BwdParams), _P(_i64)]),
+    "flashptx_fwd_kvcache": (_int, [_P(KvcacheParams), _p]),
+    "flashptx_fwd_kvcache_check": (_int, [_P(KvcacheParams)]),
+    "flashptx_fwd_kvcache_workspace_size": (_int, [_P(KvcacheParams), _P(_i64)]),
+    "flashptx_fwd_kvcache_num_splits": (_int, [_P(KvcacheParams), _P(_int)]),
     "flashptx_last_error": (ctypes.c_char_p, []),
     "flashptx_status_name": (ctypes.c_char_p, [_int]),
     "flashptx_version": (ctypes.c_char_p, []),
@@ -294,6 +316,202 @@ def check_sinks(where, shape, dtype, heads_q):
         raise ValueError("%s: sinks must have shape [heads_q] = (%d,), got %r" % (where, heads_q, tuple(shape)))
     if dtype != "float32":
         raise ValueError("%s: sinks must be float32 (one logit per query head), got %s" % (where, dtype))
+
+
+# ---- flashptx.attention_with_kvcache's arguments, checked before anything is called ---------------
+class TensorSpec(tuple):
+    """What the checks below read of a tensor: (shape, stride, dtype name, device), e.g.
+    ((2, 1, 8, 128), (1024, 1024, 128, 1), "bfloat16", "cuda:0"). Plain tuples, so that the checks
+    run (and are tested) without torch."""
+    __slots__ = ()
+
+    def __new__(cls, shape, stride, dtype, device):
+        return tuple.__new__(cls, (tuple(shape), tuple(stride), dtype, device))
+
+    shape = property(lambda self: self[0])
+    stride = property(lambda self: self[1])
+    dtype = property(lambda self: self[2])
+    device = property(lambda self: self[3])
+
+
+def _is_int(x):
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def check_kvcache(where, q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None, cache_seqlens=None,
+                  cache_batch_idx=None, cache_leftpad=None, page_table=None, softmax_scale=None, causal=False,
+                  window_size=(-1, -1), softcap=0.0, rotary_interleaved=True, num_splits=0):
+    """The sizes of a flashptx_kvcache_params from FlashAttention-3's flash_attn_with_kvcache
+    arguments (tensors as TensorSpec, cache_seqlens a TensorSpec, an int or None), or ValueError
+    naming the bad value. What the library checks itself (head_dim, dtype support, the cache's
+    strides, page sizes, the rotary dim's granularity) is left to it: its status is a ValueError too,
+    raised before anything is launched. Returns a dict: batch, seqlen_q, heads_q, heads_kv,
+    head_dim, paged, cache_batch, cache_seqlen, capacity, max_pages, page_table_stride, seqlen_new,
+    rotary_dim, seqlen_ro, softmax_scale (0.0: 1/sqrt(head_dim)), seqlens (the int, or None)."""
+    def fail(msg):
+        raise ValueError("%s: %s" % (where, msg))
+
+    def spec(name, t, dims):
+        if not isinstance(t, TensorSpec):
+            fail("%s must be a tensor, got %s" % (name, type(t).__name__))
+        if len(t.shape) != len(dims):
+            fail("%s must be [%s], got %d dims %s" % (name, ", ".join(dims), len(t.shape), t.shape))
+        if t.device != q.device:
+            fail("%s is on %s, q on %s: every tensor must be on q's device" % (name, t.device, q.device))
+
+    if not isinstance(q, TensorSpec):
+        fail("q must be a tensor, got %s" % type(q).__name__)
+    spec("q", q, ("batch", "seqlen_q", "heads_q", "head_dim"))
+    batch, seqlen_q, heads_q, head_dim = q.shape
+    if q.dtype not in ("bfloat16", "float16"):
+        fail("q is %s; the kernels take bfloat16" % q.dtype)
+    paged = page_table is not None
+    cdims = ("num_pages", "page_size", "heads_kv", "head_dim") if paged else \
+        ("batch_cache", "seqlen_cache", "heads_kv", "head_dim")
+    spec("k_cache", k_cache, cdims)
+    spec("v_cache", v_cache, cdims)
+    if k_cache.shape != v_cache.shape:
+        fail("k_cache %s and v_cache %s must have one shape" % (k_cache.shape, v_cache.shape))
+    for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
+        if t.dtype != q.dtype:
+            fail("%s is %s, q %s: q and the cache must share one dtype" % (name, t.dtype, q.dtype))
+    for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
+        if t.shape[3] > 1 and t.stride[3] != 1:
+            fail("%s's last dim has stride %d: the cache is read and written in place, never copied, so its "
+                 "head_dim must be contiguous" % (name, t.stride[3]))
+    cache_batch, cache_seqlen, heads_kv, dk = k_cache.shape
+    if dk != head_dim:
+        fail("the cache's head_dim %d is not q's %d" % (dk, head_dim))
+    if heads_kv <= 0 or heads_q % heads_kv != 0:
+        fail("heads_q %d must be a multiple of the cache's heads_kv %d" % (heads_q, heads_kv))
+
+    def index(name, t, dims, shape):
+        spec(name, t, dims)
+        if t.dtype != "int32":
+            fail("%s must be int32, got %s" % (name, t.dtype))
+        if t.shape != shape:
+            fail("%s must have shape %s, got %s" % (name, shape, t.shape))
+
+    max_pages = page_table_stride = 0
+    if paged:
+        if cache_batch_idx is not None:
+            fail("cache_batch_idx with page_table: the page table says where each sequence's keys are")
+        spec("page_table", page_table, ("batch", "max_pages"))
+        index("page_table", page_table, ("batch", "max_pages"), (batch, page_table.shape[1]))
+        max_pages = page_table.shape[1]
+        if max_pages == 0:
+            fail("page_table has no column (max_pages 0)")
+        if page_table.stride[1] != 1 or (batch > 1 and page_table.stride[0] < max_pages):
+            fail("page_table's rows must be contiguous (stride %s)" % (page_table.stride,))
+        page_table_stride = page_table.stride[0] if batch > 1 else max_pages
+        capacity = max_pages * cache_seqlen
+    else:
+        if cache_batch_idx is not None:
+            index("cache_batch_idx", cache_batch_idx, ("batch",), (batch,))
+        elif cache_batch < batch:
+            fail("the cache holds %d sequences (k_cache.shape[0]) for a batch of %d; pass cache_batch_idx to map "
+                 "sequences to cache rows" % (cache_batch, batch))
+        capacity = cache_seqlen
+    if cache_leftpad is not None:  # keys [cache_leftpad[b], cache_seqlens[b] + seqlen_new): read on the device
+        index("cache_leftpad", cache_leftpad, ("batch",), (batch,))
+
+    seqlen_new = 0
+    if (k is None) != (v is None):
+        fail("k and v (the new keys and values) come together: %s is None" % ("k" if k is None else "v"))
+    if k is not None:
+        ndims = ("batch", "seqlen_new", "heads_kv", "head_dim")
+        spec("k", k, ndims)
+        spec("v", v, ndims)
+        seqlen_new = k.shape[1]
+        want = (batch, seqlen_new, heads_kv, head_dim)
+        for name, t in (("k", k), ("v", v)):
+            if t.shape != want:
+                fail("%s must be [batch, seqlen_new, heads_kv, head_dim] = %s, got %s" % (name, want, t.shape))
+            if t.dtype != q.dtype:
+                fail("%s is %s, q %s: the new keys and values must be in the cache's dtype" % (name, t.dtype, q.dtype))
+        if seqlen_new > capacity:
+            fail("seqlen_new %d is above the cache's capacity %d" % (seqlen_new, capacity))
+
+    seqlens = None
+    if cache_seqlens is None:
+        seqlens = capacity - seqlen_new  # FA3: without lengths, every sequence fills the cache
+    elif _is_int(cache_seqlens):
+        seqlens = cache_seqlens
+    elif isinstance(cache_seqlens, TensorSpec):
+        index("cache_seqlens", cache_seqlens, ("batch",), (batch,))
+    else:
+        fail("cache_seqlens must be an int or an int32 tensor [batch], got %s" % type(cache_seqlens).__name__)
+    if seqlens is not None and not 0 <= seqlens <= capacity - seqlen_new:
+        fail("cache_seqlens %d: the keys and the %d appended must fit the cache's capacity %d"
+             % (seqlens, seqlen_new, capacity))
+
+    rotary_dim = seqlen_ro = 0
+    if (rotary_cos is None) != (rotary_sin is None):
+        fail("rotary_cos and rotary_sin come together: %s is None" % ("rotary_cos" if rotary_cos is None else "rotary_sin"))
+    if rotary_cos is not None:
+        if k is None:
+            fail("rotary_cos/sin without k and v: rotary applies to the appended keys and to q")
+        rdims = ("seqlen_ro", "rotary_dim / 2")
+        spec("rotary_cos", rotary_cos, rdims)
+        spec("rotary_sin", rotary_sin, rdims)
+        if rotary_cos.shape != rotary_sin.shape:
+            fail("rotary_cos %s and rotary_sin %s must have one shape" % (rotary_cos.shape, rotary_sin.shape))
+        for name, t in (("rotary_cos", rotary_cos), ("rotary_sin", rotary_sin)):
+            if t.dtype not in ("float32", "bfloat16", "float16"):
+                fail("%s is %s: a floating tensor (it is used as float32)" % (name, t.dtype))
+        seqlen_ro, rotary_dim = rotary_cos.shape[0], 2 * rotary_cos.shape[1]
+        if seqlen_ro == 0 or rotary_dim == 0 or rotary_dim > head_dim:
+            fail("rotary_cos is %s: [seqlen_ro >= 1, rotary_dim / 2] with 0 < rotary_dim <= head_dim %d"
+                 % (rotary_cos.shape, head_dim))
+
+    if softmax_scale is None:
+        scale = 0.0
+    else:
+        if isinstance(softmax_scale, bool) or not isinstance(softmax_scale, (int, float)):
+            fail("softmax_scale must be a number or None, got %r" % (softmax_scale,))
+        scale = float(softmax_scale)
+        if not (0.0 < scale < float("inf")):
+            fail("softmax_scale is %r: finite and above 0 (None: 1/sqrt(head_dim))" % (softmax_scale,))
+    window, cap = check_modifiers(where, window_size, softcap)
+    if window is not None:
+        fail("window_size %r: the KV-cache kernels have no sliding window yet ((-1, -1) only)" % (tuple(window_size),))
+    if cap != 0.0:
+        fail("softcap %r: the KV-cache kernels have no softcap yet (0 only)" % (softcap,))
+    if not _is_int(num_splits) or not 0 <= num_splits <= KVCACHE_MAX_SPLITS:
+        fail("num_splits is %r: an int, 0 (the library's choice) to %d" % (num_splits, KVCACHE_MAX_SPLITS))
+    for name, x in (("causal", causal), ("rotary_interleaved", rotary_interleaved)):
+        if not isinstance(x, bool):
+            fail("%s must be a bool, got %r" % (name, x))
+    return {"batch": batch, "seqlen_q": seqlen_q, "heads_q": heads_q, "heads_kv": heads_kv, "head_dim": head_dim,
+            "paged": paged, "cache_batch": cache_batch, "cache_seqlen": cache_seqlen, "capacity": capacity,
+            "max_pages": max_pages, "page_table_stride": page_table_stride, "seqlen_new": seqlen_new,
+            "rotary_dim": rotary_dim, "seqlen_ro": seqlen_ro, "softmax_scale": scale, "seqlens": seqlens}
+
+
+def kvcache_params(ptrs, a, strides, dtype, causal, num_splits, rotary_interleaved):
+    """KvcacheParams from pointers {q, k_cache, v_cache, o[, lse, cache_seqlens, cache_batch_idx,
+    page_table, k_new, v_new, rotary_cos, rotary_sin, workspace, error_word, cache_leftpad]}, check_kvcache's dict
+    `a`, strides {q, k, v, o[, k_new, v_new]: (batch, row, head)} in elements and a dtype code.
+    The workspace's size is set by the caller (flashptx_fwd_kvcache_workspace_size)."""
+    p = KvcacheParams()
+    for n in ("q", "k_cache", "v_cache", "o", "lse", "cache_seqlens", "cache_batch_idx", "page_table", "k_new",
+              "v_new", "rotary_cos", "rotary_sin", "workspace", "error_word", "cache_leftpad"):
+        setattr(p, n, ptrs.get(n) or None)
+    for n in ("batch", "seqlen_q", "heads_q", "heads_kv", "head_dim", "cache_batch", "cache_seqlen", "max_pages",
+              "page_table_stride", "rotary_dim", "seqlen_ro"):
+        setattr(p, n, a[n])
+    p.seqlen_new = a["seqlen_new"] if ptrs.get("k_new") else 0
+    for n in strides:
+        b, r, h = strides[n]
+        setattr(p, n + "_batch_stride", b)
+        setattr(p, n + "_row_stride", r)
+        setattr(p, n + "_head_stride", h)
+    p.dtype = dtype
+    p.causal = 1 if causal else 0
+    p.softmax_scale = a["softmax_scale"]
+    p.num_splits = num_splits
+    p.rotary_interleaved = 1 if rotary_interleaved else 0
+    return p
 
 
 # ---- parameters from plain numbers (torch-free; the torch layer passes tensors' pointers) --------

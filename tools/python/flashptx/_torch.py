@@ -692,3 +692,138 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, deterministic=False,
     else:
         out, lse = _attention_eager(q, k, v, bool(causal), scale, bool(deterministic))
     return (out, lse) if return_lse else out
+
+
+# ---- inference: attention over a KV cache ---------------------------------------------------------------
+# A plain function, not a custom op: it writes the cache in place (the append) and has no backward
+# (FlashAttention's flash_attn_with_kvcache has none either). Nothing it does reads device memory on
+# the host, so a call can be captured in a CUDA graph (torch.cuda.graph): the lengths, the page
+# table and the batch index are read by the kernels, and the workspace comes from the caching
+# allocator (the graph's private pool under capture).
+_WORD_DTYPES = tuple(t for t in (torch.int32, getattr(torch, "uint32", None)) if t is not None)
+
+
+def _spec(t):
+    """The _abi.TensorSpec of a tensor (anything else as it is: check_kvcache names its type)."""
+    if isinstance(t, torch.Tensor):
+        return _abi.TensorSpec(t.shape, t.stride(), str(t.dtype).replace("torch.", ""), str(t.device))
+    return t
+
+
+def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, *, rotary_cos=None, rotary_sin=None,
+                           cache_seqlens=None, cache_batch_idx=None, cache_leftpad=None, page_table=None,
+                           block_table=None, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+                           rotary_interleaved=True, num_splits=0, return_softmax_lse=False, error_word=None):
+    """Attention of a few new query rows per sequence against a KV cache (decode, chunked prefill),
+    FlashAttention-3's flash_attn_with_kvcache with its argument names (the C ABI's
+    flashptx_fwd_kvcache; include/flashptx.h documents every rule). sm_90, bf16, head_dim 128 for
+    now (the library says so otherwise: ValueError). No backward.
+
+    q: [batch, seqlen_q, heads_q, head_dim]. The cache, written in place where k/v are given:
+      contiguous: k_cache, v_cache [batch_cache, seqlen_cache, heads_kv, head_dim]; sequence b uses
+        cache row cache_batch_idx[b] (int32 [batch]), or row b without it;
+      paged: page_table (FA2's name block_table also taken) int32 [batch, max_pages], k_cache,
+        v_cache [num_pages, page_size, heads_kv, head_dim]; key j of sequence b is row j % page_size
+        of page page_table[b, j // page_size]. page_size a multiple of 64, or 8, 16, 32.
+      The cache is never copied: its strides must be the library's (last dim contiguous, the others
+      multiples of 16 bytes), else ValueError.
+    cache_seqlens: the keys each sequence holds, an int (every sequence) or an int32 tensor [batch]
+      on q's device (read by the kernel only: a captured CUDA graph replays with new lengths); None:
+      the full cache. k, v: optional new keys/values [batch, seqlen_new, heads_kv, head_dim], written
+      into the cache at cache_seqlens[b] + j before attending (cache_seqlens is not advanced: the
+      caller does that). rotary_cos/sin [seqlen_ro, rotary_dim / 2] (used as float32; needs k):
+      rotary embedding of q and the new keys, interleaved pairs (2i, 2i+1) with rotary_interleaved
+      (the default, as FA), else halves (i, i + rotary_dim / 2); new key j at position
+      cache_seqlens[b] + j, query row i at cache_seqlens[b] + i when causal, cache_seqlens[b]
+      otherwise. rotary_dim a multiple of 16.
+    causal: bottom-right within each sequence (query row i sees key j iff j <= i + L - seqlen_q, L
+      the sequence's length after the append; a row that sees no key gets 0, LSE -inf).
+    softmax_scale: default 1/sqrt(head_dim). num_splits: 0 the library's split-KV choice, 1 none,
+      up to 128. window_size and softcap: only their defaults (no KV-cache kernel has them yet;
+      ValueError otherwise). cache_leftpad: int32 [batch] on q's device (read by the kernel only), FA's
+      left padding: sequence b attends to cache positions [cache_leftpad[b], cache_seqlens[b] +
+      seqlen_new); the append, the rotary positions and the causal diagonal stay cache positions.
+    error_word (flashptx's, not FA's): an optional int32 CUDA tensor of one element, into which the
+      kernels OR flashptx.KVCACHE_ERR_* bits when device data is out of range (a length beyond the
+      cache, a page index outside it, a left padding past the length, ...); the output is then not meaningful for those sequences.
+    Returns out [batch, seqlen_q, heads_q, head_dim] (q's dtype), and with return_softmax_lse the
+    LSE, float32 [batch, heads_q, seqlen_q]. Runs on the current CUDA stream of q's device.
+    """
+    where = "flashptx.attention_with_kvcache"
+    if block_table is not None:
+        if page_table is not None:
+            raise ValueError("%s: page_table and block_table (its FA2 name) are one argument; pass one" % where)
+        page_table = block_table
+    a = _abi.check_kvcache(where, _spec(q), _spec(k_cache), _spec(v_cache), _spec(k), _spec(v), _spec(rotary_cos),
+                           _spec(rotary_sin), _spec(cache_seqlens), _spec(cache_batch_idx), _spec(cache_leftpad),
+                           _spec(page_table), softmax_scale, causal, window_size, softcap, rotary_interleaved,
+                           num_splits)
+    if q.device.type not in _DEVICE_TYPES:
+        raise _device_error(where, "q", q)
+    if error_word is not None:
+        if (not isinstance(error_word, torch.Tensor) or error_word.dtype not in _WORD_DTYPES
+                or error_word.numel() != 1 or error_word.device != q.device):
+            raise ValueError("%s: error_word must be an int32 tensor of one element on q's device" % where)
+    batch, sq, hq, d = q.shape
+    q = _aligned_eager(q)
+    ptrs = {"q": q.data_ptr(), "k_cache": k_cache.data_ptr(), "v_cache": v_cache.data_ptr()}
+    strides = {"q": _strides(q), "k": _strides(k_cache), "v": _strides(v_cache)}
+    keep = []  # tensors made here that the call reads: alive until it is queued
+    if k is not None:
+        k, v = _aligned_eager(k), _aligned_eager(v)
+        # seqlen_new 0: nothing is appended, but a pointer marks "new keys given" (rotary rotates q)
+        ptrs["k_new"], ptrs["v_new"] = k.data_ptr() or q.data_ptr(), v.data_ptr() or q.data_ptr()
+        strides["k_new"], strides["v_new"] = _strides(k), _strides(v)
+        keep += [k, v]
+    if rotary_cos is not None:
+        cos = rotary_cos.to(torch.float32).contiguous()
+        sin = rotary_sin.to(torch.float32).contiguous()
+        ptrs["rotary_cos"], ptrs["rotary_sin"] = cos.data_ptr(), sin.data_ptr()
+        keep += [cos, sin]
+    if a["seqlens"] is not None:
+        lens = torch.full((batch,), a["seqlens"], dtype=torch.int32, device=q.device)
+    else:
+        lens = cache_seqlens.contiguous()
+    ptrs["cache_seqlens"] = lens.data_ptr()
+    keep.append(lens)
+    if cache_batch_idx is not None:
+        idx = cache_batch_idx.contiguous()
+        ptrs["cache_batch_idx"] = idx.data_ptr()
+        keep.append(idx)
+    if cache_leftpad is not None:
+        pad = cache_leftpad.contiguous()
+        ptrs["cache_leftpad"] = pad.data_ptr()
+        keep.append(pad)
+    if page_table is not None:
+        ptrs["page_table"] = page_table.data_ptr()
+    if error_word is not None:
+        ptrs["error_word"] = error_word.data_ptr()
+    out = q.new_empty((batch, sq, hq, d))
+    ptrs["o"] = out.data_ptr()
+    strides["o"] = _strides(out)
+    lse = None
+    if return_softmax_lse:
+        lse = q.new_empty((batch, hq, sq), dtype=torch.float32)
+        ptrs["lse"] = lse.data_ptr()
+    p = _abi.kvcache_params(ptrs, a, strides, _DTYPES.get(q.dtype, -1), causal, num_splits, rotary_interleaved)
+    _launch_kvcache(p, q.get_device())
+    del keep
+    return (out, lse) if return_softmax_lse else out
+
+
+def _launch_kvcache(p, index):
+    """The workspace query (its split count is the plan's on device `index` when num_splits is 0),
+    the workspace from torch's caching allocator, and the call on the current stream of `index`."""
+    lib = _abi._lib or _abi.library()
+    with torch.cuda.device(index):
+        need = ctypes.c_int64(0)
+        _abi.check(lib, "flashptx_fwd_kvcache_workspace_size",
+                   lib.flashptx_fwd_kvcache_workspace_size(ctypes.byref(p), ctypes.byref(need)))
+        ws = None
+        if need.value > 0:
+            # 512-byte aligned blocks (the library needs 256); back to the pool after the call,
+            # reusable only by work queued after it (and under capture: the graph's own pool).
+            ws = torch.empty(need.value, dtype=torch.uint8, device=torch.device("cuda", index))
+            p.workspace, p.workspace_bytes = ws.data_ptr(), need.value
+        _call(lib, "flashptx_fwd_kvcache", lib.flashptx_fwd_kvcache, ctypes.byref(p), index)
+        del ws

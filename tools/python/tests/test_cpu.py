@@ -112,7 +112,8 @@ def c_layout(fields):
 
 
 STRUCTS = [("flashptx_fwd_params", _abi.FwdParams), ("flashptx_bwd_params", _abi.BwdParams),
-           ("flashptx_fwd_varlen_params", _abi.FwdVarlenParams), ("flashptx_kernel_info", _abi.KernelInfo)]
+           ("flashptx_fwd_varlen_params", _abi.FwdVarlenParams), ("flashptx_kvcache_params", _abi.KvcacheParams),
+           ("flashptx_kernel_info", _abi.KernelInfo)]
 
 
 @case
@@ -185,9 +186,12 @@ def c_arg_type(decl):
     """The ctypes type a C parameter declaration maps to."""
     decl = " ".join(decl.split())
     for struct, py in (("flashptx_fwd_params", _abi.FwdParams), ("flashptx_bwd_params", _abi.BwdParams),
-                       ("flashptx_fwd_varlen_params", _abi.FwdVarlenParams), ("flashptx_kernel_info", _abi.KernelInfo)):
+                       ("flashptx_fwd_varlen_params", _abi.FwdVarlenParams), ("flashptx_kernel_info", _abi.KernelInfo),
+                       ("flashptx_kvcache_params", _abi.KvcacheParams)):
         if struct in decl:
             return ctypes.POINTER(py)
+    if re.match(r"^int\s*\*", decl):
+        return ctypes.POINTER(ctypes.c_int)
     if re.match(r"^int64_t\s*\*", decl):
         return ctypes.POINTER(ctypes.c_int64)
     if re.match(r"^int64_t\s+\w+$", decl):
@@ -370,6 +374,18 @@ except TypeError as e:
 else:
     raise AssertionError("a positional softmax_scale and causal were accepted")
 try:
+    flashptx.attention_with_kvcache(1, 2, 3, cache_seqlens=4)
+except RuntimeError as e:
+    assert "attention_with_kvcache needs PyTorch" in str(e), str(e)
+else:
+    raise AssertionError("attention_with_kvcache ran without torch")
+try:
+    flashptx.attention_with_kvcache(1, 2, 3, 4, 5, None)   # FA3's positional qv / FA2's rotary_cos
+except TypeError as e:
+    assert "positional" in str(e), str(e)
+else:
+    raise AssertionError("a sixth positional argument was accepted")
+try:
     flashptx.attention_varlen(1, 2, 3, None, None, 0, 0, 0.088)
 except TypeError as e:
     assert "positional" in str(e), str(e)
@@ -406,6 +422,21 @@ def options_are_keyword_only_with_fa3_names():
     stub = inspect.signature(flashptx._attention_without_torch)
     assert [p.name for p in stub.parameters.values()] == ["q", "k", "v"] + kw, stub
     assert all(p.kind == p.KEYWORD_ONLY for p in list(stub.parameters.values())[3:]), stub
+    # attention_with_kvcache: q, k_cache, v_cache, k, v positional (FA2 and FA3 agree on those), the
+    # rest keyword-only, FA3's flash_attn_with_kvcache names; the stand-in without torch the same
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "attention_with_kvcache")
+    assert [a.arg for a in fn.args.args] == ["q", "k_cache", "v_cache", "k", "v"], [a.arg for a in fn.args.args]
+    kw = [a.arg for a in fn.args.kwonlyargs]
+    for name in ("rotary_cos", "rotary_sin", "cache_seqlens", "cache_batch_idx", "cache_leftpad", "page_table",
+                 "softmax_scale", "causal", "window_size", "softcap", "rotary_interleaved", "num_splits",
+                 "return_softmax_lse"):
+        assert name in kw, (name, kw)
+    defaults = dict(zip(kw, (ast.literal_eval(d) for d in fn.args.kw_defaults)))
+    assert (defaults["causal"], defaults["rotary_interleaved"], defaults["num_splits"], defaults["window_size"]) == \
+        (False, True, 0, (-1, -1)), defaults
+    stub = inspect.signature(flashptx._attention_with_kvcache_without_torch)
+    assert [p.name for p in stub.parameters.values()] == ["q", "k_cache", "v_cache", "k", "v"] + kw, stub
+    assert all(p.kind == p.KEYWORD_ONLY for p in list(stub.parameters.values())[5:]), stub
     varlen = inspect.signature(flashptx.attention_varlen)
     assert all(p.kind == p.KEYWORD_ONLY for n, p in varlen.parameters.items()
                if n in ("softmax_scale", "causal", "deterministic", "return_lse")), varlen
@@ -459,6 +490,125 @@ def sinks_shape_and_dtype_are_checked():
                         {n: (0, 0, 0) for n in ("q", "k", "v", "o", "do", "dq", "dk", "dv")}, 0, False, 0.0, True)
     assert (b.sinks, b.dsinks) == (4096, 8192)
     assert _abi.STATUS_NAMES[23] == "FLASHPTX_ERR_BAD_SINKS"
+
+
+# ---- flashptx.attention_with_kvcache's arguments (torch-free checks) -------------------------------------
+def T(shape, dtype="bfloat16", device="cuda:0", stride=None):
+    """A TensorSpec, contiguous unless told."""
+    if stride is None:
+        stride, n = [], 1
+        for x in reversed(shape):
+            stride.insert(0, n)
+            n *= max(x, 1)
+    return _abi.TensorSpec(shape, stride, dtype, device)
+
+
+def kv_args(**over):
+    """A valid paged decode call (batch 3, GQA 8/2, page 64, 4 pages per sequence) with overrides."""
+    a = {"q": T((3, 1, 8, 128)), "k_cache": T((20, 64, 2, 128)), "v_cache": T((20, 64, 2, 128)),
+         "cache_seqlens": T((3,), "int32"), "page_table": T((3, 4), "int32")}
+    a.update(over)
+    return a
+
+
+def kv_rejects(words, **over):
+    a = kv_args(**over)
+    try:
+        _abi.check_kvcache("flashptx.attention_with_kvcache", **a)
+    except ValueError as e:
+        assert str(e).startswith("flashptx.attention_with_kvcache: "), str(e)
+        for w in words if isinstance(words, tuple) else (words,):
+            assert w in str(e), "%r not in %r" % (w, str(e))
+        return
+    raise AssertionError("accepted %r" % (over,))
+
+
+@case
+def kvcache_arguments_are_checked_before_any_call():
+    """attention_with_kvcache: FA3's arguments into the sizes of flashptx_kvcache_params, or a
+    ValueError naming the bad value (what the library checks itself is its own test, below)."""
+    a = _abi.check_kvcache("t", **kv_args())
+    assert (a["batch"], a["seqlen_q"], a["heads_q"], a["heads_kv"], a["head_dim"]) == (3, 1, 8, 2, 128), a
+    assert a["paged"] and (a["cache_batch"], a["cache_seqlen"], a["max_pages"], a["page_table_stride"]) == (20, 64, 4, 4)
+    assert a["capacity"] == 256 and a["seqlens"] is None and a["softmax_scale"] == 0.0 and a["seqlen_new"] == 0
+    # contiguous, an int length, an append with rotary (cos/sin [seqlen_ro, rotary_dim / 2])
+    a = _abi.check_kvcache("t", T((2, 5, 4, 128)), T((3, 300, 4, 128)), T((3, 300, 4, 128)), T((2, 5, 4, 128)),
+                           T((2, 5, 4, 128)), T((300, 32), "float32"), T((300, 32), "float32"), cache_seqlens=200,
+                           cache_batch_idx=T((2,), "int32"), softmax_scale=0.1, causal=True, num_splits=3)
+    assert (a["paged"], a["capacity"], a["seqlens"], a["seqlen_new"], a["rotary_dim"], a["seqlen_ro"]) == \
+        (False, 300, 200, 5, 64, 300), a
+    assert abs(a["softmax_scale"] - 0.1) < 1e-12
+    # no lengths: the full cache (less what is appended)
+    assert _abi.check_kvcache("t", T((2, 1, 4, 128)), T((2, 90, 4, 128)), T((2, 90, 4, 128)))["seqlens"] == 90
+    # left padding: an int32 [batch] tensor, carried by the struct
+    assert _abi.check_kvcache("t", **kv_args(cache_leftpad=T((3,), "int32")))["batch"] == 3
+    assert _abi.kvcache_params({"cache_leftpad": 4096}, _abi.check_kvcache("t", **kv_args()), {}, 0, False, 0,
+                               False).cache_leftpad == 4096
+    # a padded page table: its row stride is passed on
+    assert _abi.check_kvcache("t", **kv_args(page_table=T((3, 4), "int32", stride=(6, 1))))["page_table_stride"] == 6
+    new = T((3, 2, 2, 128))
+    for words, over in (
+            ("q must be a tensor", {"q": 5}),
+            ("q must be [batch, seqlen_q, heads_q, head_dim]", {"q": T((3, 8, 128))}),
+            ("q is float32", {"q": T((3, 1, 8, 128), "float32")}),
+            ("must share one dtype", {"k_cache": T((20, 64, 2, 128), "float16")}),
+            ("must have one shape", {"v_cache": T((20, 32, 2, 128))}),
+            ("k_cache must be [num_pages, page_size", {"k_cache": T((20, 64, 256))}),
+            ("head_dim 64 is not q's 128", {"k_cache": T((20, 64, 2, 64)), "v_cache": T((20, 64, 2, 64))}),
+            ("multiple of the cache's heads_kv 3", {"k_cache": T((20, 64, 3, 128)), "v_cache": T((20, 64, 3, 128))}),
+            ("on q's device", {"v_cache": T((20, 64, 2, 128), device="cuda:1")}),
+            ("k_cache's last dim has stride 2", {"k_cache": T((20, 64, 2, 128), stride=(32768, 512, 256, 2))}),
+            ("on q's device", {"cache_seqlens": T((3,), "int32", device="cpu")}),
+            ("cache_seqlens must be int32", {"cache_seqlens": T((3,), "int64")}),
+            ("cache_seqlens must have shape (3,)", {"cache_seqlens": T((4,), "int32")}),
+            ("cache_seqlens must be an int or an int32 tensor", {"cache_seqlens": 2.5}),
+            ("cache_seqlens must be an int or an int32 tensor", {"cache_seqlens": True}),
+            ("cache_seqlens 257", {"cache_seqlens": 257}),
+            ("cache_seqlens -1", {"cache_seqlens": -1}),
+            ("page_table must be int32", {"page_table": T((3, 4), "int64")}),
+            ("page_table must have shape (3, 4)", {"page_table": T((2, 4), "int32")}),
+            ("no column", {"page_table": T((3, 0), "int32")}),
+            ("rows must be contiguous", {"page_table": T((3, 4), "int32", stride=(1, 3))}),
+            ("cache_batch_idx with page_table", {"cache_batch_idx": T((3,), "int32")}),
+            ("cache_leftpad must be int32", {"cache_leftpad": T((3,), "int64")}),
+            ("cache_leftpad must have shape (3,)", {"cache_leftpad": T((4,), "int32")}),
+            ("on q's device", {"cache_leftpad": T((3,), "int32", device="cpu")}),
+            ("k and v (the new keys and values) come together: v is None", {"k": new}),
+            ("k must be [batch, seqlen_new, heads_kv, head_dim] = (3, 2, 2, 128)", {"k": T((3, 2, 8, 128)),
+                                                                                    "v": new}),
+            ("in the cache's dtype", {"k": new, "v": T((3, 2, 2, 128), "float16")}),
+            ("seqlen_new 300 is above the cache's capacity 256", {"k": T((3, 300, 2, 128)), "v": T((3, 300, 2, 128))}),
+            ("cache_seqlens 250: the keys and the 7 appended", {"k": T((3, 7, 2, 128)), "v": T((3, 7, 2, 128)),
+                                                                 "cache_seqlens": 250}),
+            ("rotary_cos/sin without k and v", {"rotary_cos": T((256, 32), "float32"),
+                                                "rotary_sin": T((256, 32), "float32")}),
+            ("rotary_cos and rotary_sin come together: rotary_sin is None", {"k": new, "v": new,
+                                                                             "rotary_cos": T((256, 32), "float32")}),
+            ("must have one shape", {"k": new, "v": new, "rotary_cos": T((256, 32), "float32"),
+                                     "rotary_sin": T((255, 32), "float32")}),
+            ("rotary_cos is int32", {"k": new, "v": new, "rotary_cos": T((256, 32), "int32"),
+                                     "rotary_sin": T((256, 32), "int32")}),
+            ("0 < rotary_dim <= head_dim 128", {"k": new, "v": new, "rotary_cos": T((256, 80), "float32"),
+                                                "rotary_sin": T((256, 80), "float32")}),
+            ("rotary_cos must be [seqlen_ro, rotary_dim / 2]", {"k": new, "v": new, "rotary_cos": T((256,), "float32"),
+                                                               "rotary_sin": T((256,), "float32")}),
+            ("softmax_scale is 0", {"softmax_scale": 0}),
+            ("softmax_scale is -0.5", {"softmax_scale": -0.5}),
+            ("softmax_scale is nan", {"softmax_scale": float("nan")}),
+            ("softmax_scale must be a number", {"softmax_scale": "0.1"}),
+            ("no sliding window", {"window_size": (128, 0)}),
+            ("window_size left is -2", {"window_size": (-2, 0)}),
+            ("no softcap", {"softcap": 30.0}),
+            ("num_splits is 129", {"num_splits": 129}),
+            ("num_splits is -1", {"num_splits": -1}),
+            ("num_splits is True", {"num_splits": True}),
+            ("causal must be a bool", {"causal": 1}),
+            ("rotary_interleaved must be a bool", {"rotary_interleaved": None})):
+        kv_rejects(words, **over)
+    # contiguous: a batch larger than the cache needs cache_batch_idx; the index must be int32 [batch]
+    for words, over in (("pass cache_batch_idx", {}),
+                        ("cache_batch_idx must have shape (3,)", {"cache_batch_idx": T((2,), "int32")})):
+        kv_rejects(words, page_table=None, k_cache=T((2, 64, 2, 128)), v_cache=T((2, 64, 2, 128)), **over)
 
 
 # ---- with the built library ------------------------------------------------------------------------------
@@ -564,6 +714,74 @@ def library_varlen_validation_names_the_bad_entry():
         assert e.status_name == "FLASHPTX_ERR_BAD_CU_SEQLENS" and "decreases at entry 2" in str(e), str(e)
     else:
         raise AssertionError("a decreasing cu_seqlens_q was accepted")
+
+
+def kv_struct(a, **over):
+    """A KvcacheParams of check_kvcache's dict `a` over placeholder pointers (never dereferenced:
+    only the checks run), contiguous strides."""
+    fake = 1 << 20
+    b, sq, hq, hk, d = a["batch"], a["seqlen_q"], a["heads_q"], a["heads_kv"], a["head_dim"]
+    ptrs = {n: fake for n in ("q", "k_cache", "v_cache", "o", "lse", "cache_seqlens")}
+    if a["paged"]:
+        ptrs["page_table"] = fake
+    strides = {"q": (sq * hq * d, hq * d, d), "o": (sq * hq * d, hq * d, d),
+               "k": (a["cache_seqlen"] * hk * d, hk * d, d), "v": (a["cache_seqlen"] * hk * d, hk * d, d)}
+    if a["seqlen_new"]:
+        ptrs["k_new"] = ptrs["v_new"] = fake
+        strides["k_new"] = strides["v_new"] = (a["seqlen_new"] * hk * d, hk * d, d)
+    if a["rotary_dim"]:
+        ptrs["rotary_cos"] = ptrs["rotary_sin"] = fake
+    p = _abi.kvcache_params(ptrs, a, strides, _abi.FLASHPTX_BF16, True, over.pop("num_splits", 1), False)
+    for n, x in over.items():
+        setattr(p, n, x)
+    return p
+
+
+@case
+def library_kvcache_validation_comes_back_as_value_errors():
+    """The struct attention_with_kvcache builds, through the library's own checks (no GPU needed):
+    accepted as built; the library's refusals (head dim, page size, rotary dim, the workspace) are
+    FlashptxValueError with its words; the workspace size of a forced split count needs no device."""
+    lib = real_library()
+    chk = lambda p: _abi.check(lib, "flashptx_fwd_kvcache_check", lib.flashptx_fwd_kvcache_check(ctypes.byref(p)))
+    paged = _abi.check_kvcache("t", **kv_args())
+    chk(kv_struct(paged))
+    new = T((3, 2, 2, 128))
+    rot = _abi.check_kvcache("t", **kv_args(k=new, v=new, rotary_cos=T((256, 32), "float32"),
+                                            rotary_sin=T((256, 32), "float32")))
+    need = ctypes.c_int64(-1)
+    p = kv_struct(rot, num_splits=3)
+    _abi.check(lib, "flashptx_fwd_kvcache_workspace_size",
+               lib.flashptx_fwd_kvcache_workspace_size(ctypes.byref(p), ctypes.byref(need)))
+    assert need.value > 0, need.value
+    p.workspace, p.workspace_bytes = 1 << 20, need.value
+    chk(p)
+    p.workspace_bytes = need.value - 1
+    for p, status, words in (
+            (p, "FLASHPTX_ERR_WORKSPACE", "workspace"),
+            (kv_struct(_abi.check_kvcache("t", **kv_args(q=T((3, 1, 8, 64)), k_cache=T((20, 64, 2, 64)),
+                                                         v_cache=T((20, 64, 2, 64))))),
+             "FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM", "head_dim 64"),
+            (kv_struct(_abi.check_kvcache("t", **kv_args(k_cache=T((20, 48, 2, 128)), v_cache=T((20, 48, 2, 128))))),
+             "FLASHPTX_ERR_UNSUPPORTED", "page_size 48"),
+            (kv_struct(_abi.check_kvcache("t", **kv_args(k=new, v=new, rotary_cos=T((256, 12), "float32"),
+                                                         rotary_sin=T((256, 12), "float32")))),
+             "FLASHPTX_ERR_BAD_SHAPE", "rotary_dim 24"),
+            (kv_struct(paged, k_row_stride=2 * 128 + 3), "FLASHPTX_ERR_MISALIGNED", "k_cache row stride 259")):
+        try:
+            chk(p)
+        except _abi.FlashptxValueError as e:
+            assert isinstance(e, ValueError) and e.status_name == status and words in str(e), (status, str(e))
+        else:
+            raise AssertionError("accepted: " + status)
+    # num_splits 0: the plan's choice needs the device (here: none, a RuntimeError), or the GPU's answer
+    ok, _ = _abi.probe_device(lib)
+    n = ctypes.c_int(-1)
+    st = lib.flashptx_fwd_kvcache_num_splits(ctypes.byref(kv_struct(paged, num_splits=0)), ctypes.byref(n))
+    if ok:
+        assert st == 0 and 1 <= n.value <= _abi.KVCACHE_MAX_SPLITS, (st, n.value)
+    else:
+        assert _abi.STATUS_NAMES[st] == "FLASHPTX_ERR_UNSUPPORTED_DEVICE", st
 
 
 @case

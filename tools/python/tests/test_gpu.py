@@ -384,10 +384,247 @@ def test_sinks_forward_backward():
     assert not problems, "\n".join(problems)
 
 
+# ---- attention_with_kvcache ------------------------------------------------------------------------------
+def _rotate(x, cos, sin, pos, interleaved):
+    """Rotary embedding of x [n, heads, d] at positions pos [n] (fp64; cos/sin [seqlen_ro, r / 2]):
+    pairs (2i, 2i+1) interleaved, else (i, i + r / 2); dims past r unchanged."""
+    x = x.double().clone()
+    half = cos.shape[1]
+    c, s = cos.double()[pos][:, None, :], sin.double()[pos][:, None, :]
+    ia = torch.arange(half, device=x.device) * 2 if interleaved else torch.arange(half, device=x.device)
+    ib = ia + 1 if interleaved else ia + half
+    a, b = x[..., ia].clone(), x[..., ib].clone()
+    x[..., ia], x[..., ib] = a * c - b * s, b * c + a * s
+    return x
+
+
+def _kv_ref(q, k, v, causal, scale, dtype):
+    """One sequence: q [sq, hq, d], k, v [L, hk, d], in `dtype` throughout (float64: the reference;
+    bf16: a same-precision implementation); causal bottom-right; a row that sees no key gives 0 and
+    LSE -inf."""
+    sq, hq, d = q.shape
+    L, hk = k.shape[0], k.shape[1]
+    g = hq // hk
+    qd, kd, vd = q.to(dtype), k.to(dtype).repeat_interleave(g, dim=1), v.to(dtype).repeat_interleave(g, dim=1)
+    s = torch.einsum("qhd,khd->hqk", qd, kd) * scale
+    mask = torch.ones(sq, L, dtype=torch.bool, device=q.device)
+    if causal:
+        mask = mask.tril(L - sq)
+    s = s.masked_fill(~mask, float("-inf"))
+    lse = torch.logsumexp(s.double(), dim=-1)
+    seen = mask.any(dim=-1)[None, :, None]
+    p = torch.where(seen, torch.softmax(s, dim=-1), torch.zeros((), dtype=dtype, device=q.device))
+    p = torch.nan_to_num(p, nan=0.0)
+    o = torch.einsum("hqk,khd->qhd", p, vd)
+    return o, lse
+
+
+def _kv_case(label, problems, *, batch, sq, hq, hk, lens, cap, paged=False, page=64, seqlen_new=0, rotary_dim=0,
+             interleaved=True, causal=False, num_splits=0, batch_idx=False, lens_as_int=False, leftpad=None, seed=0,
+             d=128):
+    """One attention_with_kvcache call against the fp64 reference, the cache after it checked
+    (appended rows: V exact, K within one bf16 rounding of the fp64 rotation; everything else
+    untouched), the error word 0."""
+    g = torch.Generator(device=DEV).manual_seed(seed)
+    rnd = lambda *shape: torch.randn(*shape, device=DEV, generator=g).to(torch.bfloat16)
+    q = rnd(batch, sq, hq, d)
+    knew, vnew = (rnd(batch, seqlen_new, hk, d), rnd(batch, seqlen_new, hk, d)) if seqlen_new else (None, None)
+    kw = {}
+    if paged:
+        max_pages = cap // page
+        need = [(l + seqlen_new + page - 1) // page for l in lens]
+        pages = sum(need) + 3  # pages no sequence uses
+        perm = torch.randperm(pages, device=DEV, generator=g).to(torch.int32)
+        table = torch.full((batch, max_pages), -1, dtype=torch.int32, device=DEV)  # unused entries: never read
+        at = 0
+        for b, n in enumerate(need):
+            table[b, :n] = perm[at:at + n]
+            at += n
+        kc, vc = rnd(pages, page, hk, d), rnd(pages, page, hk, d)
+        kw["page_table"] = table
+        where = lambda b, j: (table[b, j // page].long(), j % page)
+    else:
+        rows = batch + (2 if batch_idx else 0)
+        kc, vc = rnd(rows, cap, hk, d), rnd(rows, cap, hk, d)
+        idx = torch.randperm(rows, device=DEV, generator=g)[:batch].to(torch.int32) if batch_idx else None
+        if batch_idx:
+            kw["cache_batch_idx"] = idx
+        where = lambda b, j: (idx[b].long() if batch_idx else torch.full_like(j, b), j)
+    cos = sin = None
+    if rotary_dim:
+        ang = (torch.rand(cap, rotary_dim // 2, device=DEV, generator=g, dtype=torch.float64) * 2 - 1) * math.pi
+        cos, sin = ang.cos().float(), ang.sin().float()
+        kw["rotary_cos"], kw["rotary_sin"] = cos, sin
+    kw["cache_seqlens"] = lens[0] if lens_as_int else torch.tensor(lens, dtype=torch.int32, device=DEV)
+    pad = leftpad or [0] * batch  # sequence b's keys: cache positions [pad[b], lens[b] + seqlen_new)
+    if leftpad is not None:
+        kw["cache_leftpad"] = torch.tensor(leftpad, dtype=torch.int32, device=DEV)
+    k_before, v_before = kc.clone(), vc.clone()
+    err = torch.zeros(1, dtype=torch.int32, device=DEV)
+    out, lse = flashptx.attention_with_kvcache(q, kc, vc, knew, vnew, causal=causal, num_splits=num_splits,
+                                               rotary_interleaved=interleaved, return_softmax_lse=True,
+                                               error_word=err, **kw)
+    torch.cuda.synchronize()
+    scale = d ** -0.5
+    # the expected cache: the new rows (rotated in fp64, rounded once) at lens[b] + j
+    k_want, v_want = k_before.clone(), v_before.clone()
+    written = torch.zeros(kc.shape[:2], dtype=torch.bool, device=DEV)
+    q_used = q.double()
+    for b in range(batch):
+        if seqlen_new:
+            pos = torch.arange(lens[b], lens[b] + seqlen_new, device=DEV)
+            kn = _rotate(knew[b], cos, sin, pos, interleaved) if rotary_dim else knew[b].double()
+            o_, r_ = where(b, pos)
+            k_want[o_, r_] = kn.to(torch.bfloat16)
+            v_want[o_, r_] = vnew[b]
+            written[o_, r_] = True
+        if rotary_dim:  # the kernel attends with the rotated q rounded to bf16, as this reference
+            qpos = lens[b] + (torch.arange(sq, device=DEV) if causal else torch.zeros(sq, dtype=torch.long, device=DEV))
+            q_used[b] = _rotate(q[b], cos, sin, qpos, interleaved).to(torch.bfloat16).double()
+    if seqlen_new:
+        kd, kw_ = kc.double(), k_want.double()
+        off = (kd - kw_).abs() > kw_.abs() * 2.0 ** -7
+        n_k = int(off[written].sum())
+        n_touched = int((kc != k_want)[~written].sum())
+        n_v = int((vc != v_want).sum())
+        if n_k or n_touched or n_v:
+            problems.append("%s cache: %d appended K elements off by more than one bf16 ulp, %d K elements outside "
+                            "the appended rows changed, %d V elements differ" % (label, n_k, n_touched, n_v))
+    if int(err.item()) != 0:
+        problems.append("%s: error word %d on valid device data" % (label, int(err.item())))
+    q_same = q_used.to(torch.bfloat16)
+    e_o = e_same = e_lse = 0.0
+    inf_mismatch = 0
+    for b in range(batch):
+        L = lens[b] + seqlen_new
+        o_, r_ = where(b, torch.arange(pad[b], L, device=DEV))
+        kb, vb = kc[o_, r_], vc[o_, r_]
+        o64, l64 = _kv_ref(q_used[b], kb, vb, causal, scale, torch.float64)
+        o16, _ = _kv_ref(q_same[b], kb, vb, causal, scale, torch.bfloat16)
+        e_o = max(e_o, (out[b].double() - o64).abs().max().item())
+        e_same = max(e_same, (o16.double() - o64).abs().max().item())
+        got = lse[b].double()
+        inf = torch.isinf(l64) | torch.isinf(got)
+        inf_mismatch += int((got[inf] != l64[inf]).sum())
+        if (~inf).any():
+            e_lse = max(e_lse, (got[~inf] - l64[~inf]).abs().max().item())
+    bound = 2 * e_same + 1e-5
+    log("  %-60s out %.2e<=%.2e  lse %.1e" % (label, e_o, bound, e_lse))
+    if not torch.isfinite(out).all():
+        problems.append("%s: non-finite output" % label)
+    if not e_o <= bound:
+        problems.append("%s out: max err %.3e > bound %.3e" % (label, e_o, bound))
+    if not e_lse <= 1e-3 or inf_mismatch:
+        problems.append("%s lse: max err %.3e (bound 1e-3), %d -inf on one side only" % (label, e_lse, inf_mismatch))
+    return out
+
+
+def test_attention_with_kvcache():
+    """attention_with_kvcache against the fp64 reference: contiguous (with cache_batch_idx) and
+    paged caches, ragged lengths with 0 and the full cache, GQA and MQA, decode and a chunked
+    prefill, split-KV forced and the library's choice, append with and without rotary (both
+    layouts; the cache checked after the call), an int cache_seqlens."""
+    problems = []
+    c = dict(problems=problems)
+    _kv_case("contiguous GQA 8/2 decode", batch=4, sq=1, hq=8, hk=2, lens=[0, 1, 300, 512], cap=512, **c)
+    _kv_case("contiguous batch_idx causal sq 16 splits 3", batch=3, sq=16, hq=8, hk=2, lens=[5, 200, 1000],
+             cap=1024, batch_idx=True, causal=True, num_splits=3, seed=1, **c)
+    _kv_case("paged 64 MQA 8/1 decode splits 0", batch=3, sq=1, hq=8, hk=1, lens=[0, 129, 1024], cap=1024,
+             paged=True, page=64, seed=2, **c)
+    _kv_case("paged 16 causal sq 40 splits 5", batch=2, sq=40, hq=4, hk=2, lens=[10, 333], cap=512, paged=True,
+             page=16, causal=True, num_splits=5, seed=3, **c)
+    _kv_case("paged 256 decode long", batch=2, sq=1, hq=32, hk=8, lens=[4000, 8191], cap=8192, paged=True,
+             page=256, seed=4, **c)
+    _kv_case("append 3, no rotary, contiguous", batch=3, sq=3, hq=4, hk=2, lens=[0, 70, 125], cap=128,
+             seqlen_new=3, causal=True, seed=5, **c)
+    _kv_case("append 1 + rotary 64 interleaved, paged 64", batch=3, sq=1, hq=8, hk=2, lens=[0, 63, 500], cap=512,
+             paged=True, seqlen_new=1, rotary_dim=64, interleaved=True, seed=6, **c)
+    _kv_case("append 4 + rotary 128 half, causal, splits 2", batch=2, sq=4, hq=4, hk=1, lens=[7, 90], cap=192,
+             seqlen_new=4, rotary_dim=128, interleaved=False, causal=True, num_splits=2, seed=7, **c)
+    _kv_case("leftpad, contiguous causal sq 8 splits 3", batch=3, sq=8, hq=8, hk=2, lens=[300, 64, 20], cap=512,
+             leftpad=[100, 64, 3], causal=True, num_splits=3, seed=9, **c)
+    _kv_case("leftpad, paged 64 append 2 + rotary 64", batch=2, sq=2, hq=4, hk=1, lens=[200, 129], cap=320,
+             paged=True, seqlen_new=2, rotary_dim=64, leftpad=[130, 0], causal=True, seed=10, **c)
+    _kv_case("int cache_seqlens, append 2 + rotary 32, paged 32", batch=2, sq=2, hq=4, hk=2, lens=[100, 100],
+             cap=256, paged=True, page=32, seqlen_new=2, rotary_dim=32, interleaved=False, causal=False,
+             lens_as_int=True, seed=8, **c)
+    assert not problems, "\n".join(problems)
+
+
+def test_attention_with_kvcache_cuda_graph():
+    """One decode call (paged, split) captured in a CUDA graph, replayed with new lengths and a new
+    page table written into the same device tensors: each replay against the fp64 reference."""
+    problems = []
+    g = torch.Generator(device=DEV).manual_seed(11)
+    batch, hq, hk, d, page, max_pages = 2, 8, 2, 128, 64, 8
+    pages = batch * max_pages + 4
+    q = torch.randn(batch, 1, hq, d, device=DEV, generator=g).to(torch.bfloat16)
+    kc = torch.randn(pages, page, hk, d, device=DEV, generator=g).to(torch.bfloat16)
+    vc = torch.randn(pages, page, hk, d, device=DEV, generator=g).to(torch.bfloat16)
+    lens = torch.tensor([100, 300], dtype=torch.int32, device=DEV)
+    table = torch.randperm(pages, device=DEV, generator=g)[:batch * max_pages].to(torch.int32).view(batch, max_pages)
+    call = lambda: flashptx.attention_with_kvcache(q, kc, vc, page_table=table, cache_seqlens=lens, num_splits=4,
+                                                   return_softmax_lse=True)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        call()  # warm-up outside the capture (the library's first launch loads its modules)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out, lse = call()
+    for step, new_lens in enumerate(([100, 300], [0, 511], [512, 1], [257, 64])):
+        lens.copy_(torch.tensor(new_lens, dtype=torch.int32))
+        table.copy_(torch.randperm(pages, device=DEV, generator=g)[:batch * max_pages].to(torch.int32)
+                    .view(batch, max_pages))
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        for b in range(batch):
+            L = new_lens[b]
+            j = torch.arange(L, device=DEV)
+            kb, vb = kc[table[b, j // page].long(), j % page], vc[table[b, j // page].long(), j % page]
+            o64, l64 = _kv_ref(q[b], kb, vb, False, d ** -0.5, torch.float64)
+            o16, _ = _kv_ref(q[b], kb, vb, False, d ** -0.5, torch.bfloat16)
+            e, bound = (out[b].double() - o64).abs().max().item(), 2 * (o16.double() - o64).abs().max().item() + 1e-5
+            label = "graph replay %d lens %s seq %d" % (step, new_lens, b)
+            if not e <= bound:
+                problems.append("%s: max err %.3e > %.3e" % (label, e, bound))
+            if L and not (lse[b].double() - l64).abs().max().item() <= 1e-3:
+                problems.append("%s: lse off" % label)
+            log("  %-40s out %.2e<=%.2e" % (label, e, bound))
+    assert not problems, "\n".join(problems)
+
+
+def test_attention_with_kvcache_errors():
+    """Bad values are ValueError before any launch (the package's checks and the library's)."""
+    t = lambda *shape, dtype=torch.bfloat16: torch.randn(*shape, device=DEV).to(dtype)
+    f = flashptx.attention_with_kvcache
+    q, kc = t(2, 1, 8, 128), t(2, 64, 2, 128)
+    lens = torch.tensor([3, 4], dtype=torch.int32, device=DEV)
+    expect(ValueError, lambda: f(q, kc, kc, cache_seqlens=lens.long()), "cache_seqlens must be int32")
+    expect(ValueError, lambda: f(q, kc, kc, cache_seqlens=lens, window_size=(8, 0)), "no sliding window")
+    expect(ValueError, lambda: f(q, kc, kc, cache_seqlens=lens, cache_leftpad=lens.long()), "cache_leftpad must be int32")
+    expect(ValueError, lambda: f(q, kc, kc, cache_seqlens=65), "cache_seqlens 65")
+    expect(ValueError, lambda: f(q.cpu(), kc.cpu(), kc.cpu(), cache_seqlens=3), "needs CUDA tensors")
+    e = expect(ValueError, lambda: f(t(2, 1, 8, 64), t(2, 64, 2, 64), t(2, 64, 2, 64), cache_seqlens=lens),
+               "FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM")
+    assert isinstance(e, flashptx.FlashptxValueError)
+    expect(ValueError, lambda: f(q, t(2, 64, 2, 256)[..., ::2], t(2, 64, 2, 128), cache_seqlens=lens),
+           "last dim has stride 2")
+    expect(ValueError, lambda: f(q, t(2, 64, 2, 132)[..., :128], t(2, 64, 2, 128), cache_seqlens=lens),
+           "FLASHPTX_ERR_MISALIGNED", "k_cache")
+    expect(ValueError, lambda: f(q, t(4, 48, 2, 128), t(4, 48, 2, 128), cache_seqlens=lens,
+                                 page_table=torch.zeros(2, 2, dtype=torch.int32, device=DEV)), "page_size 48")
+    out = f(t(0, 1, 8, 128), kc, kc, cache_seqlens=0)
+    assert out.shape == (0, 1, 8, 128)
+
+
 TESTS = [test_forward_numerics, test_backward_numerics, test_deterministic_bitwise,
          test_head_dim_256_backward, test_layouts, test_current_stream_and_empty,
          test_errors_carry_the_librarys_message, test_opcheck, test_torch_compile_fullgraph,
-         test_sinks_forward_backward]
+         test_sinks_forward_backward, test_attention_with_kvcache, test_attention_with_kvcache_cuda_graph,
+         test_attention_with_kvcache_errors]
 
 
 def main():
