@@ -417,8 +417,8 @@ void check_bwd_writes(const VBProblem& pb, const VBProblem::Grads& g) {
       if (!std::isfinite(from_storage(c.dtype, t.x[static_cast<size_t>(i)]))) ++bad;
     for (size_t i = static_cast<size_t>(n); i < t.x.size(); ++i)
       if (t.x[i] != kPoison) ++clobbered;
-    CHECK_MESSAGE(bad == 0, c.str() << ": " << bad << " " << t.name << " elements not written or not finite");
-    CHECK_MESSAGE(clobbered == 0, c.str() << ": " << clobbered << " elements after " << t.name << " were written");
+    CHECK_MESSAGE(bad == 0, c.str() << ": " << bad << " " << std::string(t.name) << " elements not written or not finite");
+    CHECK_MESSAGE(clobbered == 0, c.str() << ": " << clobbered << " elements after " << std::string(t.name) << " were written");
   }
 }
 
@@ -459,7 +459,7 @@ void check_bwd_rule(const VBProblem& pb, const VBProblem::Grads& g) {
   const char* names[3] = {"dQ", "dK", "dV"};
   for (int t = 0; t < 3; ++t) {
     const double tol = 2 * acc[t].same + 1e-5 + acc[t].env;
-    CHECK_MESSAGE(acc[t].err <= tol, c.str() << ": max|" << names[t] << " - ref| = " << acc[t].err << " > " << tol
+    CHECK_MESSAGE(acc[t].err <= tol, c.str() << ": max|" << std::string(names[t]) << " - ref| = " << acc[t].err << " > " << tol
                                              << " (same-dtype " << acc[t].same << ", fp32 envelope " << acc[t].env << ")");
   }
 }
