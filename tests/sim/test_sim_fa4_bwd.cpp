@@ -40,7 +40,12 @@ struct BCase {
   int64_t sq, sk, hq, hkv, d;
   bool causal;
   const char* kernel;  // what the plan must pick
+  flashptx_dtype dtype = FLASHPTX_BF16;
 };
+
+bool is_bf16(flashptx_dtype t) { return t == FLASHPTX_BF16; }
+uint16_t to_dtype(flashptx_dtype t, float x) { return is_bf16(t) ? flashptx::float_to_bf16(x) : flashptx::float_to_fp16(x); }
+float from_dtype(flashptx_dtype t, uint16_t x) { return is_bf16(t) ? flashptx::bf16_to_float(x) : flashptx::fp16_to_float(x); }
 
 struct Grads { std::vector<uint16_t> dq, dk, dv; };
 
@@ -98,7 +103,7 @@ Grads run_bwd(const BCase& c, const std::vector<uint16_t>& q, const std::vector<
   CUDA_REQUIRE(cudaMemset(ddv, 0xFF, nk * 2));
   flashptx_bwd_params p;
   flashptx_bwd_params_contiguous(&p, dq_in, dk_in, dv_in, d_o, static_cast<const float*>(d_lse), d_do, ddq, ddk, ddv, 1,
-                                 c.sq, c.sk, c.hq, c.hkv, c.d, FLASHPTX_BF16, c.causal ? 1 : 0);
+                                 c.sq, c.sk, c.hq, c.hkv, c.d, c.dtype, c.causal ? 1 : 0);
   p.deterministic = 1;
   int64_t bytes = 0;
   REQUIRE_MESSAGE(flashptx_bwd_workspace_size(&p, &bytes) == FLASHPTX_OK, flashptx_last_error());
@@ -125,10 +130,10 @@ Grads run_bwd(const BCase& c, const std::vector<uint16_t>& q, const std::vector<
   return g;
 }
 
-double max_err(const std::vector<uint16_t>& g, const std::vector<double>& r) {
+double max_err(flashptx_dtype t, const std::vector<uint16_t>& g, const std::vector<double>& r) {
   double m = 0;
   for (size_t i = 0; i < r.size(); ++i) {
-    const double d = std::fabs(double(flashptx::bf16_to_float(g[i])) - r[i]);
+    const double d = std::fabs(double(from_dtype(t, g[i])) - r[i]);
     if (!(d <= m)) m = std::isnan(d) ? INFINITY : d;
   }
   return m;
@@ -140,29 +145,32 @@ double max_diff(const std::vector<double>& a, const std::vector<double>& b) {
 }
 
 void run_case(const BCase& c) {
-  INFO("Sq=" << c.sq << " Sk=" << c.sk << " Hq=" << c.hq << " Hkv=" << c.hkv << " d=" << c.d << (c.causal ? " causal" : ""));
+  INFO("Sq=" << c.sq << " Sk=" << c.sk << " Hq=" << c.hq << " Hkv=" << c.hkv << " d=" << c.d << (c.causal ? " causal" : "")
+              << (is_bf16(c.dtype) ? " bf16" : " fp16"));
+  const ref::Elem el = is_bf16(c.dtype) ? ref::Elem::kBF16 : ref::Elem::kFP16;
+  const flashptx::Round rd = is_bf16(c.dtype) ? flashptx::Round::kBF16 : flashptx::Round::kFP16;
   std::mt19937 rng(std::random_device{}());
   std::normal_distribution<float> nd(0.f, 1.f);
   auto make = [&](int64_t n) {
     std::vector<uint16_t> x(static_cast<size_t>(n));
-    for (auto& e : x) e = flashptx::float_to_bf16(nd(rng));
+    for (auto& e : x) e = to_dtype(c.dtype, nd(rng));
     return x;
   };
   const std::vector<uint16_t> q = make(c.sq * c.hq * c.d), k = make(c.sk * c.hkv * c.d), v = make(c.sk * c.hkv * c.d),
                               dout = make(c.sq * c.hq * c.d);
   const ref::Problem rp = flashptx_test::ref_problem(1, c.sq, c.sk, c.hq, c.hkv, c.d, c.causal, 0.f);
-  const auto qv = ref::contiguous_q(q.data(), ref::Elem::kBF16, rp), kv = ref::contiguous_kv(k.data(), ref::Elem::kBF16, rp),
-             vv = ref::contiguous_kv(v.data(), ref::Elem::kBF16, rp), dov = ref::contiguous_q(dout.data(), ref::Elem::kBF16, rp);
-  const ref::Forward fwd = ref::forward(rp, qv, kv, vv, flashptx::Round::kBF16);
+  const auto qv = ref::contiguous_q(q.data(), el, rp), kv = ref::contiguous_kv(k.data(), el, rp),
+             vv = ref::contiguous_kv(v.data(), el, rp), dov = ref::contiguous_q(dout.data(), el, rp);
+  const ref::Forward fwd = ref::forward(rp, qv, kv, vv, rd);
   std::vector<uint16_t> o(fwd.o.size());
-  for (size_t i = 0; i < o.size(); ++i) o[i] = flashptx::float_to_bf16(static_cast<float>(fwd.o[i]));
+  for (size_t i = 0; i < o.size(); ++i) o[i] = to_dtype(c.dtype, static_cast<float>(fwd.o[i]));
   std::vector<float> lse(fwd.lse.size());
   for (size_t i = 0; i < lse.size(); ++i) lse[i] = static_cast<float>(fwd.lse[i]);
 
   const Grads g = run_bwd(c, q, k, v, o, lse, dout);
   if (g_expect_failure) return;
   const auto exact = ref::backward(rp, qv, kv, vv, dov);
-  const auto same = ref::backward(rp, qv, kv, vv, dov, flashptx::Round::kBF16);
+  const auto same = ref::backward(rp, qv, kv, vv, dov, rd);
   static const std::vector<double> kNone;
   struct G { const char* name; const std::vector<uint16_t>& x; const std::vector<double>& r; const std::vector<double>& s;
              const std::vector<double>& env; };
@@ -170,7 +178,7 @@ void run_case(const BCase& c) {
                      G{"dV", g.dv, exact.dv, same.dv, kNone}}) {
     double env = 0;
     for (double e : x.env) env = std::max(env, e);
-    const double err = max_err(x.x, x.r), tol = 2 * max_diff(x.s, x.r) + 1e-5 + env;
+    const double err = max_err(c.dtype, x.x, x.r), tol = 2 * max_diff(x.s, x.r) + 1e-5 + env;
     CHECK_MESSAGE(err <= tol, x.name << ": max|g - ref| = " << err << " > " << tol);
   }
   // the deterministic mode: a second launch, bit for bit
@@ -199,16 +207,19 @@ TEST_CASE("the 1-CTA FA4 backward, d64, deterministic: GQA, ragged tails, causal
   MESSAGE("sm_100a FA4 backward: executed in the PTX simulator; never run on a Blackwell GPU");
   run_case({130, 160, 2, 1, 64, false, "fa4_bwd_sm100_bf16_d64"});
   run_case({130, 160, 2, 1, 64, true, "fa4_bwd_sm100_bf16_d64"});
+  run_case({130, 160, 2, 1, 64, false, "fa4_bwd_sm100_fp16_d64", FLASHPTX_FP16});
 }
 
 TEST_CASE("the 1-CTA FA4 backward, d128 (one key block: the plan's 1-CTA kernel), causal, deterministic, against fp64") {
   if (!sim()) return;
   run_case({130, 100, 2, 1, 128, true, "fa4_bwd_sm100_bf16_d128"});
+  run_case({130, 100, 2, 1, 128, true, "fa4_bwd_sm100_fp16_d128", FLASHPTX_FP16});
 }
 
-TEST_CASE("the 2-CTA FA4 backward (cta_group::2), d128, deterministic: GQA, ragged tails, against fp64") {
+TEST_CASE("the 2-CTA FA4 backward (cta_group::2), d128, deterministic: GQA, ragged tails, against fp64, bf16 and fp16") {
   if (!sim()) return;
   run_case({130, 300, 2, 1, 128, false, kPairEntry});
+  run_case({130, 300, 2, 1, 128, false, "fa4_bwd_sm100_fp16_d128_2cta", FLASHPTX_FP16});
 }
 
 TEST_CASE("a mutation of the 2-CTA FA4 backward: its waits on the peer's arrivals at CTA scope are a wait with too narrow a scope") {

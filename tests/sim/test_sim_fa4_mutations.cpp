@@ -54,6 +54,7 @@ struct Shape {
   bool forced;
   int64_t sq, sk, hq, hkv, d;
   bool causal;
+  bool fp16 = false;  // the inputs' and O's dtype: fp16, else bf16
 };
 constexpr Shape kOneCta{kEntry, false, kSq, kSk, 1, 1, kD, false};
 // The 2-CTA (cta_group::2) kernel: 300 queries on each of 3 query heads sharing one KV head (GQA):
@@ -62,6 +63,7 @@ constexpr Shape kOneCta{kEntry, false, kSq, kSk, 1, 1, kD, false};
 constexpr const char* kPairEntry = "fa4_fwd_sm100_bf16_d128_2cta";
 constexpr Shape kPair{kPairEntry, true, 300, 160, 3, 1, 128, false};
 constexpr Shape kPairCausal{kPairEntry, true, 300, 160, 3, 1, 128, true};  // causal, bottom-right aligned
+constexpr Shape kPairFp16{"fa4_fwd_sm100_fp16_d128_2cta", true, 300, 160, 3, 1, 128, false, true};
 
 std::string module_text() {
   static const std::string text = [] {
@@ -128,7 +130,9 @@ Outcome run(const std::string& ptx, const char* policy, const Shape& sh = kOneCt
   std::mt19937 rng(std::random_device{}());
   std::normal_distribution<float> nd(0.f, 1.f);
   for (auto* x : {&q, &k, &v})
-    for (auto& e : *x) e = flashptx::float_to_bf16(nd(rng));
+    for (auto& e : *x) e = sh.fp16 ? flashptx::float_to_fp16(nd(rng)) : flashptx::float_to_bf16(nd(rng));
+  const ref::Elem el = sh.fp16 ? ref::Elem::kFP16 : ref::Elem::kBF16;
+  const flashptx::Round rd = sh.fp16 ? flashptx::Round::kFP16 : flashptx::Round::kBF16;
   void *dq, *dk, *dv, *dout, *dlse;
   CUDA_REQUIRE(cudaMalloc(&dq, nq * 2));
   CUDA_REQUIRE(cudaMalloc(&dk, nk * 2));
@@ -141,8 +145,8 @@ Outcome run(const std::string& ptx, const char* policy, const Shape& sh = kOneCt
   CUDA_REQUIRE(cudaMemset(dout, 0xFF, nq * 2));
   CUDA_REQUIRE(cudaMemset(dlse, 0xFF, kSq * sh.hq * 4));
   flashptx_fwd_params p;
-  flashptx_fwd_params_contiguous(&p, dq, dk, dv, dout, static_cast<float*>(dlse), 1, kSq, kSk, sh.hq, sh.hkv, kD, FLASHPTX_BF16,
-                                 sh.causal ? 1 : 0);
+  flashptx_fwd_params_contiguous(&p, dq, dk, dv, dout, static_cast<float*>(dlse), 1, kSq, kSk, sh.hq, sh.hkv, kD,
+                                 sh.fp16 ? FLASHPTX_FP16 : FLASHPTX_BF16, sh.causal ? 1 : 0);
   Outcome r;
   flashptx::FwdOptions opt;
   if (sh.forced) opt.kernel = sh.entry;
@@ -159,16 +163,16 @@ Outcome run(const std::string& ptx, const char* policy, const Shape& sh = kOneCt
   if (r.status == FLASHPTX_OK) {
     ref::Problem pr;
     pr = flashptx_test::ref_problem(1, kSq, kSk, sh.hq, sh.hkv, kD, sh.causal, 0.f);
-    const auto qv = ref::contiguous_q(q.data(), ref::Elem::kBF16, pr);
-    const auto kv = ref::contiguous_kv(k.data(), ref::Elem::kBF16, pr);
-    const auto vv = ref::contiguous_kv(v.data(), ref::Elem::kBF16, pr);
+    const auto qv = ref::contiguous_q(q.data(), el, pr);
+    const auto kv = ref::contiguous_kv(k.data(), el, pr);
+    const auto vv = ref::contiguous_kv(v.data(), el, pr);
     const ref::Forward exact = ref::forward(pr, qv, kv, vv);
-    const ref::Forward same = ref::forward(pr, qv, kv, vv, flashptx::Round::kBF16);
+    const ref::Forward same = ref::forward(pr, qv, kv, vv, rd);
     double same_err = 0;
     for (size_t i = 0; i < same.o.size(); ++i)
-      same_err = std::max(same_err, std::fabs(flashptx::round_to(flashptx::Round::kBF16, same.o[i]) - exact.o[i]));
+      same_err = std::max(same_err, std::fabs(flashptx::round_to(rd, same.o[i]) - exact.o[i]));
     r.o_tol = 2 * same_err + 1e-5;
-    r.o_err = ref::max_abs_diff_o(pr, ref::contiguous_q(o.data(), ref::Elem::kBF16, pr), exact.o);
+    r.o_err = ref::max_abs_diff_o(pr, ref::contiguous_q(o.data(), el, pr), exact.o);
     if (std::isnan(r.o_err)) r.o_err = INFINITY;
     r.lse_err = ref::max_abs_diff_lse(pr, lse.data(), exact.lse);
     if (std::isnan(r.lse_err)) r.lse_err = INFINITY;
@@ -246,7 +250,7 @@ TEST_CASE("mutation: the tcgen05.dealloc removed: the CTA exits holding its TMEM
 }
 
 
-TEST_CASE("the 2-CTA forward (cta_group::2) as built, every wait at cluster scope, passes against fp64, under two policies, and causal") {
+TEST_CASE("the 2-CTA forward (cta_group::2) as built, every wait at cluster scope, passes against fp64, under two policies, causal, and fp16") {
   if (!sim()) return;
   const std::string ptx = pair_waits_at_cluster_scope();
   for (const char* pol : {"round-robin", "random"}) {
@@ -262,6 +266,13 @@ TEST_CASE("the 2-CTA forward (cta_group::2) as built, every wait at cluster scop
   CHECK(c.status == FLASHPTX_OK);
   CHECK(c.o_err <= c.o_tol);
   CHECK(c.lse_err <= 5e-4);
+  // the fp16 twin, as built (its own PTX entry; the same source with the other dtype)
+  const Outcome h = run("", "random", kPairFp16);
+  INFO("fp16: " << h.report.substr(0, 3000));
+  CHECK(h.kernel == kPairFp16.entry);
+  CHECK(h.status == FLASHPTX_OK);
+  CHECK(h.o_err <= h.o_tol);
+  CHECK(h.lse_err <= 5e-4);
 }
 
 TEST_CASE("mutation: every mbarrier's arrival count one more than its arrivals: the first waiter deadlocks") {
