@@ -48,19 +48,9 @@ stream = lambda: ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
 _p, _i64, _int, _f32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_float
 
 
-class KvParams(ctypes.Structure):
-    """flashptx_kvcache_params (include/flashptx.h), field for field."""
-    _fields_ = ([(n, _p) for n in ("q", "k_cache", "v_cache", "o", "lse", "cache_seqlens", "cache_batch_idx",
-                                   "page_table")] +
-                [(n, _i64) for n in ("batch", "seqlen_q", "heads_q", "heads_kv", "head_dim", "cache_batch",
-                                     "cache_seqlen", "max_pages", "page_table_stride")] +
-                [(t + "_" + x + "_stride", _i64) for t in "qkvo" for x in ("batch", "row", "head")] +
-                [("dtype", _int), ("causal", _int), ("softmax_scale", _f32), ("num_splits", _int),
-                 ("workspace", _p), ("workspace_bytes", _i64), ("error_word", _p),
-                 ("k_new", _p), ("v_new", _p), ("seqlen_new", _i64)] +
-                [(t + "_new_" + x + "_stride", _i64) for t in "kv" for x in ("batch", "row", "head")] +
-                [("rotary_cos", _p), ("rotary_sin", _p), ("rotary_dim", _i64), ("seqlen_ro", _i64),
-                 ("rotary_interleaved", _int)])  # no append, no rotary here: all zero
+# flashptx_kvcache_params: the package's mirror of the header (tools/python/tests/test_cpu.py checks it
+# field by field against include/flashptx.h), not a second copy that drifts from it.
+KvParams = _abi.KvcacheParams
 
 
 lib.flashptx_fwd_kvcache.restype = _int
