@@ -885,18 +885,22 @@ flashptx_status encode_bwd_args(const flashptx_bwd_params& p, BwdPlan* plan, std
   return FLASHPTX_OK;
 }
 
+// The backward workspace's zeroed sections (semaphores, GQA dK/dV accumulators: fa3::bwd_workspace),
+// cleared on the call's stream before its first kernel; the fixed and the varlen backward's.
+static flashptx_status zero_bwd_workspace(const fa3::BwdWorkspace& w, void* workspace, cudaStream_t stream,
+                                          std::string* err) {
+  if (w.zeroed_end <= w.zeroed_begin) return FLASHPTX_OK;
+  const cudaError_t e = cudaMemsetAsync(static_cast<char*>(workspace) + w.zeroed_begin, 0,
+                                        static_cast<size_t>(w.zeroed_end - w.zeroed_begin), stream);
+  if (e == cudaSuccess) return FLASHPTX_OK;
+  cudaGetLastError();
+  *err = std::string("cudaMemsetAsync(workspace): ") + cudaGetErrorString(e);
+  return FLASHPTX_ERR_CUDA;
+}
+
 flashptx_status launch_bwd(const flashptx_bwd_params& p, BwdPlan* plan, cudaStream_t stream, std::string* err) {
-  const fa3::BwdWorkspace& w = plan->workspace;
-  if (w.zeroed_end > w.zeroed_begin) {
-    const cudaError_t e = cudaMemsetAsync(static_cast<char*>(p.workspace) + w.zeroed_begin, 0,
-                                          static_cast<size_t>(w.zeroed_end - w.zeroed_begin), stream);
-    if (e != cudaSuccess) {
-      cudaGetLastError();
-      *err = std::string("cudaMemsetAsync(workspace): ") + cudaGetErrorString(e);
-      return FLASHPTX_ERR_CUDA;
-    }
-  }
   flashptx_status s;
+  if ((s = zero_bwd_workspace(plan->workspace, p.workspace, stream, err)) != FLASHPTX_OK) return s;
   auto run = [&](const Launch& l, void* args) {
     if (l.grid.x == 0 || l.grid.y == 0 || l.grid.z == 0) return FLASHPTX_OK;
     return launch(l, args, stream, err);
@@ -1099,17 +1103,8 @@ flashptx_status encode_bwd_varlen_args(const flashptx_bwd_varlen_params& p, BwdV
 
 flashptx_status launch_bwd_varlen(const flashptx_bwd_varlen_params& p, BwdVarlenPlan* plan, cudaStream_t stream,
                                   std::string* err) {
-  const fa3::BwdWorkspace& w = plan->workspace;
-  if (w.zeroed_end > w.zeroed_begin) {
-    const cudaError_t e = cudaMemsetAsync(static_cast<char*>(p.workspace) + w.zeroed_begin, 0,
-                                          static_cast<size_t>(w.zeroed_end - w.zeroed_begin), stream);
-    if (e != cudaSuccess) {
-      cudaGetLastError();
-      *err = std::string("cudaMemsetAsync(workspace): ") + cudaGetErrorString(e);
-      return FLASHPTX_ERR_CUDA;
-    }
-  }
   flashptx_status s;
+  if ((s = zero_bwd_workspace(plan->workspace, p.workspace, stream, err)) != FLASHPTX_OK) return s;
   auto run = [&](const Launch& l) {
     if (l.grid.x == 0 || l.grid.y == 0 || l.grid.z == 0) return FLASHPTX_OK;
     return launch(l, &plan->args, stream, err);
