@@ -81,7 +81,7 @@ args = ap.parse_args()
 # ---- torch, then libcudnn.so.9, then the frontend ------------------------------------------------
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from torch.profiler import profile, ProfilerActivity  # noqa: E402
+import gpu_time  # noqa: E402
 
 
 def find_libcudnn():
@@ -187,20 +187,9 @@ stream_ptr = lambda: torch.cuda.current_stream().cuda_stream  # noqa: E731
 
 
 def gpu_us(fn, reps=5, names=None):
-    """fp8_time.py's measure: GPU time of fn's work per call, flush before each call. names: a set
-    that collects the names of the kernels counted."""
-    fn(); torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(reps):
-            flush.zero_(); fn()
-        torch.cuda.synchronize()
-    tot = 0.0
-    for e in prof.events():
-        if str(e.device_type).endswith("CUDA") and "unsigned char" not in e.name:
-            tot += e.time_range.elapsed_us()
-            if names is not None:
-                names.add(e.name)
-    return tot / reps
+    """fp8_time.py's measure (tools/bench/gpu_time.py). names: a set that collects the names of the
+    kernels counted."""
+    return gpu_time.gpu_us(fn, flush, reps, names=names)
 
 
 def quantize(x, gran):  # fp8_time.py's quantizer: x [B, S, H, D] fp32 -> e4m3, descales (0 tensor, 1 head)

@@ -21,8 +21,8 @@ import argparse, ctypes, json, os, sys
 sys.path.insert(0, os.environ["PYTHONPATH"])
 import torch, torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
-from torch.profiler import profile, ProfilerActivity
 from flashptx import _abi
+import gpu_time
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--lib-b", default=None)
@@ -69,14 +69,7 @@ stream = lambda: ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
 
 
 def gpu_us(fn, reps=5):
-    fn(); torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(reps):
-            flush.zero_(); fn()
-        torch.cuda.synchronize()
-    tot = sum(e.time_range.elapsed_us() for e in prof.events()
-              if str(e.device_type).endswith("CUDA") and "unsigned char" not in e.name)
-    return tot / reps
+    return gpu_time.gpu_us(fn, flush, reps)
 
 
 def quantize(x):  # x [B, S, H, D] fp32 -> e4m3, descales by --gran (laid out [B, H, nb] then reduced)

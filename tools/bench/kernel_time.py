@@ -36,8 +36,8 @@ import argparse, ctypes, sys, os, json
 sys.path.insert(0, os.environ["PYTHONPATH"])
 import torch, torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
-from torch.profiler import profile, ProfilerActivity
 from flashptx import _abi
+import gpu_time
 ap = argparse.ArgumentParser()
 ap.add_argument("--dims", default="64,128")
 ap.add_argument("--seqlens", default="1024,4096,8192")
@@ -63,19 +63,7 @@ libs_b = [load_b(x) for x in args.lib_b.split(",")] if args.lib_b else []  # com
 flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device=dev)
 st = lambda t: (t.stride(0), t.stride(1), t.stride(2))
 def gpu_us(fn, reps=5, per_kernel=None):
-    fn(); torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(reps):
-            flush.zero_(); fn()
-        torch.cuda.synchronize()
-    tot = 0.0
-    for e in prof.events():
-        if str(e.device_type).endswith("CUDA") and "unsigned char" not in e.name:
-            us = e.time_range.elapsed_us()
-            tot += us
-            if per_kernel is not None:
-                per_kernel[e.name[:60]] = per_kernel.get(e.name[:60], 0.0) + us / reps
-    return tot / reps
+    return gpu_time.gpu_us(fn, flush, reps, per_kernel=per_kernel)
 rows = []
 def points():
     # (b, sq, sk, hq, hkv, d, causal, dtype): the grid (16k tokens, hidden 2048, bf16), or --shapes.

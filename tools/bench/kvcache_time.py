@@ -38,8 +38,8 @@ sys.path.insert(0, os.environ.get("PYTHONPATH", "tools/python"))
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
-from torch.profiler import profile, ProfilerActivity
 from flashptx import _abi
+import gpu_time
 
 lib = _abi.library()
 dev = torch.device("cuda")
@@ -62,14 +62,7 @@ lib.flashptx_fwd_kvcache_num_splits.argtypes = [ctypes.POINTER(KvParams), ctypes
 
 
 def gpu_us(fn, reps=5):
-    fn(); torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(reps):
-            flush.zero_(); fn()
-        torch.cuda.synchronize()
-    tot = sum(e.time_range.elapsed_us() for e in prof.events()
-              if str(e.device_type).endswith("CUDA") and "unsigned char" not in e.name)
-    return tot / reps
+    return gpu_time.gpu_us(fn, flush, reps)
 
 
 def median(xs):

@@ -28,8 +28,8 @@ args = ap.parse_args()
 sys.path.insert(0, os.environ.get("PYTHONPATH", "tools/python"))
 import ctypes
 import torch
-from torch.profiler import profile, ProfilerActivity
 from flashptx import _abi
+import gpu_time
 
 lib = _abi.library()
 dev = torch.device("cuda")
@@ -38,14 +38,7 @@ stream = lambda: ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
 
 
 def gpu_us(fn, reps=5):
-    fn(); torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(reps):
-            flush.zero_(); fn()
-        torch.cuda.synchronize()
-    tot = sum(e.time_range.elapsed_us() for e in prof.events()
-              if str(e.device_type).endswith("CUDA") and "unsigned char" not in e.name)
-    return tot / reps
+    return gpu_time.gpu_us(fn, flush, reps)
 
 
 def visible(sq, sk, causal, window):

@@ -151,7 +151,7 @@ def dry_run(args):
 def main(args):
     import torch, torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
-    from torch.profiler import profile, ProfilerActivity
+    import gpu_time
     lib = _abi.library()
     lib.flashptx_bwd_varlen.restype = _int
     lib.flashptx_bwd_varlen.argtypes = [ctypes.POINTER(BwdVarlenParams), _p]
@@ -167,19 +167,7 @@ def main(args):
             raise _abi.error_for_status(function, status, lib.flashptx_last_error().decode("utf-8", "replace"))
 
     def gpu_us(fn, reps=5, per_kernel=None):
-        fn(); torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(reps):
-                flush.zero_(); fn()
-            torch.cuda.synchronize()
-        tot = 0.0
-        for e in prof.events():
-            if str(e.device_type).endswith("CUDA") and "unsigned char" not in e.name:
-                us = e.time_range.elapsed_us()
-                tot += us
-                if per_kernel is not None:
-                    per_kernel[e.name[:60]] = per_kernel.get(e.name[:60], 0.0) + us / reps
-        return tot / reps
+        return gpu_time.gpu_us(fn, flush, reps, per_kernel=per_kernel)
 
     def workspace(size_fn, size_name, p):
         # The workspace the library asks for, kept alive as an attribute of the params (torch's
