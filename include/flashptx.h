@@ -252,6 +252,11 @@ typedef struct flashptx_fwd_varlen_params {
   /* As flashptx_fwd_params::head_dim_v: 0 means equal to head_dim. The varlen forward has no
    * separate V head dim yet: anything else is FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM. */
   int64_t head_dim_v;
+  /* Optional (NULL: every row used), HOST memory, num_seqs int32 entries each (FlashAttention-3's
+   * seqused_q/_k): sequence b uses only its first seqused_q[b] query rows and seqused_k[b] keys of
+   * the rows cu_seqlens gives it. Not supported yet: non-NULL answers FLASHPTX_ERR_UNSUPPORTED. */
+  const int32_t* seqused_q;
+  const int32_t* seqused_k;
 } flashptx_fwd_varlen_params;
 
 /* Fills *p for contiguous packed tensors of one dtype; total_q/_k and max_seqlen_q/_k are computed
@@ -416,6 +421,16 @@ typedef struct flashptx_bwd_varlen_params {
   int deterministic;     /* nonzero: bitwise reproducible gradients */
   void* workspace;       /* device memory, 256-byte aligned */
   int64_t workspace_bytes;
+  /* The varlen forward's score modifiers (flashptx_fwd_varlen_params), as flashptx_bwd_params takes
+   * the forward's: a bounded window or a softcap != 0 answers FLASHPTX_ERR_UNSUPPORTED until the
+   * varlen backward carries them. All zero: none. */
+  int window;
+  float softcap;
+  int64_t window_left, window_right;
+  /* As flashptx_fwd_varlen_params::seqused_q/_k (NULL: every row used). Not supported yet:
+   * non-NULL answers FLASHPTX_ERR_UNSUPPORTED. */
+  const int32_t* seqused_q;
+  const int32_t* seqused_k;
 } flashptx_bwd_varlen_params;
 
 /* Fills *p for contiguous packed tensors of one dtype (total_q/_k and max_seqlen_q/_k from the host

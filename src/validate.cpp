@@ -267,6 +267,14 @@ static flashptx_status check_cu_seqlens(const char* name, const int32_t* cu, int
   return FLASHPTX_OK;
 }
 
+// seqused_q/_k (the varlen structs): not carried by any kernel's sequence table yet.
+template <class Params>
+flashptx_status check_seqused(const Params& p, std::string* msg) {
+  if (p.seqused_q != nullptr || p.seqused_k != nullptr)
+    return bad(FLASHPTX_ERR_UNSUPPORTED, msg, "seqused_q / seqused_k are not supported yet: pass NULL");
+  return FLASHPTX_OK;
+}
+
 flashptx_status validate_fwd_varlen(const flashptx_fwd_varlen_params& p, std::string* msg) {
   flashptx_status s;
   if ((s = check_sizes({{"num_seqs", p.num_seqs}, {"total_q", p.total_q}, {"total_k", p.total_k},
@@ -276,6 +284,7 @@ flashptx_status validate_fwd_varlen(const flashptx_fwd_varlen_params& p, std::st
     return s;
   if ((s = check_scale(p.softmax_scale, msg)) != FLASHPTX_OK) return s;
   if ((s = check_modifiers(p, msg)) != FLASHPTX_OK) return s;
+  if ((s = check_seqused(p, msg)) != FLASHPTX_OK) return s;
   if (p.num_seqs > FLASHPTX_VARLEN_MAX_SEQS)
     return bad(FLASHPTX_ERR_TOO_MANY_SEQS, msg,
                "num_seqs " + std::to_string(p.num_seqs) + " is above FLASHPTX_VARLEN_MAX_SEQS (" +
@@ -413,6 +422,18 @@ flashptx_status validate_bwd_varlen_shape(const flashptx_bwd_varlen_params& p, s
                        msg)) != FLASHPTX_OK)
     return s;
   if ((s = check_scale(p.softmax_scale, msg)) != FLASHPTX_OK) return s;
+  if ((s = check_modifiers(p, msg)) != FLASHPTX_OK) return s;
+  // No varlen backward kernel carries the window's mask or the softcap's derivative yet (as the
+  // fixed-length backward's refusal, validate_bwd_shape).
+  if (p.window != 0 && (p.window_left >= 0 || p.window_right >= 0))
+    return bad(FLASHPTX_ERR_UNSUPPORTED, msg,
+               "the varlen backward has no sliding window yet (window_left " + std::to_string(p.window_left) +
+                   ", window_right " + std::to_string(p.window_right) + "): only the varlen forward takes one");
+  if (p.softcap != 0.f)
+    return bad(FLASHPTX_ERR_UNSUPPORTED, msg,
+               "the varlen backward has no softcap yet (softcap " + std::to_string(p.softcap) +
+                   "): only the varlen forward takes one");
+  if ((s = check_seqused(p, msg)) != FLASHPTX_OK) return s;
   if (p.num_seqs > FLASHPTX_VARLEN_MAX_SEQS)
     return bad(FLASHPTX_ERR_TOO_MANY_SEQS, msg,
                "num_seqs " + std::to_string(p.num_seqs) + " is above FLASHPTX_VARLEN_MAX_SEQS (" +

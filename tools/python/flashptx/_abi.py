@@ -79,7 +79,8 @@ class FwdVarlenParams(ctypes.Structure):
                 [(n, _i64) for n in ("num_seqs", "total_q", "total_k", "max_seqlen_q", "max_seqlen_k", "heads_q",
                                      "heads_kv", "head_dim")] +
                 [(t + "_" + x + "_stride", _i64) for t in ("q", "k", "v", "o") for x in ("row", "head")] +
-                [("dtype", _int), ("causal", _int), ("softmax_scale", _f32)] + _MODIFIERS + [("head_dim_v", _i64)])
+                [("dtype", _int), ("causal", _int), ("softmax_scale", _f32)] + _MODIFIERS + [("head_dim_v", _i64)] +
+                [("seqused_q", _p), ("seqused_k", _p)])
 
 
 class KvcacheParams(ctypes.Structure):
