@@ -1118,8 +1118,46 @@ flashptx_status launch_bwd_varlen(const flashptx_bwd_varlen_params& p, BwdVarlen
 // ---- launch ------------------------------------------------------------------------------------
 Launch last_launch() { return g_last_launch; }
 
+// The dynamic shared memory a kernel may take is a function attribute of the device's context
+// (cudaFuncAttributeMaxDynamicSharedMemorySize, CUDA Programming Guide, "Shared Memory"): set once
+// per device and kernel to the largest size launched, not before every launch (a driver call on
+// the host path of each call). A cudaDeviceReset drops the attribute with the context: a launch the
+// runtime then rejects sets it again and is retried once (launch_kernel below).
+namespace {
+struct SmemAttr {
+  const void* fn;
+  int device;
+  int bytes;
+};
+std::mutex g_smem_mu;
+std::vector<SmemAttr> g_smem_set;  // what this process set, per (kernel, device)
+
+cudaError_t set_smem_attr(const void* fn, int bytes, bool force) {
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    cudaGetLastError();
+    force = true;
+    dev = -1;
+  }
+  std::lock_guard<std::mutex> lock(g_smem_mu);
+  SmemAttr* hit = nullptr;
+  for (SmemAttr& a : g_smem_set)
+    if (a.fn == fn && a.device == dev) hit = &a;
+  if (!force && hit != nullptr && hit->bytes >= bytes) return cudaSuccess;
+  const cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e != cudaSuccess) return e;
+  if (dev >= 0) {
+    if (hit != nullptr)
+      hit->bytes = bytes;
+    else
+      g_smem_set.push_back(SmemAttr{fn, dev, bytes});
+  }
+  return cudaSuccess;
+}
+}  // namespace
+
 flashptx_status launch(const Launch& l, void* args, cudaStream_t stream, std::string* err) {
-  cudaError_t e = cudaFuncSetAttribute(l.kernel->fn, cudaFuncAttributeMaxDynamicSharedMemorySize, l.smem_bytes);
+  cudaError_t e = set_smem_attr(l.kernel->fn, l.smem_bytes, /*force*/ false);
   if (e != cudaSuccess) {
     cudaGetLastError();
     *err = std::string("cudaFuncSetAttribute(") + l.kernel->name + "): " + cudaGetErrorString(e);
@@ -1127,6 +1165,13 @@ flashptx_status launch(const Launch& l, void* args, cudaStream_t stream, std::st
   }
   void* kernel_args[] = {args};
   e = cudaLaunchKernel(l.kernel->fn, l.grid, l.block, kernel_args, static_cast<size_t>(l.smem_bytes), stream);
+  if (e == cudaErrorInvalidValue && l.smem_bytes > 48 * 1024) {
+    // The attribute this process set may be gone (a reset context): set it again, launch once more.
+    cudaGetLastError();
+    e = set_smem_attr(l.kernel->fn, l.smem_bytes, /*force*/ true);
+    if (e == cudaSuccess)
+      e = cudaLaunchKernel(l.kernel->fn, l.grid, l.block, kernel_args, static_cast<size_t>(l.smem_bytes), stream);
+  }
   if (e != cudaSuccess) {
     cudaGetLastError();
     *err = std::string("launch of ") + l.kernel->name + ": " + cudaGetErrorString(e);

@@ -30,6 +30,9 @@
 #                                          CUDA graph, Python), their sanitizers; then their benchmarks
 #   tools/h200_check.sh BIN OUT new_bench  those benchmarks alone (two runs each): d96/d192 beside
 #                                          cuDNN, the varlen backward against the padded one, the KV cache
+#   tools/h200_check.sh BIN OUT host       the package's host path: its GPU tests, the suites of the launch
+#                                          path, then profile_calls (host time per call, with its split) and
+#                                          the package's bench beside SDPA, two runs each
 #   WHAT may name several modes, comma-separated, run in that order in one call.
 #
 # BIN holds run_tests, flashptx, libflashptx.so (CUDA runtime linked statically) and COMMIT.
@@ -169,6 +172,14 @@ case $what in
         --out "$OUT/hdim-time-run$run.json"
       [ -f tools/bench/varlen_bwd_time.py ] && step varlen_bwd_time_run$run 150 python3 tools/bench/varlen_bwd_time.py \
         --out "$OUT/varlen-bwd-time-run$run.json"
+    done ;;
+  host)
+    step python_gpu 200 python3 tools/python/tests/test_gpu.py --json "$OUT/python_gpu.json"
+    step suite_plan_release_kv 200 "$BIN/run_tests" -ts="gpu_sm90 launch plan,gpu_sm90 release flavour,gpu_sm90 fa3 kvcache"
+    for run in 1 2; do
+      step profile_calls_run$run 150 python3 tools/python/profile_calls.py --cprofile 300 --json "$OUT/profile-calls-run$run.json"
+      step package_bench_run$run 120 python3 -m flashptx.bench --hdims 64,128 --seqlens 1024,4096 \
+        --json "$OUT/package-bench-run$run.json"
     done ;;
   *) summary+=("unknown mode $what") ;;
 esac

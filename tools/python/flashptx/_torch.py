@@ -105,8 +105,12 @@ def _aligned_eager(t):
     """_aligned in one pass over t's shape and strides (the same answer: test_torch_cpu.py compares
     the two)."""
     z = t.shape
-    st = t.stride()
     es = t.element_size()
+    # A contiguous tensor whose rows are whole 16-byte units passes every stride test below (each
+    # stride is a multiple of z[3]): only its address is left to test.
+    if (z[3] * es) % 16 == 0 and t.is_contiguous():
+        return t if t.data_ptr() % 16 == 0 else t.clone(memory_format=torch.contiguous_format)
+    st = t.stride()
     ok = not (z[3] > 1 and st[3] != 1)
     if ok:
         for i in (0, 1, 2):
@@ -245,6 +249,28 @@ def _bwd_struct(dout, q, k, v, out, dq, dk, dv, causal, softmax_scale, determini
 
 
 # ---- the C calls ------------------------------------------------------------------------------------
+# The dynamic schedule's counters, one per (device, stream): include/flashptx.h (tile_counter) says
+# every call leaves its counter zero again, so calls queued one after another on one stream can
+# share one (each starts after the previous one's reset, in stream order). Calls on other streams
+# get their own; a call being captured into a CUDA graph gets a fresh zeroed one (a graph replays
+# its calls alongside anything else, so it must not share one with eager calls).
+_counters = {}
+_is_capturing = _torch_c("_cuda_isCurrentStreamCapturing", None) or torch.cuda.is_current_stream_capturing
+
+
+def _tile_counter(device):
+    if device.type != "cuda" or _is_capturing():
+        return torch.zeros(2, dtype=torch.int32, device=device)
+    index = device.index if device.index is not None else _current_device()
+    key = (index, _current_stream(index))
+    ctr = _counters.get(key)
+    if ctr is None:
+        if len(_counters) >= _CACHE_MAX:
+            _counters.clear()
+        ctr = _counters[key] = torch.zeros(2, dtype=torch.int32, device=device)
+    return ctr
+
+
 def _launch_fwd(q, k, v, out, lse, causal, softmax_scale):
     lib = _abi._lib or _abi.library()
     qp = q.data_ptr()
@@ -263,10 +289,8 @@ def _launch_fwd(q, k, v, out, lse, causal, softmax_scale):
         entry = (p, ctypes.byref(p))
     p, pref = entry
     # The dynamic schedule's counter (include/flashptx.h, tile_counter), where the plan can use it
-    # (causal d64): a fresh zeroed one per call, so that calls on other streams or in CUDA graphs
-    # never share one. Alive until the call is queued; PyTorch's caching allocator hands its memory
-    # out again only in stream order, after the kernel.
-    ctr = torch.zeros(2, dtype=torch.int32, device=q.device) if causal and qs[3] == 64 else None
+    # (causal d64): this stream's (_tile_counter).
+    ctr = _tile_counter(q.device) if causal and qs[3] == 64 else None
     _FWD_PTRS.pack_into(p, _FWD_PTRS_AT, qp, kp, vp, out.data_ptr(), lse.data_ptr())
     _FWD_CTR.pack_into(p, _FWD_CTR_AT, ctr.data_ptr() if ctr is not None else 0)
     _call(lib, "flashptx_fwd", lib.flashptx_fwd, pref, q.get_device())
@@ -577,6 +601,9 @@ class _Attention(torch.autograd.Function):
         ctx.save_for_backward(q, k, v, out, lse)
         ctx.causal, ctx.softmax_scale, ctx.deterministic = causal, softmax_scale, deterministic
         ctx.mark_non_differentiable(lse)
+        # No zero tensors for the gradients autograd would otherwise make up: lse's (never used) and
+        # out's when only lse went on (backward makes that one itself).
+        ctx.set_materialize_grads(False)
         return out, lse
 
     @staticmethod
@@ -609,8 +636,11 @@ def _attention_eager(q, k, v, causal, scale, deterministic):
 
 
 # ---- the public function ------------------------------------------------------------------------------
+_NO_WINDOW, _NO_SOFTCAP = (-1, -1), 0.0  # attention()'s defaults, recognised by identity
+
+
 def attention(q, k, v, *, softmax_scale=None, causal=False, deterministic=False, return_lse=False,
-              window_size=(-1, -1), softcap=0.0, sinks=None):
+              window_size=_NO_WINDOW, softcap=_NO_SOFTCAP, sinks=None):
     """Scaled dot-product attention by flashptx's kernels (FA3 on sm_90; FA4 on sm_100 after
     flashptx.allow_unverified_sm100()), with autograd.
 
@@ -656,7 +686,10 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, deterministic=False,
     flashptx.FlashptxRuntimeError (a RuntimeError: no usable GPU, a CUDA error), with the
     library's message.
     """
-    window, cap = _abi.check_modifiers("flashptx.attention", window_size, softcap)
+    if window_size is _NO_WINDOW and softcap is _NO_SOFTCAP:  # the defaults: nothing to check
+        window, cap = None, 0.0
+    else:
+        window, cap = _abi.check_modifiers("flashptx.attention", window_size, softcap)
     eager = not _is_compiling() and _eager_ok(q, k, v)
     if eager:
         _check_inputs_eager("flashptx.attention", q, k, v)

@@ -233,6 +233,38 @@ def test_current_stream_and_empty():
     assert o.shape == e.shape and e.grad.shape == e.shape
 
 
+def test_tile_counter_per_stream():
+    """The causal d64 forward's tile counter (the dynamic schedule): one per stream, reused call
+    after call (each call leaves it zero), separate on a side stream running at the same time, and
+    the results those calls give equal to a fresh counter's and within the fp64 rule."""
+    from flashptx import _torch as ft
+    problems = []
+    for _ in range(2):  # the second call reuses the first one's counter
+        check_case(2, 1000, 1000, 8, 8, 64, True, grads=False, seed=11, problems=problems)
+    assert not problems, "\n".join(problems)
+    dev = torch.cuda.current_device()
+    mine = [c for (i, st), c in ft._counters.items() if i == dev and st == torch.cuda.current_stream().cuda_stream]
+    assert len(mine) == 1, "one counter for this stream: %d" % len(mine)
+    torch.cuda.synchronize()
+    assert torch.equal(mine[0], torch.zeros_like(mine[0])), "the counter is zero after the calls: %s" % mine[0]
+    torch.manual_seed(12)
+    q, k, v = (torch.randn(4, 2048, 8, 64, device=DEV, dtype=torch.bfloat16) for _ in range(3))
+    want = flashptx.attention(q, k, v, causal=True)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    outs = []
+    for _ in range(8):  # both streams' calls in flight together, each on its own counter
+        outs.append(flashptx.attention(q, k, v, causal=True))
+        with torch.cuda.stream(side):
+            outs.append(flashptx.attention(q, k, v, causal=True))
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    for i, o in enumerate(outs):
+        assert torch.equal(o, want), "call %d (%s stream) differs from the first call" % (i, "side" if i % 2 else "main")
+    for (i, st), c in ft._counters.items():
+        assert torch.equal(c, torch.zeros_like(c)), "counter of stream %x not zero after the calls" % st
+
+
 def expect(exc, fn, *words):
     try:
         fn()
@@ -621,7 +653,7 @@ def test_attention_with_kvcache_errors():
 
 
 TESTS = [test_forward_numerics, test_backward_numerics, test_deterministic_bitwise,
-         test_head_dim_256_backward, test_layouts, test_current_stream_and_empty,
+         test_head_dim_256_backward, test_layouts, test_current_stream_and_empty, test_tile_counter_per_stream,
          test_errors_carry_the_librarys_message, test_opcheck, test_torch_compile_fullgraph,
          test_sinks_forward_backward, test_attention_with_kvcache, test_attention_with_kvcache_cuda_graph,
          test_attention_with_kvcache_errors]
