@@ -763,6 +763,35 @@ TEST_CASE("deterministic mode: the ascending and the rotated dQ orders, fp64 rul
 }
 
 // ---- d256 (kSplitHeadDim: 64 x 64 tiles, the head dim split between the MMA warpgroups) ----------
+// A thread that has made no CUDA call has no current context: the library's driver calls (the tensor
+// maps' encoding) must still find the runtime's, as its runtime calls do (PyTorch runs the backward
+// on such a thread: its autograd worker, when every allocation there came from the cached pool).
+TEST_CASE("a call from a thread that has made no CUDA call: the forward and the backward as on the main thread") {
+  BCase c{1, 200, 300, 4, 2, 128, true, FLASHPTX_BF16};
+  c.deterministic = true;
+  INFO(c.str());
+  BProblem pb(c, 9100);
+  pb.poison();
+  pb.run();
+  const auto first = pb.grads();
+  pb.poison();
+  flashptx_status fwd_status = FLASHPTX_ERR_CUDA, bwd_status = FLASHPTX_ERR_CUDA;
+  std::string why;
+  std::thread fresh([&] {
+    fwd_status = flashptx_fwd(&pb.fwd, nullptr);
+    bwd_status = fwd_status == FLASHPTX_OK ? flashptx_bwd(&pb.bwd, nullptr) : fwd_status;
+    why = flashptx_last_error();
+  });
+  fresh.join();
+  REQUIRE_MESSAGE(fwd_status == FLASHPTX_OK, why);
+  REQUIRE_MESSAGE(bwd_status == FLASHPTX_OK, why);
+  CUDA_REQUIRE(cudaDeviceSynchronize());
+  const auto again = pb.grads();
+  CHECK(again.dq == first.dq);
+  CHECK(again.dk == first.dk);
+  CHECK(again.dv == first.dv);
+}
+
 TEST_CASE("d256: small shapes, causal and not, head ratios 1/4/8, bf16 and fp16") { small_shapes({256}, 7000); }
 TEST_CASE("d256: medium shapes, several key and query blocks, unequal lengths, GQA") { medium_shapes({256}, 7500); }
 TEST_CASE("d256: strided layouts, padded rows and head-major") { strided_layouts({256}, 7600); }
