@@ -636,11 +636,8 @@ def _attention_eager(q, k, v, causal, scale, deterministic):
 
 
 # ---- the public function ------------------------------------------------------------------------------
-_NO_WINDOW, _NO_SOFTCAP = (-1, -1), 0.0  # attention()'s defaults, recognised by identity
-
-
 def attention(q, k, v, *, softmax_scale=None, causal=False, deterministic=False, return_lse=False,
-              window_size=_NO_WINDOW, softcap=_NO_SOFTCAP, sinks=None):
+              window_size=(-1, -1), softcap=0.0, sinks=None):
     """Scaled dot-product attention by flashptx's kernels (FA3 on sm_90; FA4 on sm_100 after
     flashptx.allow_unverified_sm100()), with autograd.
 
@@ -686,7 +683,8 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, deterministic=False,
     flashptx.FlashptxRuntimeError (a RuntimeError: no usable GPU, a CUDA error), with the
     library's message.
     """
-    if window_size is _NO_WINDOW and softcap is _NO_SOFTCAP:  # the defaults: nothing to check
+    if type(window_size) is tuple and window_size == (-1, -1) and type(softcap) is float and softcap == 0.0:
+        # the defaults: nothing to check
         window, cap = None, 0.0
     else:
         window, cap = _abi.check_modifiers("flashptx.attention", window_size, softcap)
