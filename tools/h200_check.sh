@@ -33,6 +33,9 @@
 #   tools/h200_check.sh BIN OUT host       the package's host path: its GPU tests, the suites of the launch
 #                                          path, then profile_calls (host time per call, with its split) and
 #                                          the package's bench beside SDPA, two runs each
+#   tools/h200_check.sh BIN OUT timeline   one forward+backward through the package and through SDPA cuDNN on the
+#                                          bench's shapes under torch.profiler: each launch's host time, each
+#                                          GPU wait, the host ops before the backward (two runs; traces of run 1)
 #   WHAT may name several modes, comma-separated, run in that order in one call.
 #
 # BIN holds run_tests, flashptx, libflashptx.so (CUDA runtime linked statically) and COMMIT.
@@ -181,9 +184,14 @@ case $what in
       step package_bench_run$run 120 python3 -m flashptx.bench --hdims 64,128 --seqlens 1024,4096 \
         --json "$OUT/package-bench-run$run.json"
     done ;;
+  timeline)
+    for run in 1 2; do
+      step timeline_run$run 200 python3 tools/python/timeline_calls.py --json "$OUT/timeline-run$run.json" \
+        $([ $run = 1 ] && echo --trace-dir "$OUT")
+    done ;;
   *) summary+=("unknown mode $what") ;;
 esac
 done
 printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
 # At most 8 files come back from a call: the logs and result files travel in one archive.
-(cd "$OUT" && tar czf logs.tgz $(ls *.log *.json 2>/dev/null) && rm -f *.log *.json)
+(cd "$OUT" && tar czf logs.tgz $(ls *.log *.json *.json.gz 2>/dev/null) && rm -f *.log *.json *.json.gz)
