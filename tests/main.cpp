@@ -131,6 +131,7 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     {"gpu_sm90 fa3 fp8 forward", "d256: causal and not*"},
     {"gpu_sm90 fa3 fp8 forward", "mixed granularities*"},
     {"gpu_sm90 fa3 fp8 forward", "shapes:*"},
+    {"gpu_sm90 fa3 fp8 forward", "the paired causal walk*"},
     {"gpu_sm90 fa3 fp8 forward", "determinism:*"},
     {"gpu_sm90 fa3 varlen", "every head dim and dtype*"},
     {"gpu_sm90 fa3 varlen", "padded strides*"},

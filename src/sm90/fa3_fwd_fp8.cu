@@ -9,6 +9,8 @@
 //   fa3_fwd_fp8_sm90_d128        128 x 128          2                      132,208       56 / 224
 //   fa3_fwd_fp8_sm90_d256        128 x 64           2                      164,976       56 / 224
 //   fa3_fwd_fp8_sm90_d64_p, _d128_p, _d256_p: the same, the consumers looping over tiles (persistent)
+//   fa3_fwd_fp8_sm90_d64_paired, _d128_paired, _d256_paired: the same, walking the paired causal
+//                                schedule (Fp8Config::paired)
 //   fa3_fwd_fp8_sm90_d64_n256_p  128 x 256          2                      115,824       56 / 224
 //   fa3_fwd_fp8_sm90_d128_n192_p 128 x 192          2                      181,360       56 / 224
 // (the wide kernels exist only in the loop flavour; launch_fwd_fp8 says why)
@@ -45,6 +47,9 @@ FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d128_p, flashptx::fa3::persistent(f
 FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d256_p, flashptx::fa3::persistent(flashptx::fa3::kFp8D256))
 FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d64_n256_p, flashptx::fa3::persistent(flashptx::fa3::kFp8D64N256))
 FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d128_n192_p, flashptx::fa3::persistent(flashptx::fa3::kFp8D128N192))
+FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d64_paired, flashptx::fa3::paired(flashptx::fa3::kFp8D64))
+FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d128_paired, flashptx::fa3::paired(flashptx::fa3::kFp8D128))
+FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d256_paired, flashptx::fa3::paired(flashptx::fa3::kFp8D256))
 
 namespace flashptx {
 
@@ -165,7 +170,13 @@ static flashptx_status launch_fp8(const flashptx_fwd_fp8_params& a, const void* 
     *msg = "internal: a one-tile-per-CTA FP8 kernel launched one CTA per SM";
     return FLASHPTX_ERR_BAD_OPTION;
   }
-  const int64_t ctas = one_cta_per_sm ? std::min<int64_t>(tiles, std::max(sm_count, 1)) : tiles;
+  if (C.paired && !one_cta_per_sm) {
+    *msg = "internal: a paired FP8 kernel launched one CTA per tile";
+    return FLASHPTX_ERR_BAD_OPTION;
+  }
+  // The paired walk deals units of two tiles (paired_units); the others deal tiles.
+  const int64_t work = C.paired ? static_cast<int64_t>(paired_units(p.num_m_blocks, p.heads_q, p.batch)) : tiles;
+  const int64_t ctas = one_cta_per_sm ? std::min<int64_t>(work, std::max(sm_count, 1)) : tiles;
   void* args[] = {&p};
   e = cudaLaunchKernel(fn, dim3(static_cast<unsigned>(ctas)), dim3(L::kThreads), args, L::kSmemBytes, stream);
   if (e != cudaSuccess) {
@@ -190,6 +201,12 @@ static bool wide_blocks_apply(const flashptx_fwd_fp8_params& a) {
 // scheduler balances a causal mask better than a static round robin (docs/DECISIONS.md, "FP8: when
 // the tile loop runs").
 static bool persistent_applies(const flashptx_fwd_fp8_params& a) { return a.causal == 0 && a.seqlen_k <= 4096; }
+// Causal calls up to 4k keys that take no wide kernel: the paired walk, one CTA per SM (units of
+// tiles m and M-1-m have equal key counts, so the static round robin balances, and each tile's start
+// passes under the previous one's end; docs/DECISIONS.md, "FP8: the paired causal walk").
+static bool paired_applies(const flashptx_fwd_fp8_params& a) {
+  return a.causal != 0 && a.seqlen_k <= 4096 && !wide_blocks_apply(a);
+}
 
 // Every launchable FP8 forward kernel, its symbol and its launch, named once: launch_fwd_fp8 and
 // fwd_fp8_kernel_name take the same entry from select_fp8_kernel.
@@ -219,11 +236,14 @@ static const Fp8Kernel* select_fp8_kernel(const flashptx_fwd_fp8_params& a) {
       FLASHPTX_FP8_ENTRY(fa3_fwd_fp8_sm90_d128_n192_p, persistent(fa3::kFp8D128N192));
   static const Fp8Kernel d256 = FLASHPTX_FP8_ENTRY(fa3_fwd_fp8_sm90_d256, fa3::kFp8D256);
   static const Fp8Kernel d256_p = FLASHPTX_FP8_ENTRY(fa3_fwd_fp8_sm90_d256_p, persistent(fa3::kFp8D256));
-  const bool wide = wide_blocks_apply(a), pers = persistent_applies(a);
+  static const Fp8Kernel d64_paired = FLASHPTX_FP8_ENTRY(fa3_fwd_fp8_sm90_d64_paired, fa3::paired(fa3::kFp8D64));
+  static const Fp8Kernel d128_paired = FLASHPTX_FP8_ENTRY(fa3_fwd_fp8_sm90_d128_paired, fa3::paired(fa3::kFp8D128));
+  static const Fp8Kernel d256_paired = FLASHPTX_FP8_ENTRY(fa3_fwd_fp8_sm90_d256_paired, fa3::paired(fa3::kFp8D256));
+  const bool wide = wide_blocks_apply(a), pers = persistent_applies(a), pair = paired_applies(a);
   switch (a.head_dim) {
-    case 64: return wide ? &d64_n256_p : pers ? &d64_p : &d64;
-    case 128: return wide ? &d128_n192_p : pers ? &d128_p : &d128;
-    case 256: return pers ? &d256_p : &d256;
+    case 64: return wide ? &d64_n256_p : pair ? &d64_paired : pers ? &d64_p : &d64;
+    case 128: return wide ? &d128_n192_p : pair ? &d128_paired : pers ? &d128_p : &d128;
+    case 256: return pair ? &d256_paired : pers ? &d256_p : &d256;
   }
   return nullptr;
 }
@@ -235,7 +255,7 @@ flashptx_status launch_fwd_fp8(const flashptx_fwd_fp8_params& a, int sm_count, c
     *msg = "head_dim " + std::to_string(a.head_dim) + " has no FP8 kernel";
     return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
   }
-  return k->launch(a, persistent_applies(a), sm_count, stream, msg);
+  return k->launch(a, persistent_applies(a) || paired_applies(a), sm_count, stream, msg);
 }
 
 const char* fwd_fp8_kernel_name(const flashptx_fwd_fp8_params& a) {
@@ -248,6 +268,7 @@ const char* fwd_fp8_kernel_name(const flashptx_fwd_fp8_params& a) {
 template <fa3::Fp8Config C>
 inline constexpr KernelSwitch kFa3FwdFp8Switches[] = {
     {"skip_unit_rescale", C.skip_unit_rescale},
+    {"paired", C.paired},
     {"uniform_kv_descales_only", fa3::Fp8Layout<C>::kUniformKVDescalesOnly},
     {"q_slots", fa3::Fp8Layout<C>::kQSlots},
     {"producer_regs", fa3::Fp8Layout<C>::kProducerRegs},
@@ -275,6 +296,9 @@ std::span<const KernelEntry> fa3_fwd_fp8_kernels() {
       FLASHPTX_FP8_ROW(fa3_fwd_fp8_sm90_d256_p, persistent(kFp8D256)),
       FLASHPTX_FP8_ROW(fa3_fwd_fp8_sm90_d64_n256_p, persistent(kFp8D64N256)),
       FLASHPTX_FP8_ROW(fa3_fwd_fp8_sm90_d128_n192_p, persistent(kFp8D128N192)),
+      FLASHPTX_FP8_ROW(fa3_fwd_fp8_sm90_d64_paired, paired(kFp8D64)),
+      FLASHPTX_FP8_ROW(fa3_fwd_fp8_sm90_d128_paired, paired(kFp8D128)),
+      FLASHPTX_FP8_ROW(fa3_fwd_fp8_sm90_d256_paired, paired(kFp8D256)),
   };
   return rows;
 }

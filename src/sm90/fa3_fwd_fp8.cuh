@@ -8,8 +8,10 @@
 // K/V blocks of block_n keys, visited right to left (masked blocks first). A CTA runs tiles
 // blockIdx.x, blockIdx.x + gridDim.x, ... of the linear order (longest-first under a causal mask):
 // the host launches one CTA per SM (persistent) or one per tile (src/sm90/fa3_fwd_fp8.cu launch_fp8
-// says when); the code is the same. The two consumer warpgroups issue their GEMMs in turn (pingpong,
-// as the bf16 forward); the token ring carries over from tile to tile.
+// says when); the code is the same. The paired kernels (Fp8Config::paired, causal launches) walk
+// instead the paired static schedule: units of tiles m and M-1-m dealt round robin, one CTA per SM.
+// The two consumer warpgroups issue their GEMMs in turn (pingpong, as the bf16 forward); the token
+// ring carries over from tile to tile.
 //
 // Roles:
 //   warpgroup 0   PRODUCER   setmaxnreg.dec 56.
@@ -186,12 +188,10 @@ struct Tile {
   int n_max;  // admissible K/V blocks [0, n_max), visited right to left
 };
 
-// Linear tile `idx` (src/protocol/tile_scheduler.h: m blocks fastest, longest first under a
-// causal mask).
+// The tile at (m_block, head, batch): its kv head and its admissible K/V blocks.
 template <Fp8Config C>
-__device__ __forceinline__ Tile tile_of(const FwdFp8Params& p, int idx) {
+__device__ __forceinline__ Tile tile_at(const FwdFp8Params& p, const TileCoord& tc) {
   using L = Fp8Layout<C>;
-  const TileCoord tc = tile_from_linear(idx, p.num_m_blocks, p.heads_q, p.batch, p.causal != 0);
   Tile t;
   t.m_block = tc.m_block;
   t.head = tc.head;
@@ -201,6 +201,18 @@ __device__ __forceinline__ Tile tile_of(const FwdFp8Params& p, int idx) {
   t.n_max = p.causal ? causal_n_blocks(tc.m_block, L::kBlockM, C.block_n, p.seqlen_q, p.seqlen_k)
                      : n_blocks(C.block_n, p.seqlen_k);
   return t;
+}
+// Linear tile `idx` (src/protocol/tile_scheduler.h: m blocks fastest, longest first under a
+// causal mask).
+template <Fp8Config C>
+__device__ __forceinline__ Tile tile_of(const FwdFp8Params& p, int idx) {
+  return tile_at<C>(p, tile_from_linear(idx, p.num_m_blocks, p.heads_q, p.batch, p.causal != 0));
+}
+// The paired walk's slot k of this CTA (paired_slot): its tile's coordinate in *tc, or kEmpty (the
+// short half of an odd M's middle pair; the slot after it is a unit's long tile or the end), or kDone.
+__device__ __forceinline__ SlotKind paired_tile(const FwdFp8Params& p, int k, TileCoord* tc) {
+  return paired_slot(static_cast<int>(blockIdx.x), k, static_cast<int>(gridDim.x), p.num_m_blocks, p.heads_q, p.batch,
+                     tc);
 }
 
 // ==================================== PRODUCER ====================================================
@@ -226,23 +238,41 @@ struct Producer {
     int tile, r, qi;
     Tile t;
   };
+  // The paired walk (C.paired): tile is the CTA's slot index k (paired_tile), -1 once the walk is done.
   __device__ __forceinline__ void seek(StreamPos& s) const {
-    for (; s.tile < p.num_tiles; s.tile += static_cast<int>(gridDim.x)) {
-      s.t = tile_of<C>(p, s.tile);
-      if (s.t.n_max > 0) return;
+    if constexpr (C.paired) {
+      for (;; ++s.tile) {
+        TileCoord tc;
+        const SlotKind kind = paired_tile(p, s.tile, &tc);
+        if (kind == SlotKind::kDone) {
+          s.tile = -1;
+          return;
+        }
+        if (kind == SlotKind::kEmpty) continue;
+        s.t = tile_at<C>(p, tc);
+        if (s.t.n_max > 0) return;
+      }
+    } else {
+      for (; s.tile < p.num_tiles; s.tile += static_cast<int>(gridDim.x)) {
+        s.t = tile_of<C>(p, s.tile);
+        if (s.t.n_max > 0) return;
+      }
     }
   }
   __device__ __forceinline__ StreamPos stream_start() const {
-    StreamPos s{static_cast<int>(blockIdx.x), 0, 0, Tile{}};
+    StreamPos s{C.paired ? 0 : static_cast<int>(blockIdx.x), 0, 0, Tile{}};
     seek(s);
     return s;
   }
-  __device__ __forceinline__ bool done(const StreamPos& s) const { return s.tile >= p.num_tiles; }
+  __device__ __forceinline__ bool done(const StreamPos& s) const {
+    if constexpr (C.paired) return s.tile < 0;
+    else return s.tile >= p.num_tiles;
+  }
   __device__ __forceinline__ void next(StreamPos& s) const {
     if (++s.r < s.t.n_max) return;
     s.r = 0;
     ++s.qi;
-    s.tile += static_cast<int>(gridDim.x);
+    s.tile += C.paired ? 1 : static_cast<int>(gridDim.x);
     seek(s);
   }
 
@@ -650,7 +680,17 @@ struct Consumer {
     // per tile); the ring carries over from one tile to the next.
     if (Tokens::primes(g)) ptx::bar_arrive(Tokens::barrier_of(0), Tokens::kParticipants);
     int qi = 0;  // keyed tiles so far: Q slot qi % 2, its full-barrier parity (qi / 2) % 2
-    if constexpr (C.persistent) {
+    if constexpr (C.paired) {
+      // The producer's walk (Producer::seek), slot by slot; tiles without keys included (O = 0).
+      for (int k = 0;; ++k) {
+        TileCoord tc;
+        const SlotKind kind = paired_tile(p, k, &tc);
+        if (kind == SlotKind::kDone) break;
+        if (kind == SlotKind::kEmpty) continue;
+        run_tile(tc, qi);
+        epilogue();
+      }
+    } else if constexpr (C.persistent) {
       for (int tile = static_cast<int>(blockIdx.x); tile < p.num_tiles; tile += static_cast<int>(gridDim.x)) {
         run_tile(tile, qi);
         epilogue();
@@ -660,8 +700,12 @@ struct Consumer {
       epilogue();
     }
   }
-  __device__ __forceinline__ void run_tile(int tile, int& qi) {
-    t = tile_of<C>(p, tile);
+  // where: a linear tile index (tile_of), or the paired walk's coordinate (tile_at).
+  __device__ __forceinline__ Tile locate(int idx) const { return tile_of<C>(p, idx); }
+  __device__ __forceinline__ Tile locate(const TileCoord& tc) const { return tile_at<C>(p, tc); }
+  template <class Where>
+  __device__ __forceinline__ void run_tile(Where where, int& qi) {
+    t = locate(where);
     row0 = t.m_block * kBlockM + 64 * g + r0;
     row_max[0] = row_max[1] = -INFINITY;
     row_sum[0] = row_sum[1] = 0.f;

@@ -124,6 +124,12 @@ struct Fp8Config {
   // because the tile loop alone makes ptxas keep the d128 steady step's descriptors and barrier
   // addresses in ordinary registers (docs/DECISIONS.md, "FP8: two flavours, looping or not").
   bool persistent = false;
+  // true (with persistent): the CTAs walk the paired static schedule of causal launches
+  // (src/protocol/tile_scheduler.h paired_slot: units of query blocks m and M-1-m, equal key counts,
+  // dealt round robin) instead of the linear order; the producer and both consumers walk the same
+  // slots. Its own kernels, chosen at compile time, as the bf16 forward's paired walk
+  // (docs/DECISIONS.md, "The paired causal schedule", "FP8: the paired causal walk").
+  bool paired = false;
   // The consumers skip O's rescale when every factor of the warp is exactly 1 (no row max moved, the
   // same V descale): a vote and a branch per step, against kD / 2 multiplies ("FP8: the unit rescale
   // skipped").
@@ -131,6 +137,11 @@ struct Fp8Config {
 };
 constexpr Fp8Config persistent(Fp8Config c) {
   c.persistent = true;
+  return c;
+}
+constexpr Fp8Config paired(Fp8Config c) {
+  c.persistent = true;
+  c.paired = true;
   return c;
 }
 
@@ -199,6 +210,7 @@ struct Fp8Layout {
   // wide_blocks_apply in src/sm90/fa3_fwd_fp8.cu.
   static constexpr bool kUniformKVDescalesOnly = kFp8ScaleRows % C.block_n != 0;
   static_assert(C.stages >= 2 && C.stages <= 4, "stages 2..4 (see Fp8Config::stages)");
+  static_assert(!C.paired || C.persistent, "paired: the CTAs loop over their slots (persistent)");
   static_assert(kQBytes % 1024 == 0 && kKBytes % 1024 == 0 && kVtBytes % 1024 == 0, "tiles keep 1024-byte alignment");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
   static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumerWGs <= (65536 / kThreads) / 8 * 8 * kThreads,
@@ -208,10 +220,10 @@ struct Fp8Layout {
 // The shipped configurations (instantiated in src/sm90/fa3_fwd_fp8.cu; persistent(c) gives the tile
 // loop's twin). Two stages everywhere: the smaller footprint ("FP8: two stages"). The unit-rescale
 // skip at d256 only, where O is 128 registers per thread against 64-key blocks.
-constexpr Fp8Config kFp8D64 = {.head_dim = 64, .block_n = 128, .stages = 2, .persistent = false, .skip_unit_rescale = false};
-constexpr Fp8Config kFp8D128 = {.head_dim = 128, .block_n = 128, .stages = 2, .persistent = false, .skip_unit_rescale = false};
-constexpr Fp8Config kFp8D256 = {.head_dim = 256, .block_n = 64, .stages = 2, .persistent = false, .skip_unit_rescale = true};
-constexpr Fp8Config kFp8D64N256 = {.head_dim = 64, .block_n = 256, .stages = 2, .persistent = false, .skip_unit_rescale = false};
-constexpr Fp8Config kFp8D128N192 = {.head_dim = 128, .block_n = 192, .stages = 2, .persistent = false, .skip_unit_rescale = false};
+constexpr Fp8Config kFp8D64 = {.head_dim = 64, .block_n = 128, .stages = 2, .persistent = false, .paired = false, .skip_unit_rescale = false};
+constexpr Fp8Config kFp8D128 = {.head_dim = 128, .block_n = 128, .stages = 2, .persistent = false, .paired = false, .skip_unit_rescale = false};
+constexpr Fp8Config kFp8D256 = {.head_dim = 256, .block_n = 64, .stages = 2, .persistent = false, .paired = false, .skip_unit_rescale = true};
+constexpr Fp8Config kFp8D64N256 = {.head_dim = 64, .block_n = 256, .stages = 2, .persistent = false, .paired = false, .skip_unit_rescale = false};
+constexpr Fp8Config kFp8D128N192 = {.head_dim = 128, .block_n = 192, .stages = 2, .persistent = false, .paired = false, .skip_unit_rescale = false};
 
 }  // namespace flashptx::fa3

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "include/flashptx.h"
+#include "src/sm90/fa3_fwd_fp8.h"
 #include "tests/gpu/release_lib.h"
 #include "tests/gpu/test_util.h"
 #include "tests/sim/sim_schedule.h"
@@ -345,6 +346,33 @@ TEST_CASE("shapes: one query, one key, more queries than keys (rows without keys
   }
   // A custom softmax scale and large scores.
   check_case({1, 256, 512, 2, 1, 128, false, kB, kB, kB, Layout::kContiguous, false, 0.3f}, ++seed);
+}
+
+// The paired causal walk (src/sm90/fa3_fwd_fp8.cu paired_applies): units of query blocks m and
+// M-1-m dealt round robin over one CTA per SM. Odd query-block counts (the middle tile's empty
+// slot), more units than SMs (several units per CTA: the simulator has 4 SMs), query blocks that see
+// no key (seqlen_q > seqlen_k: O = 0 from the consumers while the producer skips them), GQA.
+TEST_CASE("the paired causal walk: odd query-block counts, several units per CTA, blocks without keys") {
+  uint64_t seed = 0x9a1d;
+  const auto paired = [&](const Fp8Case& c) {
+    Fp8Problem pb(c, 1);
+    const char* name = flashptx::fwd_fp8_kernel_name(pb.params);
+    REQUIRE(name != nullptr);
+    CHECK_MESSAGE(std::string(name).find("_paired") != std::string::npos, c.str() << ": ran " << name);
+    check_case(c, ++seed);
+  };
+  if (on_simulator()) {
+    paired({1, 300, 300, 6, 2, 64, true, kH, kH, kH});   // M = 3, 12 units on 4 SMs
+    paired({1, 300, 100, 2, 1, 128, true, kB, kB, kB});  // rows < 200 see no key
+    paired({2, 200, 260, 2, 2, 256, true, kT, kT, kT, Layout::kPadded, true});
+    return;
+  }
+  for (int64_t d : {64, 128, 256}) {
+    paired({4, 1000, 1000, 16, 4, d, true, kH, kH, kH});  // M = 8: 256 units on 132 SMs
+    paired({2, 1300, 1300, 12, 3, d, true, kB, kB, kB});  // M = 11
+    paired({1, 1500, 600, 8, 8, d, true, kB, kT, kH, Layout::kHeadMajor, false});  // rows < 900 see no key
+    paired({3, 700, 4096, 4, 1, d, true, kB, kB, kB, Layout::kContiguous, true});
+  }
 }
 
 TEST_CASE("determinism: 200 launches bitwise equal, in both V layouts and the wide-block kernel") {

@@ -479,9 +479,10 @@ TEST_CASE("references: the 2^8 offset cancels, e4m3 P moves O a little, LSE unch
 
 TEST_SUITE("host fp8 forward") {
 
-// Which kernel a call launches (src/sm90/fa3_fwd_fp8.cu: wide_blocks_apply, persistent_applies): a
-// host-only decision, checked here against the rules the launch comments and README state.
-TEST_CASE("kernel choice: wide blocks only for uniform K/V descales, V row-major, >= 2k keys; the loop flavour for non-causal up to 4k keys") {
+// Which kernel a call launches (src/sm90/fa3_fwd_fp8.cu: wide_blocks_apply, persistent_applies,
+// paired_applies): a host-only decision, checked here against the rules the launch comments and
+// README state.
+TEST_CASE("kernel choice: wide blocks only for uniform K/V descales, V row-major, >= 2k keys; the loop flavour for non-causal up to 4k keys; the paired walk for causal up to 4k keys") {
   flashptx_fwd_fp8_params p;
   const auto name = [&](int64_t d, int64_t sk, int causal, flashptx_fp8_scale_granularity kv, bool vt) {
     flashptx_fwd_fp8_params_contiguous(&p, reinterpret_cast<void*>(256), reinterpret_cast<void*>(512),
@@ -506,9 +507,16 @@ TEST_CASE("kernel choice: wide blocks only for uniform K/V descales, V row-major
   CHECK(name(128, 2047, 0, kH, false) == "fa3_fwd_fp8_sm90_d128_p");
   // V given keys-contiguous: one TMA box per Vt stage, so never the two-chunk wide stage.
   CHECK(name(128, 8192, 0, kH, true) == "fa3_fwd_fp8_sm90_d128");
-  // d256 has no wide kernel (O is 128 registers per thread); causal and long calls one CTA per tile.
+  // d256 has no wide kernel (O is 128 registers per thread); long calls one CTA per tile.
   CHECK(name(256, 8192, 0, kH, false) == "fa3_fwd_fp8_sm90_d256");
-  CHECK(name(256, 1024, 1, kH, false) == "fa3_fwd_fp8_sm90_d256");
+  CHECK(name(256, 8192, 1, kH, false) == "fa3_fwd_fp8_sm90_d256");
+  // Causal up to 4k keys, where no wide kernel runs: the paired walk, every head dim and layout.
+  CHECK(name(256, 1024, 1, kH, false) == "fa3_fwd_fp8_sm90_d256_paired");
+  CHECK(name(128, 4096, 1, kB, false) == "fa3_fwd_fp8_sm90_d128_paired");
+  CHECK(name(128, 1024, 1, kH, false) == "fa3_fwd_fp8_sm90_d128_paired");
+  CHECK(name(64, 512, 1, kT, true) == "fa3_fwd_fp8_sm90_d64_paired");
+  CHECK(name(128, 4097, 1, kB, false) == "fa3_fwd_fp8_sm90_d128");
+  CHECK(name(128, 2048, 1, kH, false) == "fa3_fwd_fp8_sm90_d128_n192_p");
   CHECK(name(256, 1024, 0, kH, false) == "fa3_fwd_fp8_sm90_d256_p");
   CHECK(name(96, 1024, 0, kH, false) == "(none)");
 }
