@@ -33,6 +33,8 @@
 #   tools/h200_check.sh BIN OUT host       the package's host path: its GPU tests, the suites of the launch
 #                                          path, then profile_calls (host time per call, with its split) and
 #                                          the package's bench beside SDPA, two runs each
+#   tools/h200_check.sh BIN OUT fp8_walk   the FP8 forward's suite, memcheck/synccheck of its paired walk, and its
+#                                          causal points against $LIB_B's FP8 forward in one process (two runs)
 #   tools/h200_check.sh BIN OUT timeline   one forward+backward through the package and through SDPA cuDNN on the
 #                                          bench's shapes under torch.profiler: each launch's host time, each
 #                                          GPU wait, the host ops before the backward (two runs; traces of run 1)
@@ -183,6 +185,23 @@ case $what in
       step profile_calls_run$run 150 python3 tools/python/profile_calls.py --cprofile 300 --json "$OUT/profile-calls-run$run.json"
       step package_bench_run$run 120 python3 -m flashptx.bench --hdims 64,128 --seqlens 1024,4096 \
         --json "$OUT/package-bench-run$run.json"
+    done ;;
+  fp8_walk)
+    # The FP8 forward's causal walk: its GPU suite, memcheck and synccheck on the paired case, then the
+    # causal grid points against $LIB_B (a build whose causal FP8 calls ran one CTA per tile) in the
+    # same process, per head and per block descales, two runs.
+    step suite_fp8 200 "$BIN/run_tests" -ts="gpu_sm90 fa3 fp8 forward"
+    for tool in memcheck synccheck; do
+      step "${tool}_fp8_paired" 120 compute-sanitizer --tool "$tool" --error-exitcode 9 "$BIN/run_tests" \
+        -ts="gpu_sm90 fa3 fp8 forward" -tc="the paired causal walk*"
+    done
+    sh_short="32,512,32,64,1;16,1024,32,64,1;32,512,16,128,1;16,1024,16,128,1;32,512,8,256,1;16,1024,8,256,1"
+    sh_long="8,2048,32,64,1;4,4096,32,64,1;8,2048,16,128,1;4,4096,16,128,1;8,2048,8,256,1;4,4096,8,256,1"
+    for run in 1 2; do
+      step fp8_walk_per_head_run$run 150 python3 tools/bench/fp8_time.py --lib-b "${LIB_B:?LIB_B}" --gran 1 \
+        --shapes "$sh_short" --out "$OUT/fp8-walk-per-head-run$run.json"
+      step fp8_walk_per_block_run$run 200 python3 tools/bench/fp8_time.py --lib-b "$LIB_B" --gran 2 \
+        --shapes "$sh_short;$sh_long" --out "$OUT/fp8-walk-per-block-run$run.json"
     done ;;
   timeline)
     for run in 1 2; do
