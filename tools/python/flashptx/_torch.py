@@ -4,7 +4,9 @@ Two ops, both with fake (meta) implementations so that torch.compile traces thro
   torch.ops.flashptx.fwd(q, k, v, causal, softmax_scale, deterministic) -> (out, lse)
   torch.ops.flashptx.bwd(dout, q, k, v, out, lse, causal, softmax_scale, deterministic) -> (dq, dk, dv)
 fwd has an autograd formula that calls bwd. softmax_scale 0.0 means 1/sqrt(head_dim) (the library's
-default); `deterministic` is carried by fwd for its backward only.
+default); `deterministic` is carried by fwd for its backward only. flashptx.attention_varlen has its
+pair too (flashptx::fwd_varlen, flashptx::bwd_varlen: the packed layout, cu_seqlens, seqused), and the
+window, softcap and sinks theirs (below).
 
 Host cost. flashptx.attention in plain eager mode (no torch.compile, no dispatch or function mode,
 no functorch transform, no tracer, plain tensors: _eager_ok) does not go through the custom ops:
