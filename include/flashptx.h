@@ -254,7 +254,15 @@ typedef struct flashptx_fwd_varlen_params {
   int64_t head_dim_v;
   /* Optional (NULL: every row used), HOST memory, num_seqs int32 entries each (FlashAttention-3's
    * seqused_q/_k): sequence b uses only its first seqused_q[b] query rows and seqused_k[b] keys of
-   * the rows cu_seqlens gives it. Not supported yet: non-NULL answers FLASHPTX_ERR_UNSUPPORTED. */
+   * the rows cu_seqlens gives it, which stay its packed offsets. The used lengths replace the
+   * lengths everywhere else: the causal mask and the window align to their bottom-right, a row
+   * attends to the used keys only, and O and LSE are written for the used rows only (the rest of
+   * the sequence's rows are left untouched; seqused_q 0: nothing written, as a sequence of length
+   * 0; seqused_k 0 with used rows: O = 0, LSE -inf). The rows past a used length that share a
+   * block of the kernel with used ones are loaded and masked, as a ragged tail's neighbour rows
+   * are: they must hold finite values (a NaN or Inf there reaches the output through the masked
+   * products). Each entry in [0, its sequence's cu_seqlens length], else FLASHPTX_ERR_BAD_SHAPE
+   * naming it; a device pointer here is refused (FLASHPTX_ERR_BAD_SHAPE) where the runtime can tell. */
   const int32_t* seqused_q;
   const int32_t* seqused_k;
 } flashptx_fwd_varlen_params;
@@ -427,8 +435,12 @@ typedef struct flashptx_bwd_varlen_params {
   int window;
   float softcap;
   int64_t window_left, window_right;
-  /* As flashptx_fwd_varlen_params::seqused_q/_k (NULL: every row used). Not supported yet:
-   * non-NULL answers FLASHPTX_ERR_UNSUPPORTED. */
+  /* As flashptx_fwd_varlen_params::seqused_q/_k (NULL: every row used; HOST memory; pass the
+   * forward's). The gradients are computed over the used rows and keys: dq is written for the used
+   * query rows only, dk and dv for the used keys only; the dq rows past seqused_q and the dk/dv rows
+   * past seqused_k are left untouched (their gradient is 0: a caller wanting it zeroes them first).
+   * A sequence whose seqused_q is 0 gets dk = dv = 0 for its used keys. Values past the used
+   * lengths (q, dout, k, v) must be finite, as for the forward. */
   const int32_t* seqused_q;
   const int32_t* seqused_k;
 } flashptx_bwd_varlen_params;

@@ -102,8 +102,12 @@ flashptx_status fwd_kernel_info(const flashptx_fwd_params* p, const FwdOptions& 
 template <class Params>  // flashptx_fwd_varlen_params, flashptx_bwd_varlen_params
 static flashptx_status check_host_prefix_sums(const Params& p, std::string* msg) {
   if (p.num_seqs <= 0) return FLASHPTX_OK;
-  const struct { const char* name; const int32_t* ptr; } arrays[] = {{"cu_seqlens_q", p.cu_seqlens_q},
-                                                                     {"cu_seqlens_k", p.cu_seqlens_k}};
+  // (seqused_q/_k, the used lengths, likewise: host arrays, FLASHPTX_ERR_BAD_SHAPE as their values.)
+  const struct { const char* name; const int32_t* ptr; flashptx_status status; const char* what; } arrays[] = {
+      {"cu_seqlens_q", p.cu_seqlens_q, FLASHPTX_ERR_BAD_CU_SEQLENS, "prefix sums"},
+      {"cu_seqlens_k", p.cu_seqlens_k, FLASHPTX_ERR_BAD_CU_SEQLENS, "prefix sums"},
+      {"seqused_q", p.seqused_q, FLASHPTX_ERR_BAD_SHAPE, "used lengths"},
+      {"seqused_k", p.seqused_k, FLASHPTX_ERR_BAD_SHAPE, "used lengths"}};
   for (const auto& a : arrays) {
     if (a.ptr == nullptr) continue;  // validation names it
     cudaPointerAttributes attr{};
@@ -112,8 +116,8 @@ static flashptx_status check_host_prefix_sums(const Params& p, std::string* msg)
       continue;
     }
     if (attr.type == cudaMemoryTypeDevice) {
-      *msg = std::string(a.name) + " points to device memory: pass the host copy of the prefix sums";
-      return FLASHPTX_ERR_BAD_CU_SEQLENS;
+      *msg = std::string(a.name) + " points to device memory: pass the host copy of the " + a.what;
+      return a.status;
     }
   }
   return FLASHPTX_OK;
@@ -146,6 +150,7 @@ flashptx_status fwd_varlen(const flashptx_fwd_varlen_params* p, const FwdOptions
   // The plan holds the kernel's parameter block (about 21 KB): per host thread, not on the stack.
   static thread_local FwdVarlenPlan plan;
   if ((s = varlen_plan_checked(p, opt, &plan)) != FLASHPTX_OK) return s;
+  if (plan.launch.tiles == 0) return ok();  // seqused_q 0 for every sequence: nothing launched
   if ((s = encode_fwd_varlen_args(*p, &plan, &msg)) != FLASHPTX_OK) return fail(s, msg);
   if ((s = launch(plan.launch, &plan.args, stream, &msg)) != FLASHPTX_OK) return fail(s, msg);
   return ok();
@@ -161,6 +166,7 @@ flashptx_status fwd_varlen_kernel_info(const flashptx_fwd_varlen_params* p, cons
   if (varlen_nothing_to_do(*p)) return fail(FLASHPTX_ERR_BAD_SHAPE, "num_seqs or total_q is 0: nothing would launch");
   static thread_local FwdVarlenPlan plan;
   if ((s = varlen_plan_checked(p, opt, &plan)) != FLASHPTX_OK) return s;
+  if (plan.launch.tiles == 0) return fail(FLASHPTX_ERR_BAD_SHAPE, "seqused_q is 0 for every sequence: nothing would launch");
   fill_info(plan.launch, info);
   return ok();
 }
@@ -247,7 +253,7 @@ flashptx_status bwd_varlen_kernel_info(const flashptx_bwd_varlen_params* p, cons
   static thread_local BwdVarlenPlan plan;
   if (!bwd_varlen_empty(*p) && (s = bwd_varlen_plan_checked(p, opt, &plan)) != FLASHPTX_OK) return s;
   if (bwd_varlen_empty(*p) || plan.main.grid.x == 0)
-    return fail(FLASHPTX_ERR_BAD_SHAPE, "no sequence has a key: no main kernel would launch");
+    return fail(FLASHPTX_ERR_BAD_SHAPE, "no sequence has a key (or a used key, seqused_k): no main kernel would launch");
   fill_info(plan.main, info);
   return ok();
 }

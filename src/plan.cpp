@@ -556,17 +556,26 @@ static int window_longest_tile(int len_q, int len_k, int block_m, int block_n, c
   return longest;
 }
 
+// Sequence b's length for the kernels: its used length where the caller gives one (seqused_q/_k,
+// validated to lie in [0, the cu_seqlens length]), else the cu_seqlens length. The packed offsets
+// stay cu_seqlens'; rows past the used length are neither computed nor stored, keys past it are
+// masked like a ragged tail's (include/flashptx.h, flashptx_fwd_varlen_params::seqused_q).
+static int used_len(const int32_t* cu, const int32_t* used, int b) {
+  return used != nullptr ? used[b] : cu[b + 1] - cu[b];
+}
+
 void build_varlen_table(const int32_t* cu_q, const int32_t* cu_k, int num_seqs, int heads_q, int block_m, int block_n,
-                        bool causal, fa3::FwdVarlenTable* table, const int (*window)[2]) {
-  struct Entry { int b, longest, tiles; };
+                        bool causal, fa3::FwdVarlenTable* table, const int (*window)[2], const int32_t* used_q,
+                        const int32_t* used_k) {
+  struct Entry { int b, longest, tiles, len_q, len_k; };
   std::vector<Entry> order;
   order.reserve(static_cast<size_t>(num_seqs));
   for (int b = 0; b < num_seqs; ++b) {
-    const int len_q = cu_q[b + 1] - cu_q[b], len_k = cu_k[b + 1] - cu_k[b];
+    const int len_q = used_len(cu_q, used_q, b), len_k = used_len(cu_k, used_k, b);
     if (len_q == 0) continue;  // no query row: no tile, nothing written
     const int longest = window != nullptr ? window_longest_tile(len_q, len_k, block_m, block_n, *window)
                                           : varlen_longest_tile(len_q, len_k, block_m, block_n, causal);
-    order.push_back({b, longest, ceil_div(len_q, block_m)});
+    order.push_back({b, longest, ceil_div(len_q, block_m), len_q, len_k});
   }
   // Longest-first: a greedy dispatcher (the hardware's, in blockIdx order) then starts the longest
   // tiles first and fills the tail with short ones. Stable, so equal sequences keep their order.
@@ -577,7 +586,7 @@ void build_varlen_table(const int32_t* cu_q, const int32_t* cu_k, int num_seqs, 
   int prefix = 0;
   for (size_t s = 0; s < order.size(); ++s) {
     const int b = order[s].b;
-    table->seq[s] = fa3::VarlenSeq{cu_q[b], cu_k[b], cu_q[b + 1] - cu_q[b], cu_k[b + 1] - cu_k[b]};
+    table->seq[s] = fa3::VarlenSeq{cu_q[b], cu_k[b], order[s].len_q, order[s].len_k};
     table->tile_prefix[s] = prefix;
     prefix += order[s].tiles * heads_q;
   }
@@ -630,7 +639,8 @@ flashptx_status plan_fwd_varlen(const flashptx_fwd_varlen_params& p, const FwdOp
                                           p.max_seqlen_q, p.max_seqlen_k);
   const int window[2] = {wmod.window_left, wmod.window_right};
   build_varlen_table(p.cu_seqlens_q, p.cu_seqlens_k, static_cast<int>(p.num_seqs), static_cast<int>(p.heads_q),
-                     k->block_m, k->block_n, mod.causal, &t, is_local(*k) ? &window : nullptr);
+                     k->block_m, k->block_n, mod.causal, &t, is_local(*k) ? &window : nullptr, p.seqused_q,
+                     p.seqused_k);
   const int64_t tiles = t.tile_prefix[t.num_seqs];
   plan->launch = Launch{k, dim3(static_cast<unsigned>(tiles)), dim3(static_cast<unsigned>(k->threads)), k->smem_bytes,
                         Schedule::kOnePerTile, tiles};
@@ -916,14 +926,16 @@ flashptx_status launch_bwd(const flashptx_bwd_params& p, BwdPlan* plan, cudaStre
 
 // ---- FA3 backward, variable-length batches -----------------------------------------------------------
 void build_bwd_varlen_table(const int32_t* cu_q, const int32_t* cu_k, int num_seqs, int block_m, int block_n,
-                            fa3::BwdVarlenTable* table) {
-  struct Entry { int b, m_blocks, n_blocks; };
+                            fa3::BwdVarlenTable* table, const int32_t* used_q, const int32_t* used_k) {
+  struct Entry { int b, m_blocks, n_blocks, len_q, len_k; };
   std::vector<Entry> order;
   order.reserve(static_cast<size_t>(num_seqs));
   for (int b = 0; b < num_seqs; ++b) {
-    const int len_q = cu_q[b + 1] - cu_q[b], len_k = cu_k[b + 1] - cu_k[b];
+    // (The used lengths, as the forward's table: the rows and keys past them are neither read as
+    // rows of the sums nor written; the workspace's bound, by the cu_seqlens lengths, covers them.)
+    const int len_q = used_len(cu_q, used_q, b), len_k = used_len(cu_k, used_k, b);
     if (len_q == 0 && len_k == 0) continue;  // nothing to read or write
-    order.push_back({b, ceil_div(len_q, block_m), ceil_div(len_k, block_n)});
+    order.push_back({b, ceil_div(len_q, block_m), ceil_div(len_k, block_n), len_q, len_k});
   }
   // A CTA's work is the query blocks it walks: sequences with the most first, so that the hardware's
   // dispatch in blockIdx order starts the longest CTAs first (as the varlen forward's table).
@@ -934,7 +946,7 @@ void build_bwd_varlen_table(const int32_t* cu_q, const int32_t* cu_k, int num_se
   int m = 0, n = 0;
   for (size_t s = 0; s < order.size(); ++s) {
     const int b = order[s].b;
-    table->seq[s] = fa3::BwdVarlenSeq{cu_q[b], cu_k[b], cu_q[b + 1] - cu_q[b], cu_k[b + 1] - cu_k[b]};
+    table->seq[s] = fa3::BwdVarlenSeq{cu_q[b], cu_k[b], order[s].len_q, order[s].len_k};
     table->m_prefix[s] = m;
     table->n_prefix[s] = n;
     m += order[s].m_blocks;
@@ -1001,7 +1013,8 @@ flashptx_status plan_bwd_varlen(const flashptx_bwd_varlen_params& p, const BwdOp
   if (const flashptx_status s = bwd_varlen_rows(p, opt, rows, err); s != FLASHPTX_OK) return s;
   const KernelEntry* k = rows[0];
   fa3::BwdVarlenTable& t = plan->args.table;
-  build_bwd_varlen_table(p.cu_seqlens_q, p.cu_seqlens_k, static_cast<int>(p.num_seqs), k->block_m, k->block_n, &t);
+  build_bwd_varlen_table(p.cu_seqlens_q, p.cu_seqlens_k, static_cast<int>(p.num_seqs), k->block_m, k->block_n, &t,
+                         p.seqused_q, p.seqused_k);
   const int64_t m_blocks = t.m_prefix[t.num_seqs], n_blocks = t.n_prefix[t.num_seqs];
   plan->gqa = p.heads_q != p.heads_kv;
   plan->workspace = bwd_varlen_workspace(p, k->block_m, k->block_n);

@@ -113,9 +113,12 @@ struct FwdVarlenPlan {
 // then their tile count; ties keep the caller's order), each with its tile prefix (num_m_blocks x
 // heads_q tiles of block_m rows). cu_q/cu_k: valid host prefix sums of num_seqs + 1 entries.
 // window: the local kernels' sliding window (normalised, causal folded in as window_right = 0;
-// nullptr: none), by which a sequence's longest tile is then counted.
+// nullptr: none), by which a sequence's longest tile is then counted. used_q/used_k: the caller's
+// seqused_q/_k (nullptr: the cu_seqlens lengths), each sequence's lengths in the table (its packed
+// offsets stay cu_seqlens'); valid (validate_fwd_varlen).
 void build_varlen_table(const int32_t* cu_q, const int32_t* cu_k, int num_seqs, int heads_q, int block_m, int block_n,
-                        bool causal, fa3::FwdVarlenTable* table, const int (*window)[2] = nullptr);
+                        bool causal, fa3::FwdVarlenTable* table, const int (*window)[2] = nullptr,
+                        const int32_t* used_q = nullptr, const int32_t* used_k = nullptr);
 
 // The score modifiers of a forward call (flashptx_fwd_params::window, ::softcap), normalised:
 // bounds that no row reaches made unbounded (-1; FlashAttention's rule: window_left >= seqlen_k - 1,
@@ -193,9 +196,11 @@ struct BwdVarlenPlan {
 };
 // The sequence table: the sequences with a query row or a key, in launch order (most query blocks
 // first, then most key blocks; ties keep the caller's order), with their padded query-block and
-// key-block prefixes. cu_q/cu_k: valid host prefix sums of num_seqs + 1 entries.
+// key-block prefixes. cu_q/cu_k: valid host prefix sums of num_seqs + 1 entries; used_q/used_k as
+// build_varlen_table's (the lengths the table gives each sequence; nullptr: cu_seqlens').
 void build_bwd_varlen_table(const int32_t* cu_q, const int32_t* cu_k, int num_seqs, int block_m, int block_n,
-                            fa3::BwdVarlenTable* table);
+                            fa3::BwdVarlenTable* table, const int32_t* used_q = nullptr,
+                            const int32_t* used_k = nullptr);
 // Chooses the kernels (BwdOptions::kernel: a row of family kFa3BwdVarlen; dq_order kAuto or
 // kAscending), builds the table and sizes the launches and the workspace. `p` valid
 // (validate_bwd_varlen_shape and _buffers), not empty. No CUDA call.

@@ -267,12 +267,27 @@ static flashptx_status check_cu_seqlens(const char* name, const int32_t* cu, int
   return FLASHPTX_OK;
 }
 
-// seqused_q/_k (the varlen structs): not carried by any kernel's sequence table yet.
-template <class Params>
-flashptx_status check_seqused(const Params& p, std::string* msg) {
-  if (p.seqused_q != nullptr || p.seqused_k != nullptr)
-    return bad(FLASHPTX_ERR_UNSUPPORTED, msg, "seqused_q / seqused_k are not supported yet: pass NULL");
+// seqused_q/_k (the varlen structs; NULL: every row used): num_seqs host int32 entries, entry b in
+// [0, the length cu_seqlens gives sequence b]. `cu` is already valid (check_cu_seqlens).
+static flashptx_status check_seqused(const char* name, const int32_t* used, const char* cu_name, const int32_t* cu,
+                                     int64_t num_seqs, std::string* msg) {
+  if (used == nullptr) return FLASHPTX_OK;
+  for (int64_t b = 0; b < num_seqs; ++b) {
+    const int64_t len = static_cast<int64_t>(cu[b + 1]) - cu[b];
+    if (used[b] < 0 || used[b] > len)
+      return bad(FLASHPTX_ERR_BAD_SHAPE, msg,
+                 std::string(name) + "[" + std::to_string(b) + "] is " + std::to_string(used[b]) +
+                     (used[b] < 0 ? ": a used length must be 0 or more"
+                                  : ", above sequence " + std::to_string(b) + "'s length " + std::to_string(len) +
+                                        " in " + cu_name));
+  }
   return FLASHPTX_OK;
+}
+template <class Params>  // flashptx_fwd_varlen_params, flashptx_bwd_varlen_params
+static flashptx_status check_seqused(const Params& p, std::string* msg) {
+  const flashptx_status s = check_seqused("seqused_q", p.seqused_q, "cu_seqlens_q", p.cu_seqlens_q, p.num_seqs, msg);
+  if (s != FLASHPTX_OK) return s;
+  return check_seqused("seqused_k", p.seqused_k, "cu_seqlens_k", p.cu_seqlens_k, p.num_seqs, msg);
 }
 
 flashptx_status validate_fwd_varlen(const flashptx_fwd_varlen_params& p, std::string* msg) {
@@ -284,7 +299,6 @@ flashptx_status validate_fwd_varlen(const flashptx_fwd_varlen_params& p, std::st
     return s;
   if ((s = check_scale(p.softmax_scale, msg)) != FLASHPTX_OK) return s;
   if ((s = check_modifiers(p, msg)) != FLASHPTX_OK) return s;
-  if ((s = check_seqused(p, msg)) != FLASHPTX_OK) return s;
   if (p.num_seqs > FLASHPTX_VARLEN_MAX_SEQS)
     return bad(FLASHPTX_ERR_TOO_MANY_SEQS, msg,
                "num_seqs " + std::to_string(p.num_seqs) + " is above FLASHPTX_VARLEN_MAX_SEQS (" +
@@ -305,6 +319,7 @@ flashptx_status validate_fwd_varlen(const flashptx_fwd_varlen_params& p, std::st
   if ((s = check_cu_seqlens("cu_seqlens_k", p.cu_seqlens_k, p.num_seqs, p.total_k, p.max_seqlen_k, "total_k",
                             "max_seqlen_k", msg)) != FLASHPTX_OK)
     return s;
+  if ((s = check_seqused(p, msg)) != FLASHPTX_OK) return s;
   if (p.total_q == 0) return FLASHPTX_OK;  // every sequence empty: nothing to compute
 
   if ((s = check_half_dtype("dtype", p.dtype, msg)) != FLASHPTX_OK) return s;
@@ -432,7 +447,6 @@ flashptx_status validate_bwd_varlen_shape(const flashptx_bwd_varlen_params& p, s
   if ((s = check_scale(p.softmax_scale, msg)) != FLASHPTX_OK) return s;
   if ((s = check_modifiers(p, msg)) != FLASHPTX_OK) return s;
   if ((s = refuse_bwd_modifiers(p, "varlen ", msg)) != FLASHPTX_OK) return s;
-  if ((s = check_seqused(p, msg)) != FLASHPTX_OK) return s;
   if (p.num_seqs > FLASHPTX_VARLEN_MAX_SEQS)
     return bad(FLASHPTX_ERR_TOO_MANY_SEQS, msg,
                "num_seqs " + std::to_string(p.num_seqs) + " is above FLASHPTX_VARLEN_MAX_SEQS (" +
@@ -467,6 +481,7 @@ flashptx_status validate_bwd_varlen_buffers(const flashptx_bwd_varlen_params& p,
   if ((s = check_cu_seqlens("cu_seqlens_k", p.cu_seqlens_k, p.num_seqs, p.total_k, p.max_seqlen_k, "total_k",
                             "max_seqlen_k", msg)) != FLASHPTX_OK)
     return s;
+  if ((s = check_seqused(p, msg)) != FLASHPTX_OK) return s;
   const bool rows_q = p.total_q > 0, rows_k = p.total_k > 0;
   struct T { const char* name; const void* ptr; bool used; };
   const T tensors[] = {{"q", p.q, rows_q},   {"k", p.k, rows_k},   {"v", p.v, rows_k},

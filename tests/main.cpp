@@ -158,6 +158,8 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     // Head dims 96 and 192 and (192, 128) (src/sm90/fa3_fwd_hdim.cu): simulator shapes.
     {"gpu_sm90 fa3 forward", "head dims 96 and 192*"},
     {"gpu_sm90 fa3 varlen", "sliding window over packed sequences*"},
+    // seqused_q / seqused_k over the varlen forward and backward (tests/gpu/test_fa3_varlen.cpp).
+    {"gpu_sm90 fa3 varlen", "seqused:*"},
     // The KV-cache forward (src/sm90/fa3_fwd_kvcache.cu): every case at simulator shapes, but the
     // CUDA-graph one (the simulator's runtime has no stream capture: kSimulatorSkipReasons).
     {"gpu_sm90 fa3 kvcache", "decode and chunked prefill*"},

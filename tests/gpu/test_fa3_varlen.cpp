@@ -55,6 +55,9 @@ struct VCase {
   bool padded = false;  // head stride d + 8, row stride heads * (d + 8) + 16: pads stay poisoned
   bool window = false;  // the sliding window (wl, wr), per sequence (the local varlen kernels)
   int64_t wl = -1, wr = -1;
+  std::vector<int> uq = {}, uk = {};  // seqused_q / seqused_k, per sequence (empty: NULL, every row used)
+  int used_q(size_t b) const { return uq.empty() ? lq[b] : uq[b]; }
+  int used_k(size_t b) const { return uk.empty() ? lk[b] : uk[b]; }
   std::string str() const {
     std::string s = "seqs=" + std::to_string(lq.size()) + " lq=[";
     auto list = [&s](const std::vector<int>& l) {
@@ -67,6 +70,14 @@ struct VCase {
     list(lq);
     s += " lk=[";
     list(lk);
+    if (!uq.empty()) {
+      s += " seqused_q=[";
+      list(uq);
+    }
+    if (!uk.empty()) {
+      s += " seqused_k=[";
+      list(uk);
+    }
     return s + " Hq=" + std::to_string(hq) + " Hkv=" + std::to_string(hkv) + " d=" + std::to_string(d) +
            (causal ? " causal" : "") + (dtype == FLASHPTX_BF16 ? " bf16" : " fp16") + (padded ? " padded" : "") +
            (window ? " window=(" + std::to_string(wl) + "," + std::to_string(wr) + ")" : "");
@@ -135,6 +146,8 @@ struct VProblem {
     params.window = c.window ? 1 : 0;
     params.window_left = c.wl;
     params.window_right = c.wr;
+    if (!c.uq.empty()) params.seqused_q = c.uq.data();  // (c is this problem's own copy: the pointers stay valid)
+    if (!c.uk.empty()) params.seqused_k = c.uk.data();
   }
 
   void poison() {
@@ -158,10 +171,10 @@ struct VProblem {
     return l;
   }
 
-  // Sequence b as a fixed-length problem of batch 1 for the reference, and views into the packed
-  // host copies at its first row.
+  // Sequence b as a fixed-length problem of batch 1 for the reference (its used lengths: the rows and
+  // keys past them are not part of the problem), and views into the packed host copies at its first row.
   flashptx::ref::Problem seq_problem(size_t b) const {
-    auto rp = ref_problem(1, c.lq[b], c.lk[b], c.hq, c.hkv, c.d, c.causal, 0.f);
+    auto rp = ref_problem(1, c.used_q(b), c.used_k(b), c.hq, c.hkv, c.d, c.causal, 0.f);
     if (c.window) {
       rp.window_left = c.wl;
       rp.window_right = c.wr;
@@ -179,12 +192,24 @@ struct VProblem {
   }
 };
 
-// Every element that is not an output element keeps the poison; every output element is finite.
+// The packed rows that are outputs: every row of every sequence, or with seqused_q its used rows.
+std::vector<char> used_rows(const std::vector<int32_t>& cu, const std::vector<int>& used) {
+  std::vector<char> u(static_cast<size_t>(cu.back()), 1);
+  if (used.empty()) return u;
+  for (size_t b = 0; b + 1 < cu.size(); ++b)
+    for (int32_t r = cu[b] + used[b]; r < cu[b + 1]; ++r) u[static_cast<size_t>(r)] = 0;
+  return u;
+}
+
+// Every element that is not an output element keeps the poison (the rows past seqused_q included);
+// every output element is finite.
 void check_writes(const VProblem& pb, const std::vector<uint16_t>& o, const std::vector<float>& lse) {
   const VCase& c = pb.c;
+  const std::vector<char> row_out = used_rows(pb.cu_q, c.uq);
   std::vector<char> is_out(o.size(), 0);
   int64_t non_finite = 0, clobbered = 0;
   for (int64_t r = 0; r < pb.total_q; ++r)
+    if (row_out[static_cast<size_t>(r)])
     for (int64_t h = 0; h < c.hq; ++h)
       for (int64_t e = 0; e < c.d; ++e) {
         const int64_t idx = r * pb.po.rs + h * pb.po.hs + e;
@@ -194,8 +219,22 @@ void check_writes(const VProblem& pb, const std::vector<uint16_t>& o, const std:
   for (size_t i = 0; i < o.size(); ++i)
     if (!is_out[i] && o[i] != kPoison) ++clobbered;
   CHECK_MESSAGE(non_finite == 0, c.str() << ": " << non_finite << " output elements not written or not finite");
-  CHECK_MESSAGE(clobbered == 0, c.str() << ": " << clobbered << " elements outside O (pads, guard) were written");
-  check_lse_writes(lse, c.hq * pb.total_q, c.str());
+  CHECK_MESSAGE(clobbered == 0, c.str() << ": " << clobbered << " elements outside O (pads, guard, rows past seqused_q) were written");
+  if (c.uq.empty()) {
+    check_lse_writes(lse, c.hq * pb.total_q, c.str());
+    return;
+  }
+  // LSE [heads_q, total_q]: the used rows written (not NaN), every other value and the guard poisoned.
+  int64_t lse_bad = 0, lse_clobbered = 0;
+  for (size_t i = 0; i < lse.size(); ++i) {
+    uint32_t u;
+    std::memcpy(&u, &lse[i], 4);
+    const bool out = i < static_cast<size_t>(c.hq * pb.total_q) && row_out[i % static_cast<size_t>(pb.total_q)];
+    if (out && std::isnan(lse[i])) ++lse_bad;
+    if (!out && u != 0xFFFFFFFFu) ++lse_clobbered;
+  }
+  CHECK_MESSAGE(lse_bad == 0, c.str() << ": " << lse_bad << " LSE values of used rows not written");
+  CHECK_MESSAGE(lse_clobbered == 0, c.str() << ": " << lse_clobbered << " LSE values past seqused_q or LSE were written");
 }
 
 struct Row { int64_t seq, i, h; };
@@ -207,7 +246,7 @@ std::vector<Row> pick_rows(const VCase& c, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<Row> rows;
   for (size_t b = 0; b < c.lq.size(); ++b) {
-    const int64_t n = c.lq[b];
+    const int64_t n = c.used_q(b);
     if (n == 0) continue;
     std::vector<int64_t> heads = {0};
     if (c.hq > 1) heads.push_back(c.hq - 1);
@@ -349,9 +388,14 @@ struct VBCase {
   bool causal;
   flashptx_dtype dtype;
   bool deterministic = false;
-  std::string str() const {
-    return VCase{lq, lk, hq, hkv, d, causal, dtype}.str() + " backward" + (deterministic ? " deterministic" : "");
+  std::vector<int> uq = {}, uk = {};  // seqused_q / seqused_k for the forward and the backward (empty: NULL)
+  VCase fwd() const {
+    VCase f{lq, lk, hq, hkv, d, causal, dtype};
+    f.uq = uq;
+    f.uk = uk;
+    return f;
   }
+  std::string str() const { return fwd().str() + " backward" + (deterministic ? " deterministic" : ""); }
 };
 
 struct VBProblem {
@@ -361,7 +405,7 @@ struct VBProblem {
   std::unique_ptr<DeviceBuf> ddo, ddq, ddk, ddv, dws;
   flashptx_bwd_varlen_params params{};
 
-  VBProblem(const VBCase& cs, uint64_t seed) : c(cs), f(VCase{cs.lq, cs.lk, cs.hq, cs.hkv, cs.d, cs.causal, cs.dtype}, seed) {
+  VBProblem(const VBCase& cs, uint64_t seed) : c(cs), f(cs.fwd(), seed) {
     f.poison();
     f.run();
     std::mt19937_64 rng(seed ^ 0xd0);
@@ -380,6 +424,8 @@ struct VBProblem {
                                           static_cast<int64_t>(c.lq.size()), c.hq, c.hkv, c.d, c.dtype,
                                           c.causal ? 1 : 0);
     params.deterministic = c.deterministic ? 1 : 0;
+    params.seqused_q = f.params.seqused_q;  // the forward's (f.c's arrays)
+    params.seqused_k = f.params.seqused_k;
     int64_t ws = 0;
     REQUIRE_MESSAGE(flashptx_bwd_varlen_workspace_size(&params, &ws) == FLASHPTX_OK, flashptx_last_error());
     dws.reset(new DeviceBuf(static_cast<size_t>(std::max<int64_t>(ws, 256))));
@@ -405,20 +451,32 @@ struct VBProblem {
   Grads grads() const { return Grads{fetch(*ddq), fetch(*ddk), fetch(*ddv)}; }
 };
 
-// Every gradient element written and finite; the guard after each tensor still poisoned.
+// Every gradient element written and finite; the guard after each tensor still poisoned. With
+// seqused_q/_k, the dQ rows past a sequence's used query rows and the dK/dV rows past its used keys
+// are not written either: they keep the poison (include/flashptx.h, flashptx_bwd_varlen_params).
 void check_bwd_writes(const VBProblem& pb, const VBProblem::Grads& g) {
   const VBCase& c = pb.c;
-  struct T { const char* name; const std::vector<uint16_t>& x; int64_t rows, heads; };
-  const T ts[] = {{"dQ", g.dq, pb.f.total_q, c.hq}, {"dK", g.dk, pb.f.total_k, c.hkv}, {"dV", g.dv, pb.f.total_k, c.hkv}};
+  const std::vector<char> rows_q = used_rows(pb.f.cu_q, c.uq), rows_k = used_rows(pb.f.cu_k, c.uk);
+  struct T { const char* name; const std::vector<uint16_t>& x; int64_t rows, heads; const std::vector<char>& used; };
+  const T ts[] = {{"dQ", g.dq, pb.f.total_q, c.hq, rows_q},
+                  {"dK", g.dk, pb.f.total_k, c.hkv, rows_k},
+                  {"dV", g.dv, pb.f.total_k, c.hkv, rows_k}};
   for (const T& t : ts) {
     const int64_t n = t.rows * t.heads * c.d;
     int64_t bad = 0, clobbered = 0;
-    for (int64_t i = 0; i < n; ++i)
-      if (!std::isfinite(from_storage(c.dtype, t.x[static_cast<size_t>(i)]))) ++bad;
+    for (int64_t i = 0; i < n; ++i) {  // contiguous: row i / (heads d)
+      const uint16_t x = t.x[static_cast<size_t>(i)];
+      if (t.used[static_cast<size_t>(i / (t.heads * c.d))]) {
+        if (!std::isfinite(from_storage(c.dtype, x))) ++bad;
+      } else if (x != kPoison) {
+        ++clobbered;
+      }
+    }
     for (size_t i = static_cast<size_t>(n); i < t.x.size(); ++i)
       if (t.x[i] != kPoison) ++clobbered;
     CHECK_MESSAGE(bad == 0, c.str() << ": " << bad << " " << std::string(t.name) << " elements not written or not finite");
-    CHECK_MESSAGE(clobbered == 0, c.str() << ": " << clobbered << " elements after " << std::string(t.name) << " were written");
+    CHECK_MESSAGE(clobbered == 0, c.str() << ": " << clobbered << " elements after " << std::string(t.name)
+                                          << " or in its rows past seqused were written");
   }
 }
 
@@ -437,9 +495,10 @@ void check_bwd_rule(const VBProblem& pb, const VBProblem::Grads& g) {
     const auto same = flashptx::ref::backward(rp, qv, kv, vv, dov, same_round);
     struct G { const std::vector<uint16_t>& x; int64_t row0, rows, heads; const std::vector<double>& r;
                const std::vector<double>& s; const std::vector<double>* env; };
-    const G gs[3] = {{g.dq, f.cu_q[b], c.lq[b], c.hq, ref.dq, same.dq, &ref.dq_env},
-                     {g.dk, f.cu_k[b], c.lk[b], c.hkv, ref.dk, same.dk, &ref.dk_env},
-                     {g.dv, f.cu_k[b], c.lk[b], c.hkv, ref.dv, same.dv, nullptr}};
+    // (The used rows and keys: seq_problem's lengths.)
+    const G gs[3] = {{g.dq, f.cu_q[b], f.c.used_q(b), c.hq, ref.dq, same.dq, &ref.dq_env},
+                     {g.dk, f.cu_k[b], f.c.used_k(b), c.hkv, ref.dk, same.dk, &ref.dk_env},
+                     {g.dv, f.cu_k[b], f.c.used_k(b), c.hkv, ref.dv, same.dv, nullptr}};
     for (int t = 0; t < 3; ++t) {
       const G& x = gs[t];
       for (int64_t i = 0; i < x.rows; ++i)
@@ -794,6 +853,166 @@ TEST_CASE("backward: bad input is a status, nothing launched, the gradients unto
   p.num_seqs = 0;
   p.total_q = p.total_k = 0;
   CHECK(flashptx_bwd_varlen(&p, nullptr) == FLASHPTX_OK);
+}
+
+// ---- seqused_q / seqused_k ------------------------------------------------------------------------
+// Sequence b uses its first seqused_q[b] query rows and seqused_k[b] keys of the rows cu_seqlens gives
+// it (FlashAttention-3's seqused). The reference is the fp64 one over the used rows only (seq_problem);
+// the rows past the used lengths hold fresh random values (Q, K, V, dO), so a row or key leaking in
+// changes the result; the outputs past them (O, LSE, dQ, dK, dV) are poisoned and must stay so.
+// Lengths: a used length 0 with rows (nothing written; with used keys 0: O = 0, LSE = -inf), equal to
+// the full length, one row, partial inside a block and across a block edge, used keys inside the
+// first block with unused keys after them in the same block.
+namespace {
+struct Used { std::vector<int> lq, lk, uq, uk; };
+Used seqused_lengths(bool sim) {
+  if (sim) return {{70, 130, 9, 64, 40, 0}, {100, 150, 0, 64, 200, 20}, {33, 130, 0, 1, 40, 0}, {65, 7, 0, 64, 0, 20}};
+  return {{70, 600, 9, 64, 300, 0, 1000}, {100, 650, 0, 64, 700, 20, 900},
+          {33, 600, 0, 1, 300, 0, 517}, {65, 7, 0, 64, 0, 20, 129}};
+}
+}  // namespace
+
+TEST_CASE("seqused: forward over used lengths 0, partial and full, rows past them untouched") {
+  const bool sim = on_simulator();
+  const Used u = seqused_lengths(sim);
+  uint64_t seed = 900;
+  int n = 0;
+  for (int64_t d : {64, 128, 256})
+    for (flashptx_dtype t : {FLASHPTX_BF16, FLASHPTX_FP16})
+      for (bool causal : {false, true}) {
+        if (sim && (n++ % 4 != 0 && !(d == 128 && causal))) continue;  // the simulator: d64, d128 x2, d256
+        VCase c{u.lq, u.lk, 2, causal ? 1 : 2, d, causal, t};
+        c.uq = u.uq;
+        c.uk = u.uk;
+        check_varlen(c, seed++);
+      }
+  // seqused_q alone and seqused_k alone.
+  VCase q_only{u.lq, u.lk, 2, 1, 64, true, FLASHPTX_BF16};
+  q_only.uq = u.uq;
+  check_varlen(q_only, seed++);
+  VCase k_only{u.lq, u.lk, 2, 1, 128, false, FLASHPTX_FP16};
+  k_only.uk = u.uk;
+  check_varlen(k_only, seed++);
+  // With a sliding window (the local varlen kernel), aligned to the used lengths' bottom-right.
+  VCase w{u.lq, u.lk, 2, 1, 128, false, FLASHPTX_BF16};
+  w.window = true;
+  w.wl = 20;
+  w.wr = 5;
+  w.uq = u.uq;
+  w.uk = u.uk;
+  check_varlen(w, seed++);
+  // Used lengths equal to the full lengths: the same bits as no seqused at all.
+  VCase full{u.lq, u.lk, 2, 1, 128, true, FLASHPTX_BF16};
+  VProblem none(full, seed);
+  full.uq = full.lq;
+  full.uk = full.lk;
+  VProblem all(full, seed);
+  none.poison();
+  none.run();
+  all.poison();
+  all.run();
+  CHECK_MESSAGE(all.out() == none.out(), full.str() << ": O with seqused = cu_seqlens lengths differs from NULL's");
+  const auto la = all.lse(), ln = none.lse();
+  CHECK_MESSAGE(std::memcmp(la.data(), ln.data(), la.size() * 4) == 0, full.str() << ": LSE differs from NULL's");
+  // Every used query length 0: a successful call that launches nothing (O untouched).
+  VCase zero{u.lq, u.lk, 2, 1, 64, false, FLASHPTX_BF16};
+  zero.uq.assign(u.lq.size(), 0);
+  VProblem z(zero, seed);
+  z.poison();
+  z.run();
+  for (uint16_t x : z.out()) REQUIRE(x == kPoison);
+  flashptx_kernel_info info{};
+  CHECK(flashptx_fwd_varlen_kernel_info(&z.params, &info) == FLASHPTX_ERR_BAD_SHAPE);
+}
+
+TEST_CASE("seqused: backward over used lengths, dQ/dK/dV rows past them untouched") {
+  const bool sim = on_simulator();
+  const Used u = seqused_lengths(sim);
+  uint64_t seed = 1000;
+  for (int64_t d : {64, 128, 256})
+    for (bool causal : {false, true}) {
+      if (sim && d != 128 && causal != (d == 256)) continue;  // the simulator: d64, d128 x2, d256 causal
+      for (flashptx_dtype t : {FLASHPTX_BF16, FLASHPTX_FP16}) {
+        if (sim && t != (causal ? FLASHPTX_FP16 : FLASHPTX_BF16)) continue;
+        VBCase c{u.lq, u.lk, 2, causal ? 1 : 2, d, causal, t};
+        c.uq = u.uq;
+        c.uk = u.uk;
+        check_varlen_bwd(c, seed++);
+      }
+    }
+  // seqused_k alone (every query row used, keys cut), GQA.
+  VBCase k_only{u.lq, u.lk, 2, 1, 64, false, FLASHPTX_BF16};
+  k_only.uk = u.uk;
+  check_varlen_bwd(k_only, seed++);
+}
+
+TEST_CASE("seqused: deterministic backward, bitwise across launches and schedules") {
+  const Used u = seqused_lengths(on_simulator());
+  uint64_t seed = 1100;
+  for (bool causal : {false, true}) {
+    VBCase c{u.lq, u.lk, 2, 1, 64, causal, FLASHPTX_BF16, true};
+    c.uq = u.uq;
+    c.uk = u.uk;
+    INFO(c.str());
+    VBProblem pb(c, seed++);
+    pb.poison();
+    pb.run();
+    const auto first = pb.grads();
+    check_bwd_writes(pb, first);
+    check_bwd_rule(pb, first);
+    for (int i = 0; i < (on_simulator() ? 2 : 20); ++i) {
+      std::unique_ptr<SimSchedule> schedule;
+      if (on_simulator()) schedule.reset(new SimSchedule(kSimPolicies[i]));
+      pb.poison();
+      pb.run();
+      const auto g = pb.grads();
+      CHECK_MESSAGE(g.dq == first.dq, c.str() << ": dQ of launch " << i + 2 << " differs from the first");
+      CHECK_MESSAGE(g.dk == first.dk, c.str() << ": dK of launch " << i + 2 << " differs from the first");
+      CHECK_MESSAGE(g.dv == first.dv, c.str() << ": dV of launch " << i + 2 << " differs from the first");
+    }
+  }
+}
+
+TEST_CASE("seqused: bad values and device copies are a status, nothing launched, outputs untouched") {
+  const std::vector<int> lq = {100, 50, 7}, lk = {100, 60, 9};
+  VBProblem pb(VBCase{lq, lk, 2, 2, 64, false, FLASHPTX_BF16}, 1200);
+  pb.poison();
+  pb.f.poison();
+  struct Bad { std::vector<int32_t> uq, uk; const char* says; };
+  const Bad bad[] = {
+      {{100, 51, 7}, {}, "seqused_q[1] is 51, above sequence 1's length 50 in cu_seqlens_q"},
+      {{100, -1, 7}, {}, "seqused_q[1] is -1: a used length must be 0 or more"},
+      {{}, {0, 0, 10}, "seqused_k[2] is 10, above sequence 2's length 9 in cu_seqlens_k"},
+      {{}, {-5, 0, 0}, "seqused_k[0] is -5"},
+  };
+  for (const Bad& b : bad) {
+    INFO(b.says);
+    flashptx_fwd_varlen_params fp = pb.f.params;
+    flashptx_bwd_varlen_params bp = pb.params;
+    fp.seqused_q = bp.seqused_q = b.uq.empty() ? nullptr : b.uq.data();
+    fp.seqused_k = bp.seqused_k = b.uk.empty() ? nullptr : b.uk.data();
+    CHECK(flashptx_fwd_varlen(&fp, nullptr) == FLASHPTX_ERR_BAD_SHAPE);
+    CHECK_MESSAGE(std::string(flashptx_last_error()).find(b.says) != std::string::npos, flashptx_last_error());
+    CHECK(flashptx_bwd_varlen(&bp, nullptr) == FLASHPTX_ERR_BAD_SHAPE);
+    CHECK_MESSAGE(std::string(flashptx_last_error()).find(b.says) != std::string::npos, flashptx_last_error());
+  }
+  // A device copy where the host copy belongs is refused, not dereferenced.
+  const std::vector<int32_t> used = {10, 20, 7};
+  DeviceBuf dused(used.size() * 4);
+  CUDA_REQUIRE(cudaMemcpy(dused.p, used.data(), dused.bytes, cudaMemcpyHostToDevice));
+  flashptx_fwd_varlen_params fp = pb.f.params;
+  fp.seqused_k = static_cast<const int32_t*>(dused.p);
+  CHECK(flashptx_fwd_varlen(&fp, nullptr) == FLASHPTX_ERR_BAD_SHAPE);
+  CHECK(std::string(flashptx_last_error()).find("seqused_k points to device memory") != std::string::npos);
+  flashptx_bwd_varlen_params bp = pb.params;
+  bp.seqused_q = static_cast<const int32_t*>(dused.p);
+  CHECK(flashptx_bwd_varlen(&bp, nullptr) == FLASHPTX_ERR_BAD_SHAPE);
+  CHECK(std::string(flashptx_last_error()).find("seqused_q points to device memory") != std::string::npos);
+  CUDA_REQUIRE(cudaDeviceSynchronize());
+  for (uint16_t x : pb.f.out()) REQUIRE(x == kPoison);
+  const auto g = pb.grads();
+  for (const auto* x : {&g.dq, &g.dk, &g.dv})
+    for (uint16_t v : *x) REQUIRE(v == kPoison);
 }
 
 }  // TEST_SUITE

@@ -365,4 +365,123 @@ TEST_CASE("the varlen plan: the head dim's and dtype's varlen kernel, one CTA pe
   }
 }
 
+TEST_CASE("seqused: the tables give each sequence its used lengths at its cu_seqlens offsets") {
+  // Lengths from cu_seqlens, used lengths inside them: 0 with rows, equal, partial, one row; the
+  // forward's schedule is the model's over the used lengths (a sequence with no used query row has no
+  // tile), the backward's table holds every sequence with a used row or key.
+  const std::vector<int> lq = {70, 600, 9, 64, 300, 0, 1000}, lk = {100, 650, 0, 64, 700, 20, 900};
+  const std::vector<int> uq = {33, 600, 0, 1, 300, 0, 517}, uk = {65, 7, 0, 64, 0, 20, 129};
+  const auto cu_q = prefix(lq), cu_k = prefix(lk);
+  const std::vector<int32_t> used_q(uq.begin(), uq.end()), used_k(uk.begin(), uk.end());
+  const int n = static_cast<int>(lq.size());
+  for (bool causal : {false, true}) {
+    INFO("causal=" << causal);
+    flashptx::fa3::FwdVarlenTable t{};
+    flashptx::build_varlen_table(cu_q.data(), cu_k.data(), n, 3, 128, 128, causal, &t, nullptr, used_q.data(),
+                                 used_k.data());
+    const auto got = decoded_order(t, cu_q, 3, causal);
+    const auto want = model_order(uq, uk, 3, 128, 128, causal);
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      INFO("tile " << i);
+      CHECK(got[i].seq == want[i].seq);
+      CHECK(got[i].m_block == want[i].m_block);
+      CHECK(got[i].head == want[i].head);
+    }
+    CHECK(t.num_seqs == 5);  // sequences 2 (used 0 of 9) and 5 (no rows) have no tile
+    for (int s = 0; s < t.num_seqs; ++s) {
+      int b = 0;
+      while (!(cu_q[b] == t.seq[s].q_start && lq[b] > 0)) ++b;
+      CHECK(t.seq[s].len_q == uq[b]);
+      CHECK(t.seq[s].k_start == cu_k[b]);
+      CHECK(t.seq[s].len_k == uk[b]);
+    }
+  }
+  flashptx::fa3::BwdVarlenTable bt{};
+  flashptx::build_bwd_varlen_table(cu_q.data(), cu_k.data(), n, 64, 128, &bt, used_q.data(), used_k.data());
+  CHECK(bt.num_seqs == 6);  // sequence 2 uses no row and no key
+  int m = 0, nb = 0;
+  for (int b = 0; b < n; ++b) {
+    m += (uq[b] + 63) / 64;
+    nb += (uk[b] + 127) / 128;
+  }
+  CHECK(bt.m_prefix[bt.num_seqs] == m);
+  CHECK(bt.n_prefix[bt.num_seqs] == nb);
+  for (int s = 0; s < bt.num_seqs; ++s) {
+    int b = 0;
+    while (!(cu_q[b] == bt.seq[s].q_start && cu_k[b] == bt.seq[s].k_start && (uq[b] > 0 || uk[b] > 0))) ++b;
+    CHECK(bt.seq[s].len_q == uq[b]);
+    CHECK(bt.seq[s].len_k == uk[b]);
+  }
+  // The plan sizes its launch by the used lengths: tiles = used query blocks x heads.
+  flashptx_fwd_varlen_params p = problem(cu_q, cu_k, 8, 2, 128, FLASHPTX_BF16, 1);
+  p.seqused_q = used_q.data();
+  p.seqused_k = used_k.data();
+  REQUIRE(flashptx_fwd_varlen_check(&p) == FLASHPTX_OK);
+  flashptx::FwdVarlenPlan plan;
+  std::string err;
+  REQUIRE_MESSAGE(flashptx::plan_fwd_varlen(p, {}, kH200, &plan, &err) == FLASHPTX_OK, err);
+  CHECK(plan.launch.tiles == (1 + 5 + 0 + 1 + 3 + 0 + 5) * 8);
+  // Every used query length 0: no tile; the launching call is a no-op before it looks for a device
+  // only when nothing has rows, so here the plan says 0 tiles (src/api.cpp launches nothing then).
+  const std::vector<int32_t> none(lq.size(), 0);
+  p.seqused_q = none.data();
+  REQUIRE(flashptx_fwd_varlen_check(&p) == FLASHPTX_OK);
+  REQUIRE_MESSAGE(flashptx::plan_fwd_varlen(p, {}, kH200, &plan, &err) == FLASHPTX_OK, err);
+  CHECK(plan.launch.tiles == 0);
+}
+
+TEST_CASE("seqused: a used length below 0 or above its sequence's is FLASHPTX_ERR_BAD_SHAPE naming the entry") {
+  const std::vector<int> lq = {100, 0, 37, 300}, lk = {120, 5, 0, 300};
+  const auto cu_q = prefix(lq), cu_k = prefix(lk);
+  struct Bad { std::vector<int32_t> uq, uk; const char* needle; };
+  const Bad bad[] = {
+      {{100, 1, 0, 0}, {}, "seqused_q[1] is 1, above sequence 1's length 0 in cu_seqlens_q"},
+      {{101, 0, 0, 0}, {}, "seqused_q[0] is 101, above sequence 0's length 100"},
+      {{0, 0, -1, 0}, {}, "seqused_q[2] is -1: a used length must be 0 or more"},
+      {{}, {120, 5, 1, 300}, "seqused_k[2] is 1, above sequence 2's length 0 in cu_seqlens_k"},
+      {{}, {0, 0, 0, -300}, "seqused_k[3] is -300"},
+      {{100, 0, 37, 300}, {121, 0, 0, 0}, "seqused_k[0] is 121"},
+  };
+  alignas(256) static unsigned char ws[256];
+  for (const Bad& b : bad) {
+    INFO(b.needle);
+    flashptx_fwd_varlen_params p = problem(cu_q, cu_k, 8, 2, 128, FLASHPTX_BF16, 1);
+    p.seqused_q = b.uq.empty() ? nullptr : b.uq.data();
+    p.seqused_k = b.uk.empty() ? nullptr : b.uk.data();
+    CHECK(flashptx_fwd_varlen_check(&p) == FLASHPTX_ERR_BAD_SHAPE);
+    std::string msg = flashptx_last_error();
+    CHECK_MESSAGE(msg.find("FLASHPTX_ERR_BAD_SHAPE") == 0, msg);
+    CHECK_MESSAGE(msg.find(b.needle) != std::string::npos, msg);
+    const flashptx::Launch before = flashptx::last_launch();
+    CHECK(flashptx_fwd_varlen(&p, nullptr) == FLASHPTX_ERR_BAD_SHAPE);
+    CHECK(flashptx::last_launch().kernel == before.kernel);
+    flashptx_kernel_info info{};
+    CHECK(flashptx_fwd_varlen_kernel_info(&p, &info) == FLASHPTX_ERR_BAD_SHAPE);
+    // The backward, over the same arrays (its own check: after the prefix sums, before any launch).
+    flashptx_bwd_varlen_params bp;
+    flashptx_bwd_varlen_params_contiguous(&bp, g_fake[0], g_fake[1], g_fake[2], g_fake[3],
+                                          reinterpret_cast<const float*>(g_fake[3]), g_fake[0], g_fake[1], g_fake[2],
+                                          g_fake[3], cu_q.data(), cu_k.data(), 4, 8, 2, 128, FLASHPTX_BF16, 1);
+    bp.workspace = ws;
+    bp.workspace_bytes = int64_t(1) << 40;
+    CHECK_MESSAGE(flashptx_bwd_varlen_check(&bp) == FLASHPTX_OK, flashptx_last_error());
+    bp.seqused_q = p.seqused_q;
+    bp.seqused_k = p.seqused_k;
+    CHECK(flashptx_bwd_varlen_check(&bp) == FLASHPTX_ERR_BAD_SHAPE);
+    msg = flashptx_last_error();
+    CHECK_MESSAGE(msg.find(b.needle) != std::string::npos, msg);
+    CHECK(flashptx_bwd_varlen(&bp, nullptr) == FLASHPTX_ERR_BAD_SHAPE);
+  }
+  // Valid: 0, partial and full used lengths; either array alone.
+  const std::vector<int32_t> uq = {0, 0, 37, 299}, uk = {120, 1, 0, 0};
+  flashptx_fwd_varlen_params p = problem(cu_q, cu_k, 8, 2, 128, FLASHPTX_BF16, 1);
+  p.seqused_q = uq.data();
+  CHECK(flashptx_fwd_varlen_check(&p) == FLASHPTX_OK);
+  p.seqused_k = uk.data();
+  CHECK(flashptx_fwd_varlen_check(&p) == FLASHPTX_OK);
+  p.seqused_q = nullptr;
+  CHECK(flashptx_fwd_varlen_check(&p) == FLASHPTX_OK);
+}
+
 }  // TEST_SUITE

@@ -3,6 +3,7 @@
     import flashptx
     out = flashptx.attention(q, k, v, causal=True)   # [batch, seqlen, heads, head_dim], bf16/fp16, CUDA
     out = flashptx.attention_with_kvcache(q, k_cache, v_cache, k, v, cache_seqlens=lens)  # decode
+    out = flashptx.attention_varlen(q, k, v, cu_q, cu_k, max_q, max_k, causal=True)   # packed [total, heads, d]
 
 Pure Python over ctypes: it loads libflashptx.so (looked for next to this package, where an
 installed package carries it, then in $FLASHPTX_LIB, then in the build tree: the repository root)
@@ -39,13 +40,12 @@ __all__ = ["attention", "attention_with_kvcache", "attention_varlen", "available
            "KVCACHE_ERR_BATCH_IDX", "KVCACHE_ERR_ROTARY", "KVCACHE_ERR_LEFTPAD"]
 
 
-def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, softmax_scale=None,
-                     causal=False, deterministic=False, return_lse=False):
-    """Variable-length attention over packed sequences (cu_seqlens): not bound in this package yet."""
-    raise NotImplementedError(
-        "flashptx.attention_varlen: the C ABI has a variable-length forward (flashptx_fwd_varlen, no "
-        "backward; raw ctypes binding: flashptx._abi.FwdVarlenParams), but no torch wrapper yet; pad the "
-        "batch to [batch, seqlen, heads, head_dim] and use flashptx.attention")
+def _attention_varlen_without_torch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *,
+                                    softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+                                    seqused_q=None, seqused_k=None, deterministic=False, return_lse=False):
+    """flashptx.attention_varlen where torch cannot be imported (its signature)."""
+    from ._abi import _torch_reason
+    raise RuntimeError("flashptx.attention_varlen needs PyTorch: %s" % (_torch_reason() or "torch cannot be imported"))
 
 
 def _attention_without_torch(q, k, v, *, softmax_scale=None, causal=False, deterministic=False, return_lse=False,
@@ -67,7 +67,8 @@ def _attention_with_kvcache_without_torch(q, k_cache, v_cache, k=None, v=None, *
                        % (_torch_reason() or "torch cannot be imported"))
 
 
-_TORCH_NAMES = {"attention": _attention_without_torch, "attention_with_kvcache": _attention_with_kvcache_without_torch}
+_TORCH_NAMES = {"attention": _attention_without_torch, "attention_with_kvcache": _attention_with_kvcache_without_torch,
+                "attention_varlen": _attention_varlen_without_torch}
 
 
 def __getattr__(name):  # PEP 562: torch is imported here, on first use, never at `import flashptx`

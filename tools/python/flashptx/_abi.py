@@ -83,6 +83,18 @@ class FwdVarlenParams(ctypes.Structure):
                 [("seqused_q", _p), ("seqused_k", _p)])
 
 
+class BwdVarlenParams(ctypes.Structure):
+    """flashptx_bwd_varlen_params (cu_seqlens_q/_k, seqused_q/_k: HOST int32 arrays)."""
+    _fields_ = ([(n, _p) for n in ("q", "k", "v", "o", "lse", "dout", "dq", "dk", "dv", "cu_seqlens_q",
+                                   "cu_seqlens_k")] +
+                [(n, _i64) for n in ("num_seqs", "total_q", "total_k", "max_seqlen_q", "max_seqlen_k", "heads_q",
+                                     "heads_kv", "head_dim")] +
+                [(t + "_" + x + "_stride", _i64) for t in ("q", "k", "v", "o", "do", "dq", "dk", "dv")
+                 for x in ("row", "head")] +
+                [("dtype", _int), ("causal", _int), ("softmax_scale", _f32), ("deterministic", _int),
+                 ("workspace", _p), ("workspace_bytes", _i64)] + _MODIFIERS + [("seqused_q", _p), ("seqused_k", _p)])
+
+
 class KvcacheParams(ctypes.Structure):
     """flashptx_kvcache_params (cache_seqlens, cache_batch_idx, page_table: DEVICE int32 arrays)."""
     _fields_ = ([(n, _p) for n in ("q", "k_cache", "v_cache", "o", "lse", "cache_seqlens", "cache_batch_idx",
@@ -117,6 +129,9 @@ SIGNATURES = {
     "flashptx_fwd_varlen_check": (_int, [_P(FwdVarlenParams)]),
     "flashptx_fwd_varlen_kernel_info": (_int, [_P(FwdVarlenParams), _P(KernelInfo)]),
     "flashptx_bwd": (_int, [_P(BwdParams), _p]),
+    "flashptx_bwd_varlen": (_int, [_P(BwdVarlenParams), _p]),
+    "flashptx_bwd_varlen_check": (_int, [_P(BwdVarlenParams)]),
+    "flashptx_bwd_varlen_workspace_size": (_int, [_P(BwdVarlenParams), _P(_i64)]),
     "flashptx_bwd_check": (_int, [_P(BwdParams)]),
     "flashptx_bwd_workspace_size": (_int, [_P(BwdParams), _P(_i64)]),
     "flashptx_fwd_kvcache": (_int, [_P(KvcacheParams), _p]),
@@ -487,6 +502,137 @@ def check_kvcache(where, q, k_cache, v_cache, k=None, v=None, rotary_cos=None, r
             "paged": paged, "cache_batch": cache_batch, "cache_seqlen": cache_seqlen, "capacity": capacity,
             "max_pages": max_pages, "page_table_stride": page_table_stride, "seqlen_new": seqlen_new,
             "rotary_dim": rotary_dim, "seqlen_ro": seqlen_ro, "softmax_scale": scale, "seqlens": seqlens}
+
+
+# ---- flashptx.attention_varlen's arguments, checked before anything is called ----------------------
+VARLEN_MAX_SEQS = 1024  # FLASHPTX_VARLEN_MAX_SEQS (include/flashptx.h)
+
+
+def check_varlen(where, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_q=None,
+                 seqused_k=None, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0):
+    """The sizes of a varlen call from FlashAttention-3's flash_attn_varlen_func arguments, or
+    ValueError naming the bad value. q, k, v: TensorSpec ([total_q, heads_q, head_dim], [total_k,
+    heads_kv, head_dim]); cu_seqlens_q/_k: the host values (lists of ints, num_seqs + 1 each);
+    seqused_q/_k: None or the host values (num_seqs ints each, 0 <= used <= the sequence's length).
+    What the library checks itself (head dims, strides, alignment, more than VARLEN_MAX_SEQS
+    sequences) is left to it: its status is a ValueError too, raised before anything launches.
+    Returns a dict: num_seqs, total_q, total_k, heads_q, heads_kv, head_dim, max_seqlen_q,
+    max_seqlen_k, softmax_scale (0.0: 1/sqrt(head_dim)), window (None or (left, right)), softcap."""
+    def fail(msg):
+        raise ValueError("%s: %s" % (where, msg))
+
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, TensorSpec):
+            fail("%s must be a tensor, got %s" % (name, type(t).__name__))
+        if len(t.shape) != 3:
+            fail("%s must be [total, heads, head_dim] (packed sequences), got %d dims %s"
+                 % (name, len(t.shape), t.shape))
+        if t.device != q.device:
+            fail("%s is on %s, q on %s: every tensor must be on q's device" % (name, t.device, q.device))
+        if t.dtype != q.dtype:
+            fail("%s is %s, q %s: q, k and v must share one dtype" % (name, t.dtype, q.dtype))
+    if q.dtype not in ("bfloat16", "float16"):
+        fail("q is %s; the kernels take bfloat16 or float16" % q.dtype)
+    if k.shape != v.shape:
+        fail("k %s and v %s must have one shape" % (k.shape, v.shape))
+    total_q, heads_q, head_dim = q.shape
+    total_k, heads_kv, dk = k.shape
+    if dk != head_dim:
+        fail("k's head_dim %d is not q's %d" % (dk, head_dim))
+    if heads_kv <= 0 or heads_q % heads_kv != 0:
+        fail("heads_q %d must be a multiple of heads_kv %d" % (heads_q, heads_kv))
+
+    def lengths(name, cu, total, total_name):
+        if not isinstance(cu, (list, tuple)) or not all(_is_int(x) for x in cu):
+            fail("%s must be int32 values, got %r" % (name, type(cu).__name__))
+        if len(cu) < 1 or cu[0] != 0:
+            fail("%s must start at 0, got %s" % (name, list(cu[:1])))
+        for b in range(len(cu) - 1):
+            if cu[b + 1] < cu[b]:
+                fail("%s decreases at entry %d (%d then %d)" % (name, b + 1, cu[b], cu[b + 1]))
+        if cu[-1] != total:
+            fail("%s ends at %d, not at %s (%d)" % (name, cu[-1], total_name, total))
+        return [cu[b + 1] - cu[b] for b in range(len(cu) - 1)]
+
+    lq = lengths("cu_seqlens_q", cu_seqlens_q, total_q, "q.shape[0]")
+    lk = lengths("cu_seqlens_k", cu_seqlens_k, total_k, "k.shape[0]")
+    if len(lq) != len(lk):
+        fail("cu_seqlens_q has %d sequences, cu_seqlens_k %d" % (len(lq), len(lk)))
+    for name, m, lens in (("max_seqlen_q", max_seqlen_q, lq), ("max_seqlen_k", max_seqlen_k, lk)):
+        if not _is_int(m):
+            fail("%s must be an int, got %r" % (name, m))
+        if lens and m < max(lens):
+            fail("%s %d is below the longest sequence (%d)" % (name, m, max(lens)))
+    for name, used, lens in (("seqused_q", seqused_q, lq), ("seqused_k", seqused_k, lk)):
+        if used is None:
+            continue
+        if not isinstance(used, (list, tuple)) or not all(_is_int(x) for x in used):
+            fail("%s must be int32 values, got %r" % (name, type(used).__name__))
+        if len(used) != len(lens):
+            fail("%s has %d entries for %d sequences" % (name, len(used), len(lens)))
+        for b, (u, n) in enumerate(zip(used, lens)):
+            if not 0 <= u <= n:
+                fail("%s[%d] is %d: a used length is 0 to the sequence's length %d" % (name, b, u, n))
+    if softmax_scale is None:
+        scale = 0.0
+    else:
+        if isinstance(softmax_scale, bool) or not isinstance(softmax_scale, (int, float)):
+            fail("softmax_scale must be a number or None, got %r" % (softmax_scale,))
+        scale = float(softmax_scale)
+        if not (0.0 < scale < float("inf")):
+            fail("softmax_scale is %r: finite and above 0 (None: 1/sqrt(head_dim))" % (softmax_scale,))
+    if not isinstance(causal, bool):
+        fail("causal must be a bool, got %r" % (causal,))
+    window, cap = check_modifiers(where, window_size, softcap)
+    return {"num_seqs": len(lq), "total_q": total_q, "total_k": total_k, "heads_q": heads_q, "heads_kv": heads_kv,
+            "head_dim": head_dim, "max_seqlen_q": max_seqlen_q, "max_seqlen_k": max_seqlen_k,
+            "softmax_scale": scale, "window": window, "softcap": cap}
+
+
+def fwd_varlen_params(ptrs, a, strides, dtype, causal):
+    """FwdVarlenParams from pointers {q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k[, seqused_q, seqused_k]}
+    (the four arrays: host memory), check_varlen's dict `a`, strides {q, k, v, o: (row, head)} in
+    elements and a dtype code."""
+    p = FwdVarlenParams()
+    for n in ("q", "k", "v", "o", "lse", "cu_seqlens_q", "cu_seqlens_k", "seqused_q", "seqused_k"):
+        setattr(p, n, ptrs.get(n) or None)
+    for n in ("num_seqs", "total_q", "total_k", "max_seqlen_q", "max_seqlen_k", "heads_q", "heads_kv", "head_dim"):
+        setattr(p, n, a[n])
+    for n in ("q", "k", "v", "o"):
+        setattr(p, n + "_row_stride", strides[n][0])
+        setattr(p, n + "_head_stride", strides[n][1])
+    p.dtype = dtype
+    p.causal = 1 if causal else 0
+    p.softmax_scale = a["softmax_scale"]
+    if a["window"] is not None:
+        p.window = 1
+        p.window_left, p.window_right = a["window"]
+    p.softcap = a["softcap"]
+    return p
+
+
+def bwd_varlen_params(ptrs, a, strides, dtype, causal, deterministic):
+    """BwdVarlenParams from pointers {q, k, v, o, lse, dout, dq, dk, dv, cu_seqlens_q, cu_seqlens_k[,
+    seqused_q, seqused_k]}, check_varlen's dict and strides {q, k, v, o, do, dq, dk, dv: (row, head)}.
+    The workspace is set by the caller (flashptx_bwd_varlen_workspace_size)."""
+    p = BwdVarlenParams()
+    for n in ("q", "k", "v", "o", "lse", "dout", "dq", "dk", "dv", "cu_seqlens_q", "cu_seqlens_k", "seqused_q",
+              "seqused_k"):
+        setattr(p, n, ptrs.get(n) or None)
+    for n in ("num_seqs", "total_q", "total_k", "max_seqlen_q", "max_seqlen_k", "heads_q", "heads_kv", "head_dim"):
+        setattr(p, n, a[n])
+    for n in ("q", "k", "v", "o", "do", "dq", "dk", "dv"):
+        setattr(p, n + "_row_stride", strides[n][0])
+        setattr(p, n + "_head_stride", strides[n][1])
+    p.dtype = dtype
+    p.causal = 1 if causal else 0
+    p.softmax_scale = a["softmax_scale"]
+    p.deterministic = 1 if deterministic else 0
+    if a["window"] is not None:
+        p.window = 1
+        p.window_left, p.window_right = a["window"]
+    p.softcap = a["softcap"]
+    return p
 
 
 def kvcache_params(ptrs, a, strides, dtype, causal, num_splits, rotary_interleaved):

@@ -4,7 +4,9 @@ Two ops, both with fake (meta) implementations so that torch.compile traces thro
   torch.ops.flashptx.fwd(q, k, v, causal, softmax_scale, deterministic) -> (out, lse)
   torch.ops.flashptx.bwd(dout, q, k, v, out, lse, causal, softmax_scale, deterministic) -> (dq, dk, dv)
 fwd has an autograd formula that calls bwd. softmax_scale 0.0 means 1/sqrt(head_dim) (the library's
-default); `deterministic` is carried by fwd for its backward only.
+default); `deterministic` is carried by fwd for its backward only. flashptx.attention_varlen has its
+pair too (flashptx::fwd_varlen, flashptx::bwd_varlen: the packed layout, cu_seqlens, seqused), and the
+window, softcap and sinks theirs (below).
 
 Host cost. flashptx.attention in plain eager mode (no torch.compile, no dispatch or function mode,
 no functorch transform, no tracer, plain tensors: _eager_ok) does not go through the custom ops:
@@ -19,7 +21,7 @@ import ctypes
 import math
 import struct
 import threading
-from typing import Tuple
+from typing import Optional, Tuple
 
 import torch
 
@@ -858,3 +860,285 @@ def _launch_kvcache(p, index):
             p.workspace, p.workspace_bytes = ws.data_ptr(), need.value
         _call(lib, "flashptx_fwd_kvcache", lib.flashptx_fwd_kvcache, ctypes.byref(p), index)
         del ws
+
+
+# ---- variable-length batches: packed sequences with cu_seqlens (flashptx_fwd_varlen / _bwd_varlen) ----
+# Two ops, as fwd and bwd: flashptx::fwd_varlen (its autograd formula calls flashptx::bwd_varlen) and
+# an eager autograd.Function over the same bodies (_AttentionVarlen). The C ABI reads the prefix sums
+# and the used lengths on the HOST (include/flashptx.h: it validates every entry before anything
+# launches): each call copies cu_seqlens_q/_k (and seqused_q/_k) to the host, a synchronisation with
+# the device when they live there; the backward copies them again. Rows past seqused_q get out = 0
+# and lse = -inf, and the gradients of the rows and keys past the used lengths are 0 (the library
+# leaves them untouched: they are allocated zeroed here).
+def _host_int32(where, name, t):
+    """The host copy of an int32 index tensor (a device tensor: a synchronising copy) and its values."""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError("%s: %s must be an int32 torch.Tensor, got %s" % (where, name, type(t).__name__))
+    if t.dtype != torch.int32 or t.dim() != 1:
+        raise ValueError("%s: %s must be a 1-D int32 tensor, got %s %s" % (where, name, t.dtype, tuple(t.shape)))
+    h = t.to("cpu").contiguous()
+    return h, h.tolist()
+
+
+def _aligned_packed(t):
+    """A [total, heads, head_dim] tensor as the C ABI takes it without a copy (head_dim contiguous,
+    row and head strides positive multiples of 16 bytes, a 16-byte-aligned address), else a
+    contiguous copy."""
+    z, st, es = t.shape, t.stride(), t.element_size()
+    ok = not (z[2] > 1 and st[2] != 1) and t.data_ptr() % 16 == 0
+    for i in (0, 1):
+        if ok and z[i] > 1 and (st[i] <= 0 or (st[i] * es) % 16 != 0):
+            ok = False
+    return t if ok else t.clone(memory_format=torch.contiguous_format)
+
+
+def _varlen_args(where, q, k, v, cu_q, cu_k, max_q, max_k, used_q, used_k, scale, causal, wl, wr, softcap):
+    """The host copies (kept alive by the caller for the call) and _abi.check_varlen's dict."""
+    hq, lq = _host_int32(where, "cu_seqlens_q", cu_q)
+    hk, lk = _host_int32(where, "cu_seqlens_k", cu_k)
+    hu = [None, None]
+    uv = [None, None]
+    for i, (name, t) in enumerate((("seqused_q", used_q), ("seqused_k", used_k))):
+        if t is not None:
+            hu[i], uv[i] = _host_int32(where, name, t)
+    a = _abi.check_varlen(where, _spec(q), _spec(k), _spec(v), lq, lk, max_q, max_k, uv[0], uv[1],
+                          scale if scale != 0.0 else None, causal, (wl, wr), softcap)
+    ptrs = {"cu_seqlens_q": hq.data_ptr(), "cu_seqlens_k": hk.data_ptr()}
+    if hu[0] is not None:
+        ptrs["seqused_q"] = hu[0].data_ptr()
+    if hu[1] is not None:
+        ptrs["seqused_k"] = hu[1].data_ptr()
+    return (hq, hk, hu[0], hu[1]), ptrs, a
+
+
+def _launch_fwd_varlen(p, index):
+    """The C call of fwd_varlen (its own function, as _launch_fwd, so that a CPU test can swap it)."""
+    lib = _abi._lib or _abi.library()
+    _call(lib, "flashptx_fwd_varlen", lib.flashptx_fwd_varlen, ctypes.byref(p), index)
+
+
+def _launch_bwd_varlen(p, device):
+    """The workspace from torch's caching allocator (on the current stream: back to the pool after
+    the call, reusable only by work queued after it), then the C call."""
+    lib = _abi._lib or _abi.library()
+    need = ctypes.c_int64(0)
+    _abi.check(lib, "flashptx_bwd_varlen_workspace_size",
+               lib.flashptx_bwd_varlen_workspace_size(ctypes.byref(p), ctypes.byref(need)))
+    ws = torch.empty(max(need.value, 1), dtype=torch.uint8, device=device)
+    p.workspace, p.workspace_bytes = ws.data_ptr(), need.value
+    _call(lib, "flashptx_bwd_varlen", lib.flashptx_bwd_varlen, ctypes.byref(p), device.index
+          if device.index is not None else _current_device())
+    del ws
+
+
+def _fwd_varlen_impl(q, k, v, cu_q, cu_k, max_q, max_k, used_q, used_k, causal, scale, wl, wr, softcap):
+    where = "flashptx.attention_varlen"
+    keep, ptrs, a = _varlen_args(where, q, k, v, cu_q, cu_k, max_q, max_k, used_q, used_k, scale, causal, wl, wr,
+                                 softcap)
+    q, k, v = _aligned_packed(q), _aligned_packed(k), _aligned_packed(v)
+    total_q, hq, _ = q.shape
+    if used_q is None:
+        out = q.new_empty(q.shape)
+        lse = q.new_empty((hq, total_q), dtype=torch.float32)
+    else:  # rows past seqused_q are not written by the library
+        out = q.new_zeros(q.shape)
+        lse = torch.full((hq, total_q), float("-inf"), dtype=torch.float32, device=q.device)
+    qp = q.data_ptr()
+    ptrs.update(q=qp, k=k.data_ptr() or qp, v=v.data_ptr() or qp, o=out.data_ptr() or qp, lse=lse.data_ptr() or qp)
+    p = _abi.fwd_varlen_params(ptrs, a, {"q": q.stride()[:2], "k": k.stride()[:2], "v": v.stride()[:2],
+                                         "o": out.stride()[:2]}, _DTYPES[q.dtype], causal)
+    _launch_fwd_varlen(p, q.get_device())
+    del keep
+    return q, k, v, out, lse
+
+
+def _bwd_varlen_impl(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, used_q, used_k, causal, scale,
+                     deterministic):
+    where = "flashptx.attention_varlen backward"
+    if dout.dtype != q.dtype:
+        dout = dout.to(q.dtype)
+    keep, ptrs, a = _varlen_args(where, q, k, v, cu_q, cu_k, max_q, max_k, used_q, used_k, scale, causal, -1, -1,
+                                 0.0)
+    dout, q, k, v, out = (_aligned_packed(t) for t in (dout, q, k, v, out))
+    lse = lse.contiguous()
+    # Zeros where the library writes nothing: the rows and keys past the used lengths.
+    dq = q.new_zeros(q.shape) if used_q is not None else q.new_empty(q.shape)
+    dk, dv = (k.new_zeros(k.shape), v.new_zeros(v.shape)) if used_k is not None else \
+        (k.new_empty(k.shape), v.new_empty(v.shape))
+    qp = q.data_ptr() or k.data_ptr()
+    kp = k.data_ptr() or qp
+    ptrs.update(q=qp, k=kp, v=v.data_ptr() or kp, o=out.data_ptr() or qp, lse=lse.data_ptr() or qp,
+                dout=dout.data_ptr() or qp, dq=dq.data_ptr() or qp, dk=dk.data_ptr() or kp, dv=dv.data_ptr() or kp)
+    strides = {n: t.stride()[:2] for n, t in (("q", q), ("k", k), ("v", v), ("o", out), ("do", dout), ("dq", dq),
+                                               ("dk", dk), ("dv", dv))}
+    p = _abi.bwd_varlen_params(ptrs, a, strides, _DTYPES[q.dtype], causal, deterministic)
+    _launch_bwd_varlen(p, q.device)
+    del keep
+    return dq, dk, dv
+
+
+def _check_varlen_tensors(where, q, k, v):
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError("%s: %s must be a torch.Tensor, got %s" % (where, name, type(t).__name__))
+        if t.dim() != 3:
+            raise ValueError("%s: %s must be [total, heads, head_dim] (packed sequences), got %d dims %s"
+                             % (where, name, t.dim(), tuple(t.shape)))
+        if t.device.type not in _DEVICE_TYPES:
+            raise _device_error(where, name, t)
+
+
+@torch.library.custom_op("flashptx::fwd_varlen", mutates_args=())
+def _fwd_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
+                cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, seqused_q: Optional[torch.Tensor],
+                seqused_k: Optional[torch.Tensor], causal: bool, softmax_scale: float, window_left: int,
+                window_right: int, softcap: float, deterministic: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+    _check_varlen_tensors("flashptx::fwd_varlen", q, k, v)
+    return _fwd_varlen_impl(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_q, seqused_k,
+                            causal, softmax_scale, window_left, window_right, softcap)[3:]
+
+
+@_fwd_varlen.register_fake
+def _fwd_varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_q, seqused_k, causal,
+                     softmax_scale, window_left, window_right, softcap, deterministic):
+    return q.new_empty(q.shape), q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
+
+
+@torch.library.custom_op("flashptx::bwd_varlen", mutates_args=())
+def _bwd_varlen(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
+                lse: torch.Tensor, cu_seqlens_q: torch.Tensor, cu_seqlens_k: torch.Tensor, max_seqlen_q: int,
+                max_seqlen_k: int, seqused_q: Optional[torch.Tensor], seqused_k: Optional[torch.Tensor],
+                causal: bool, softmax_scale: float,
+                deterministic: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    where = "flashptx::bwd_varlen"
+    _check_varlen_tensors(where, q, k, v)
+    for name, t in (("dout", dout), ("out", out)):
+        if t.shape != q.shape or t.device != q.device:
+            raise ValueError("%s: %s must have q's shape %s and device, got %s on %s"
+                             % (where, name, tuple(q.shape), tuple(t.shape), t.device))
+    if tuple(lse.shape) != (q.shape[1], q.shape[0]) or lse.dtype != torch.float32 or lse.device != q.device:
+        raise ValueError("%s: lse must be float32 [heads_q, total_q] = %s on q's device, got %s %s"
+                         % (where, (q.shape[1], q.shape[0]), lse.dtype, tuple(lse.shape)))
+    return _bwd_varlen_impl(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                            seqused_q, seqused_k, causal, softmax_scale, deterministic)
+
+
+@_bwd_varlen.register_fake
+def _bwd_varlen_fake(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_q,
+                     seqused_k, causal, softmax_scale, deterministic):
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+
+def _varlen_no_backward(window, softcap):
+    return NotImplementedError(
+        "flashptx.attention_varlen: no backward for window_size=%r, softcap=%r yet (the varlen forward has "
+        "them; the varlen backward does not: its gradients would be those of another function)" % (window, softcap))
+
+
+def _varlen_setup_context(ctx, inputs, output):
+    (q, k, v, cu_q, cu_k, max_q, max_k, used_q, used_k, causal, scale, wl, wr, softcap, deterministic) = inputs
+    out, lse = output
+    ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k, used_q, used_k)
+    ctx.args = (max_q, max_k, causal, scale, deterministic, (wl, wr), softcap)
+    ctx.mark_non_differentiable(lse)
+
+
+def _varlen_backward(ctx, dout, dlse):
+    q, k, v, out, lse, cu_q, cu_k, used_q, used_k = ctx.saved_tensors
+    max_q, max_k, causal, scale, deterministic, window, softcap = ctx.args
+    if window != (-1, -1) or softcap != 0.0:
+        raise _varlen_no_backward(window, softcap)
+    if dout is None:
+        dout = torch.zeros_like(out)
+    dq, dk, dv = torch.ops.flashptx.bwd_varlen(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, used_q, used_k,
+                                               causal, scale, deterministic)
+    return (dq, dk, dv) + (None,) * 12
+
+
+_fwd_varlen.register_autograd(_varlen_backward, setup_context=_varlen_setup_context)
+
+
+class _AttentionVarlen(torch.autograd.Function):
+    """flashptx::fwd_varlen and its autograd formula as a plain autograd.Function, for _eager_ok
+    inputs (as _Attention for flashptx::fwd)."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, cu_q, cu_k, max_q, max_k, used_q, used_k, causal, scale, wl, wr, softcap,
+                deterministic):
+        q, k, v, out, lse = _fwd_varlen_impl(q, k, v, cu_q, cu_k, max_q, max_k, used_q, used_k, causal, scale, wl,
+                                             wr, softcap)
+        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.index = (cu_q, cu_k, used_q, used_k)  # int32 index tensors: no gradient, never modified here
+        ctx.args = (max_q, max_k, causal, scale, deterministic, (wl, wr), softcap)
+        ctx.mark_non_differentiable(lse)
+        ctx.set_materialize_grads(False)
+        return out, lse
+
+    @staticmethod
+    def backward(ctx, dout, dlse):
+        q, k, v, out, lse = ctx.saved_tensors
+        cu_q, cu_k, used_q, used_k = ctx.index
+        max_q, max_k, causal, scale, deterministic, window, softcap = ctx.args
+        if window != (-1, -1) or softcap != 0.0:
+            raise _varlen_no_backward(window, softcap)
+        if dout is None:
+            dout = torch.zeros_like(out)
+        if torch.is_grad_enabled() or _is_compiling() or not _eager_ok(dout):
+            dq, dk, dv = torch.ops.flashptx.bwd_varlen(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, used_q,
+                                                       used_k, causal, scale, deterministic)
+        else:
+            dq, dk, dv = _bwd_varlen_impl(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, used_q, used_k, causal,
+                                          scale, deterministic)
+        return (dq, dk, dv) + (None,) * 12
+
+
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, softmax_scale=None,
+                     causal=False, window_size=(-1, -1), softcap=0.0, seqused_q=None, seqused_k=None,
+                     deterministic=False, return_lse=False):
+    """Attention over packed variable-length sequences (FlashAttention-3's flash_attn_varlen_func
+    with its argument names; the C ABI's flashptx_fwd_varlen and flashptx_bwd_varlen), with autograd.
+
+    q: [total_q, heads_q, head_dim]; k, v: [total_k, heads_kv, head_dim]: the sequences packed one
+    after another, no padding. cu_seqlens_q/_k: int32 [num_seqs + 1] prefix sums (0 first, total
+    last); sequence b owns query rows [cu_seqlens_q[b], cu_seqlens_q[b+1]) and keys likewise, and
+    attends only to its own keys. max_seqlen_q/_k: ints, at least the longest sequence. seqused_q/_k:
+    optional int32 [num_seqs]: sequence b uses only its first seqused_q[b] query rows and
+    seqused_k[b] keys (0 to its cu_seqlens length); rows past seqused_q get out = 0 and lse = -inf,
+    and the rows and keys past the used lengths get zero gradients. Values past the used keys and
+    rows must be finite: a partial block loads them before the mask removes them.
+    The library reads cu_seqlens and seqused on the host: each call (and the backward again) copies
+    them there, which waits for the device when they are CUDA tensors.
+
+    CUDA tensors, all bfloat16 or all float16, head_dim 64, 128 or 256 (sm_90), heads_q a multiple
+    of heads_kv. causal: per sequence, bottom-right aligned. softmax_scale: default 1/sqrt(head_dim).
+    window_size, softcap: as flashptx.attention's, per sequence; forward only for now (a backward
+    through them raises NotImplementedError). deterministic: bitwise reproducible gradients.
+    Returns out [total_q, heads_q, head_dim], and with return_lse also the LSE, float32
+    [heads_q, total_q] (FlashAttention's varlen layout), natural log, no gradient. Bad values raise
+    ValueError before anything launches (the library's own refusals are flashptx.FlashptxValueError).
+    """
+    where = "flashptx.attention_varlen"
+    window, cap = _abi.check_modifiers(where, window_size, softcap)
+    _check_varlen_tensors(where, q, k, v)
+    if not isinstance(causal, bool):
+        raise ValueError("%s: causal must be a bool, got %r" % (where, causal))
+    for name, m in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):
+        if isinstance(m, bool) or not isinstance(m, int):
+            raise ValueError("%s: %s must be an int, got %r" % (where, name, m))
+    if softmax_scale is None:
+        scale = 0.0
+    else:
+        scale = float(softmax_scale)
+        if scale == 0.0:
+            raise ValueError("%s: softmax_scale 0 (pass None for 1/sqrt(head_dim))" % where)
+    wl, wr = window if window is not None else (-1, -1)
+    args = (q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_q, seqused_k, causal, scale,
+            wl, wr, cap, bool(deterministic))
+    if not _is_compiling() and _eager_ok(q, k, v):
+        if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+            out, lse = _AttentionVarlen.apply(*args)
+        else:
+            out, lse = _fwd_varlen_impl(*args[:-1])[3:]
+    else:
+        out, lse = torch.ops.flashptx.fwd_varlen(*args)
+    return (out, lse) if return_lse else out

@@ -112,8 +112,8 @@ def c_layout(fields):
 
 
 STRUCTS = [("flashptx_fwd_params", _abi.FwdParams), ("flashptx_bwd_params", _abi.BwdParams),
-           ("flashptx_fwd_varlen_params", _abi.FwdVarlenParams), ("flashptx_kvcache_params", _abi.KvcacheParams),
-           ("flashptx_kernel_info", _abi.KernelInfo)]
+           ("flashptx_fwd_varlen_params", _abi.FwdVarlenParams), ("flashptx_bwd_varlen_params", _abi.BwdVarlenParams),
+           ("flashptx_kvcache_params", _abi.KvcacheParams), ("flashptx_kernel_info", _abi.KernelInfo)]
 
 
 @case
@@ -186,7 +186,8 @@ def c_arg_type(decl):
     """The ctypes type a C parameter declaration maps to."""
     decl = " ".join(decl.split())
     for struct, py in (("flashptx_fwd_params", _abi.FwdParams), ("flashptx_bwd_params", _abi.BwdParams),
-                       ("flashptx_fwd_varlen_params", _abi.FwdVarlenParams), ("flashptx_kernel_info", _abi.KernelInfo),
+                       ("flashptx_fwd_varlen_params", _abi.FwdVarlenParams),
+                       ("flashptx_bwd_varlen_params", _abi.BwdVarlenParams), ("flashptx_kernel_info", _abi.KernelInfo),
                        ("flashptx_kvcache_params", _abi.KvcacheParams)):
         if struct in decl:
             return ctypes.POINTER(py)
@@ -393,10 +394,10 @@ else:
     raise AssertionError("attention_varlen took a positional softmax_scale")
 try:
     flashptx.attention_varlen(1, 2, 3, None, None, 0, 0)
-except NotImplementedError as e:
-    assert "variable-length" in str(e) and "flashptx.attention" in str(e), str(e)
+except RuntimeError as e:
+    assert "attention_varlen needs PyTorch" in str(e), str(e)
 else:
-    raise AssertionError("attention_varlen returned")
+    raise AssertionError("attention_varlen ran without torch")
 print(reason)
 '''
     run_python(code)
@@ -437,9 +438,20 @@ def options_are_keyword_only_with_fa3_names():
     stub = inspect.signature(flashptx._attention_with_kvcache_without_torch)
     assert [p.name for p in stub.parameters.values()] == ["q", "k_cache", "v_cache", "k", "v"] + kw, stub
     assert all(p.kind == p.KEYWORD_ONLY for p in list(stub.parameters.values())[5:]), stub
-    varlen = inspect.signature(flashptx.attention_varlen)
-    assert all(p.kind == p.KEYWORD_ONLY for n, p in varlen.parameters.items()
-               if n in ("softmax_scale", "causal", "deterministic", "return_lse")), varlen
+    # attention_varlen: FA3's flash_attn_varlen_func positional arguments (q, k, v, the prefix sums
+    # and the maxima), then keyword-only options with its names; the stand-in without torch the same
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "attention_varlen")
+    assert [a.arg for a in fn.args.args] == ["q", "k", "v", "cu_seqlens_q", "cu_seqlens_k", "max_seqlen_q",
+                                             "max_seqlen_k"], [a.arg for a in fn.args.args]
+    kw = [a.arg for a in fn.args.kwonlyargs]
+    assert kw == ["softmax_scale", "causal", "window_size", "softcap", "seqused_q", "seqused_k", "deterministic",
+                  "return_lse"], kw
+    defaults = [ast.literal_eval(d) for d in fn.args.kw_defaults]
+    assert defaults == [None, False, (-1, -1), 0.0, None, None, False, False], defaults
+    stub = inspect.signature(flashptx._attention_varlen_without_torch)
+    assert [p.name for p in stub.parameters.values()] == [a.arg for a in fn.args.args] + kw, stub
+    assert all(p.kind == p.KEYWORD_ONLY for p in list(stub.parameters.values())[7:]), stub
+    assert [p.default for p in list(stub.parameters.values())[7:]] == defaults, stub
 
 
 @case
@@ -714,6 +726,108 @@ def library_varlen_validation_names_the_bad_entry():
         assert e.status_name == "FLASHPTX_ERR_BAD_CU_SEQLENS" and "decreases at entry 2" in str(e), str(e)
     else:
         raise AssertionError("a decreasing cu_seqlens_q was accepted")
+
+
+def varlen_args(**over):
+    """check_varlen's arguments of a valid packed batch (3 sequences, GQA 8/2, d128), with overrides."""
+    a = dict(q=T((137, 8, 128), stride=(1024, 128, 1)), k=T((125, 2, 128), stride=(256, 128, 1)),
+             v=T((125, 2, 128), stride=(256, 128, 1)), cu_seqlens_q=[0, 100, 100, 137], cu_seqlens_k=[0, 120, 125, 125],
+             max_seqlen_q=100, max_seqlen_k=120)
+    a.update(over)
+    return a
+
+
+@case
+def varlen_arguments_are_checked_before_any_call():
+    """flashptx.attention_varlen's checks (torch-free: tensors as TensorSpec, cu_seqlens and seqused as
+    the host values the torch layer copies out): valid batches give the C struct's sizes; each bad
+    value is a ValueError naming it."""
+    a = _abi.check_varlen("t", **varlen_args())
+    assert (a["num_seqs"], a["total_q"], a["total_k"], a["heads_q"], a["heads_kv"], a["head_dim"]) == \
+        (3, 137, 125, 8, 2, 128), a
+    assert (a["softmax_scale"], a["window"], a["softcap"]) == (0.0, None, 0.0), a
+    ok = _abi.check_varlen("t", **varlen_args(seqused_q=[0, 0, 37], seqused_k=[120, 5, 0], softmax_scale=0.1,
+                                              window_size=(16, 0), softcap=30.0, causal=True))
+    assert (ok["window"], ok["softcap"]) == ((16, 0), 30.0), ok
+    bad = [
+        (dict(seqused_q=[0, 1, 37]), "seqused_q[1] is 1: a used length is 0 to the sequence's length 0"),
+        (dict(seqused_q=[-1, 0, 0]), "seqused_q[0] is -1"),
+        (dict(seqused_k=[121, 0, 0]), "seqused_k[0] is 121"),
+        (dict(seqused_k=[1, 2]), "seqused_k has 2 entries for 3 sequences"),
+        (dict(seqused_q=[1.5, 0, 0]), "seqused_q must be int32 values"),
+        (dict(cu_seqlens_q=[0, 100, 90, 137]), "cu_seqlens_q decreases at entry 2"),
+        (dict(cu_seqlens_q=[1, 100, 100, 137]), "cu_seqlens_q must start at 0"),
+        (dict(cu_seqlens_k=[0, 120, 125, 126]), "cu_seqlens_k ends at 126, not at k.shape[0] (125)"),
+        (dict(cu_seqlens_k=[0, 120, 125]), "cu_seqlens_q has 3 sequences, cu_seqlens_k 2"),
+        (dict(max_seqlen_q=99), "max_seqlen_q 99 is below the longest sequence (100)"),
+        (dict(max_seqlen_k=120.0), "max_seqlen_k must be an int"),
+        (dict(q=T((2, 137, 8, 128))), "q must be [total, heads, head_dim]"),
+        (dict(k=T((125, 3, 128)), v=T((125, 3, 128))), "heads_q 8 must be a multiple of heads_kv 3"),
+        (dict(v=T((125, 2, 64))), "must have one shape"),
+        (dict(k=T((125, 2, 128), "float16"), v=T((125, 2, 128), "float16")), "q, k and v must share one dtype"),
+        (dict(q=T((137, 8, 128), "float32"), k=T((125, 2, 128), "float32"), v=T((125, 2, 128), "float32")),
+         "bfloat16 or float16"),
+        (dict(k=T((125, 2, 128), device="cuda:1")), "every tensor must be on q's device"),
+        (dict(softmax_scale=-1.0), "softmax_scale is -1.0"),
+        (dict(causal=1), "causal must be a bool"),
+        (dict(window_size=(-2, 0)), "window_size left is -2"),
+        (dict(softcap=float("nan")), "softcap is nan"),
+    ]
+    for over, words in bad:
+        try:
+            _abi.check_varlen("flashptx.attention_varlen", **varlen_args(**over))
+        except ValueError as e:
+            assert words in str(e) and str(e).startswith("flashptx.attention_varlen: "), (words, str(e))
+        else:
+            raise AssertionError("accepted: %r" % (over,))
+
+
+@case
+def library_varlen_backward_and_seqused_validation():
+    """The structs attention_varlen builds (fwd_varlen_params, bwd_varlen_params), through the library's
+    own checks (no GPU needed): accepted as built, with seqused too; a used length past its sequence is
+    FlashptxValueError (FLASHPTX_ERR_BAD_SHAPE) naming the entry; the backward's workspace size."""
+    lib = real_library()
+    fake = 1 << 20
+    arr = lambda *x: (ctypes.c_int32 * len(x))(*x)
+    cu_q, cu_k = arr(0, 100, 100, 137), arr(0, 120, 125, 125)
+    a = _abi.check_varlen("t", **varlen_args())
+    addr = lambda x: ctypes.cast(x, ctypes.c_void_p).value
+    ptrs = {n: fake for n in ("q", "k", "v", "o", "lse", "dout", "dq", "dk", "dv")}
+    ptrs.update(cu_seqlens_q=addr(cu_q), cu_seqlens_k=addr(cu_k))
+    st = {"q": (1024, 128), "o": (1024, 128), "do": (1024, 128), "dq": (1024, 128),
+          "k": (256, 128), "v": (256, 128), "dk": (256, 128), "dv": (256, 128)}
+    f = _abi.fwd_varlen_params(ptrs, a, st, _abi.FLASHPTX_BF16, True)
+    fchk = lambda p: _abi.check(lib, "flashptx_fwd_varlen_check", lib.flashptx_fwd_varlen_check(ctypes.byref(p)))
+    bchk = lambda p: _abi.check(lib, "flashptx_bwd_varlen_check", lib.flashptx_bwd_varlen_check(ctypes.byref(p)))
+    fchk(f)
+    b = _abi.bwd_varlen_params(ptrs, a, st, _abi.FLASHPTX_BF16, True, True)
+    need = ctypes.c_int64(-1)
+    _abi.check(lib, "flashptx_bwd_varlen_workspace_size",
+               lib.flashptx_bwd_varlen_workspace_size(ctypes.byref(b), ctypes.byref(need)))
+    assert need.value > 0, need.value
+    b.workspace, b.workspace_bytes = fake, need.value
+    bchk(b)
+    good_q, good_k, bad_k = arr(0, 0, 37), arr(120, 1, 0), arr(0, 6, 0)
+    for p, chk in ((f, fchk), (b, bchk)):
+        p.seqused_q, p.seqused_k = addr(good_q), addr(good_k)
+        chk(p)
+        p.seqused_k = addr(bad_k)
+        try:
+            chk(p)
+        except _abi.FlashptxValueError as e:
+            assert e.status_name == "FLASHPTX_ERR_BAD_SHAPE" and "seqused_k[1] is 6, above sequence 1's length 5" in \
+                str(e), str(e)
+        else:
+            raise AssertionError("a used length past its sequence was accepted")
+    b.seqused_q = b.seqused_k = None
+    b.window, b.window_left, b.window_right = 1, 16, 0
+    try:
+        bchk(b)
+    except _abi.FlashptxValueError as e:
+        assert e.status_name == "FLASHPTX_ERR_UNSUPPORTED", str(e)
+    else:
+        raise AssertionError("the varlen backward took a window")
 
 
 def kv_struct(a, **over):

@@ -652,11 +652,163 @@ def test_attention_with_kvcache_errors():
     assert out.shape == (0, 1, 8, 128)
 
 
+# ---- flashptx.attention_varlen: packed sequences, cu_seqlens, seqused ------------------------------------
+def _varlen_batch(lq, lk, hq, hk, d, dtype, seed):
+    """Packed q, k, v, dO (fresh random values in every row, the rows past seqused too) and the
+    prefix sums as int32 CUDA tensors."""
+    torch.manual_seed(seed)
+    tq, tk = sum(lq), sum(lk)
+    q = torch.randn(tq, hq, d, device=DEV, dtype=dtype)
+    k = torch.randn(tk, hk, d, device=DEV, dtype=dtype)
+    v = torch.randn(tk, hk, d, device=DEV, dtype=dtype)
+    do = torch.randn(tq, hq, d, device=DEV, dtype=dtype)
+    cu = lambda l: torch.tensor([0] + list(__import__("itertools").accumulate(l)), dtype=torch.int32, device=DEV)
+    return q, k, v, do, cu(lq), cu(lk)
+
+
+def _masked_attention(q, k, v, causal, scale):
+    """Attention of one sequence, q [n, hq, d], k and v [m, hk, d], in their dtype, causal bottom-right;
+    a row that sees no key gets 0 (the softmax of an empty row is taken as 0, not NaN, so that its
+    gradients stay finite and leak nowhere). Returns (out, lse) with lse [hq, n] (-inf: no key)."""
+    g = q.shape[1] // k.shape[1]
+    kk, vv = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
+    s = torch.einsum("qhd,khd->hqk", q, kk) * scale
+    if causal:
+        n, m = q.shape[0], k.shape[0]
+        mask = torch.ones(n, m, dtype=torch.bool, device=q.device).tril(m - n)
+        s = s.masked_fill(~mask, float("-inf"))
+    mx = s.amax(dim=-1, keepdim=True).detach()
+    mx = torch.where(torch.isfinite(mx), mx, torch.zeros_like(mx))
+    p = torch.exp(s - mx)
+    l = p.sum(dim=-1, keepdim=True)
+    out = torch.einsum("hqk,khd->qhd", p / l.clamp_min(torch.finfo(l.dtype).tiny), vv)
+    lse = (torch.log(l) + mx).squeeze(-1)
+    return out, lse
+
+
+def _varlen_reference(q, k, v, do, lq, lk, uq, uk, causal, scale):
+    """Per sequence, its used rows and keys through _masked_attention and autograd: (out, dq, dk, dv)
+    packed (zeros past the used lengths, as attention_varlen gives them) and the LSE [heads_q,
+    total_q] in float64 (-inf where no key is seen or the row is past seqused_q), in q's dtype."""
+    outs = [torch.zeros_like(t) for t in (q, q, k, v)]
+    lse = torch.full((q.shape[1], q.shape[0]), float("-inf"), dtype=torch.float64, device=DEV)
+    cq = ck = 0
+    for b in range(len(lq)):
+        nq, nk = uq[b], uk[b]
+        if nq > 0 and nk > 0:
+            x, y, z = (t.detach().clone().requires_grad_(True) for t in (q[cq:cq + nq], k[ck:ck + nk], v[ck:ck + nk]))
+            o, l = _masked_attention(x, y, z, causal, scale)
+            gx, gy, gz = torch.autograd.grad(o, (x, y, z), do[cq:cq + nq])
+            for dst, src, c, n in zip(outs, (o.detach(), gx, gy, gz), (cq, cq, ck, ck), (nq, nq, nk, nk)):
+                dst[c:c + n] = src
+            lse[:, cq:cq + nq] = l.detach().double()
+        cq += lq[b]
+        ck += lk[b]
+    return outs, lse
+
+
+def _varlen_case(lq, lk, uq, uk, hq, hk, d, causal, dtype, seed, problems, deterministic=False):
+    q, k, v, do, cu_q, cu_k = _varlen_batch(lq, lk, hq, hk, d, dtype, seed)
+    sc = 1.0 / math.sqrt(d)
+    used_q = torch.tensor(uq, dtype=torch.int32, device=DEV) if uq is not None else None
+    used_k = torch.tensor(uk, dtype=torch.int32, device=DEV) if uk is not None else None
+    uq, uk = (uq if uq is not None else lq), (uk if uk is not None else lk)
+
+    def run(x, y, z):
+        return flashptx.attention_varlen(x, y, z, cu_q, cu_k, max(lq), max(lk), causal=causal, seqused_q=used_q,
+                                         seqused_k=used_k, deterministic=deterministic)
+    got = run_impl(run, q, k, v, do, True)
+    ref, lref = _varlen_reference(q.double(), k.double(), v.double(), do.double(), lq, lk, uq, uk, causal, sc)
+    same, _ = _varlen_reference(q, k, v, do, lq, lk, uq, uk, causal, sc)  # in q's dtype
+    label = "varlen %s d%d %s h%d/%d lq=%s lk=%s%s%s" % (
+        str(dtype).replace("torch.", ""), d, "causal" if causal else "full", hq, hk, lq, lk,
+        " seqused_q=%s" % uq if used_q is not None else "", " seqused_k=%s" % uk if used_k is not None else "")
+    line = compare(label, got, ref, same, problems)
+    _, lse = flashptx.attention_varlen(q, k, v, cu_q, cu_k, max(lq), max(lk), causal=causal, seqused_q=used_q,
+                                       seqused_k=used_k, return_lse=True)
+    fin = torch.isfinite(lref)
+    if not torch.equal(torch.isfinite(lse), fin):
+        problems.append("%s lse: finite where the reference is not, or the reverse" % label)
+    lerr = (lse.double()[fin] - lref[fin]).abs().max().item() if fin.any() else 0.0
+    if not lerr <= 1e-3:
+        problems.append("%s lse: max err %.3e > 1e-3" % (label, lerr))
+    log("  %-60s %s  lse %.1e" % (label, line, lerr))
+    return got
+
+
+def test_attention_varlen_forward_backward():
+    """attention_varlen against the per-sequence reference: ragged lengths (0, 1, block edges, more
+    queries than keys), GQA and MHA, causal or not, bf16 and fp16, d64/128/256; out, dq, dk, dv, lse."""
+    problems = []
+    lq, lk = [1, 0, 70, 130, 9, 300], [1, 40, 0, 150, 100, 257]
+    seed = 0
+    for d in (64, 128, 256):
+        for causal in (False, True):
+            for dtype in (torch.bfloat16, torch.float16):
+                _varlen_case(lq, lk, None, None, 8, 2 if causal else 8, d, causal, dtype, seed, problems)
+                seed += 1
+    assert not problems, "\n".join(problems)
+
+
+def test_attention_varlen_seqused():
+    """seqused_q / seqused_k: used lengths 0, 1, partial (inside a block, across an edge) and full;
+    rows past them: out 0, lse -inf, zero gradients; the rows' random values never leak in."""
+    problems = []
+    lq, lk = [70, 600, 9, 64, 300, 0, 1000], [100, 650, 0, 64, 700, 20, 900]
+    uq, uk = [33, 600, 0, 1, 300, 0, 517], [65, 7, 0, 64, 0, 20, 129]
+    seed = 100
+    for d in (64, 128):
+        for causal in (False, True):
+            _varlen_case(lq, lk, uq, uk, 4, 1 if causal else 4, d, causal, torch.bfloat16, seed, problems)
+            seed += 1
+    _varlen_case(lq, lk, uq, None, 4, 2, 128, True, torch.float16, seed, problems)  # seqused_q alone
+    _varlen_case(lq, lk, None, uk, 4, 2, 256, False, torch.float16, seed + 1, problems)  # seqused_k alone
+    assert not problems, "\n".join(problems)
+
+
+def test_attention_varlen_deterministic_bitwise():
+    """deterministic=True: two backward passes give the same bits (with seqused)."""
+    problems = []
+    lq, lk = [130, 1, 0, 70, 500], [200, 3, 60, 70, 480]
+    uq, uk = [100, 1, 0, 70, 257], [200, 0, 60, 33, 480]
+    a = _varlen_case(lq, lk, uq, uk, 8, 2, 128, True, torch.bfloat16, 7, problems, deterministic=True)
+    b = _varlen_case(lq, lk, uq, uk, 8, 2, 128, True, torch.bfloat16, 7, problems, deterministic=True)
+    for name, x, y in zip(("out", "dq", "dk", "dv"), a, b):
+        if not torch.equal(x, y):
+            problems.append("deterministic %s differs between two runs" % name)
+    assert not problems, "\n".join(problems)
+
+
+def test_attention_varlen_errors_and_compile():
+    """Bad values are ValueError before any launch; a window's backward raises NotImplementedError;
+    torch.compile(fullgraph=True) traces the ops and gives eager's bits."""
+    q, k, v, do, cu_q, cu_k = _varlen_batch([10, 20], [15, 5], 4, 2, 128, torch.bfloat16, 3)
+    f = flashptx.attention_varlen
+    i32 = lambda *x: torch.tensor(x, dtype=torch.int32, device=DEV)
+    expect(ValueError, lambda: f(q, k, v, cu_q, cu_k, 20, 15, seqused_q=i32(11, 0)), "seqused_q[0] is 11")
+    expect(ValueError, lambda: f(q, k, v, cu_q, cu_k, 20, 15, seqused_k=i32(-1, 0)), "seqused_k[0] is -1")
+    expect(ValueError, lambda: f(q, k, v, cu_q, cu_k, 20, 15, seqused_k=i32(1, 2, 3)), "3 entries for 2")
+    expect(ValueError, lambda: f(q, k, v, cu_q.long(), cu_k, 20, 15), "cu_seqlens_q must be a 1-D int32")
+    expect(ValueError, lambda: f(q, k, v, cu_q, cu_k, 19, 15), "max_seqlen_q 19 is below")
+    expect(ValueError, lambda: f(q, k, v, i32(0, 10, 31), cu_k, 21, 15), "ends at 31")
+    expect(ValueError, lambda: f(q.unsqueeze(0), k, v, cu_q, cu_k, 20, 15), "[total, heads, head_dim]")
+    expect(ValueError, lambda: f(q, k, v, cu_q, cu_k, 20, 15, window_size=(-2, 0)), "window_size")
+    expect(flashptx.FlashptxValueError, lambda: f(q[..., :96].contiguous(), k[..., :96].contiguous(),
+                                                  v[..., :96].contiguous(), cu_q, cu_k, 20, 15), "head_dim 96")
+    qg = q.detach().clone().requires_grad_(True)
+    out = f(qg, k, v, cu_q, cu_k, 20, 15, window_size=(4, 0))
+    expect(NotImplementedError, lambda: out.backward(do), "no backward for window_size")
+    eager = f(q, k, v, cu_q, cu_k, 20, 15, causal=True)
+    compiled = torch.compile(lambda a, b, c: f(a, b, c, cu_q, cu_k, 20, 15, causal=True), fullgraph=True)(q, k, v)
+    assert torch.equal(eager, compiled), "compiled attention_varlen differs from eager"
+
+
 TESTS = [test_forward_numerics, test_backward_numerics, test_deterministic_bitwise,
          test_head_dim_256_backward, test_layouts, test_current_stream_and_empty, test_tile_counter_per_stream,
          test_errors_carry_the_librarys_message, test_opcheck, test_torch_compile_fullgraph,
          test_sinks_forward_backward, test_attention_with_kvcache, test_attention_with_kvcache_cuda_graph,
-         test_attention_with_kvcache_errors]
+         test_attention_with_kvcache_errors, test_attention_varlen_forward_backward, test_attention_varlen_seqused,
+         test_attention_varlen_deterministic_bitwise, test_attention_varlen_errors_and_compile]
 
 
 def main():
