@@ -626,7 +626,7 @@ flashptx_status flashptx_fwd_fp8_check(const flashptx_fwd_fp8_params* p);
  * the keys before it are never read). Causal: bottom-right within the sequence's length, query row
  * i sees key j iff j <= i + cache_seqlens[b] - seqlen_q (a row that sees no key: O = 0, LSE = -inf). GQA/MQA: heads_q a multiple of heads_kv; the query heads of one kv head share
  * a tile (packed GQA), so each K/V block is read once per kv head. LSE (optional) fp32
- * [batch, heads_q, seqlen_q], natural log. bf16, head_dim 128, sm_90 only (else
+ * [batch, heads_q, seqlen_q], natural log. bf16, head_dim 64, 128 or 256, sm_90 only (else
  * FLASHPTX_ERR_UNSUPPORTED / _UNSUPPORTED_HEAD_DIM / _UNSUPPORTED_DEVICE). Strides in elements, rows
  * 16-byte aligned; cache strides multiples of 8 elements (TMA: 16 bytes).
  *

@@ -24,7 +24,10 @@ static_assert(fa3::kKvErrSeqlen == FLASHPTX_KVCACHE_ERR_SEQLEN && fa3::kKvErrPag
               fa3::kKvErrLeftpad == FLASHPTX_KVCACHE_ERR_LEFTPAD);
 
 constexpr int64_t kKvBlockM = 64;  // packed rows per tile (KvLayout::kBlockM)
-constexpr int64_t kKvBlockN = 64;  // keys per block (KvLayout::kBlockN)
+constexpr int64_t kKvBlockN = 64;  // keys per block (KvLayout::kBlockN), at every head dim
+static_assert(fa3::kKvD64Paged.block_n == kKvBlockN && fa3::kKvD64Contig.block_n == kKvBlockN &&
+              fa3::kKvD128Paged.block_n == kKvBlockN && fa3::kKvD128Contig.block_n == kKvBlockN &&
+              fa3::kKvD256Paged.block_n == kKvBlockN && fa3::kKvD256Contig.block_n == kKvBlockN);
 
 flashptx_status bad(flashptx_status s, std::string* msg, std::string text) {
   *msg = std::move(text);
@@ -61,9 +64,9 @@ flashptx_status validate_kvcache_shape(const flashptx_kvcache_params& p, std::st
   if (p.dtype != FLASHPTX_BF16)
     return bad(FLASHPTX_ERR_UNSUPPORTED_DTYPE, msg,
                "dtype " + str(static_cast<int>(p.dtype)) + " is not bf16 (the KV-cache forward's dtype)");
-  if (p.head_dim != 128)
+  if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256)
     return bad(FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, msg,
-               "head_dim " + str(p.head_dim) + ": the KV-cache forward has head_dim 128 only for now");
+               "head_dim " + str(p.head_dim) + ": the KV-cache forward has head_dim 64, 128 or 256");
   if (p.heads_q <= 0 || p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0)
     return bad(FLASHPTX_ERR_BAD_HEADS, msg,
                "heads_q (" + str(p.heads_q) + ") must be a positive multiple of heads_kv (" + str(p.heads_kv) + ")");
@@ -217,9 +220,11 @@ flashptx_status splits_of(const flashptx_kvcache_params& p, int* splits, std::st
   return FLASHPTX_OK;
 }
 
-const KernelEntry* kv_row(Family f, bool is_paged) {
+// The table's row of a family for the call's head dim (the append serves every head dim: its row's
+// head_dim is 0) and, for the attention kernels, its cache form.
+const KernelEntry* kv_row(Family f, int64_t head_dim, bool is_paged) {
   for (const KernelEntry& k : fa3_fwd_kvcache_kernels()) {
-    if (k.family != f) continue;
+    if (k.family != f || (k.head_dim != 0 && k.head_dim != head_dim)) continue;
     if (f != Family::kFa3FwdKvcache) return &k;
     for (const KernelSwitch& sw : k.switches)
       if (std::string(sw.name) == "paged" && (sw.value != 0) == is_paged) return &k;
@@ -236,9 +241,11 @@ flashptx_status run_kvcache(const flashptx_kvcache_params& p, cudaStream_t strea
                "device " + str(dev.ordinal) + " is sm_" + str(dev.cc) + "; the KV-cache kernels are sm_90a (Hopper)");
   const int splits = kvcache_splits(p, dev.sm_count);
   if ((s = check_workspace(p, splits, msg)) != FLASHPTX_OK) return s;
-  const KernelEntry* k = kv_row(Family::kFa3FwdKvcache, paged(p));
-  const KernelEntry* comb = kv_row(Family::kFa3FwdKvcacheCombine, false);
-  if (k == nullptr || comb == nullptr) return bad(FLASHPTX_ERR_UNSUPPORTED, msg, "no KV-cache kernel in the table");
+  const KernelEntry* k = kv_row(Family::kFa3FwdKvcache, p.head_dim, paged(p));
+  const KernelEntry* comb = kv_row(Family::kFa3FwdKvcacheCombine, p.head_dim, false);
+  if (k == nullptr || comb == nullptr)
+    return bad(FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, msg,
+               "no KV-cache kernel of head_dim " + str(p.head_dim) + " in the table");
 
   fa3::KvcacheParams a{};
   const int64_t ps = p.cache_seqlen;
@@ -319,7 +326,7 @@ flashptx_status run_kvcache(const flashptx_kvcache_params& p, cudaStream_t strea
     ap.cache_batch = a.cache_batch;
     ap.page_size = a.page_size;
     ap.paged = paged(p) ? 1 : 0;
-    const KernelEntry* app = kv_row(Family::kFa3FwdKvcacheAppend, false);
+    const KernelEntry* app = kv_row(Family::kFa3FwdKvcacheAppend, p.head_dim, false);
     if (app == nullptr) return bad(FLASHPTX_ERR_UNSUPPORTED, msg, "no KV-cache append kernel in the table");
     const int64_t rows = std::max<int64_t>(a.seqlen_new, rotary(p) ? p.seqlen_q : 0);
     if (rows > 0) {

@@ -166,6 +166,8 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     {"gpu_sm90 fa3 kvcache", "new keys appended in place*"},
     {"gpu_sm90 fa3 kvcache", "left padding (cache_leftpad)*"},
     {"gpu_sm90 fa3 kvcache", "device data out of range*"},
+    {"gpu_sm90 fa3 kvcache", "d64 and d256: decode and chunked prefill*"},
+    {"gpu_sm90 fa3 kvcache", "d64 and d256: new keys appended in place*"},
     // The attention sinks (src/sm90/fa3_fwd_sink.cu, fa3_bwd_sink.cu; tests/gpu/test_fa3_sinks.cpp).
     {"gpu_sm90 fa3 sinks", "*"},
     // Cases at simulator shapes (each states its shape, and its launch count where the GPU's is 1000).

@@ -1,12 +1,18 @@
 // FA3 forward over a KV cache: the list of specializations (src/sm90/fa3_fwd_kvcache.cuh) and their
 // kernel-table rows. Launched by src/kvcache.cpp (flashptx_fwd_kvcache), not by a launch plan of
-// src/plan.cpp.
+// src/plan.cpp, which picks the row of the call's head dim and cache form.
 //
-//   kernel                         cache        tile (packed rows x keys)  stages
+//   kernel                                 cache        tile (packed rows x keys)  stages
+//   fa3_fwd_kvcache_sm90_bf16_d64_paged    pages        64 x 64                    4
+//   fa3_fwd_kvcache_sm90_bf16_d64          contiguous   64 x 64                    4
 //   fa3_fwd_kvcache_sm90_bf16_d128_paged   pages        64 x 64                    3
 //   fa3_fwd_kvcache_sm90_bf16_d128         contiguous   64 x 64                    3
-//   fa3_fwd_kvcache_combine_sm90_bf16_d128 the split-KV combine (one CTA per output row)
-//   fa3_fwd_kvcache_append_sm90_bf16       new keys/values into the cache, rotary on k and q (any d)
+//   fa3_fwd_kvcache_sm90_bf16_d256_paged   pages        64 x 64                    2
+//   fa3_fwd_kvcache_sm90_bf16_d256         contiguous   64 x 64                    2
+//   fa3_fwd_kvcache_combine_sm90_bf16_d{64,128,256}   the split-KV combine (one CTA per output row;
+//                                          one per head dim: the partial rows are d floats apart)
+//   fa3_fwd_kvcache_append_sm90_bf16       new keys/values into the cache, rotary on k and q (any d:
+//                                          head_dim is a run-time field of KvAppendParams)
 // Split-KV is a run-time count (KvcacheParams::num_splits) of the same kernels: the epilogue writes
 // the output (one split) or the workspace's partial rows (several).
 #include "src/kernels.h"
@@ -18,13 +24,22 @@
     flashptx::fa3::kv::fwd_kvcache_body<config>(p);                                                  \
   }
 
+FLASHPTX_FA3_FWD_KVCACHE_KERNEL(fa3_fwd_kvcache_sm90_bf16_d64_paged, flashptx::fa3::kKvD64Paged)
+FLASHPTX_FA3_FWD_KVCACHE_KERNEL(fa3_fwd_kvcache_sm90_bf16_d64, flashptx::fa3::kKvD64Contig)
 FLASHPTX_FA3_FWD_KVCACHE_KERNEL(fa3_fwd_kvcache_sm90_bf16_d128_paged, flashptx::fa3::kKvD128Paged)
 FLASHPTX_FA3_FWD_KVCACHE_KERNEL(fa3_fwd_kvcache_sm90_bf16_d128, flashptx::fa3::kKvD128Contig)
+FLASHPTX_FA3_FWD_KVCACHE_KERNEL(fa3_fwd_kvcache_sm90_bf16_d256_paged, flashptx::fa3::kKvD256Paged)
+FLASHPTX_FA3_FWD_KVCACHE_KERNEL(fa3_fwd_kvcache_sm90_bf16_d256, flashptx::fa3::kKvD256Contig)
 
-extern "C" __global__ void __launch_bounds__(flashptx::fa3::kKvCombineThreads)
-    fa3_fwd_kvcache_combine_sm90_bf16_d128(const __grid_constant__ flashptx::fa3::KvCombineParams p) {
-  flashptx::fa3::kv::kv_combine_body<true>(p);
-}
+#define FLASHPTX_FA3_FWD_KVCACHE_COMBINE(name, head_dim)                                               \
+  extern "C" __global__ void __launch_bounds__(flashptx::fa3::kv_combine_threads(head_dim))           \
+      name(const __grid_constant__ flashptx::fa3::KvCombineParams p) {                                \
+    flashptx::fa3::kv::kv_combine_body<true, head_dim>(p);                                            \
+  }
+
+FLASHPTX_FA3_FWD_KVCACHE_COMBINE(fa3_fwd_kvcache_combine_sm90_bf16_d64, 64)
+FLASHPTX_FA3_FWD_KVCACHE_COMBINE(fa3_fwd_kvcache_combine_sm90_bf16_d128, 128)
+FLASHPTX_FA3_FWD_KVCACHE_COMBINE(fa3_fwd_kvcache_combine_sm90_bf16_d256, 256)
 
 extern "C" __global__ void __launch_bounds__(flashptx::fa3::kKvAppendThreads)
     fa3_fwd_kvcache_append_sm90_bf16(const __grid_constant__ flashptx::fa3::KvAppendParams p) {
@@ -45,16 +60,32 @@ static KernelEntry kv_row(const char* name, const void* fn) {
   return e;
 }
 
+template <int D>
+static KernelEntry combine_row(const char* name, const void* fn) {
+  return KernelEntry{name, Family::kFa3FwdKvcacheCombine, FLASHPTX_BF16, D, /*block_m*/ 1, /*block_n*/ 0,
+                     /*stages*/ 0, /*consumer_wgs*/ 0, false, false, fa3::kv_combine_threads(D), /*smem*/ 0, fn};
+}
+
 std::span<const KernelEntry> fa3_fwd_kvcache_kernels() {
   using namespace fa3;
   static const KernelEntry rows[] = {
+      kv_row<kKvD64Paged>("fa3_fwd_kvcache_sm90_bf16_d64_paged",
+                          reinterpret_cast<const void*>(&fa3_fwd_kvcache_sm90_bf16_d64_paged)),
+      kv_row<kKvD64Contig>("fa3_fwd_kvcache_sm90_bf16_d64", reinterpret_cast<const void*>(&fa3_fwd_kvcache_sm90_bf16_d64)),
       kv_row<kKvD128Paged>("fa3_fwd_kvcache_sm90_bf16_d128_paged",
                            reinterpret_cast<const void*>(&fa3_fwd_kvcache_sm90_bf16_d128_paged)),
       kv_row<kKvD128Contig>("fa3_fwd_kvcache_sm90_bf16_d128",
                             reinterpret_cast<const void*>(&fa3_fwd_kvcache_sm90_bf16_d128)),
-      KernelEntry{"fa3_fwd_kvcache_combine_sm90_bf16_d128", Family::kFa3FwdKvcacheCombine, FLASHPTX_BF16, 128,
-                  /*block_m*/ 1, /*block_n*/ 0, /*stages*/ 0, /*consumer_wgs*/ 0, false, false, kKvCombineThreads,
-                  /*smem*/ 0, reinterpret_cast<const void*>(&fa3_fwd_kvcache_combine_sm90_bf16_d128)},
+      kv_row<kKvD256Paged>("fa3_fwd_kvcache_sm90_bf16_d256_paged",
+                           reinterpret_cast<const void*>(&fa3_fwd_kvcache_sm90_bf16_d256_paged)),
+      kv_row<kKvD256Contig>("fa3_fwd_kvcache_sm90_bf16_d256",
+                            reinterpret_cast<const void*>(&fa3_fwd_kvcache_sm90_bf16_d256)),
+      combine_row<64>("fa3_fwd_kvcache_combine_sm90_bf16_d64",
+                      reinterpret_cast<const void*>(&fa3_fwd_kvcache_combine_sm90_bf16_d64)),
+      combine_row<128>("fa3_fwd_kvcache_combine_sm90_bf16_d128",
+                       reinterpret_cast<const void*>(&fa3_fwd_kvcache_combine_sm90_bf16_d128)),
+      combine_row<256>("fa3_fwd_kvcache_combine_sm90_bf16_d256",
+                       reinterpret_cast<const void*>(&fa3_fwd_kvcache_combine_sm90_bf16_d256)),
       KernelEntry{"fa3_fwd_kvcache_append_sm90_bf16", Family::kFa3FwdKvcacheAppend, FLASHPTX_BF16, 0,
                   /*block_m*/ 1, /*block_n*/ 0, /*stages*/ 0, /*consumer_wgs*/ 0, false, false, kKvAppendThreads,
                   /*smem*/ 0, reinterpret_cast<const void*>(&fa3_fwd_kvcache_append_sm90_bf16)},

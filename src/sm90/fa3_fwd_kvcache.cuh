@@ -446,10 +446,11 @@ __device__ __forceinline__ void fwd_kvcache_body(const KvcacheParams& p) {
 
 // The split-KV combine: row (b, h, i) of O from its num_splits partial rows, O = sum_s w_s O_s /
 // sum_s w_s with w_s = exp(lse_s - max_s lse_s), LSE = max + log(sum w) (a split with no key has
-// lse -inf and weight 0; a row with none at all: O = 0, LSE = -inf). One CTA per row, two columns
-// per thread.
-template <bool IsBf16>
+// lse -inf and weight 0; a row with none at all: O = 0, LSE = -inf). One CTA per row of kD columns
+// (the head dim: the partial rows' pitch), two columns per thread: kv_combine_threads(kD) threads.
+template <bool IsBf16, int kD>
 __device__ __forceinline__ void kv_combine_body(const KvCombineParams& p) {
+  static_assert(kD == 64 || kD == 128 || kD == 256, "a KV-cache head dim");
   const int64_t row = blockIdx.x;  // (b, h, i) in that order
   const int i = static_cast<int>(row % p.seqlen_q);
   const int h = static_cast<int>((row / p.seqlen_q) % p.heads_q);
@@ -464,7 +465,7 @@ __device__ __forceinline__ void kv_combine_body(const KvCombineParams& p) {
       const float l = p.part_lse[s * per_split + row];
       if (l == -INFINITY) continue;
       const float w = expf(l - m);
-      const float2 v = *reinterpret_cast<const float2*>(p.part_o + (s * per_split + row) * 128 + col);
+      const float2 v = *reinterpret_cast<const float2*>(p.part_o + (s * per_split + row) * kD + col);
       sum += w;
       acc0 += w * v.x;
       acc1 += w * v.y;

@@ -95,7 +95,7 @@ struct KvCombineParams {
 };
 
 struct KvConfig {
-  int head_dim;   // 128
+  int head_dim;   // 64, 128 or 256
   int block_n;    // keys per K (and V) ring stage
   int stages;     // depth of the K and V rings
   bool bf16;      // bf16 in and out
@@ -129,19 +129,37 @@ struct KvLayout {
   // Named barrier of the consumer warpgroup: its Q tile written (generic proxy) -> read by wgmma.
   static constexpr uint32_t kBarQReady = 1;
 
-  static_assert(C.head_dim == 128, "the KV-cache kernels are d128 (one O accumulator of 64 registers)");
+  // One consumer warpgroup holds O (64 x d fp32) in registers, d / 2 per thread: 32 at d64, 64 at
+  // d128, 128 at d256 (with S's 32 and P's 16: within the 255 of __launch_bounds__(256, 1), no spill).
+  static_assert(C.head_dim == 64 || C.head_dim == 128 || C.head_dim == 256,
+                "the KV-cache kernels are d64, d128 or d256 (O in one warpgroup's registers; wgmma N = d)");
   static_assert(C.block_n == 64, "64-key blocks: a decode step wastes at most 63 keys of a block");
   static_assert(C.stages >= 2 && C.stages <= 4, "K/V ring depth");
+  // The cache bytes the producer keeps in flight, K's and V's rings together (2 x stages x block_n
+  // x d x 2): at least 64 KiB at every head dim, so that one CTA per SM covers the memory latency at
+  // the SM's share of the copy bandwidth (docs/DECISIONS.md, "KV-cache tiles per head dim").
+  static_assert(2 * C.stages * kKVBytes >= 64 * 1024, "cache bytes in flight per CTA");
   static_assert(kQBytes % 1024 == 0 && kKVBytes % 1024 == 0, "tiles keep 1024-byte alignment");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
 };
 
 // ---- the shipped configurations (instantiated in src/sm90/fa3_fwd_kvcache.cu) ----------------------
+// Every head dim keeps the 64-key block (the decode waste bound above) and one consumer warpgroup;
+// the ring depth is what differs (docs/DECISIONS.md, "KV-cache tiles per head dim"):
+//   d64   4 stages of 8 KiB (the depth bound): 64 KiB in flight; Q 8 + 8 x 8 = 72 KiB of shared memory
+//   d128  3 stages of 16 KiB: 96 KiB in flight; 16 + 6 x 16 = 112 KiB
+//   d256  2 stages of 32 KiB: 128 KiB in flight; 32 + 4 x 32 = 160 KiB (3 stages, 224 KiB, fit the
+//         227 KiB by under 2 KiB and add nothing decode needs in flight)
+constexpr KvConfig kKvD64Paged = {.head_dim = 64, .block_n = 64, .stages = 4, .bf16 = true, .paged = true};
+constexpr KvConfig kKvD64Contig = {.head_dim = 64, .block_n = 64, .stages = 4, .bf16 = true, .paged = false};
 constexpr KvConfig kKvD128Paged = {.head_dim = 128, .block_n = 64, .stages = 3, .bf16 = true, .paged = true};
 constexpr KvConfig kKvD128Contig = {.head_dim = 128, .block_n = 64, .stages = 3, .bf16 = true, .paged = false};
+constexpr KvConfig kKvD256Paged = {.head_dim = 256, .block_n = 64, .stages = 2, .bf16 = true, .paged = true};
+constexpr KvConfig kKvD256Contig = {.head_dim = 256, .block_n = 64, .stages = 2, .bf16 = true, .paged = false};
 
-// The combine kernel: one CTA per (batch, head, query row), two of the 128 columns per thread.
-constexpr int kKvCombineThreads = 64;
+// The combine kernel: one CTA per (batch, head, query row), two of the d columns per thread (the
+// partial rows are d floats apart: one combine per head dim).
+constexpr int kv_combine_threads(int head_dim) { return head_dim / 2; }
 // The most splits a call may ask for (the combine reads num_splits LSEs per row).
 constexpr int kKvMaxSplits = 128;
 

@@ -62,8 +62,11 @@ struct KCase {
   int64_t rotary_dim = 0;  // rotary on q and the new keys (needs seqlen_new's k_new)
   bool interleaved = false;
   std::vector<int32_t> leftpad = {};  // cache_leftpad (empty: none): sequence b's keys start there
+  int64_t d = kD;                     // the head dim
   std::string str() const {
-    std::string s = paged ? "paged page=" + std::to_string(page_size) : "contiguous";
+    std::string s = "d";
+    s += std::to_string(d);
+    s += paged ? " paged page=" + std::to_string(page_size) : std::string(" contiguous");
     s += " cap=" + std::to_string(cache_seqlen) + " lens=[";
     for (size_t i = 0; i < lens.size(); ++i) s += (i ? "," : "") + std::to_string(lens[i]);
     return s + "] sq=" + std::to_string(sq) + " Hq=" + std::to_string(hq) + " Hkv=" + std::to_string(hkv) +
@@ -114,6 +117,7 @@ void key_at_padded(const void* ctx, int64_t b, int64_t j, int64_t* outer, int64_
 
 void check_case(const KCase& c, uint64_t seed) {
   INFO(c.str());
+  const int64_t hd = c.d;
   std::mt19937_64 rng(seed);
   const int64_t batch = static_cast<int64_t>(c.lens.size());
   Where w;
@@ -147,13 +151,13 @@ void check_case(const KCase& c, uint64_t seed) {
       w.table.assign(perm.begin(), perm.begin() + batch);
     }
   }
-  const int64_t q_n = batch * c.sq * c.hq * kD, kv_n = cache_batch * cache_seqlen * c.hkv * kD;
+  const int64_t q_n = batch * c.sq * c.hq * hd, kv_n = cache_batch * cache_seqlen * c.hkv * hd;
   const auto q = random_bf16(static_cast<size_t>(q_n), rng);
   const auto k = random_bf16(static_cast<size_t>(kv_n), rng);
   const auto v = random_bf16(static_cast<size_t>(kv_n), rng);
   // Appended keys and values, and the rotary tables (fp32 cos/sin of random angles, one row per
   // position of the capacity).
-  const int64_t new_n = batch * c.seqlen_new * c.hkv * kD;
+  const int64_t new_n = batch * c.seqlen_new * c.hkv * hd;
   const auto k_new = random_bf16(static_cast<size_t>(std::max<int64_t>(new_n, 1)), rng);
   const auto v_new = random_bf16(static_cast<size_t>(std::max<int64_t>(new_n, 1)), rng);
   const int64_t cap = c.paged ? w.max_pages * c.page_size : cache_seqlen, half = c.rotary_dim / 2;
@@ -169,7 +173,7 @@ void check_case(const KCase& c, uint64_t seed) {
   // The expected results of the append, from the definition (rotation in fp64, rounded once to
   // bf16): the cache after the call, and the rotated q the attention must use.
   auto rotate = [&](const uint16_t* src, uint16_t* dst, int64_t pos) {  // one head's d values
-    for (int64_t d = 0; d < kD; ++d) dst[d] = src[d];
+    for (int64_t d = 0; d < hd; ++d) dst[d] = src[d];
     if (c.rotary_dim == 0) return;
     for (int64_t i = 0; i < half; ++i) {
       const int64_t da = c.interleaved ? 2 * i : i, db = c.interleaved ? 2 * i + 1 : i + half;
@@ -187,9 +191,9 @@ void check_case(const KCase& c, uint64_t seed) {
       int64_t outer, row;
       key_at(&w, b, c.lens[b] + j, &outer, &row);
       for (int64_t h = 0; h < c.hkv; ++h) {
-        const int64_t dst = ((outer * cache_seqlen + row) * c.hkv + h) * kD, src = ((b * c.seqlen_new + j) * c.hkv + h) * kD;
+        const int64_t dst = ((outer * cache_seqlen + row) * c.hkv + h) * hd, src = ((b * c.seqlen_new + j) * c.hkv + h) * hd;
         rotate(&k_new[src], &k_after[dst], c.lens[b] + j);
-        for (int64_t d = 0; d < kD; ++d) {
+        for (int64_t d = 0; d < hd; ++d) {
           v_after[dst + d] = v_new[src + d];
           appended[dst + d] = 1;
         }
@@ -199,7 +203,7 @@ void check_case(const KCase& c, uint64_t seed) {
     if (c.rotary_dim > 0)
       for (int64_t i = 0; i < c.sq; ++i)
         for (int64_t h = 0; h < c.hq; ++h) {
-          const int64_t o = ((b * c.sq + i) * c.hq + h) * kD;
+          const int64_t o = ((b * c.sq + i) * c.hq + h) * hd;
           rotate(&q[o], &q_used[o], c.lens[b] + (c.causal ? i : 0));
         }
   }
@@ -227,14 +231,14 @@ void check_case(const KCase& c, uint64_t seed) {
   p.cache_seqlens = static_cast<const int32_t*>(d_len.p);
   if (c.paged) p.page_table = static_cast<const int32_t*>(d_table.p);
   else if (c.batch_idx) p.cache_batch_idx = static_cast<const int32_t*>(d_table.p);
-  p.batch = batch; p.seqlen_q = c.sq; p.heads_q = c.hq; p.heads_kv = c.hkv; p.head_dim = kD;
+  p.batch = batch; p.seqlen_q = c.sq; p.heads_q = c.hq; p.heads_kv = c.hkv; p.head_dim = hd;
   p.cache_batch = cache_batch; p.cache_seqlen = cache_seqlen;
   p.max_pages = w.max_pages; p.page_table_stride = w.max_pages;
-  p.q_head_stride = kD; p.q_row_stride = c.hq * kD; p.q_batch_stride = c.sq * c.hq * kD;
-  p.o_head_stride = kD; p.o_row_stride = c.hq * kD; p.o_batch_stride = c.sq * c.hq * kD;
-  p.k_head_stride = p.v_head_stride = kD;
-  p.k_row_stride = p.v_row_stride = c.hkv * kD;
-  p.k_batch_stride = p.v_batch_stride = cache_seqlen * c.hkv * kD;
+  p.q_head_stride = hd; p.q_row_stride = c.hq * hd; p.q_batch_stride = c.sq * c.hq * hd;
+  p.o_head_stride = hd; p.o_row_stride = c.hq * hd; p.o_batch_stride = c.sq * c.hq * hd;
+  p.k_head_stride = p.v_head_stride = hd;
+  p.k_row_stride = p.v_row_stride = c.hkv * hd;
+  p.k_batch_stride = p.v_batch_stride = cache_seqlen * c.hkv * hd;
   p.dtype = FLASHPTX_BF16;
   p.causal = c.causal ? 1 : 0;
   p.num_splits = c.splits;
@@ -244,9 +248,9 @@ void check_case(const KCase& c, uint64_t seed) {
     p.k_new = dkn.p;
     p.v_new = dvn.p;
     p.seqlen_new = c.seqlen_new;
-    p.k_new_head_stride = p.v_new_head_stride = kD;
-    p.k_new_row_stride = p.v_new_row_stride = c.hkv * kD;
-    p.k_new_batch_stride = p.v_new_batch_stride = c.seqlen_new * c.hkv * kD;
+    p.k_new_head_stride = p.v_new_head_stride = hd;
+    p.k_new_row_stride = p.v_new_row_stride = c.hkv * hd;
+    p.k_new_batch_stride = p.v_new_batch_stride = c.seqlen_new * c.hkv * hd;
   }
   if (c.rotary_dim > 0) {
     p.rotary_cos = static_cast<const float*>(dcos.p);
@@ -302,9 +306,9 @@ void check_case(const KCase& c, uint64_t seed) {
     CHECK_MESSAGE(touched == 0, touched << " key elements outside the appended rows changed");
   }
 
-  ref::Problem rp = ref::problem(batch, c.sq, 0, c.hq, c.hkv, kD, c.causal, 0);
-  const Strides qs = make_strides(Layout::kContiguous, batch, c.sq, c.hq, kD);
-  const Strides cs = make_strides(Layout::kContiguous, cache_batch, cache_seqlen, c.hkv, kD);
+  ref::Problem rp = ref::problem(batch, c.sq, 0, c.hq, c.hkv, hd, c.causal, 0);
+  const Strides qs = make_strides(Layout::kContiguous, batch, c.sq, c.hq, hd);
+  const Strides cs = make_strides(Layout::kContiguous, cache_batch, cache_seqlen, c.hkv, hd);
   const ref::TensorView qv = ref_view(q_used, FLASHPTX_BF16, qs), kv = ref_view(k_after, FLASHPTX_BF16, cs),
                         vv = ref_view(v_after, FLASHPTX_BF16, cs);
   // Left padding: the reference sees sequence b's keys [pad[b], lens_after[b]) as its keys 0, 1, ...
@@ -532,6 +536,50 @@ TEST_CASE("left padding (cache_leftpad): keys from cache_leftpad[b] on*") {
       {3, 4, 2, {61, 140}, true, 64, 192, true, 2, false, 3, 64, true, {0, 128}},
   };
   uint64_t seed = 0x1e7f;
+  for (const KCase& c : cases) check_case(c, seed++);
+}
+
+// Head dims 64 and 256 (their own kernels: 4 and 2 stages, one 64-column chunk or four; their own
+// combine), the d128 cases' coverage at simulator shapes: each case once per head dim.
+std::vector<KCase> at_head_dims(const std::vector<KCase>& cases) {
+  std::vector<KCase> out;
+  for (int64_t d : {64, 256})
+    for (KCase c : cases) {
+      c.d = d;
+      if (c.rotary_dim < 0) c.rotary_dim = d;  // -1: rotary over the whole head
+      out.push_back(c);
+    }
+  return out;
+}
+
+TEST_CASE("d64 and d256: decode and chunked prefill against contiguous and paged caches*") {
+  // {sq, hq, hkv, lens, paged, page, cap, causal, splits, batch_idx}: lens 0 (no key), 1, a block
+  // edge, ragged, the full capacity; contiguous (and through cache_batch_idx), pages of 16, 64 and
+  // 128; splits 1, 2, 3 and 7 (empty splits); GQA 4:2 and 6:2, MQA 4:1, MHA; decode and a chunk of
+  // 17 rows x 4 heads of a group (two 64-row tiles), causal.
+  const std::vector<KCase> cases = at_head_dims({
+      {1, 4, 2, {0, 1, 64, 150, 192}, false, 0, 192, false, 1},
+      {1, 4, 1, {0, 70, 192}, false, 0, 192, false, 3, true},
+      {17, 8, 2, {37, 128}, false, 0, 128, true, 2},
+      {1, 6, 2, {0, 77, 192}, true, 64, 192, false, 7},
+      {3, 4, 2, {19, 100, 160}, true, 16, 160, true, 3},
+      {1, 4, 4, {5, 256}, true, 128, 256, false, 1},
+  });
+  uint64_t seed = 0xd64d256;
+  for (const KCase& c : cases) check_case(c, seed++);
+}
+
+TEST_CASE("d64 and d256: new keys appended in place, with and without rotary (interleaved, half-split)*") {
+  // {sq, hq, hkv, lens, paged, page, cap, causal, splits, batch_idx, seqlen_new, rotary_dim (-1: d),
+  //  interleaved}: the cache after the call checked (check_case); an append that fills the capacity;
+  // rotary over part of the head and over all of it.
+  const std::vector<KCase> cases = at_head_dims({
+      {1, 4, 2, {0, 70, 127}, false, 0, 160, false, 1, true, 1, 0, false},
+      {3, 4, 2, {0, 61, 189}, true, 64, 192, true, 3, false, 3, -1, false},
+      {2, 4, 1, {5, 40}, true, 16, 128, true, 1, false, 2, 32, true},
+      {1, 2, 2, {33, 0}, false, 0, 96, false, 2, false, 4, 64, true},
+  });
+  uint64_t seed = 0xa99e64;
   for (const KCase& c : cases) check_case(c, seed++);
 }
 

@@ -82,13 +82,62 @@ TEST_CASE("valid paged and contiguous calls pass validation") {
   CHECK(flashptx_fwd_kvcache_check(&p) == FLASHPTX_OK);
 }
 
+// The same calls at another head dim: every stride in units of d.
+flashptx_kvcache_params at_head_dim(flashptx_kvcache_params p, int64_t d) {
+  const int64_t rows = p.page_table != nullptr ? 64 : 1000;
+  p.head_dim = d;
+  p.q_head_stride = p.o_head_stride = d; p.q_row_stride = p.o_row_stride = 8 * d;
+  p.q_batch_stride = p.o_batch_stride = 8 * d;
+  p.k_head_stride = p.v_head_stride = d; p.k_row_stride = p.v_row_stride = 2 * d;
+  p.k_batch_stride = p.v_batch_stride = rows * 2 * d;
+  return p;
+}
+
+TEST_CASE("head dims 64, 128 and 256 pass validation, with the append and rotary up to d; others do not") {
+  for (int64_t d : {64, 128, 256})
+    for (flashptx_kvcache_params base : {paged(), contiguous()}) {
+      INFO("d=" << d << (base.page_table != nullptr ? " paged" : " contiguous"));
+      flashptx_kvcache_params p = at_head_dim(base, d);
+      CHECK_MESSAGE(flashptx_fwd_kvcache_check(&p) == FLASHPTX_OK, flashptx_last_error());
+      add_rotary(p);
+      p.k_new_head_stride = p.v_new_head_stride = d;
+      p.k_new_row_stride = p.v_new_row_stride = 2 * d;
+      p.k_new_batch_stride = p.v_new_batch_stride = 2 * 2 * d;
+      p.rotary_dim = d;  // rotary over the whole head
+      int64_t bytes = -1;
+      CHECK(flashptx_fwd_kvcache_workspace_size(&p, &bytes) == FLASHPTX_OK);
+      CHECK(bytes == (4 * 8 * 1 * d * 2 + 255) / 256 * 256);  // the rotated q, [batch, seqlen_q, heads_q, d] bf16
+      p.workspace = g_fake[7];
+      p.workspace_bytes = bytes;
+      CHECK_MESSAGE(flashptx_fwd_kvcache_check(&p) == FLASHPTX_OK, flashptx_last_error());
+      p.rotary_dim = d + 16;
+      CHECK(flashptx_fwd_kvcache_check(&p) == FLASHPTX_ERR_BAD_SHAPE);
+      CHECK(std::string(flashptx_last_error()).find("at most head_dim " + std::to_string(d)) != std::string::npos);
+      // A forced split: the partial O rows are d floats.
+      flashptx_kvcache_params s = at_head_dim(base, d);
+      s.num_splits = 5;
+      CHECK(flashptx_fwd_kvcache_workspace_size(&s, &bytes) == FLASHPTX_OK);
+      CHECK(bytes == (5 * 32 * d * 4 + 255) / 256 * 256 + (5 * 32 * 4 + 255) / 256 * 256);
+    }
+  for (int64_t d : {32, 80, 96, 160, 192, 512}) {
+    flashptx_kvcache_params p = at_head_dim(paged(), d);
+    INFO("d=" << d);
+    CHECK(flashptx_fwd_kvcache_check(&p) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
+    CHECK(std::string(flashptx_last_error()).find("head_dim " + std::to_string(d) + ":") != std::string::npos);
+    int64_t bytes = -1;
+    CHECK(flashptx_fwd_kvcache_workspace_size(&p, &bytes) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
+  }
+}
+
 TEST_CASE("each bad input has its status and a message naming it") {
   using M = void (*)(flashptx_kvcache_params&);
   struct Bad { const char* what; flashptx_status want; M mutate; const char* needle; };
   const Bad bad[] = {
       {"fp16", FLASHPTX_ERR_UNSUPPORTED, [](flashptx_kvcache_params& p) { p.dtype = FLASHPTX_FP16; }, "bf16 only"},
       {"fp32", FLASHPTX_ERR_UNSUPPORTED_DTYPE, [](flashptx_kvcache_params& p) { p.dtype = FLASHPTX_FP32; }, "dtype"},
-      {"d64", FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, [](flashptx_kvcache_params& p) { p.head_dim = 64; }, "head_dim 64"},
+      {"d96", FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, [](flashptx_kvcache_params& p) { p.head_dim = 96; },
+       "head_dim 96: the KV-cache forward has head_dim 64, 128 or 256"},
+      {"d192", FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, [](flashptx_kvcache_params& p) { p.head_dim = 192; }, "head_dim 192"},
       {"heads", FLASHPTX_ERR_BAD_HEADS, [](flashptx_kvcache_params& p) { p.heads_kv = 3; }, "heads_kv (3)"},
       {"negative batch", FLASHPTX_ERR_BAD_SHAPE, [](flashptx_kvcache_params& p) { p.batch = -1; }, "batch is -1"},
       {"nan scale", FLASHPTX_ERR_BAD_SHAPE, [](flashptx_kvcache_params& p) { p.softmax_scale = -1.f; }, "softmax_scale"},

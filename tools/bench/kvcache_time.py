@@ -4,12 +4,13 @@ the device's copy bandwidth, PyTorch SDPA on the same contiguous cache, and our 
 
     PYTHONPATH=tools/python FLASHPTX_LIB=path/to/libflashptx.so python3 tools/bench/kvcache_time.py \
         [--batches 1,8,32,128] [--cache 1024,8192,32768,131072] [--rounds 3] [--max-gib 24] [--out FILE]
-        [--sweep-splits 1,2,4,...]
+        [--sweep-splits 1,2,4,...] [--dims 64,128,256] [--dry-run]
 
 Method (as tools/bench/kernel_time.py): each call 5 times per round under torch.profiler, a 256 MB
 L2 flush before each (its fill kernel left out), the sum of the GPU durations of the kernels the call
 launched (the attention kernel and, with a split, the combine); rounds interleave the
-implementations; the median round is reported. bf16, d128, N(0,1) inputs.
+implementations; the median round is reported. bf16, N(0,1) inputs, at each head dim of --dims
+(default 128: the issue's targets are d128's; 64 and 256 have kernels of their own, 4 and 2 stages).
 
 Decode (seqlen_q 1; GQA 32/8 and MQA 32/1; every sequence at the full cache length): the figure of
 merit is the cache bytes read per second (K and V of the sequences' used lengths) over the device
@@ -21,6 +22,8 @@ GQA 32/8): TFLOP/s against our training forward on the same q, k, v (flashptx_fw
 Correctness: each configuration's O against SDPA's (fp32 math) on the first sequence.
 --sweep-splits N,...: each decode shape's contiguous call also with num_splits forced to each N (the
 ones the library accepts), rows "contiguous splits=N": what the plan's split choice leaves.
+--dry-run: print the shapes the run would time (after --max-gib) and exit; needs no GPU, torch or
+library.
 """
 import argparse, ctypes, json, os, sys
 
@@ -31,8 +34,48 @@ ap.add_argument("--prefill-cache", default="8192,32768")
 ap.add_argument("--rounds", type=int, default=3)
 ap.add_argument("--sweep-splits", default="", help="decode: also time the contiguous call at these num_splits")
 ap.add_argument("--max-gib", type=float, default=24.0, help="skip decode shapes whose K+V exceed this")
+ap.add_argument("--dims", default="128", help="head dims to time, of 64,128,256")
+ap.add_argument("--dry-run", action="store_true", help="print the shapes to time and exit (no GPU needed)")
 ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "kvcache_time.json"))
 args = ap.parse_args()
+DIMS = [int(x) for x in args.dims.split(",") if x]
+for _d in DIMS:
+    if _d not in (64, 128, 256):
+        ap.error("--dims: %d is not a KV-cache head dim (64, 128, 256)" % _d)
+HQ = 32
+
+
+def decode_shapes():
+    """(d, hkv, S, B, kv_bytes) of each decode shape, in the order timed; those whose K+V (a
+    contiguous and a paged copy both live) exceed --max-gib left out."""
+    for D in DIMS:
+        for hkv in (8, 1):
+            for S in (int(x) for x in args.cache.split(",")):
+                for B in (int(x) for x in args.batches.split(",")):
+                    kv_bytes = 2 * B * S * hkv * D * 2
+                    if kv_bytes <= args.max_gib * 2 ** 30 / 2:
+                        yield D, hkv, S, B, kv_bytes
+
+
+def prefill_shapes():
+    """(d, B, Sq, S, hkv) of each chunked-prefill shape."""
+    for D in DIMS:
+        for S in (int(x) for x in args.prefill_cache.split(",") if x):
+            yield D, 4, 256, S, 8
+
+
+if args.dry_run:
+    n = 0
+    for D, hkv, S, B, kv_bytes in decode_shapes():
+        print("decode  d%-3d B%-4d S%-7d Hq%d Hkv%d  K+V %.2f GiB  (contiguous, paged 64)" %
+              (D, B, S, HQ, hkv, kv_bytes / 2 ** 30))
+        n += 1
+    for D, B, SQ, S, hkv in prefill_shapes():
+        print("prefill d%-3d B%-4d Sq%d S%-7d Hq%d Hkv%d causal" % (D, B, SQ, S, HQ, hkv))
+        n += 1
+    print("%d shapes, %d rounds each%s" % (n, args.rounds,
+                                          ", splits swept: " + args.sweep_splits if args.sweep_splits else ""))
+    sys.exit(0)
 
 sys.path.insert(0, os.environ.get("PYTHONPATH", "tools/python"))
 import torch
@@ -144,73 +187,66 @@ print("device copy: %.1f us for 2 GiB, %.0f GB/s (read + written)" % (copy_us, c
 env = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
        "cudnn": torch.backends.cudnn.version(), "copy_gbs": copy_gbs}
 
-D, HQ = 128, 32
-for hkv in (8, 1):
-    for S in (int(x) for x in args.cache.split(",")):
-        for B in (int(x) for x in args.batches.split(",")):
-            kv_bytes = 2 * B * S * hkv * D * 2
-            if kv_bytes > args.max_gib * 2 ** 30 / 2:  # the contiguous and the paged copy both live
-                continue
-            g = torch.Generator(device=dev).manual_seed(B * 131 + S + hkv)
-            q = torch.randn(B, 1, HQ, D, device=dev, generator=g).to(torch.bfloat16)
-            k = torch.randn(B, S, hkv, D, device=dev, generator=g).to(torch.bfloat16)
-            v = torch.randn(B, S, hkv, D, device=dev, generator=g).to(torch.bfloat16)
-            seqlens = torch.full((B,), S, dtype=torch.int32, device=dev)
-            # The paged copy: pages of 64 rows in a shuffled order.
-            page = 64
-            npages = B * S // page
-            perm = torch.randperm(npages, device=dev, generator=g)
-            table = perm.view(B, S // page).to(torch.int32).contiguous()
-            kp = torch.empty(npages, page, hkv, D, device=dev, dtype=torch.bfloat16)
-            vp = torch.empty_like(kp)
-            kp[perm.long()] = k.reshape(npages, page, hkv, D)
-            vp[perm.long()] = v.reshape(npages, page, hkv, D)
-            o = torch.empty_like(q)
-            impls, splits = {}, {}
-            try:
-                pc, wsc, splits["contiguous"] = kv_params(q, k, v, o, seqlens)
-                pp, wsp, splits["paged64"] = kv_params(q, kp, vp, o, seqlens, table, page)
-                impls["contiguous"] = lambda pc=pc: run_kv(pc)
-                impls["paged64"] = lambda pp=pp: run_kv(pp)
-            except Exception as e:  # noqa: BLE001
-                print("B%d S%d Hkv%d: %s" % (B, S, hkv, e), flush=True)
-                continue
-            for n in (int(x) for x in args.sweep_splits.split(",") if x):
-                if n == splits["contiguous"]:
-                    continue
-                try:
-                    pn, wsn, splits["contiguous splits=%d" % n] = kv_params(q, k, v, o, seqlens, num_splits=n)
-                    run_kv(pn); torch.cuda.synchronize()
-                    impls["contiguous splits=%d" % n] = lambda pn=pn, wsn=wsn: run_kv(pn)
-                except Exception as e:  # noqa: BLE001 - a count the library refuses for this shape
-                    print("  num_splits %d: %s" % (n, e), flush=True)
-            ref = reference_b0(q, k, v, False)
-            errs = {}
-            for n, f in impls.items():
-                o.fill_(float("nan")); f(); torch.cuda.synchronize()
-                errs[n] = (o[0].float() - ref).abs().max().item()
-            for n, f in sdpa_fns(q, k, v, False).items():
-                impls["sdpa " + n] = f
-            times = {n: [] for n in impls}
-            for _ in range(args.rounds):
-                for n, f in impls.items():
-                    times[n].append(gpu_us(f))
-            line = "decode B%d S%d Hq%d Hkv%d:" % (B, S, HQ, hkv)
-            for n in impls:
-                us = median(times[n])
-                gbs = kv_bytes / us * 1e-3
-                rows.append({"kind": "decode", "B": B, "S": S, "Hq": HQ, "Hkv": hkv, "d": D, "impl": n, "us": us,
-                             "cache_gbs": gbs, "of_copy": gbs / copy_gbs, "splits": splits.get(n),
-                             "max_err_b0": errs.get(n)})
-                line += " | %s %.1f us %.0f GB/s (%.2f of copy)%s" % (
-                    n, us, gbs, gbs / copy_gbs, " splits %d err %.1e" % (splits[n], errs[n]) if n in splits else "")
-            print(line, flush=True)
-            del q, k, v, kp, vp, o, impls, ref
+for D, hkv, S, B, kv_bytes in decode_shapes():
+    g = torch.Generator(device=dev).manual_seed(B * 131 + S + hkv + (0 if D == 128 else D))
+    q = torch.randn(B, 1, HQ, D, device=dev, generator=g).to(torch.bfloat16)
+    k = torch.randn(B, S, hkv, D, device=dev, generator=g).to(torch.bfloat16)
+    v = torch.randn(B, S, hkv, D, device=dev, generator=g).to(torch.bfloat16)
+    seqlens = torch.full((B,), S, dtype=torch.int32, device=dev)
+    # The paged copy: pages of 64 rows in a shuffled order.
+    page = 64
+    npages = B * S // page
+    perm = torch.randperm(npages, device=dev, generator=g)
+    table = perm.view(B, S // page).to(torch.int32).contiguous()
+    kp = torch.empty(npages, page, hkv, D, device=dev, dtype=torch.bfloat16)
+    vp = torch.empty_like(kp)
+    kp[perm.long()] = k.reshape(npages, page, hkv, D)
+    vp[perm.long()] = v.reshape(npages, page, hkv, D)
+    o = torch.empty_like(q)
+    impls, splits = {}, {}
+    try:
+        pc, wsc, splits["contiguous"] = kv_params(q, k, v, o, seqlens)
+        pp, wsp, splits["paged64"] = kv_params(q, kp, vp, o, seqlens, table, page)
+        impls["contiguous"] = lambda pc=pc: run_kv(pc)
+        impls["paged64"] = lambda pp=pp: run_kv(pp)
+    except Exception as e:  # noqa: BLE001
+        print("B%d S%d Hkv%d: %s" % (B, S, hkv, e), flush=True)
+        continue
+    for n in (int(x) for x in args.sweep_splits.split(",") if x):
+        if n == splits["contiguous"]:
+            continue
+        try:
+            pn, wsn, splits["contiguous splits=%d" % n] = kv_params(q, k, v, o, seqlens, num_splits=n)
+            run_kv(pn); torch.cuda.synchronize()
+            impls["contiguous splits=%d" % n] = lambda pn=pn, wsn=wsn: run_kv(pn)
+        except Exception as e:  # noqa: BLE001 - a count the library refuses for this shape
+            print("  num_splits %d: %s" % (n, e), flush=True)
+    ref = reference_b0(q, k, v, False)
+    errs = {}
+    for n, f in impls.items():
+        o.fill_(float("nan")); f(); torch.cuda.synchronize()
+        errs[n] = (o[0].float() - ref).abs().max().item()
+    for n, f in sdpa_fns(q, k, v, False).items():
+        impls["sdpa " + n] = f
+    times = {n: [] for n in impls}
+    for _ in range(args.rounds):
+        for n, f in impls.items():
+            times[n].append(gpu_us(f))
+    line = "decode d%d B%d S%d Hq%d Hkv%d:" % (D, B, S, HQ, hkv)
+    for n in impls:
+        us = median(times[n])
+        gbs = kv_bytes / us * 1e-3
+        rows.append({"kind": "decode", "B": B, "S": S, "Hq": HQ, "Hkv": hkv, "d": D, "impl": n, "us": us,
+                     "cache_gbs": gbs, "of_copy": gbs / copy_gbs, "splits": splits.get(n),
+                     "max_err_b0": errs.get(n)})
+        line += " | %s %.1f us %.0f GB/s (%.2f of copy)%s" % (
+            n, us, gbs, gbs / copy_gbs, " splits %d err %.1e" % (splits[n], errs[n]) if n in splits else "")
+    print(line, flush=True)
+    del q, k, v, kp, vp, o, impls, ref
 
 # Chunked prefill: 256 new rows against the cache, causal bottom-right, against the training forward.
-for S in (int(x) for x in args.prefill_cache.split(",") if x):
-    B, SQ, hkv = 4, 256, 8
-    g = torch.Generator(device=dev).manual_seed(S + 7)
+for D, B, SQ, S, hkv in prefill_shapes():
+    g = torch.Generator(device=dev).manual_seed(S + 7 + (0 if D == 128 else D))
     q = torch.randn(B, SQ, HQ, D, device=dev, generator=g).to(torch.bfloat16)
     k = torch.randn(B, S, hkv, D, device=dev, generator=g).to(torch.bfloat16)
     v = torch.randn(B, S, hkv, D, device=dev, generator=g).to(torch.bfloat16)
@@ -234,7 +270,7 @@ for S in (int(x) for x in args.prefill_cache.split(",") if x):
         for n, f in impls.items():
             times[n].append(gpu_us(f))
     pairs = sum(min(S, i + S - SQ + 1) for i in range(SQ))  # visible (query, key) pairs per head
-    line = "prefill B%d Sq%d S%d Hq%d Hkv%d (kvcache splits %d, err %.1e):" % (B, SQ, S, HQ, hkv, nsplit, err)
+    line = "prefill d%d B%d Sq%d S%d Hq%d Hkv%d (kvcache splits %d, err %.1e):" % (D, B, SQ, S, HQ, hkv, nsplit, err)
     for n in impls:
         us = median(times[n])
         tf = 4.0 * D * B * HQ * pairs / us * 1e-6

@@ -749,8 +749,8 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, *, rotary_cos=No
                            rotary_interleaved=True, num_splits=0, return_softmax_lse=False, error_word=None):
     """Attention of a few new query rows per sequence against a KV cache (decode, chunked prefill),
     FlashAttention-3's flash_attn_with_kvcache with its argument names (the C ABI's
-    flashptx_fwd_kvcache; include/flashptx.h documents every rule). sm_90, bf16, head_dim 128 for
-    now (the library says so otherwise: ValueError). No backward.
+    flashptx_fwd_kvcache; include/flashptx.h documents every rule). sm_90, bf16, head_dim 64, 128
+    or 256 (the library says so otherwise: ValueError). No backward.
 
     q: [batch, seqlen_q, heads_q, head_dim]. The cache, written in place where k/v are given:
       contiguous: k_cache, v_cache [batch_cache, seqlen_cache, heads_kv, head_dim]; sequence b uses

@@ -870,12 +870,15 @@ def library_kvcache_validation_comes_back_as_value_errors():
     assert need.value > 0, need.value
     p.workspace, p.workspace_bytes = 1 << 20, need.value
     chk(p)
+    for d in (64, 256):  # the head dims beside 128 (their own kernels)
+        chk(kv_struct(_abi.check_kvcache("t", **kv_args(q=T((3, 1, 8, d)), k_cache=T((20, 64, 2, d)),
+                                                        v_cache=T((20, 64, 2, d))))))
     p.workspace_bytes = need.value - 1
     for p, status, words in (
             (p, "FLASHPTX_ERR_WORKSPACE", "workspace"),
-            (kv_struct(_abi.check_kvcache("t", **kv_args(q=T((3, 1, 8, 64)), k_cache=T((20, 64, 2, 64)),
-                                                         v_cache=T((20, 64, 2, 64))))),
-             "FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM", "head_dim 64"),
+            (kv_struct(_abi.check_kvcache("t", **kv_args(q=T((3, 1, 8, 96)), k_cache=T((20, 64, 2, 96)),
+                                                         v_cache=T((20, 64, 2, 96))))),
+             "FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM", "head_dim 96: the KV-cache forward has head_dim 64, 128 or 256"),
             (kv_struct(_abi.check_kvcache("t", **kv_args(k_cache=T((20, 48, 2, 128)), v_cache=T((20, 48, 2, 128))))),
              "FLASHPTX_ERR_UNSUPPORTED", "page_size 48"),
             (kv_struct(_abi.check_kvcache("t", **kv_args(k=new, v=new, rotary_cos=T((256, 12), "float32"),

@@ -583,6 +583,34 @@ def test_attention_with_kvcache():
     assert not problems, "\n".join(problems)
 
 
+def test_attention_with_kvcache_head_dims():
+    """attention_with_kvcache at head_dim 64 and 256 (their own kernels and combines) against the fp64
+    reference: contiguous and paged (pages of 16 and 64) caches, ragged lengths with 0 and the full
+    cache, GQA and MQA, decode and a chunked prefill, splits 1, several and the library's choice,
+    append with and without rotary (partial and whole-head; the cache checked after the call)."""
+    problems = []
+    c = dict(problems=problems)
+    for d in (64, 256):
+        s = d * 10
+        _kv_case("d%d contiguous GQA 8/2 decode" % d, batch=4, sq=1, hq=8, hk=2, lens=[0, 1, 300, 512], cap=512,
+                 d=d, seed=s, **c)
+        _kv_case("d%d contiguous batch_idx causal sq 16 splits 3" % d, batch=3, sq=16, hq=8, hk=2,
+                 lens=[5, 200, 1000], cap=1024, batch_idx=True, causal=True, num_splits=3, d=d, seed=s + 1, **c)
+        _kv_case("d%d paged 64 MQA 8/1 decode splits 0" % d, batch=3, sq=1, hq=8, hk=1, lens=[0, 129, 1024],
+                 cap=1024, paged=True, page=64, d=d, seed=s + 2, **c)
+        _kv_case("d%d paged 16 causal sq 40 splits 5" % d, batch=2, sq=40, hq=4, hk=2, lens=[10, 333], cap=512,
+                 paged=True, page=16, causal=True, num_splits=5, d=d, seed=s + 3, **c)
+        _kv_case("d%d append 3, no rotary, contiguous" % d, batch=3, sq=3, hq=4, hk=2, lens=[0, 70, 125], cap=128,
+                 seqlen_new=3, causal=True, d=d, seed=s + 4, **c)
+        _kv_case("d%d append 1 + rotary %d interleaved, paged 64" % (d, d), batch=3, sq=1, hq=8, hk=2,
+                 lens=[0, 63, 511], cap=512, paged=True, seqlen_new=1, rotary_dim=d, interleaved=True, d=d,
+                 seed=s + 5, **c)
+        _kv_case("d%d append 4 + rotary 32 half, causal, splits 2" % d, batch=2, sq=4, hq=4, hk=1, lens=[7, 90],
+                 cap=192, seqlen_new=4, rotary_dim=32, interleaved=False, causal=True, num_splits=2, d=d,
+                 seed=s + 6, **c)
+    assert not problems, "\n".join(problems)
+
+
 def test_attention_with_kvcache_cuda_graph():
     """One decode call (paged, split) captured in a CUDA graph, replayed with new lengths and a new
     page table written into the same device tensors: each replay against the fp64 reference."""
@@ -639,8 +667,8 @@ def test_attention_with_kvcache_errors():
     expect(ValueError, lambda: f(q, kc, kc, cache_seqlens=lens, cache_leftpad=lens.long()), "cache_leftpad must be int32")
     expect(ValueError, lambda: f(q, kc, kc, cache_seqlens=65), "cache_seqlens 65")
     expect(ValueError, lambda: f(q.cpu(), kc.cpu(), kc.cpu(), cache_seqlens=3), "needs CUDA tensors")
-    e = expect(ValueError, lambda: f(t(2, 1, 8, 64), t(2, 64, 2, 64), t(2, 64, 2, 64), cache_seqlens=lens),
-               "FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM")
+    e = expect(ValueError, lambda: f(t(2, 1, 8, 96), t(2, 64, 2, 96), t(2, 64, 2, 96), cache_seqlens=lens),
+               "FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM", "64, 128 or 256")
     assert isinstance(e, flashptx.FlashptxValueError)
     expect(ValueError, lambda: f(q, t(2, 64, 2, 256)[..., ::2], t(2, 64, 2, 128), cache_seqlens=lens),
            "last dim has stride 2")
@@ -806,8 +834,9 @@ def test_attention_varlen_errors_and_compile():
 TESTS = [test_forward_numerics, test_backward_numerics, test_deterministic_bitwise,
          test_head_dim_256_backward, test_layouts, test_current_stream_and_empty, test_tile_counter_per_stream,
          test_errors_carry_the_librarys_message, test_opcheck, test_torch_compile_fullgraph,
-         test_sinks_forward_backward, test_attention_with_kvcache, test_attention_with_kvcache_cuda_graph,
-         test_attention_with_kvcache_errors, test_attention_varlen_forward_backward, test_attention_varlen_seqused,
+         test_sinks_forward_backward, test_attention_with_kvcache, test_attention_with_kvcache_head_dims,
+         test_attention_with_kvcache_cuda_graph, test_attention_with_kvcache_errors,
+         test_attention_varlen_forward_backward, test_attention_varlen_seqused,
          test_attention_varlen_deterministic_bitwise, test_attention_varlen_errors_and_compile]
 
 
