@@ -345,6 +345,12 @@ static bool has_sinks(const KernelEntry& k) {
     if (std::string_view(s.name) == "sinks") return s.value != 0;
   return false;
 }
+// A sink kernel that also runs without sinks (FwdConfig::sinks_optional: FwdParams::sinks null).
+static bool sinks_optional(const KernelEntry& k) {
+  for (const KernelSwitch& s : k.switches)
+    if (std::string_view(s.name) == "sinks_optional") return s.value != 0;
+  return false;
+}
 static const KernelEntry* local_kernel_for(std::span<const KernelEntry> rows, flashptx_dtype t, int64_t head_dim,
                                            int64_t head_dim_v) {
   for (const KernelEntry& k : rows)
@@ -368,7 +374,14 @@ flashptx_status plan_fwd(const flashptx_fwd_params& p_in, const FwdOptions& opt,
   // softcap; src/sm90/fa3_fwd_sink.cu), one CTA per tile as the local kernels.
   const bool sinks = p.sinks != nullptr;
   if (opt.kernel == nullptr && (mod.local || sinks)) {
-    if (sinks) {
+    if (hdim_problem(p)) {
+      // Head dims 96 and 192 and (192, 128): one kernel per shape and dtype carries the window, the
+      // softcap and the sinks, the sinks optional (src/sm90/fa3_fwd_hdim_local.cu).
+      if ((k = local_kernel_for(fa3_fwd_hdim_local_kernels(), p.q_dtype, p.head_dim, v_dim(p))) == nullptr) {
+        *err = "no local (window / softcap / sinks) forward kernel for " + dims_text(p) + " in this dtype";
+        return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
+      }
+    } else if (sinks) {
       if ((k = local_kernel_for(fa3_fwd_sink_kernels(), p.q_dtype, p.head_dim, v_dim(p))) == nullptr) {
         *err = "no attention-sink forward kernel for " + dims_text(p) + " in this dtype";
         return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
@@ -422,7 +435,7 @@ flashptx_status plan_fwd(const flashptx_fwd_params& p_in, const FwdOptions& opt,
     *err = std::string("kernel ") + k->name + " has no sliding window or softcap (the fa3_fwd_local kernels have them)";
     return FLASHPTX_ERR_BAD_OPTION;
   }
-  if (sinks != has_sinks(*k)) {
+  if (sinks ? !has_sinks(*k) : (has_sinks(*k) && !sinks_optional(*k))) {
     *err = std::string("kernel ") + k->name +
            (sinks ? " has no attention sinks (the fa3_fwd_sink kernels have them)" : " needs attention sinks (sinks is NULL)");
     return FLASHPTX_ERR_BAD_OPTION;

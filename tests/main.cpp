@@ -155,7 +155,8 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     {"gpu_sm90 fa3 forward", "sliding window:*"},
     {"gpu_sm90 fa3 forward", "softcap:*"},
     {"gpu_sm90 fa3 forward", "bad window and softcap values*"},
-    // Head dims 96 and 192 and (192, 128) (src/sm90/fa3_fwd_hdim.cu): simulator shapes.
+    // Head dims 96 and 192 and (192, 128) (src/sm90/fa3_fwd_hdim.cu, and their window, softcap and
+    // sinks: src/sm90/fa3_fwd_hdim_local.cu): simulator shapes.
     {"gpu_sm90 fa3 forward", "head dims 96 and 192*"},
     {"gpu_sm90 fa3 varlen", "sliding window over packed sequences*"},
     // seqused_q / seqused_k over the varlen forward and backward (tests/gpu/test_fa3_varlen.cpp).

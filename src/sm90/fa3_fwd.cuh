@@ -1171,7 +1171,12 @@ struct Consumer {
       tr(trace::kTileBegin, t.index);
       row0 = t.m_block * kBlockM + 64 * g + r0;
       // (Read here, used in the epilogue: the load's latency hides behind the tile.)
-      if constexpr (C.sinks) sink_log2 = p.sinks[t.head] * 1.4426950408889634f;
+      // (C.sinks_optional: no sinks array is a sink of -inf on every head, which sink_epilogue
+      // takes as no sink; a uniform select, once per tile, the loop untouched.)
+      if constexpr (C.sinks_optional)
+        sink_log2 = p.sinks != nullptr ? p.sinks[t.head] * 1.4426950408889634f : -INFINITY;
+      else if constexpr (C.sinks)
+        sink_log2 = p.sinks[t.head] * 1.4426950408889634f;
       row_max[0] = row_max[1] = -INFINITY;
       // O and S start the tile dead: the tile's first PV and every QK begin with scale-d 0, which
       // overwrites the accumulator, but the compiler sees each wgmma as reading it ("+f") and would

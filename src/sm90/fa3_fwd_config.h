@@ -118,6 +118,11 @@ struct FwdConfig {
   bool sinks;           // the learnable attention sinks of FwdParams::sinks: the head's sink logit
                         // joins each row's denominator in the epilogue (Consumer::epilogue;
                         // "Attention sinks: the epilogue's denominator")
+  bool sinks_optional;  // (with sinks) FwdParams::sinks may be null: then every head's sink logit is
+                        // -inf, which the sink epilogue already treats as no sink (exactly: O = O / l,
+                        // LSE = ln 2 (ref + log2 l)); the main loop is the same either way, so one
+                        // kernel serves the window, the softcap and the sinks, each at run time
+                        // ("Score modifiers at head dims 96 and 192: one kernel with optional sinks")
 };
 
 template <FwdConfig C>
@@ -225,6 +230,7 @@ struct FwdLayout {
   static_assert(!C.sinks || (C.window && !C.lazy_rescale && !C.defer_epilogue),
                 "sinks: on the local kernels' walk, and the epilogue's one row sum is both O's and the "
                 "LSE's (no lazy rescale), read where the tile ends (no deferred epilogue)");
+  static_assert(!C.sinks_optional || C.sinks, "sinks_optional: a sink kernel whose FwdParams::sinks may be null");
   static_assert(kOffTile % 16 == 0, "tile-feed slots are read with ld.shared.v4");
   static_assert(kQBytes % 1024 == 0 && kKBytes % 1024 == 0 && kVBytes % 1024 == 0 && kOBytes % 1024 == 0,
                 "tiles keep 1024-byte alignment");
@@ -253,7 +259,7 @@ constexpr FwdConfig kD64M128 = {
     .tile_feed = true, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
     .tree_max = true, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
-    .window = false, .softcap = false, .sinks = false};
+    .window = false, .softcap = false, .sinks = false, .sinks_optional = false};
 // The 192 x 128 d64 kernel: no tile feed ("The tile feed"); its warpgroups skip blocks.
 constexpr FwdConfig kD64M192 = {
     .head_dim = 64, .head_dim_v = 64, .block_n = 128, .stages = 3, .consumer_wgs = 3, .bf16 = true,
@@ -261,14 +267,14 @@ constexpr FwdConfig kD64M192 = {
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 32, .consumer_regs = 160,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = true, .half_first = false,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
-    .window = false, .softcap = false, .sinks = false};
+    .window = false, .softcap = false, .sinks = false, .sinks_optional = false};
 constexpr FwdConfig kD128N128 = {
     .head_dim = 128, .head_dim_v = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = true, .paired = false, .dynamic_walk = false, .varlen = false,
     .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
-    .window = false, .softcap = false, .sinks = false};
+    .window = false, .softcap = false, .sinks = false, .sinks_optional = false};
 // d256: 64-key blocks (every power-of-two length an exact number of blocks) and the token ring,
 // which FA3's admission table leaves off above head dim 128 ("Token ring at the tile edges").
 // One tile per CTA, O in the Q buffer.
@@ -278,7 +284,7 @@ constexpr FwdConfig kD256 = {
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kInQ, .skip_blocks = true, .half_first = false,
     .tree_max = true, .lazy_rescale = true, .defer_epilogue = false, .traced = false,
-    .window = false, .softcap = false, .sinks = false};
+    .window = false, .softcap = false, .sinks = false, .sinks_optional = false};
 // Its persistent twin (the plan's non-causal launches up to 4k keys: "O in halves").
 constexpr FwdConfig kD256Persistent = {
     .head_dim = 256, .head_dim_v = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2, .bf16 = true,
@@ -286,7 +292,7 @@ constexpr FwdConfig kD256Persistent = {
     .tile_feed = true, .walk_ahead = true, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kHalves, .skip_blocks = true, .half_first = false,
     .tree_max = true, .lazy_rescale = true, .defer_epilogue = false, .traced = false,
-    .window = false, .softcap = false, .sinks = false};
+    .window = false, .softcap = false, .sinks = false, .sinks_optional = false};
 // The paired causal twins: the same shapes, persistent CTAs walking the paired static schedule
 // (units of tiles m and M-1-m). The plan runs them for causal masks only (src/plan.cpp).
 // The 128-row d64 one also has the dynamic schedule, two Q slots and the deferred epilogue.
@@ -296,7 +302,7 @@ constexpr FwdConfig kD64M128Paired = {
     .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 56, .consumer_regs = 224,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = true, .traced = false,
-    .window = false, .softcap = false, .sinks = false};
+    .window = false, .softcap = false, .sinks = false, .sinks_optional = false};
 // The 192-row one takes the tile feed (its 160-register consumers cannot hold the paired walk).
 constexpr FwdConfig kD64M192Paired = {
     .head_dim = 64, .head_dim_v = 64, .block_n = 128, .stages = 3, .consumer_wgs = 3, .bf16 = true,
@@ -304,21 +310,21 @@ constexpr FwdConfig kD64M192Paired = {
     .tile_feed = true, .walk_ahead = true, .q_slots = 1, .producer_regs = 32, .consumer_regs = 160,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = true, .half_first = false,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
-    .window = false, .softcap = false, .sinks = false};
+    .window = false, .softcap = false, .sinks = false, .sinks_optional = false};
 constexpr FwdConfig kD128N128Paired = {
     .head_dim = 128, .head_dim_v = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = true, .paired = true, .dynamic_walk = false, .varlen = false,
     .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 40, .consumer_regs = 232,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
-    .window = false, .softcap = false, .sinks = false};
+    .window = false, .softcap = false, .sinks = false, .sinks_optional = false};
 constexpr FwdConfig kD256Paired = {
     .head_dim = 256, .head_dim_v = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = true, .paired = true, .dynamic_walk = false, .varlen = false,
     .tile_feed = true, .walk_ahead = true, .q_slots = 1, .producer_regs = 40, .consumer_regs = 232,
     .pingpong = true, .o_staging = OStaging::kHalves, .skip_blocks = true, .half_first = false,
     .tree_max = true, .lazy_rescale = true, .defer_epilogue = false, .traced = false,
-    .window = false, .softcap = false, .sinks = false};
+    .window = false, .softcap = false, .sinks = false, .sinks_optional = false};
 // The varlen twins: the same shapes, tiles decoded from FwdVarlenTable, one tile per CTA (the launch
 // order is the schedule: see FwdVarlenTable). d64 takes the 128-row tile.
 constexpr FwdConfig kD64M128Varlen = {
@@ -327,21 +333,21 @@ constexpr FwdConfig kD64M128Varlen = {
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = false,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
-    .window = false, .softcap = false, .sinks = false};
+    .window = false, .softcap = false, .sinks = false, .sinks_optional = false};
 constexpr FwdConfig kD128N128Varlen = {
     .head_dim = 128, .head_dim_v = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = false, .paired = false, .dynamic_walk = false, .varlen = true,
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = false,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
-    .window = false, .softcap = false, .sinks = false};
+    .window = false, .softcap = false, .sinks = false, .sinks_optional = false};
 constexpr FwdConfig kD256Varlen = {
     .head_dim = 256, .head_dim_v = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = false, .paired = false, .dynamic_walk = false, .varlen = true,
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kInQ, .skip_blocks = true, .half_first = false,
     .tree_max = false, .lazy_rescale = true, .defer_epilogue = false, .traced = false,
-    .window = false, .softcap = false, .sinks = false};
+    .window = false, .softcap = false, .sinks = false, .sinks_optional = false};
 // The instrumented twins (src/sm90/fa3_fwd_trace*.cu, compiled with FLASHPTX_TRACE): the release
 // kernels' protocols, 8 more producer registers for the stamps, the chain maximum.
 constexpr FwdConfig kTracedD128N128 = {
@@ -350,21 +356,21 @@ constexpr FwdConfig kTracedD128N128 = {
     .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 40, .consumer_regs = 232,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = true,
-    .window = false, .softcap = false, .sinks = false};
+    .window = false, .softcap = false, .sinks = false, .sinks_optional = false};
 constexpr FwdConfig kTracedD128N128Paired = {
     .head_dim = 128, .head_dim_v = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = true, .paired = true, .dynamic_walk = false, .varlen = false,
     .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 56, .consumer_regs = 224,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = true,
-    .window = false, .softcap = false, .sinks = false};
+    .window = false, .softcap = false, .sinks = false, .sinks_optional = false};
 constexpr FwdConfig kTracedD64M128Paired = {
     .head_dim = 64, .head_dim_v = 64, .block_n = 128, .stages = 3, .consumer_wgs = 2, .bf16 = true,
     .persistent = true, .paired = true, .dynamic_walk = true, .varlen = false,
     .tile_feed = true, .walk_ahead = true, .q_slots = 2, .producer_regs = 56, .consumer_regs = 224,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = true,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = true, .traced = true,
-    .window = false, .softcap = false, .sinks = false};
+    .window = false, .softcap = false, .sinks = false, .sinks_optional = false};
 // The local kernels (FwdConfig::window and ::softcap, run-time window and softcap values): the
 // one-tile-per-CTA shapes of the varlen kernels, each warpgroup visiting every block of its tile
 // (docs/DECISIONS.md, "Sliding window and softcap: one local kernel per shape"). The plan runs them
@@ -375,21 +381,21 @@ constexpr FwdConfig kD64M128Local = {
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = false,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
-    .window = true, .softcap = true, .sinks = false};
+    .window = true, .softcap = true, .sinks = false, .sinks_optional = false};
 constexpr FwdConfig kD128N128Local = {
     .head_dim = 128, .head_dim_v = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = false, .paired = false, .dynamic_walk = false, .varlen = false,
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = false,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
-    .window = true, .softcap = true, .sinks = false};
+    .window = true, .softcap = true, .sinks = false, .sinks_optional = false};
 constexpr FwdConfig kD256Local = {
     .head_dim = 256, .head_dim_v = 256, .block_n = 64, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = false, .paired = false, .dynamic_walk = false, .varlen = false,
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kInQ, .skip_blocks = false, .half_first = false,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
-    .window = true, .softcap = true, .sinks = false};
+    .window = true, .softcap = true, .sinks = false, .sinks_optional = false};
 // Head dims 96 and 192, and d_qk 192 with d_v 128 (src/sm90/fa3_fwd_hdim.cu): one kernel per
 // shape and dtype, one CTA per tile in longest-first order, for causal and non-causal masks alike
 // (docs/DECISIONS.md, "Head dims 96 and 192, and a V head dim of its own"). d96: the d128 tile and
@@ -406,21 +412,21 @@ constexpr FwdConfig kD96 = {
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = false,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
-    .window = false, .softcap = false, .sinks = false};
+    .window = false, .softcap = false, .sinks = false, .sinks_optional = false};
 constexpr FwdConfig kD192 = {
     .head_dim = 192, .head_dim_v = 192, .block_n = 112, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = false, .paired = false, .dynamic_walk = false, .varlen = false,
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kInQ, .skip_blocks = true, .half_first = false,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
-    .window = false, .softcap = false, .sinks = false};
+    .window = false, .softcap = false, .sinks = false, .sinks_optional = false};
 constexpr FwdConfig kD192V128 = {
     .head_dim = 192, .head_dim_v = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
     .persistent = false, .paired = false, .dynamic_walk = false, .varlen = false,
     .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
     .pingpong = true, .o_staging = OStaging::kInQ, .skip_blocks = false, .half_first = false,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
-    .window = false, .softcap = false, .sinks = false};
+    .window = false, .softcap = false, .sinks = false, .sinks_optional = false};
 // Their varlen twins (FwdVarlenParams), the same switches over the packed sequences.
 constexpr FwdConfig packed(FwdConfig c) {
   c.varlen = true;
@@ -437,6 +443,35 @@ constexpr FwdConfig fp16(FwdConfig c) {
   c.bf16 = false;
   return c;
 }
+
+// The local kernels at head dims 96 and 192 and (192, 128) (src/sm90/fa3_fwd_hdim_local.cu): the
+// window, the softcap and the sinks, all three at run time, one kernel per shape and dtype
+// (docs/DECISIONS.md, "Score modifiers at head dims 96 and 192: one kernel with optional sinks").
+// The shapes, rings and O staging of kD96, kD192 and kD192V128, with every warpgroup on every block
+// of its tile (the window's walk: no per-warpgroup skip at d192) and the sink epilogue, whose -inf
+// sink (sinks null) is none. Shared memory as their plain twins' (no field that differs changes
+// FwdLayout's plan).
+constexpr FwdConfig kD96Local = {
+    .head_dim = 96, .head_dim_v = 96, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
+    .persistent = false, .paired = false, .dynamic_walk = false, .varlen = false,
+    .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
+    .pingpong = true, .o_staging = OStaging::kOwn, .skip_blocks = false, .half_first = false,
+    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
+    .window = true, .softcap = true, .sinks = true, .sinks_optional = true};
+constexpr FwdConfig kD192Local = {
+    .head_dim = 192, .head_dim_v = 192, .block_n = 112, .stages = 2, .consumer_wgs = 2, .bf16 = true,
+    .persistent = false, .paired = false, .dynamic_walk = false, .varlen = false,
+    .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
+    .pingpong = true, .o_staging = OStaging::kInQ, .skip_blocks = false, .half_first = false,
+    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
+    .window = true, .softcap = true, .sinks = true, .sinks_optional = true};
+constexpr FwdConfig kD192V128Local = {
+    .head_dim = 192, .head_dim_v = 128, .block_n = 128, .stages = 2, .consumer_wgs = 2, .bf16 = true,
+    .persistent = false, .paired = false, .dynamic_walk = false, .varlen = false,
+    .tile_feed = false, .walk_ahead = false, .q_slots = 1, .producer_regs = 24, .consumer_regs = 240,
+    .pingpong = true, .o_staging = OStaging::kInQ, .skip_blocks = false, .half_first = false,
+    .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
+    .window = true, .softcap = true, .sinks = true, .sinks_optional = true};
 
 // ---- the sliding window's blocks (FwdConfig::window) --------------------------------------------
 // The K/V blocks [n_min, n_max) that query rows [m_block * block_m, min(+ block_m, len_q)) can see

@@ -32,6 +32,7 @@ inline constexpr KernelSwitch kFa3FwdSwitches[] = {
     {"window", C.window},
     {"softcap", C.softcap},
     {"sinks", C.sinks},
+    {"sinks_optional", C.sinks_optional},
 };
 
 template <fa3::FwdConfig C>

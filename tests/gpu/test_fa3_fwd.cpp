@@ -61,6 +61,11 @@ struct Case {
   // V's and O's head dim (flashptx_fwd_params::head_dim_v): 0 passes 0 (meaning d); else passed as is.
   int64_t dv = 0;
   int64_t d_v() const { return dv != 0 ? dv : d; }
+  // The learnable sinks (flashptx_fwd_params::sinks): one fp32 logit per query head, N(0, 1) plus
+  // sink_shift (+: the sink dominates the denominator, -: faint), head 0's -inf where no_sink_head0.
+  bool sinks = false;
+  float sink_shift = 0.f;
+  bool no_sink_head0 = false;
   std::string str() const {
     return "B=" + std::to_string(batch) + " Sq=" + std::to_string(sq) + " Sk=" + std::to_string(sk) +
            " Hq=" + std::to_string(hq) + " Hkv=" + std::to_string(hkv) + " d=" + std::to_string(d) +
@@ -71,7 +76,10 @@ struct Case {
            (window ? " window=(" + std::to_string(wl) + "," + std::to_string(wr) + ")" : "") +
            (softcap != 0.f ? " softcap=" + std::to_string(softcap) : "") +
            (nan_keys != 0 ? " nan_keys=" + std::to_string(nan_keys) : "") +
-           (dv != 0 ? " dv=" + std::to_string(dv) : "");
+           (dv != 0 ? " dv=" + std::to_string(dv) : "") +
+           (sinks ? " sinks" + (sink_shift != 0.f ? "+" + std::to_string(sink_shift) : std::string()) +
+                        (no_sink_head0 ? " head0-no-sink" : "")
+                  : "");
   }
 };
 
@@ -80,7 +88,8 @@ struct Problem {
   Case c;
   Strides sq_, sk_, sv_, so_;  // Q; K; V and O (head dim d_v)
   std::vector<uint16_t> q, k, v;
-  std::unique_ptr<DeviceBuf> dq, dk, dv, dout, dlse, dctr;
+  std::vector<float> sink;  // c.sinks: the heads' sink logits
+  std::unique_ptr<DeviceBuf> dq, dk, dv, dout, dlse, dctr, dsink;
   flashptx_fwd_params params{};
 
   explicit Problem(const Case& cs, uint64_t seed) : c(cs) {
@@ -118,6 +127,13 @@ struct Problem {
             k[b * sk_.b + j * sk_.s + h * sk_.h + e] = 0x7FFFu;
             if (e < c.d_v()) v[b * sv_.b + j * sv_.s + h * sv_.h + e] = 0x7FFFu;
           }
+    if (c.sinks) {  // (drawn after Q, K and V: the other cases' inputs stay as they were)
+      sink.resize(static_cast<size_t>(c.hq));
+      for (float& x : sink) x = nd(rng) + c.sink_shift;
+      if (c.no_sink_head0) sink[0] = -INFINITY;
+      dsink.reset(new DeviceBuf(sink.size() * 4));
+      CUDA_REQUIRE(cudaMemcpy(dsink->p, sink.data(), sink.size() * 4, cudaMemcpyHostToDevice));
+    }
     dq.reset(new DeviceBuf(q.size() * 2));
     dk.reset(new DeviceBuf(k.size() * 2));
     dv.reset(new DeviceBuf(v.size() * 2));
@@ -143,6 +159,7 @@ struct Problem {
     params.window_left = c.wl;
     params.window_right = c.wr;
     params.softcap = c.softcap;
+    if (c.sinks) params.sinks = static_cast<const float*>(dsink->p);
     if (c.tile_counter) {
       dctr.reset(new DeviceBuf(8));
       CUDA_REQUIRE(cudaMemset(dctr->p, 0, 8));
@@ -195,6 +212,7 @@ struct Problem {
       rp.window_right = c.wr;
     }
     rp.softcap = c.softcap;
+    rp.sinks.assign(sink.begin(), sink.end());
     return rp;
   }
   flashptx::ref::TensorView view(const std::vector<uint16_t>& x, const Strides& st) const {
@@ -884,26 +902,127 @@ TEST_CASE("head dims 96 and 192, and d_v 128 beside d_qk 192: the plan's kernel,
           }
 }
 
-TEST_CASE("head dims 96 and 192: no window, softcap or sinks yet, and unsupported pairs are statuses") {
-  Problem pb(Case{1, 64, 64, 2, 2, 96, false, FLASHPTX_BF16}, 9500);
+// The score modifiers at head dims 96 and 192 and (192, 128) (src/sm90/fa3_fwd_hdim_local.cu: the
+// window, the softcap and the sinks in one kernel per shape and dtype, the sinks optional): every
+// case is the suite's fp64 rule on every row (the softcap's tanh envelope added), O's pads and
+// guard poisoned (d96's clipped store), the release library bit for bit, and the plan's kernel.
+TEST_CASE("head dims 96 and 192: window, softcap and sinks against fp64, every kernel, bf16 and fp16, GQA") {
+  struct M {
+    int64_t sq, sk, hq, hkv, d, dv;
+    bool causal;
+    flashptx_dtype t;
+    bool window;
+    int64_t wl, wr;
+    float cap, qscale;
+    bool sinks;
+    float sink_shift;
+    bool no_sink_head0;
+    Layout layout;
+    int64_t nan_keys;
+  };
+  const auto B = FLASHPTX_BF16, H = FLASHPTX_FP16;
+  const auto C = Layout::kContiguous, P = Layout::kPadded;
+  // Windows smaller than a block with Sk > Sq (GQA 4), asymmetric with Sq > Sk (the first rows see no
+  // key, with sinks: LSE = the sink), a left bound past the sequence (unbounded) with right 5,
+  // causal with a window (causal wins on the right), the diagonal alone with Sk = 2 Sq, a right
+  // bound alone (tiles in ascending cost); the softcap alone (causal, large scores) and with a
+  // window; sinks alone (no mask: the sink kernel path without a window), dominant, faint, a head
+  // without one; K/V NaN in the blocks no tile's window sees (never loaded); padded layouts.
+  const M sim_cases[] = {
+      {200, 333, 4, 1, 96, 0, false, B, true, 50, 0, 0.f, 1.f, false, 0.f, false, C, 0},
+      {130, 150, 2, 2, 96, 0, true, H, false, -1, -1, 20.f, 4.f, true, -4.f, false, P, 0},
+      {150, 150, 2, 1, 96, 96, false, B, false, -1, -1, 0.f, 1.f, true, 0.f, true, C, 0},
+      {257, 200, 2, 1, 192, 0, false, B, true, 30, 17, 0.f, 1.f, true, 0.f, true, C, 0},
+      {150, 150, 2, 2, 192, 0, false, H, true, 1000, 5, 30.f, 4.f, false, 0.f, false, P, 0},
+      {128, 1000, 2, 1, 192, 0, false, B, true, 10, 0, 0.f, 1.f, false, 0.f, false, C, 768},
+      {190, 190, 4, 2, 192, 128, true, B, true, 70, 300, 0.f, 1.f, true, 6.f, false, C, 0},
+      {130, 260, 2, 1, 192, 128, false, H, true, 0, 0, 10.f, 2.f, true, 0.f, false, P, 0},
+      {100, 100, 2, 2, 192, 128, false, H, true, -1, 40, 0.f, 1.f, false, 0.f, false, C, 0},
+  };
+  const M gpu_cases[] = {
+      {1000, 1000, 8, 2, 96, 0, false, B, true, 256, 0, 0.f, 1.f, false, 0.f, false, C, 0},
+      {777, 1333, 4, 4, 96, 0, true, H, false, -1, -1, 30.f, 4.f, true, 0.f, true, P, 0},
+      {1500, 700, 2, 2, 96, 96, false, B, true, 64, 64, 0.f, 1.f, true, 3.f, false, C, 0},
+      {2049, 2049, 4, 1, 192, 0, true, B, true, 127, 129, 0.f, 1.f, false, 0.f, false, C, 0},
+      {1000, 1000, 8, 2, 192, 0, false, H, true, -1, 300, 20.f, 4.f, true, -4.f, false, C, 0},
+      {128, 4000, 2, 1, 192, 0, false, H, true, 10, 0, 0.f, 1.f, false, 0.f, false, C, 3072},
+      {1000, 1000, 8, 1, 192, 128, true, B, false, -1, -1, 0.f, 1.f, true, 0.f, true, P, 0},
+      {513, 1026, 4, 2, 192, 128, false, H, true, 0, 0, 10.f, 2.f, false, 0.f, false, C, 0},
+      {333, 4097, 4, 2, 192, 128, false, B, true, 5000, 1, 50.f, 1.f, true, 6.f, false, C, 0},
+  };
+  const bool sim = flashptx_test::on_simulator();
+  uint64_t seed = 9600;
+  for (const M& x : sim ? std::span<const M>(sim_cases) : std::span<const M>(gpu_cases)) {
+    Case c{1, x.sq, x.sk, x.hq, x.hkv, x.d, x.causal, x.t, x.layout};
+    c.dv = x.dv;
+    c.window = x.window;
+    c.wl = x.wl;
+    c.wr = x.wr;
+    c.softcap = x.cap;
+    c.input_scale = x.qscale;
+    c.sinks = x.sinks;
+    c.sink_shift = x.sink_shift;
+    c.no_sink_head0 = x.no_sink_head0;
+    c.nan_keys = x.nan_keys;
+    if (!sim) c.batch = 2;
+    INFO(c.str());
+    Problem pb(c, seed);
+    flashptx_kernel_info info{};
+    REQUIRE_MESSAGE(flashptx_fwd_kernel_info(&pb.params, &info) == FLASHPTX_OK, flashptx_last_error());
+    const std::string want = std::string("fa3_fwd_local_sm90_") + (x.t == FLASHPTX_BF16 ? "bf16" : "fp16") + "_d" +
+                             std::to_string(x.d) + (c.d_v() != x.d ? "_v" + std::to_string(c.d_v()) : "");
+    CHECK(std::string(info.symbol) == want);
+    CHECK(std::string(info.schedule) == "one-per-tile");
+    check_case(c, seed++, sim ? 4096 : 2048);
+  }
+}
+
+TEST_CASE("head dims 96 and 192: the local kernel without modifiers equals the plain kernel; unsupported pairs are statuses") {
+  // The local kernel forced onto a problem without a window, softcap or sinks (its sinks are
+  // optional: a null array is no sink): the plain kernel's O, and LSE within fp32 rounding.
+  uint64_t seed = 9500;
+  for (const auto& [d, dv, sym] : {std::tuple<int64_t, int64_t, const char*>{96, 0, "fa3_fwd_local_sm90_bf16_d96"},
+                                   {192, 0, "fa3_fwd_local_sm90_bf16_d192"},
+                                   {192, 128, "fa3_fwd_local_sm90_bf16_d192_v128"}}) {
+    Case c{1, 150, 200, 2, 1, d, true, FLASHPTX_BF16};
+    c.dv = dv;
+    INFO(c.str());
+    Problem plain(c, seed), local(c, seed);
+    ++seed;
+    plain.poison();
+    plain.run();
+    flashptx::FwdOptions opt;
+    opt.kernel = sym;
+    local.poison();
+    REQUIRE_MESSAGE(flashptx::fwd(&local.params, opt, nullptr) == FLASHPTX_OK, flashptx_last_error());
+    CUDA_REQUIRE(cudaDeviceSynchronize());
+    const auto lo = local.out(), po = plain.out();
+    check_writes(local, lo, local.lse());
+    const auto ll = local.lse(), pl = plain.lse();
+    int64_t o_diff = 0;
+    double lse_diff = 0;
+    for (size_t i = 0; i < lo.size(); ++i) o_diff += lo[i] != po[i];
+    for (int64_t i = 0; i < c.batch * c.hq * c.sq; ++i) {
+      const double a = ll[i], b = pl[i];
+      const double rel = a == b ? 0.0 : std::fabs(a - b) / std::max(1.0, std::fabs(b));
+      lse_diff = std::isnan(rel) ? INFINITY : std::max(lse_diff, rel);  // (NaN or a lone infinity: fails)
+    }
+    // O: the same loop and the same normalisation (1 / l, the sink term 2^-inf = 0), bit for bit
+    // unless ex2.approx(0) is not exactly 1; LSE: ln 2 (ref + log2 l) against scale max + ln l.
+    CHECK_MESSAGE(o_diff == 0, o_diff << " elements of O differ from the plain kernel's");
+    CHECK(lse_diff <= std::ldexp(1.0, -20));
+    check_case(c, seed++);  // and the plain kernel itself against fp64
+  }
+  Problem pb(Case{1, 64, 64, 2, 2, 96, false, FLASHPTX_BF16}, 9550);
   pb.poison();
   const auto before = pb.out();
   flashptx_fwd_params p = pb.params;
-  p.window = 1;
-  p.window_left = 16;
-  CHECK(flashptx_fwd(&p, nullptr) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
-  CHECK(std::string(flashptx_last_error()).find("(head_dim, head_dim_v) = (96, 96)") != std::string::npos);
-  p = pb.params;
-  p.softcap = 30.f;
-  CHECK(flashptx_fwd(&p, nullptr) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
-  p = pb.params;
-  p.sinks = static_cast<const float*>(pb.dlse->p);
-  CHECK(flashptx_fwd(&p, nullptr) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
-  CHECK(std::string(flashptx_last_error()).find("attention-sink") != std::string::npos);
-  p = pb.params;
   p.head_dim_v = 64;  // (96, 64): no such pair
   CHECK(flashptx_fwd(&p, nullptr) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
   CHECK(std::string(flashptx_last_error()).find("(192, 128)") != std::string::npos);
+  p.window = 1;  // with a window too
+  p.window_left = 16;
+  CHECK(flashptx_fwd(&p, nullptr) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
   // A forced kernel of another V head dim is refused (a (192, 128) problem on pb's buffers, which
   // nothing reads: kernel_info launches nothing).
   flashptx_fwd_params_contiguous(&p, pb.dq->p, pb.dk->p, pb.dv->p, pb.dout->p, nullptr, 1, 16, 16, 1, 1, 192,
@@ -916,6 +1035,12 @@ TEST_CASE("head dims 96 and 192: no window, softcap or sinks yet, and unsupporte
   flashptx_kernel_info info{};
   CHECK(flashptx::fwd_kernel_info(&p, opt, &info) == FLASHPTX_ERR_BAD_OPTION);
   CHECK(std::string(flashptx_last_error()).find("fa3_fwd_sm90_bf16_d192 is for head_dim 192") != std::string::npos);
+  opt.kernel = "fa3_fwd_local_sm90_bf16_d192";
+  p.softcap = 10.f;
+  CHECK(flashptx::fwd_kernel_info(&p, opt, &info) == FLASHPTX_ERR_BAD_OPTION);
+  opt.kernel = "fa3_fwd_local_sm90_bf16_d192_v128";
+  CHECK(flashptx::fwd_kernel_info(&p, opt, &info) == FLASHPTX_OK);
+  p.softcap = 0.f;
   opt.kernel = "fa3_fwd_sm90_bf16_d192_v128";
   CHECK(flashptx::fwd_kernel_info(&p, opt, &info) == FLASHPTX_OK);
   CUDA_REQUIRE(cudaDeviceSynchronize());

@@ -139,6 +139,92 @@ TEST_CASE("the plan: local kernels for a real window or a softcap, today's kerne
   CHECK(flashptx::plan_fwd(p, {}, flashptx::Device{0, 100, 148}, &plan, &err) != FLASHPTX_OK);
 }
 
+TEST_CASE("the plan: head dims 96 and 192 and (192, 128): one local kernel per shape for a window, a softcap or sinks") {
+  alignas(16) static float sinks[4];
+  struct D { int64_t d, dv; const char* plain; const char* local; };
+  for (const D& x : {D{96, 0, "fa3_fwd_sm90_bf16_d96", "fa3_fwd_local_sm90_bf16_d96"},
+                     D{192, 0, "fa3_fwd_sm90_bf16_d192", "fa3_fwd_local_sm90_bf16_d192"},
+                     D{192, 128, "fa3_fwd_sm90_bf16_d192_v128", "fa3_fwd_local_sm90_bf16_d192_v128"}}) {
+    INFO(x.local);
+    auto at = [&](int causal) {
+      flashptx_fwd_params p = problem(1000, 1000, x.d, causal);
+      p.head_dim_v = x.dv;
+      return p;
+    };
+    flashptx_fwd_params p = at(0);
+    CHECK(kernel_of(p) == x.plain);  // no modifier: the plain kernel
+    CHECK(kernel_of(at(1)) == x.plain);
+    p.window = 1;
+    p.window_left = -1;
+    p.window_right = 0;  // the causal mask: the plain kernel
+    CHECK(kernel_of(p) == x.plain);
+    p.window_left = 100;  // a window
+    CHECK(kernel_of(p) == x.local);
+    flashptx_fwd_params c = at(1);
+    c.softcap = 30.f;  // a softcap
+    CHECK(kernel_of(c) == x.local);
+    flashptx_fwd_params s = at(1);
+    s.sinks = sinks;  // sinks: the same kernel (FwdConfig::sinks_optional)
+    CHECK(kernel_of(s) == x.local);
+    s.window = 1;
+    s.window_left = 64;
+    s.window_right = 0;
+    s.softcap = 20.f;
+    CHECK(kernel_of(s) == x.local);
+    // One CTA per tile, every tile (128-row tiles).
+    flashptx::FwdPlan plan;
+    std::string err;
+    REQUIRE(flashptx::plan_fwd(s, {}, kH200, &plan, &err) == FLASHPTX_OK);
+    CHECK(plan.launch.schedule == flashptx::Schedule::kOnePerTile);
+    CHECK(plan.launch.grid.x == (1000 + 127) / 128 * 4 * 2);
+    CHECK(plan.launch.kernel->head_dim == x.d);
+    // Forced: the local kernel runs with or without sinks and modifiers (its sinks are optional);
+    // the plain kernel refuses a window and sinks.
+    flashptx::FwdOptions o;
+    o.kernel = x.local;
+    CHECK(flashptx::plan_fwd(at(0), o, kH200, &plan, &err) == FLASHPTX_OK);
+    CHECK(flashptx::plan_fwd(s, o, kH200, &plan, &err) == FLASHPTX_OK);
+    o.kernel = x.plain;
+    CHECK(flashptx::plan_fwd(p, o, kH200, &plan, &err) == FLASHPTX_ERR_BAD_OPTION);
+    CHECK(err.find("no sliding window or softcap") != std::string::npos);
+    flashptx_fwd_params ps = at(0);
+    ps.sinks = sinks;
+    CHECK(flashptx::plan_fwd(ps, o, kH200, &plan, &err) == FLASHPTX_ERR_BAD_OPTION);
+    CHECK(err.find("has no attention sinks") != std::string::npos);
+    // A local kernel of the other dims forced here: an option error (its head dim).
+    o.kernel = "fa3_fwd_local_sm90_bf16_d128";
+    CHECK(flashptx::plan_fwd(p, o, kH200, &plan, &err) == FLASHPTX_ERR_BAD_OPTION);
+  }
+  // fp16 has its own.
+  flashptx_fwd_params h = problem(100, 100, 96, 0);
+  h.q_dtype = h.k_dtype = h.v_dtype = h.o_dtype = FLASHPTX_FP16;
+  h.softcap = 10.f;
+  CHECK(kernel_of(h) == "fa3_fwd_local_sm90_fp16_d96");
+  // The table rows: window, softcap, sinks and sinks_optional on, the plain kernels' shapes.
+  int rows = 0;
+  for (const flashptx::KernelEntry& k : flashptx::fa3_fwd_hdim_local_kernels()) {
+    int on = 0;
+    for (const flashptx::KernelSwitch& s : k.switches)
+      for (const char* name : {"window", "softcap", "sinks", "sinks_optional"})
+        if (std::string(s.name) == name && s.value != 0) ++on;
+    CHECK_MESSAGE(on == 4, k.name);
+    const flashptx::KernelEntry* twin = nullptr;
+    for (const flashptx::KernelEntry& e : flashptx::fa3_fwd_hdim_kernels())
+      if (e.dtype == k.dtype && e.head_dim == k.head_dim && e.head_dim_v == k.head_dim_v) twin = &e;
+    REQUIRE_MESSAGE(twin != nullptr, k.name);
+    CHECK((twin->block_m == k.block_m && twin->block_n == k.block_n && twin->stages == k.stages &&
+           twin->smem_bytes == k.smem_bytes));
+    ++rows;
+  }
+  CHECK(rows == 6);
+  // No other kernel has optional sinks (the sink kernels of d64/128/256 need the array).
+  int optional = 0;
+  for (const flashptx::KernelEntry& k : flashptx::kernel_table())
+    for (const flashptx::KernelSwitch& s : k.switches)
+      if (std::string(s.name) == "sinks_optional" && s.value != 0) ++optional;
+  CHECK(optional == 6);
+}
+
 TEST_CASE("fa3::window_blocks: the blocks a tile walks hold exactly the keys its rows see") {
   // For every tile of several shapes and windows: [n_min, n_max) covers every visible key of the
   // tile's rows, and its first and last blocks each hold one (no block is loaded for nothing).

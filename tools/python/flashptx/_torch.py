@@ -437,17 +437,17 @@ def _launch_fwd_local(q, k, v, out, lse, causal, softmax_scale, window, softcap)
                          "lse": lse.data_ptr()}, tuple(q.shape), tuple(k.shape),
                         {"q": _strides(q), "k": _strides(k), "v": _strides(v), "o": _strides(out)},
                         (_DTYPES[q.dtype], _DTYPES[k.dtype], _DTYPES[v.dtype], _DTYPES[out.dtype]),
-                        causal, softmax_scale, window, softcap)
+                        causal, softmax_scale, window, softcap, head_dim_v=v.shape[3])
     _call(lib, "flashptx_fwd", lib.flashptx_fwd, ctypes.byref(p), q.get_device())
 
 
 @torch.library.custom_op("flashptx::fwd_local", mutates_args=())
 def _fwd_local(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, softmax_scale: float,
                window_left: int, window_right: int, softcap: float) -> Tuple[torch.Tensor, torch.Tensor]:
-    _check_inputs("flashptx::fwd_local", q, k, v)
+    _check_inputs("flashptx::fwd_local", q, k, v, v_dim=True)
     q, k, v = _aligned_eager(q), _aligned_eager(k), _aligned_eager(v)
-    b, sq, hq, d = q.shape
-    out = q.new_empty((b, sq, hq, d))
+    b, sq, hq, _ = q.shape
+    out = q.new_empty((b, sq, hq, v.shape[3]))  # O has v's head dim (the (192, 128) split)
     lse = q.new_empty((b, hq, sq), dtype=torch.float32)
     window = None if (window_left, window_right) == (-1, -1) else (window_left, window_right)
     _launch_fwd_local(q, k, v, out, lse, causal, softmax_scale, window, softcap)
@@ -456,8 +456,8 @@ def _fwd_local(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, 
 
 @_fwd_local.register_fake
 def _fwd_local_fake(q, k, v, causal, softmax_scale, window_left, window_right, softcap):
-    b, sq, hq, d = q.shape
-    return q.new_empty((b, sq, hq, d)), q.new_empty((b, hq, sq), dtype=torch.float32)
+    b, sq, hq, _ = q.shape
+    return q.new_empty((b, sq, hq, v.shape[3])), q.new_empty((b, hq, sq), dtype=torch.float32)
 
 
 def _local_setup_context(ctx, inputs, output):
@@ -489,12 +489,12 @@ def _sink_ptrs(q, k, v):
 def _fwd_sink(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sinks: torch.Tensor, causal: bool,
               softmax_scale: float, window_left: int, window_right: int, softcap: float,
               deterministic: bool) -> Tuple[torch.Tensor, torch.Tensor]:
-    _check_inputs("flashptx::fwd_sink", q, k, v)
+    _check_inputs("flashptx::fwd_sink", q, k, v, v_dim=True)
     _check_sinks("flashptx::fwd_sink", sinks, q)
     q, k, v = _aligned_eager(q), _aligned_eager(k), _aligned_eager(v)
     sinks = sinks.contiguous()
-    b, sq, hq, d = q.shape
-    out = q.new_empty((b, sq, hq, d))
+    b, sq, hq, _ = q.shape
+    out = q.new_empty((b, sq, hq, v.shape[3]))  # O has v's head dim (the (192, 128) split)
     lse = q.new_empty((b, hq, sq), dtype=torch.float32)
     window = None if (window_left, window_right) == (-1, -1) else (window_left, window_right)
     _launch_fwd_sink(q, k, v, sinks, out, lse, causal, softmax_scale, window, softcap)
@@ -509,14 +509,14 @@ def _launch_fwd_sink(q, k, v, sinks, out, lse, causal, softmax_scale, window, so
                          "sinks": sinks.data_ptr()}, tuple(q.shape), tuple(k.shape),
                         {"q": _strides(q), "k": _strides(k), "v": _strides(v), "o": _strides(out)},
                         (_DTYPES[q.dtype], _DTYPES[k.dtype], _DTYPES[v.dtype], _DTYPES[out.dtype]),
-                        causal, softmax_scale, window, softcap)
+                        causal, softmax_scale, window, softcap, head_dim_v=v.shape[3])
     _call(lib, "flashptx_fwd", lib.flashptx_fwd, ctypes.byref(p), q.get_device())
 
 
 @_fwd_sink.register_fake
 def _fwd_sink_fake(q, k, v, sinks, causal, softmax_scale, window_left, window_right, softcap, deterministic):
-    b, sq, hq, d = q.shape
-    return q.new_empty((b, sq, hq, d)), q.new_empty((b, hq, sq), dtype=torch.float32)
+    b, sq, hq, _ = q.shape
+    return q.new_empty((b, sq, hq, v.shape[3])), q.new_empty((b, hq, sq), dtype=torch.float32)
 
 
 @torch.library.custom_op("flashptx::bwd_sink", mutates_args=())
@@ -582,6 +582,7 @@ def _sink_backward(ctx, dout, dlse):
             "flashptx.attention: no backward for sinks with window_size=%r, softcap=%r yet (the forward has "
             "them; the backward kernels do not)" % (ctx.window, ctx.softcap))
     q, k, v, sinks, out, lse = ctx.saved_tensors
+    _check_backward_dims("flashptx.attention backward", q, v)  # (head dims 96 and 192: no backward)
     if dout is None:
         dout = torch.zeros_like(out)
     dq, dk, dv, dsinks = torch.ops.flashptx.bwd_sink(dout, q, k, v, out, lse, sinks, ctx.causal, ctx.softmax_scale,
@@ -653,8 +654,8 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, deterministic=False,
     autocast dtype, as SDPA does). heads_q a multiple of heads_kv: GQA, MQA (heads_kv 1).
     head_dim 64, 128 or 256 (sm_100: 64 and 128), forward and backward; on sm_90 the forward also
     takes head_dim 96 and 192, and v of head_dim 128 beside q and k of 192 (DeepSeek's split; the
-    output then has v's head dim), without a window, softcap or sinks, and their backward is not
-    built: it raises NotImplementedError.
+    output then has v's head dim), with the window, softcap and sinks as the other head dims, and
+    their backward is not built: it raises NotImplementedError.
 
     Strides: any the C ABI accepts are used as they are, without a copy: last dim contiguous and
     the batch, row and head strides multiples of 16 bytes in any order (e.g. q, k, v unbound from
@@ -695,9 +696,6 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, deterministic=False,
         _check_inputs_eager("flashptx.attention", q, k, v)
     else:
         _check_inputs("flashptx.attention", q, k, v, v_dim=True)
-    if v.shape[3] != k.shape[3] and (sinks is not None or window is not None or cap != 0.0):
-        raise ValueError("flashptx.attention: a V head dim of its own (k %s, v %s) has no sliding window, "
-                         "softcap or sinks yet" % (tuple(k.shape), tuple(v.shape)))
     device_type = "cuda" if q.is_cuda else q.device.type
     if torch.is_autocast_enabled(device_type):
         # Under autocast, as SDPA: fp32 inputs run in the autocast dtype (bf16 or fp16).
