@@ -33,6 +33,8 @@
 #   tools/h200_check.sh BIN OUT host       the package's host path: its GPU tests, the suites of the launch
 #                                          path, then profile_calls (host time per call, with its split) and
 #                                          the package's bench beside SDPA, two runs each
+#   tools/h200_check.sh BIN OUT merged     the suites of the KV cache at d64/d256, the modifiers at d96/d192 and seqused;
+#                                          the Python GPU tests; memcheck on their cases; the KV cache's bench
 #   tools/h200_check.sh BIN OUT fp8_walk   the FP8 forward's suite, memcheck/synccheck of its paired walk, and its
 #                                          causal points against $LIB_B's FP8 forward in one process (two runs)
 #   tools/h200_check.sh BIN OUT timeline   one forward+backward through the package and through SDPA cuDNN on the
@@ -186,6 +188,22 @@ case $what in
       step package_bench_run$run 120 python3 -m flashptx.bench --hdims 64,128 --seqlens 1024,4096 \
         --json "$OUT/package-bench-run$run.json"
     done ;;
+  merged)
+    # What the variants and KV-cache issues added since the last check: the KV cache at d64/d256,
+    # the modifiers at head dims 96/192, seqused in both varlen directions, the FP8 suite; the Python
+    # GPU tests (attention_varlen, the KV cache's head dims, the modifiers at d96/d192); memcheck
+    # on the new kernels' cases; the KV cache's bench at every head dim.
+    step suite_kvcache 150 "$BIN/run_tests" -ts="gpu_sm90 fa3 kvcache"
+    step suite_hdim_local 120 "$BIN/run_tests" -ts="gpu_sm90 fa3 forward" -tc="head dims 96 and 192*"
+    step suite_seqused 120 "$BIN/run_tests" -ts="gpu_sm90 fa3 varlen" -tc="seqused:*"
+    step python_gpu 200 python3 tools/python/tests/test_gpu.py --json "$OUT/python_gpu.json"
+    step memcheck_kv_dims 90 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/run_tests" \
+      -ts="gpu_sm90 fa3 kvcache" -tc="d64 and d256: decode*"
+    step memcheck_hdim_local 90 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/run_tests" \
+      -ts="gpu_sm90 fa3 forward" -tc="head dims 96 and 192: window*"
+    step memcheck_seqused 90 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/run_tests" \
+      -ts="gpu_sm90 fa3 varlen" -tc="seqused: backward*"
+    step kvcache_dims_time 120 python3 tools/bench/kvcache_time.py --dims 64,128,256 --out "$OUT/kvcache-dims-time.json" ;;
   fp8_walk)
     # The FP8 forward's causal walk: its GPU suite, memcheck and synccheck on the paired case, then the
     # causal grid points against $LIB_B (a build whose causal FP8 calls ran one CTA per tile) in the
