@@ -35,6 +35,7 @@
 #                                          the package's bench beside SDPA, two runs each
 #   tools/h200_check.sh BIN OUT merged     the suites of the KV cache at d64/d256, the modifiers at d96/d192 and seqused;
 #                                          the Python GPU tests; memcheck on their cases; the KV cache's bench
+#   tools/h200_check.sh BIN OUT merged2    the KV cache's suite, the Python GPU tests and the KV cache's bench again
 #   tools/h200_check.sh BIN OUT fp8_walk   the FP8 forward's suite, memcheck/synccheck of its paired walk, and its
 #                                          causal points against $LIB_B's FP8 forward in one process (two runs)
 #   tools/h200_check.sh BIN OUT timeline   one forward+backward through the package and through SDPA cuDNN on the
@@ -204,6 +205,11 @@ case $what in
     step memcheck_seqused 90 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/run_tests" \
       -ts="gpu_sm90 fa3 varlen" -tc="seqused: backward*"
     step kvcache_dims_time 120 python3 tools/bench/kvcache_time.py --dims 64,128,256 --out "$OUT/kvcache-dims-time.json" ;;
+  merged2)
+    # After merged: the KV cache's suite and the package's GPU tests again, the KV cache's bench (run 2).
+    step suite_kvcache 150 "$BIN/run_tests" -ts="gpu_sm90 fa3 kvcache"
+    step python_gpu 200 python3 tools/python/tests/test_gpu.py --json "$OUT/python_gpu.json"
+    step kvcache_dims_time_run2 150 python3 tools/bench/kvcache_time.py --dims 64,128,256 --out "$OUT/kvcache-dims-time-run2.json" ;;
   fp8_walk)
     # The FP8 forward's causal walk: its GPU suite, memcheck and synccheck on the paired case, then the
     # causal grid points against $LIB_B (a build whose causal FP8 calls ran one CTA per tile) in the
