@@ -9,8 +9,9 @@
 //   fa3_fwd_fp8_sm90_d128        128 x 128          2                      132,208       56 / 224
 //   fa3_fwd_fp8_sm90_d256        128 x 64           2                      164,976       56 / 224
 //   fa3_fwd_fp8_sm90_d64_p, _d128_p, _d256_p: the same, the consumers looping over tiles (persistent)
-//   fa3_fwd_fp8_sm90_d64_paired, _d128_paired, _d256_paired: the same, walking the paired causal
-//                                schedule (Fp8Config::paired)
+//   fa3_fwd_fp8_sm90_d64_paired, _d128_paired, _d256_paired, _d64_n256_paired: the same, walking the
+//                                paired causal schedule (Fp8Config::paired; d128's wide kernel has no
+//                                paired twin: the walk's registers make it spill)
 //   fa3_fwd_fp8_sm90_d64_n256_p  128 x 256          2                      115,824       56 / 224
 //   fa3_fwd_fp8_sm90_d128_n192_p 128 x 192          2                      181,360       56 / 224
 // (the wide kernels exist only in the loop flavour; launch_fwd_fp8 says why)
@@ -50,6 +51,7 @@ FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d128_n192_p, flashptx::fa3::persist
 FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d64_paired, flashptx::fa3::paired(flashptx::fa3::kFp8D64))
 FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d128_paired, flashptx::fa3::paired(flashptx::fa3::kFp8D128))
 FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d256_paired, flashptx::fa3::paired(flashptx::fa3::kFp8D256))
+FLASHPTX_FA3_FWD_FP8_KERNEL(fa3_fwd_fp8_sm90_d64_n256_paired, flashptx::fa3::paired(flashptx::fa3::kFp8D64N256))
 
 namespace flashptx {
 
@@ -201,12 +203,11 @@ static bool wide_blocks_apply(const flashptx_fwd_fp8_params& a) {
 // scheduler balances a causal mask better than a static round robin (docs/DECISIONS.md, "FP8: when
 // the tile loop runs").
 static bool persistent_applies(const flashptx_fwd_fp8_params& a) { return a.causal == 0 && a.seqlen_k <= 4096; }
-// Causal calls up to 4k keys that take no wide kernel: the paired walk, one CTA per SM (units of
-// tiles m and M-1-m have equal key counts, so the static round robin balances, and each tile's start
-// passes under the previous one's end; docs/DECISIONS.md, "FP8: the paired causal walk").
-static bool paired_applies(const flashptx_fwd_fp8_params& a) {
-  return a.causal != 0 && a.seqlen_k <= 4096 && !wide_blocks_apply(a);
-}
+// Causal calls: the paired walk, one CTA per SM (units of tiles m and M-1-m have equal key counts,
+// so the static round robin balances, and each tile's start passes under the previous one's end;
+// docs/DECISIONS.md, "FP8: the paired causal walk"), with 128-key blocks, or at d64 the wide ones
+// where they apply (d128's wide kernel has no paired twin: causal d128 takes 128-key blocks).
+static bool paired_applies(const flashptx_fwd_fp8_params& a) { return a.causal != 0; }
 
 // Every launchable FP8 forward kernel, its symbol and its launch, named once: launch_fwd_fp8 and
 // fwd_fp8_kernel_name take the same entry from select_fp8_kernel.
@@ -239,10 +240,12 @@ static const Fp8Kernel* select_fp8_kernel(const flashptx_fwd_fp8_params& a) {
   static const Fp8Kernel d64_paired = FLASHPTX_FP8_ENTRY(fa3_fwd_fp8_sm90_d64_paired, fa3::paired(fa3::kFp8D64));
   static const Fp8Kernel d128_paired = FLASHPTX_FP8_ENTRY(fa3_fwd_fp8_sm90_d128_paired, fa3::paired(fa3::kFp8D128));
   static const Fp8Kernel d256_paired = FLASHPTX_FP8_ENTRY(fa3_fwd_fp8_sm90_d256_paired, fa3::paired(fa3::kFp8D256));
+  static const Fp8Kernel d64_n256_paired =
+      FLASHPTX_FP8_ENTRY(fa3_fwd_fp8_sm90_d64_n256_paired, fa3::paired(fa3::kFp8D64N256));
   const bool wide = wide_blocks_apply(a), pers = persistent_applies(a), pair = paired_applies(a);
   switch (a.head_dim) {
-    case 64: return wide ? &d64_n256_p : pair ? &d64_paired : pers ? &d64_p : &d64;
-    case 128: return wide ? &d128_n192_p : pair ? &d128_paired : pers ? &d128_p : &d128;
+    case 64: return wide ? (pair ? &d64_n256_paired : &d64_n256_p) : pair ? &d64_paired : pers ? &d64_p : &d64;
+    case 128: return pair ? &d128_paired : wide ? &d128_n192_p : pers ? &d128_p : &d128;
     case 256: return pair ? &d256_paired : pers ? &d256_p : &d256;
   }
   return nullptr;
@@ -299,6 +302,7 @@ std::span<const KernelEntry> fa3_fwd_fp8_kernels() {
       FLASHPTX_FP8_ROW(fa3_fwd_fp8_sm90_d64_paired, paired(kFp8D64)),
       FLASHPTX_FP8_ROW(fa3_fwd_fp8_sm90_d128_paired, paired(kFp8D128)),
       FLASHPTX_FP8_ROW(fa3_fwd_fp8_sm90_d256_paired, paired(kFp8D256)),
+      FLASHPTX_FP8_ROW(fa3_fwd_fp8_sm90_d64_n256_paired, paired(kFp8D64N256)),
   };
   return rows;
 }

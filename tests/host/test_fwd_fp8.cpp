@@ -482,7 +482,7 @@ TEST_SUITE("host fp8 forward") {
 // Which kernel a call launches (src/sm90/fa3_fwd_fp8.cu: wide_blocks_apply, persistent_applies,
 // paired_applies): a host-only decision, checked here against the rules the launch comments and
 // README state.
-TEST_CASE("kernel choice: wide blocks only for uniform K/V descales, V row-major, >= 2k keys; the loop flavour for non-causal up to 4k keys; the paired walk for causal up to 4k keys") {
+TEST_CASE("kernel choice: wide blocks only for uniform K/V descales, V row-major, >= 2k keys; the loop flavour for non-causal up to 4k keys; the paired walk for every causal call") {
   flashptx_fwd_fp8_params p;
   const auto name = [&](int64_t d, int64_t sk, int causal, flashptx_fp8_scale_granularity kv, bool vt) {
     flashptx_fwd_fp8_params_contiguous(&p, reinterpret_cast<void*>(256), reinterpret_cast<void*>(512),
@@ -499,24 +499,27 @@ TEST_CASE("kernel choice: wide blocks only for uniform K/V descales, V row-major
   // Per-block K/V descales: 128-key (d256: 64-key) blocks whatever the length.
   CHECK(name(128, 8192, 0, kB, false) == "fa3_fwd_fp8_sm90_d128");
   CHECK(name(128, 4096, 0, kB, false) == "fa3_fwd_fp8_sm90_d128_p");
-  CHECK(name(64, 8192, 1, kB, false) == "fa3_fwd_fp8_sm90_d64");
-  // Uniform K/V descales from 2048 keys: the wide blocks (loop flavour only, any grid).
+  CHECK(name(64, 8192, 1, kB, false) == "fa3_fwd_fp8_sm90_d64_paired");
+  // Uniform K/V descales from 2048 keys: the wide blocks (loop flavour only, any grid; causal d128:
+  // the paired walk's 128-key blocks instead).
   CHECK(name(128, 2048, 0, kH, false) == "fa3_fwd_fp8_sm90_d128_n192_p");
-  CHECK(name(128, 16384, 1, kT, false) == "fa3_fwd_fp8_sm90_d128_n192_p");
+  CHECK(name(128, 16384, 1, kT, false) == "fa3_fwd_fp8_sm90_d128_paired");
   CHECK(name(64, 8192, 0, kH, false) == "fa3_fwd_fp8_sm90_d64_n256_p");
   CHECK(name(128, 2047, 0, kH, false) == "fa3_fwd_fp8_sm90_d128_p");
   // V given keys-contiguous: one TMA box per Vt stage, so never the two-chunk wide stage.
   CHECK(name(128, 8192, 0, kH, true) == "fa3_fwd_fp8_sm90_d128");
-  // d256 has no wide kernel (O is 128 registers per thread); long calls one CTA per tile.
+  // d256 has no wide kernel (O is 128 registers per thread); long non-causal calls one CTA per tile.
   CHECK(name(256, 8192, 0, kH, false) == "fa3_fwd_fp8_sm90_d256");
-  CHECK(name(256, 8192, 1, kH, false) == "fa3_fwd_fp8_sm90_d256");
-  // Causal up to 4k keys, where no wide kernel runs: the paired walk, every head dim and layout.
+  CHECK(name(256, 8192, 1, kH, false) == "fa3_fwd_fp8_sm90_d256_paired");
+  // Causal: the paired walk, every head dim, layout and length, with the wide blocks where they apply
+  // at d64 (d128's wide kernel has no paired twin).
   CHECK(name(256, 1024, 1, kH, false) == "fa3_fwd_fp8_sm90_d256_paired");
   CHECK(name(128, 4096, 1, kB, false) == "fa3_fwd_fp8_sm90_d128_paired");
   CHECK(name(128, 1024, 1, kH, false) == "fa3_fwd_fp8_sm90_d128_paired");
   CHECK(name(64, 512, 1, kT, true) == "fa3_fwd_fp8_sm90_d64_paired");
-  CHECK(name(128, 4097, 1, kB, false) == "fa3_fwd_fp8_sm90_d128");
-  CHECK(name(128, 2048, 1, kH, false) == "fa3_fwd_fp8_sm90_d128_n192_p");
+  CHECK(name(128, 4097, 1, kB, false) == "fa3_fwd_fp8_sm90_d128_paired");
+  CHECK(name(128, 2048, 1, kH, false) == "fa3_fwd_fp8_sm90_d128_paired");
+  CHECK(name(64, 8192, 1, kH, false) == "fa3_fwd_fp8_sm90_d64_n256_paired");
   CHECK(name(256, 1024, 0, kH, false) == "fa3_fwd_fp8_sm90_d256_p");
   CHECK(name(96, 1024, 0, kH, false) == "(none)");
 }
