@@ -35,7 +35,8 @@
 #                                          the package's bench beside SDPA, two runs each
 #   tools/h200_check.sh BIN OUT merged     the suites of the KV cache at d64/d256, the modifiers at d96/d192 and seqused;
 #                                          the Python GPU tests; memcheck on their cases; the KV cache's bench
-#   tools/h200_check.sh BIN OUT merged2    the KV cache's suite, the Python GPU tests and the KV cache's bench again
+#   tools/h200_check.sh BIN OUT merged2    the KV cache's suite, the Python GPU tests, the FP8 suite, the FP8 paired
+#                                          walk's long causal points against $LIB_B, the KV cache's bench again
 #   tools/h200_check.sh BIN OUT fp8_walk   the FP8 forward's suite, memcheck/synccheck of its paired walk, and its
 #                                          causal points against $LIB_B's FP8 forward in one process (two runs)
 #   tools/h200_check.sh BIN OUT timeline   one forward+backward through the package and through SDPA cuDNN on the
@@ -206,9 +207,21 @@ case $what in
       -ts="gpu_sm90 fa3 varlen" -tc="seqused: backward*"
     step kvcache_dims_time 120 python3 tools/bench/kvcache_time.py --dims 64,128,256 --out "$OUT/kvcache-dims-time.json" ;;
   merged2)
-    # After merged: the KV cache's suite and the package's GPU tests again, the KV cache's bench (run 2).
+    # After merged: the KV cache's suite and the package's GPU tests again, the FP8 suite with the
+    # paired walk on every causal call, that walk's long causal points against $LIB_B (two runs), the
+    # KV cache's bench (run 2).
     step suite_kvcache 150 "$BIN/run_tests" -ts="gpu_sm90 fa3 kvcache"
     step python_gpu 200 python3 tools/python/tests/test_gpu.py --json "$OUT/python_gpu.json"
+    step suite_fp8 220 "$BIN/run_tests" -ts="gpu_sm90 fa3 fp8 forward"
+    long_head="8,2048,32,64,1;4,4096,32,64,1;2,8192,32,64,1;1,16384,32,64,1;8,2048,16,128,1;4,4096,16,128,1"
+    long_head="$long_head;2,8192,16,128,1;1,16384,16,128,1;2,8192,8,256,1;1,16384,8,256,1"
+    long_block="2,8192,32,64,1;1,16384,32,64,1;2,8192,16,128,1;1,16384,16,128,1"
+    for run in 1 2; do
+      step fp8_long_per_head_run$run 120 python3 tools/bench/fp8_time.py --lib-b "${LIB_B:?LIB_B}" --gran 1 \
+        --shapes "$long_head" --out "$OUT/fp8-long-per-head-run$run.json"
+      step fp8_long_per_block_run$run 90 python3 tools/bench/fp8_time.py --lib-b "$LIB_B" --gran 2 \
+        --shapes "$long_block" --out "$OUT/fp8-long-per-block-run$run.json"
+    done
     step kvcache_dims_time_run2 150 python3 tools/bench/kvcache_time.py --dims 64,128,256 --out "$OUT/kvcache-dims-time-run2.json" ;;
   fp8_walk)
     # The FP8 forward's causal walk: its GPU suite, memcheck and synccheck on the paired case, then the
