@@ -204,10 +204,17 @@ static bool wide_blocks_apply(const flashptx_fwd_fp8_params& a) {
 // the tile loop runs").
 static bool persistent_applies(const flashptx_fwd_fp8_params& a) { return a.causal == 0 && a.seqlen_k <= 4096; }
 // Causal calls: the paired walk, one CTA per SM (units of tiles m and M-1-m have equal key counts,
-// so the static round robin balances, and each tile's start passes under the previous one's end;
-// docs/DECISIONS.md, "FP8: the paired causal walk"), with 128-key blocks, or at d64 the wide ones
-// where they apply (d128's wide kernel has no paired twin: causal d128 takes 128-key blocks).
-static bool paired_applies(const flashptx_fwd_fp8_params& a) { return a.causal != 0; }
+// so the static round robin balances, and each tile's start passes under the previous one's end),
+// where it measured at least one CTA per tile's rate (docs/DECISIONS.md, "FP8: the paired causal
+// walk"): up to 8k keys with 128-key (d256: 64-key) blocks; at d64 with the wide blocks at every
+// length; at d128 where the wide blocks apply only up to 2k keys (its wide kernel has no paired twin,
+// and past 2k the 192-key blocks one CTA per tile win).
+static bool paired_applies(const flashptx_fwd_fp8_params& a) {
+  if (a.causal == 0) return false;
+  if (wide_blocks_apply(a) && a.head_dim == 64) return true;
+  if (wide_blocks_apply(a) && a.head_dim == 128) return a.seqlen_k <= 2048;
+  return a.seqlen_k <= 8192;
+}
 
 // Every launchable FP8 forward kernel, its symbol and its launch, named once: launch_fwd_fp8 and
 // fwd_fp8_kernel_name take the same entry from select_fp8_kernel.

@@ -482,7 +482,7 @@ TEST_SUITE("host fp8 forward") {
 // Which kernel a call launches (src/sm90/fa3_fwd_fp8.cu: wide_blocks_apply, persistent_applies,
 // paired_applies): a host-only decision, checked here against the rules the launch comments and
 // README state.
-TEST_CASE("kernel choice: wide blocks only for uniform K/V descales, V row-major, >= 2k keys; the loop flavour for non-causal up to 4k keys; the paired walk for every causal call") {
+TEST_CASE("kernel choice: wide blocks only for uniform K/V descales, V row-major, >= 2k keys; the loop flavour for non-causal up to 4k keys; the paired walk for causal calls where it measured ahead") {
   flashptx_fwd_fp8_params p;
   const auto name = [&](int64_t d, int64_t sk, int causal, flashptx_fp8_scale_granularity kv, bool vt) {
     flashptx_fwd_fp8_params_contiguous(&p, reinterpret_cast<void*>(256), reinterpret_cast<void*>(512),
@@ -500,10 +500,10 @@ TEST_CASE("kernel choice: wide blocks only for uniform K/V descales, V row-major
   CHECK(name(128, 8192, 0, kB, false) == "fa3_fwd_fp8_sm90_d128");
   CHECK(name(128, 4096, 0, kB, false) == "fa3_fwd_fp8_sm90_d128_p");
   CHECK(name(64, 8192, 1, kB, false) == "fa3_fwd_fp8_sm90_d64_paired");
-  // Uniform K/V descales from 2048 keys: the wide blocks (loop flavour only, any grid; causal d128:
-  // the paired walk's 128-key blocks instead).
+  // Uniform K/V descales from 2048 keys: the wide blocks (loop flavour only, any grid; causal d128 at
+  // 2048: the paired walk's 128-key blocks instead).
   CHECK(name(128, 2048, 0, kH, false) == "fa3_fwd_fp8_sm90_d128_n192_p");
-  CHECK(name(128, 16384, 1, kT, false) == "fa3_fwd_fp8_sm90_d128_paired");
+  CHECK(name(128, 16384, 1, kT, false) == "fa3_fwd_fp8_sm90_d128_n192_p");
   CHECK(name(64, 8192, 0, kH, false) == "fa3_fwd_fp8_sm90_d64_n256_p");
   CHECK(name(128, 2047, 0, kH, false) == "fa3_fwd_fp8_sm90_d128_p");
   // V given keys-contiguous: one TMA box per Vt stage, so never the two-chunk wide stage.
@@ -511,8 +511,8 @@ TEST_CASE("kernel choice: wide blocks only for uniform K/V descales, V row-major
   // d256 has no wide kernel (O is 128 registers per thread); long non-causal calls one CTA per tile.
   CHECK(name(256, 8192, 0, kH, false) == "fa3_fwd_fp8_sm90_d256");
   CHECK(name(256, 8192, 1, kH, false) == "fa3_fwd_fp8_sm90_d256_paired");
-  // Causal: the paired walk, every head dim, layout and length, with the wide blocks where they apply
-  // at d64 (d128's wide kernel has no paired twin).
+  // Causal: the paired walk up to 8k keys with 128-key blocks; at d64 with the wide blocks at every
+  // length; at d128, where the wide blocks apply, up to 2k keys (then the wide kernel, one CTA per tile).
   CHECK(name(256, 1024, 1, kH, false) == "fa3_fwd_fp8_sm90_d256_paired");
   CHECK(name(128, 4096, 1, kB, false) == "fa3_fwd_fp8_sm90_d128_paired");
   CHECK(name(128, 1024, 1, kH, false) == "fa3_fwd_fp8_sm90_d128_paired");
@@ -520,6 +520,11 @@ TEST_CASE("kernel choice: wide blocks only for uniform K/V descales, V row-major
   CHECK(name(128, 4097, 1, kB, false) == "fa3_fwd_fp8_sm90_d128_paired");
   CHECK(name(128, 2048, 1, kH, false) == "fa3_fwd_fp8_sm90_d128_paired");
   CHECK(name(64, 8192, 1, kH, false) == "fa3_fwd_fp8_sm90_d64_n256_paired");
+  CHECK(name(64, 16384, 1, kT, false) == "fa3_fwd_fp8_sm90_d64_n256_paired");
+  CHECK(name(128, 4096, 1, kH, false) == "fa3_fwd_fp8_sm90_d128_n192_p");
+  CHECK(name(128, 8192, 1, kB, false) == "fa3_fwd_fp8_sm90_d128_paired");
+  CHECK(name(128, 8193, 1, kB, false) == "fa3_fwd_fp8_sm90_d128");
+  CHECK(name(256, 16384, 1, kH, false) == "fa3_fwd_fp8_sm90_d256");
   CHECK(name(256, 1024, 0, kH, false) == "fa3_fwd_fp8_sm90_d256_p");
   CHECK(name(96, 1024, 0, kH, false) == "(none)");
 }
