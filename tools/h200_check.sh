@@ -212,7 +212,7 @@ case $what in
     # KV cache's bench (run 2).
     step suite_kvcache 150 "$BIN/run_tests" -ts="gpu_sm90 fa3 kvcache"
     step python_gpu 200 python3 tools/python/tests/test_gpu.py --json "$OUT/python_gpu.json"
-    step suite_fp8 220 "$BIN/run_tests" -ts="gpu_sm90 fa3 fp8 forward"
+    step suite_fp8 300 "$BIN/run_tests" -ts="gpu_sm90 fa3 fp8 forward"
     long_head="8,2048,32,64,1;4,4096,32,64,1;2,8192,32,64,1;1,16384,32,64,1;8,2048,16,128,1;4,4096,16,128,1"
     long_head="$long_head;2,8192,16,128,1;1,16384,16,128,1;2,8192,8,256,1;1,16384,8,256,1"
     long_block="2,8192,32,64,1;1,16384,32,64,1;2,8192,16,128,1;1,16384,16,128,1"
