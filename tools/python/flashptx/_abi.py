@@ -354,6 +354,19 @@ def _is_int(x):
     return isinstance(x, int) and not isinstance(x, bool)
 
 
+def _check_scale(fail, softmax_scale):
+    """The ABI's softmax_scale for a Python value: 0.0 for None (1/sqrt(head_dim)), else a finite
+    number above 0; anything else goes to fail(message)."""
+    if softmax_scale is None:
+        return 0.0
+    if isinstance(softmax_scale, bool) or not isinstance(softmax_scale, (int, float)):
+        fail("softmax_scale must be a number or None, got %r" % (softmax_scale,))
+    scale = float(softmax_scale)
+    if not (0.0 < scale < float("inf")):
+        fail("softmax_scale is %r: finite and above 0 (None: 1/sqrt(head_dim))" % (softmax_scale,))
+    return scale
+
+
 def check_kvcache(where, q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None, cache_seqlens=None,
                   cache_batch_idx=None, cache_leftpad=None, page_table=None, softmax_scale=None, causal=False,
                   window_size=(-1, -1), softcap=0.0, rotary_interleaved=True, num_splits=0):
@@ -480,14 +493,7 @@ def check_kvcache(where, q, k_cache, v_cache, k=None, v=None, rotary_cos=None, r
             fail("rotary_cos is %s: [seqlen_ro >= 1, rotary_dim / 2] with 0 < rotary_dim <= head_dim %d"
                  % (rotary_cos.shape, head_dim))
 
-    if softmax_scale is None:
-        scale = 0.0
-    else:
-        if isinstance(softmax_scale, bool) or not isinstance(softmax_scale, (int, float)):
-            fail("softmax_scale must be a number or None, got %r" % (softmax_scale,))
-        scale = float(softmax_scale)
-        if not (0.0 < scale < float("inf")):
-            fail("softmax_scale is %r: finite and above 0 (None: 1/sqrt(head_dim))" % (softmax_scale,))
+    scale = _check_scale(fail, softmax_scale)
     window, cap = check_modifiers(where, window_size, softcap)
     if window is not None:
         fail("window_size %r: the KV-cache kernels have no sliding window yet ((-1, -1) only)" % (tuple(window_size),))
@@ -573,14 +579,7 @@ def check_varlen(where, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_s
         for b, (u, n) in enumerate(zip(used, lens)):
             if not 0 <= u <= n:
                 fail("%s[%d] is %d: a used length is 0 to the sequence's length %d" % (name, b, u, n))
-    if softmax_scale is None:
-        scale = 0.0
-    else:
-        if isinstance(softmax_scale, bool) or not isinstance(softmax_scale, (int, float)):
-            fail("softmax_scale must be a number or None, got %r" % (softmax_scale,))
-        scale = float(softmax_scale)
-        if not (0.0 < scale < float("inf")):
-            fail("softmax_scale is %r: finite and above 0 (None: 1/sqrt(head_dim))" % (softmax_scale,))
+    scale = _check_scale(fail, softmax_scale)
     if not isinstance(causal, bool):
         fail("causal must be a bool, got %r" % (causal,))
     window, cap = check_modifiers(where, window_size, softcap)
