@@ -734,6 +734,21 @@ TEST_CASE("backward: every head dim and dtype, causal and not, GQA: ragged lengt
     }
 }
 
+// Launches 2.. of a deterministic case (20 on a GPU; on the simulator 2, under other scheduling
+// policies), each bitwise equal to the first's gradients.
+void check_launches_bitwise(VBProblem& pb, const VBCase& c, const VBProblem::Grads& first) {
+  for (int i = 0; i < (on_simulator() ? 2 : 20); ++i) {
+    std::unique_ptr<SimSchedule> schedule;
+    if (on_simulator()) schedule.reset(new SimSchedule(kSimPolicies[i]));
+    pb.poison();
+    pb.run();
+    const auto g = pb.grads();
+    CHECK_MESSAGE(g.dq == first.dq, c.str() << ": dQ of launch " << i + 2 << " differs from the first");
+    CHECK_MESSAGE(g.dk == first.dk, c.str() << ": dK of launch " << i + 2 << " differs from the first");
+    CHECK_MESSAGE(g.dv == first.dv, c.str() << ": dV of launch " << i + 2 << " differs from the first");
+  }
+}
+
 TEST_CASE("backward: deterministic mode, bitwise across launches and schedules") {
   // Causal (the dQ writers shortest-first within each sequence) and not (ascending), GQA (the
   // query heads of a group add dK/dV in order); on the simulator the second and third launches run
@@ -749,16 +764,7 @@ TEST_CASE("backward: deterministic mode, bitwise across launches and schedules")
     const auto first = pb.grads();
     check_bwd_writes(pb, first);
     check_bwd_rule(pb, first);
-    for (int i = 0; i < (on_simulator() ? 2 : 20); ++i) {
-      std::unique_ptr<SimSchedule> schedule;
-      if (on_simulator()) schedule.reset(new SimSchedule(kSimPolicies[i]));
-      pb.poison();
-      pb.run();
-      const auto g = pb.grads();
-      CHECK_MESSAGE(g.dq == first.dq, c.str() << ": dQ of launch " << i + 2 << " differs from the first");
-      CHECK_MESSAGE(g.dk == first.dk, c.str() << ": dK of launch " << i + 2 << " differs from the first");
-      CHECK_MESSAGE(g.dv == first.dv, c.str() << ": dV of launch " << i + 2 << " differs from the first");
-    }
+    check_launches_bitwise(pb, c, first);
     // The kernels users link (the release libflashptx.so; on the simulator under the random policy):
     // the same bits.
     const auto& rel = flashptx_test::release_lib();
@@ -960,16 +966,7 @@ TEST_CASE("seqused: deterministic backward, bitwise across launches and schedule
     const auto first = pb.grads();
     check_bwd_writes(pb, first);
     check_bwd_rule(pb, first);
-    for (int i = 0; i < (on_simulator() ? 2 : 20); ++i) {
-      std::unique_ptr<SimSchedule> schedule;
-      if (on_simulator()) schedule.reset(new SimSchedule(kSimPolicies[i]));
-      pb.poison();
-      pb.run();
-      const auto g = pb.grads();
-      CHECK_MESSAGE(g.dq == first.dq, c.str() << ": dQ of launch " << i + 2 << " differs from the first");
-      CHECK_MESSAGE(g.dk == first.dk, c.str() << ": dK of launch " << i + 2 << " differs from the first");
-      CHECK_MESSAGE(g.dv == first.dv, c.str() << ": dV of launch " << i + 2 << " differs from the first");
-    }
+    check_launches_bitwise(pb, c, first);
   }
 }
 
