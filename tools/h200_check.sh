@@ -42,6 +42,12 @@
 #   tools/h200_check.sh BIN OUT timeline   one forward+backward through the package and through SDPA cuDNN on the
 #                                          bench's shapes under torch.profiler: each launch's host time, each
 #                                          GPU wait, the host ops before the backward (two runs; traces of run 1)
+#   tools/h200_check.sh BIN OUT all        every GPU suite split into steps (test flavour; the release flavour's
+#                                          suite and the Python GPU tests), then memcheck, synccheck and
+#                                          racecheck on one small case per kernel family: $JOBS processes at a
+#                                          time on the one GPU (correctness only: nothing here is timed)
+#   tools/h200_check.sh BIN OUT capture_new  the capture (as capture_split) of the suites and cases added since
+#                                          the manifest tools/sim/chip/h200-copies.tsv was written
 #   WHAT may name several modes, comma-separated, run in that order in one call.
 #
 # BIN holds run_tests, flashptx, libflashptx.so (CUDA runtime linked statically) and COMMIT.
@@ -62,6 +68,27 @@ step() {  # step NAME TIMEOUT CMD...: not started once the call's budget (second
   [ "$t" -le "$left" ] || t=$left
   timeout "$t" "$@" > "$OUT/$name.log" 2>&1; rc=$?
   summary+=("$name rc=$rc $(( $(date +%s) - t0 ))s: $(grep -E 'passed|ERROR SUMMARY|test cases|ladder-tflops: fa3' "$OUT/$name.log" | tail -n 1 | cut -c1-150)")
+}
+# pstep NAME TIMEOUT CMD...: like step, in the background, at most $JOBS at a time; pwait collects them.
+JOBS=${JOBS:-8}; pnames=()
+pstep() {
+  local name=$1 t=$2; shift 2
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
+  local left=$(( budget - ($(date +%s) - t_start) ))
+  if [ "$left" -lt 20 ]; then summary+=("$name not run: the call's budget of ${budget}s is spent"); return; fi
+  [ "$t" -le "$left" ] || t=$left
+  pnames+=("$name")
+  ( t0=$(date +%s); timeout "$t" "$@" > "$OUT/$name.log" 2>&1; echo "$? $(( $(date +%s) - t0 ))" > "$OUT/$name.rc" ) &
+}
+pwait() {
+  wait
+  local name rc secs
+  for name in "${pnames[@]}"; do
+    read -r rc secs < "$OUT/$name.rc" 2>/dev/null || { rc=?; secs=?; }
+    summary+=("$name rc=$rc ${secs}s: $(grep -E 'passed|ERROR SUMMARY|test cases' "$OUT/$name.log" | tail -n 1 | cut -c1-150)")
+    rm -f "$OUT/$name.rc"
+  done
+  pnames=()
 }
 run_cases() {  # run_cases TIMEOUT: each of $CASES ("suite|case patterns;...") its own step
   local named i
@@ -245,6 +272,56 @@ case $what in
       step timeline_run$run 200 python3 tools/python/timeline_calls.py --json "$OUT/timeline-run$run.json" \
         $([ $run = 1 ] && echo --trace-dir "$OUT")
     done ;;
+  all)
+    # Longest first. Each step its own process (a trapped kernel poisons its own context only).
+    R="$BIN/run_tests"; F="gpu_sm90 fa3 forward"; B="gpu_sm90 fa3 backward"; E="gpu_sm90 fa3 fp8 forward"; V="gpu_sm90 fa3 varlen"
+    pstep bwd_large 420 "$R" -ts="$B" -tc="large shapes*,the release library*"
+    pstep bwd_d256_large 420 "$R" -ts="$B" -tc="d256: large*"
+    pstep fwd_large 300 "$R" -ts="$F" -tc="large shapes*"
+    pstep fwd_paired 300 "$R" -ts="$F" -tc="the paired*"
+    pstep fwd_determinism 300 "$R" -ts="$F" -tc="determinism*"
+    pstep fp8_walk_det 300 "$R" -ts="$E" -tc="the paired causal walk*,determinism*,bad input*"
+    pstep sinks 300 "$R" -ts="gpu_sm90 fa3 sinks"
+    pstep bwd_det 300 "$R" -ts="$B" -tc="deterministic mode*"
+    pstep bwd_d256_det 300 "$R" -ts="$B" -tc="d256: deterministic*"
+    pstep bwd_core 300 "$R" -ts="$B" -tc="small shapes*,medium shapes*,strided*,a custom*,edge sizes*,a call from*"
+    pstep bwd_d256_core 300 "$R" -ts="$B" -tc="d256: small*,d256: medium*,d256: strided*,d256: a custom*,d256: edge*"
+    pstep fwd_persistent_dynamic 300 "$R" -ts="$F" -tc="the persistent d256*,the dynamic schedule*"
+    pstep fwd_hdim 300 "$R" -ts="$F" -tc="head dims 96*"
+    pstep fp8_shapes 300 "$R" -ts="$E" -tc="smoke*,d64:*,d128:*,d256:*,mixed*,shapes:*"
+    pstep fwd_core 300 "$R" -ts="$F" -tc="small shapes*,medium and long*,unequal lengths*,strided layouts*,large-magnitude*,scores that grow*,seqlen_k = 0*"
+    pstep fwd_local 300 "$R" -ts="$F" -tc="sliding window*,softcap*,bad window*,bad input*"
+    pstep varlen_fwd 300 "$R" -ts="$V" -tc="every head dim*,batches*,padded*,repeated*,sliding*,bad cu*"
+    pstep varlen_bwd_seqused 300 "$R" -ts="$V" -tc="backward:*,seqused:*"
+    pstep kvcache 300 "$R" -ts="gpu_sm90 fa3 kvcache"
+    pstep fp8_rmse_quant 200 "$R" -ts="gpu_sm90 fa3 fp8 rmse,gpu_sm90 fp8 quantize"
+    pstep ladder 200 "$R" -ts="gpu_sm90 ladder"
+    pstep primitives 200 "$R" -ts="gpu_sm90 primitives*"
+    pstep misc 200 "$R" -ts="gpu_sm90 release flavour,gpu_sm90 launch plan,gpu_sm90 fa3 trace,gpu_sm90 fa3 dynamic schedule,gpu_sm90 numerics,gpu_sm90 race repro,gpu_sm90 isa readings"
+    pstep python_gpu 300 python3 tools/python/tests/test_gpu.py --json "$OUT/python_gpu.json"
+    # One small case per kernel family under each tool.
+    for tool in memcheck synccheck racecheck; do
+      for fam in "fwd|$F|unequal lengths*" "local|$F|softcap*" "hdim|$F|head dims 96 and 192: window*" \
+                 "dynamic|gpu_sm90 fa3 dynamic schedule|*" "bwd|$B|small shapes*" "fp8|$E|d128:*" \
+                 "fp8_paired|$E|the paired causal walk*" "quant|gpu_sm90 fp8 quantize|shapes:*" \
+                 "varlen|$V|every head dim*" "varlen_bwd|$V|backward: every head dim*" "seqused|$V|seqused: backward*" \
+                 "kvcache|gpu_sm90 fa3 kvcache|d64 and d256: decode*" "sinks|gpu_sm90 fa3 sinks|backward with sinks*"; do
+        IFS='|' read -r n suite cases <<< "$fam"
+        pstep "${tool}_$n" 300 compute-sanitizer --tool "$tool" --error-exitcode 9 "$R" -ts="$suite" -tc="$cases"
+      done
+    done
+    pwait ;;
+  capture_new)
+    # The suites and cases captured nowhere in tools/sim/chip/h200-copies.tsv yet.
+    groups=("new_fwd|gpu_sm90 fa3 forward|head dims 96*" "new_varlen|gpu_sm90 fa3 varlen|seqused:*,backward:*"
+            "new_fp8|gpu_sm90 fa3 fp8 forward|the paired causal walk*" "new_kv_sinks|gpu_sm90 fa3 kvcache,gpu_sm90 fa3 sinks|*")
+    for g in "${groups[@]}"; do
+      IFS='|' read -r n suites cases <<< "$g"
+      rm -f "$OUT/chip-$n.cap"
+      pstep "capture_$n" 200 env FLASHPTX_TEST_SIM_SHAPES=1 FLASHPTX_CAPTURE="$OUT/chip-$n.cap" "$BIN/run_tests" -ts="$suites" -tc="$cases"
+    done
+    pwait
+    for g in "${groups[@]}"; do n=${g%%|*}; [ -f "$OUT/chip-$n.cap" ] && gzip -f "$OUT/chip-$n.cap"; done ;;
   *) summary+=("unknown mode $what") ;;
 esac
 done
