@@ -795,7 +795,8 @@ static flashptx_status plan_bwd_family(const flashptx_bwd_params& p, const BwdOp
   const KernelEntry* post_dq = row_of(rows, fa4 ? Family::kFa4BwdPostDq : Family::kFa3BwdPostDq, p.dtype, 0);
   const KernelEntry* post_dkv = row_of(rows, fa4 ? Family::kFa4BwdPostDkv : Family::kFa3BwdPostDkv, p.dtype, 0);
   if (k == nullptr || pre == nullptr || post_dq == nullptr || post_dkv == nullptr) {
-    *err = "no backward kernel for head_dim " + std::to_string(p.head_dim) + " in this dtype" +
+    *err = std::string(mod.local && !fa4 ? "no local (window / softcap) backward kernel" : "no backward kernel") +
+           " for head_dim " + std::to_string(p.head_dim) + " in this dtype" +
            (fa4 ? std::string(" on sm_100 (the FA4 backward has head dims 64 and 128") +
                       (fa4bwd::pair::tmem_columns_needed(static_cast<int>(p.head_dim)) > 512
                            ? "; d" + std::to_string(p.head_dim) + " needs " +
@@ -1054,7 +1055,8 @@ static flashptx_status bwd_varlen_rows(const flashptx_bwd_varlen_params& p, cons
   rows[3] = row_of(table, Family::kFa3BwdVarlenPostDkv, p.dtype, 0);
   for (int i = 0; i < 4; ++i)
     if (rows[i] == nullptr) {
-      *err = "no varlen backward kernel for head_dim " + std::to_string(p.head_dim) + " in this dtype";
+      *err = std::string(local ? "no local (window / softcap) varlen backward kernel" : "no varlen backward kernel") +
+             " for head_dim " + std::to_string(p.head_dim) + " in this dtype";
       return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
     }
   return FLASHPTX_OK;

@@ -64,6 +64,18 @@
 //     sequence's last keys stores its rows < len_k from registers (as the forward varlen's O);
 //   - no rotated dQ order (the plan never sets dq_rotated for varlen).
 //
+// The sliding window and the softcap (C.local, src/sm90/fa3_bwd_local.cu; BwdLocal in the kernel's
+// parameter block, read through LocalKeyBlock), each under `if constexpr (C.local)`:
+//   - the walk: only the query blocks whose rows see a key of the block, as three segments, a
+//     masked head, an unmasked middle and a masked tail (src/protocol/bwd_window.h window_walk);
+//     the producer and the dQ writer take the total; the key blocks ascend (no causal reversal:
+//     causal is the window (-1, 0), and the plan sets causal = 0, dq_rotated = 0);
+//   - the mask: keys past seqlen_k and outside win_lo <= key - row <= win_hi (probabilities_local);
+//   - the softcap c: t = tanh(S^T scale / c) before the exponential (scale_log2 = c log2e), and
+//     dS^T = P^T (dP^T - delta)(1 - t^2) with t recomputed from P^T and LSE2 after the wait that
+//     retires dP^T (score_gradients_local: nothing beside the accumulators);
+//   - deterministic dQ: the writers of a tile ascend from its first writer (window_first_writer).
+//
 // Barriers (slots and arrival counts in BwdLayout, src/sm90/fa3_bwd_config.h):
 //   kv_full         producer expect_tx(K + V bytes) + TMA complete_tx; waited once
 //   q_full[s]       producer expect_tx(Q + LSE2 bytes) + TMA/bulk complete_tx

@@ -162,6 +162,7 @@ TEST_CASE("the backward takes a window and a softcap: statuses, and the local ke
                                  g_fake[2], g_fake[3], 1, 128, 128, 2, 2, 32, FLASHPTX_BF16, 0);
   b.softcap = 10.f;
   CHECK(flashptx_bwd_workspace_size(&b, &bytes) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
+  CHECK(std::string(flashptx_last_error()).find("head_dim 32") != std::string::npos);
 }
 
 TEST_CASE("the plan: local kernels for a real window or a softcap, today's kernels otherwise") {
