@@ -62,8 +62,7 @@ typedef enum flashptx_status {
   FLASHPTX_ERR_BAD_WINDOW = 20,         /* a sliding window bound below -1 */
   FLASHPTX_ERR_BAD_SOFTCAP = 21,        /* a softcap that is negative, NaN or infinite */
   FLASHPTX_ERR_UNSUPPORTED = 22,        /* a variant this call does not have yet (the message names it):
-                                           the backward with a window or a softcap; a window, a
-                                           softcap or sinks on sm_100 */
+                                           a window, a softcap or sinks on sm_100 */
   FLASHPTX_ERR_BAD_SINKS = 23           /* backward: sinks without dsinks or dsinks without sinks */
 } flashptx_status;
 
@@ -335,11 +334,11 @@ typedef struct flashptx_bwd_params {
   int deterministic;     /* nonzero: bitwise reproducible gradients */
   void* workspace;       /* device memory, 256-byte aligned */
   int64_t workspace_bytes;
-  /* The forward's score modifiers (flashptx_fwd_params), so that a backward cannot be asked for
-   * gradients of another function than the forward computed: not supported yet. A window with a
-   * bound (window nonzero, window_left or window_right >= 0) or a softcap != 0 answers
-   * FLASHPTX_ERR_UNSUPPORTED (bounds below -1: FLASHPTX_ERR_BAD_WINDOW; a bad softcap:
-   * FLASHPTX_ERR_BAD_SOFTCAP). All zero: none. */
+  /* The forward's score modifiers (flashptx_fwd_params), with the forward's semantics: they must
+   * equal the forward's (lse is of the capped, windowed scores). A bounded window (window nonzero,
+   * window_left or window_right >= 0) or a softcap != 0 runs the local backward kernels (sm_90, head
+   * dims 64, 128, 256; with sinks too); on sm_100 they answer FLASHPTX_ERR_UNSUPPORTED. Bounds below
+   * -1: FLASHPTX_ERR_BAD_WINDOW; a bad softcap: FLASHPTX_ERR_BAD_SOFTCAP. All zero: none. */
   int window;
   float softcap;
   int64_t window_left, window_right;
@@ -393,7 +392,7 @@ flashptx_status flashptx_bwd_kernel_info(const flashptx_bwd_params* p, flashptx_
  * depends on total_q, total_k, num_seqs, the heads, head_dim and the dtype only (not on how the
  * rows are split into sequences), so one workspace serves every batch of those totals.
  * deterministic != 0: dq, dk and dv bitwise identical across runs. sm_90 only; bf16 or fp16; head_dim
- * 64, 128, 256. No window, softcap or sinks (the varlen backward has none).
+ * 64, 128, 256. The window and the softcap as the varlen forward's (per sequence); no sinks.
  */
 typedef struct flashptx_bwd_varlen_params {
   const void* q;      /* [total_q, heads_q, head_dim] */
@@ -430,8 +429,8 @@ typedef struct flashptx_bwd_varlen_params {
   void* workspace;       /* device memory, 256-byte aligned */
   int64_t workspace_bytes;
   /* The varlen forward's score modifiers (flashptx_fwd_varlen_params), as flashptx_bwd_params takes
-   * the forward's: a bounded window or a softcap != 0 answers FLASHPTX_ERR_UNSUPPORTED until the
-   * varlen backward carries them. All zero: none. */
+   * the forward's: a bounded window or a softcap != 0 runs the local varlen backward kernels, the
+   * window per sequence. All zero: none. */
   int window;
   float softcap;
   int64_t window_left, window_right;

@@ -90,6 +90,8 @@ std::span<const KernelEntry> fa3_fwd_kvcache_kernels();  // the KV-cache forward
 std::span<const KernelEntry> fa3_bwd_kernels();
 std::span<const KernelEntry> fa3_bwd_sink_kernels();  // the sinks' gradient (src/sm90/fa3_bwd_sink.cu)
 std::span<const KernelEntry> fa3_bwd_varlen_kernels();  // packed sequences (src/sm90/fa3_bwd_varlen.cu)
+std::span<const KernelEntry> fa3_bwd_local_kernels();         // the sliding window and the softcap
+std::span<const KernelEntry> fa3_bwd_varlen_local_kernels();  // (src/sm90/fa3_bwd_local.cu)
 std::span<const KernelEntry> fa4_fwd_kernels();
 std::span<const KernelEntry> fa4_bwd_kernels();
 std::span<const KernelEntry> fa4_bwd_pair_kernels();  // the 2-CTA form (src/sm100/fa4_bwd_pair.cu)

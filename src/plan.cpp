@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -725,12 +726,48 @@ bool dq_order_rotated_ok(int64_t n_blocks, int64_t m_blocks, int sm_count) {
          (sm_count % n_blocks) * 16 <= sm_count;
 }
 
+// The local backward kernels (BwdConfig::local: the "local" switch of the row).
+static bool is_bwd_local(const KernelEntry& k) {
+  for (const KernelSwitch& s : k.switches)
+    if (std::string_view(s.name) == "local") return s.value != 0;
+  return false;
+}
+// The local backward kernels' modifiers (fa3::BwdLocal): the window bounds (-1 unbounded) and the
+// softcap as the forward encodes them (encode_modifiers): with a softcap c, P^T = exp2(c log2e t -
+// LSE2), t = tanh(scale s / c); softmax_scale stays the call's scale (dK, and dQ in the
+// postprocess: d(c tanh(scale s / c))/ds = scale (1 - t^2), the (1 - t^2) applied in the kernel).
+static void encode_bwd_modifiers(const FwdModifiers& mod, float scale, fa3::BwdParams* a, fa3::BwdLocal* l) {
+  l->window_left = mod.window_left;
+  l->window_right = mod.window_right;
+  l->softcap_prescale = 0.f;
+  l->softcap_ln2_inv = 0.f;
+  if (mod.softcap > 0.f) {
+    l->softcap_prescale = scale / mod.softcap;
+    l->softcap_ln2_inv = 0.6931471805599453f / mod.softcap;
+    a->softmax_scale_log2 = mod.softcap * 1.4426950408889634f;
+  }
+}
+// The varlen backward's modifiers, against the longest sequences (as the varlen forward's).
+static FwdModifiers bwd_varlen_modifiers(const flashptx_bwd_varlen_params& p) {
+  return fwd_modifiers(p.window, p.window_left, p.window_right, p.causal != 0, p.softcap, p.max_seqlen_q,
+                       p.max_seqlen_k);
+}
+
 // plan_bwd without the sm_100 gate (the workspace size plans both families on any device).
 static flashptx_status plan_bwd_family(const flashptx_bwd_params& p, const BwdOptions& opt, const Device& dev,
                                        BwdPlan* plan, std::string* err) {
   const bool fa4 = dev.cc == 100;
   const std::span<const KernelEntry> rows = fa4 ? fa4_bwd_kernels() : fa3_bwd_kernels();
   const Family main = fa4 ? Family::kFa4Bwd : Family::kFa3Bwd;
+  // A bounded window or a softcap: the local kernel of the head dim and dtype (src/sm90/fa3_bwd_local.cu),
+  // the forward's modifiers (fwd_modifiers: causal folded in as window_right 0, a bound no row
+  // reaches taken as none). Otherwise the plain kernels, a window (-1, 0) being the causal mask.
+  const FwdModifiers mod =
+      fwd_modifiers(p.window, p.window_left, p.window_right, p.causal != 0, p.softcap, p.seqlen_q, p.seqlen_k);
+  if (fa4 && mod.local) {
+    *err = "the sm_100 backward has no sliding window or softcap (the FA3 backward on sm_90 has them)";
+    return FLASHPTX_ERR_UNSUPPORTED;
+  }
   const KernelEntry* k = nullptr;
   if (opt.kernel != nullptr) {
     k = kernel_by_name(opt.kernel);
@@ -738,6 +775,12 @@ static flashptx_status plan_bwd_family(const flashptx_bwd_params& p, const BwdOp
       *err = std::string("no backward kernel named '") + opt.kernel + "' for this head dim, dtype and device";
       return FLASHPTX_ERR_BAD_OPTION;
     }
+    if (mod.local && !is_bwd_local(*k)) {
+      *err = std::string("kernel ") + k->name + " has no sliding window or softcap (the fa3_bwd_local kernels have them)";
+      return FLASHPTX_ERR_BAD_OPTION;
+    }
+  } else if (mod.local) {
+    k = row_of(fa3_bwd_local_kernels(), main, p.dtype, static_cast<int>(p.head_dim));
   } else if (fa4 && fa4bwd::pair::use_pair(static_cast<int>(p.head_dim), p.seqlen_k)) {
     // sm_100, d128, two key blocks or more: the 2-CTA kernel (src/protocol/fa4_bwd_pair_plan.h use_pair).
     k = row_of(fa4_bwd_pair_kernels(), main, p.dtype, static_cast<int>(p.head_dim));
@@ -752,7 +795,8 @@ static flashptx_status plan_bwd_family(const flashptx_bwd_params& p, const BwdOp
   const KernelEntry* post_dq = row_of(rows, fa4 ? Family::kFa4BwdPostDq : Family::kFa3BwdPostDq, p.dtype, 0);
   const KernelEntry* post_dkv = row_of(rows, fa4 ? Family::kFa4BwdPostDkv : Family::kFa3BwdPostDkv, p.dtype, 0);
   if (k == nullptr || pre == nullptr || post_dq == nullptr || post_dkv == nullptr) {
-    *err = "no backward kernel for head_dim " + std::to_string(p.head_dim) + " in this dtype" +
+    *err = std::string(mod.local && !fa4 ? "no local (window / softcap) backward kernel" : "no backward kernel") +
+           " for head_dim " + std::to_string(p.head_dim) + " in this dtype" +
            (fa4 ? std::string(" on sm_100 (the FA4 backward has head dims 64 and 128") +
                       (fa4bwd::pair::tmem_columns_needed(static_cast<int>(p.head_dim)) > 512
                            ? "; d" + std::to_string(p.head_dim) + " needs " +
@@ -775,8 +819,9 @@ static flashptx_status plan_bwd_family(const flashptx_bwd_params& p, const BwdOp
     *err = "the rotated dQ order is an FA3 backward order; the FA4 backward (sm_100) walks ascending";
     return FLASHPTX_ERR_BAD_OPTION;
   }
-  const bool can_rotate =
-      !fa4 && p.deterministic && !p.causal && dq_order_rotated_ok(n_blocks, m_blocks, dev.sm_count);
+  plan->local = is_bwd_local(*k);
+  const bool can_rotate = !fa4 && !plan->local && p.deterministic && !mod.causal &&
+                          dq_order_rotated_ok(n_blocks, m_blocks, dev.sm_count);
   if (opt.dq_order == DqOrder::kRotated && !can_rotate) {
     *err = "the rotated dQ order needs the deterministic mode, no causal mask, no more key blocks than query "
            "blocks, and a head's " + std::to_string(n_blocks) + " key blocks resident together on " +
@@ -873,12 +918,15 @@ flashptx_status encode_bwd_args(const flashptx_bwd_params& p, BwdPlan* plan, std
   a.batch = static_cast<int>(p.batch);
   a.m_blocks = static_cast<int>(m_blocks);
   a.n_blocks = static_cast<int>(n_blocks);
-  a.causal = p.causal ? 1 : 0;
+  const FwdModifiers mod =
+      fwd_modifiers(p.window, p.window_left, p.window_right, p.causal != 0, p.softcap, p.seqlen_q, p.seqlen_k);
+  a.causal = mod.causal && !plan->local ? 1 : 0;  // local kernels: causal is their window (-1, 0)
   a.deterministic = p.deterministic ? 1 : 0;
   a.dq_rotated = plan->dq_rotated ? 1 : 0;
   const float scale = p.softmax_scale != 0.f ? p.softmax_scale : 1.f / std::sqrt(static_cast<float>(p.head_dim));
   a.softmax_scale = scale;
   a.softmax_scale_log2 = scale * 1.4426950408889634f;
+  if (plan->local) encode_bwd_modifiers(mod, scale, &a, &plan->local_args);
 
   fa3::BwdAuxParams& x = plan->aux;
   x = fa3::BwdAuxParams{};
@@ -930,7 +978,12 @@ flashptx_status launch_bwd(const flashptx_bwd_params& p, BwdPlan* plan, cudaStre
   };
   if ((s = run(plan->pre, &plan->aux)) != FLASHPTX_OK) return s;
   if ((s = run(plan->sink, &plan->sink_args)) != FLASHPTX_OK) return s;
-  if ((s = run(plan->main, &plan->args)) != FLASHPTX_OK) return s;
+  if (plan->local) {
+    fa3::BwdLocalParams lp{plan->args, plan->local_args};  // copied by the launch
+    if ((s = run(plan->main, &lp)) != FLASHPTX_OK) return s;
+  } else if ((s = run(plan->main, &plan->args)) != FLASHPTX_OK) {
+    return s;
+  }
   if ((s = run(plan->post_dq, &plan->aux)) != FLASHPTX_OK) return s;
   if ((s = run(plan->post_dkv, &plan->aux)) != FLASHPTX_OK) return s;
   g_last_launch = plan->main;
@@ -975,14 +1028,22 @@ static flashptx_status bwd_varlen_rows(const flashptx_bwd_varlen_params& p, cons
                                        const KernelEntry* rows[4], std::string* err) {
   const std::span<const KernelEntry> table = fa3_bwd_varlen_kernels();
   const KernelEntry* k = nullptr;
+  const bool local = bwd_varlen_modifiers(p).local;
   if (opt.kernel != nullptr) {
     k = kernel_by_name(opt.kernel);
     if (k == nullptr || k->family != Family::kFa3BwdVarlen || k->head_dim != p.head_dim || k->dtype != p.dtype) {
       *err = std::string("no varlen backward kernel named '") + opt.kernel + "' for this head dim and dtype";
       return FLASHPTX_ERR_BAD_OPTION;
     }
+    if (local && !is_bwd_local(*k)) {
+      *err = std::string("kernel ") + k->name +
+             " has no sliding window or softcap (the fa3_bwd_varlen_local kernels have them)";
+      return FLASHPTX_ERR_BAD_OPTION;
+    }
   } else {
-    k = row_of(table, Family::kFa3BwdVarlen, p.dtype, static_cast<int>(p.head_dim));
+    // A bounded window or a softcap: the local varlen kernel (src/sm90/fa3_bwd_local.cu).
+    k = row_of(local ? fa3_bwd_varlen_local_kernels() : table, Family::kFa3BwdVarlen, p.dtype,
+               static_cast<int>(p.head_dim));
   }
   if (opt.dq_order == DqOrder::kRotated) {
     *err = "the varlen backward's dQ writers take the ascending (causal: shortest-first) order only";
@@ -994,7 +1055,8 @@ static flashptx_status bwd_varlen_rows(const flashptx_bwd_varlen_params& p, cons
   rows[3] = row_of(table, Family::kFa3BwdVarlenPostDkv, p.dtype, 0);
   for (int i = 0; i < 4; ++i)
     if (rows[i] == nullptr) {
-      *err = "no varlen backward kernel for head_dim " + std::to_string(p.head_dim) + " in this dtype";
+      *err = std::string(local ? "no local (window / softcap) varlen backward kernel" : "no varlen backward kernel") +
+             " for head_dim " + std::to_string(p.head_dim) + " in this dtype";
       return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
     }
   return FLASHPTX_OK;
@@ -1025,6 +1087,7 @@ flashptx_status plan_bwd_varlen(const flashptx_bwd_varlen_params& p, const BwdOp
   const KernelEntry* rows[4];
   if (const flashptx_status s = bwd_varlen_rows(p, opt, rows, err); s != FLASHPTX_OK) return s;
   const KernelEntry* k = rows[0];
+  plan->local = is_bwd_local(*k);
   fa3::BwdVarlenTable& t = plan->args.table;
   build_bwd_varlen_table(p.cu_seqlens_q, p.cu_seqlens_k, static_cast<int>(p.num_seqs), k->block_m, k->block_n, &t,
                          p.seqused_q, p.seqused_k);
@@ -1089,12 +1152,14 @@ flashptx_status encode_bwd_varlen_args(const flashptx_bwd_varlen_params& p, BwdV
   a.batch = 1;
   a.m_blocks = static_cast<int>(m_blocks);  // the padded blocks of all sequences: the scratch's extent per head
   a.n_blocks = static_cast<int>(n_blocks);
-  a.causal = p.causal ? 1 : 0;
+  const FwdModifiers mod = bwd_varlen_modifiers(p);
+  a.causal = mod.causal && !plan->local ? 1 : 0;  // local kernels: causal is their window (-1, 0)
   a.deterministic = p.deterministic ? 1 : 0;
   a.dq_rotated = 0;
   const float scale = p.softmax_scale != 0.f ? p.softmax_scale : 1.f / std::sqrt(static_cast<float>(p.head_dim));
   a.softmax_scale = scale;
   a.softmax_scale_log2 = scale * 1.4426950408889634f;
+  if (plan->local) encode_bwd_modifiers(mod, scale, &a, &plan->local_args);
 
   fa3::BwdAuxParams& x = plan->args.aux;
   x = fa3::BwdAuxParams{};
@@ -1133,6 +1198,13 @@ flashptx_status launch_bwd_varlen(const flashptx_bwd_varlen_params& p, BwdVarlen
   if ((s = zero_bwd_workspace(plan->workspace, p.workspace, stream, err)) != FLASHPTX_OK) return s;
   auto run = [&](const Launch& l) {
     if (l.grid.x == 0 || l.grid.y == 0 || l.grid.z == 0) return FLASHPTX_OK;
+    if (plan->local && &l == &plan->main) {
+      // The local kernel's block: {args, local_args} (the aux kernels read the leading args).
+      auto lp = std::make_unique<fa3::BwdVarlenLocalParams>();
+      lp->v = plan->args;
+      lp->local = plan->local_args;
+      return launch(l, lp.get(), stream, err);  // copied by the launch
+    }
     return launch(l, &plan->args, stream, err);
   };
   for (const Launch* l : {&plan->pre, &plan->main, &plan->post_dq, &plan->post_dkv})

@@ -162,6 +162,8 @@ struct BwdPlan {
   bool dq_rotated = false;      // deterministic, no mask: the rotated writer order
   fa3::BwdWorkspace workspace;
   fa3::BwdParams args{};        // main kernel (filled by encode_bwd_args)
+  bool local = false;           // the main kernel is a local one (BwdConfig::local): it takes
+  fa3::BwdLocal local_args{};   // BwdLocalParams {args, local_args} (src/sm90/fa3_bwd_local.cu)
   fa3::BwdAuxParams aux{};      // pre/postprocess
   fa3::BwdSinkParams sink_args{};  // the sinks' gradient
 };
@@ -193,6 +195,8 @@ struct BwdVarlenPlan {
   bool gqa = false;
   fa3::BwdWorkspace workspace;
   fa3::BwdVarlenParams args{};  // the table filled by plan_bwd_varlen, the rest by encode_bwd_varlen_args
+  bool local = false;           // the main kernel is a local one: it takes BwdVarlenLocalParams
+  fa3::BwdLocal local_args{};   // {args, local_args} (src/sm90/fa3_bwd_local.cu)
 };
 // The sequence table: the sequences with a query row or a key, in launch order (most query blocks
 // first, then most key blocks; ties keep the caller's order), with their padded query-block and

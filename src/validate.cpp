@@ -352,27 +352,10 @@ flashptx_status validate_fwd_varlen(const flashptx_fwd_varlen_params& p, std::st
   return check_strides("o", 1, p.total_q, p.heads_q, d, 0, p.o_row_stride, p.o_head_stride, true, msg);
 }
 
-// No backward kernel (fixed-length or varlen: kind "" or "varlen ") carries the window's mask or the
-// softcap's tanh derivative yet: refused, so that no call gets the gradients of a function the
-// forward did not compute.
-template <class Params>
-flashptx_status refuse_bwd_modifiers(const Params& p, const std::string& kind, std::string* msg) {
-  if (p.window != 0 && (p.window_left >= 0 || p.window_right >= 0))
-    return bad(FLASHPTX_ERR_UNSUPPORTED, msg,
-               "the " + kind + "backward has no sliding window yet (window_left " + std::to_string(p.window_left) +
-                   ", window_right " + std::to_string(p.window_right) + "): only the " + kind + "forward takes one");
-  if (p.softcap != 0.f)
-    return bad(FLASHPTX_ERR_UNSUPPORTED, msg,
-               "the " + kind + "backward has no softcap yet (softcap " + std::to_string(p.softcap) + "): only the " +
-                   kind + "forward takes one");
-  return FLASHPTX_OK;
-}
-
 flashptx_status validate_bwd_shape(const flashptx_bwd_params& p, std::string* msg) {
   flashptx_status s;
   if ((s = check_sizes_and_scale(p, msg)) != FLASHPTX_OK) return s;
   if ((s = check_modifiers(p, msg)) != FLASHPTX_OK) return s;
-  if ((s = refuse_bwd_modifiers(p, "", msg)) != FLASHPTX_OK) return s;
   if (p.batch == 0) return FLASHPTX_OK;  // nothing to compute
   if ((s = check_half_dtype("dtype", p.dtype, msg)) != FLASHPTX_OK) return s;
   if (check_head_dim(p.head_dim, msg, "the backward's ") != FLASHPTX_OK) return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
@@ -446,7 +429,6 @@ flashptx_status validate_bwd_varlen_shape(const flashptx_bwd_varlen_params& p, s
     return s;
   if ((s = check_scale(p.softmax_scale, msg)) != FLASHPTX_OK) return s;
   if ((s = check_modifiers(p, msg)) != FLASHPTX_OK) return s;
-  if ((s = refuse_bwd_modifiers(p, "varlen ", msg)) != FLASHPTX_OK) return s;
   if (p.num_seqs > FLASHPTX_VARLEN_MAX_SEQS)
     return bad(FLASHPTX_ERR_TOO_MANY_SEQS, msg,
                "num_seqs " + std::to_string(p.num_seqs) + " is above FLASHPTX_VARLEN_MAX_SEQS (" +

@@ -125,6 +125,7 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     {"gpu_sm90 fa3 backward", "d256: edge sizes*"},
     {"gpu_sm90 fa3 backward", "d256: deterministic mode*"},
     {"gpu_sm90 fa3 backward", "a call from a thread that has made no CUDA call*"},
+    {"gpu_sm90 fa3 backward", "window and softcap:*"},
     {"gpu_sm90 fa3 fp8 forward", "smoke:*"},
     {"gpu_sm90 fa3 fp8 forward", "d64: causal and not*"},
     {"gpu_sm90 fa3 fp8 forward", "d128: causal and not*"},

@@ -64,6 +64,18 @@
 //     sequence's last keys stores its rows < len_k from registers (as the forward varlen's O);
 //   - no rotated dQ order (the plan never sets dq_rotated for varlen).
 //
+// The sliding window and the softcap (C.local, src/sm90/fa3_bwd_local.cu; BwdLocal in the kernel's
+// parameter block, read through LocalKeyBlock), each under `if constexpr (C.local)`:
+//   - the walk: only the query blocks whose rows see a key of the block, as three segments, a
+//     masked head, an unmasked middle and a masked tail (src/protocol/bwd_window.h window_walk);
+//     the producer and the dQ writer take the total; the key blocks ascend (no causal reversal:
+//     causal is the window (-1, 0), and the plan sets causal = 0, dq_rotated = 0);
+//   - the mask: keys past seqlen_k and outside win_lo <= key - row <= win_hi (probabilities_local);
+//   - the softcap c: t = tanh(S^T scale / c) before the exponential (scale_log2 = c log2e), and
+//     dS^T = P^T (dP^T - delta)(1 - t^2) with t recomputed from P^T and LSE2 after the wait that
+//     retires dP^T (score_gradients_local: nothing beside the accumulators);
+//   - deterministic dQ: the writers of a tile ascend from its first writer (window_first_writer).
+//
 // Barriers (slots and arrival counts in BwdLayout, src/sm90/fa3_bwd_config.h):
 //   kv_full         producer expect_tx(K + V bytes) + TMA complete_tx; waited once
 //   q_full[s]       producer expect_tx(Q + LSE2 bytes) + TMA/bulk complete_tx
@@ -90,6 +102,7 @@
 #include <cstdio>
 #include <type_traits>
 
+#include "src/protocol/bwd_window.h"
 #include "src/protocol/ring.h"
 #include "src/protocol/tile_scheduler.h"
 #include "src/protocol/writer_order.h"
@@ -98,8 +111,10 @@
 #include "ptx/cvt.cuh"
 #include "ptx/fence.cuh"
 #include "ptx/ldst.cuh"
+#include "ptx/lg2.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/setmaxnreg.cuh"
+#include "ptx/tanh.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/wgmma.cuh"
 #include "src/sm90/common.cuh"
@@ -244,8 +259,27 @@ struct VarlenKeyBlock : KeyBlock {
   int len_q, len_k;
   int m_base, n_base;  // its first padded query block (m_prefix) and first key block (n_prefix)
 };
+// C.local: the window walk's third segment and the run-time modifiers, on top of either (the
+// fixed-length and varlen kernels' key blocks stay as they are).
+//   steps_tail        masked steps after the unmasked ones (src/protocol/bwd_window.h window_walk)
+//   win_lo, win_hi    row i sees key j iff win_lo <= j - i <= win_hi (bwd_window::window_lo/hi)
+//   softcap_prescale  scale / c, 0 without a softcap; softcap_ln2_inv = ln(2) / c (BwdLocal)
+template <class Base>
+struct LocalKeyBlock : Base {
+  int steps_tail;
+  int win_lo, win_hi;
+  float softcap_prescale, softcap_ln2_inv;
+};
 template <BwdConfig C>
-using KeyBlockOf = std::conditional_t<C.varlen, VarlenKeyBlock, KeyBlock>;
+using KeyBlockBase = std::conditional_t<C.varlen, VarlenKeyBlock, KeyBlock>;
+template <BwdConfig C>
+using KeyBlockOf = std::conditional_t<C.local, LocalKeyBlock<KeyBlockBase<C>>, KeyBlockBase<C>>;
+// Every role's step count: the walk's segments.
+template <BwdConfig C>
+__device__ __forceinline__ int steps_total(const KeyBlockOf<C>& kb) {
+  if constexpr (C.local) return kb.steps_masked + kb.steps_unmasked + kb.steps_tail;
+  else return kb.steps_masked + kb.steps_unmasked;
+}
 // The lengths a role masks and walks with: the launch's, or (varlen) the key block's sequence's.
 template <BwdConfig C>
 __device__ __forceinline__ int len_q_of(const BwdParams& p, const KeyBlockOf<C>& kb) {
@@ -356,9 +390,33 @@ __device__ __forceinline__ VarlenKeyBlock varlen_key_block(const BwdParams& p, c
 
 // vt: the varlen kernels' sequence table (in the parameter block), nullptr otherwise.
 template <BwdConfig C>
-__device__ __forceinline__ KeyBlockOf<C> key_block(const BwdParams& p, const BwdVarlenTable* vt) {
+__device__ __forceinline__ KeyBlockBase<C> base_key_block(const BwdParams& p, const BwdVarlenTable* vt) {
   if constexpr (C.varlen) return varlen_key_block<C>(p, *vt);
   else return fixed_key_block<C>(p);
+}
+// C.local: the base key block (the plan sets causal = 0 and dq_rotated = 0 for the local kernels:
+// its n_block is blockIdx.x's, ascending, the causal mask is the window (-1, 0)), then the window
+// walk over the sequence's lengths in place of the base walk.
+template <BwdConfig C>
+__device__ __forceinline__ KeyBlockOf<C> key_block(const BwdParams& p, const BwdVarlenTable* vt, const BwdLocal* lc) {
+  if constexpr (C.local) {
+    KeyBlockOf<C> kb;
+    static_cast<KeyBlockBase<C>&>(kb) = base_key_block<C>(p, vt);
+    const int len_q = len_q_of<C>(p, kb), len_k = len_k_of<C>(p, kb), diag = len_k - len_q;
+    kb.win_lo = bwd_window::window_lo(diag, lc->window_left);
+    kb.win_hi = bwd_window::window_hi(diag, lc->window_right);
+    const bwd_window::WindowWalk w =
+        bwd_window::window_walk(kb.n_block, C.block_m, BwdLayout<C>::kBlockN, len_q, len_k, kb.win_lo, kb.win_hi);
+    kb.m_first = w.m_first;
+    kb.steps_masked = w.head;
+    kb.steps_unmasked = w.middle;
+    kb.steps_tail = w.tail;
+    kb.softcap_prescale = lc->softcap_prescale;
+    kb.softcap_ln2_inv = lc->softcap_ln2_inv;
+    return kb;
+  } else {
+    return base_key_block<C>(p, vt);
+  }
 }
 
 // The query block after m in every role's walk: m + 1, wrapping to 0 past the last (reached only by
@@ -432,7 +490,7 @@ struct Producer {
     QdoWriteRing<C> write{sm};
     const int64_t rows0 = dq_tiles0<C>(p, kb) * C.block_m;  // LSE2 / delta rows: one per dQ tile row
     int m = kb.m_first;
-    for (int left = kb.steps_masked + kb.steps_unmasked; left > 0; --left, m = next_m(m, p)) {
+    for (int left = steps_total<C>(kb); left > 0; --left, m = next_m(m, p)) {
       const uint32_t s = write.q_stage();
       write.wait_q_empty();
       ptx::mbarrier_arrive_expect_tx(sm.q_full(s), L::kQBytes + L::kRowBytes);
@@ -472,14 +530,18 @@ struct DqWriter {
     RingState<1> full = RingState<1>::consumer_start();
     const int64_t tiles0 = dq_tiles0<C>(p, kb);
     int m = kb.m_first;
-    for (int left = kb.steps_masked + kb.steps_unmasked; left > 0; --left, m = next_m(m, p)) {
+    for (int left = steps_total<C>(kb); left > 0; --left, m = next_m(m, p)) {
       FLASHPTX_MBAR_WAIT(sm.dq_full(0), full.phase, "fa3 bwd dq writer: dq_full");
       uint32_t* sem = p.dq_sem + tiles0 + m;
       if (p.deterministic) {
         // This tile's writers add in a declared order: key blocks ascending, in the order of their
         // visits (rotated walk), or (causal) from the last key block that reaches the tile
         // downwards. The turn is held across both parts.
-        const int lock = p.causal ? writer_order::lock_causal_spt(
+        int lock;
+        if constexpr (C.local)  // key blocks ascending from the tile's first writer (src/protocol/bwd_window.h)
+          lock = writer_order::lock_dense(kb.n_block -
+                                          bwd_window::window_first_writer(m, C.block_m, L::kBlockN, kb.win_lo));
+        else lock = p.causal ? writer_order::lock_causal_spt(
                                         kb.n_block, causal_n_blocks(m, C.block_m, L::kBlockN, len_q_of<C>(p, kb),
                                                                     len_k_of<C>(p, kb)))
                          : p.dq_rotated ? writer_order::lock_dense_rotated(kb.n_block, m, p.n_blocks)
@@ -641,6 +703,61 @@ struct Mma {
       }
     }
   }
+  // C.local: the window's mask and the softcap. kMasked: 0 outside the window (win_lo <= key - row
+  // <= win_hi) and past seqlen_k. kCapped (softcap c): S^T scale -> t = tanh(S^T scale / c) on the
+  // MUFU (tanh.approx.f32), and P^T = exp2(t c log2e - LSE2) (scale_log2 = c log2e: the forward's
+  // encoding, so LSE2 is of the capped scores). Neither t nor S^T is kept: score_gradients recovers
+  // t from P^T.
+  template <bool kMasked, bool kCapped>
+  __device__ __forceinline__ void probabilities_local(int m, uint32_t stage) {
+    const int key = kb.n_block * kBn + key0() + r0;
+    const int row0 = m * kBm + col0() + 2 * q4;
+#pragma unroll
+    for (int i = 0; i < kSN / 8; ++i) {
+      const float2 lse = ptx::ld_shared_v2_f32(sm.lse(stage) + (col0() + 8 * i + 2 * q4) * 4);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float& x = s[4 * i + e];
+        if constexpr (kCapped) x = ptx::tanh_approx_f32(x * kb.softcap_prescale);
+        x = ptx::ex2_approx_ftz_f32(fmaf(x, scale_log2, -((e & 1) ? lse.y : lse.x)));
+        if constexpr (kMasked) {
+          const int kk = key + 8 * (e >> 1), row = row0 + 8 * i + (e & 1);
+          if (kk >= seqlen_k || !bwd_window::window_sees(row, kk, kb.win_lo, kb.win_hi)) x = 0.f;
+        }
+      }
+    }
+  }
+  // C.local, kCapped: dS^T = P^T (dP^T - delta) (1 - t^2), the softcap's derivative
+  // d(c tanh(u / c))/du = 1 - t^2 (the scale is applied to dK and dQ as without a softcap). t is
+  // recovered from P^T = exp2(c log2e t - LSE2): t = (lg2(P^T) + LSE2) ln2 / c, clamped to [-1, 1].
+  // Precision: lg2.approx.ftz.f32 has an absolute error of 2^-22 for inputs in (0.5, 2) and a
+  // relative error of 2^-22 elsewhere (PTX ISA "lg2"), so |lg2(P) - log2(P)| <= 2^-22 max(1,
+  // |log2 P|); with the roundings of the fma that formed P's exponent and of the add here, t is off
+  // by a few ulp of max(|LSE2|, c log2e) times ln2 / c: about 2^-20 for |LSE2| < 64 and c >= 1,
+  // far below the 16-bit rounding of dS^T (2^-8 relative), and 1 - t^2 by twice that. P^T = 0
+  // (masked, underflowed, or a padded row's LSE2 = +inf: lg2(0) + LSE2 is -inf or NaN, clamped to
+  // -1 by max.f32, which returns the non-NaN operand) gives dS^T = 0. The stage: LSE2 is the Q
+  // ring's (sq), delta the dO ring's (sd).
+  template <bool kCapped>
+  __device__ __forceinline__ void score_gradients_local(uint32_t sq, uint32_t sd) {
+#pragma unroll
+    for (int i = 0; i < kSN / 8; ++i) {
+      const float2 dl = ptx::ld_shared_v2_f32(sm.delta(sd) + (col0() + 8 * i + 2 * q4) * 4);
+      float2 lse = make_float2(0.f, 0.f);
+      if constexpr (kCapped) lse = ptx::ld_shared_v2_f32(sm.lse(sq) + (col0() + 8 * i + 2 * q4) * 4);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float pv = s[4 * i + e];
+        float g = pv * (dp[4 * i + e] - ((e & 1) ? dl.y : dl.x));
+        if constexpr (kCapped) {
+          const float tt = fminf(fmaxf((ptx::lg2_approx_ftz_f32(pv) + ((e & 1) ? lse.y : lse.x)) * kb.softcap_ln2_inv,
+                                       -1.f), 1.f);
+          g *= fmaf(-tt, tt, 1.f);
+        }
+        dp[4 * i + e] = g;
+      }
+    }
+  }
   // dS^T = P^T (dP^T - delta(row)), in place in dp[]. `stage`: the dO ring's.
   __device__ __forceinline__ void score_gradients(uint32_t stage) {
 #pragma unroll
@@ -691,11 +808,21 @@ struct Mma {
     issue_keys_x_rows(dp, desc_v, sm.dO(sd));  // dP^T = V dO^T
     ptx::wgmma_wait_group<1>();                // S^T complete; dP^T may run
     ptx::wgmma_fence_operand(s);
-    probabilities<kMasked>(m, sq);
+    if constexpr (C.local) {
+      if (kb.softcap_prescale != 0.f) probabilities_local<kMasked, true>(m, sq);
+      else probabilities_local<kMasked, false>(m, sq);
+    } else {
+      probabilities<kMasked>(m, sq);
+    }
     ptx::wgmma_fence_operand(s);               // P^T computed while dP^T runs
     ptx::wgmma_wait_group<0>();                // dP^T complete
     ptx::wgmma_fence_operand(dp);
-    score_gradients(sd);
+    if constexpr (C.local) {
+      if (kb.softcap_prescale != 0.f) score_gradients_local<true>(sq, sd);
+      else score_gradients_local<false>(sq, sd);
+    } else {
+      score_gradients(sd);
+    }
     to_a_fragments<kSN, C.bf16>(s, pfrag);
     to_a_fragments<kSN, C.bf16>(dp, dsfrag);
   }
@@ -865,17 +992,24 @@ struct Mma {
     const int m_unmasked = kb.m_first + kb.steps_masked, m_end = m_unmasked + kb.steps_unmasked;
     for (; m < m_unmasked; ++m) step<true>(m);
     for (; m < m_end; ++m) step<false>(m);
+    if constexpr (C.local) {
+      // The window's masked tail (src/protocol/bwd_window.h window_walk).
+      const int m_tail_end = m_end + kb.steps_tail;
+      for (; m < m_tail_end; ++m) step<true>(m);
+    }
     epilogue(vt);
   }
 };
 
 // ==================================== THE KERNEL ==================================================
 // vt: the sequence table of a varlen kernel (C.varlen), in its parameter block; nullptr otherwise.
+// lc: the window and softcap of a local kernel (C.local), in its parameter block; nullptr otherwise.
 template <BwdConfig C>
-__device__ __forceinline__ void bwd_kernel_body(const BwdParams& p, const BwdVarlenTable* vt = nullptr) {
+__device__ __forceinline__ void bwd_kernel_body(const BwdParams& p, const BwdVarlenTable* vt = nullptr,
+                                                const BwdLocal* lc = nullptr) {
   using L = BwdLayout<C>;
   const BwdSmem<C> sm{smem_base_1024()};
-  const KeyBlockOf<C> kb = key_block<C>(p, vt);
+  const KeyBlockOf<C> kb = key_block<C>(p, vt, lc);
   const int warpgroup = threadIdx.x / 128;
 
   // Barrier initialisation (init_barriers, src/sm90/common.cuh): every role and the TMA unit see

@@ -94,6 +94,11 @@ struct BwdConfig {
   bool varlen = false;  // packed variable-length sequences (BwdVarlenParams, "variable-length
                         // batches" below): the key block's sequence from the table, every length
                         // and row coordinate the sequence's, the tail dK/dV rows stored from registers
+  bool local = false;   // the sliding window and the softcap, both run-time values (BwdLocal, in
+                        // BwdLocalParams / BwdVarlenLocalParams; src/sm90/fa3_bwd_local.cu): the
+                        // walk visits only the query blocks the window lets see the key block (a
+                        // masked head, an unmasked middle, a masked tail), and P^T, dS^T carry the
+                        // softcap's tanh and its derivative. One kernel per shape, as the forward's.
 };
 
 // The specializations' shapes (src/sm90/fa3_bwd.cu lists the kernels; src/sm90/fa3_bwd_varlen.cu
@@ -110,6 +115,10 @@ constexpr BwdConfig fp16(BwdConfig c) {
 }
 constexpr BwdConfig varlen(BwdConfig c) {
   c.varlen = true;
+  return c;
+}
+constexpr BwdConfig local(BwdConfig c) {
+  c.local = true;
   return c;
 }
 
@@ -302,5 +311,32 @@ struct BwdVarlenParams {
   BwdVarlenTable table;
 };
 static_assert(sizeof(BwdVarlenParams) <= 32764, "kernel parameter space on sm_90 (CUDA 12.1+)");
+
+// ---- the sliding window and the softcap (BwdConfig::local) ------------------------------------
+// The local kernels' run-time score modifiers, beside (not inside) BwdParams, so that the other
+// kernels' parameter blocks (and BwdVarlenParams' offsets) stay as they are. FlashAttention's
+// semantics, as the forward's (FwdParams::window_left/right, softcap_prescale): query row i sees
+// key j iff i + diag - window_left <= j <= i + diag + window_right (diag = len_k - len_q, per
+// sequence for varlen), -1 unbounded on that side (causal is (-1, 0): the plan folds it in).
+// Softcap c > 0: the score is c tanh(scale q.k / c); then softcap_prescale = scale / c,
+// BwdParams::softmax_scale_log2 = c log2(e) (P^T = exp2(c log2e t - LSE2), t = tanh), and
+// BwdParams::softmax_scale stays the ORIGINAL scale (dK here, dQ in the postprocess): the chain
+// rule d(c tanh(scale x / c))/dx = scale (1 - t^2), with (1 - t^2) applied to dS^T in the kernel.
+// softcap_ln2_inv = ln(2) / c recovers t from P^T (src/sm90/fa3_bwd.cuh score_gradients).
+// softcap_prescale = 0: no softcap.
+struct BwdLocal {
+  int window_left, window_right;
+  float softcap_prescale;
+  float softcap_ln2_inv;
+};
+struct BwdLocalParams {
+  BwdParams bwd;
+  BwdLocal local;
+};
+struct BwdVarlenLocalParams {
+  BwdVarlenParams v;  // first: the varlen aux kernels (BwdVarlenParams) read the same block
+  BwdLocal local;
+};
+static_assert(sizeof(BwdVarlenLocalParams) <= 32764, "kernel parameter space on sm_90 (CUDA 12.1+)");
 
 }  // namespace flashptx::fa3

@@ -1,7 +1,7 @@
 // The kernel-table row of an FA3 backward specialization, from its configuration (BwdConfig and
 // BwdLayout), so that a row cannot disagree with the kernel it names; and the rows of the pre and
 // postprocess kernels. Used by the translation units that instantiate backward kernels
-// (src/sm90/fa3_bwd.cu, src/sm90/fa3_bwd_varlen.cu).
+// (src/sm90/fa3_bwd.cu, src/sm90/fa3_bwd_varlen.cu, src/sm90/fa3_bwd_local.cu).
 #pragma once
 #include "src/kernels.h"
 #include "src/sm90/fa3_bwd_config.h"
@@ -15,6 +15,7 @@ inline constexpr KernelSwitch kFa3BwdSwitches[] = {
     {"split", static_cast<int>(C.split), C.split == fa3::BwdSplit::kSplitKeys ? "split_keys" : "split_head_dim"},
     {"dq_split_rows", C.dq_split_rows},
     {"varlen", C.varlen},
+    {"local", C.local},
     {"producer_regs", fa3::BwdLayout<C>::kProducerRegs},
     {"mma_regs", fa3::BwdLayout<C>::kMmaRegs},
 };

@@ -47,6 +47,11 @@ struct BCase {
   float input_scale = 1.f;  // multiplies Q
   // Deterministic mode: the dQ writers' order (src/plan.h); kAuto goes through the C ABI.
   flashptx::DqOrder dq_order = flashptx::DqOrder::kAuto;
+  // The score modifiers (both calls): a sliding window (window_left/right, -1 unbounded; set when
+  // either is >= 0) and a softcap (0: none).
+  int64_t window_left = -1, window_right = -1;
+  float softcap = 0.f;
+  bool windowed() const { return window_left >= 0 || window_right >= 0; }
   std::string str() const {
     return "B=" + std::to_string(batch) + " Sq=" + std::to_string(sq) + " Sk=" + std::to_string(sk) +
            " Hq=" + std::to_string(hq) + " Hkv=" + std::to_string(hkv) + " d=" + std::to_string(d) +
@@ -56,7 +61,9 @@ struct BCase {
             : dq_order == flashptx::DqOrder::kRotated ? " rotated-dQ"
                                                       : "") +
            (softmax_scale != 0.f ? " scale=" + std::to_string(softmax_scale) : "") +
-           (input_scale != 1.f ? " qscale=" + std::to_string(input_scale) : "");
+           (input_scale != 1.f ? " qscale=" + std::to_string(input_scale) : "") +
+           (windowed() ? " window=(" + std::to_string(window_left) + "," + std::to_string(window_right) + ")" : "") +
+           (softcap != 0.f ? " softcap=" + std::to_string(softcap) : "");
   }
 };
 
@@ -113,6 +120,10 @@ struct BProblem {
     fwd.q_dtype = fwd.k_dtype = fwd.v_dtype = fwd.o_dtype = c.dtype;
     fwd.causal = c.causal;
     fwd.softmax_scale = c.softmax_scale;
+    fwd.window = c.windowed();
+    fwd.window_left = c.window_left;
+    fwd.window_right = c.window_right;
+    fwd.softcap = c.softcap;
     if (c.sq > 0) {
       CUDA_REQUIRE(cudaMemset(dout_o->p, 0, dout_o->bytes));
       const flashptx_status s = flashptx_fwd(&fwd, nullptr);
@@ -135,6 +146,10 @@ struct BProblem {
     bwd.causal = c.causal;
     bwd.softmax_scale = c.softmax_scale;
     bwd.deterministic = c.deterministic;
+    bwd.window = fwd.window;
+    bwd.window_left = c.window_left;
+    bwd.window_right = c.window_right;
+    bwd.softcap = c.softcap;
     int64_t ws = 0;
     REQUIRE_MESSAGE(flashptx_bwd_workspace_size(&bwd, &ws) == FLASHPTX_OK, flashptx_last_error());
     dws.reset(new DeviceBuf(static_cast<size_t>(std::max<int64_t>(ws, 256))));
@@ -173,7 +188,11 @@ struct BProblem {
   Grads grads() const { return Grads{fetch(*ddq), fetch(*ddk), fetch(*ddv)}; }
 
   flashptx::ref::Problem ref_problem() const {
-    return flashptx_test::ref_problem(c.batch, c.sq, c.sk, c.hq, c.hkv, c.d, c.causal, c.softmax_scale);
+    auto p = flashptx_test::ref_problem(c.batch, c.sq, c.sk, c.hq, c.hkv, c.d, c.causal, c.softmax_scale);
+    p.window_left = c.window_left;
+    p.window_right = c.window_right;
+    p.softcap = c.softcap;
+    return p;
   }
   flashptx::ref::TensorView view(const std::vector<uint16_t>& x, const Strides& st) const {
     return ref_view(x, c.dtype, st);
@@ -240,12 +259,13 @@ void check_rule(const BProblem& pb, const BProblem::Grads& g, const char* who) {
              const std::vector<double>& r; const std::vector<double>& s; const std::vector<double>& env; };
   const G gs[] = {{"dQ", g.dq, pb.sq_, c.sq, c.hq, ref.dq, same.dq, ref.dq_env},
                   {"dK", g.dk, pb.sk_, c.sk, c.hkv, ref.dk, same.dk, ref.dk_env},
-                  {"dV", g.dv, pb.sk_, c.sk, c.hkv, ref.dv, same.dv, kNoEnvelope}};
+                  {"dV", g.dv, pb.sk_, c.sk, c.hkv, ref.dv, same.dv, ref.dv_env.empty() ? kNoEnvelope : ref.dv_env}};
   for (const G& x : gs) {
     const double err = max_err(pb, x.x, x.st, x.seq, x.heads, x.r);
     double env = 0;
     for (double e : x.env) env = std::max(env, e);
-    // FlashAttention's rule, plus the fp32 envelope of dS's cancellation (reference.h Backward).
+    // FlashAttention's rule, plus the fp32 envelope of dS's cancellation (reference.h Backward; with
+    // a softcap also tanh.approx's, Backward::dv_env).
     const double tol = 2 * max_diff(x.s, x.r) + 1e-5 + env;
     CHECK_MESSAGE(err <= tol, c.str() << ", " << who << ": max|" << x.name << " - ref| = " << err << " > " << tol
                                       << " (same-dtype " << max_diff(x.s, x.r) << ", fp32 envelope " << env << ")");
@@ -819,3 +839,113 @@ TEST_CASE("d256: deterministic mode, 100 launches bitwise equal, causal and not,
 TEST_CASE("d256: deterministic mode, the ascending and the rotated dQ orders") { deterministic_orders({256}, 8500); }
 
 }  // TEST_SUITE
+
+// ---- the sliding window and the softcap (the fa3_bwd_local kernels, src/sm90/fa3_bwd_local.cu) ----
+namespace {
+
+// The plan picks the local kernel for a bounded window or a softcap, else the plain one.
+void check_local_plan(const BProblem& pb) {
+  flashptx::BwdPlan plan;
+  std::string err;
+  const flashptx::Device dev{0, 90, 132};
+  REQUIRE_MESSAGE(flashptx::plan_bwd(pb.bwd, flashptx::BwdOptions{}, dev, &plan, &err) == FLASHPTX_OK, err);
+  const std::string name = plan.main.kernel->name;
+  const auto mod = flashptx::fwd_modifiers(pb.bwd.window, pb.bwd.window_left, pb.bwd.window_right, pb.bwd.causal != 0,
+                                           pb.bwd.softcap, pb.bwd.seqlen_q, pb.bwd.seqlen_k);
+  CHECK_MESSAGE((name.find("fa3_bwd_local_") == 0) == mod.local, pb.c.str() << ": planned " << name);
+}
+
+// Window and softcap shapes (sq, sk, left, right, causal, softcap, heads): a window narrower than a
+// block, one as wide as the sequence, asymmetric bounds, causal + window, the softcap alone and
+// with a window, GQA, seqlen_q > seqlen_k and < seqlen_k, ragged tails everywhere.
+struct LocalShape {
+  int64_t sq, sk, left, right;
+  bool causal;
+  float softcap;
+  int64_t hq, hkv;
+};
+void window_softcap(Dims dims, uint64_t seed) {
+  const bool sim = on_simulator();
+  const LocalShape sim_shapes[] = {
+      {150, 203, 20, 10, false, 0.f, 2, 1},   // narrower than a block, both sides
+      {203, 150, 200, 0, false, 0.f, 2, 2},   // wider than the sequence on the left, right 0
+      {150, 203, 0, 70, false, 0.f, 4, 1},    // asymmetric, GQA 4
+      {203, 203, 60, -1, true, 0.f, 2, 1},    // causal + window
+      {150, 203, -1, -1, false, 4.f, 2, 1},   // the softcap alone
+      {203, 150, 40, 5, false, 2.5f, 4, 2},   // softcap + window, GQA 2, seqlen_q > seqlen_k
+  };
+  const LocalShape gpu_shapes[] = {
+      {1000, 1100, 30, 10, false, 0.f, 4, 1},  {1100, 1000, 300, 0, false, 0.f, 2, 2},
+      {513, 1000, 0, 200, false, 0.f, 4, 2},   {1000, 1000, 256, -1, true, 0.f, 4, 1},
+      {777, 999, -1, -1, false, 5.f, 4, 1},    {999, 777, 100, 20, false, 3.f, 4, 2},
+      {1000, 1000, 998, 998, false, 0.f, 2, 1}, {333, 2000, 1, 1, true, 1.f, 2, 1},
+  };
+  const LocalShape* shapes = sim ? sim_shapes : gpu_shapes;
+  const int n = sim ? 6 : 8;
+  for (int64_t d : dims)
+    for (int i = 0; i < n; ++i) {
+      // On the simulator each head dim runs two of the shapes (every shape over the three dims).
+      if (sim && i % 3 != (d == 64 ? 0 : d == 128 ? 1 : 2)) continue;
+      const LocalShape& x = shapes[i];
+      BCase c{1, x.sq, x.sk, x.hq, x.hkv, d, x.causal, (i + d / 64) % 2 ? FLASHPTX_FP16 : FLASHPTX_BF16};
+      c.window_left = x.left;
+      c.window_right = x.right;
+      c.softcap = x.softcap;
+      if (x.softcap != 0.f) c.input_scale = 2.f;  // scores large enough that the cap bends them
+      c.deterministic = (i % 2) == 1;
+      INFO(c.str());
+      BProblem pb(c, seed++);
+      check_local_plan(pb);
+      pb.poison();
+      pb.run();
+      const auto g = pb.grads();
+      check_writes(pb, g);
+      check_rule(pb, g, "test build");
+      if (c.deterministic && release_lib().loaded()) {  // the release library: the same bits
+        pb.poison();
+        pb.run_release();
+        check_same_bits(c, pb.grads(), g);
+      }
+    }
+}
+
+// Deterministic mode with a window: repeated launches bitwise equal (the simulator: under other
+// schedules), GQA, causal + window.
+void window_deterministic(Dims dims, uint64_t seed) {
+  for (int64_t d : dims)
+    for (bool causal : {false, true}) {
+      BCase c{2, 1000, 1000, 4, 2, d, causal, FLASHPTX_BF16};
+      if (on_simulator()) c = BCase{1, 140, 203, 2, 1, d, causal, FLASHPTX_FP16};
+      c.window_left = causal ? 70 : 30;
+      c.window_right = causal ? -1 : 60;
+      c.softcap = causal ? 0.f : 3.f;
+      c.deterministic = true;
+      INFO(c.str());
+      BProblem pb(c, seed++);
+      pb.poison();
+      pb.run();
+      const auto first = pb.grads();
+      check_rule(pb, first, "test build");
+      if (on_simulator()) {
+        check_same_under_policies(pb, first, 2);
+        continue;
+      }
+      for (int i = 0; i < 20; ++i) {
+        pb.poison();
+        pb.run();
+        const auto g = pb.grads();
+        CHECK_MESSAGE((g.dq == first.dq && g.dk == first.dk && g.dv == first.dv), c.str() << ": launch " << i << " differs");
+      }
+    }
+}
+
+}  // namespace
+
+TEST_SUITE("gpu_sm90 fa3 backward") {
+TEST_CASE("window and softcap: every head dim, both dtypes, GQA, unequal lengths, deterministic and not") {
+  window_softcap({64, 128, 256}, 9000);
+}
+TEST_CASE("window and softcap: deterministic mode, bitwise equal launches, causal + window, GQA") {
+  window_deterministic({64, 128, 256}, 9500);
+}
+}

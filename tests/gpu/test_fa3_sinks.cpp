@@ -113,6 +113,10 @@ struct SProblem {
                                    ddo->p, dq->p, dk->p, dv->p, c.batch, c.sq, c.sk, c.hq, c.hkv, c.d, c.dtype,
                                    c.causal ? 1 : 0);
     bwd.deterministic = c.deterministic ? 1 : 0;
+    bwd.window = fwd.window;  // the forward's window and softcap (the local backward kernels)
+    bwd.window_left = c.wl;
+    bwd.window_right = c.wr;
+    bwd.softcap = c.softcap;
     bwd.sinks = fwd.sinks;
     bwd.dsinks = static_cast<float*>(dds->p);
   }
@@ -249,7 +253,7 @@ void check_backward(const SCase& c, uint64_t seed) {
   struct G { const char* name; const std::vector<uint16_t>& x; const std::vector<double>& r, &s, &env; };
   static const std::vector<double> kNone;
   for (const G& g : {G{"dQ", gq, ref.dq, same.dq, ref.dq_env}, G{"dK", gk, ref.dk, same.dk, ref.dk_env},
-                     G{"dV", gv, ref.dv, same.dv, kNone}}) {
+                     G{"dV", gv, ref.dv, same.dv, ref.dv_env.empty() ? kNone : ref.dv_env}}) {
     const double err = max_err(g.x, c.dtype, g.r);
     double env = 0;
     for (double e : g.env) env = std::max(env, e);
@@ -360,12 +364,18 @@ TEST_CASE("backward with sinks: dQ, dK, dV and dsinks against fp64; deterministi
       {2, 130, 150, 4, 2, 64, true, FLASHPTX_BF16, 1.f, false, false, -1, -1, 0.f, 1.f, true},
       {1, 100, 200, 2, 2, 128, false, FLASHPTX_FP16, 0.f, true},
       {1, 70, 64, 2, 1, 256, true, FLASHPTX_BF16, 2.f, false, false, -1, -1, 0.f, 1.f, true},
+      // With a window (smaller than a block: gpt-oss's sliding layers) and a softcap.
+      {1, 150, 130, 2, 1, 64, false, FLASHPTX_FP16, 1.f, false, true, 20, 0, 0.f, 1.f, true},
+      {1, 90, 140, 4, 2, 128, true, FLASHPTX_BF16, 0.f, true, true, 30, -1, 3.f, 2.f, false},
   };
   const SCase gpu_cases[] = {
       {2, 1000, 1000, 8, 2, 64, true, FLASHPTX_BF16, 1.f, false, false, -1, -1, 0.f, 1.f, true},
       {2, 1000, 1000, 8, 2, 64, false, FLASHPTX_BF16, 0.f, true},
       {1, 777, 1333, 4, 4, 128, true, FLASHPTX_FP16, 2.f, false, false, -1, -1, 0.f, 1.f, true},
       {1, 700, 500, 4, 1, 256, true, FLASHPTX_BF16, 0.f, true},
+      {2, 1000, 1000, 8, 2, 64, false, FLASHPTX_FP16, 1.f, false, true, 128, 0, 0.f, 1.f, true},
+      {1, 900, 1100, 4, 2, 128, true, FLASHPTX_BF16, 0.f, true, true, 200, -1, 5.f, 2.f, false},
+      {1, 700, 500, 4, 1, 256, false, FLASHPTX_FP16, 1.f, false, true, 64, 64, 3.f, 1.f, true},
   };
   const bool sim = on_simulator();
   const std::span<const SCase> cases = sim ? std::span<const SCase>(sim_cases) : std::span<const SCase>(gpu_cases);

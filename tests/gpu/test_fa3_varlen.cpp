@@ -55,6 +55,7 @@ struct VCase {
   bool padded = false;  // head stride d + 8, row stride heads * (d + 8) + 16: pads stay poisoned
   bool window = false;  // the sliding window (wl, wr), per sequence (the local varlen kernels)
   int64_t wl = -1, wr = -1;
+  float softcap = 0.f;  // 0: none (the local varlen kernels)
   std::vector<int> uq = {}, uk = {};  // seqused_q / seqused_k, per sequence (empty: NULL, every row used)
   int used_q(size_t b) const { return uq.empty() ? lq[b] : uq[b]; }
   int used_k(size_t b) const { return uk.empty() ? lk[b] : uk[b]; }
@@ -80,7 +81,8 @@ struct VCase {
     }
     return s + " Hq=" + std::to_string(hq) + " Hkv=" + std::to_string(hkv) + " d=" + std::to_string(d) +
            (causal ? " causal" : "") + (dtype == FLASHPTX_BF16 ? " bf16" : " fp16") + (padded ? " padded" : "") +
-           (window ? " window=(" + std::to_string(wl) + "," + std::to_string(wr) + ")" : "");
+           (window ? " window=(" + std::to_string(wl) + "," + std::to_string(wr) + ")" : "") +
+           (softcap != 0.f ? " softcap=" + std::to_string(softcap) : "");
   }
 };
 
@@ -146,6 +148,7 @@ struct VProblem {
     params.window = c.window ? 1 : 0;
     params.window_left = c.wl;
     params.window_right = c.wr;
+    params.softcap = c.softcap;
     if (!c.uq.empty()) params.seqused_q = c.uq.data();  // (c is this problem's own copy: the pointers stay valid)
     if (!c.uk.empty()) params.seqused_k = c.uk.data();
   }
@@ -179,6 +182,7 @@ struct VProblem {
       rp.window_left = c.wl;
       rp.window_right = c.wr;
     }
+    rp.softcap = c.softcap;
     return rp;
   }
   flashptx::ref::TensorView seq_view(const std::vector<uint16_t>& x, const Packed& p, int64_t row0) const {
@@ -389,10 +393,18 @@ struct VBCase {
   flashptx_dtype dtype;
   bool deterministic = false;
   std::vector<int> uq = {}, uk = {};  // seqused_q / seqused_k for the forward and the backward (empty: NULL)
+  bool window = false;  // the sliding window and the softcap, both calls (the local kernels)
+  int64_t wl = -1, wr = -1;
+  float softcap = 0.f;
+  bool local() const { return (window && (wl >= 0 || wr >= 0)) || softcap != 0.f; }
   VCase fwd() const {
     VCase f{lq, lk, hq, hkv, d, causal, dtype};
     f.uq = uq;
     f.uk = uk;
+    f.window = window;
+    f.wl = wl;
+    f.wr = wr;
+    f.softcap = softcap;
     return f;
   }
   std::string str() const { return fwd().str() + " backward" + (deterministic ? " deterministic" : ""); }
@@ -424,6 +436,10 @@ struct VBProblem {
                                           static_cast<int64_t>(c.lq.size()), c.hq, c.hkv, c.d, c.dtype,
                                           c.causal ? 1 : 0);
     params.deterministic = c.deterministic ? 1 : 0;
+    params.window = c.window ? 1 : 0;
+    params.window_left = c.wl;
+    params.window_right = c.wr;
+    params.softcap = c.softcap;
     params.seqused_q = f.params.seqused_q;  // the forward's (f.c's arrays)
     params.seqused_k = f.params.seqused_k;
     int64_t ws = 0;
@@ -498,7 +514,7 @@ void check_bwd_rule(const VBProblem& pb, const VBProblem::Grads& g) {
     // (The used rows and keys: seq_problem's lengths.)
     const G gs[3] = {{g.dq, f.cu_q[b], f.c.used_q(b), c.hq, ref.dq, same.dq, &ref.dq_env},
                      {g.dk, f.cu_k[b], f.c.used_k(b), c.hkv, ref.dk, same.dk, &ref.dk_env},
-                     {g.dv, f.cu_k[b], f.c.used_k(b), c.hkv, ref.dv, same.dv, nullptr}};
+                     {g.dv, f.cu_k[b], f.c.used_k(b), c.hkv, ref.dv, same.dv, &ref.dv_env}};  // dv_env: softcap only
     for (int t = 0; t < 3; ++t) {
       const G& x = gs[t];
       for (int64_t i = 0; i < x.rows; ++i)
@@ -533,7 +549,7 @@ void check_varlen_bwd(const VBCase& c, uint64_t seed) {
   check_bwd_rule(pb, g);
   flashptx_kernel_info info{};
   REQUIRE_MESSAGE(flashptx_bwd_varlen_kernel_info(&pb.params, &info) == FLASHPTX_OK, flashptx_last_error());
-  CHECK(std::string(info.symbol).rfind("fa3_bwd_varlen_sm90_", 0) == 0);
+  CHECK(std::string(info.symbol).rfind(c.local() ? "fa3_bwd_varlen_local_sm90_" : "fa3_bwd_varlen_sm90_", 0) == 0);
   CHECK(info.ctas == info.tiles);
 }
 
@@ -778,6 +794,44 @@ TEST_CASE("backward: deterministic mode, bitwise across launches and schedules")
       CHECK_MESSAGE(r.dv == first.dv, c.str() << ": the release library's dV differs from the test build's");
     }
   }
+}
+
+TEST_CASE("backward: window and softcap, every head dim, both dtypes, ragged lengths, GQA, deterministic") {
+  // The window per sequence (diag = len_k - len_q of each): narrower than a block, asymmetric,
+  // causal + window, the softcap alone and with a window; sequences with no query rows, no keys,
+  // one row, ragged tails, more queries than keys and fewer. Deterministic: bitwise across launches
+  // (on the simulator under other scheduling policies).
+  struct W { int64_t wl, wr; bool causal; float softcap; };
+  const W ws[] = {{20, 10, false, 0.f}, {0, 70, false, 0.f}, {60, -1, true, 0.f}, {-1, -1, false, 3.f},
+                  {40, 5, false, 2.f}, {100, 0, false, 4.f}};
+  const std::vector<int> lq = {1, 0, 70, 150, 9}, lk = {1, 40, 0, 130, 100};
+  const std::vector<int> big_lq = {1, 0, 700, 1500, 90, 333}, big_lk = {1, 400, 0, 1300, 1000, 333};
+  uint64_t seed = 7700;
+  int i = 0;
+  for (int64_t d : {64, 128, 256})
+    for (const W& w : ws) {
+      const int k = i++;
+      if (on_simulator() && k % 3 != (d == 64 ? 0 : d == 128 ? 1 : 2)) continue;  // each shape once over the dims
+      VBCase c{on_simulator() ? lq : big_lq, on_simulator() ? lk : big_lk, 4, k % 2 ? 2 : 4, d, w.causal,
+               k % 2 ? FLASHPTX_FP16 : FLASHPTX_BF16};
+      c.window = w.wl >= 0 || w.wr >= 0;
+      c.wl = w.wl;
+      c.wr = w.wr;
+      c.softcap = w.softcap;
+      c.deterministic = k % 2 == 0;
+      if (!c.deterministic) {
+        check_varlen_bwd(c, seed++);
+        continue;
+      }
+      INFO(c.str());
+      VBProblem pb(c, seed++);
+      pb.poison();
+      pb.run();
+      const auto first = pb.grads();
+      check_bwd_writes(pb, first);
+      check_bwd_rule(pb, first);
+      check_launches_bitwise(pb, c, first);
+    }
 }
 
 TEST_CASE("backward: bad input is a status, nothing launched, the gradients untouched") {

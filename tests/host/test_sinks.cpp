@@ -64,11 +64,12 @@ TEST_CASE("sinks validation: alignment, both or neither in the backward, the bac
   b = bwd_problem();
   b.dsinks = reinterpret_cast<float*>(reinterpret_cast<char*>(g_sinks + 4) + 1);
   CHECK(flashptx_bwd_check(&b) == FLASHPTX_ERR_MISALIGNED);
-  // With sinks the backward still has no window and no softcap.
+  // Sinks together with a window and a softcap (the sinks' gradient is independent of the mask).
   b = bwd_problem();
   b.window = 1;
   b.window_left = 64;
-  CHECK(flashptx_bwd_check(&b) == FLASHPTX_ERR_UNSUPPORTED);
+  b.softcap = 10.f;
+  CHECK(flashptx_bwd_check(&b) == FLASHPTX_ERR_WORKSPACE);  // as without them (no workspace set): not UNSUPPORTED
   CHECK(std::string(flashptx_status_name(FLASHPTX_ERR_BAD_SINKS)) == "FLASHPTX_ERR_BAD_SINKS");
 }
 

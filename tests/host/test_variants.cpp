@@ -70,24 +70,99 @@ TEST_CASE("window and softcap validation: statuses and messages") {
   CHECK(flashptx_fwd_varlen_check(&v) == FLASHPTX_ERR_BAD_SOFTCAP);
 }
 
-TEST_CASE("the backward refuses a window and a softcap (no silent wrong gradient)") {
+TEST_CASE("the backward takes a window and a softcap: statuses, and the local kernel the plan picks") {
   flashptx_bwd_params b;
   flashptx_bwd_params_contiguous(&b, g_fake[0], g_fake[1], g_fake[2], g_fake[3], nullptr, g_fake[0], g_fake[1],
                                  g_fake[2], g_fake[3], 1, 128, 128, 2, 2, 128, FLASHPTX_BF16, 0);
   int64_t bytes = 0;
   CHECK(flashptx_bwd_workspace_size(&b, &bytes) == FLASHPTX_OK);
+  const flashptx_status plain_check = flashptx_bwd_check(&b);  // the fake buffers' status, whatever it is
   b.window = 1;
   b.window_left = 64;
-  CHECK(flashptx_bwd_workspace_size(&b, &bytes) == FLASHPTX_ERR_UNSUPPORTED);
-  CHECK(std::string(flashptx_last_error()).find("no sliding window") != std::string::npos);
-  CHECK(flashptx_bwd_check(&b) == FLASHPTX_ERR_UNSUPPORTED);
+  CHECK(flashptx_bwd_workspace_size(&b, &bytes) == FLASHPTX_OK);
+  CHECK(flashptx_bwd_check(&b) == plain_check);  // no longer UNSUPPORTED: the same status as without
+  b.window_left = -2;
+  CHECK(flashptx_bwd_workspace_size(&b, &bytes) == FLASHPTX_ERR_BAD_WINDOW);
   b.window_left = b.window_right = -1;  // a window of (-1, -1) is none
   CHECK(flashptx_bwd_workspace_size(&b, &bytes) == FLASHPTX_OK);
   b.softcap = 30.f;
-  CHECK(flashptx_bwd_workspace_size(&b, &bytes) == FLASHPTX_ERR_UNSUPPORTED);
-  CHECK(std::string(flashptx_last_error()).find("no softcap") != std::string::npos);
+  CHECK(flashptx_bwd_workspace_size(&b, &bytes) == FLASHPTX_OK);
   b.softcap = -1.f;
   CHECK(flashptx_bwd_workspace_size(&b, &bytes) == FLASHPTX_ERR_BAD_SOFTCAP);
+  b.softcap = NAN;
+  CHECK(flashptx_bwd_workspace_size(&b, &bytes) == FLASHPTX_ERR_BAD_SOFTCAP);
+
+  // The plan: the local kernel for a bounded window or a softcap, the plain one otherwise (a window
+  // (-1, 0) is the causal mask).
+  for (int64_t d : {64, 128, 256})
+    for (flashptx_dtype t : {FLASHPTX_BF16, FLASHPTX_FP16}) {
+      const std::string dt = t == FLASHPTX_BF16 ? "bf16" : "fp16";
+      flashptx_bwd_params p;
+      flashptx_bwd_params_contiguous(&p, g_fake[0], g_fake[1], g_fake[2], g_fake[3], nullptr, g_fake[0], g_fake[1],
+                                     g_fake[2], g_fake[3], 2, 1000, 1100, 4, 2, d, t, 0);
+      auto plan_of = [&](const flashptx_bwd_params& x, flashptx::BwdPlan* plan) {
+        std::string err;
+        REQUIRE_MESSAGE(flashptx::plan_bwd(x, {}, kH200, plan, &err) == FLASHPTX_OK, err);
+        plan->main.grid.x = 0;  // the fake buffers have no tensor maps: the encoding skips them
+        REQUIRE_MESSAGE(flashptx::encode_bwd_args(x, plan, &err) == FLASHPTX_OK, err);
+        return std::string(plan->main.kernel->name);
+      };
+      flashptx::BwdPlan plan;
+      const std::string plain = "fa3_bwd_sm90_" + dt + "_d" + std::to_string(d);
+      const std::string local = "fa3_bwd_local_sm90_" + dt + "_d" + std::to_string(d);
+      CHECK(plan_of(p, &plan) == plain);
+      CHECK(!plan.local);
+      p.window = 1;
+      p.window_left = -1;
+      p.window_right = 0;  // the causal mask: the plain kernel, causal
+      CHECK(plan_of(p, &plan) == plain);
+      CHECK(plan.args.causal == 1);
+      p.window_left = 100;
+      p.window_right = 7;
+      CHECK(plan_of(p, &plan) == local);
+      CHECK(plan.local);
+      CHECK((plan.local_args.window_left == 100 && plan.local_args.window_right == 7));
+      CHECK(plan.local_args.softcap_prescale == 0.f);
+      CHECK(plan.args.causal == 0);
+      CHECK(!plan.dq_rotated);
+      p.causal = 1;  // causal + window: right folds to 0
+      CHECK(plan_of(p, &plan) == local);
+      CHECK((plan.local_args.window_left == 100 && plan.local_args.window_right == 0 && plan.args.causal == 0));
+      p.causal = 0;
+      p.window = 0;
+      p.softcap = 20.f;  // the softcap alone: the local kernel, an unbounded window
+      CHECK(plan_of(p, &plan) == local);
+      const float scale = 1.f / std::sqrt(static_cast<float>(d));
+      CHECK((plan.local_args.window_left == -1 && plan.local_args.window_right == -1));
+      CHECK(plan.local_args.softcap_prescale == doctest::Approx(scale / 20.f));
+      CHECK(plan.local_args.softcap_ln2_inv == doctest::Approx(0.693147f / 20.f));
+      CHECK(plan.args.softmax_scale == doctest::Approx(scale));  // dK, dQ: the call's scale
+      CHECK(plan.args.softmax_scale_log2 == doctest::Approx(20.f * 1.442695f));
+      CHECK(plan.aux.softmax_scale == doctest::Approx(scale));
+      // A plain kernel forced onto a capped call: an option error.
+      flashptx::BwdOptions o;
+      o.kernel = plain.c_str();
+      std::string err;
+      CHECK(flashptx::plan_bwd(p, o, kH200, &plan, &err) == FLASHPTX_ERR_BAD_OPTION);
+      CHECK(err.find("no sliding window or softcap") != std::string::npos);
+      // Deterministic with a window: the ascending order (the rotated one is the plain kernels').
+      p.deterministic = 1;
+      p.window = 1;
+      p.window_left = 30;
+      p.window_right = 30;
+      CHECK(plan_of(p, &plan) == local);
+      CHECK(!plan.dq_rotated);
+      o.kernel = nullptr;
+      o.dq_order = flashptx::DqOrder::kRotated;
+      CHECK(flashptx::plan_bwd(p, o, kH200, &plan, &err) == FLASHPTX_ERR_BAD_OPTION);
+    }
+  // A head dim without a local kernel answers UNSUPPORTED_HEAD_DIM.
+  b = flashptx_bwd_params{};
+  flashptx_bwd_params_contiguous(&b, g_fake[0], g_fake[1], g_fake[2], g_fake[3], nullptr, g_fake[0], g_fake[1],
+                                 g_fake[2], g_fake[3], 1, 128, 128, 2, 2, 32, FLASHPTX_BF16, 0);
+  b.softcap = 10.f;
+  CHECK(flashptx_bwd_workspace_size(&b, &bytes) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
+  CHECK(std::string(flashptx_last_error()).find("head_dim 32") != std::string::npos);
 }
 
 TEST_CASE("the plan: local kernels for a real window or a softcap, today's kernels otherwise") {

@@ -193,8 +193,6 @@ static std::vector<double> dense(const TensorView& t, int64_t batch, int64_t seq
 Backward backward(const Problem& p, const TensorView& q, const TensorView& k, const TensorView& v,
                   const TensorView& dout, Round rd) {
   const int64_t D = p.head_dim, Hq = p.heads_q, Hk = p.heads_kv, Sq = p.seqlen_q, Sk = p.seqlen_k;
-  if (p.window_left >= 0 || p.window_right >= 0 || p.softcap != 0)
-    throw std::invalid_argument("ref::backward: no sliding window or softcap (the backward has neither yet)");
   Backward g;
   if (!p.sinks.empty()) {
     g.dsinks.assign(static_cast<size_t>(Hq), 0.0);
@@ -206,6 +204,7 @@ Backward backward(const Problem& p, const TensorView& q, const TensorView& k, co
   g.dv.assign(g.dk.size(), 0.0);
   g.dq_env.assign(g.dq.size(), 0.0);
   g.dk_env.assign(g.dk.size(), 0.0);
+  if (p.softcap > 0) g.dv_env.assign(g.dv.size(), 0.0);
   const double scale = p.scale();
   const auto Q = dense(q, p.batch, Sq, Hq, D, rd), K = dense(k, p.batch, Sk, Hk, D, rd),
              V = dense(v, p.batch, Sk, Hk, D, rd), dO = dense(dout, p.batch, Sq, Hq, D, Round::kNone);
@@ -217,29 +216,30 @@ Backward backward(const Problem& p, const TensorView& q, const TensorView& k, co
     for (int64_t h = 0; h < Hq; ++h) {
       const int64_t hk = h / p.group();
       for (int64_t i = 0; i < Sq; ++i) {
-        const int64_t last = p.last_key(i);
-        if (last < 0) continue;  // O = 0 does not depend on anything
+        // The row's keys [first, last] (the causal mask and the window); none: O = 0 depends on nothing.
+        const int64_t first = p.first_key(i), last = p.last_key(i);
+        if (last < first) continue;
         const double* qi = row(Q, b, i, h, Sq, Hq);
         const double* doi = row(dO, b, i, h, Sq, Hq);
         // The forward row: scores, LSE, O (rounded to the dtype in same-dtype mode, as a plain
         // forward's output would be).
         sc.assign(last + 1, 0.0);
         double m = -std::numeric_limits<double>::infinity();
-        for (int64_t j = 0; j <= last; ++j) {
+        for (int64_t j = first; j <= last; ++j) {
           const double* kj = row(K, b, j, hk, Sk, Hk);
           double acc = 0;
           for (int64_t e = 0; e < D; ++e) acc += qi[e] * kj[e];
-          sc[j] = acc * scale;
+          sc[j] = p.logit(acc);  // the scaled score, capped where softcap > 0
           m = std::max(m, sc[j]);
         }
         const double sink = p.sink(h);  // -inf: none
         m = std::max(m, sink);
         double l = std::exp(sink - m);
-        for (int64_t j = 0; j <= last; ++j) l += std::exp(sc[j] - m);
+        for (int64_t j = first; j <= last; ++j) l += std::exp(sc[j] - m);
         const double lse = m + std::log(l);
         std::fill(o.begin(), o.end(), 0.0);
         pr.assign(last + 1, 0.0);
-        for (int64_t j = 0; j <= last; ++j) {
+        for (int64_t j = first; j <= last; ++j) {
           pr[j] = std::exp(sc[j] - lse);
           const double pj = round_to(rd, pr[j]);
           const double* vj = row(V, b, j, hk, Sk, Hk);
@@ -258,7 +258,7 @@ Backward backward(const Problem& p, const TensorView& q, const TensorView& k, co
           double var = 0;  // sum_d dO_id^2 (O_id^2 + sum_j P_ij^2 V_jd^2) / 3
           for (int64_t e = 0; e < D; ++e) {
             double pv2 = 0;
-            for (int64_t j = 0; j <= last; ++j) {
+            for (int64_t j = first; j <= last; ++j) {
               const double pv = pr[j] * row(V, b, j, hk, Sk, Hk)[e];
               pv2 += pv * pv;
             }
@@ -269,7 +269,11 @@ Backward backward(const Problem& p, const TensorView& q, const TensorView& k, co
         dp.assign(last + 1, 0.0);
         double* dqi = &g.dq[static_cast<size_t>(((b * Sq + i) * Hq + h) * D)];
         double* dqe = &g.dq_env[static_cast<size_t>(((b * Sq + i) * Hq + h) * D)];
-        for (int64_t j = 0; j <= last; ++j) {
+        // Softcap: the mean tanh.approx logit error of the row, sum_k P_k e_k (forward_row's tanh_env).
+        double ebar = 0;
+        if (p.softcap > 0)
+          for (int64_t j = first; j <= last; ++j) ebar += pr[j] * std::ldexp(std::fabs(sc[j]), -11);
+        for (int64_t j = first; j <= last; ++j) {
           const double* kj = row(K, b, j, hk, Sk, Hk);
           const double* vj = row(V, b, j, hk, Sk, Hk);
           double dpj = 0, dp_abs = 0;
@@ -277,11 +281,23 @@ Backward backward(const Problem& p, const TensorView& q, const TensorView& k, co
             dpj += doi[e] * vj[e];
             dp_abs += std::fabs(doi[e] * vj[e]);
           }
-          const double ds = round_to(rd, pr[j] * (dpj - delta));  // dL/dS_ij (before the scale)
+          // The softcap's derivative: d(c tanh(x / c))/dx = 1 - tanh^2(x / c) = 1 - (logit / c)^2.
+          const double t = p.softcap > 0 ? sc[j] / p.softcap : 0, dtanh = 1 - t * t;
+          const double ds = round_to(rd, pr[j] * (dpj - delta) * dtanh);  // dL/dS_ij (before the scale)
           const double pj = round_to(rd, pr[j]);
           // fp32 envelope of dP_ij - delta_i: both are fp32 sums of d products in a kernel, in
           // different orders (tensor cores; the preprocess), and they cancel where P_ij ~ 1.
-          const double eps = std::ldexp(dp_abs + delta_abs, -20) * pr[j] * scale;
+          double eps = std::ldexp(dp_abs + delta_abs, -20) * pr[j] * scale * dtanh;
+          if (p.softcap > 0) {
+            // tanh.approx.f32 (relative error 2^-11, PTX ISA) in the forward (the LSE) and in the
+            // backward (P): P_ij moves by at most eP = 2 P_ij (e_ij + ebar), e_ij = 2^-11 |logit|;
+            // 1 - t^2 by 2 t^2 2^-11. First order, as forward_row's tanh_env.
+            const double ep = 2 * pr[j] * (std::ldexp(std::fabs(sc[j]), -11) + ebar);
+            eps += scale * (ep * (std::fabs(dpj) + std::fabs(delta)) * dtanh +
+                            pr[j] * (std::fabs(dpj) + std::fabs(delta)) * std::ldexp(2 * t * t, -11));
+            double* dve = &g.dv_env[static_cast<size_t>(((b * Sk + j) * Hk + hk) * D)];
+            for (int64_t e = 0; e < D; ++e) dve[e] += ep * std::fabs(doi[e]);
+          }
           double* dkj = &g.dk[static_cast<size_t>(((b * Sk + j) * Hk + hk) * D)];
           double* dke = &g.dk_env[static_cast<size_t>(((b * Sk + j) * Hk + hk) * D)];
           double* dvj = &g.dv[static_cast<size_t>(((b * Sk + j) * Hk + hk) * D)];

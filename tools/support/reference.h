@@ -49,8 +49,8 @@ struct Problem {
   int64_t batch = 1, seqlen_q = 1, seqlen_k = 1, heads_q = 1, heads_kv = 1, head_dim = 1;
   bool causal = false;
   double softmax_scale = 0;  // 0: 1/sqrt(head_dim)
-  int64_t window_left = -1, window_right = -1;  // -1: unbounded (forward only: backward() refuses a window)
-  double softcap = 0;                           // 0: none (forward only)
+  int64_t window_left = -1, window_right = -1;  // -1: unbounded
+  double softcap = 0;                           // 0: none
   std::vector<double> sinks;                    // empty: none; else [heads_q] logits
   // The sink logit of query head h, -inf without sinks.
   double sink(int64_t h) const;
@@ -95,6 +95,11 @@ struct Backward {
   // exactly) the result is fp32 noise that neither the fp64 nor the same-dtype reference has. The
   // GPU tests add max(env) to FlashAttention's tolerance, visibly.
   std::vector<double> dq_env, dk_env;
+  // Softcap only (empty otherwise): the first-order envelope of tanh.approx.f32 (relative error
+  // 2^-11, PTX ISA), in the forward's LSE and the backward's P, on dV (and added to dq_env and dk_env
+  // with the derivative's 1 - t^2): P_ij may be off by 2 P_ij (e_ij + sum_k P_ik e_ik), e_ij =
+  // 2^-11 |logit_ij| (forward_row's tanh_env). A GPU test adds it to the rule, visibly.
+  std::vector<double> dv_env;
   // With sinks: dL/ds_h [heads_q], and its fp32 envelope per head: sum over the rows of 2^-20 p_sink
   // sum_d |dO_id O_id| (a kernel's delta is an fp32 sum of d products; the reduction adds
   // batch * seqlen_q fp32 terms, within 2^-20 of their absolute sum at the tests' sizes).

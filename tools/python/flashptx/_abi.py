@@ -691,8 +691,10 @@ def fwd_params(ptrs, shape_q, shape_k, strides, dtype, causal, softmax_scale, wi
     return p
 
 
-def bwd_params(ptrs, shape_q, shape_k, strides, dtype, causal, softmax_scale, deterministic):
-    """BwdParams from pointers {q,k,v,o,lse,dout,dq,dk,dv[,sinks,dsinks]} and strides {q,k,v,o,do,dq,dk,dv}."""
+def bwd_params(ptrs, shape_q, shape_k, strides, dtype, causal, softmax_scale, deterministic, window_size=None,
+               softcap=0.0):
+    """BwdParams from pointers {q,k,v,o,lse,dout,dq,dk,dv[,sinks,dsinks]} and strides {q,k,v,o,do,dq,dk,dv};
+    window_size (left, right) (None: none) and softcap (0: none) as the forward's (fwd_params)."""
     p = BwdParams()
     for n in ("q", "k", "v", "o", "lse", "dout", "dq", "dk", "dv", "sinks", "dsinks"):
         setattr(p, n, ptrs.get(n) or None)
@@ -707,6 +709,10 @@ def bwd_params(ptrs, shape_q, shape_k, strides, dtype, causal, softmax_scale, de
     p.causal = 1 if causal else 0
     p.softmax_scale = softmax_scale
     p.deterministic = 1 if deterministic else 0
+    if window_size is not None:
+        p.window = 1
+        p.window_left, p.window_right = window_size
+    p.softcap = softcap
     return p
 
 

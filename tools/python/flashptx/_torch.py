@@ -427,9 +427,10 @@ _fwd.register_autograd(_backward, setup_context=_setup_context)
 
 
 # ---- the score modifiers: the sliding window and the softcap (the library's local kernels) ---------------
-# Their own op, forward only: no backward kernel has a window or a softcap yet (the C ABI refuses
-# them with FLASHPTX_ERR_UNSUPPORTED), so the op's autograd formula raises instead of returning the
-# gradients of another function. Uncached params (the struct is built per call).
+# Their own ops: flashptx::fwd_local (the forward's local kernels) and flashptx::bwd_local (the
+# backward's, src/sm90/fa3_bwd_local.cu: the C ABI's flashptx_bwd with the window and the softcap);
+# `deterministic` is carried by fwd_local for its backward only (as fwd's). Uncached params (the
+# struct is built per call).
 def _launch_fwd_local(q, k, v, out, lse, causal, softmax_scale, window, softcap):
     lib = _abi._lib or _abi.library()
     qp = q.data_ptr()
@@ -443,7 +444,8 @@ def _launch_fwd_local(q, k, v, out, lse, causal, softmax_scale, window, softcap)
 
 @torch.library.custom_op("flashptx::fwd_local", mutates_args=())
 def _fwd_local(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, softmax_scale: float,
-               window_left: int, window_right: int, softcap: float) -> Tuple[torch.Tensor, torch.Tensor]:
+               window_left: int, window_right: int, softcap: float,
+               deterministic: bool) -> Tuple[torch.Tensor, torch.Tensor]:
     _check_inputs("flashptx::fwd_local", q, k, v, v_dim=True)
     q, k, v = _aligned_eager(q), _aligned_eager(k), _aligned_eager(v)
     b, sq, hq, _ = q.shape
@@ -455,21 +457,50 @@ def _fwd_local(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, 
 
 
 @_fwd_local.register_fake
-def _fwd_local_fake(q, k, v, causal, softmax_scale, window_left, window_right, softcap):
+def _fwd_local_fake(q, k, v, causal, softmax_scale, window_left, window_right, softcap, deterministic):
     b, sq, hq, _ = q.shape
     return q.new_empty((b, sq, hq, v.shape[3])), q.new_empty((b, hq, sq), dtype=torch.float32)
 
 
+@torch.library.custom_op("flashptx::bwd_local", mutates_args=())
+def _bwd_local(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
+               lse: torch.Tensor, causal: bool, softmax_scale: float, window_left: int, window_right: int,
+               softcap: float, deterministic: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    _check_inputs("flashptx::bwd_local", q, k, v)
+    if dout.dtype != q.dtype:
+        dout = dout.to(q.dtype)
+    dout, q, k, v, out = (_aligned_eager(t) for t in (dout, q, k, v, out))
+    lse = lse.contiguous()
+    dq, dk, dv = q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+    window = None if (window_left, window_right) == (-1, -1) else (window_left, window_right)
+    _launch_bwd_modified(dout, q, k, v, out, lse, None, dq, dk, dv, None, causal, softmax_scale, deterministic,
+                         window, softcap)
+    return dq, dk, dv
+
+
+@_bwd_local.register_fake
+def _bwd_local_fake(dout, q, k, v, out, lse, causal, softmax_scale, window_left, window_right, softcap,
+                    deterministic):
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+
 def _local_setup_context(ctx, inputs, output):
-    ctx.window = (inputs[5], inputs[6])
-    ctx.softcap = inputs[7]
-    ctx.mark_non_differentiable(output[1])
+    q, k, v, causal, softmax_scale, wl, wr, softcap, deterministic = inputs
+    out, lse = output
+    ctx.save_for_backward(q, k, v, out, lse)
+    ctx.causal, ctx.softmax_scale, ctx.deterministic = causal, softmax_scale, deterministic
+    ctx.window, ctx.softcap = (wl, wr), softcap
+    ctx.mark_non_differentiable(lse)
 
 
 def _local_backward(ctx, dout, dlse):
-    raise NotImplementedError(
-        "flashptx.attention: no backward for window_size=%r, softcap=%r yet (the forward has them; the "
-        "backward kernels do not: their gradients would be those of another function)" % (ctx.window, ctx.softcap))
+    q, k, v, out, lse = ctx.saved_tensors
+    _check_backward_dims("flashptx.attention backward", q, v)  # (head dims 96 and 192: no backward)
+    if dout is None:
+        dout = torch.zeros_like(out)
+    dq, dk, dv = torch.ops.flashptx.bwd_local(dout, q, k, v, out, lse, ctx.causal, ctx.softmax_scale, ctx.window[0],
+                                              ctx.window[1], ctx.softcap, ctx.deterministic)
+    return dq, dk, dv, None, None, None, None, None, None
 
 
 _fwd_local.register_autograd(_local_backward, setup_context=_local_setup_context)
@@ -478,8 +509,8 @@ _fwd_local.register_autograd(_local_backward, setup_context=_local_setup_context
 # ---- the attention sinks (gpt-oss): their own ops, the sinks' gradient from the backward ---------------
 # flashptx::fwd_sink runs the library's sink kernels (with or without a window and a softcap);
 # flashptx::bwd_sink the backward with the sinks, which also writes dL/dsinks (include/flashptx.h,
-# flashptx_bwd_params::dsinks); `deterministic` is carried by fwd_sink for its backward only (as fwd's). The backward has no window or softcap yet: with either, the autograd
-# formula raises (as fwd_local's). Uncached params (the struct is built per call).
+# flashptx_bwd_params::dsinks), with the forward's window and softcap; `deterministic` is carried by
+# fwd_sink for its backward only (as fwd's). Uncached params (the struct is built per call).
 def _sink_ptrs(q, k, v):
     qp = q.data_ptr()
     return qp, k.data_ptr() or qp, v.data_ptr() or qp
@@ -521,7 +552,8 @@ def _fwd_sink_fake(q, k, v, sinks, causal, softmax_scale, window_left, window_ri
 
 @torch.library.custom_op("flashptx::bwd_sink", mutates_args=())
 def _bwd_sink(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
-              lse: torch.Tensor, sinks: torch.Tensor, causal: bool, softmax_scale: float,
+              lse: torch.Tensor, sinks: torch.Tensor, causal: bool, softmax_scale: float, window_left: int,
+              window_right: int, softcap: float,
               deterministic: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     _check_inputs("flashptx::bwd_sink", q, k, v)
     _check_sinks("flashptx::bwd_sink", sinks, q)
@@ -532,21 +564,26 @@ def _bwd_sink(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Ten
     dq, dk, dv = q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
     # Zeros, not empty: a call with batch 0 launches nothing (include/flashptx.h), and its gradient is 0.
     dsinks = torch.zeros_like(sinks)
-    _launch_bwd_sink(dout, q, k, v, out, lse, sinks, dq, dk, dv, dsinks, causal, softmax_scale, deterministic)
+    window = None if (window_left, window_right) == (-1, -1) else (window_left, window_right)
+    _launch_bwd_modified(dout, q, k, v, out, lse, sinks, dq, dk, dv, dsinks, causal, softmax_scale, deterministic,
+                         window, softcap)
     return dq, dk, dv, dsinks
 
 
-def _launch_bwd_sink(dout, q, k, v, out, lse, sinks, dq, dk, dv, dsinks, causal, softmax_scale, deterministic):
-    """The C call of bwd_sink (its own function, as _launch_bwd), the workspace from torch's allocator."""
+def _launch_bwd_modified(dout, q, k, v, out, lse, sinks, dq, dk, dv, dsinks, causal, softmax_scale, deterministic,
+                         window=None, softcap=0.0):
+    """The C call of bwd_sink and bwd_local (sinks, dsinks None: none; its own function, as _launch_bwd),
+    the workspace from torch's allocator."""
     lib = _abi._lib or _abi.library()
     qp, kp, vp = _sink_ptrs(q, k, v)
-    p = _abi.bwd_params({"q": qp, "k": kp, "v": vp, "o": out.data_ptr(), "lse": lse.data_ptr(),
-                         "dout": dout.data_ptr(), "dq": dq.data_ptr(), "dk": dk.data_ptr(), "dv": dv.data_ptr(),
-                         "sinks": sinks.data_ptr(), "dsinks": dsinks.data_ptr()},
-                        tuple(q.shape), tuple(k.shape),
+    ptrs = {"q": qp, "k": kp, "v": vp, "o": out.data_ptr(), "lse": lse.data_ptr(), "dout": dout.data_ptr(),
+            "dq": dq.data_ptr(), "dk": dk.data_ptr(), "dv": dv.data_ptr()}
+    if sinks is not None:
+        ptrs.update(sinks=sinks.data_ptr(), dsinks=dsinks.data_ptr())
+    p = _abi.bwd_params(ptrs, tuple(q.shape), tuple(k.shape),
                         {"q": _strides(q), "k": _strides(k), "v": _strides(v), "o": _strides(out),
                          "do": _strides(dout), "dq": _strides(dq), "dk": _strides(dk), "dv": _strides(dv)},
-                        _DTYPES[q.dtype], causal, softmax_scale, deterministic)
+                        _DTYPES[q.dtype], causal, softmax_scale, deterministic, window, softcap)
     need = ctypes.c_int64(0)
     _abi.check(lib, "flashptx_bwd_workspace_size", lib.flashptx_bwd_workspace_size(ctypes.byref(p), ctypes.byref(need)))
     ws = torch.empty(max(need.value, 1), dtype=torch.uint8, device=q.device)
@@ -555,7 +592,8 @@ def _launch_bwd_sink(dout, q, k, v, out, lse, sinks, dq, dk, dv, dsinks, causal,
 
 
 @_bwd_sink.register_fake
-def _bwd_sink_fake(dout, q, k, v, out, lse, sinks, causal, softmax_scale, deterministic):
+def _bwd_sink_fake(dout, q, k, v, out, lse, sinks, causal, softmax_scale, window_left, window_right, softcap,
+                   deterministic):
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape), sinks.new_empty(sinks.shape)
 
 
@@ -577,16 +615,12 @@ def _sink_setup_context(ctx, inputs, output):
 
 
 def _sink_backward(ctx, dout, dlse):
-    if ctx.window != (-1, -1) or ctx.softcap != 0.0:
-        raise NotImplementedError(
-            "flashptx.attention: no backward for sinks with window_size=%r, softcap=%r yet (the forward has "
-            "them; the backward kernels do not)" % (ctx.window, ctx.softcap))
     q, k, v, sinks, out, lse = ctx.saved_tensors
     _check_backward_dims("flashptx.attention backward", q, v)  # (head dims 96 and 192: no backward)
     if dout is None:
         dout = torch.zeros_like(out)
     dq, dk, dv, dsinks = torch.ops.flashptx.bwd_sink(dout, q, k, v, out, lse, sinks, ctx.causal, ctx.softmax_scale,
-                                                     ctx.deterministic)
+                                                     ctx.window[0], ctx.window[1], ctx.softcap, ctx.deterministic)
     return dq, dk, dv, dsinks, None, None, None, None, None, None
 
 
@@ -668,14 +702,14 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, deterministic=False,
     window_size=(left, right): FlashAttention's sliding window, bottom-right aligned: query i sees key
     j iff i + seqlen_k - seqlen_q - left <= j <= i + seqlen_k - seqlen_q + right, -1 unbounded on that
     side ((-1, -1): none; with causal, right is 0). softcap > 0: scores become softcap *
-    tanh(score / softcap) (after the scale, before the mask; FA3's convention). Both forward only for
-    now (sm_90): a backward through them raises NotImplementedError. A bound below -1, a softcap
-    below 0, NaN or infinite: ValueError.
+    tanh(score / softcap) (after the scale, before the mask; FA3's convention). Both forward and
+    backward on sm_90 (head dims 64, 128, 256; not on sm_100). A bound below -1, a softcap below 0,
+    NaN or infinite: ValueError.
     sinks: learnable attention sinks (gpt-oss), a float32 CUDA tensor [heads_q] (None: none): head h's
     sink logit joins every row's softmax denominator and adds no value (LSE = log(sum_j exp(score_j)
     + exp(sinks[h])); a row that sees no key gets O = 0). With autograd, sinks receive their gradient
-    (sinks.requires_grad); with a window or a softcap too, forward only (the backward raises
-    NotImplementedError). sm_90 only. Another shape or dtype: ValueError.
+    (sinks.requires_grad), also with a window and a softcap. sm_90 only. Another shape or dtype:
+    ValueError.
     deterministic: the backward's gradients are bitwise reproducible (a fixed accumulation order;
     slower). return_lse: also return the log-sum-exp, float32 [batch, heads_q, seqlen_q], natural log
     (no gradient flows through it).
@@ -714,7 +748,8 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, deterministic=False,
                                                bool(deterministic))
     elif window is not None or cap != 0.0:
         wl, wr = window if window is not None else (-1, -1)
-        out, lse = torch.ops.flashptx.fwd_local(_prep(q), _prep(k), _prep(v), bool(causal), scale, wl, wr, cap)
+        out, lse = torch.ops.flashptx.fwd_local(_prep(q), _prep(k), _prep(v), bool(causal), scale, wl, wr, cap,
+                                                bool(deterministic))
     elif not eager:
         out, lse = torch.ops.flashptx.fwd(_prep(q), _prep(k), _prep(v), bool(causal), scale, bool(deterministic))
     elif _profiling():  # the profiler shows the call under the op's name, as when it runs the op
@@ -951,12 +986,12 @@ def _fwd_varlen_impl(q, k, v, cu_q, cu_k, max_q, max_k, used_q, used_k, causal, 
 
 
 def _bwd_varlen_impl(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, used_q, used_k, causal, scale,
-                     deterministic):
+                     deterministic, wl=-1, wr=-1, softcap=0.0):
     where = "flashptx.attention_varlen backward"
     if dout.dtype != q.dtype:
         dout = dout.to(q.dtype)
-    keep, ptrs, a = _varlen_args(where, q, k, v, cu_q, cu_k, max_q, max_k, used_q, used_k, scale, causal, -1, -1,
-                                 0.0)
+    keep, ptrs, a = _varlen_args(where, q, k, v, cu_q, cu_k, max_q, max_k, used_q, used_k, scale, causal, wl, wr,
+                                 softcap)
     dout, q, k, v, out = (_aligned_packed(t) for t in (dout, q, k, v, out))
     lse = lse.contiguous()
     # Zeros where the library writes nothing: the rows and keys past the used lengths.
@@ -1006,7 +1041,7 @@ def _fwd_varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
 def _bwd_varlen(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
                 lse: torch.Tensor, cu_seqlens_q: torch.Tensor, cu_seqlens_k: torch.Tensor, max_seqlen_q: int,
                 max_seqlen_k: int, seqused_q: Optional[torch.Tensor], seqused_k: Optional[torch.Tensor],
-                causal: bool, softmax_scale: float,
+                causal: bool, softmax_scale: float, window_left: int, window_right: int, softcap: float,
                 deterministic: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     where = "flashptx::bwd_varlen"
     _check_varlen_tensors(where, q, k, v)
@@ -1018,19 +1053,14 @@ def _bwd_varlen(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.T
         raise ValueError("%s: lse must be float32 [heads_q, total_q] = %s on q's device, got %s %s"
                          % (where, (q.shape[1], q.shape[0]), lse.dtype, tuple(lse.shape)))
     return _bwd_varlen_impl(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-                            seqused_q, seqused_k, causal, softmax_scale, deterministic)
+                            seqused_q, seqused_k, causal, softmax_scale, deterministic, window_left, window_right,
+                            softcap)
 
 
 @_bwd_varlen.register_fake
 def _bwd_varlen_fake(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_q,
-                     seqused_k, causal, softmax_scale, deterministic):
+                     seqused_k, causal, softmax_scale, window_left, window_right, softcap, deterministic):
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
-
-
-def _varlen_no_backward(window, softcap):
-    return NotImplementedError(
-        "flashptx.attention_varlen: no backward for window_size=%r, softcap=%r yet (the varlen forward has "
-        "them; the varlen backward does not: its gradients would be those of another function)" % (window, softcap))
 
 
 def _varlen_setup_context(ctx, inputs, output):
@@ -1044,12 +1074,10 @@ def _varlen_setup_context(ctx, inputs, output):
 def _varlen_backward(ctx, dout, dlse):
     q, k, v, out, lse, cu_q, cu_k, used_q, used_k = ctx.saved_tensors
     max_q, max_k, causal, scale, deterministic, window, softcap = ctx.args
-    if window != (-1, -1) or softcap != 0.0:
-        raise _varlen_no_backward(window, softcap)
     if dout is None:
         dout = torch.zeros_like(out)
     dq, dk, dv = torch.ops.flashptx.bwd_varlen(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, used_q, used_k,
-                                               causal, scale, deterministic)
+                                               causal, scale, window[0], window[1], softcap, deterministic)
     return (dq, dk, dv) + (None,) * 12
 
 
@@ -1077,16 +1105,15 @@ class _AttentionVarlen(torch.autograd.Function):
         q, k, v, out, lse = ctx.saved_tensors
         cu_q, cu_k, used_q, used_k = ctx.index
         max_q, max_k, causal, scale, deterministic, window, softcap = ctx.args
-        if window != (-1, -1) or softcap != 0.0:
-            raise _varlen_no_backward(window, softcap)
         if dout is None:
             dout = torch.zeros_like(out)
         if torch.is_grad_enabled() or _is_compiling() or not _eager_ok(dout):
             dq, dk, dv = torch.ops.flashptx.bwd_varlen(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, used_q,
-                                                       used_k, causal, scale, deterministic)
+                                                       used_k, causal, scale, window[0], window[1], softcap,
+                                                       deterministic)
         else:
             dq, dk, dv = _bwd_varlen_impl(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, used_q, used_k, causal,
-                                          scale, deterministic)
+                                          scale, deterministic, window[0], window[1], softcap)
         return (dq, dk, dv) + (None,) * 12
 
 
@@ -1109,8 +1136,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
 
     CUDA tensors, all bfloat16 or all float16, head_dim 64, 128 or 256 (sm_90), heads_q a multiple
     of heads_kv. causal: per sequence, bottom-right aligned. softmax_scale: default 1/sqrt(head_dim).
-    window_size, softcap: as flashptx.attention's, per sequence; forward only for now (a backward
-    through them raises NotImplementedError). deterministic: bitwise reproducible gradients.
+    window_size, softcap: as flashptx.attention's, per sequence, forward and backward.
+    deterministic: bitwise reproducible gradients.
     Returns out [total_q, heads_q, head_dim], and with return_lse also the LSE, float32
     [heads_q, total_q] (FlashAttention's varlen layout), natural log, no gradient. Bad values raise
     ValueError before anything launches (the library's own refusals are flashptx.FlashptxValueError).

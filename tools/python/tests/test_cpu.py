@@ -786,7 +786,8 @@ def varlen_arguments_are_checked_before_any_call():
 def library_varlen_backward_and_seqused_validation():
     """The structs attention_varlen builds (fwd_varlen_params, bwd_varlen_params), through the library's
     own checks (no GPU needed): accepted as built, with seqused too; a used length past its sequence is
-    FlashptxValueError (FLASHPTX_ERR_BAD_SHAPE) naming the entry; the backward's workspace size."""
+    FlashptxValueError (FLASHPTX_ERR_BAD_SHAPE) naming the entry; the backward's workspace size; the
+    backward's window and softcap accepted, bad bounds and softcaps refused with their statuses."""
     lib = real_library()
     fake = 1 << 20
     arr = lambda *x: (ctypes.c_int32 * len(x))(*x)
@@ -821,13 +822,21 @@ def library_varlen_backward_and_seqused_validation():
         else:
             raise AssertionError("a used length past its sequence was accepted")
     b.seqused_q = b.seqused_k = None
+    # A window and a softcap: the local varlen kernels take them (accepted as built); a bound below -1
+    # and a negative softcap keep their statuses.
     b.window, b.window_left, b.window_right = 1, 16, 0
-    try:
-        bchk(b)
-    except _abi.FlashptxValueError as e:
-        assert e.status_name == "FLASHPTX_ERR_UNSUPPORTED", str(e)
-    else:
-        raise AssertionError("the varlen backward took a window")
+    b.softcap = 10.0
+    bchk(b)
+    for field, value, status in (("window_left", -2, "FLASHPTX_ERR_BAD_WINDOW"), ("softcap", -1.0, "FLASHPTX_ERR_BAD_SOFTCAP")):
+        old = getattr(b, field)
+        setattr(b, field, value)
+        try:
+            bchk(b)
+        except _abi.FlashptxValueError as e:
+            assert e.status_name == status, str(e)
+        else:
+            raise AssertionError("the varlen backward took %s %r" % (field, value))
+        setattr(b, field, old)
 
 
 def kv_struct(a, **over):

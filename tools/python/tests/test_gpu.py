@@ -474,6 +474,51 @@ def test_head_dims_96_192_modifiers():
     assert not problems, "\n".join(problems)
 
 
+def test_window_softcap_backward():
+    """The backward through a window and a softcap (the fa3_bwd_local kernels), with and without sinks,
+    every head dim, both dtypes, GQA, seqlen_q != seqlen_k: dq, dk, dv (and dsinks) against fp64
+    autograd of _modified_reference, within 2e-2 of their largest magnitude (the forward's bound for
+    these kernels; the C++ suites hold them to FlashAttention's rule); the deterministic backward
+    bitwise equal over two runs."""
+    problems = []
+    cases = [(64, torch.bfloat16, False, (32, 0), 0.0, False), (64, torch.float16, True, (100, -1), 15.0, True),
+             (128, torch.bfloat16, False, (-1, -1), 5.0, False), (128, torch.float16, False, (40, 17), 0.0, True),
+             (256, torch.bfloat16, True, (64, 0), 10.0, False), (256, torch.float16, False, (0, 80), 3.0, True)]
+    for d, dtype, causal, window, cap, with_sinks in cases:
+        g = torch.Generator(device=DEV).manual_seed(d + window[0] + int(cap))
+        b, sq, sk, hq, hk = 2, 300, 333, 4, 2
+        q, k, v, do = (torch.randn(b, n, h, d, device=DEV, generator=g).to(dtype)
+                       for n, h in ((sq, hq), (sk, hk), (sk, hk), (sq, hq)))
+        sinks = (torch.randn(hq, device=DEV, generator=g) * 2).float() if with_sinks else None
+        leaves = [t.clone().requires_grad_(True) for t in (q, k, v)]
+        sl = sinks.clone().requires_grad_(True) if with_sinks else None
+        out = flashptx.attention(*leaves, causal=causal, window_size=window, softcap=cap, sinks=sl)
+        out.backward(do)
+        got = [t.grad for t in leaves] + ([sl.grad] if with_sinks else [])
+        r = [t.double().clone().requires_grad_(True) for t in (q, k, v)]
+        rs = sinks.double().clone().requires_grad_(True) if with_sinks else None
+        _modified_reference(*r, causal, window, cap, rs).backward(do.double())
+        want = [t.grad for t in r] + ([rs.grad] if with_sinks else [])
+        name = "d%d %s causal=%d window=%r softcap=%g sinks=%d" % (d, dtype, causal, window, cap, with_sinks)
+        for gname, x, r64 in zip(("dq", "dk", "dv", "dsinks"), got, want):
+            err = (x.double() - r64).abs().max().item()
+            tol = 2e-2 * max(1.0, r64.abs().max().item())  # as the forward's check of these kernels
+            log("  %s %s: max err %.3e (bound %.3e)" % (name, gname, err, tol))
+            if not err <= tol:
+                problems.append("%s %s: %.3e > %.3e" % (name, gname, err, tol))
+        if with_sinks:
+            continue
+        # Deterministic: two runs bitwise equal.
+        runs = []
+        for _ in range(2):
+            ls = [t.clone().requires_grad_(True) for t in (q, k, v)]
+            flashptx.attention(*ls, causal=causal, window_size=window, softcap=cap, deterministic=True).backward(do)
+            runs.append([t.grad for t in ls])
+        if not all(torch.equal(x, y) for x, y in zip(*runs)):
+            problems.append("%s: the deterministic backward differs between two runs" % name)
+    assert not problems, "\n".join(problems)
+
+
 # ---- attention_with_kvcache ------------------------------------------------------------------------------
 def _rotate(x, cos, sin, pos, interleaved):
     """Rotary embedding of x [n, heads, d] at positions pos [n] (fp64; cos/sin [seqlen_ro, r / 2]):
@@ -889,8 +934,9 @@ def test_attention_varlen_deterministic_bitwise():
 
 
 def test_attention_varlen_errors_and_compile():
-    """Bad values are ValueError before any launch; a window's backward raises NotImplementedError;
-    torch.compile(fullgraph=True) traces the ops and gives eager's bits."""
+    """Bad values are ValueError before any launch; a window's backward runs (the local varlen kernels:
+    its gradient against the per-sequence fixed-length one); torch.compile(fullgraph=True) traces the ops
+    and gives eager's bits."""
     q, k, v, do, cu_q, cu_k = _varlen_batch([10, 20], [15, 5], 4, 2, 128, torch.bfloat16, 3)
     f = flashptx.attention_varlen
     i32 = lambda *x: torch.tensor(x, dtype=torch.int32, device=DEV)
@@ -905,8 +951,15 @@ def test_attention_varlen_errors_and_compile():
     expect(flashptx.FlashptxValueError, lambda: f(q[..., :96].contiguous(), k[..., :96].contiguous(),
                                                   v[..., :96].contiguous(), cu_q, cu_k, 20, 15), "head_dim 96")
     qg = q.detach().clone().requires_grad_(True)
-    out = f(qg, k, v, cu_q, cu_k, 20, 15, window_size=(4, 0))
-    expect(NotImplementedError, lambda: out.backward(do), "no backward for window_size")
+    out = f(qg, k, v, cu_q, cu_k, 20, 15, window_size=(4, 0), softcap=5.0)
+    out.backward(do)
+    # The same through the fixed-length backward, sequence by sequence (batch 1 each).
+    for s0, s1, k0, k1 in ((0, 10, 0, 15), (10, 30, 15, 20)):
+        qs = q[s0:s1].unsqueeze(0).detach().clone().requires_grad_(True)
+        o1 = flashptx.attention(qs, k[k0:k1].unsqueeze(0), v[k0:k1].unsqueeze(0), window_size=(4, 0), softcap=5.0)
+        o1.backward(do[s0:s1].unsqueeze(0))
+        err = (qs.grad[0].double() - qg.grad[s0:s1].double()).abs().max().item()
+        assert err <= 2e-2 * max(1.0, qs.grad.abs().max().item()), "varlen window backward: dq off by %.3e" % err
     eager = f(q, k, v, cu_q, cu_k, 20, 15, causal=True)
     compiled = torch.compile(lambda a, b, c: f(a, b, c, cu_q, cu_k, 20, 15, causal=True), fullgraph=True)(q, k, v)
     assert torch.equal(eager, compiled), "compiled attention_varlen differs from eager"
@@ -915,7 +968,8 @@ def test_attention_varlen_errors_and_compile():
 TESTS = [test_forward_numerics, test_backward_numerics, test_deterministic_bitwise,
          test_head_dim_256_backward, test_layouts, test_current_stream_and_empty, test_tile_counter_per_stream,
          test_errors_carry_the_librarys_message, test_opcheck, test_torch_compile_fullgraph,
-         test_sinks_forward_backward, test_head_dims_96_192_modifiers, test_attention_with_kvcache,
+         test_sinks_forward_backward, test_head_dims_96_192_modifiers, test_window_softcap_backward,
+         test_attention_with_kvcache,
          test_attention_with_kvcache_head_dims, test_attention_with_kvcache_cuda_graph,
          test_attention_with_kvcache_errors, test_attention_varlen_forward_backward, test_attention_varlen_seqused,
          test_attention_varlen_deterministic_bitwise, test_attention_varlen_errors_and_compile]
