@@ -195,8 +195,8 @@ flashptx_status flashptx_fwd_kernel_info(const flashptx_fwd_params* p, flashptx_
 /* ---- variable-length batches (forward) --------------------------------------------------------
  *
  * FlashAttention's varlen convention: the sequences of a batch packed one after another, no padding.
- * Q and O are [total_q, heads_q, head_dim], K and V [total_k, heads_kv, head_dim] (head_dim
- * contiguous; row and head strides in elements, rows 16-byte aligned); sequence b owns query rows
+ * Q and O are [total_q, heads_q, head_dim], K and V [total_k, heads_kv, head_dim] (V and O:
+ * head_dim_v columns where it is set; head_dim contiguous; row and head strides in elements, rows 16-byte aligned); sequence b owns query rows
  * [cu_seqlens_q[b], cu_seqlens_q[b+1]) and key rows [cu_seqlens_k[b], cu_seqlens_k[b+1]), and
  * attends only to its own keys. Causal masks are per sequence, aligned to the bottom-right when its
  * two lengths differ. A sequence may have length 0 (no query rows: nothing written for it; no keys:
@@ -216,15 +216,17 @@ flashptx_status flashptx_fwd_kernel_info(const flashptx_fwd_params* p, flashptx_
  *
  * Scheduling: sequences longest-first, one CTA per tile of 128 query rows of one head. num_seqs 0
  * or total_q 0 is a successful no-op. sm_90 only; bf16 or fp16 (one dtype for all tensors);
- * head_dim 64, 128, 256; heads_q a multiple of heads_kv (GQA, MQA).
+ * (head_dim, head_dim_v) as for flashptx_fwd: (64, 64), (96, 96), (128, 128), (192, 192),
+ * (192, 128), (256, 256); heads_q a multiple of heads_kv (GQA, MQA). At 96, 192 and (192, 128)
+ * one kernel per shape and dtype runs every call, plain or with a window and a softcap.
  */
 #define FLASHPTX_VARLEN_MAX_SEQS 1024
 
 typedef struct flashptx_fwd_varlen_params {
   const void* q;   /* [total_q, heads_q, head_dim] */
   const void* k;   /* [total_k, heads_kv, head_dim] */
-  const void* v;   /* [total_k, heads_kv, head_dim] */
-  void* o;         /* [total_q, heads_q, head_dim] */
+  const void* v;   /* [total_k, heads_kv, head_dim_v] */
+  void* o;         /* [total_q, heads_q, head_dim_v] */
   float* lse;      /* optional: [heads_q, total_q] fp32, or NULL */
 
   const int32_t* cu_seqlens_q;  /* HOST memory: num_seqs + 1 prefix sums of the query lengths */
@@ -248,8 +250,10 @@ typedef struct flashptx_fwd_varlen_params {
   int window;
   float softcap;
   int64_t window_left, window_right;
-  /* As flashptx_fwd_params::head_dim_v: 0 means equal to head_dim. The varlen forward has no
-   * separate V head dim yet: anything else is FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM. */
+  /* As flashptx_fwd_params::head_dim_v: V's and O's head dim, 0 meaning equal to head_dim; the
+   * pairs of the fixed-length forward (head_dim_v 128 beside head_dim 192; other pairs:
+   * FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM). V's and O's strides are checked at head_dim_v columns. The
+   * contiguous helper below leaves it 0 (set it, and V's and O's strides, after the call). */
   int64_t head_dim_v;
   /* Optional (NULL: every row used), HOST memory, num_seqs int32 entries each (FlashAttention-3's
    * seqused_q/_k): sequence b uses only its first seqused_q[b] query rows and seqused_k[b] keys of

@@ -42,7 +42,7 @@ std::span<const KernelEntry> kernel_table() {
                       fa3_bwd_local_kernels(), fa3_bwd_varlen_local_kernels(),
                       fa4_fwd_kernels(), fa4_bwd_kernels(), fa4_bwd_pair_kernels(),
                       fa3_fwd_kvcache_kernels(), fa3_fwd_hdim_kernels(),
-                      fa3_fwd_hdim_local_kernels()})
+                      fa3_fwd_hdim_local_kernels(), fa3_fwd_varlen_hdim_local_kernels()})
       t.insert(t.end(), rows.begin(), rows.end());
     return t;
   }();

@@ -85,6 +85,7 @@ std::span<const KernelEntry> fa3_fwd_varlen_local_kernels();  // (src/sm90/fa3_f
 std::span<const KernelEntry> fa3_fwd_sink_kernels();          // the attention sinks (src/sm90/fa3_fwd_sink.cu)
 std::span<const KernelEntry> fa3_fwd_hdim_kernels();          // head dims 96, 192 and (192, 128) (src/sm90/fa3_fwd_hdim.cu)
 std::span<const KernelEntry> fa3_fwd_hdim_local_kernels();    // their window, softcap and sinks (src/sm90/fa3_fwd_hdim_local.cu)
+std::span<const KernelEntry> fa3_fwd_varlen_hdim_local_kernels();  // their varlen twins (the same file)
 std::span<const KernelEntry> fa3_fwd_fp8_kernels();
 std::span<const KernelEntry> fa3_fwd_kvcache_kernels();  // the KV-cache forward and its combine
 std::span<const KernelEntry> fa3_bwd_kernels();

@@ -621,6 +621,11 @@ flashptx_status plan_fwd_varlen(const flashptx_fwd_varlen_params& p, const FwdOp
   const FwdModifiers mod = modified ? fwd_modifiers(p.window, p.window_left, p.window_right, p.causal != 0, p.softcap,
                                                     p.max_seqlen_q, p.max_seqlen_k)
                                     : FwdModifiers{.causal = p.causal != 0};
+  // Head dims 96 and 192 and (192, 128): one local varlen kernel per shape and dtype serves the
+  // plain varlen and the modifiers alike (src/sm90/fa3_fwd_hdim_local.cu; docs/DECISIONS.md, "Varlen
+  // at head dims 96 and 192: the local kernel serves the plain varlen too").
+  const int64_t dv = p.head_dim_v != 0 ? p.head_dim_v : p.head_dim;
+  const bool hdim = p.head_dim == 96 || p.head_dim == 192 || dv != p.head_dim;
   if (opt.kernel != nullptr) {
     k = kernel_by_name(opt.kernel);
     if (k == nullptr || k->family != Family::kFa3FwdVarlen) {
@@ -632,11 +637,14 @@ flashptx_status plan_fwd_varlen(const flashptx_fwd_varlen_params& p, const FwdOp
       return FLASHPTX_ERR_BAD_OPTION;
     }
   } else {
-    for (const KernelEntry& e : mod.local ? fa3_fwd_varlen_local_kernels() : fa3_fwd_varlen_kernels())
-      if (e.dtype == p.dtype && e.head_dim == p.head_dim) k = &e;
+    for (const KernelEntry& e : hdim        ? fa3_fwd_varlen_hdim_local_kernels()
+                                : mod.local ? fa3_fwd_varlen_local_kernels()
+                                            : fa3_fwd_varlen_kernels())
+      if (e.dtype == p.dtype && e.head_dim == p.head_dim && v_dim(e) == dv) k = &e;
   }
-  if (k == nullptr || k->head_dim != p.head_dim || k->dtype != p.dtype) {
-    *err = "no varlen forward kernel for head_dim " + std::to_string(p.head_dim) + " in this dtype";
+  if (k == nullptr || k->head_dim != p.head_dim || v_dim(*k) != dv || k->dtype != p.dtype) {
+    *err = "no varlen forward kernel for (head_dim, head_dim_v) = (" + std::to_string(p.head_dim) + ", " +
+           std::to_string(dv) + ") in this dtype";
     return opt.kernel != nullptr ? FLASHPTX_ERR_BAD_OPTION : FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
   }
   if (opt.trace != nullptr) {
@@ -673,17 +681,18 @@ flashptx_status encode_fwd_varlen_args(const flashptx_fwd_varlen_params& p, FwdV
   const int64_t tk = std::max<int64_t>(p.total_k, 1);
   const void* kp = no_keys ? p.q : p.k;
   const void* vp = no_keys ? p.q : p.v;
+  // V and O have head_dim_v columns (0: head_dim); a head dim that is not a multiple of 64 (96)
+  // keeps 64-column boxes, the last past the tensor's edge (zero-filled on load, clipped on store).
+  const int64_t dv = p.head_dim_v != 0 ? p.head_dim_v : p.head_dim;
   const int64_t k_ss = no_keys ? p.heads_kv * p.head_dim : p.k_row_stride, k_sh = no_keys ? p.head_dim : p.k_head_stride;
-  const int64_t v_ss = no_keys ? p.heads_kv * p.head_dim : p.v_row_stride, v_sh = no_keys ? p.head_dim : p.v_head_stride;
+  const int64_t v_ss = no_keys ? p.heads_kv * dv : p.v_row_stride, v_sh = no_keys ? dv : p.v_head_stride;
   const bool ok =
       encode_bshd(&a.tma_q, type, p.q, 1, p.total_q, p.heads_q, p.head_dim, 0, p.q_row_stride, p.q_head_stride,
                   static_cast<uint32_t>(k.block_m), err) &&
       encode_bshd(&a.tma_k, type, kp, 1, tk, p.heads_kv, p.head_dim, 0, k_ss, k_sh, static_cast<uint32_t>(k.block_n),
                   err) &&
-      encode_bshd(&a.tma_v, type, vp, 1, tk, p.heads_kv, p.head_dim, 0, v_ss, v_sh, static_cast<uint32_t>(k.block_n),
-                  err) &&
-      encode_bshd(&a.tma_o, type, p.o, 1, p.total_q, p.heads_q, p.head_dim, 0, p.o_row_stride, p.o_head_stride, 64u,
-                  err);
+      encode_bshd(&a.tma_v, type, vp, 1, tk, p.heads_kv, dv, 0, v_ss, v_sh, static_cast<uint32_t>(k.block_n), err) &&
+      encode_bshd(&a.tma_o, type, p.o, 1, p.total_q, p.heads_q, dv, 0, p.o_row_stride, p.o_head_stride, 64u, err);
   if (!ok) return FLASHPTX_ERR_BAD_STRIDES;
   a.lse = p.lse;
   a.trace = nullptr;

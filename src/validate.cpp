@@ -294,7 +294,7 @@ flashptx_status validate_fwd_varlen(const flashptx_fwd_varlen_params& p, std::st
   flashptx_status s;
   if ((s = check_sizes({{"num_seqs", p.num_seqs}, {"total_q", p.total_q}, {"total_k", p.total_k},
                         {"max_seqlen_q", p.max_seqlen_q}, {"max_seqlen_k", p.max_seqlen_k}, {"heads_q", p.heads_q},
-                        {"heads_kv", p.heads_kv}, {"head_dim", p.head_dim}},
+                        {"heads_kv", p.heads_kv}, {"head_dim", p.head_dim}, {"head_dim_v", p.head_dim_v}},
                        msg)) != FLASHPTX_OK)
     return s;
   if ((s = check_scale(p.softmax_scale, msg)) != FLASHPTX_OK) return s;
@@ -323,11 +323,12 @@ flashptx_status validate_fwd_varlen(const flashptx_fwd_varlen_params& p, std::st
   if (p.total_q == 0) return FLASHPTX_OK;  // every sequence empty: nothing to compute
 
   if ((s = check_half_dtype("dtype", p.dtype, msg)) != FLASHPTX_OK) return s;
-  if (check_head_dim(p.head_dim, msg, "the varlen forward's ") != FLASHPTX_OK) return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
-  if (p.head_dim_v != 0 && p.head_dim_v != p.head_dim)
-    return bad(FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, msg,
-               "head_dim_v " + std::to_string(p.head_dim_v) + " differs from head_dim " + std::to_string(p.head_dim) +
-                   ": the varlen forward has no separate V head dim (0 or head_dim)");
+  // The fixed-length forward's (head_dim, head_dim_v) pairs (src/sm90/fa3_fwd_hdim_local.cu's varlen
+  // twins at 96, 192 and (192, 128)).
+  if (check_fwd_head_dims(p.head_dim, p.head_dim_v, msg) != FLASHPTX_OK) {
+    *msg = "the varlen forward's " + *msg;
+    return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
+  }
   if (check_heads(p.heads_q, p.heads_kv, msg) != FLASHPTX_OK) return FLASHPTX_ERR_BAD_HEADS;
   if ((s = check_bounds({{"heads_q", p.heads_q, kMax16, "65536"}}, msg)) != FLASHPTX_OK) return s;
   const bool keys = p.total_k > 0;
@@ -339,17 +340,17 @@ flashptx_status validate_fwd_varlen(const flashptx_fwd_varlen_params& p, std::st
   if ((s = check_tiles((p.total_q / 64 + p.num_seqs) * p.heads_q, msg)) != FLASHPTX_OK) return s;
 
   // The packed tensors as [1, total, heads, d]: the batch stride is never used.
-  const int64_t d = p.head_dim;
+  const int64_t d = p.head_dim, dv = p.head_dim_v != 0 ? p.head_dim_v : p.head_dim;  // Q, K; V, O
   if ((s = check_strides("q", 1, p.total_q, p.heads_q, d, 0, p.q_row_stride, p.q_head_stride, false, msg)) !=
       FLASHPTX_OK)
     return s;
   if (keys && (s = check_strides("k", 1, p.total_k, p.heads_kv, d, 0, p.k_row_stride, p.k_head_stride, false, msg)) !=
                   FLASHPTX_OK)
     return s;
-  if (keys && (s = check_strides("v", 1, p.total_k, p.heads_kv, d, 0, p.v_row_stride, p.v_head_stride, false, msg)) !=
+  if (keys && (s = check_strides("v", 1, p.total_k, p.heads_kv, dv, 0, p.v_row_stride, p.v_head_stride, false, msg)) !=
                   FLASHPTX_OK)
     return s;
-  return check_strides("o", 1, p.total_q, p.heads_q, d, 0, p.o_row_stride, p.o_head_stride, true, msg);
+  return check_strides("o", 1, p.total_q, p.heads_q, dv, 0, p.o_row_stride, p.o_head_stride, true, msg);
 }
 
 flashptx_status validate_bwd_shape(const flashptx_bwd_params& p, std::string* msg) {

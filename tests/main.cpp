@@ -160,6 +160,10 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     // sinks: src/sm90/fa3_fwd_hdim_local.cu): simulator shapes.
     {"gpu_sm90 fa3 forward", "head dims 96 and 192*"},
     {"gpu_sm90 fa3 varlen", "sliding window over packed sequences*"},
+    // ... and the varlen forward at those dims (src/sm90/fa3_fwd_hdim_local.cu's varlen twins).
+    {"gpu_sm90 fa3 varlen", "head dims 96 and 192 over packed sequences: plain*"},
+    {"gpu_sm90 fa3 varlen", "head dims 96 and 192 over packed sequences: window and softcap*"},
+    {"gpu_sm90 fa3 varlen", "head dims 96 and 192 over packed sequences: unsupported pairs*"},
     // seqused_q / seqused_k over the varlen forward and backward (tests/gpu/test_fa3_varlen.cpp).
     {"gpu_sm90 fa3 varlen", "seqused:*"},
     // The KV-cache forward (src/sm90/fa3_fwd_kvcache.cu): every case at simulator shapes, but the

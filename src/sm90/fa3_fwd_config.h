@@ -202,9 +202,9 @@ struct FwdLayout {
                 "V's head dim is at most Q's: O fits wherever Q's buffer stages it");
   static_assert(C.head_dim_v == C.head_dim || (C.head_dim % 64 == 0 && C.head_dim_v % 64 == 0),
                 "a separate V head dim in whole chunks");
-  static_assert(C.head_dim % 64 == 0 || (!C.varlen && C.o_staging != OStaging::kHalves),
-                "a half chunk (d96): fixed-length, O staged whole (the varlen rows stored from registers "
-                "and the halves assume whole chunks)");
+  static_assert(C.head_dim % 64 == 0 || C.o_staging != OStaging::kHalves,
+                "a half chunk (d96): O staged whole (the halves store two whole chunks per round); the "
+                "varlen rows stored from registers write head_dim_v columns, whole chunks or not");
   static_assert(C.o_staging != OStaging::kInQ || kOTileBytes <= kQBytes, "O staged in the Q buffer fits there");
   static_assert(C.block_n % 16 == 0 && C.block_n <= 256, "block_n is a multiple of 16 (wgmma k16)");
   static_assert(C.consumer_wgs == 2 || C.consumer_wgs == 3, "two or three consumer warpgroups");
@@ -472,6 +472,10 @@ constexpr FwdConfig kD192V128Local = {
     .pingpong = true, .o_staging = OStaging::kInQ, .skip_blocks = false, .half_first = false,
     .tree_max = false, .lazy_rescale = false, .defer_epilogue = false, .traced = false,
     .window = true, .softcap = true, .sinks = true, .sinks_optional = true};
+// Their varlen twins, packed(kD96Local) etc. (src/sm90/fa3_fwd_hdim_local.cu): the varlen forward at
+// these dims, plain or with a window and a softcap, on one kernel per shape and dtype (the varlen
+// ABI has no sinks: FwdParams::sinks stays null, the -inf sink that is none; docs/DECISIONS.md,
+// "Varlen at head dims 96 and 192: the local kernel serves the plain varlen too").
 
 // ---- the sliding window's blocks (FwdConfig::window) --------------------------------------------
 // The K/V blocks [n_min, n_max) that query rows [m_block * block_m, min(+ block_m, len_q)) can see

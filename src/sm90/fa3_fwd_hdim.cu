@@ -10,7 +10,8 @@
 //   d192_v128     192  128  128 x 128          2       2          one tile per CTA  in Q
 //
 // One kernel per shape and dtype serves causal and non-causal masks (tiles in longest-first order
-// under a causal mask): no persistent, paired, varlen, local or sink twin yet.
+// under a causal mask): no persistent or paired twin. Their window, softcap and sinks, and their
+// varlen twins: src/sm90/fa3_fwd_hdim_local.cu.
 #include "src/kernels.h"
 #include "src/sm90/fa3_fwd.cuh"
 #include "src/sm90/fa3_fwd_entry.h"

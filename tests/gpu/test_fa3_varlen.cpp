@@ -55,8 +55,14 @@ struct VCase {
   bool padded = false;  // head stride d + 8, row stride heads * (d + 8) + 16: pads stay poisoned
   bool window = false;  // the sliding window (wl, wr), per sequence (the local varlen kernels)
   int64_t wl = -1, wr = -1;
-  float softcap = 0.f;  // 0: none (the local varlen kernels)
   std::vector<int> uq = {}, uk = {};  // seqused_q / seqused_k, per sequence (empty: NULL, every row used)
+  int64_t dv = 0;        // V's and O's head dim (flashptx_fwd_varlen_params::head_dim_v): 0 passes 0 (d)
+  float softcap = 0.f;   // the softcap (flashptx_fwd_varlen_params::softcap), 0: none
+  float qscale = 1.f;    // Q's values scaled (large scores: the softcap's saturation)
+  int64_t d_v() const { return dv != 0 ? dv : d; }
+  // The plan's kernel family: the local varlen kernels for a window, a softcap, or head dims 96, 192
+  // and (192, 128) (one kernel per shape serves every call there).
+  bool local() const { return window || softcap != 0.f || d == 96 || d == 192 || d_v() != d; }
   int used_q(size_t b) const { return uq.empty() ? lq[b] : uq[b]; }
   int used_k(size_t b) const { return uk.empty() ? lk[b] : uk[b]; }
   std::string str() const {
@@ -82,7 +88,8 @@ struct VCase {
     return s + " Hq=" + std::to_string(hq) + " Hkv=" + std::to_string(hkv) + " d=" + std::to_string(d) +
            (causal ? " causal" : "") + (dtype == FLASHPTX_BF16 ? " bf16" : " fp16") + (padded ? " padded" : "") +
            (window ? " window=(" + std::to_string(wl) + "," + std::to_string(wr) + ")" : "") +
-           (softcap != 0.f ? " softcap=" + std::to_string(softcap) : "");
+           (dv != 0 ? " dv=" + std::to_string(dv) : "") + (softcap != 0.f ? " softcap=" + std::to_string(softcap) : "") +
+           (qscale != 1.f ? " qscale=" + std::to_string(qscale) : "");
   }
 };
 
@@ -105,8 +112,11 @@ struct VProblem {
   VCase c;
   std::vector<int32_t> cu_q, cu_k;
   int64_t total_q = 0, total_k = 0;
-  Packed pq{}, pk{}, po{};
+  Packed pq{}, pk{}, pv{}, po{}, pvr{};
   std::vector<uint16_t> q, k, v;
+  // V for the reference, which has one head dim: where d_v < d, a contiguous [total_k, hkv, d] copy
+  // whose columns [d_v, d) are 0 (a zero column of V adds nothing to O's first d_v columns), else v.
+  std::vector<uint16_t> v_ref;
   std::unique_ptr<DeviceBuf> dq, dk, dv, dout, dlse;
   flashptx_fwd_varlen_params params{};
 
@@ -118,18 +128,29 @@ struct VProblem {
     total_k = cu_k.back();
     pq = packed(total_q, c.hq, c.d, c.padded);
     pk = packed(total_k, c.hkv, c.d, c.padded);
-    po = pq;
+    pv = packed(total_k, c.hkv, c.d_v(), c.padded);
+    po = packed(total_q, c.hq, c.d_v(), c.padded);
     std::mt19937_64 rng(seed);
     std::normal_distribution<float> nd(0.f, 1.f);
-    auto fill = [&](std::vector<uint16_t>& x, const Packed& p, int64_t rows, int64_t heads) {
+    auto fill = [&](std::vector<uint16_t>& x, const Packed& p, int64_t rows, int64_t heads, int64_t cols, float scale) {
       x.assign(static_cast<size_t>(p.elems), to_storage(c.dtype, 0.5f));  // pads: finite, never read
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t h = 0; h < heads; ++h)
-          for (int64_t e = 0; e < c.d; ++e) x[r * p.rs + h * p.hs + e] = to_storage(c.dtype, nd(rng));
+          for (int64_t e = 0; e < cols; ++e) x[r * p.rs + h * p.hs + e] = to_storage(c.dtype, scale * nd(rng));
     };
-    fill(q, pq, total_q, c.hq);
-    fill(k, pk, total_k, c.hkv);
-    fill(v, pk, total_k, c.hkv);
+    fill(q, pq, total_q, c.hq, c.d, c.qscale);
+    fill(k, pk, total_k, c.hkv, c.d, 1.f);
+    fill(v, pv, total_k, c.hkv, c.d_v(), 1.f);
+    if (c.d_v() == c.d) {
+      v_ref = v;
+      pvr = pv;
+    } else {
+      pvr = packed(total_k, c.hkv, c.d, false);
+      v_ref.assign(static_cast<size_t>(pvr.elems), to_storage(c.dtype, 0.f));
+      for (int64_t r = 0; r < total_k; ++r)
+        for (int64_t h = 0; h < c.hkv; ++h)
+          for (int64_t e = 0; e < c.d_v(); ++e) v_ref[r * pvr.rs + h * pvr.hs + e] = v[r * pv.rs + h * pv.hs + e];
+    }
     dq.reset(new DeviceBuf(q.size() * 2));
     dk.reset(new DeviceBuf(k.size() * 2));
     dv.reset(new DeviceBuf(v.size() * 2));
@@ -141,10 +162,15 @@ struct VProblem {
     flashptx_fwd_varlen_params_contiguous(&params, dq->p, dk->p, dv->p, dout->p, static_cast<float*>(dlse->p),
                                           cu_q.data(), cu_k.data(), static_cast<int64_t>(c.lq.size()), c.hq, c.hkv,
                                           c.d, c.dtype, c.causal ? 1 : 0);
-    params.q_row_stride = params.o_row_stride = pq.rs;
-    params.q_head_stride = params.o_head_stride = pq.hs;
-    params.k_row_stride = params.v_row_stride = pk.rs;
-    params.k_head_stride = params.v_head_stride = pk.hs;
+    params.q_row_stride = pq.rs;
+    params.q_head_stride = pq.hs;
+    params.o_row_stride = po.rs;
+    params.o_head_stride = po.hs;
+    params.k_row_stride = pk.rs;
+    params.k_head_stride = pk.hs;
+    params.v_row_stride = pv.rs;
+    params.v_head_stride = pv.hs;
+    params.head_dim_v = c.dv;
     params.window = c.window ? 1 : 0;
     params.window_left = c.wl;
     params.window_right = c.wr;
@@ -215,7 +241,7 @@ void check_writes(const VProblem& pb, const std::vector<uint16_t>& o, const std:
   for (int64_t r = 0; r < pb.total_q; ++r)
     if (row_out[static_cast<size_t>(r)])
     for (int64_t h = 0; h < c.hq; ++h)
-      for (int64_t e = 0; e < c.d; ++e) {
+      for (int64_t e = 0; e < c.d_v(); ++e) {
         const int64_t idx = r * pb.po.rs + h * pb.po.hs + e;
         is_out[idx] = 1;
         if (!std::isfinite(from_storage(c.dtype, o[idx]))) ++non_finite;
@@ -273,14 +299,15 @@ std::vector<Row> pick_rows(const VCase& c, uint64_t seed) {
   return rows;
 }
 
-struct Errors { double o = 0, o_same = 0, lse = 0, lse_same = 0, lse_mag = 0; int64_t rows = 0; };
+// o_env, lse_env: the softcap's tanh.approx envelope (ref::forward_row's tanh_env), 0 without one.
+struct Errors { double o = 0, o_same = 0, lse = 0, lse_same = 0, lse_mag = 0, o_env = 0, lse_env = 0; int64_t rows = 0; };
 
 // The rows [begin, end) of `rows`.
 Errors compare_part(const VProblem& pb, const std::vector<uint16_t>& o, const std::vector<float>& lse,
                     const std::vector<Row>& rows, size_t begin, size_t end) {
   const VCase& c = pb.c;
   const auto same = c.dtype == FLASHPTX_BF16 ? flashptx::Round::kBF16 : flashptx::Round::kFP16;
-  std::vector<double> ref(c.d), refs(c.d);
+  std::vector<double> ref(c.d), refs(c.d), env(c.d);
   Errors e;
   for (size_t x = begin; x < end; ++x) {
     const Row& r = rows[x];
@@ -288,11 +315,15 @@ Errors compare_part(const VProblem& pb, const std::vector<uint16_t>& o, const st
     const auto rp = pb.seq_problem(b);
     const auto qv = pb.seq_view(pb.q, pb.pq, pb.cu_q[b]);
     const auto kv = pb.seq_view(pb.k, pb.pk, pb.cu_k[b]);
-    const auto vv = pb.seq_view(pb.v, pb.pk, pb.cu_k[b]);
-    const double l_ref = flashptx::ref::forward_row(rp, qv, kv, vv, 0, r.i, r.h, ref.data());
+    const auto vv = pb.seq_view(pb.v_ref, pb.pvr, pb.cu_k[b]);
+    double lse_env = 0;
+    const double l_ref =
+        flashptx::ref::forward_row(rp, qv, kv, vv, 0, r.i, r.h, ref.data(), flashptx::Round::kNone, env.data(), &lse_env);
+    for (int64_t x = 0; x < c.d_v(); ++x) e.o_env = std::max(e.o_env, env[x]);
+    e.lse_env = std::max(e.lse_env, lse_env);
     const double l_same = flashptx::ref::forward_row(rp, qv, kv, vv, 0, r.i, r.h, refs.data(), same);
     const int64_t packed_row = pb.cu_q[b] + r.i;
-    for (int64_t x = 0; x < c.d; ++x) {
+    for (int64_t x = 0; x < c.d_v(); ++x) {
       const double out = from_storage(c.dtype, o[packed_row * pb.po.rs + r.h * pb.po.hs + x]);
       e.o = std::max(e.o, std::fabs(out - ref[x]));
       e.o_same = std::max(e.o_same, std::fabs(refs[x] - ref[x]));
@@ -327,6 +358,8 @@ Errors compare(const VProblem& pb, const std::vector<uint16_t>& o, const std::ve
     e.lse = std::max(e.lse, p.lse);
     e.lse_same = std::max(e.lse_same, p.lse_same);
     e.lse_mag = std::max(e.lse_mag, p.lse_mag);
+    e.o_env = std::max(e.o_env, p.o_env);
+    e.lse_env = std::max(e.lse_env, p.lse_env);
     e.rows += p.rows;
   }
   return e;
@@ -341,15 +374,16 @@ void check_varlen(const VCase& c, uint64_t seed) {
   const auto l = pb.lse();
   check_writes(pb, o, l);
   const Errors e = compare(pb, o, l, pick_rows(c, seed ^ 0x51ed));
-  const double o_tol = 2 * e.o_same + 1e-5;
-  const double lse_tol = 2 * e.lse_same + 1e-5 + std::ldexp(e.lse_mag, -20);
+  // (+ the softcap's tanh.approx envelope, 0 without one, as tests/gpu/test_fa3_fwd.cpp.)
+  const double o_tol = 2 * e.o_same + 1e-5 + e.o_env;
+  const double lse_tol = 2 * e.lse_same + 1e-5 + std::ldexp(e.lse_mag, -20) + e.lse_env;
   CHECK_MESSAGE(e.o <= o_tol, c.str() << ": max|O - ref| = " << e.o << " > " << o_tol << " (same-dtype " << e.o_same
                                       << ", " << e.rows << " rows)");
   CHECK_MESSAGE(e.lse <= lse_tol, c.str() << ": max|LSE - ref| = " << e.lse << " > " << lse_tol);
   // kernel_info describes what launched.
   flashptx_kernel_info info{};
   REQUIRE(flashptx_fwd_varlen_kernel_info(&pb.params, &info) == FLASHPTX_OK);
-  CHECK(std::string(info.symbol).rfind(c.window ? "fa3_fwd_varlen_local_sm90_" : "fa3_fwd_varlen_sm90_", 0) == 0);
+  CHECK(std::string(info.symbol).rfind(c.local() ? "fa3_fwd_varlen_local_sm90_" : "fa3_fwd_varlen_sm90_", 0) == 0);
   CHECK(info.ctas == info.tiles);
   CHECK(std::string(info.schedule) == "one-per-tile");
   // The kernels users link (the release libflashptx.so, tests/gpu/release_lib.h) compute the same
@@ -1064,6 +1098,144 @@ TEST_CASE("seqused: bad values and device copies are a status, nothing launched,
   const auto g = pb.grads();
   for (const auto* x : {&g.dq, &g.dk, &g.dv})
     for (uint16_t v : *x) REQUIRE(v == kPoison);
+}
+
+// ---- head dims 96, 192 and (192, 128) ---------------------------------------------------------------
+// The varlen forward at these dims runs one kernel per shape and dtype, plain or with a window and a
+// softcap (src/sm90/fa3_fwd_hdim_local.cu, fa3_fwd_varlen_local_sm90_*_d96 / _d192 / _d192_v128; the
+// varlen ABI has no sinks: the kernel's optional sink is none). What these dims can get wrong beyond
+// d64/128/256: d96's last chunk is half a chunk (loaded zero-filled past column 96; O stored by a
+// TMA box clipped there, or from registers for a sequence's last rows: 96 columns, not 128); d192's
+// 112-key blocks (a ragged block at every length below); (192, 128): V and O with 128 columns and
+// their own strides beside Q's and K's 192. check_writes holds every element beside O poisoned (the
+// padded layouts' pads after column d_v included, the rows past each sequence and past seqused_q),
+// and the fp64 rule runs on every row of the short sequences.
+namespace {
+struct HdimKernel { int64_t d, dv; flashptx_dtype t; const char* symbol; };
+const HdimKernel kHdimKernels[] = {{96, 0, FLASHPTX_BF16, "fa3_fwd_varlen_local_sm90_bf16_d96"},
+                                   {96, 96, FLASHPTX_FP16, "fa3_fwd_varlen_local_sm90_fp16_d96"},
+                                   {192, 0, FLASHPTX_BF16, "fa3_fwd_varlen_local_sm90_bf16_d192"},
+                                   {192, 192, FLASHPTX_FP16, "fa3_fwd_varlen_local_sm90_fp16_d192"},
+                                   {192, 128, FLASHPTX_BF16, "fa3_fwd_varlen_local_sm90_bf16_d192_v128"},
+                                   {192, 128, FLASHPTX_FP16, "fa3_fwd_varlen_local_sm90_fp16_d192_v128"}};
+void check_hdim_symbol(const VCase& c, const char* symbol) {
+  VProblem pb(c, 1);
+  flashptx_kernel_info info{};
+  REQUIRE_MESSAGE(flashptx_fwd_varlen_kernel_info(&pb.params, &info) == FLASHPTX_OK, flashptx_last_error());
+  CHECK_MESSAGE(std::string(info.symbol) == symbol, c.str());
+  CHECK(std::string(info.schedule) == "one-per-tile");
+}
+}  // namespace
+
+TEST_CASE("head dims 96 and 192 over packed sequences: plain, causal and not, GQA, padded, empty, seqused; d_v 128 beside 192") {
+  const bool sim = on_simulator();
+  // Lengths: empty query and key sequences, one row, a sequence inside one warpgroup's 64 rows, one
+  // across the 128-row tile (its last warpgroup stores from registers), more keys than queries and
+  // fewer (bottom-right: the leading rows of a causal mask see no key).
+  const std::vector<int> sim_lq = {0, 70, 150, 1, 9}, sim_lk = {30, 200, 90, 1, 0};
+  const std::vector<int> lq = {0, 1, 63, 200, 129, 700, 1500, 7, 64}, lk = {5, 1, 300, 128, 400, 700, 1000, 0, 113};
+  uint64_t seed = 1100;
+  for (int i = 0; i < 6; ++i)
+    for (bool causal : {false, true}) {
+      const HdimKernel& x = kHdimKernels[i];
+      VCase c{sim ? sim_lq : lq, sim ? sim_lk : lk, sim ? 2 : 8, sim ? 1 : 2, x.d, causal, x.t};
+      c.dv = x.dv;
+      c.padded = (i / 2 + (causal ? 1 : 0)) % 2 == 1;  // pads after column d_v of V and O stay poisoned
+      check_hdim_symbol(c, x.symbol);
+      if (sim && causal != (i % 2 == 1)) continue;  // the simulator: each kernel once, both masks across them
+      check_varlen(c, seed++);
+    }
+  // GQA 4 and MQA, and seqused_q / seqused_k (used lengths 0 with rows, partial, one row; used keys
+  // 0 with used rows: O = 0, LSE -inf), one case per shape.
+  const Used u = seqused_lengths(sim);
+  for (const HdimKernel& x : {kHdimKernels[0], kHdimKernels[3], kHdimKernels[4]}) {
+    VCase c{u.lq, u.lk, 4, x.d == 96 ? 1 : 4, x.d, x.d == 192 && x.dv != 128, x.t};
+    c.dv = x.dv;
+    c.uq = u.uq;
+    c.uk = u.uk;
+    check_varlen(c, seed++);
+  }
+  if (sim) return;
+  // On the GPU: 64 random sequences up to 768 rows (some empty), and 4 up to 8k.
+  std::mt19937_64 rng(1190);
+  for (const HdimKernel& x : kHdimKernels) {
+    const auto l = random_lengths(rng, 64, 768, 0.1), lk2 = random_lengths(rng, 64, 768, 0.1);
+    VCase c{l, lk2, 8, 2, x.d, (x.d + x.dv) % 3 == 0, x.t};
+    c.dv = x.dv;
+    check_varlen(c, seed++);
+    const auto big = random_lengths(rng, 4, 8192, 0.15);
+    VCase b{big, big, 2, 1, x.d, true, x.t};
+    b.dv = x.dv;
+    check_varlen(b, seed++);
+  }
+}
+
+TEST_CASE("head dims 96 and 192 over packed sequences: window and softcap, per-sequence alignment; d_v 128 beside 192") {
+  // Windows: smaller than a block (left 40, right 0), asymmetric (17, 33), wider than every
+  // sequence on the left with a right bound (1000, 5), with causal (causal wins on the right), a
+  // right bound alone, the diagonal alone (0, 0); the softcap alone (causal, large scores: Q x 4)
+  // and with a window. Both dtypes across the cases, every kernel.
+  struct M { int64_t wl, wr; bool window, causal; float cap, qscale; };
+  const M mods[] = {{40, 0, true, false, 0.f, 1.f},   {17, 33, true, false, 0.f, 1.f},
+                    {1000, 5, true, false, 20.f, 2.f}, {100, 64, true, true, 0.f, 1.f},
+                    {-1, 20, true, false, 0.f, 1.f},  {0, 0, true, false, 10.f, 1.f},
+                    {-1, -1, false, true, 30.f, 4.f}};
+  const bool sim = on_simulator();
+  const std::vector<int> sim_lq = {0, 70, 150, 9}, sim_lk = {30, 200, 90, 0};
+  const std::vector<int> lq = {0, 1, 63, 200, 129, 700, 1500, 7}, lk = {5, 1, 300, 128, 400, 700, 1000, 0};
+  uint64_t seed = 1200;
+  int n = 0;
+  for (const HdimKernel& x : kHdimKernels) {
+    const int reps = sim ? 1 : 7;
+    for (int r = 0; r < reps; ++r) {
+      const M& m = mods[n++ % 7];
+      VCase c{sim ? sim_lq : lq, sim ? sim_lk : lk, sim ? 2 : 4, sim ? 1 : 2, x.d, m.causal, x.t};
+      c.dv = x.dv;
+      c.window = m.window;
+      c.wl = m.wl;
+      c.wr = m.wr;
+      c.softcap = m.cap;
+      c.qscale = m.qscale;
+      c.padded = n % 2 == 0;
+      check_hdim_symbol(c, x.symbol);
+      check_varlen(c, seed++);
+    }
+  }
+  if (!sim) return;
+  // The simulator: the softcap alone (causal, large scores) at d192, the window at (192, 128) with
+  // seqused.
+  VCase cap{sim_lq, sim_lk, 2, 1, 192, true, FLASHPTX_FP16};
+  cap.softcap = 30.f;
+  cap.qscale = 4.f;
+  check_varlen(cap, seed++);
+  const Used u = seqused_lengths(true);
+  VCase w{u.lq, u.lk, 2, 1, 192, false, FLASHPTX_BF16};
+  w.dv = 128;
+  w.window = true;
+  w.wl = 20;
+  w.wr = 5;
+  w.uq = u.uq;
+  w.uk = u.uk;
+  check_varlen(w, seed++);
+}
+
+TEST_CASE("head dims 96 and 192 over packed sequences: unsupported pairs and V/O strides are statuses, nothing launched") {
+  VProblem pb(VCase{{100, 50}, {100, 60}, 2, 1, 192, false, FLASHPTX_BF16, false, false, -1, -1, {}, {}, 128}, 1300);
+  pb.poison();
+  flashptx_fwd_varlen_params p = pb.params;
+  p.head_dim_v = 64;  // (192, 64): no such pair
+  CHECK(flashptx_fwd_varlen(&p, nullptr) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
+  CHECK(std::string(flashptx_last_error()).find("(192, 64)") != std::string::npos);
+  p = pb.params;
+  p.head_dim = 96;  // (96, 128): V wider than Q
+  CHECK(flashptx_fwd_varlen(&p, nullptr) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
+  p = pb.params;
+  p.o_row_stride = 128;  // heads 2 x 128 columns: rows overlap
+  CHECK(flashptx_fwd_varlen(&p, nullptr) == FLASHPTX_ERR_BAD_STRIDES);
+  CUDA_REQUIRE(cudaDeviceSynchronize());
+  for (uint16_t x : pb.out()) REQUIRE(x == kPoison);
+  // The valid problem runs (the (192, 128) kernel, its V and O at 128 columns).
+  check_varlen(pb.c, 1301);
 }
 
 }  // TEST_SUITE

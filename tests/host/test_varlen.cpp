@@ -154,8 +154,14 @@ TEST_CASE("each bad prefix sum has its own status, a message naming the entry, a
       {"null cu_seqlens_k", FLASHPTX_ERR_NULL_POINTER, q, k,
        [](flashptx_fwd_varlen_params& p) { p.cu_seqlens_k = nullptr; }, "cu_seqlens_k is NULL"},
       // The rest of the problem, as the fixed-length forward checks it.
-      {"head_dim 96", FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, q, k,
-       [](flashptx_fwd_varlen_params& p) { p.head_dim = 96; }, "head_dim 96"},
+      {"head_dim 80", FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, q, k,
+       [](flashptx_fwd_varlen_params& p) { p.head_dim = 80; }, "the varlen forward's (head_dim, head_dim_v) = (80, 80)"},
+      {"head_dim_v 64 beside 128", FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, q, k,
+       [](flashptx_fwd_varlen_params& p) { p.head_dim_v = 64; }, "(128, 64) is not one of the forward's"},
+      {"head_dim_v 128 beside 256", FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, q, k,
+       [](flashptx_fwd_varlen_params& p) { p.head_dim = 256; p.head_dim_v = 128; }, "(256, 128)"},
+      {"negative head_dim_v", FLASHPTX_ERR_BAD_SHAPE, q, k,
+       [](flashptx_fwd_varlen_params& p) { p.head_dim_v = -128; }, "head_dim_v is -128"},
       {"fp32", FLASHPTX_ERR_UNSUPPORTED_DTYPE, q, k,
        [](flashptx_fwd_varlen_params& p) { p.dtype = FLASHPTX_FP32; }, "dtype is FLASHPTX_FP32"},
       {"heads 7 over 2", FLASHPTX_ERR_BAD_HEADS, q, k,
@@ -363,6 +369,81 @@ TEST_CASE("the varlen plan: the head dim's and dtype's varlen kernel, one CTA pe
     CHECK(flashptx::plan_fwd_varlen(p, b.opt, b.dev, &plan, &err) == b.want);
     CHECK_MESSAGE(err.find(b.needle) != std::string::npos, err);
   }
+}
+
+TEST_CASE("the varlen plan at head dims 96, 192 and (192, 128): one local kernel per shape, plain or modified") {
+  // One kernel per shape and dtype serves the plain varlen, causal or not, and the window and the
+  // softcap (src/sm90/fa3_fwd_hdim_local.cu); V's and O's maps and strides follow head_dim_v.
+  const auto cu_q = prefix({1000, 0, 129, 1}), cu_k = prefix({1000, 50, 0, 4000});
+  struct D { int64_t d, dv; const char* suffix; int block_n; };
+  for (const D& x : {D{96, 0, "d96", 128}, D{192, 0, "d192", 112}, D{192, 128, "d192_v128", 128}})
+    for (flashptx_dtype dt : {FLASHPTX_BF16, FLASHPTX_FP16}) {
+      const std::string name =
+          std::string("fa3_fwd_varlen_local_sm90_") + (dt == FLASHPTX_BF16 ? "bf16_" : "fp16_") + x.suffix;
+      INFO(name);
+      const int64_t dv = x.dv != 0 ? x.dv : x.d;
+      auto at = [&](int causal) {
+        flashptx_fwd_varlen_params p = problem(cu_q, cu_k, 8, 2, x.d, dt, causal);
+        p.head_dim_v = x.dv;
+        p.v_row_stride = 2 * dv;
+        p.v_head_stride = dv;
+        p.o_row_stride = 8 * dv;
+        p.o_head_stride = dv;
+        return p;
+      };
+      flashptx_fwd_varlen_params w = at(1);
+      w.window = 1;
+      w.window_left = 100;
+      w.window_right = 0;
+      flashptx_fwd_varlen_params c = at(0);
+      c.softcap = 30.f;
+      for (const flashptx_fwd_varlen_params& p : {at(0), at(1), w, c}) {
+        REQUIRE(flashptx_fwd_varlen_check(&p) == FLASHPTX_OK);
+        flashptx::FwdVarlenPlan plan;
+        std::string err;
+        REQUIRE_MESSAGE(flashptx::plan_fwd_varlen(p, {}, kH200, &plan, &err) == FLASHPTX_OK, err);
+        const flashptx::KernelEntry& k = *plan.launch.kernel;
+        CHECK(std::string(k.name) == name);
+        CHECK(k.family == flashptx::Family::kFa3FwdVarlen);
+        CHECK(k.block_m == 128);
+        CHECK(k.block_n == x.block_n);
+        CHECK(plan.launch.schedule == flashptx::Schedule::kOnePerTile);
+        CHECK(plan.launch.tiles == (8 + 0 + 2 + 1) * 8);
+        // The table's window: a window is the sequence's, a causal mask is the window (-1, 0), and
+        // the longest-first order is the window's (as build_varlen_table with that window).
+        CHECK(plan.args.table.num_seqs == 3);
+      }
+      // A kernel of another shape forced here: an option error naming the dims.
+      flashptx::FwdOptions o;
+      o.kernel = dt == FLASHPTX_BF16 ? "fa3_fwd_varlen_local_sm90_bf16_d128" : "fa3_fwd_varlen_local_sm90_fp16_d128";
+      flashptx::FwdVarlenPlan plan;
+      std::string err;
+      CHECK(flashptx::plan_fwd_varlen(at(0), o, kH200, &plan, &err) == FLASHPTX_ERR_BAD_OPTION);
+      CHECK_MESSAGE(err.find("(head_dim, head_dim_v) = (" + std::to_string(x.d)) != std::string::npos, err);
+      o.kernel = name.c_str();
+      CHECK(flashptx::plan_fwd_varlen(w, o, kH200, &plan, &err) == FLASHPTX_OK);
+    }
+  // d128 keeps its plain varlen kernel; d192 forced onto the (192, 128) kernel is refused.
+  flashptx::FwdVarlenPlan plan;
+  std::string err;
+  REQUIRE(flashptx::plan_fwd_varlen(problem(cu_q, cu_k, 8, 2, 128, FLASHPTX_BF16, 0), {}, kH200, &plan, &err) ==
+          FLASHPTX_OK);
+  CHECK(std::string(plan.launch.kernel->name).rfind("fa3_fwd_varlen_sm90_bf16_d128", 0) == 0);
+  flashptx::FwdOptions o;
+  o.kernel = "fa3_fwd_varlen_local_sm90_bf16_d192_v128";
+  CHECK(flashptx::plan_fwd_varlen(problem(cu_q, cu_k, 8, 2, 192, FLASHPTX_BF16, 0), o, kH200, &plan, &err) ==
+        FLASHPTX_ERR_BAD_OPTION);
+  // V's and O's strides are checked at head_dim_v: rows of 128 columns (192, 128) pass dense, and an
+  // O row stride below heads x head_dim_v overlaps.
+  flashptx_fwd_varlen_params p = problem(cu_q, cu_k, 8, 2, 192, FLASHPTX_BF16, 0);
+  p.head_dim_v = 128;
+  p.v_row_stride = 2 * 128;
+  p.v_head_stride = 128;
+  p.o_row_stride = 8 * 128;
+  p.o_head_stride = 128;
+  CHECK(flashptx_fwd_varlen_check(&p) == FLASHPTX_OK);
+  p.o_row_stride = 7 * 128;
+  CHECK(flashptx_fwd_varlen_check(&p) == FLASHPTX_ERR_BAD_STRIDES);
 }
 
 TEST_CASE("seqused: the tables give each sequence its used lengths at its cu_seqlens offsets") {

@@ -518,11 +518,12 @@ def check_varlen(where, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_s
                  seqused_k=None, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0):
     """The sizes of a varlen call from FlashAttention-3's flash_attn_varlen_func arguments, or
     ValueError naming the bad value. q, k, v: TensorSpec ([total_q, heads_q, head_dim], [total_k,
-    heads_kv, head_dim]); cu_seqlens_q/_k: the host values (lists of ints, num_seqs + 1 each);
+    heads_kv, head_dim], v's head dim its own: head_dim_v, whose pair with head_dim the library
+    checks); cu_seqlens_q/_k: the host values (lists of ints, num_seqs + 1 each);
     seqused_q/_k: None or the host values (num_seqs ints each, 0 <= used <= the sequence's length).
     What the library checks itself (head dims, strides, alignment, more than VARLEN_MAX_SEQS
     sequences) is left to it: its status is a ValueError too, raised before anything launches.
-    Returns a dict: num_seqs, total_q, total_k, heads_q, heads_kv, head_dim, max_seqlen_q,
+    Returns a dict: num_seqs, total_q, total_k, heads_q, heads_kv, head_dim, head_dim_v, max_seqlen_q,
     max_seqlen_k, softmax_scale (0.0: 1/sqrt(head_dim)), window (None or (left, right)), softcap."""
     def fail(msg):
         raise ValueError("%s: %s" % (where, msg))
@@ -539,8 +540,8 @@ def check_varlen(where, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_s
             fail("%s is %s, q %s: q, k and v must share one dtype" % (name, t.dtype, q.dtype))
     if q.dtype not in ("bfloat16", "float16"):
         fail("q is %s; the kernels take bfloat16 or float16" % q.dtype)
-    if k.shape != v.shape:
-        fail("k %s and v %s must have one shape" % (k.shape, v.shape))
+    if k.shape[:2] != v.shape[:2]:
+        fail("k %s and v %s must share total_k and heads_kv" % (k.shape, v.shape))
     total_q, heads_q, head_dim = q.shape
     total_k, heads_kv, dk = k.shape
     if dk != head_dim:
@@ -584,8 +585,8 @@ def check_varlen(where, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_s
         fail("causal must be a bool, got %r" % (causal,))
     window, cap = check_modifiers(where, window_size, softcap)
     return {"num_seqs": len(lq), "total_q": total_q, "total_k": total_k, "heads_q": heads_q, "heads_kv": heads_kv,
-            "head_dim": head_dim, "max_seqlen_q": max_seqlen_q, "max_seqlen_k": max_seqlen_k,
-            "softmax_scale": scale, "window": window, "softcap": cap}
+            "head_dim": head_dim, "head_dim_v": v.shape[2], "max_seqlen_q": max_seqlen_q,
+            "max_seqlen_k": max_seqlen_k, "softmax_scale": scale, "window": window, "softcap": cap}
 
 
 def fwd_varlen_params(ptrs, a, strides, dtype, causal):
@@ -607,6 +608,7 @@ def fwd_varlen_params(ptrs, a, strides, dtype, causal):
         p.window = 1
         p.window_left, p.window_right = a["window"]
     p.softcap = a["softcap"]
+    p.head_dim_v = a.get("head_dim_v", 0)  # V's and O's head dim (the (192, 128) split)
     return p
 
 

@@ -155,6 +155,19 @@ def _check_backward_dims(where, q, v):
             "require grad, or under torch.no_grad()" % (where, q.shape[3], v.shape[3]))
 
 
+# The varlen backward's head dims (flashptx_bwd_varlen): the varlen forward also runs 96, 192 and
+# (192, 128); raised when a gradient is asked for, not in the forward.
+_BWD_VARLEN_HEAD_DIMS = (64, 128, 256)
+
+
+def _check_varlen_backward_dims(where, q, v):
+    if q.shape[2] not in _BWD_VARLEN_HEAD_DIMS or v.shape[2] != q.shape[2]:
+        raise NotImplementedError(
+            "%s: the varlen backward is not built for head_dim %d with a V head dim of %d (it takes head_dim "
+            "64, 128 or 256, V's equal to it); the forward runs alone: on inputs that do not require grad, or "
+            "under torch.no_grad()" % (where, q.shape[2], v.shape[2]))
+
+
 def _torch_c(name, default):
     fn = getattr(torch._C, name, None)
     return fn if fn is not None else default
@@ -970,11 +983,12 @@ def _fwd_varlen_impl(q, k, v, cu_q, cu_k, max_q, max_k, used_q, used_k, causal, 
                                  softcap)
     q, k, v = _aligned_packed(q), _aligned_packed(k), _aligned_packed(v)
     total_q, hq, _ = q.shape
+    o_shape = (total_q, hq, v.shape[2])  # O has v's head dim (the (192, 128) split)
     if used_q is None:
-        out = q.new_empty(q.shape)
+        out = q.new_empty(o_shape)
         lse = q.new_empty((hq, total_q), dtype=torch.float32)
     else:  # rows past seqused_q are not written by the library
-        out = q.new_zeros(q.shape)
+        out = q.new_zeros(o_shape)
         lse = torch.full((hq, total_q), float("-inf"), dtype=torch.float32, device=q.device)
     qp = q.data_ptr()
     ptrs.update(q=qp, k=k.data_ptr() or qp, v=v.data_ptr() or qp, o=out.data_ptr() or qp, lse=lse.data_ptr() or qp)
@@ -1034,7 +1048,8 @@ def _fwd_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q:
 @_fwd_varlen.register_fake
 def _fwd_varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_q, seqused_k, causal,
                      softmax_scale, window_left, window_right, softcap, deterministic):
-    return q.new_empty(q.shape), q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
+    return (q.new_empty((q.shape[0], q.shape[1], v.shape[2])),
+            q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32))
 
 
 @torch.library.custom_op("flashptx::bwd_varlen", mutates_args=())
@@ -1074,6 +1089,7 @@ def _varlen_setup_context(ctx, inputs, output):
 def _varlen_backward(ctx, dout, dlse):
     q, k, v, out, lse, cu_q, cu_k, used_q, used_k = ctx.saved_tensors
     max_q, max_k, causal, scale, deterministic, window, softcap = ctx.args
+    _check_varlen_backward_dims("flashptx.attention_varlen backward", q, v)  # (96, 192: no backward)
     if dout is None:
         dout = torch.zeros_like(out)
     dq, dk, dv = torch.ops.flashptx.bwd_varlen(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, used_q, used_k,
@@ -1105,6 +1121,7 @@ class _AttentionVarlen(torch.autograd.Function):
         q, k, v, out, lse = ctx.saved_tensors
         cu_q, cu_k, used_q, used_k = ctx.index
         max_q, max_k, causal, scale, deterministic, window, softcap = ctx.args
+        _check_varlen_backward_dims("flashptx.attention_varlen backward", q, v)  # (96, 192: no backward)
         if dout is None:
             dout = torch.zeros_like(out)
         if torch.is_grad_enabled() or _is_compiling() or not _eager_ok(dout):
@@ -1123,8 +1140,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     """Attention over packed variable-length sequences (FlashAttention-3's flash_attn_varlen_func
     with its argument names; the C ABI's flashptx_fwd_varlen and flashptx_bwd_varlen), with autograd.
 
-    q: [total_q, heads_q, head_dim]; k, v: [total_k, heads_kv, head_dim]: the sequences packed one
-    after another, no padding. cu_seqlens_q/_k: int32 [num_seqs + 1] prefix sums (0 first, total
+    q: [total_q, heads_q, head_dim]; k, v: [total_k, heads_kv, head_dim] (v may have a head dim of
+    its own: 128 beside q's and k's 192): the sequences packed one after another, no padding. cu_seqlens_q/_k: int32 [num_seqs + 1] prefix sums (0 first, total
     last); sequence b owns query rows [cu_seqlens_q[b], cu_seqlens_q[b+1]) and keys likewise, and
     attends only to its own keys. max_seqlen_q/_k: ints, at least the longest sequence. seqused_q/_k:
     optional int32 [num_seqs]: sequence b uses only its first seqused_q[b] query rows and
@@ -1134,11 +1151,13 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     The library reads cu_seqlens and seqused on the host: each call (and the backward again) copies
     them there, which waits for the device when they are CUDA tensors.
 
-    CUDA tensors, all bfloat16 or all float16, head_dim 64, 128 or 256 (sm_90), heads_q a multiple
-    of heads_kv. causal: per sequence, bottom-right aligned. softmax_scale: default 1/sqrt(head_dim).
+    CUDA tensors, all bfloat16 or all float16, head_dim 64, 128 or 256 (sm_90), forward and
+    backward; the forward also takes head_dim 96 and 192, and v of head_dim 128 beside q and k of
+    192, whose varlen backward is not built: a gradient through them raises NotImplementedError.
+    heads_q a multiple of heads_kv. causal: per sequence, bottom-right aligned. softmax_scale: default 1/sqrt(head_dim).
     window_size, softcap: as flashptx.attention's, per sequence, forward and backward.
     deterministic: bitwise reproducible gradients.
-    Returns out [total_q, heads_q, head_dim], and with return_lse also the LSE, float32
+    Returns out [total_q, heads_q, v's head_dim], and with return_lse also the LSE, float32
     [heads_q, total_q] (FlashAttention's varlen layout), natural log, no gradient. Bad values raise
     ValueError before anything launches (the library's own refusals are flashptx.FlashptxValueError).
     """

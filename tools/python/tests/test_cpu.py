@@ -726,6 +726,27 @@ def library_varlen_validation_names_the_bad_entry():
         assert e.status_name == "FLASHPTX_ERR_BAD_CU_SEQLENS" and "decreases at entry 2" in str(e), str(e)
     else:
         raise AssertionError("a decreasing cu_seqlens_q was accepted")
+    # head dims 96 and 192, and (192, 128) through head_dim_v (V's and O's strides at 128 columns),
+    # pass the varlen forward's validation; (128, 64) is the library's UNSUPPORTED_HEAD_DIM
+    for dd in (96, 192):
+        p = vparams(good_q, good_k)
+        p.head_dim = dd
+        p.q_row_stride = p.k_row_stride = p.v_row_stride = p.o_row_stride = h * dd
+        p.q_head_stride = p.k_head_stride = p.v_head_stride = p.o_head_stride = dd
+        _abi.check(lib, "flashptx_fwd_varlen_check", lib.flashptx_fwd_varlen_check(ctypes.byref(p)))
+        if dd == 192:
+            p.head_dim_v = 128
+            p.v_row_stride = p.o_row_stride = h * 128
+            p.v_head_stride = p.o_head_stride = 128
+            _abi.check(lib, "flashptx_fwd_varlen_check", lib.flashptx_fwd_varlen_check(ctypes.byref(p)))
+    p = vparams(good_q, good_k)
+    p.head_dim_v = 64
+    try:
+        _abi.check(lib, "flashptx_fwd_varlen_check", lib.flashptx_fwd_varlen_check(ctypes.byref(p)))
+    except _abi.FlashptxValueError as e:
+        assert e.status_name == "FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM" and "(128, 64)" in str(e), str(e)
+    else:
+        raise AssertionError("(128, 64) was accepted by the varlen forward")
 
 
 def varlen_args(**over):
@@ -749,6 +770,10 @@ def varlen_arguments_are_checked_before_any_call():
     ok = _abi.check_varlen("t", **varlen_args(seqused_q=[0, 0, 37], seqused_k=[120, 5, 0], softmax_scale=0.1,
                                               window_size=(16, 0), softcap=30.0, causal=True))
     assert (ok["window"], ok["softcap"]) == ((16, 0), 30.0), ok
+    assert a["head_dim_v"] == 128, a
+    # v's own head dim (the (192, 128) split): passed on as head_dim_v, its pair checked by the library
+    split = _abi.check_varlen("t", **varlen_args(q=T((137, 8, 192)), k=T((125, 2, 192)), v=T((125, 2, 128))))
+    assert (split["head_dim"], split["head_dim_v"]) == (192, 128), split
     bad = [
         (dict(seqused_q=[0, 1, 37]), "seqused_q[1] is 1: a used length is 0 to the sequence's length 0"),
         (dict(seqused_q=[-1, 0, 0]), "seqused_q[0] is -1"),
@@ -763,7 +788,8 @@ def varlen_arguments_are_checked_before_any_call():
         (dict(max_seqlen_k=120.0), "max_seqlen_k must be an int"),
         (dict(q=T((2, 137, 8, 128))), "q must be [total, heads, head_dim]"),
         (dict(k=T((125, 3, 128)), v=T((125, 3, 128))), "heads_q 8 must be a multiple of heads_kv 3"),
-        (dict(v=T((125, 2, 64))), "must have one shape"),
+        (dict(v=T((125, 3, 128))), "must share total_k and heads_kv"),
+        (dict(v=T((124, 2, 128))), "must share total_k and heads_kv"),
         (dict(k=T((125, 2, 128), "float16"), v=T((125, 2, 128), "float16")), "q, k and v must share one dtype"),
         (dict(q=T((137, 8, 128), "float32"), k=T((125, 2, 128), "float32"), v=T((125, 2, 128), "float32")),
          "bfloat16 or float16"),

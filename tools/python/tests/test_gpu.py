@@ -948,8 +948,8 @@ def test_attention_varlen_errors_and_compile():
     expect(ValueError, lambda: f(q, k, v, i32(0, 10, 31), cu_k, 21, 15), "ends at 31")
     expect(ValueError, lambda: f(q.unsqueeze(0), k, v, cu_q, cu_k, 20, 15), "[total, heads, head_dim]")
     expect(ValueError, lambda: f(q, k, v, cu_q, cu_k, 20, 15, window_size=(-2, 0)), "window_size")
-    expect(flashptx.FlashptxValueError, lambda: f(q[..., :96].contiguous(), k[..., :96].contiguous(),
-                                                  v[..., :96].contiguous(), cu_q, cu_k, 20, 15), "head_dim 96")
+    expect(flashptx.FlashptxValueError, lambda: f(q[..., :80].contiguous(), k[..., :80].contiguous(),
+                                                  v[..., :80].contiguous(), cu_q, cu_k, 20, 15), "(80, 80)")
     qg = q.detach().clone().requires_grad_(True)
     out = f(qg, k, v, cu_q, cu_k, 20, 15, window_size=(4, 0), softcap=5.0)
     out.backward(do)
@@ -965,6 +965,59 @@ def test_attention_varlen_errors_and_compile():
     assert torch.equal(eager, compiled), "compiled attention_varlen differs from eager"
 
 
+def test_attention_varlen_head_dims_96_192():
+    """attention_varlen at head dims 96 and 192 and v's 128 beside 192 (the library's local varlen
+    kernels at those dims, plain or with a window and a softcap): O per sequence against fp64
+    (_modified_reference), ragged and empty sequences, GQA, bf16 and fp16; O has v's head dim; rows
+    past seqused_q are 0; a gradient raises NotImplementedError (no varlen backward at these dims)."""
+    problems = []
+    lq, lk = [1, 0, 70, 130, 9, 300], [1, 40, 0, 150, 100, 257]
+    cases = [((96, 96), False, (-1, -1), 0.0, torch.bfloat16), ((96, 96), True, (32, 0), 0.0, torch.float16),
+             ((192, 192), False, (50, 17), 0.0, torch.float16), ((192, 192), True, (-1, -1), 30.0, torch.bfloat16),
+             ((192, 128), False, (-1, -1), 0.0, torch.bfloat16), ((192, 128), True, (64, 0), 10.0, torch.float16)]
+    cu = lambda l: torch.tensor([0] + list(__import__("itertools").accumulate(l)), dtype=torch.int32, device=DEV)
+    cu_q, cu_k = cu(lq), cu(lk)
+    for n, ((dq, dv), causal, window, cap, dtype) in enumerate(cases):
+        torch.manual_seed(1000 + n)
+        hq, hk = 4, 2
+        q = torch.randn(sum(lq), hq, dq, device=DEV, dtype=dtype)
+        k = torch.randn(sum(lk), hk, dq, device=DEV, dtype=dtype)
+        v = torch.randn(sum(lk), hk, dv, device=DEV, dtype=dtype)
+        out = flashptx.attention_varlen(q, k, v, cu_q, cu_k, max(lq), max(lk), causal=causal, window_size=window,
+                                        softcap=cap)
+        assert out.shape == (sum(lq), hq, dv), out.shape
+        name = "varlen d%d/%d %s causal=%d window=%r softcap=%g" % (dq, dv, str(dtype).replace("torch.", ""), causal,
+                                                                  window, cap)
+        err, mag, cq, ck = 0.0, 1.0, 0, 0
+        for b in range(len(lq)):
+            if lq[b] > 0:
+                ref = _modified_reference(q[cq:cq + lq[b]].unsqueeze(0), k[ck:ck + lk[b]].unsqueeze(0),
+                                          v[ck:ck + lk[b]].unsqueeze(0), causal, window, cap, None)[0]
+                err = max(err, (out[cq:cq + lq[b]].double() - ref).abs().max().item())
+                mag = max(mag, ref.abs().max().item())
+            cq += lq[b]
+            ck += lk[b]
+        tol = 2e-2 * mag
+        log("  %s: max err %.3e (bound %.3e)" % (name, err, tol))
+        if not err <= tol:
+            problems.append("%s: %.3e > %.3e" % (name, err, tol))
+        # seqused_q: the rows past it are 0
+        used = torch.tensor([1, 0, 33, 130, 0, 17], dtype=torch.int32, device=DEV)
+        o2 = flashptx.attention_varlen(q, k, v, cu_q, cu_k, max(lq), max(lk), causal=causal, seqused_q=used)
+        cq = 0
+        for b in range(len(lq)):
+            u = used[b].item()
+            if lq[b] > u and o2[cq + u:cq + lq[b]].abs().max().item() != 0.0:
+                problems.append("%s seqused_q: rows past seqused_q[%d] are not 0" % (name, b))
+            cq += lq[b]
+        if window == (-1, -1) and cap == 0.0:
+            qg = q.detach().clone().requires_grad_(True)
+            expect(NotImplementedError,
+                   lambda: flashptx.attention_varlen(qg, k, v, cu_q, cu_k, max(lq), max(lk), causal=causal).sum()
+                   .backward(), "the varlen backward is not built")
+    assert not problems, "\n".join(problems)
+
+
 TESTS = [test_forward_numerics, test_backward_numerics, test_deterministic_bitwise,
          test_head_dim_256_backward, test_layouts, test_current_stream_and_empty, test_tile_counter_per_stream,
          test_errors_carry_the_librarys_message, test_opcheck, test_torch_compile_fullgraph,
@@ -972,7 +1025,8 @@ TESTS = [test_forward_numerics, test_backward_numerics, test_deterministic_bitwi
          test_attention_with_kvcache,
          test_attention_with_kvcache_head_dims, test_attention_with_kvcache_cuda_graph,
          test_attention_with_kvcache_errors, test_attention_varlen_forward_backward, test_attention_varlen_seqused,
-         test_attention_varlen_deterministic_bitwise, test_attention_varlen_errors_and_compile]
+         test_attention_varlen_deterministic_bitwise, test_attention_varlen_errors_and_compile,
+         test_attention_varlen_head_dims_96_192]
 
 
 def main():
