@@ -48,6 +48,11 @@
 #                                          time on the one GPU (correctness only: nothing here is timed)
 #   tools/h200_check.sh BIN OUT capture_new  the capture (as capture_split) of the suites and cases added since
 #                                          the manifest tools/sim/chip/h200-copies.tsv was written
+#   tools/h200_check.sh BIN OUT newkernels  the backward with a window and a softcap, the backward and the varlen
+#                                          forward at head dims 96/192: their suites, the plan, release
+#                                          flavour, sinks and Python GPU tests, three sanitizers on each (in
+#                                          parallel); then, alone on the GPU, variants_time.py --bwd and the
+#                                          d96/d192 forward+backward beside cuDNN, two runs each
 #   WHAT may name several modes, comma-separated, run in that order in one call.
 #
 # BIN holds run_tests, flashptx, libflashptx.so (CUDA runtime linked statically) and COMMIT.
@@ -322,6 +327,30 @@ case $what in
     done
     pwait
     for g in "${groups[@]}"; do n=${g%%|*}; [ -f "$OUT/chip-$n.cap" ] && gzip -f "$OUT/chip-$n.cap"; done ;;
+  newkernels)
+    R="$BIN/run_tests"; B="gpu_sm90 fa3 backward"; V="gpu_sm90 fa3 varlen"
+    HB=${HDIM_BWD_CASES:-head dims 96*}; HV=${HDIM_VARLEN_BWD_CASES:-backward: head dims 96*}
+    pstep bwd_local 300 "$R" -ts="$B" -tc="window and softcap:*"
+    pstep varlen_new 300 "$R" -ts="$V" -tc="backward: window and softcap*,head dims 96 and 192 over packed*,$HV"
+    pstep bwd_hdim 300 "$R" -ts="$B" -tc="$HB"
+    pstep sinks 300 "$R" -ts="gpu_sm90 fa3 sinks"
+    pstep bwd_regress 300 "$R" -ts="$B" -tc="small shapes*,edge sizes*,d256: small*"
+    pstep varlen_regress 300 "$R" -ts="$V" -tc="every head dim*,backward: every head dim*,seqused: backward*"
+    pstep plan_release 200 "$R" -ts="gpu_sm90 launch plan,gpu_sm90 release flavour"
+    pstep python_gpu 300 python3 tools/python/tests/test_gpu.py --json "$OUT/python_gpu.json"
+    for tool in memcheck synccheck racecheck; do
+      for fam in "bwd_local|$B|window and softcap: every*" "varlen_bwd_local|$V|backward: window and softcap*" \
+                 "varlen_hdim|$V|head dims 96 and 192 over packed sequences: window*" "bwd_hdim|$B|$HB"; do
+        IFS='|' read -r n suite cases <<< "$fam"
+        pstep "${tool}_$n" 300 compute-sanitizer --tool "$tool" --error-exitcode 9 "$R" -ts="$suite" -tc="$cases"
+      done
+    done
+    pwait
+    for run in 1 2; do
+      step variants_time_bwd_run$run 150 python3 tools/bench/variants_time.py --bwd --out "$OUT/variants-time-bwd-run$run.json"
+      step hdim_time_run$run 100 python3 tools/bench/kernel_time.py --dims 96,192 --seqlens 1024,4096,8192 \
+        --out "$OUT/hdim-time-run$run.json"
+    done ;;
   *) summary+=("unknown mode $what") ;;
 esac
 done
