@@ -76,7 +76,8 @@ __device__ __forceinline__ void preprocess_body(const BwdAuxParams& p, const Bwd
   const int per_row = kd / 8;  // 8, 16 or 32 threads: an aligned group inside one warp
   const int row = blockIdx.x * pre_rows_per_cta(kd) + threadIdx.x / per_row;
   const int e = (threadIdx.x % per_row) * 8;
-  const bool cols = e < p.head_dim;  // this thread's 8 columns exist in O and dO
+  // This thread's 8 columns exist in O and dO (the row's first thread, which reads LSE, always).
+  const bool cols = e < p.head_dim;
   const int h = blockIdx.y, b = blockIdx.z;
   const int rows_pad = p.m_blocks * p.block_m;
   const bool in_pad = row < rows_pad;  // no early return: the whole warp takes part in the butterfly
@@ -94,25 +95,21 @@ __device__ __forceinline__ void preprocess_body(const BwdAuxParams& p, const Bwd
     const BwdVarlenSeq sq = vt->seq[s];
     const int in_seq = row - vt->m_prefix[s] * p.block_m;
     live = in_pad && in_seq < sq.len_q;
-    if (live) {
+    if (live && cols) {
       const int64_t at = sq.q_start + in_seq;
+      const uint4 o = ld_global_16(p.o, at * p.o_ss + h * p.o_sh + e);
+      const uint4 d = ld_global_16(p.dout, at * p.do_ss + h * p.do_sh + e);
       if (e == 0) lse = p.lse[static_cast<int64_t>(h) * vt->total_q + at];  // [heads_q, total_q]
-      if (cols) {
-        const uint4 o = ld_global_16(p.o, at * p.o_ss + h * p.o_sh + e);
-        const uint4 d = ld_global_16(p.dout, at * p.do_ss + h * p.do_sh + e);
-        delta = dot_pairs<IsBf16>(o, d);
-      }
+      delta = dot_pairs<IsBf16>(o, d);
     }
   } else {
     live = in_pad && row < p.seqlen_q;
-    if (live) {
+    if (live && cols) {
+      const uint4 o = ld_global_16(p.o, b * p.o_sb + row * p.o_ss + h * p.o_sh + e);
+      const uint4 d = ld_global_16(p.dout, b * p.do_sb + row * p.do_ss + h * p.do_sh + e);
       // The row's LSE (read by its first thread), in flight with O's and dO's loads.
       if (e == 0) lse = p.lse[(static_cast<int64_t>(b) * p.heads_q + h) * p.seqlen_q + row];
-      if (cols) {
-        const uint4 o = ld_global_16(p.o, b * p.o_sb + row * p.o_ss + h * p.o_sh + e);
-        const uint4 d = ld_global_16(p.dout, b * p.do_sb + row * p.do_ss + h * p.do_sh + e);
-        delta = dot_pairs<IsBf16>(o, d);
-      }
+      delta = dot_pairs<IsBf16>(o, d);
     }
   }
   // The row's sum over its per_row threads: butterfly steps below per_row stay inside the group.

@@ -53,10 +53,12 @@ TEST_CASE("the forward's head-dim pairs: 96, 192 and (192, 128) pass, V's and O'
   // O's rows of 128 columns overlap where its head stride is below 128 (the check uses d_v, not d).
   p.o_head_stride = 120; p.o_row_stride = 8 * 120;
   CHECK(check(p) == FLASHPTX_ERR_BAD_STRIDES);
-  // The backward has none of them yet.
+  // The backward takes 96 and 192 (on the d128 and d256 kernels); (192, 128) it has no field for.
   flashptx_bwd_params b;
   flashptx_bwd_params_contiguous(&b, g_fake[0], g_fake[1], g_fake[2], g_fake[3], reinterpret_cast<const float*>(g_fake[0]),
                                  g_fake[0], g_fake[1], g_fake[2], g_fake[3], 2, 100, 120, 8, 2, 96, FLASHPTX_BF16, 1);
+  CHECK(flashptx_bwd_check(&b) == FLASHPTX_ERR_WORKSPACE);  // past the head dim: no workspace given
+  b.head_dim = 160;
   CHECK(flashptx_bwd_check(&b) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
 }
 
