@@ -11,7 +11,7 @@
  *   sm_90 (Hopper)      the FA3 kernels: forward, backward, variable-length forward and backward, FP8 quantize and
  *                       FP8 forward. bf16 or fp16 in and out (all tensors one dtype); head_dim 64, 128,
  *                       256 (the fixed-length forward also 96, 192, and 192 with a V head dim of 128:
- *                       flashptx_fwd_params::head_dim_v); causal masks aligned to the bottom-right when
+ *                       flashptx_fwd_params::head_dim_v; the fixed-length backward also 96 and 192); causal masks aligned to the bottom-right when
  *                       seqlen_q != seqlen_k (as FlashAttention does); heads_q a multiple of heads_kv
  *                       (GQA, MQA).
  *   sm_100 (Blackwell)  the FA4 kernels: forward and backward, head_dim 64 and 128, otherwise as above.
@@ -151,7 +151,8 @@ typedef struct flashptx_fwd_params {
    * (128, 128), (192, 192), (192, 128), (256, 256); any other pair, or a negative value:
    * FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, with the pairs in the message. Head dims 96 and 192 and the
    * (192, 128) pair have no sliding window, softcap or sinks yet (FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM
-   * from the launch plan), and no backward. sm_100: head_dim_v must equal head_dim. */
+   * from the launch plan); the (192, 128) pair has no backward (96 and 192 have: flashptx_bwd).
+   * sm_100: head_dim_v must equal head_dim. */
   int64_t head_dim_v;
 } flashptx_fwd_params;
 
@@ -303,8 +304,9 @@ flashptx_status flashptx_fwd_varlen_kernel_info(const flashptx_fwd_varlen_params
  * accumulations add in a fixed writer order, waited on through semaphores). Otherwise the add order
  * follows arrival and may vary in the last bits.
  *
- * Supported: bf16 or fp16 (all tensors one dtype), head_dim 64, 128 or 256 on sm_90 (64 or 128 on
- * sm_100, with the opt-in), causal or not (bottom-right
+ * Supported: bf16 or fp16 (all tensors one dtype), head_dim 64, 96, 128, 192 or 256 on sm_90 (96
+ * and 192 run on the d128 and d256 kernels over zero columns; V of the same head dim: the forward's
+ * (192, 128) has no backward), 64 or 128 on sm_100 (with the opt-in), causal or not (bottom-right
  * aligned), any seqlen_q, seqlen_k >= 0, strides as for the forward (last dim contiguous, rows
  * 16-byte aligned), 64-bit offsets. Batch 0 is a successful no-op; seqlen_q 0 writes dk = dv = 0;
  * seqlen_k 0 writes dq = 0.

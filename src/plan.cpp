@@ -777,10 +777,13 @@ static flashptx_status plan_bwd_family(const flashptx_bwd_params& p, const BwdOp
     *err = "the sm_100 backward has no sliding window or softcap (the FA3 backward on sm_90 has them)";
     return FLASHPTX_ERR_UNSUPPORTED;
   }
+  // The kernel's head dim: FA3 runs 96 on its d128 kernels and 192 on its d256 ones, over zero
+  // columns (fa3::bwd_kernel_head_dim); the tensor maps keep the caller's head dim (encode_bwd_args).
+  const int kd = fa4 ? static_cast<int>(p.head_dim) : fa3::bwd_kernel_head_dim(static_cast<int>(p.head_dim));
   const KernelEntry* k = nullptr;
   if (opt.kernel != nullptr) {
     k = kernel_by_name(opt.kernel);
-    if (k == nullptr || k->family != main || k->head_dim != p.head_dim || k->dtype != p.dtype) {
+    if (k == nullptr || k->family != main || k->head_dim != kd || k->dtype != p.dtype) {
       *err = std::string("no backward kernel named '") + opt.kernel + "' for this head dim, dtype and device";
       return FLASHPTX_ERR_BAD_OPTION;
     }
@@ -789,12 +792,12 @@ static flashptx_status plan_bwd_family(const flashptx_bwd_params& p, const BwdOp
       return FLASHPTX_ERR_BAD_OPTION;
     }
   } else if (mod.local) {
-    k = row_of(fa3_bwd_local_kernels(), main, p.dtype, static_cast<int>(p.head_dim));
+    k = row_of(fa3_bwd_local_kernels(), main, p.dtype, kd);
   } else if (fa4 && fa4bwd::pair::use_pair(static_cast<int>(p.head_dim), p.seqlen_k)) {
     // sm_100, d128, two key blocks or more: the 2-CTA kernel (src/protocol/fa4_bwd_pair_plan.h use_pair).
     k = row_of(fa4_bwd_pair_kernels(), main, p.dtype, static_cast<int>(p.head_dim));
   } else {
-    k = row_of(rows, main, p.dtype, static_cast<int>(p.head_dim));
+    k = row_of(rows, main, p.dtype, kd);
   }
   if (fa4 && p.sinks != nullptr) {
     *err = "the sm_100 backward has no attention sinks (the FA3 backward on sm_90 has them)";
@@ -838,9 +841,9 @@ static flashptx_status plan_bwd_family(const flashptx_bwd_params& p, const BwdOp
     return FLASHPTX_ERR_BAD_OPTION;
   }
   plan->dq_rotated = can_rotate && opt.dq_order != DqOrder::kAscending;
-  plan->workspace = fa3::bwd_workspace(p.batch, p.heads_q, p.heads_kv, p.seqlen_q, p.seqlen_k, p.head_dim, k->block_m,
+  plan->workspace = fa3::bwd_workspace(p.batch, p.heads_q, p.heads_kv, p.seqlen_q, p.seqlen_k, kd, k->block_m,
                                        k->block_n);
-  const int64_t pre_rows = fa3::pre_rows_per_cta(static_cast<int>(p.head_dim));
+  const int64_t pre_rows = fa3::pre_rows_per_cta(kd);
   plan->pre = Launch{pre, grid3((m_blocks * k->block_m + pre_rows - 1) / pre_rows, p.heads_q, p.batch), dim3(256), 0,
                      Schedule::kOnePerTile, m_blocks * k->block_m * p.heads_q * p.batch};
   // The 2-CTA kernel: one cluster of two CTAs per pair of key blocks (the last pair's second CTA past an
@@ -850,7 +853,7 @@ static flashptx_status plan_bwd_family(const flashptx_bwd_params& p, const BwdOp
                       Schedule::kOnePerTile, main_x * p.heads_q * p.batch};
   // The FA4 dQ postprocess reads its accumulator order directly (no shared-memory transpose).
   plan->post_dq = Launch{post_dq, grid3(m_blocks, p.heads_q, p.batch), dim3(256),
-                         fa4 ? 0 : fa3::post_dq_smem_bytes(k->block_m, static_cast<int>(p.head_dim)),
+                         fa4 ? 0 : fa3::post_dq_smem_bytes(k->block_m, kd),
                          Schedule::kOnePerTile, m_blocks * p.heads_q * p.batch};
   plan->post_dkv = Launch{post_dkv, grid3(plan->gqa ? n_blocks : 0, p.heads_kv, p.batch), dim3(256), 0,
                           Schedule::kOnePerTile, plan->gqa ? n_blocks * p.heads_kv * p.batch : 0};
@@ -1075,7 +1078,8 @@ static flashptx_status bwd_varlen_rows(const flashptx_bwd_varlen_params& p, cons
 // padded blocks, at their bound total / block + num_seqs (each sequence pads less than one block).
 static fa3::BwdWorkspace bwd_varlen_workspace(const flashptx_bwd_varlen_params& p, int block_m, int block_n) {
   const int64_t m_cap = p.total_q / block_m + p.num_seqs, n_cap = p.total_k / block_n + p.num_seqs;
-  return fa3::bwd_workspace(1, p.heads_q, p.heads_kv, m_cap * block_m, n_cap * block_n, p.head_dim, block_m, block_n);
+  return fa3::bwd_workspace(1, p.heads_q, p.heads_kv, m_cap * block_m, n_cap * block_n,
+                            fa3::bwd_kernel_head_dim(static_cast<int>(p.head_dim)), block_m, block_n);
 }
 
 flashptx_status bwd_varlen_workspace_bytes(const flashptx_bwd_varlen_params& p, int64_t* bytes, std::string* err) {
@@ -1104,14 +1108,15 @@ flashptx_status plan_bwd_varlen(const flashptx_bwd_varlen_params& p, const BwdOp
   plan->gqa = p.heads_q != p.heads_kv;
   plan->workspace = bwd_varlen_workspace(p, k->block_m, k->block_n);
   auto grid2 = [](int64_t x, int64_t y) { return dim3(static_cast<unsigned>(x), static_cast<unsigned>(y), 1u); };
-  const int64_t pre_rows = fa3::pre_rows_per_cta(static_cast<int>(p.head_dim));
+  // The aux kernels' sizes at the kernel's head dim, as the fixed-length plan's (fa3::bwd_kernel_head_dim).
+  const int kd = fa3::bwd_kernel_head_dim(static_cast<int>(p.head_dim));
+  const int64_t pre_rows = fa3::pre_rows_per_cta(kd);
   plan->pre = Launch{rows[1], grid2((m_blocks * k->block_m + pre_rows - 1) / pre_rows, p.heads_q), dim3(256), 0,
                      Schedule::kOnePerTile, m_blocks * k->block_m * p.heads_q};
   plan->main = Launch{k, grid2(n_blocks, p.heads_q), dim3(static_cast<unsigned>(k->threads)), k->smem_bytes,
                       Schedule::kOnePerTile, n_blocks * p.heads_q};
   plan->post_dq = Launch{rows[2], grid2(m_blocks, p.heads_q), dim3(256),
-                         fa3::post_dq_smem_bytes(k->block_m, static_cast<int>(p.head_dim)), Schedule::kOnePerTile,
-                         m_blocks * p.heads_q};
+                         fa3::post_dq_smem_bytes(k->block_m, kd), Schedule::kOnePerTile, m_blocks * p.heads_q};
   plan->post_dkv = Launch{rows[3], grid2(plan->gqa ? n_blocks : 0, p.heads_kv), dim3(256), 0, Schedule::kOnePerTile,
                           plan->gqa ? n_blocks * p.heads_kv : 0};
   return FLASHPTX_OK;

@@ -109,6 +109,13 @@ flashptx_status check_head_dim(int64_t head_dim, std::string* msg, const char* w
   return bad(FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, msg,
              "head_dim " + std::to_string(head_dim) + " is not one of " + whose + "64, 128, 256");
 }
+// The fixed-length backward's head dims: the kernels' 64, 128, 256, and 96 and 192 run on the d128
+// and d256 kernels over zero columns (src/sm90/fa3_bwd_config.h bwd_kernel_head_dim).
+flashptx_status check_bwd_head_dim(int64_t head_dim, std::string* msg) {
+  if (head_dim == 64 || head_dim == 96 || head_dim == 128 || head_dim == 192 || head_dim == 256) return FLASHPTX_OK;
+  return bad(FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, msg,
+             "head_dim " + std::to_string(head_dim) + " is not one of the backward's 64, 96, 128, 192, 256");
+}
 // The fixed-length forward's (head_dim, head_dim_v) pairs (flashptx_fwd_params::head_dim_v, 0 meaning
 // head_dim): the dims above, 96 and 192, and DeepSeek's (192, 128) (src/sm90/fa3_fwd_hdim.cu).
 flashptx_status check_fwd_head_dims(int64_t head_dim, int64_t head_dim_v, std::string* msg) {
@@ -359,7 +366,7 @@ flashptx_status validate_bwd_shape(const flashptx_bwd_params& p, std::string* ms
   if ((s = check_modifiers(p, msg)) != FLASHPTX_OK) return s;
   if (p.batch == 0) return FLASHPTX_OK;  // nothing to compute
   if ((s = check_half_dtype("dtype", p.dtype, msg)) != FLASHPTX_OK) return s;
-  if (check_head_dim(p.head_dim, msg, "the backward's ") != FLASHPTX_OK) return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
+  if (check_bwd_head_dim(p.head_dim, msg) != FLASHPTX_OK) return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
   if (check_heads(p.heads_q, p.heads_kv, msg) != FLASHPTX_OK) return FLASHPTX_ERR_BAD_HEADS;
   return check_row_bounds(p, kMax16, "65536", msg);
 }

@@ -126,6 +126,8 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     {"gpu_sm90 fa3 backward", "d256: deterministic mode*"},
     {"gpu_sm90 fa3 backward", "a call from a thread that has made no CUDA call*"},
     {"gpu_sm90 fa3 backward", "window and softcap:*"},
+    // Backward head dims 96 and 192 on the d128 and d256 kernels (tests/gpu/test_fa3_bwd.cpp).
+    {"gpu_sm90 fa3 backward", "head dims 96 and 192:*"},
     {"gpu_sm90 fa3 fp8 forward", "smoke:*"},
     {"gpu_sm90 fa3 fp8 forward", "d64: causal and not*"},
     {"gpu_sm90 fa3 fp8 forward", "d128: causal and not*"},

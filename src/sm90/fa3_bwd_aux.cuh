@@ -7,7 +7,9 @@
 //                delta = rowsum(dO * O) in fp32 (0 on padded rows), LSE2 = LSE * log2(e) (+inf on
 //                padded rows and on rows the forward saw no key for, whose LSE is -inf: their P is
 //                then exactly 0), and the row's d floats of the dQ accumulator zeroed.
-//                d/8 threads per row, 8 elements (16 bytes) each.
+//                d/8 threads per row, 8 elements (16 bytes) each, d the kernel's head dim
+//                (bwd_kernel_head_dim: 96 runs at 128, 192 at 256); the threads past the caller's
+//                head dim read nothing and add 0, and the accumulator rows are the kernel's width.
 //   postprocess  dQ = softmax_scale * dQ_accum, converted to the dtype, from the accumulator's
 //                fragment order (fa3_bwd_config.h dq_accum_coord) to the caller's strides, through
 //                a shared-memory transpose: the fragment order puts 8 rows x 16 bytes under one warp
@@ -70,15 +72,18 @@ __device__ __forceinline__ float dot_pairs(uint4 o, uint4 d) {
 // table (Varlen), else nullptr.
 template <bool IsBf16, bool Varlen = false>
 __device__ __forceinline__ void preprocess_body(const BwdAuxParams& p, const BwdVarlenTable* vt = nullptr) {
-  const int per_row = p.head_dim / 8;  // 8, 16 or 32 threads: an aligned group inside one warp
-  const int row = blockIdx.x * pre_rows_per_cta(p.head_dim) + threadIdx.x / per_row;
+  const int kd = bwd_kernel_head_dim(p.head_dim);  // the accumulator's row width
+  const int per_row = kd / 8;  // 8, 16 or 32 threads: an aligned group inside one warp
+  const int row = blockIdx.x * pre_rows_per_cta(kd) + threadIdx.x / per_row;
   const int e = (threadIdx.x % per_row) * 8;
+  // This thread's 8 columns exist in O and dO (the row's first thread, which reads LSE, always).
+  const bool cols = e < p.head_dim;
   const int h = blockIdx.y, b = blockIdx.z;
   const int rows_pad = p.m_blocks * p.block_m;
   const bool in_pad = row < rows_pad;  // no early return: the whole warp takes part in the butterfly
   const int64_t r = (static_cast<int64_t>(b) * p.heads_q + h) * rows_pad + row;
   if (in_pad) {
-    float4* acc = reinterpret_cast<float4*>(p.dq_accum + r * p.head_dim + e);
+    float4* acc = reinterpret_cast<float4*>(p.dq_accum + r * kd + e);
     acc[0] = make_float4(0.f, 0.f, 0.f, 0.f);
     acc[1] = make_float4(0.f, 0.f, 0.f, 0.f);
   }
@@ -90,7 +95,7 @@ __device__ __forceinline__ void preprocess_body(const BwdAuxParams& p, const Bwd
     const BwdVarlenSeq sq = vt->seq[s];
     const int in_seq = row - vt->m_prefix[s] * p.block_m;
     live = in_pad && in_seq < sq.len_q;
-    if (live) {
+    if (live && cols) {
       const int64_t at = sq.q_start + in_seq;
       const uint4 o = ld_global_16(p.o, at * p.o_ss + h * p.o_sh + e);
       const uint4 d = ld_global_16(p.dout, at * p.do_ss + h * p.do_sh + e);
@@ -99,7 +104,7 @@ __device__ __forceinline__ void preprocess_body(const BwdAuxParams& p, const Bwd
     }
   } else {
     live = in_pad && row < p.seqlen_q;
-    if (live) {
+    if (live && cols) {
       const uint4 o = ld_global_16(p.o, b * p.o_sb + row * p.o_ss + h * p.o_sh + e);
       const uint4 d = ld_global_16(p.dout, b * p.do_sb + row * p.do_ss + h * p.do_sh + e);
       // The row's LSE (read by its first thread), in flight with O's and dO's loads.
@@ -121,7 +126,8 @@ __device__ __forceinline__ void preprocess_body(const BwdAuxParams& p, const Bwd
 
 // Grid (m_blocks, heads_q, batch), 256 threads, post_dq_smem_bytes of dynamic shared memory: one dQ
 // tile per CTA. The head dim and the fragment split are compile-time here (postprocess_dq_body
-// dispatches on them) so that dq_accum_coord's divisions fold into shifts.
+// dispatches on them) so that dq_accum_coord's divisions fold into shifts. D is the kernel's head
+// dim (bwd_kernel_head_dim); only the caller's p.head_dim columns of a row are written.
 template <bool IsBf16, int D, bool SplitRows, bool Varlen = false>
 __device__ __forceinline__ void postprocess_dq_tile(const BwdAuxParams& p, const BwdVarlenTable* vt = nullptr) {
   extern __shared__ __align__(16) uint32_t stage[];
@@ -162,7 +168,7 @@ __device__ __forceinline__ void postprocess_dq_tile(const BwdAuxParams& p, const
     const int row0 = (m - vt->m_prefix[s]) * p.block_m;
     for (int c = threadIdx.x; c < p.block_m * kChunksPerRow; c += 256) {
       const int row = c / kChunksPerRow, col = (c % kChunksPerRow) * 8;
-      if (row0 + row >= sq.len_q) continue;
+      if (row0 + row >= sq.len_q || col >= p.head_dim) continue;
       const uint4 v = *reinterpret_cast<const uint4*>(&stage[row * kPitch + col / 2]);
       st_global_16(p.dq, (static_cast<int64_t>(sq.q_start) + row0 + row) * p.dq_ss + h * p.dq_sh + col, v);
     }
@@ -170,7 +176,7 @@ __device__ __forceinline__ void postprocess_dq_tile(const BwdAuxParams& p, const
     for (int c = threadIdx.x; c < p.block_m * kChunksPerRow; c += 256) {
       const int row = c / kChunksPerRow, col = (c % kChunksPerRow) * 8;
       const int grow = m * p.block_m + row;
-      if (grow >= p.seqlen_q) continue;
+      if (grow >= p.seqlen_q || col >= p.head_dim) continue;
       const uint4 v = *reinterpret_cast<const uint4*>(&stage[row * kPitch + col / 2]);
       st_global_16(p.dq, b * p.dq_sb + grow * p.dq_ss + h * p.dq_sh + col, v);
     }
@@ -179,7 +185,7 @@ __device__ __forceinline__ void postprocess_dq_tile(const BwdAuxParams& p, const
 template <bool IsBf16, bool Varlen = false>
 __device__ __forceinline__ void postprocess_dq_body(const BwdAuxParams& p, const BwdVarlenTable* vt = nullptr) {
   const bool rows = p.dq_split_rows != 0;
-  switch (p.head_dim) {  // the plan only launches head dims 64, 128, 256
+  switch (bwd_kernel_head_dim(p.head_dim)) {  // the plan only launches head dims 64, 96, 128, 192, 256
     case 64:
       return rows ? postprocess_dq_tile<IsBf16, 64, true, Varlen>(p, vt) : postprocess_dq_tile<IsBf16, 64, false, Varlen>(p, vt);
     case 128:
@@ -193,12 +199,14 @@ __device__ __forceinline__ void postprocess_dq_body(const BwdAuxParams& p, const
 }
 
 // GQA: grid (n_blocks, heads_kv, batch), 256 threads: one key block of dK and dV per CTA, 8
-// consecutive elements of a row per thread.
+// consecutive elements of a row per thread; the accumulator rows have the kernel's head dim
+// (bwd_kernel_head_dim) columns, the caller's p.head_dim of them are written.
 // Varlen: the key block's sequence, its rows below len_k at the sequence's packed rows (b = 0).
 template <bool IsBf16, bool Varlen = false>
 __device__ __forceinline__ void postprocess_dkv_body(const BwdAuxParams& p, const BwdVarlenTable* vt = nullptr) {
   const int n = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
-  const int tile = p.block_n * p.head_dim;
+  const int kd = bwd_kernel_head_dim(p.head_dim);
+  const int tile = p.block_n * kd;
   const int64_t at = ((static_cast<int64_t>(b) * p.heads_kv + h) * p.n_blocks + n) * tile;
   int row0 = n * p.block_n, len = p.seqlen_k, first = 0;  // the block's first row, its sequence's length and first row
   if constexpr (Varlen) {
@@ -208,8 +216,8 @@ __device__ __forceinline__ void postprocess_dkv_body(const BwdAuxParams& p, cons
     first = vt->seq[s].k_start;
   }
   for (int f = 8 * threadIdx.x; f < tile; f += 8 * 256) {
-    const int row = row0 + f / p.head_dim, col = f % p.head_dim;
-    if (row >= len) continue;
+    const int row = row0 + f / kd, col = f % kd;
+    if (row >= len || col >= p.head_dim) continue;
     const float4* k = reinterpret_cast<const float4*>(p.dk_accum + at + f);
     const float4* v = reinterpret_cast<const float4*>(p.dv_accum + at + f);
     const float4 k0 = k[0], k1 = k[1], v0 = v[0], v1 = v[1];

@@ -241,6 +241,15 @@ FLASHPTX_HD constexpr TileCoord2 dq_accum_coord(int f, int head_dim, bool split_
 // The aux kernels' launch shapes (src/sm90/fa3_bwd_aux.cuh), shared with the plan (src/plan.cpp).
 // Preprocess: d/8 threads per row, 8 elements (16 bytes) each: rows per 256-thread CTA.
 FLASHPTX_HD constexpr int pre_rows_per_cta(int head_dim) { return 256 / (head_dim / 8); }
+// The head dim a backward kernel runs at for the caller's head dim: 96 on the d128 kernels, 192 on
+// the d256 kernels (their tiles' columns past the real ones are zero: the tensor maps keep the real
+// extent, so TMA fills the boxes past it with zeros and clips the stores at it: PTX ISA
+// "Tensors", out-of-bound access), every other head dim on its own. The accumulators in the
+// workspace (dQ, and dK/dV under GQA) have rows of this many columns; the aux kernels write only
+// the caller's columns (docs/DECISIONS.md, "Backward head dims 96 and 192").
+FLASHPTX_HD constexpr int bwd_kernel_head_dim(int head_dim) {
+  return head_dim == 96 ? 128 : head_dim == 192 ? 256 : head_dim;
+}
 // dQ postprocess staging tile: block_m rows of d/2 packed 16-bit pairs plus 4 words of padding per
 // row, so that the 8 rows one warp's fragment-order store touches land in distinct banks (row r
 // starts at bank 4r mod 32) and every row start stays 16-byte aligned for the 16-byte reads.

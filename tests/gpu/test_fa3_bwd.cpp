@@ -643,7 +643,8 @@ void check_plan_order(const BProblem& pb, bool rotated) {
 // length ragged. One forward per shape; each order's gradients under the fp64 rule, then bit for bit
 // the same under a second scheduler policy and seed.
 void deterministic_orders_sim(int64_t d, uint64_t seed) {
-  const int64_t bm = d == 64 ? 128 : 64, bn = d == 256 ? 64 : 128;
+  const int64_t kd = flashptx::fa3::bwd_kernel_head_dim(static_cast<int>(d));  // 96 -> 128, 192 -> 256
+  const int64_t bm = kd == 64 ? 128 : 64, bn = kd == 256 ? 64 : 128;
   const OrderShape shapes[] = {{{1, 2 * bm - 11, 2 * bn - 11, 4, 2, d, false, FLASHPTX_BF16}, true},
                                {{1, 3 * bm - 5, bn - 30, 4, 1, d, false, FLASHPTX_BF16}, true},
                                {{1, bm - 20, 3 * bn - 7, 2, 2, d, false, FLASHPTX_FP16}, false}};
@@ -838,6 +839,21 @@ TEST_CASE("d256: deterministic mode, 100 launches bitwise equal, causal and not,
 }
 TEST_CASE("d256: deterministic mode, the ascending and the rotated dQ orders") { deterministic_orders({256}, 8500); }
 
+// Head dims 96 and 192 (docs/DECISIONS.md, "Backward head dims 96 and 192"): the d128 and d256
+// kernels over zero columns past the caller's head dim. The same cases as above with their own
+// seeds; the strided layouts' padded rows (poisoned, checked untouched by check_writes) are where a
+// write past a row's last real column would land.
+TEST_CASE("head dims 96 and 192: small shapes, causal and not, GQA, bf16 and fp16") { small_shapes({96, 192}, 9000); }
+TEST_CASE("head dims 96 and 192: medium shapes, unequal lengths, GQA") { medium_shapes({96, 192}, 9100); }
+TEST_CASE("head dims 96 and 192: strided layouts, padded rows and head-major") { strided_layouts({96, 192}, 9200); }
+TEST_CASE("head dims 96 and 192: edge sizes, fully masked rows, seqlen_q 0, seqlen_k 0") { edge_sizes({96, 192}, 9300); }
+TEST_CASE("head dims 96 and 192: deterministic mode, bitwise equal, causal and not, with GQA") {
+  deterministic_100({96, 192}, 9400);
+}
+TEST_CASE("head dims 96 and 192: deterministic mode, the ascending and the rotated dQ orders") {
+  deterministic_orders({96, 192}, 9500);
+}
+
 }  // TEST_SUITE
 
 // ---- the sliding window and the softcap (the fa3_bwd_local kernels, src/sm90/fa3_bwd_local.cu) ----
@@ -947,5 +963,8 @@ TEST_CASE("window and softcap: every head dim, both dtypes, GQA, unequal lengths
 }
 TEST_CASE("window and softcap: deterministic mode, bitwise equal launches, causal + window, GQA") {
   window_deterministic({64, 128, 256}, 9500);
+}
+TEST_CASE("window and softcap: head dims 96 and 192, the d128 and d256 local kernels over zero columns") {
+  window_softcap({96, 192}, 9700);
 }
 }

@@ -383,4 +383,21 @@ TEST_CASE("backward with sinks: dQ, dK, dV and dsinks against fp64; deterministi
   for (const SCase& c : cases) check_backward(c, seed++);
 }
 
+// Head dims 96 and 192: the backward on the d128 and d256 kernels over zero columns (docs/DECISIONS.md,
+// "Backward head dims 96 and 192"), the sinks' gradient from the preprocess's scratch as above.
+TEST_CASE("backward with sinks at head dims 96 and 192: dQ, dK, dV and dsinks against fp64") {
+  const SCase sim_cases[] = {
+      {1, 100, 200, 2, 1, 96, true, FLASHPTX_BF16, 1.f, false, false, -1, -1, 0.f, 1.f, true},
+      {1, 70, 130, 2, 2, 192, false, FLASHPTX_FP16, 0.f, true},
+  };
+  const SCase gpu_cases[] = {
+      {2, 1000, 1000, 8, 2, 96, true, FLASHPTX_BF16, 1.f, false, false, -1, -1, 0.f, 1.f, true},
+      {1, 777, 1333, 4, 4, 192, false, FLASHPTX_FP16, 0.f, true},
+  };
+  const bool sim = on_simulator();
+  const std::span<const SCase> cases = sim ? std::span<const SCase>(sim_cases) : std::span<const SCase>(gpu_cases);
+  uint64_t seed = 34500;
+  for (const SCase& c : cases) check_backward(c, seed++);
+}
+
 }  // TEST_SUITE

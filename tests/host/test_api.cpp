@@ -53,10 +53,12 @@ TEST_CASE("the forward's head-dim pairs: 96, 192 and (192, 128) pass, V's and O'
   // O's rows of 128 columns overlap where its head stride is below 128 (the check uses d_v, not d).
   p.o_head_stride = 120; p.o_row_stride = 8 * 120;
   CHECK(check(p) == FLASHPTX_ERR_BAD_STRIDES);
-  // The backward has none of them yet.
+  // The backward takes 96 and 192 (on the d128 and d256 kernels); (192, 128) it has no field for.
   flashptx_bwd_params b;
   flashptx_bwd_params_contiguous(&b, g_fake[0], g_fake[1], g_fake[2], g_fake[3], reinterpret_cast<const float*>(g_fake[0]),
                                  g_fake[0], g_fake[1], g_fake[2], g_fake[3], 2, 100, 120, 8, 2, 96, FLASHPTX_BF16, 1);
+  CHECK(flashptx_bwd_check(&b) == FLASHPTX_ERR_WORKSPACE);  // past the head dim: no workspace given
+  b.head_dim = 160;
   CHECK(flashptx_bwd_check(&b) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
 }
 
@@ -202,7 +204,8 @@ TEST_CASE("backward: a valid problem passes; each bad input has its own status a
   CHECK(flashptx_bwd_check(&ok) == FLASHPTX_OK);
   struct Bad { const char* what; flashptx_status want; void (*mutate)(flashptx_bwd_params&); const char* needle; };
   const Bad bad[] = {
-      {"head_dim 96", FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, [](flashptx_bwd_params& p) { p.head_dim = 96; }, "head_dim 96"},
+      {"head_dim 80", FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, [](flashptx_bwd_params& p) { p.head_dim = 80; },
+       "head_dim 80 is not one of the backward's 64, 96, 128, 192, 256"},
       {"fp32", FLASHPTX_ERR_UNSUPPORTED_DTYPE, [](flashptx_bwd_params& p) { p.dtype = FLASHPTX_FP32; }, "dtype is FLASHPTX_FP32"},
       {"heads 7/2", FLASHPTX_ERR_BAD_HEADS, [](flashptx_bwd_params& p) { p.heads_q = 7; }, "multiple"},
       {"negative seqlen", FLASHPTX_ERR_BAD_SHAPE, [](flashptx_bwd_params& p) { p.seqlen_q = -3; }, "seqlen_q is -3"},
@@ -219,6 +222,19 @@ TEST_CASE("backward: a valid problem passes; each bad input has its own status a
       {"misaligned workspace", FLASHPTX_ERR_WORKSPACE,
        [](flashptx_bwd_params& p) { p.workspace = static_cast<char*>(p.workspace) + 16; }, "256-byte"},
   };
+  // Head dims 96 and 192: the d128 and d256 kernels over zero columns (src/sm90/fa3_bwd_config.h).
+  for (int64_t d : {96, 192}) {
+    INFO("head_dim " << d);
+    flashptx_bwd_params p;
+    flashptx_bwd_params_contiguous(&p, g_bwd_fake[0], g_bwd_fake[1], g_bwd_fake[2], g_bwd_fake[3],
+                                   reinterpret_cast<const float*>(g_bwd_fake[4]), g_bwd_fake[5], g_bwd_fake[6],
+                                   g_bwd_fake[7], g_bwd_fake[8], 2, 100, 120, 8, 2, d, FLASHPTX_BF16, 1);
+    int64_t ws = 0;
+    REQUIRE(flashptx_bwd_workspace_size(&p, &ws) == FLASHPTX_OK);
+    p.workspace = g_bwd_fake[9];
+    p.workspace_bytes = ws;
+    CHECK_MESSAGE(flashptx_bwd_check(&p) == FLASHPTX_OK, flashptx_last_error());
+  }
   for (const Bad& b : bad) {
     INFO(b.what);
     flashptx_bwd_params p = valid_bwd();

@@ -396,10 +396,12 @@ TEST_SUITE("host plan") {
 
 TEST_CASE("backward plan: kernels of the problem, grids, workspace carve-up") {
   alignas(16) static unsigned char fake[9][64];
-  for (int64_t d : {64, 128, 256})
+  // Head dims 96 and 192 run on the d128 and d256 kernels (kd), their accumulators kd wide.
+  for (int64_t d : {64, 96, 128, 192, 256})
     for (flashptx_dtype t : {FLASHPTX_BF16, FLASHPTX_FP16})
       for (int64_t hkv : {8, 2}) {
         INFO("d=" << d << " hkv=" << hkv);
+        const int64_t kd = d == 96 ? 128 : d == 192 ? 256 : d;
         flashptx_bwd_params p;
         flashptx_bwd_params_contiguous(&p, fake[0], fake[1], fake[2], fake[3], reinterpret_cast<const float*>(fake[4]),
                                        fake[5], fake[6], fake[7], fake[8], 2, 1000, 777, 8, hkv, d, t, 1);
@@ -408,9 +410,9 @@ TEST_CASE("backward plan: kernels of the problem, grids, workspace carve-up") {
         REQUIRE_MESSAGE(flashptx::plan_bwd(p, {}, kH200, &plan, &err) == FLASHPTX_OK, err);
         const flashptx::KernelEntry& k = *plan.main.kernel;
         CHECK(k.family == flashptx::Family::kFa3Bwd);
-        CHECK(k.head_dim == d);
+        CHECK(k.head_dim == kd);
         CHECK(k.dtype == t);
-                CHECK(k.block_n == (d == 256 ? 64 : 128));  // d256: 64 keys per CTA (src/sm90/fa3_bwd.cu)
+        CHECK(k.block_n == (kd == 256 ? 64 : 128));  // d256: 64 keys per CTA (src/sm90/fa3_bwd.cu)
         const int64_t m_blocks = (1000 + k.block_m - 1) / k.block_m, n_blocks = (777 + k.block_n - 1) / k.block_n;
         CHECK(plan.main.grid.x == n_blocks);
         CHECK(plan.main.grid.y == 8);
@@ -418,10 +420,10 @@ TEST_CASE("backward plan: kernels of the problem, grids, workspace carve-up") {
         CHECK(plan.post_dq.grid.x == m_blocks);
         // The preprocess covers every padded row exactly once at d/8 threads per row (256 per CTA),
         // with no CTA beyond the last row; the dQ postprocess stages a whole tile of 16-bit pairs.
-        const int64_t pre_rows = 256 / (d / 8);
+        const int64_t pre_rows = 256 / (kd / 8);
         CHECK(plan.pre.grid.x * pre_rows >= m_blocks * k.block_m);
         CHECK((plan.pre.grid.x - 1) * pre_rows < m_blocks * k.block_m);
-        CHECK(plan.post_dq.smem_bytes >= k.block_m * d * 2);
+        CHECK(plan.post_dq.smem_bytes >= k.block_m * kd * 2);
         CHECK(plan.post_dq.smem_bytes <= 48 * 1024);
         CHECK(plan.gqa == (hkv != 8));
         CHECK(plan.post_dkv.grid.x == (hkv != 8 ? n_blocks : 0));
@@ -431,12 +433,12 @@ TEST_CASE("backward plan: kernels of the problem, grids, workspace carve-up") {
         const auto& w = plan.workspace;
         const int64_t rows = 2 * 8 * m_blocks * k.block_m;
         CHECK(w.dq_accum == 0);
-        CHECK(w.lse2 >= rows * d * 4);
+        CHECK(w.lse2 >= rows * kd * 4);
         CHECK(w.delta >= w.lse2 + rows * 4);
         CHECK(w.dq_sem >= w.delta + rows * 4);
         CHECK(w.zeroed_begin == w.dq_sem);
         for (int64_t off : {w.lse2, w.delta, w.dq_sem, w.dkv_sem, w.dk_accum, w.dv_accum, w.total}) CHECK(off % 256 == 0);
-        if (hkv != 8) CHECK(w.dv_accum - w.dk_accum >= 2 * hkv * n_blocks * k.block_n * d * 4);
+        if (hkv != 8) CHECK(w.dv_accum - w.dk_accum >= 2 * hkv * n_blocks * k.block_n * kd * 4);
         else CHECK(w.dv_accum == w.dk_accum);
       }
 }

@@ -142,17 +142,18 @@ def _check_inputs_eager(where, q, k, v):
         _check_inputs(where, q, k, v, v_dim=True)
 
 
-# The backward's head dims: the forward also runs 96, 192 and (192, 128) (include/flashptx.h,
-# head_dim_v), whose backward is not built; raised when a gradient is asked for, not in the forward.
-_BWD_HEAD_DIMS = (64, 128, 256)
+# The backward's head dims (sm_90; 96 and 192 run on the d128 and d256 kernels over zero columns): the
+# forward also runs (192, 128) (include/flashptx.h, head_dim_v), whose backward is not built; raised
+# when a gradient is asked for, not in the forward.
+_BWD_HEAD_DIMS = (64, 96, 128, 192, 256)
 
 
 def _check_backward_dims(where, q, v):
     if q.shape[3] not in _BWD_HEAD_DIMS or v.shape[3] != q.shape[3]:
         raise NotImplementedError(
             "%s: the backward is not built for head_dim %d with a V head dim of %d (the backward takes "
-            "head_dim 64, 128 or 256, V's equal to it); the forward runs alone: on inputs that do not "
-            "require grad, or under torch.no_grad()" % (where, q.shape[3], v.shape[3]))
+            "head_dim 64, 96, 128, 192 or 256, V's equal to it); the forward runs alone: on inputs that do "
+            "not require grad, or under torch.no_grad()" % (where, q.shape[3], v.shape[3]))
 
 
 # The varlen backward's head dims (flashptx_bwd_varlen): the varlen forward also runs 96, 192 and
@@ -629,7 +630,7 @@ def _sink_setup_context(ctx, inputs, output):
 
 def _sink_backward(ctx, dout, dlse):
     q, k, v, sinks, out, lse = ctx.saved_tensors
-    _check_backward_dims("flashptx.attention backward", q, v)  # (head dims 96 and 192: no backward)
+    _check_backward_dims("flashptx.attention backward", q, v)  # ((192, 128): no backward)
     if dout is None:
         dout = torch.zeros_like(out)
     dq, dk, dv, dsinks = torch.ops.flashptx.bwd_sink(dout, q, k, v, out, lse, sinks, ctx.causal, ctx.softmax_scale,
@@ -699,10 +700,10 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, deterministic=False,
     (FlashAttention's layout, not SDPA's [batch, heads, seqlen, head_dim]). CUDA tensors, all
     torch.bfloat16 or all torch.float16 (under torch.autocast, fp32 inputs are first cast to the
     autocast dtype, as SDPA does). heads_q a multiple of heads_kv: GQA, MQA (heads_kv 1).
-    head_dim 64, 128 or 256 (sm_100: 64 and 128), forward and backward; on sm_90 the forward also
-    takes head_dim 96 and 192, and v of head_dim 128 beside q and k of 192 (DeepSeek's split; the
-    output then has v's head dim), with the window, softcap and sinks as the other head dims, and
-    their backward is not built: it raises NotImplementedError.
+    head_dim 64, 128 or 256 (sm_100: 64 and 128), forward and backward; on sm_90 also head_dim 96
+    and 192, forward and backward (with the window, softcap and sinks as the other head dims), and
+    in the forward v of head_dim 128 beside q and k of 192 (DeepSeek's split; the output then has
+    v's head dim), whose backward is not built: it raises NotImplementedError.
 
     Strides: any the C ABI accepts are used as they are, without a copy: last dim contiguous and
     the batch, row and head strides multiples of 16 bytes in any order (e.g. q, k, v unbound from
