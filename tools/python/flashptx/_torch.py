@@ -509,7 +509,7 @@ def _local_setup_context(ctx, inputs, output):
 
 def _local_backward(ctx, dout, dlse):
     q, k, v, out, lse = ctx.saved_tensors
-    _check_backward_dims("flashptx.attention backward", q, v)  # (head dims 96 and 192: no backward)
+    _check_backward_dims("flashptx.attention backward", q, v)  # ((192, 128): no backward)
     if dout is None:
         dout = torch.zeros_like(out)
     dq, dk, dv = torch.ops.flashptx.bwd_local(dout, q, k, v, out, lse, ctx.causal, ctx.softmax_scale, ctx.window[0],

@@ -681,18 +681,24 @@ def library_validation_comes_back_as_value_errors():
     _abi.check(lib, "flashptx_bwd_workspace_size", lib.flashptx_bwd_workspace_size(ctypes.byref(bparams(128)),
                                                                                      ctypes.byref(need)))
     assert need.value > 0, need.value
-    # head_dim 256 has a backward too; 96 is refused with the library's status and words
+    # head_dim 256 has a backward too (and 96, 192 on the d128, d256 kernels); 80 is refused with the
+    # library's status and words
     need256 = ctypes.c_int64(0)
     _abi.check(lib, "flashptx_bwd_workspace_size",
                lib.flashptx_bwd_workspace_size(ctypes.byref(bparams(256)), ctypes.byref(need256)))
     assert need256.value > need.value, (need256.value, need.value)
     try:
         _abi.check(lib, "flashptx_bwd_workspace_size",
-                   lib.flashptx_bwd_workspace_size(ctypes.byref(bparams(96)), ctypes.byref(need)))
+                   lib.flashptx_bwd_workspace_size(ctypes.byref(bparams(80)), ctypes.byref(need)))
     except _abi.FlashptxValueError as e:
         assert e.status_name == "FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM" and "backward" in str(e), str(e)
     else:
-        raise AssertionError("the d96 backward was accepted")
+        raise AssertionError("the d80 backward was accepted")
+    # 96 has a backward now, on the d128 kernels: its workspace is the d128 one or more
+    need96 = ctypes.c_int64(0)
+    _abi.check(lib, "flashptx_bwd_workspace_size",
+               lib.flashptx_bwd_workspace_size(ctypes.byref(bparams(96)), ctypes.byref(need96)))
+    assert need96.value > 0, need96.value
 
 
 @case
