@@ -53,6 +53,11 @@
 #                                          flavour, sinks and Python GPU tests, three sanitizers on each (in
 #                                          parallel); then, alone on the GPU, variants_time.py --bwd and the
 #                                          d96/d192 forward+backward beside cuDNN, two runs each
+#   tools/h200_check.sh BIN OUT split      the backward at (192, 128) and the varlen backward at head dims 96/192:
+#                                          their cases, sinks, regressions, the plan, release flavour and Python
+#                                          GPU tests, memcheck and synccheck on each (in parallel); then, alone
+#                                          on the GPU, the varlen backward against the padded one at 96 and 192
+#                                          and the d96/d192 backward beside cuDNN again, two runs each
 #   WHAT may name several modes, comma-separated, run in that order in one call.
 #
 # BIN holds run_tests, flashptx, libflashptx.so (CUDA runtime linked statically) and COMMIT.
@@ -348,6 +353,29 @@ case $what in
     pwait
     for run in 1 2; do
       step variants_time_bwd_run$run 150 python3 tools/bench/variants_time.py --bwd --out "$OUT/variants-time-bwd-run$run.json"
+      step hdim_time_run$run 100 python3 tools/bench/kernel_time.py --dims 96,192 --seqlens 1024,4096,8192 \
+        --out "$OUT/hdim-time-run$run.json"
+    done ;;
+  split)
+    R="$BIN/run_tests"; B="gpu_sm90 fa3 backward"; V="gpu_sm90 fa3 varlen"
+    HS=${SPLIT_CASES:-head dims (192, 128)*}; HV=${VARLEN_HDIM_BWD_CASES:-varlen backward: head dims 96*}
+    pstep bwd_split 300 "$R" -ts="$B" -tc="$HS"
+    pstep varlen_bwd_hdim 300 "$R" -ts="$V" -tc="$HV"
+    pstep bwd_hdim 300 "$R" -ts="$B" -tc="head dims 96 and 192:*,window and softcap: head dims 96*"
+    pstep sinks 300 "$R" -ts="gpu_sm90 fa3 sinks"
+    pstep bwd_regress 300 "$R" -ts="$B" -tc="small shapes*,edge sizes*,d256: small*"
+    pstep varlen_regress 300 "$R" -ts="$V" -tc="every head dim*,backward: every head dim*,backward: window and softcap*,seqused: backward*"
+    pstep plan_release 200 "$R" -ts="gpu_sm90 launch plan,gpu_sm90 release flavour"
+    pstep python_gpu 300 python3 tools/python/tests/test_gpu.py --json "$OUT/python_gpu.json"
+    for tool in memcheck synccheck; do
+      pstep "${tool}_bwd_split" 300 compute-sanitizer --tool "$tool" --error-exitcode 9 "$R" -ts="$B" -tc="$HS"
+      pstep "${tool}_varlen_bwd_hdim" 300 compute-sanitizer --tool "$tool" --error-exitcode 9 "$R" -ts="$V" -tc="$HV"
+    done
+    pwait
+    for run in 1 2; do
+      for d in 96 192; do
+        step varlen_bwd_time_d${d}_run$run 100 python3 tools/bench/varlen_bwd_time.py --dim $d --out "$OUT/varlen-bwd-time-d$d-run$run.json"
+      done
       step hdim_time_run$run 100 python3 tools/bench/kernel_time.py --dims 96,192 --seqlens 1024,4096,8192 \
         --out "$OUT/hdim-time-run$run.json"
     done ;;
