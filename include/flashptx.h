@@ -11,7 +11,7 @@
  *   sm_90 (Hopper)      the FA3 kernels: forward, backward, variable-length forward and backward, FP8 quantize and
  *                       FP8 forward. bf16 or fp16 in and out (all tensors one dtype); head_dim 64, 128,
  *                       256 (the fixed-length forward also 96, 192, and 192 with a V head dim of 128:
- *                       flashptx_fwd_params::head_dim_v; the fixed-length backward also 96 and 192); causal masks aligned to the bottom-right when
+ *                       flashptx_fwd_params::head_dim_v; the backward, fixed-length and varlen, also 96 and 192); causal masks aligned to the bottom-right when
  *                       seqlen_q != seqlen_k (as FlashAttention does); heads_q a multiple of heads_kv
  *                       (GQA, MQA).
  *   sm_100 (Blackwell)  the FA4 kernels: forward and backward, head_dim 64 and 128, otherwise as above.
@@ -398,7 +398,8 @@ flashptx_status flashptx_bwd_kernel_info(const flashptx_bwd_params* p, flashptx_
  * depends on total_q, total_k, num_seqs, the heads, head_dim and the dtype only (not on how the
  * rows are split into sequences), so one workspace serves every batch of those totals.
  * deterministic != 0: dq, dk and dv bitwise identical across runs. sm_90 only; bf16 or fp16; head_dim
- * 64, 128, 256. The window and the softcap as the varlen forward's (per sequence); no sinks.
+ * 64, 96, 128, 192, 256 (any other: FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM). The window and the softcap as
+ * the varlen forward's (per sequence); no sinks.
  */
 typedef struct flashptx_bwd_varlen_params {
   const void* q;      /* [total_q, heads_q, head_dim] */

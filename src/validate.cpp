@@ -457,7 +457,8 @@ flashptx_status validate_bwd_varlen_shape(const flashptx_bwd_varlen_params& p, s
   }
   if (p.total_q == 0 && p.total_k == 0) return FLASHPTX_OK;  // nothing to compute
   if ((s = check_half_dtype("dtype", p.dtype, msg)) != FLASHPTX_OK) return s;
-  if (check_head_dim(p.head_dim, msg, "the backward's ") != FLASHPTX_OK) return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
+  // The fixed-length backward's head dims (96 and 192: src/sm90/fa3_bwd_varlen.cu's d96 and d192 kernels).
+  if (check_bwd_head_dim(p.head_dim, msg) != FLASHPTX_OK) return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
   if (check_heads(p.heads_q, p.heads_kv, msg) != FLASHPTX_OK) return FLASHPTX_ERR_BAD_HEADS;
   return FLASHPTX_OK;
 }

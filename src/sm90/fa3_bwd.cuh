@@ -61,7 +61,9 @@
 //     problem; a K/V box past its last key reads finite keys the mask removes;
 //   - the dK/dV store: a TMA store writes its whole 64-row box, clipped at the tensor's end only, so
 //     a warpgroup whose 64 keys all lie inside the sequence stores by TMA, and the one holding the
-//     sequence's last keys stores its rows < len_k from registers (as the forward varlen's O);
+//     sequence's last keys stores its rows < len_k from registers (as the forward varlen's O), and
+//     of them the columns < real_head_dim only (head dims 96 and 192 on the d128 and d256 shapes:
+//     BwdConfig::real_head_dim; the box stores are clipped at the tensor maps' extent);
 //   - no rotated dQ order (the plan never sets dq_rotated for varlen).
 //
 // The sliding window and the softcap (C.local, src/sm90/fa3_bwd_local.cu; BwdLocal in the kernel's
@@ -890,7 +892,8 @@ struct Mma {
   // ---- epilogue -------------------------------------------------------------------------------
   // Varlen, the warpgroup that holds the sequence's last keys: its dK and dV rows < len_k from
   // registers (st.global of packed pairs), so that nothing lands on the next sequence's rows,
-  // which another CTA owns.
+  // which another CTA owns; and only the columns < C.real_head_dim (a head dim run over zero
+  // columns, BwdConfig::real_head_dim), so that nothing lands on the next head's first columns.
   __device__ __forceinline__ void store_dkv_tail(const BwdVarlenTable& vt) {
     const int key_base = kb.n_block * kBn + key0() + r0;
 #pragma unroll
@@ -902,6 +905,10 @@ struct Mma {
       uint16_t* dv_row = static_cast<uint16_t*>(vt.dv) + row * vt.dv_row_stride + kb.head_kv * vt.dv_head_stride;
 #pragma unroll
       for (int i = 0; i < kDkvN / 8; ++i) {
+        // Columns 8i.. of this warpgroup's: zero past the real ones (kSplitKeys: a compile-time
+        // bound; kSplitHeadDim: warpgroup 1's upper columns).
+        if constexpr (C.real_head_dim < C.head_dim)
+          if (dcol0() + 8 * i >= C.real_head_dim) continue;
         const int col = dcol0() + 8 * i + 2 * q4;
         ptx::st_global_b32(dk_row + col, pack2<C.bf16>(dk[4 * i + 2 * h], dk[4 * i + 2 * h + 1]));
         ptx::st_global_b32(dv_row + col, pack2<C.bf16>(dv[4 * i + 2 * h], dv[4 * i + 2 * h + 1]));

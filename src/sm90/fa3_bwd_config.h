@@ -99,6 +99,13 @@ struct BwdConfig {
                         // walk visits only the query blocks the window lets see the key block (a
                         // masked head, an unmasked middle, a masked tail), and P^T, dS^T carry the
                         // softcap's tanh and its derivative. One kernel per shape, as the forward's.
+  int real_head_dim = head_dim;  // the caller's head dim, the columns the tensors have: head_dim, or
+                        // (varlen) 96 on the d128 shape and 192 on d256, whose tile columns past it are
+                        // TMA's zero fill on load and clipped by the box stores at the tensor maps'
+                        // extent (bwd_kernel_head_dim below); the varlen tail's register stores
+                        // (store_dkv_tail) write no column at or past it, so that nothing lands on
+                        // the next head's first columns. The fixed-length kernels serve 96 and 192
+                        // with it equal to head_dim: every store of theirs is a clipped box.
 };
 
 // The specializations' shapes (src/sm90/fa3_bwd.cu lists the kernels; src/sm90/fa3_bwd_varlen.cu
@@ -119,6 +126,11 @@ constexpr BwdConfig varlen(BwdConfig c) {
 }
 constexpr BwdConfig local(BwdConfig c) {
   c.local = true;
+  return c;
+}
+// A varlen shape serving a smaller head dim over zero columns (BwdConfig::real_head_dim).
+constexpr BwdConfig with_real_head_dim(BwdConfig c, int d) {
+  c.real_head_dim = d;
   return c;
 }
 
@@ -198,6 +210,9 @@ struct BwdLayout {
   static_assert(!C.dq_split_rows || (!kSplitHeadDim && C.block_m == 128),
                 "dQ by rows: two warpgroups of 64 rows each (kSplitKeys, block_m 128)");
   static_assert(C.do_stages == C.stages || C.do_stages == 1, "the dO ring is as deep as the Q ring, or 1");
+  static_assert(C.real_head_dim == C.head_dim ||
+                    (C.varlen && C.real_head_dim % 8 == 0 && C.real_head_dim > 0 && C.real_head_dim < C.head_dim),
+                "fewer real columns: varlen only (the register stores' bound), whole 8-column groups");
   static_assert(kKVBytes % 1024 == 0 && kQBytes % 1024 == 0 && kDsBytes % 1024 == 0, "1024-byte tiles");
   static_assert(kOffDq % 1024 == 0 && kDqBytes % 16 == 0, "the dQ stage: 16-byte bulk copies");
   static_assert(kSN % 8 == 0 && kSN >= 8 && kSN <= 256 && kDkvN <= 256 && kDqN <= 256, "wgmma m64nNk16 shapes");

@@ -11,6 +11,7 @@ namespace flashptx {
 // The BwdConfig switches beside the row's columns, in field order, and the fixed register split.
 template <fa3::BwdConfig C>
 inline constexpr KernelSwitch kFa3BwdSwitches[] = {
+    {"kernel_head_dim", C.head_dim},  // the tiles' (the row's head_dim is the caller's: real_head_dim)
     {"do_stages", C.do_stages},
     {"split", static_cast<int>(C.split), C.split == fa3::BwdSplit::kSplitKeys ? "split_keys" : "split_head_dim"},
     {"dq_split_rows", C.dq_split_rows},
@@ -25,7 +26,7 @@ KernelEntry fa3_bwd_entry(const char* name, const void* fn, Family family) {
   return KernelEntry{.name = name,
                      .family = family,
                      .dtype = C.bf16 ? FLASHPTX_BF16 : FLASHPTX_FP16,
-                     .head_dim = C.head_dim,
+                     .head_dim = C.real_head_dim,  // the head dim the kernel serves (96 on a d128 shape)
                      .block_m = C.block_m,
                      .block_n = L::kBlockN,
                      .stages = C.stages,

@@ -1,6 +1,7 @@
 // FA3 backward with the sliding window and the softcap (BwdConfig::local): the list of
 // specializations. One kernel per backward shape and dtype (kBwdD64, kBwdD128, kBwdD256 of
-// src/sm90/fa3_bwd_config.h), fixed-length and varlen, the window and the softcap both run-time
+// src/sm90/fa3_bwd_config.h), fixed-length and varlen (varlen also at 96 and 192: the d128 and d256
+// shapes with BwdConfig::real_head_dim), the window and the softcap both run-time
 // values (BwdLocal), as the forward's local kernels (src/sm90/fa3_fwd_local.cu). The fixed-length
 // kernels take BwdLocalParams, the varlen ones BwdVarlenLocalParams (the varlen aux kernels of
 // src/sm90/fa3_bwd_varlen.cu read its leading BwdVarlenParams; the fixed-length aux kernels of
@@ -47,6 +48,23 @@ FLASHPTX_FA3_BWD_VARLEN_LOCAL_KERNEL(fa3_bwd_varlen_local_sm90_bf16_d256,
                                      flashptx::fa3::local(flashptx::fa3::varlen(flashptx::fa3::kBwdD256)))
 FLASHPTX_FA3_BWD_VARLEN_LOCAL_KERNEL(fa3_bwd_varlen_local_sm90_fp16_d256,
                                      flashptx::fa3::local(flashptx::fa3::varlen(flashptx::fa3::fp16(flashptx::fa3::kBwdD256))))
+// Head dims 96 and 192 (varlen): the d128 and d256 shapes over zero columns, their register stores
+// bounded by the real columns (BwdConfig::real_head_dim). The fixed-length local kernels serve 96
+// and 192 as they are (src/plan.cpp plan_bwd_family: bwd_kernel_head_dim).
+FLASHPTX_FA3_BWD_VARLEN_LOCAL_KERNEL(
+    fa3_bwd_varlen_local_sm90_bf16_d96,
+    flashptx::fa3::with_real_head_dim(flashptx::fa3::local(flashptx::fa3::varlen(flashptx::fa3::kBwdD128)), 96))
+FLASHPTX_FA3_BWD_VARLEN_LOCAL_KERNEL(
+    fa3_bwd_varlen_local_sm90_fp16_d96,
+    flashptx::fa3::with_real_head_dim(
+        flashptx::fa3::local(flashptx::fa3::varlen(flashptx::fa3::fp16(flashptx::fa3::kBwdD128))), 96))
+FLASHPTX_FA3_BWD_VARLEN_LOCAL_KERNEL(
+    fa3_bwd_varlen_local_sm90_bf16_d192,
+    flashptx::fa3::with_real_head_dim(flashptx::fa3::local(flashptx::fa3::varlen(flashptx::fa3::kBwdD256)), 192))
+FLASHPTX_FA3_BWD_VARLEN_LOCAL_KERNEL(
+    fa3_bwd_varlen_local_sm90_fp16_d192,
+    flashptx::fa3::with_real_head_dim(
+        flashptx::fa3::local(flashptx::fa3::varlen(flashptx::fa3::fp16(flashptx::fa3::kBwdD256))), 192))
 
 namespace flashptx {
 
@@ -75,6 +93,14 @@ std::span<const KernelEntry> fa3_bwd_varlen_local_kernels() {
       FLASHPTX_FA3_BWD_LOCAL_ROW(fa3_bwd_varlen_local_sm90_fp16_d128, local(varlen(fp16(kBwdD128))), kFa3BwdVarlen),
       FLASHPTX_FA3_BWD_LOCAL_ROW(fa3_bwd_varlen_local_sm90_bf16_d256, local(varlen(kBwdD256)), kFa3BwdVarlen),
       FLASHPTX_FA3_BWD_LOCAL_ROW(fa3_bwd_varlen_local_sm90_fp16_d256, local(varlen(fp16(kBwdD256))), kFa3BwdVarlen),
+      FLASHPTX_FA3_BWD_LOCAL_ROW(fa3_bwd_varlen_local_sm90_bf16_d96, with_real_head_dim(local(varlen(kBwdD128)), 96),
+                                 kFa3BwdVarlen),
+      FLASHPTX_FA3_BWD_LOCAL_ROW(fa3_bwd_varlen_local_sm90_fp16_d96,
+                                 with_real_head_dim(local(varlen(fp16(kBwdD128))), 96), kFa3BwdVarlen),
+      FLASHPTX_FA3_BWD_LOCAL_ROW(fa3_bwd_varlen_local_sm90_bf16_d192,
+                                 with_real_head_dim(local(varlen(kBwdD256)), 192), kFa3BwdVarlen),
+      FLASHPTX_FA3_BWD_LOCAL_ROW(fa3_bwd_varlen_local_sm90_fp16_d192,
+                                 with_real_head_dim(local(varlen(fp16(kBwdD256))), 192), kFa3BwdVarlen),
   };
   return rows;
 }

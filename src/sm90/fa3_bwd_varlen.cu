@@ -7,6 +7,7 @@
 //
 //   kernel           shape as               grid
 //   bwd varlen d*    fa3_bwd_sm90_*_d*      (key blocks summed over the sequences, heads_q)
+//                    (d96 and d192: the d128 and d256 shapes over zero columns, real_head_dim 96, 192)
 //   pre              fa3_bwd_pre_sm90_*     (padded query rows summed over the sequences / rows per CTA, heads_q)
 //   post_dq          fa3_bwd_post_dq_*      (padded query blocks summed over the sequences, heads_q)
 //   post_dkv (GQA)   fa3_bwd_post_dkv_*     (key blocks summed over the sequences, heads_kv)
@@ -30,6 +31,18 @@ FLASHPTX_FA3_BWD_VARLEN_KERNEL(fa3_bwd_varlen_sm90_fp16_d128,
 FLASHPTX_FA3_BWD_VARLEN_KERNEL(fa3_bwd_varlen_sm90_bf16_d256, flashptx::fa3::varlen(flashptx::fa3::kBwdD256))
 FLASHPTX_FA3_BWD_VARLEN_KERNEL(fa3_bwd_varlen_sm90_fp16_d256,
                                flashptx::fa3::varlen(flashptx::fa3::fp16(flashptx::fa3::kBwdD256)))
+// Head dims 96 and 192: the d128 and d256 shapes over zero columns, their register stores bounded
+// by the real columns (BwdConfig::real_head_dim).
+FLASHPTX_FA3_BWD_VARLEN_KERNEL(fa3_bwd_varlen_sm90_bf16_d96,
+                               flashptx::fa3::with_real_head_dim(flashptx::fa3::varlen(flashptx::fa3::kBwdD128), 96))
+FLASHPTX_FA3_BWD_VARLEN_KERNEL(fa3_bwd_varlen_sm90_fp16_d96,
+                               flashptx::fa3::with_real_head_dim(
+                                   flashptx::fa3::varlen(flashptx::fa3::fp16(flashptx::fa3::kBwdD128)), 96))
+FLASHPTX_FA3_BWD_VARLEN_KERNEL(fa3_bwd_varlen_sm90_bf16_d192,
+                               flashptx::fa3::with_real_head_dim(flashptx::fa3::varlen(flashptx::fa3::kBwdD256), 192))
+FLASHPTX_FA3_BWD_VARLEN_KERNEL(fa3_bwd_varlen_sm90_fp16_d192,
+                               flashptx::fa3::with_real_head_dim(
+                                   flashptx::fa3::varlen(flashptx::fa3::fp16(flashptx::fa3::kBwdD256)), 192))
 
 #define FLASHPTX_FA3_BWD_VARLEN_AUX_KERNEL(name, body, is_bf16)                                      \
   extern "C" __global__ void __launch_bounds__(256)                                                 \
@@ -60,6 +73,10 @@ std::span<const KernelEntry> fa3_bwd_varlen_kernels() {
       FLASHPTX_FA3_BWD_VARLEN_ROW(fa3_bwd_varlen_sm90_fp16_d128, varlen(fp16(kBwdD128))),
       FLASHPTX_FA3_BWD_VARLEN_ROW(fa3_bwd_varlen_sm90_bf16_d256, varlen(kBwdD256)),
       FLASHPTX_FA3_BWD_VARLEN_ROW(fa3_bwd_varlen_sm90_fp16_d256, varlen(fp16(kBwdD256))),
+      FLASHPTX_FA3_BWD_VARLEN_ROW(fa3_bwd_varlen_sm90_bf16_d96, with_real_head_dim(varlen(kBwdD128), 96)),
+      FLASHPTX_FA3_BWD_VARLEN_ROW(fa3_bwd_varlen_sm90_fp16_d96, with_real_head_dim(varlen(fp16(kBwdD128)), 96)),
+      FLASHPTX_FA3_BWD_VARLEN_ROW(fa3_bwd_varlen_sm90_bf16_d192, with_real_head_dim(varlen(kBwdD256), 192)),
+      FLASHPTX_FA3_BWD_VARLEN_ROW(fa3_bwd_varlen_sm90_fp16_d192, with_real_head_dim(varlen(fp16(kBwdD256)), 192)),
       FLASHPTX_FA3_BWD_VARLEN_AUX_ROW(fa3_bwd_varlen_pre_sm90_bf16, kFa3BwdVarlenPre, FLASHPTX_BF16),
       FLASHPTX_FA3_BWD_VARLEN_AUX_ROW(fa3_bwd_varlen_pre_sm90_fp16, kFa3BwdVarlenPre, FLASHPTX_FP16),
       FLASHPTX_FA3_BWD_VARLEN_AUX_ROW(fa3_bwd_varlen_post_dq_sm90_bf16, kFa3BwdVarlenPostDq, FLASHPTX_BF16),

@@ -430,9 +430,14 @@ struct VBCase {
   bool window = false;  // the sliding window and the softcap, both calls (the local kernels)
   int64_t wl = -1, wr = -1;
   float softcap = 0.f;
+  // Every tensor, forward and backward (Q, K, V, O, dO, dQ, dK, dV), at VCase::padded's strides (head
+  // stride d + 8, row stride heads (d + 8) + 16): the pads between heads and rows are poisoned in the
+  // gradients and must stay so (a store of columns past d lands there first).
+  bool padded = false;
   bool local() const { return (window && (wl >= 0 || wr >= 0)) || softcap != 0.f; }
   VCase fwd() const {
     VCase f{lq, lk, hq, hkv, d, causal, dtype};
+    f.padded = padded;
     f.uq = uq;
     f.uk = uk;
     f.window = window;
@@ -464,11 +469,20 @@ struct VBProblem {
     CUDA_REQUIRE(cudaMemcpy(ddo->p, dout.data(), dout.size() * 2, cudaMemcpyHostToDevice));
     ddq.reset(new DeviceBuf((static_cast<size_t>(f.pq.elems) + kGuard) * 2));
     ddk.reset(new DeviceBuf((static_cast<size_t>(f.pk.elems) + kGuard) * 2));
-    ddv.reset(new DeviceBuf((static_cast<size_t>(f.pk.elems) + kGuard) * 2));
+    ddv.reset(new DeviceBuf((static_cast<size_t>(f.pv.elems) + kGuard) * 2));
     flashptx_bwd_varlen_params_contiguous(&params, f.dq->p, f.dk->p, f.dv->p, f.dout->p, static_cast<float*>(f.dlse->p),
                                           ddo->p, ddq->p, ddk->p, ddv->p, f.cu_q.data(), f.cu_k.data(),
                                           static_cast<int64_t>(c.lq.size()), c.hq, c.hkv, c.d, c.dtype,
                                           c.causal ? 1 : 0);
+    // The forward's layouts (contiguous unless padded); dO and dQ as Q, dK as K, dV as V.
+    params.q_row_stride = params.do_row_stride = params.dq_row_stride = f.pq.rs;
+    params.q_head_stride = params.do_head_stride = params.dq_head_stride = f.pq.hs;
+    params.k_row_stride = params.dk_row_stride = f.pk.rs;
+    params.k_head_stride = params.dk_head_stride = f.pk.hs;
+    params.v_row_stride = params.dv_row_stride = f.pv.rs;
+    params.v_head_stride = params.dv_head_stride = f.pv.hs;
+    params.o_row_stride = f.po.rs;
+    params.o_head_stride = f.po.hs;
     params.deterministic = c.deterministic ? 1 : 0;
     params.window = c.window ? 1 : 0;
     params.window_left = c.wl;
@@ -501,32 +515,36 @@ struct VBProblem {
   Grads grads() const { return Grads{fetch(*ddq), fetch(*ddk), fetch(*ddv)}; }
 };
 
-// Every gradient element written and finite; the guard after each tensor still poisoned. With
-// seqused_q/_k, the dQ rows past a sequence's used query rows and the dK/dV rows past its used keys
-// are not written either: they keep the poison (include/flashptx.h, flashptx_bwd_varlen_params).
+// Every gradient element written and finite; every other element of the buffers (the guard after
+// each tensor, and with padded strides the columns past d of each head and the pad after each row)
+// still poisoned. With seqused_q/_k, the dQ rows past a sequence's used query rows and the dK/dV rows
+// past its used keys are not written either: they keep the poison (include/flashptx.h,
+// flashptx_bwd_varlen_params).
 void check_bwd_writes(const VBProblem& pb, const VBProblem::Grads& g) {
   const VBCase& c = pb.c;
   const std::vector<char> rows_q = used_rows(pb.f.cu_q, c.uq), rows_k = used_rows(pb.f.cu_k, c.uk);
-  struct T { const char* name; const std::vector<uint16_t>& x; int64_t rows, heads; const std::vector<char>& used; };
-  const T ts[] = {{"dQ", g.dq, pb.f.total_q, c.hq, rows_q},
-                  {"dK", g.dk, pb.f.total_k, c.hkv, rows_k},
-                  {"dV", g.dv, pb.f.total_k, c.hkv, rows_k}};
+  struct T { const char* name; const std::vector<uint16_t>& x; const Packed& p; int64_t rows, heads;
+             const std::vector<char>& used; };
+  const T ts[] = {{"dQ", g.dq, pb.f.pq, pb.f.total_q, c.hq, rows_q},
+                  {"dK", g.dk, pb.f.pk, pb.f.total_k, c.hkv, rows_k},
+                  {"dV", g.dv, pb.f.pv, pb.f.total_k, c.hkv, rows_k}};
   for (const T& t : ts) {
-    const int64_t n = t.rows * t.heads * c.d;
+    std::vector<char> is_out(t.x.size(), 0);
     int64_t bad = 0, clobbered = 0;
-    for (int64_t i = 0; i < n; ++i) {  // contiguous: row i / (heads d)
-      const uint16_t x = t.x[static_cast<size_t>(i)];
-      if (t.used[static_cast<size_t>(i / (t.heads * c.d))]) {
-        if (!std::isfinite(from_storage(c.dtype, x))) ++bad;
-      } else if (x != kPoison) {
-        ++clobbered;
-      }
-    }
-    for (size_t i = static_cast<size_t>(n); i < t.x.size(); ++i)
-      if (t.x[i] != kPoison) ++clobbered;
+    for (int64_t r = 0; r < t.rows; ++r)
+      if (t.used[static_cast<size_t>(r)])
+        for (int64_t h = 0; h < t.heads; ++h)
+          for (int64_t e = 0; e < c.d; ++e) {
+            const size_t at = static_cast<size_t>(r * t.p.rs + h * t.p.hs + e);
+            is_out[at] = 1;
+            if (!std::isfinite(from_storage(c.dtype, t.x[at]))) ++bad;
+          }
+    for (size_t i = 0; i < t.x.size(); ++i)
+      if (!is_out[i] && t.x[i] != kPoison) ++clobbered;
     CHECK_MESSAGE(bad == 0, c.str() << ": " << bad << " " << std::string(t.name) << " elements not written or not finite");
-    CHECK_MESSAGE(clobbered == 0, c.str() << ": " << clobbered << " elements after " << std::string(t.name)
-                                          << " or in its rows past seqused were written");
+    CHECK_MESSAGE(clobbered == 0, c.str() << ": " << clobbered << " elements of " << std::string(t.name)
+                                          << "'s buffer outside it (its pads, the guard after it, rows past seqused)"
+                                          << " were written");
   }
 }
 
@@ -540,23 +558,23 @@ void check_bwd_rule(const VBProblem& pb, const VBProblem::Grads& g) {
   for (size_t b = 0; b < c.lq.size(); ++b) {
     const auto rp = f.seq_problem(b);
     const auto qv = f.seq_view(f.q, f.pq, f.cu_q[b]), kv = f.seq_view(f.k, f.pk, f.cu_k[b]),
-               vv = f.seq_view(f.v, f.pk, f.cu_k[b]), dov = f.seq_view(pb.dout, f.pq, f.cu_q[b]);
+               vv = f.seq_view(f.v, f.pv, f.cu_k[b]), dov = f.seq_view(pb.dout, f.pq, f.cu_q[b]);
     const auto ref = flashptx::ref::backward(rp, qv, kv, vv, dov);
     const auto same = flashptx::ref::backward(rp, qv, kv, vv, dov, same_round);
-    struct G { const std::vector<uint16_t>& x; int64_t row0, rows, heads; const std::vector<double>& r;
+    struct G { const std::vector<uint16_t>& x; const Packed& p; int64_t row0, rows, heads; const std::vector<double>& r;
                const std::vector<double>& s; const std::vector<double>* env; };
     // (The used rows and keys: seq_problem's lengths.)
-    const G gs[3] = {{g.dq, f.cu_q[b], f.c.used_q(b), c.hq, ref.dq, same.dq, &ref.dq_env},
-                     {g.dk, f.cu_k[b], f.c.used_k(b), c.hkv, ref.dk, same.dk, &ref.dk_env},
-                     {g.dv, f.cu_k[b], f.c.used_k(b), c.hkv, ref.dv, same.dv, &ref.dv_env}};  // dv_env: softcap only
+    const G gs[3] = {{g.dq, f.pq, f.cu_q[b], f.c.used_q(b), c.hq, ref.dq, same.dq, &ref.dq_env},
+                     {g.dk, f.pk, f.cu_k[b], f.c.used_k(b), c.hkv, ref.dk, same.dk, &ref.dk_env},
+                     {g.dv, f.pv, f.cu_k[b], f.c.used_k(b), c.hkv, ref.dv, same.dv, &ref.dv_env}};  // dv_env: softcap only
     for (int t = 0; t < 3; ++t) {
       const G& x = gs[t];
       for (int64_t i = 0; i < x.rows; ++i)
         for (int64_t h = 0; h < x.heads; ++h)
           for (int64_t e = 0; e < c.d; ++e) {
             const size_t at = static_cast<size_t>((i * x.heads + h) * c.d + e);
-            // The packed layout is contiguous here: row r of the tensor at r * heads * d.
-            const double out = from_storage(c.dtype, x.x[static_cast<size_t>(((x.row0 + i) * x.heads + h) * c.d + e)]);
+            // The reference's gradients are contiguous [rows, heads, d]; the packed tensor at its strides.
+            const double out = from_storage(c.dtype, x.x[static_cast<size_t>((x.row0 + i) * x.p.rs + h * x.p.hs + e)]);
             const double d = std::fabs(out - x.r[at]);
             acc[t].err = std::isnan(d) ? INFINITY : std::max(acc[t].err, d);
             acc[t].same = std::max(acc[t].same, std::fabs(x.s[at] - x.r[at]));
@@ -573,6 +591,17 @@ void check_bwd_rule(const VBProblem& pb, const VBProblem::Grads& g) {
   }
 }
 
+// kernel_info names the kernel of the case's family (local or not), dtype and head dim.
+void check_bwd_kernel(const VBProblem& pb) {
+  const VBCase& c = pb.c;
+  flashptx_kernel_info info{};
+  REQUIRE_MESSAGE(flashptx_bwd_varlen_kernel_info(&pb.params, &info) == FLASHPTX_OK, flashptx_last_error());
+  const std::string want = std::string(c.local() ? "fa3_bwd_varlen_local_sm90_" : "fa3_bwd_varlen_sm90_") +
+                           (c.dtype == FLASHPTX_BF16 ? "bf16_d" : "fp16_d") + std::to_string(c.d);
+  CHECK(std::string(info.symbol) == want);
+  CHECK(info.ctas == info.tiles);
+}
+
 void check_varlen_bwd(const VBCase& c, uint64_t seed) {
   INFO(c.str());
   VBProblem pb(c, seed);
@@ -581,10 +610,7 @@ void check_varlen_bwd(const VBCase& c, uint64_t seed) {
   const auto g = pb.grads();
   check_bwd_writes(pb, g);
   check_bwd_rule(pb, g);
-  flashptx_kernel_info info{};
-  REQUIRE_MESSAGE(flashptx_bwd_varlen_kernel_info(&pb.params, &info) == FLASHPTX_OK, flashptx_last_error());
-  CHECK(std::string(info.symbol).rfind(c.local() ? "fa3_bwd_varlen_local_sm90_" : "fa3_bwd_varlen_sm90_", 0) == 0);
-  CHECK(info.ctas == info.tiles);
+  check_bwd_kernel(pb);
 }
 
 }  // namespace
@@ -908,8 +934,8 @@ TEST_CASE("backward: bad input is a status, nothing launched, the gradients unto
   p.num_seqs = FLASHPTX_VARLEN_MAX_SEQS + 1;
   expect(p, FLASHPTX_ERR_TOO_MANY_SEQS, "FLASHPTX_VARLEN_MAX_SEQS");
   p = pb.params;
-  p.head_dim = 96;
-  expect(p, FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, "head_dim 96");
+  p.head_dim = 80;
+  expect(p, FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, "head_dim 80 is not one of the backward's 64, 96, 128, 192, 256");
   p = pb.params;
   p.heads_kv = 3;
   expect(p, FLASHPTX_ERR_BAD_HEADS, "multiple of heads_kv");
@@ -947,6 +973,146 @@ TEST_CASE("backward: bad input is a status, nothing launched, the gradients unto
   p.num_seqs = 0;
   p.total_q = p.total_k = 0;
   CHECK(flashptx_bwd_varlen(&p, nullptr) == FLASHPTX_OK);
+}
+
+// ---- the varlen backward at head dims 96 and 192 --------------------------------------------------
+// The d96 and d192 varlen kernels (the d128 and d256 shapes over zero columns, BwdConfig::real_head_dim:
+// src/sm90/fa3_bwd_varlen.cu, fa3_bwd_local.cu). What they can get wrong beyond the d128/d256 kernels:
+// the tail key block's dK/dV rows stored from registers writing the zero columns past d, which land
+// on the pad after each head (padded strides: poisoned, check_bwd_writes) or on the next head's first
+// columns (contiguous: the rule catches a value a later write clobbered, the guard the last head's);
+// the accumulators' rows at the kernel's width (dQ, and dK/dV under GQA) read back at d columns.
+// Key lengths: 150 gives d96 (128-key blocks) a full block stored by TMA and a tail whose second
+// warpgroup stores from registers, d192 (64-key blocks, columns split between the warpgroups) two
+// full blocks and a tail both warpgroups store from registers (warpgroup 1 holds columns 128..255,
+// 192..255 of them zero); 100 and 40 a tail in the first block.
+namespace {
+const std::vector<int> kHdimBwdLq = {1, 0, 70, 130, 9}, kHdimBwdLk = {1, 40, 0, 150, 100};
+const std::vector<int> kHdimBwdBigLq = {1, 0, 700, 1500, 90, 333, 129}, kHdimBwdBigLk = {1, 400, 0, 1300, 1000, 333, 150};
+
+// A deterministic case: the rule, the writes, bitwise equal across launches (on the simulator under
+// other scheduling policies) and to the release library's.
+void check_varlen_bwd_deterministic(const VBCase& c, uint64_t seed) {
+  INFO(c.str());
+  VBProblem pb(c, seed);
+  pb.poison();
+  pb.run();
+  const auto first = pb.grads();
+  check_bwd_writes(pb, first);
+  check_bwd_rule(pb, first);
+  check_bwd_kernel(pb);
+  check_launches_bitwise(pb, c, first);
+  const auto& rel = flashptx_test::release_lib();
+  if (rel.loaded()) {
+    pb.poison();
+    REQUIRE_MESSAGE(rel.bwd_varlen(&pb.params, nullptr) == FLASHPTX_OK, rel.last_error());
+    CUDA_REQUIRE(cudaDeviceSynchronize());
+    const auto r = pb.grads();
+    CHECK_MESSAGE(r.dq == first.dq, c.str() << ": the release library's dQ differs from the test build's");
+    CHECK_MESSAGE(r.dk == first.dk, c.str() << ": the release library's dK differs from the test build's");
+    CHECK_MESSAGE(r.dv == first.dv, c.str() << ": the release library's dV differs from the test build's");
+  }
+}
+}  // namespace
+
+TEST_CASE("backward: head dims 96 and 192, both dtypes, causal and not, MHA and GQA, ragged and empty, pads untouched") {
+  const bool sim = on_simulator();
+  uint64_t seed = 8600;
+  for (int64_t d : {96, 192})
+    for (flashptx_dtype t : {FLASHPTX_BF16, FLASHPTX_FP16}) {
+      // MHA (the register and TMA stores of dK/dV), padded strides at bf16 and contiguous at fp16,
+      // causal at one dtype of each dim; GQA 2:1 (the fp32 accumulators at the kernel's width),
+      // causal at the other.
+      const bool bf16 = t == FLASHPTX_BF16;
+      VBCase mha{sim ? kHdimBwdLq : kHdimBwdBigLq, sim ? kHdimBwdLk : kHdimBwdBigLk, 2, 2, d, (d == 96) == bf16, t};
+      mha.padded = bf16;
+      check_varlen_bwd(mha, seed++);
+      VBCase gqa{sim ? kHdimBwdLq : kHdimBwdBigLq, sim ? kHdimBwdLk : kHdimBwdBigLk, 4, 2, d, (d == 96) != bf16, t};
+      gqa.padded = !bf16;
+      check_varlen_bwd(gqa, seed++);
+    }
+  if (sim) return;
+  // On the GPU: 48 random sequences up to 768 rows (some empty), MQA and MHA.
+  std::mt19937_64 rng(8690);
+  for (int64_t d : {96, 192}) {
+    const auto lq = random_lengths(rng, 48, 768, 0.1), lk = random_lengths(rng, 48, 768, 0.1);
+    check_varlen_bwd(VBCase{lq, lk, 8, 1, d, true, FLASHPTX_BF16}, seed++);
+    VBCase mha{lq, lk, 4, 4, d, false, FLASHPTX_FP16};
+    mha.padded = true;
+    check_varlen_bwd(mha, seed++);
+  }
+}
+
+TEST_CASE("backward: head dims 96 and 192, deterministic mode, bitwise across launches, schedules and the release library") {
+  // Causal GQA (the dQ writers shortest-first, the query heads of a group adding dK/dV in order) at
+  // d96, and MHA not causal (ascending writers; the register stores) with padded strides at d192.
+  const bool sim = on_simulator();
+  VBCase causal_gqa{sim ? kHdimBwdLq : kHdimBwdBigLq, sim ? kHdimBwdLk : kHdimBwdBigLk, 4, 2, 96, true,
+                    FLASHPTX_BF16, true};
+  check_varlen_bwd_deterministic(causal_gqa, 8700);
+  VBCase mha{sim ? kHdimBwdLq : kHdimBwdBigLq, sim ? kHdimBwdLk : kHdimBwdBigLk, 2, 2, 192, false, FLASHPTX_FP16, true};
+  mha.padded = true;
+  check_varlen_bwd_deterministic(mha, 8701);
+  if (sim) return;
+  VBCase d96_mha = mha;
+  d96_mha.d = 96;
+  check_varlen_bwd_deterministic(d96_mha, 8702);
+  VBCase d192_gqa = causal_gqa;
+  d192_gqa.d = 192;
+  check_varlen_bwd_deterministic(d192_gqa, 8703);
+}
+
+TEST_CASE("backward: head dims 96 and 192, window and softcap: the local varlen kernels, MHA, padded, deterministic") {
+  // At each dim a window narrower than a block (d96: (20, 10), bf16, padded) and the softcap with a
+  // window (d192: (40, 5) and 2, fp16, deterministic), MHA (the register stores); on the GPU also
+  // the other pairing, GQA.
+  const bool sim = on_simulator();
+  const auto& lq = sim ? kHdimBwdLq : kHdimBwdBigLq;
+  const auto& lk = sim ? kHdimBwdLk : kHdimBwdBigLk;
+  VBCase w{lq, lk, 2, 2, 96, false, FLASHPTX_BF16};
+  w.window = true;
+  w.wl = 20;
+  w.wr = 10;
+  w.padded = true;
+  check_varlen_bwd(w, 8800);
+  VBCase cap{lq, lk, 2, 2, 192, false, FLASHPTX_FP16, true};
+  cap.window = true;
+  cap.wl = 40;
+  cap.wr = 5;
+  cap.softcap = 2.f;
+  check_varlen_bwd_deterministic(cap, 8801);
+  if (sim) return;
+  VBCase w192 = w;
+  w192.d = 192;
+  w192.hkv = 1;
+  check_varlen_bwd(w192, 8803);
+  VBCase cap96 = cap;
+  cap96.d = 96;
+  cap96.hkv = 1;
+  cap96.causal = true;
+  check_varlen_bwd_deterministic(cap96, 8804);
+}
+
+TEST_CASE("backward: head dims 96 and 192 run; 80, 160 and 32 are statuses, nothing launched, the gradients untouched") {
+  // Head dims without a kernel are refused before anything launches. (The varlen backward's params
+  // have no V head dim: the forward's (192, 128) has no varlen backward to ask for; the Python layer
+  // refuses its gradient.)
+  VBProblem pb(VBCase{{100, 50, 7}, {100, 60, 9}, 2, 2, 96, false, FLASHPTX_BF16}, 8900);
+  pb.poison();
+  for (int64_t d : {80, 160, 32}) {
+    flashptx_bwd_varlen_params p = pb.params;
+    p.head_dim = d;
+    CHECK(flashptx_bwd_varlen(&p, nullptr) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
+    CHECK_MESSAGE(std::string(flashptx_last_error()).find("head_dim " + std::to_string(d) + " is not one of") !=
+                      std::string::npos,
+                  flashptx_last_error());
+  }
+  CUDA_REQUIRE(cudaDeviceSynchronize());
+  const auto g = pb.grads();
+  for (const auto* x : {&g.dq, &g.dk, &g.dv})
+    for (uint16_t v : *x) REQUIRE(v == kPoison);
+  // The valid problem runs.
+  check_varlen_bwd(pb.c, 8901);
 }
 
 // ---- seqused_q / seqused_k ------------------------------------------------------------------------

@@ -65,7 +65,8 @@ TEST_CASE("the kernel table: unique names, rows consistent with their layouts") 
                                        // (d64/d128), or all 64 keys and half the head dim each (d256)
       case flashptx::Family::kFa3BwdVarlen:
         CHECK(k.threads == 128 * (k.consumer_wgs + 1));
-        CHECK(k.block_n == (k.head_dim == 256 ? 64 : 64 * k.consumer_wgs));
+        // (the row's head_dim is the one it serves: 96 and 192 run on the d128 and d256 shapes)
+        CHECK(k.block_n == (flashptx::fa3::bwd_kernel_head_dim(k.head_dim) == 256 ? 64 : 64 * k.consumer_wgs));
         CHECK(k.smem_bytes > 0);
         break;
       case flashptx::Family::kFa3FwdKvcache:  // a producer warpgroup + one consumer of 64 packed rows

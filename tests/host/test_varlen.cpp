@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "include/flashptx.h"
@@ -444,6 +445,88 @@ TEST_CASE("the varlen plan at head dims 96, 192 and (192, 128): one local kernel
   CHECK(flashptx_fwd_varlen_check(&p) == FLASHPTX_OK);
   p.o_row_stride = 7 * 128;
   CHECK(flashptx_fwd_varlen_check(&p) == FLASHPTX_ERR_BAD_STRIDES);
+}
+
+TEST_CASE("the varlen backward plan at head dims 96 and 192: the d128 and d256 shapes with their column bound") {
+  // 96 and 192 run the d96 / d192 varlen kernels (the d128 and d256 shapes, BwdConfig::real_head_dim:
+  // src/sm90/fa3_bwd_varlen.cu, fa3_bwd_local.cu), plain or with a window; the workspace and the aux
+  // launches are those of the kernel's head dim (the accumulators' rows are its width), the tensor
+  // maps the caller's. A kernel of the other width forced here is an option error; 80 is refused.
+  const auto cu_q = prefix({1000, 0, 129, 1}), cu_k = prefix({1000, 50, 0, 4000});
+  alignas(256) static unsigned char ws[256];
+  auto at = [&](int64_t d, flashptx_dtype dt, bool window) {
+    flashptx_bwd_varlen_params bp;
+    flashptx_bwd_varlen_params_contiguous(&bp, g_fake[0], g_fake[1], g_fake[2], g_fake[3],
+                                          reinterpret_cast<const float*>(g_fake[3]), g_fake[0], g_fake[1], g_fake[2],
+                                          g_fake[3], cu_q.data(), cu_k.data(), 4, 8, 2, d, dt, 1);
+    bp.workspace = ws;
+    bp.workspace_bytes = int64_t(1) << 40;
+    if (window) {
+      bp.window = 1;
+      bp.window_left = 100;
+      bp.window_right = 0;
+    }
+    return bp;
+  };
+  struct D { int64_t d, kd; const char* suffix; };
+  for (const D& x : {D{96, 128, "d96"}, D{192, 256, "d192"}})
+    for (flashptx_dtype dt : {FLASHPTX_BF16, FLASHPTX_FP16})
+      for (bool window : {false, true}) {
+        const std::string name = std::string(window ? "fa3_bwd_varlen_local_sm90_" : "fa3_bwd_varlen_sm90_") +
+                                 (dt == FLASHPTX_BF16 ? "bf16_" : "fp16_") + x.suffix;
+        INFO(name);
+        const flashptx_bwd_varlen_params bp = at(x.d, dt, window), wide = at(x.kd, dt, window);
+        REQUIRE_MESSAGE(flashptx_bwd_varlen_check(&bp) == FLASHPTX_OK, flashptx_last_error());
+        flashptx::BwdVarlenPlan plan, plan_kd;
+        std::string err;
+        REQUIRE_MESSAGE(flashptx::plan_bwd_varlen(bp, {}, kH200, &plan, &err) == FLASHPTX_OK, err);
+        REQUIRE_MESSAGE(flashptx::plan_bwd_varlen(wide, {}, kH200, &plan_kd, &err) == FLASHPTX_OK, err);
+        const flashptx::KernelEntry& k = *plan.main.kernel;
+        CHECK(std::string(k.name) == name);
+        CHECK(k.family == flashptx::Family::kFa3BwdVarlen);
+        CHECK(k.head_dim == x.d);
+        int kernel_head_dim = 0;
+        for (const flashptx::KernelSwitch& s : k.switches)
+          if (std::string(s.name) == "kernel_head_dim") kernel_head_dim = s.value;
+        CHECK(kernel_head_dim == x.kd);
+        CHECK(plan.local == window);
+        // The kd problem's shape, grids, shared memory and workspace.
+        const flashptx::KernelEntry& kk = *plan_kd.main.kernel;
+        CHECK(kk.head_dim == x.kd);
+        CHECK(k.block_m == kk.block_m);
+        CHECK(k.block_n == kk.block_n);
+        CHECK(k.smem_bytes == kk.smem_bytes);
+        for (auto [a, b] : {std::pair{&plan.pre, &plan_kd.pre}, std::pair{&plan.main, &plan_kd.main},
+                            std::pair{&plan.post_dq, &plan_kd.post_dq}, std::pair{&plan.post_dkv, &plan_kd.post_dkv}}) {
+          CHECK(a->grid.x == b->grid.x);
+          CHECK(a->grid.y == b->grid.y);
+          CHECK(a->smem_bytes == b->smem_bytes);
+        }
+        CHECK(plan.workspace.total == plan_kd.workspace.total);
+        int64_t bytes = 0, bytes_kd = 0;
+        REQUIRE(flashptx_bwd_varlen_workspace_size(&bp, &bytes) == FLASHPTX_OK);
+        REQUIRE(flashptx_bwd_varlen_workspace_size(&wide, &bytes_kd) == FLASHPTX_OK);
+        CHECK(bytes == bytes_kd);
+        // The kd kernel (no column bound) forced at the caller's head dim: refused.
+        flashptx::BwdOptions o;
+        const std::string kd_name = kk.name;
+        o.kernel = kd_name.c_str();
+        CHECK(flashptx::plan_bwd_varlen(bp, o, kH200, &plan, &err) == FLASHPTX_ERR_BAD_OPTION);
+        CHECK_MESSAGE(err.find("for this head dim") != std::string::npos, err);
+        o.kernel = name.c_str();
+        CHECK(flashptx::plan_bwd_varlen(bp, o, kH200, &plan, &err) == FLASHPTX_OK);
+      }
+  // Head dims without a kernel: a status naming the backward's dims, nothing planned.
+  for (int64_t d : {80, 32, 160}) {
+    const flashptx_bwd_varlen_params bp = at(d, FLASHPTX_BF16, false);
+    CHECK(flashptx_bwd_varlen_check(&bp) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
+    const std::string msg = flashptx_last_error();
+    CHECK_MESSAGE(msg.find("head_dim " + std::to_string(d) + " is not one of the backward's 64, 96, 128, 192, 256") !=
+                      std::string::npos,
+                  msg);
+    int64_t bytes = 0;
+    CHECK(flashptx_bwd_varlen_workspace_size(&bp, &bytes) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
+  }
 }
 
 TEST_CASE("seqused: the tables give each sequence its used lengths at its cu_seqlens offsets") {

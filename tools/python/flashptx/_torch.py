@@ -156,16 +156,16 @@ def _check_backward_dims(where, q, v):
             "not require grad, or under torch.no_grad()" % (where, q.shape[3], v.shape[3]))
 
 
-# The varlen backward's head dims (flashptx_bwd_varlen): the varlen forward also runs 96, 192 and
-# (192, 128); raised when a gradient is asked for, not in the forward.
-_BWD_VARLEN_HEAD_DIMS = (64, 128, 256)
+# The varlen backward's head dims (flashptx_bwd_varlen; 96 and 192 on the d128 and d256 shapes over zero
+# columns): the varlen forward also runs (192, 128); raised when a gradient is asked for, not in the forward.
+_BWD_VARLEN_HEAD_DIMS = (64, 96, 128, 192, 256)
 
 
 def _check_varlen_backward_dims(where, q, v):
     if q.shape[2] not in _BWD_VARLEN_HEAD_DIMS or v.shape[2] != q.shape[2]:
         raise NotImplementedError(
             "%s: the varlen backward is not built for head_dim %d with a V head dim of %d (it takes head_dim "
-            "64, 128 or 256, V's equal to it); the forward runs alone: on inputs that do not require grad, or "
+            "64, 96, 128, 192 or 256, V's equal to it); the forward runs alone: on inputs that do not require grad, or "
             "under torch.no_grad()" % (where, q.shape[2], v.shape[2]))
 
 
@@ -1090,7 +1090,7 @@ def _varlen_setup_context(ctx, inputs, output):
 def _varlen_backward(ctx, dout, dlse):
     q, k, v, out, lse, cu_q, cu_k, used_q, used_k = ctx.saved_tensors
     max_q, max_k, causal, scale, deterministic, window, softcap = ctx.args
-    _check_varlen_backward_dims("flashptx.attention_varlen backward", q, v)  # (96, 192: no backward)
+    _check_varlen_backward_dims("flashptx.attention_varlen backward", q, v)  # ((192, 128): no backward)
     if dout is None:
         dout = torch.zeros_like(out)
     dq, dk, dv = torch.ops.flashptx.bwd_varlen(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, used_q, used_k,
@@ -1122,7 +1122,7 @@ class _AttentionVarlen(torch.autograd.Function):
         q, k, v, out, lse = ctx.saved_tensors
         cu_q, cu_k, used_q, used_k = ctx.index
         max_q, max_k, causal, scale, deterministic, window, softcap = ctx.args
-        _check_varlen_backward_dims("flashptx.attention_varlen backward", q, v)  # (96, 192: no backward)
+        _check_varlen_backward_dims("flashptx.attention_varlen backward", q, v)  # ((192, 128): no backward)
         if dout is None:
             dout = torch.zeros_like(out)
         if torch.is_grad_enabled() or _is_compiling() or not _eager_ok(dout):
@@ -1152,9 +1152,9 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     The library reads cu_seqlens and seqused on the host: each call (and the backward again) copies
     them there, which waits for the device when they are CUDA tensors.
 
-    CUDA tensors, all bfloat16 or all float16, head_dim 64, 128 or 256 (sm_90), forward and
-    backward; the forward also takes head_dim 96 and 192, and v of head_dim 128 beside q and k of
-    192, whose varlen backward is not built: a gradient through them raises NotImplementedError.
+    CUDA tensors, all bfloat16 or all float16, head_dim 64, 96, 128, 192 or 256 (sm_90), forward and
+    backward; the forward also takes v of head_dim 128 beside q and k of 192, whose varlen backward
+    is not built: a gradient through it raises NotImplementedError.
     heads_q a multiple of heads_kv. causal: per sequence, bottom-right aligned. softmax_scale: default 1/sqrt(head_dim).
     window_size, softcap: as flashptx.attention's, per sequence, forward and backward.
     deterministic: bitwise reproducible gradients.

@@ -869,6 +869,30 @@ def library_varlen_backward_and_seqused_validation():
         else:
             raise AssertionError("the varlen backward took %s %r" % (field, value))
         setattr(b, field, old)
+    # Head dims 96 and 192 (the d128 and d256 varlen kernels over zero columns): accepted, the workspace
+    # that of the kernel's head dim (d96's the d128 one); 80 is UNSUPPORTED_HEAD_DIM naming the dims.
+    b.window = b.window_left = b.window_right = 0
+    b.softcap = 0.0
+    sizes = {}
+    for dd in (96, 128, 192, 256, 80):
+        b.head_dim = dd
+        b.q_row_stride = b.o_row_stride = b.do_row_stride = b.dq_row_stride = 8 * dd
+        b.k_row_stride = b.v_row_stride = b.dk_row_stride = b.dv_row_stride = 2 * dd
+        for n in ("q", "k", "v", "o", "do", "dq", "dk", "dv"):
+            setattr(b, n + "_head_stride", dd)
+        need = ctypes.c_int64(-1)
+        try:
+            _abi.check(lib, "flashptx_bwd_varlen_workspace_size",
+                       lib.flashptx_bwd_varlen_workspace_size(ctypes.byref(b), ctypes.byref(need)))
+        except _abi.FlashptxValueError as e:
+            assert dd == 80 and e.status_name == "FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM" and \
+                "64, 96, 128, 192, 256" in str(e), str(e)
+            continue
+        assert dd != 80, "the varlen backward took head_dim 80"
+        sizes[dd] = need.value
+        b.workspace_bytes = need.value
+        bchk(b)
+    assert sizes[96] == sizes[128] and sizes[192] == sizes[256], sizes
 
 
 def kv_struct(a, **over):

@@ -989,7 +989,8 @@ def test_attention_varlen_head_dims_96_192():
     """attention_varlen at head dims 96 and 192 and v's 128 beside 192 (the library's local varlen
     kernels at those dims, plain or with a window and a softcap): O per sequence against fp64
     (_modified_reference), ragged and empty sequences, GQA, bf16 and fp16; O has v's head dim; rows
-    past seqused_q are 0; a gradient raises NotImplementedError (no varlen backward at these dims)."""
+    past seqused_q are 0; at 96 and 192 the gradients per sequence against the fixed-length backward's
+    (the d96/d192 varlen backward kernels), at (192, 128) a gradient raises NotImplementedError."""
     problems = []
     lq, lk = [1, 0, 70, 130, 9, 300], [1, 40, 0, 150, 100, 257]
     cases = [((96, 96), False, (-1, -1), 0.0, torch.bfloat16), ((96, 96), True, (32, 0), 0.0, torch.float16),
@@ -1030,11 +1031,45 @@ def test_attention_varlen_head_dims_96_192():
             if lq[b] > u and o2[cq + u:cq + lq[b]].abs().max().item() != 0.0:
                 problems.append("%s seqused_q: rows past seqused_q[%d] are not 0" % (name, b))
             cq += lq[b]
-        if window == (-1, -1) and cap == 0.0:
-            qg = q.detach().clone().requires_grad_(True)
-            expect(NotImplementedError,
-                   lambda: flashptx.attention_varlen(qg, k, v, cu_q, cu_k, max(lq), max(lk), causal=causal).sum()
-                   .backward(), "the varlen backward is not built")
+        if dq != dv:  # (192, 128): no varlen backward
+            if window == (-1, -1) and cap == 0.0:
+                qg = q.detach().clone().requires_grad_(True)
+                expect(NotImplementedError,
+                       lambda: flashptx.attention_varlen(qg, k, v, cu_q, cu_k, max(lq), max(lk), causal=causal).sum()
+                       .backward(), "the varlen backward is not built")
+            continue
+        # The varlen backward at 96 and 192 (the d128 and d256 varlen kernels over zero columns): per
+        # sequence equal, within the dtype's rounding, to the fixed-length backward of that sequence
+        # alone (test_backward_head_dims_96_192 holds that one against fp64); a sequence without query
+        # rows gets dk = dv = 0, one without keys dq = 0.
+        qg, kg, vg = (t.detach().clone().requires_grad_(True) for t in (q, k, v))
+        o = flashptx.attention_varlen(qg, kg, vg, cu_q, cu_k, max(lq), max(lk), causal=causal, window_size=window,
+                                      softcap=cap, deterministic=True)
+        do = torch.randn_like(o)
+        o.backward(do)
+        cq, ck = 0, 0
+        for b in range(len(lq)):
+            rq, rk = slice(cq, cq + lq[b]), slice(ck, ck + lk[b])
+            if lq[b] > 0 and lk[b] > 0:
+                fq, fk, fv = (t[r].detach().clone().unsqueeze(0).requires_grad_(True)
+                              for t, r in ((q, rq), (k, rk), (v, rk)))
+                fo = flashptx.attention(fq, fk, fv, causal=causal, window_size=window, softcap=cap, deterministic=True)
+                fo.backward(do[rq].unsqueeze(0))
+                for g, got, ref in (("dq", qg.grad[rq], fq.grad[0]), ("dk", kg.grad[rk], fk.grad[0]),
+                                    ("dv", vg.grad[rk], fv.grad[0])):
+                    e = (got.double() - ref.double()).abs().max().item()
+                    bound = 2e-2 * max(ref.double().abs().max().item(), 1e-3)
+                    log("  %s backward seq %d %s: max |varlen - fixed| %.3e (bound %.3e)" % (name, b, g, e, bound))
+                    if not e <= bound:
+                        problems.append("%s backward seq %d %s: %.3e > %.3e" % (name, b, g, e, bound))
+            elif lk[b] > 0:  # no query rows
+                if kg.grad[rk].abs().max().item() != 0.0 or vg.grad[rk].abs().max().item() != 0.0:
+                    problems.append("%s backward seq %d: dk, dv of a sequence without query rows are not 0" % (name, b))
+            elif lq[b] > 0:  # no keys
+                if qg.grad[rq].abs().max().item() != 0.0:
+                    problems.append("%s backward seq %d: dq of a sequence without keys is not 0" % (name, b))
+            cq += lq[b]
+            ck += lk[b]
     assert not problems, "\n".join(problems)
 
 
