@@ -11,9 +11,10 @@
  *   sm_90 (Hopper)      the FA3 kernels: forward, backward, variable-length forward and backward, FP8 quantize and
  *                       FP8 forward. bf16 or fp16 in and out (all tensors one dtype); head_dim 64, 128,
  *                       256 (the fixed-length forward also 96, 192, and 192 with a V head dim of 128:
- *                       flashptx_fwd_params::head_dim_v; the backward, fixed-length and varlen, also 96 and 192); causal masks aligned to the bottom-right when
- *                       seqlen_q != seqlen_k (as FlashAttention does); heads_q a multiple of heads_kv
- *                       (GQA, MQA).
+ *                       flashptx_fwd_params::head_dim_v; the backward, fixed-length and varlen, also
+ *                       96 and 192, the fixed-length one also (192, 128): flashptx_bwd_params::head_dim_v);
+ *                       causal masks aligned to the bottom-right when seqlen_q != seqlen_k (as
+ *                       FlashAttention does); heads_q a multiple of heads_kv (GQA, MQA).
  *   sm_100 (Blackwell)  the FA4 kernels: forward and backward, head_dim 64 and 128, otherwise as above.
  *                       They have never executed on a Blackwell GPU (compiled, SASS-audited and
  *                       replayed on an emulator only), so they run only after the caller opts in:
@@ -151,7 +152,7 @@ typedef struct flashptx_fwd_params {
    * (128, 128), (192, 192), (192, 128), (256, 256); any other pair, or a negative value:
    * FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, with the pairs in the message. Head dims 96 and 192 and the
    * (192, 128) pair have no sliding window, softcap or sinks yet (FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM
-   * from the launch plan); the (192, 128) pair has no backward (96 and 192 have: flashptx_bwd).
+   * from the launch plan); the backward takes every one of these pairs (flashptx_bwd_params::head_dim_v).
    * sm_100: head_dim_v must equal head_dim. */
   int64_t head_dim_v;
 } flashptx_fwd_params;
@@ -305,8 +306,8 @@ flashptx_status flashptx_fwd_varlen_kernel_info(const flashptx_fwd_varlen_params
  * follows arrival and may vary in the last bits.
  *
  * Supported: bf16 or fp16 (all tensors one dtype), head_dim 64, 96, 128, 192 or 256 on sm_90 (96
- * and 192 run on the d128 and d256 kernels over zero columns; V of the same head dim: the forward's
- * (192, 128) has no backward), 64 or 128 on sm_100 (with the opt-in), causal or not (bottom-right
+ * and 192 run on the d128 and d256 kernels over zero columns), and the forward's (192, 128) pair
+ * (head_dim_v below), 64 or 128 on sm_100 (with the opt-in), causal or not (bottom-right
  * aligned), any seqlen_q, seqlen_k >= 0, strides as for the forward (last dim contiguous, rows
  * 16-byte aligned), 64-bit offsets. Batch 0 is a successful no-op; seqlen_q 0 writes dk = dv = 0;
  * seqlen_k 0 writes dq = 0.
@@ -356,6 +357,15 @@ typedef struct flashptx_bwd_params {
    * of exp(s_h - LSE_i) (dO_i . O_i), reduced in a fixed order (bitwise reproducible in both modes). */
   const float* sinks;
   float* dsinks;
+  /* The head dim of V, O, dO and dV when it differs from Q's and K's, as flashptx_fwd_params::head_dim_v
+   * (pass the forward's): 0 (what a zero-initialised or flashptx_bwd_params_contiguous-filled struct
+   * holds) means equal to head_dim. v and dv are then [batch, seqlen_k, heads_kv, head_dim_v], o and
+   * dout [batch, seqlen_q, heads_q, head_dim_v], and their strides are checked at head_dim_v columns.
+   * Pairs (head_dim, head_dim_v) on sm_90: (64, 64), (96, 96), (128, 128), (192, 192), (192, 128),
+   * (256, 256), with or without the window, the softcap and the sinks; any other pair:
+   * FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, with the pair in the message; a negative value:
+   * FLASHPTX_ERR_BAD_SHAPE. sm_100: head_dim_v must equal head_dim (FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM). */
+  int64_t head_dim_v;
 } flashptx_bwd_params;
 
 /* Fills *p for contiguous tensors of one dtype (workspace left NULL: set it after sizing). */
@@ -449,6 +459,11 @@ typedef struct flashptx_bwd_varlen_params {
    * lengths (q, dout, k, v) must be finite, as for the forward. */
   const int32_t* seqused_q;
   const int32_t* seqused_k;
+  /* As flashptx_bwd_params::head_dim_v (0 means head_dim), for the ABI's symmetry with
+   * flashptx_fwd_varlen_params::head_dim_v: the varlen backward has no separate V head dim yet, so
+   * any value other than 0 or head_dim is FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM (negative:
+   * FLASHPTX_ERR_BAD_SHAPE). The contiguous helper below leaves it 0. */
+  int64_t head_dim_v;
 } flashptx_bwd_varlen_params;
 
 /* Fills *p for contiguous packed tensors of one dtype (total_q/_k and max_seqlen_q/_k from the host

@@ -777,8 +777,14 @@ static flashptx_status plan_bwd_family(const flashptx_bwd_params& p, const BwdOp
     *err = "the sm_100 backward has no sliding window or softcap (the FA3 backward on sm_90 has them)";
     return FLASHPTX_ERR_UNSUPPORTED;
   }
+  if (fa4 && p.head_dim_v != 0 && p.head_dim_v != p.head_dim) {
+    *err = "the sm_100 backward has no separate V head dim: (head_dim, head_dim_v) = (" +
+           std::to_string(p.head_dim) + ", " + std::to_string(p.head_dim_v) + ") (FA4: head_dim_v = head_dim)";
+    return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
+  }
   // The kernel's head dim: FA3 runs 96 on its d128 kernels and 192 on its d256 ones, over zero
-  // columns (fa3::bwd_kernel_head_dim); the tensor maps keep the caller's head dim (encode_bwd_args).
+  // columns (fa3::bwd_kernel_head_dim); the tensor maps keep the caller's head dims (encode_bwd_args).
+  // (192, 128) runs the d256 kernels too: the kernel's head dim is Q's, V's columns past 128 zero.
   const int kd = fa4 ? static_cast<int>(p.head_dim) : fa3::bwd_kernel_head_dim(static_cast<int>(p.head_dim));
   const KernelEntry* k = nullptr;
   if (opt.kernel != nullptr) {
@@ -896,6 +902,12 @@ flashptx_status encode_bwd_args(const flashptx_bwd_params& p, BwdPlan* plan, std
   // Q and dO boxes: a query block; the 2-CTA kernel loads each CTA's share in boxes of 64 rows
   // (src/sm100/fa4_bwd_pair.cuh PairLoader).
   const uint32_t q_box = k.cluster_ctas == 2 ? 64u : static_cast<uint32_t>(k.block_m);
+  // Q, K, dK at head_dim columns; V, dO, dV at head_dim_v (0: head_dim). Each map's extent is its
+  // tensor's, so the kernel's 64-column boxes past it load zeros and store nothing (PTX ISA,
+  // "Tensors": out-of-bound access): at (192, 128) the d256 kernel's V and dO columns 128..255 are
+  // zero, S = Q K^T and dP = dO V^T are the (192, 128) problem's, dV's columns past 128 are zero and
+  // its map drops them (docs/DECISIONS.md, "The backward at (192, 128)").
+  const int64_t dv = p.head_dim_v != 0 ? p.head_dim_v : p.head_dim;
   fa3::BwdParams& a = plan->args;
   a = fa3::BwdParams{};
   if (plan->main.grid.x > 0) {
@@ -904,15 +916,15 @@ flashptx_status encode_bwd_args(const flashptx_bwd_params& p, BwdPlan* plan, std
         (p.seqlen_q == 0 ||
          (encode_bshd(&a.tma_q, type, p.q, p.batch, sq, p.heads_q, p.head_dim, p.q_batch_stride, p.q_row_stride,
                       p.q_head_stride, q_box, err) &&
-          encode_bshd(&a.tma_do, type, p.dout, p.batch, sq, p.heads_q, p.head_dim, p.do_batch_stride,
+          encode_bshd(&a.tma_do, type, p.dout, p.batch, sq, p.heads_q, dv, p.do_batch_stride,
                       p.do_row_stride, p.do_head_stride, q_box, err))) &&
         encode_bshd(&a.tma_k, type, p.k, p.batch, sk, p.heads_kv, p.head_dim, p.k_batch_stride, p.k_row_stride,
                     p.k_head_stride, static_cast<uint32_t>(k.block_n), err) &&
-        encode_bshd(&a.tma_v, type, p.v, p.batch, sk, p.heads_kv, p.head_dim, p.v_batch_stride, p.v_row_stride,
+        encode_bshd(&a.tma_v, type, p.v, p.batch, sk, p.heads_kv, dv, p.v_batch_stride, p.v_row_stride,
                     p.v_head_stride, static_cast<uint32_t>(k.block_n), err) &&
         encode_bshd(&a.tma_dk, type, p.dk, p.batch, sk, p.heads_kv, p.head_dim, p.dk_batch_stride, p.dk_row_stride,
                     p.dk_head_stride, 64u, err) &&
-        encode_bshd(&a.tma_dv, type, p.dv, p.batch, sk, p.heads_kv, p.head_dim, p.dv_batch_stride, p.dv_row_stride,
+        encode_bshd(&a.tma_dv, type, p.dv, p.batch, sk, p.heads_kv, dv, p.dv_batch_stride, p.dv_row_stride,
                     p.dv_head_stride, 64u, err);
     if (!ok) return FLASHPTX_ERR_BAD_STRIDES;
   }
@@ -955,9 +967,8 @@ flashptx_status encode_bwd_args(const flashptx_bwd_params& p, BwdPlan* plan, std
   x.dk_sb = p.dk_batch_stride; x.dk_ss = p.dk_row_stride; x.dk_sh = p.dk_head_stride;
   x.dv_sb = p.dv_batch_stride; x.dv_ss = p.dv_row_stride; x.dv_sh = p.dv_head_stride;
   x.seqlen_q = a.seqlen_q; x.seqlen_k = a.seqlen_k; x.heads_q = a.heads_q; x.heads_kv = a.heads_kv;
-  x.batch = a.batch; x.head_dim = static_cast<int>(p.head_dim);
+  x.batch = a.batch; x.head_dim = static_cast<int>(p.head_dim); x.head_dim_v = static_cast<int>(dv);
   x.block_m = k.block_m; x.block_n = k.block_n; x.m_blocks = a.m_blocks; x.n_blocks = a.n_blocks;
-  x.dq_split_rows = k.block_m == 128 ? 1 : 0;
   x.softmax_scale = scale;
 
   fa3::BwdSinkParams& z = plan->sink_args;
@@ -1191,8 +1202,8 @@ flashptx_status encode_bwd_varlen_args(const flashptx_bwd_varlen_params& p, BwdV
   x.dv_ss = p.dv_row_stride; x.dv_sh = p.dv_head_stride;
   x.seqlen_q = a.seqlen_q; x.seqlen_k = a.seqlen_k; x.heads_q = a.heads_q; x.heads_kv = a.heads_kv;
   x.batch = 1; x.head_dim = static_cast<int>(p.head_dim);
+  x.head_dim_v = x.head_dim;  // the varlen backward has no separate V head dim (validate_bwd_varlen_shape)
   x.block_m = k.block_m; x.block_n = k.block_n; x.m_blocks = a.m_blocks; x.n_blocks = a.n_blocks;
-  x.dq_split_rows = k.block_m == 128 ? 1 : 0;
   x.softmax_scale = scale;
 
   t.dk = p.dk;

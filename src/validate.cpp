@@ -116,6 +116,18 @@ flashptx_status check_bwd_head_dim(int64_t head_dim, std::string* msg) {
   return bad(FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, msg,
              "head_dim " + std::to_string(head_dim) + " is not one of the backward's 64, 96, 128, 192, 256");
 }
+// The fixed-length backward's (head_dim, head_dim_v) pairs (flashptx_bwd_params::head_dim_v, 0 meaning
+// head_dim): the head dims above with V of the same width, and DeepSeek's (192, 128), which runs the d256
+// kernels with V, O, dO and dV at 128 columns (docs/DECISIONS.md, "The backward at (192, 128)").
+flashptx_status check_bwd_head_dims(int64_t head_dim, int64_t head_dim_v, std::string* msg) {
+  const int64_t dv = head_dim_v != 0 ? head_dim_v : head_dim;
+  if (dv == head_dim) return check_bwd_head_dim(head_dim, msg);
+  if (head_dim == 192 && dv == 128) return FLASHPTX_OK;
+  return bad(FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, msg,
+             "(head_dim, head_dim_v) = (" + std::to_string(head_dim) + ", " + std::to_string(dv) +
+                 ") is not one of the backward's (64, 64), (96, 96), (128, 128), (192, 192), (192, 128), (256, 256)" +
+                 " (head_dim_v 0 means head_dim)");
+}
 // The fixed-length forward's (head_dim, head_dim_v) pairs (flashptx_fwd_params::head_dim_v, 0 meaning
 // head_dim): the dims above, 96 and 192, and DeepSeek's (192, 128) (src/sm90/fa3_fwd_hdim.cu).
 flashptx_status check_fwd_head_dims(int64_t head_dim, int64_t head_dim_v, std::string* msg) {
@@ -363,10 +375,11 @@ flashptx_status validate_fwd_varlen(const flashptx_fwd_varlen_params& p, std::st
 flashptx_status validate_bwd_shape(const flashptx_bwd_params& p, std::string* msg) {
   flashptx_status s;
   if ((s = check_sizes_and_scale(p, msg)) != FLASHPTX_OK) return s;
+  if ((s = check_sizes({{"head_dim_v", p.head_dim_v}}, msg)) != FLASHPTX_OK) return s;
   if ((s = check_modifiers(p, msg)) != FLASHPTX_OK) return s;
   if (p.batch == 0) return FLASHPTX_OK;  // nothing to compute
   if ((s = check_half_dtype("dtype", p.dtype, msg)) != FLASHPTX_OK) return s;
-  if (check_bwd_head_dim(p.head_dim, msg) != FLASHPTX_OK) return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
+  if (check_bwd_head_dims(p.head_dim, p.head_dim_v, msg) != FLASHPTX_OK) return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
   if (check_heads(p.heads_q, p.heads_kv, msg) != FLASHPTX_OK) return FLASHPTX_ERR_BAD_HEADS;
   return check_row_bounds(p, kMax16, "65536", msg);
 }
@@ -397,21 +410,23 @@ flashptx_status validate_bwd_buffers(const flashptx_bwd_params& p, int64_t works
                    ": the sinks' gradient needs the forward's sinks, and a backward with sinks writes their gradient");
   if ((s = check_aligned("sinks", p.sinks, 4, msg)) != FLASHPTX_OK) return s;
   if ((s = check_aligned("dsinks", p.dsinks, 4, msg)) != FLASHPTX_OK) return s;
-  const int64_t d = p.head_dim;
-  struct S { const char* name; int64_t seq, heads, sb, ss, sh; bool out; };
+  // Q, K, dQ, dK have head_dim columns; V, O, dO, dV head_dim_v (0: head_dim).
+  const int64_t d = p.head_dim, dv = p.head_dim_v != 0 ? p.head_dim_v : p.head_dim;
+  struct S { const char* name; int64_t seq, heads, cols, sb, ss, sh; bool out; };
   const S strides[] = {
-      {"q", p.seqlen_q, p.heads_q, p.q_batch_stride, p.q_row_stride, p.q_head_stride, false},
-      {"k", p.seqlen_k, p.heads_kv, p.k_batch_stride, p.k_row_stride, p.k_head_stride, false},
-      {"v", p.seqlen_k, p.heads_kv, p.v_batch_stride, p.v_row_stride, p.v_head_stride, false},
-      {"o", p.seqlen_q, p.heads_q, p.o_batch_stride, p.o_row_stride, p.o_head_stride, false},
-      {"dout", p.seqlen_q, p.heads_q, p.do_batch_stride, p.do_row_stride, p.do_head_stride, false},
-      {"dq", p.seqlen_q, p.heads_q, p.dq_batch_stride, p.dq_row_stride, p.dq_head_stride, true},
-      {"dk", p.seqlen_k, p.heads_kv, p.dk_batch_stride, p.dk_row_stride, p.dk_head_stride, true},
-      {"dv", p.seqlen_k, p.heads_kv, p.dv_batch_stride, p.dv_row_stride, p.dv_head_stride, true},
+      {"q", p.seqlen_q, p.heads_q, d, p.q_batch_stride, p.q_row_stride, p.q_head_stride, false},
+      {"k", p.seqlen_k, p.heads_kv, d, p.k_batch_stride, p.k_row_stride, p.k_head_stride, false},
+      {"v", p.seqlen_k, p.heads_kv, dv, p.v_batch_stride, p.v_row_stride, p.v_head_stride, false},
+      {"o", p.seqlen_q, p.heads_q, dv, p.o_batch_stride, p.o_row_stride, p.o_head_stride, false},
+      {"dout", p.seqlen_q, p.heads_q, dv, p.do_batch_stride, p.do_row_stride, p.do_head_stride, false},
+      {"dq", p.seqlen_q, p.heads_q, d, p.dq_batch_stride, p.dq_row_stride, p.dq_head_stride, true},
+      {"dk", p.seqlen_k, p.heads_kv, d, p.dk_batch_stride, p.dk_row_stride, p.dk_head_stride, true},
+      {"dv", p.seqlen_k, p.heads_kv, dv, p.dv_batch_stride, p.dv_row_stride, p.dv_head_stride, true},
   };
   for (const S& x : strides) {
     if (x.seq == 0) continue;
-    if ((s = check_strides(x.name, p.batch, x.seq, x.heads, d, x.sb, x.ss, x.sh, x.out, msg)) != FLASHPTX_OK) return s;
+    if ((s = check_strides(x.name, p.batch, x.seq, x.heads, x.cols, x.sb, x.ss, x.sh, x.out, msg)) != FLASHPTX_OK)
+      return s;
   }
   if (workspace_needed > 0) {
     if (p.workspace == nullptr)
@@ -437,6 +452,14 @@ flashptx_status validate_bwd_varlen_shape(const flashptx_bwd_varlen_params& p, s
     return s;
   if ((s = check_scale(p.softmax_scale, msg)) != FLASHPTX_OK) return s;
   if ((s = check_modifiers(p, msg)) != FLASHPTX_OK) return s;
+  // No separate V head dim on the varlen backward (the fixed-length backward's (192, 128) needs the
+  // varlen main kernels' register-stored tail rows bounded at V's columns: not built).
+  if ((s = check_sizes({{"head_dim_v", p.head_dim_v}}, msg)) != FLASHPTX_OK) return s;
+  if (p.head_dim_v != 0 && p.head_dim_v != p.head_dim)
+    return bad(FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, msg,
+               "(head_dim, head_dim_v) = (" + std::to_string(p.head_dim) + ", " + std::to_string(p.head_dim_v) +
+                   "): the varlen backward has no separate V head dim (head_dim_v must be 0 or head_dim; "
+                   "the fixed-length backward takes (192, 128))");
   if (p.num_seqs > FLASHPTX_VARLEN_MAX_SEQS)
     return bad(FLASHPTX_ERR_TOO_MANY_SEQS, msg,
                "num_seqs " + std::to_string(p.num_seqs) + " is above FLASHPTX_VARLEN_MAX_SEQS (" +

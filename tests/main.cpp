@@ -128,6 +128,8 @@ constexpr SimulatorRun kSimulatorRuns[] = {
     {"gpu_sm90 fa3 backward", "window and softcap:*"},
     // Backward head dims 96 and 192 on the d128 and d256 kernels (tests/gpu/test_fa3_bwd.cpp).
     {"gpu_sm90 fa3 backward", "head dims 96 and 192:*"},
+    // The backward at (head_dim, head_dim_v) = (192, 128) on the d256 kernels (the same file).
+    {"gpu_sm90 fa3 backward", "head dims (192, 128):*"},
     {"gpu_sm90 fa3 fp8 forward", "smoke:*"},
     {"gpu_sm90 fa3 fp8 forward", "d64: causal and not*"},
     {"gpu_sm90 fa3 fp8 forward", "d128: causal and not*"},

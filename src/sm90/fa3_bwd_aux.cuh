@@ -8,8 +8,9 @@
 //                padded rows and on rows the forward saw no key for, whose LSE is -inf: their P is
 //                then exactly 0), and the row's d floats of the dQ accumulator zeroed.
 //                d/8 threads per row, 8 elements (16 bytes) each, d the kernel's head dim
-//                (bwd_kernel_head_dim: 96 runs at 128, 192 at 256); the threads past the caller's
-//                head dim read nothing and add 0, and the accumulator rows are the kernel's width.
+//                (bwd_kernel_head_dim: 96 runs at 128, 192 at 256); the threads past V's head dim
+//                (head_dim_v, O's and dO's width) read nothing and add 0, and the accumulator rows
+//                are the kernel's width.
 //   postprocess  dQ = softmax_scale * dQ_accum, converted to the dtype, from the accumulator's
 //                fragment order (fa3_bwd_config.h dq_accum_coord) to the caller's strides, through
 //                a shared-memory transpose: the fragment order puts 8 rows x 16 bytes under one warp
@@ -76,8 +77,9 @@ __device__ __forceinline__ void preprocess_body(const BwdAuxParams& p, const Bwd
   const int per_row = kd / 8;  // 8, 16 or 32 threads: an aligned group inside one warp
   const int row = blockIdx.x * pre_rows_per_cta(kd) + threadIdx.x / per_row;
   const int e = (threadIdx.x % per_row) * 8;
-  // This thread's 8 columns exist in O and dO (the row's first thread, which reads LSE, always).
-  const bool cols = e < p.head_dim;
+  // This thread's 8 columns exist in O and dO, which have V's head dim (the row's first thread,
+  // which reads LSE, always).
+  const bool cols = e < p.head_dim_v;
   const int h = blockIdx.y, b = blockIdx.z;
   const int rows_pad = p.m_blocks * p.block_m;
   const bool in_pad = row < rows_pad;  // no early return: the whole warp takes part in the butterfly
@@ -184,7 +186,7 @@ __device__ __forceinline__ void postprocess_dq_tile(const BwdAuxParams& p, const
 }
 template <bool IsBf16, bool Varlen = false>
 __device__ __forceinline__ void postprocess_dq_body(const BwdAuxParams& p, const BwdVarlenTable* vt = nullptr) {
-  const bool rows = p.dq_split_rows != 0;
+  const bool rows = bwd_dq_split_rows(p.block_m);  // the accumulator's split (fa3_bwd_config.h)
   switch (bwd_kernel_head_dim(p.head_dim)) {  // the plan only launches head dims 64, 96, 128, 192, 256
     case 64:
       return rows ? postprocess_dq_tile<IsBf16, 64, true, Varlen>(p, vt) : postprocess_dq_tile<IsBf16, 64, false, Varlen>(p, vt);
@@ -200,7 +202,8 @@ __device__ __forceinline__ void postprocess_dq_body(const BwdAuxParams& p, const
 
 // GQA: grid (n_blocks, heads_kv, batch), 256 threads: one key block of dK and dV per CTA, 8
 // consecutive elements of a row per thread; the accumulator rows have the kernel's head dim
-// (bwd_kernel_head_dim) columns, the caller's p.head_dim of them are written.
+// (bwd_kernel_head_dim) columns, of which dK's p.head_dim and dV's p.head_dim_v (<= head_dim) are
+// written.
 // Varlen: the key block's sequence, its rows below len_k at the sequence's packed rows (b = 0).
 template <bool IsBf16, bool Varlen = false>
 __device__ __forceinline__ void postprocess_dkv_body(const BwdAuxParams& p, const BwdVarlenTable* vt = nullptr) {
@@ -218,12 +221,15 @@ __device__ __forceinline__ void postprocess_dkv_body(const BwdAuxParams& p, cons
   for (int f = 8 * threadIdx.x; f < tile; f += 8 * 256) {
     const int row = row0 + f / kd, col = f % kd;
     if (row >= len || col >= p.head_dim) continue;
+    // The four loads together (in flight at once); the accumulator rows are the kernel's width, so
+    // dV's columns past head_dim_v are read (zeros: dO's zero-filled columns) but not stored.
     const float4* k = reinterpret_cast<const float4*>(p.dk_accum + at + f);
     const float4* v = reinterpret_cast<const float4*>(p.dv_accum + at + f);
     const float4 k0 = k[0], k1 = k[1], v0 = v[0], v1 = v[1];
     st_global_16(p.dk, b * p.dk_sb + (first + row) * p.dk_ss + h * p.dk_sh + col,
                  make_uint4(pack2<IsBf16>(k0.x, k0.y), pack2<IsBf16>(k0.z, k0.w),
                             pack2<IsBf16>(k1.x, k1.y), pack2<IsBf16>(k1.z, k1.w)));
+    if (col >= p.head_dim_v) continue;  // (192, 128): dV's row ends at V's head dim
     st_global_16(p.dv, b * p.dv_sb + (first + row) * p.dv_ss + h * p.dv_sh + col,
                  make_uint4(pack2<IsBf16>(v0.x, v0.y), pack2<IsBf16>(v0.z, v0.w),
                             pack2<IsBf16>(v1.x, v1.y), pack2<IsBf16>(v1.z, v1.w)));

@@ -13,6 +13,7 @@
 // The specializations that exist are listed once, in src/sm90/fa3_bwd.cu.
 #pragma once
 #include <cuda.h>
+#include <cstddef>
 #include <cstdint>
 
 #include "src/protocol/hd.h"
@@ -59,9 +60,16 @@ struct BwdAuxParams {
   const float* dv_accum;
   int64_t o_sb, o_ss, o_sh, do_sb, do_ss, do_sh;      // strides in elements
   int64_t dq_sb, dq_ss, dq_sh, dk_sb, dk_ss, dk_sh, dv_sb, dv_ss, dv_sh;
-  int seqlen_q, seqlen_k, heads_q, heads_kv, batch, head_dim;
+  int seqlen_q, seqlen_k, heads_q, heads_kv, batch;
+  int head_dim;  // Q's and K's (the caller's); the accumulators' rows are bwd_kernel_head_dim(head_dim) wide
   int block_m, block_n, m_blocks, n_blocks;
-  int dq_split_rows;  // dq_accum_coord's split (see below)
+  // V's head dim (V, O, dO, dV; flashptx_bwd_params::head_dim_v resolved, <= head_dim): the
+  // preprocess reads O and dO below it, the dK/dV postprocess writes dV below it. It took the slot of
+  // the int that held dq_accum_coord's split, which the dQ postprocess now derives from block_m
+  // (bwd_dq_split_rows), so that sizeof(BwdAuxParams) and every offset after it
+  // (BwdVarlenParams::table, which every varlen main kernel reads) stay as they were: the
+  // static_asserts below.
+  int head_dim_v;
   float softmax_scale;
 };
 
@@ -79,6 +87,11 @@ struct BwdAuxParams {
 //                  query rows of P^T and dS^T: both go through shared memory (K-major A operands),
 //                  like dS^T for dQ.
 enum class BwdSplit { kSplitKeys, kSplitHeadDim };
+
+// The dQ accumulator's split (BwdConfig::dq_split_rows, dq_accum_coord) as a function of block_m:
+// the one 128-row shape (kBwdD64) splits dQ by rows, the 64-row ones by columns (BwdLayout asserts
+// it of every shape). The dQ postprocess reads the split this way, from BwdAuxParams::block_m.
+FLASHPTX_HD constexpr bool bwd_dq_split_rows(int block_m) { return block_m == 128; }
 
 struct BwdConfig {
   int head_dim;    // 64, 128 or 256
@@ -209,6 +222,8 @@ struct BwdLayout {
                 "kSplitKeys: d64/d128, 128 keys, block_m 64 or 128; kSplitHeadDim: d256, 64 x 64");
   static_assert(!C.dq_split_rows || (!kSplitHeadDim && C.block_m == 128),
                 "dQ by rows: two warpgroups of 64 rows each (kSplitKeys, block_m 128)");
+  static_assert(C.dq_split_rows == bwd_dq_split_rows(C.block_m),
+                "the dQ postprocess reads the accumulator's split from block_m (bwd_dq_split_rows)");
   static_assert(C.do_stages == C.stages || C.do_stages == 1, "the dO ring is as deep as the Q ring, or 1");
   static_assert(C.real_head_dim == C.head_dim ||
                     (C.varlen && C.real_head_dim % 8 == 0 && C.real_head_dim > 0 && C.real_head_dim < C.head_dim),
@@ -335,6 +350,10 @@ struct BwdVarlenParams {
   BwdVarlenTable table;
 };
 static_assert(sizeof(BwdVarlenParams) <= 32764, "kernel parameter space on sm_90 (CUDA 12.1+)");
+// The layout every varlen main kernel's parameter offsets depend on (BwdAuxParams::head_dim_v took
+// half of head_dim's int, not a field of its own).
+static_assert(sizeof(BwdAuxParams) == 256 && offsetof(BwdVarlenParams, table) == 1152,
+              "BwdAuxParams' size and BwdVarlenParams::table's offset");
 
 // ---- the sliding window and the softcap (BwdConfig::local) ------------------------------------
 // The local kernels' run-time score modifiers, beside (not inside) BwdParams, so that the other

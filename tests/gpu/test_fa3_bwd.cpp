@@ -51,6 +51,13 @@ struct BCase {
   // either is >= 0) and a softcap (0: none).
   int64_t window_left = -1, window_right = -1;
   float softcap = 0.f;
+  // V's, O's, dO's and dV's head dim (flashptx_bwd_params::head_dim_v): 0 passes 0 (meaning d).
+  int64_t dv = 0;
+  // Nonzero: every tensor's head row is row_width elements wide (its head stride in the layout), of
+  // which the first d (V, O, dO, dV: d_v()) are the tensor's: the columns past them are input pads
+  // (0.5, 0x3C3C in O) no kernel may read and output pads (poisoned) none may write.
+  int64_t row_width = 0;
+  int64_t d_v() const { return dv != 0 ? dv : d; }
   bool windowed() const { return window_left >= 0 || window_right >= 0; }
   std::string str() const {
     return "B=" + std::to_string(batch) + " Sq=" + std::to_string(sq) + " Sk=" + std::to_string(sk) +
@@ -63,35 +70,39 @@ struct BCase {
            (softmax_scale != 0.f ? " scale=" + std::to_string(softmax_scale) : "") +
            (input_scale != 1.f ? " qscale=" + std::to_string(input_scale) : "") +
            (windowed() ? " window=(" + std::to_string(window_left) + "," + std::to_string(window_right) + ")" : "") +
-           (softcap != 0.f ? " softcap=" + std::to_string(softcap) : "");
+           (softcap != 0.f ? " softcap=" + std::to_string(softcap) : "") +
+           (dv != 0 ? " dv=" + std::to_string(dv) : "") + (row_width != 0 ? " rows=" + std::to_string(row_width) : "");
   }
 };
 
 // One problem: inputs on host and device, the forward run once (O, LSE), outputs with guards.
 struct BProblem {
   BCase c;
-  Strides sq_, sk_;
+  Strides sq_, sk_, so_, sv_;  // Q and dQ; K and dK; O and dO; V and dV (head dim d_v)
   std::vector<uint16_t> q, k, v, dout;
   std::unique_ptr<DeviceBuf> dq_in, dk_in, dv_in, ddo, dout_o, dlse, ddq, ddk, ddv, dws;
   flashptx_fwd_params fwd{};
   flashptx_bwd_params bwd{};
 
   BProblem(const BCase& cs, uint64_t seed) : c(cs) {
-    sq_ = make_strides(c.layout, c.batch, c.sq, c.hq, c.d);
-    sk_ = make_strides(c.layout, c.batch, c.sk, c.hkv, c.d);
+    const int64_t wd = std::max(c.d, c.row_width), wv = std::max(c.d_v(), c.row_width);  // head rows
+    sq_ = make_strides(c.layout, c.batch, c.sq, c.hq, wd);
+    sk_ = make_strides(c.layout, c.batch, c.sk, c.hkv, wd);
+    so_ = make_strides(c.layout, c.batch, c.sq, c.hq, wv);
+    sv_ = make_strides(c.layout, c.batch, c.sk, c.hkv, wv);
     std::mt19937_64 rng(seed);
     std::normal_distribution<float> nd(0.f, 1.f);
-    auto fill = [&](std::vector<uint16_t>& x, const Strides& st, int64_t seq, int64_t heads, float scale) {
+    auto fill = [&](std::vector<uint16_t>& x, const Strides& st, int64_t seq, int64_t heads, int64_t cols, float scale) {
       x.assign(static_cast<size_t>(std::max<int64_t>(st.total, 1)), to_storage(c.dtype, 0.5f));
       for (int64_t b = 0; b < c.batch; ++b)
         for (int64_t s = 0; s < seq; ++s)
           for (int64_t h = 0; h < heads; ++h)
-            for (int64_t e = 0; e < c.d; ++e) x[b * st.b + s * st.s + h * st.h + e] = to_storage(c.dtype, scale * nd(rng));
+            for (int64_t e = 0; e < cols; ++e) x[b * st.b + s * st.s + h * st.h + e] = to_storage(c.dtype, scale * nd(rng));
     };
-    fill(q, sq_, c.sq, c.hq, c.input_scale);
-    fill(k, sk_, c.sk, c.hkv, 1.f);
-    fill(v, sk_, c.sk, c.hkv, 1.f);
-    fill(dout, sq_, c.sq, c.hq, 1.f);
+    fill(q, sq_, c.sq, c.hq, c.d, c.input_scale);
+    fill(k, sk_, c.sk, c.hkv, c.d, 1.f);
+    fill(v, sv_, c.sk, c.hkv, c.d_v(), 1.f);
+    fill(dout, so_, c.sq, c.hq, c.d_v(), 1.f);
     auto upload = [&](std::unique_ptr<DeviceBuf>& d, const std::vector<uint16_t>& h) {
       d.reset(new DeviceBuf(h.size() * 2));
       CUDA_REQUIRE(cudaMemcpy(d->p, h.data(), h.size() * 2, cudaMemcpyHostToDevice));
@@ -101,11 +112,12 @@ struct BProblem {
     upload(dv_in, v);
     upload(ddo, dout);
     const size_t nq = static_cast<size_t>(std::max<int64_t>(sq_.total, 1)), nk = static_cast<size_t>(std::max<int64_t>(sk_.total, 1));
-    dout_o.reset(new DeviceBuf(nq * 2));
+    const size_t no = static_cast<size_t>(std::max<int64_t>(so_.total, 1)), nv = static_cast<size_t>(std::max<int64_t>(sv_.total, 1));
+    dout_o.reset(new DeviceBuf(no * 2));
     dlse.reset(new DeviceBuf(static_cast<size_t>(std::max<int64_t>(c.batch * c.hq * c.sq, 1)) * 4));
     ddq.reset(new DeviceBuf((nq + kGuard) * 2));
     ddk.reset(new DeviceBuf((nk + kGuard) * 2));
-    ddv.reset(new DeviceBuf((nk + kGuard) * 2));
+    ddv.reset(new DeviceBuf((nv + kGuard) * 2));
 
     // The forward, as training runs it: O and LSE from flashptx_fwd.
     fwd = flashptx_fwd_params{};
@@ -115,8 +127,9 @@ struct BProblem {
     fwd.heads_q = c.hq; fwd.heads_kv = c.hkv; fwd.head_dim = c.d;
     fwd.q_batch_stride = sq_.b; fwd.q_row_stride = sq_.s; fwd.q_head_stride = sq_.h;
     fwd.k_batch_stride = sk_.b; fwd.k_row_stride = sk_.s; fwd.k_head_stride = sk_.h;
-    fwd.v_batch_stride = sk_.b; fwd.v_row_stride = sk_.s; fwd.v_head_stride = sk_.h;
-    fwd.o_batch_stride = sq_.b; fwd.o_row_stride = sq_.s; fwd.o_head_stride = sq_.h;
+    fwd.v_batch_stride = sv_.b; fwd.v_row_stride = sv_.s; fwd.v_head_stride = sv_.h;
+    fwd.o_batch_stride = so_.b; fwd.o_row_stride = so_.s; fwd.o_head_stride = so_.h;
+    fwd.head_dim_v = c.dv;
     fwd.q_dtype = fwd.k_dtype = fwd.v_dtype = fwd.o_dtype = c.dtype;
     fwd.causal = c.causal;
     fwd.softmax_scale = c.softmax_scale;
@@ -125,7 +138,9 @@ struct BProblem {
     fwd.window_right = c.window_right;
     fwd.softcap = c.softcap;
     if (c.sq > 0) {
-      CUDA_REQUIRE(cudaMemset(dout_o->p, 0, dout_o->bytes));
+      // O's pads (the padded layouts', row_width's) nonzero: a preprocess that read past O's head dim
+      // would add them (times dO's pads, 0.5) into delta.
+      CUDA_REQUIRE(cudaMemset(dout_o->p, 0x3C, dout_o->bytes));
       const flashptx_status s = flashptx_fwd(&fwd, nullptr);
       REQUIRE_MESSAGE(s == FLASHPTX_OK, flashptx_last_error());
       CUDA_REQUIRE(cudaDeviceSynchronize());
@@ -136,12 +151,19 @@ struct BProblem {
     bwd.dq = ddq->p; bwd.dk = ddk->p; bwd.dv = ddv->p;
     bwd.batch = c.batch; bwd.seqlen_q = c.sq; bwd.seqlen_k = c.sk;
     bwd.heads_q = c.hq; bwd.heads_kv = c.hkv; bwd.head_dim = c.d;
-    bwd.q_batch_stride = bwd.o_batch_stride = bwd.do_batch_stride = bwd.dq_batch_stride = sq_.b;
-    bwd.q_row_stride = bwd.o_row_stride = bwd.do_row_stride = bwd.dq_row_stride = sq_.s;
-    bwd.q_head_stride = bwd.o_head_stride = bwd.do_head_stride = bwd.dq_head_stride = sq_.h;
-    bwd.k_batch_stride = bwd.v_batch_stride = bwd.dk_batch_stride = bwd.dv_batch_stride = sk_.b;
-    bwd.k_row_stride = bwd.v_row_stride = bwd.dk_row_stride = bwd.dv_row_stride = sk_.s;
-    bwd.k_head_stride = bwd.v_head_stride = bwd.dk_head_stride = bwd.dv_head_stride = sk_.h;
+    bwd.q_batch_stride = bwd.dq_batch_stride = sq_.b;
+    bwd.q_row_stride = bwd.dq_row_stride = sq_.s;
+    bwd.q_head_stride = bwd.dq_head_stride = sq_.h;
+    bwd.o_batch_stride = bwd.do_batch_stride = so_.b;
+    bwd.o_row_stride = bwd.do_row_stride = so_.s;
+    bwd.o_head_stride = bwd.do_head_stride = so_.h;
+    bwd.k_batch_stride = bwd.dk_batch_stride = sk_.b;
+    bwd.k_row_stride = bwd.dk_row_stride = sk_.s;
+    bwd.k_head_stride = bwd.dk_head_stride = sk_.h;
+    bwd.v_batch_stride = bwd.dv_batch_stride = sv_.b;
+    bwd.v_row_stride = bwd.dv_row_stride = sv_.s;
+    bwd.v_head_stride = bwd.dv_head_stride = sv_.h;
+    bwd.head_dim_v = c.dv;
     bwd.dtype = c.dtype;
     bwd.causal = c.causal;
     bwd.softmax_scale = c.softmax_scale;
@@ -197,20 +219,45 @@ struct BProblem {
   flashptx::ref::TensorView view(const std::vector<uint16_t>& x, const Strides& st) const {
     return ref_view(x, c.dtype, st);
   }
+  // V and dO for the reference, which has one head dim: where d_v < d, contiguous copies whose
+  // columns [d_v, d) are 0, so that the reference's S, dP and delta are the (d, d_v) problem's, its
+  // dQ and dK exactly theirs and its dV's columns [0, d_v) too (a zero column of V or dO adds
+  // nothing to the others; the rest is 0 and ignored). Where d_v = d, the tensors as they are.
+  struct RefInputs { std::vector<uint16_t> v, dout; Strides sv, so; };
+  RefInputs ref_inputs() const {
+    RefInputs r;
+    if (c.d_v() == c.d) {
+      r.v = v; r.dout = dout; r.sv = sv_; r.so = so_;
+      return r;
+    }
+    auto widen = [&](const std::vector<uint16_t>& x, const Strides& st, int64_t seq, int64_t heads, Strides* out) {
+      *out = make_strides(Layout::kContiguous, c.batch, seq, heads, c.d);
+      std::vector<uint16_t> y(static_cast<size_t>(std::max<int64_t>(out->total, 1)), to_storage(c.dtype, 0.f));
+      for (int64_t b = 0; b < c.batch; ++b)
+        for (int64_t s = 0; s < seq; ++s)
+          for (int64_t h = 0; h < heads; ++h)
+            for (int64_t e = 0; e < c.d_v(); ++e) y[b * out->b + s * out->s + h * out->h + e] = x[b * st.b + s * st.s + h * st.h + e];
+      return y;
+    };
+    r.v = widen(v, sv_, c.sk, c.hkv, &r.sv);
+    r.dout = widen(dout, so_, c.sq, c.hq, &r.so);
+    return r;
+  }
 };
 
 // Every gradient element is finite; nothing outside the gradients (pads, guards) was written.
 void check_writes(const BProblem& pb, const BProblem::Grads& g) {
   const BCase& c = pb.c;
-  struct T { const char* name; const std::vector<uint16_t>& x; const Strides& st; int64_t seq, heads; };
-  const T ts[] = {{"dQ", g.dq, pb.sq_, c.sq, c.hq}, {"dK", g.dk, pb.sk_, c.sk, c.hkv}, {"dV", g.dv, pb.sk_, c.sk, c.hkv}};
+  struct T { const char* name; const std::vector<uint16_t>& x; const Strides& st; int64_t seq, heads, cols; };
+  const T ts[] = {{"dQ", g.dq, pb.sq_, c.sq, c.hq, c.d}, {"dK", g.dk, pb.sk_, c.sk, c.hkv, c.d},
+                  {"dV", g.dv, pb.sv_, c.sk, c.hkv, c.d_v()}};
   for (const T& t : ts) {
     std::vector<char> is_out(t.x.size(), 0);
     int64_t bad = 0, clobbered = 0;
     for (int64_t b = 0; b < c.batch; ++b)
       for (int64_t s = 0; s < t.seq; ++s)
         for (int64_t h = 0; h < t.heads; ++h)
-          for (int64_t e = 0; e < c.d; ++e) {
+          for (int64_t e = 0; e < t.cols; ++e) {
             const int64_t idx = b * t.st.b + s * t.st.s + h * t.st.h + e;
             is_out[idx] = 1;
             if (!std::isfinite(from_storage(c.dtype, t.x[idx]))) ++bad;
@@ -222,15 +269,16 @@ void check_writes(const BProblem& pb, const BProblem::Grads& g) {
   }
 }
 
-// max|g - ref| over a gradient tensor (g through its strides, ref contiguous).
+// max|g - ref| over a gradient tensor's `cols` columns (g through its strides, ref contiguous with
+// rows of d: the reference's head dim).
 double max_err(const BProblem& pb, const std::vector<uint16_t>& g, const Strides& st, int64_t seq, int64_t heads,
-               const std::vector<double>& ref) {
+               int64_t cols, const std::vector<double>& ref) {
   double m = 0;
   const BCase& c = pb.c;
   for (int64_t b = 0; b < c.batch; ++b)
     for (int64_t s = 0; s < seq; ++s)
       for (int64_t h = 0; h < heads; ++h)
-        for (int64_t e = 0; e < c.d; ++e) {
+        for (int64_t e = 0; e < cols; ++e) {
           const double x = from_storage(c.dtype, g[b * st.b + s * st.s + h * st.h + e]);
           const double r = ref[static_cast<size_t>(((b * seq + s) * heads + h) * c.d + e)];
           const double d = std::fabs(x - r);
@@ -249,19 +297,21 @@ double max_diff(const std::vector<double>& a, const std::vector<double>& b) {
 void check_rule(const BProblem& pb, const BProblem::Grads& g, const char* who) {
   const BCase& c = pb.c;
   const auto rp = pb.ref_problem();
-  const auto qv = pb.view(pb.q, pb.sq_), kv = pb.view(pb.k, pb.sk_), vv = pb.view(pb.v, pb.sk_),
-             dov = pb.view(pb.dout, pb.sq_);
+  const BProblem::RefInputs ri = pb.ref_inputs();
+  const auto qv = pb.view(pb.q, pb.sq_), kv = pb.view(pb.k, pb.sk_), vv = pb.view(ri.v, ri.sv),
+             dov = pb.view(ri.dout, ri.so);
   const auto ref = flashptx::ref::backward(rp, qv, kv, vv, dov);
   const auto same = flashptx::ref::backward(rp, qv, kv, vv, dov,
                                             c.dtype == FLASHPTX_BF16 ? flashptx::Round::kBF16 : flashptx::Round::kFP16);
   static const std::vector<double> kNoEnvelope;
-  struct G { std::string name; const std::vector<uint16_t>& x; const Strides& st; int64_t seq, heads;
+  struct G { std::string name; const std::vector<uint16_t>& x; const Strides& st; int64_t seq, heads, cols;
              const std::vector<double>& r; const std::vector<double>& s; const std::vector<double>& env; };
-  const G gs[] = {{"dQ", g.dq, pb.sq_, c.sq, c.hq, ref.dq, same.dq, ref.dq_env},
-                  {"dK", g.dk, pb.sk_, c.sk, c.hkv, ref.dk, same.dk, ref.dk_env},
-                  {"dV", g.dv, pb.sk_, c.sk, c.hkv, ref.dv, same.dv, ref.dv_env.empty() ? kNoEnvelope : ref.dv_env}};
+  const G gs[] = {{"dQ", g.dq, pb.sq_, c.sq, c.hq, c.d, ref.dq, same.dq, ref.dq_env},
+                  {"dK", g.dk, pb.sk_, c.sk, c.hkv, c.d, ref.dk, same.dk, ref.dk_env},
+                  {"dV", g.dv, pb.sv_, c.sk, c.hkv, c.d_v(), ref.dv, same.dv,
+                   ref.dv_env.empty() ? kNoEnvelope : ref.dv_env}};
   for (const G& x : gs) {
-    const double err = max_err(pb, x.x, x.st, x.seq, x.heads, x.r);
+    const double err = max_err(pb, x.x, x.st, x.seq, x.heads, x.cols, x.r);
     double env = 0;
     for (double e : x.env) env = std::max(env, e);
     // FlashAttention's rule, plus the fp32 envelope of dS's cancellation (reference.h Backward; with
@@ -332,8 +382,9 @@ RowGrads sampled_backward(const BProblem& pb, const std::vector<int64_t>& rq, co
                           flashptx::Round round) {
   const BCase& c = pb.c;
   const auto rp = pb.ref_problem();
-  const auto qv = pb.view(pb.q, pb.sq_), kv = pb.view(pb.k, pb.sk_), vv = pb.view(pb.v, pb.sk_),
-             dov = pb.view(pb.dout, pb.sq_);
+  const BProblem::RefInputs ri = pb.ref_inputs();  // V and dO at d columns (zeros past d_v)
+  const auto qv = pb.view(pb.q, pb.sq_), kv = pb.view(pb.k, pb.sk_), vv = pb.view(ri.v, ri.sv),
+             dov = pb.view(ri.dout, ri.so);
   const int64_t D = c.d, G = rp.group();
   const double scale = rp.scale();
   auto R = [&](double x) { return flashptx::round_to(round, x); };
@@ -441,15 +492,15 @@ void check_large(const BCase& c, uint64_t seed) {
   const RowGrads same = sampled_backward(
       pb, rq, rk, c.dtype == FLASHPTX_BF16 ? flashptx::Round::kBF16 : flashptx::Round::kFP16);
   struct G { const char* name; const std::vector<uint16_t>& x; const Strides& st; const std::vector<int64_t>& rows;
-             int64_t heads; const std::vector<double>& r; const std::vector<double>& s; const std::vector<double>* env; };
-  const G gs[] = {{"dQ", g.dq, pb.sq_, rq, c.hq, ref.dq, same.dq, &ref.dq_env},
-                  {"dK", g.dk, pb.sk_, rk, c.hkv, ref.dk, same.dk, &ref.dk_env},
-                  {"dV", g.dv, pb.sk_, rk, c.hkv, ref.dv, same.dv, nullptr}};
+             int64_t heads, cols; const std::vector<double>& r; const std::vector<double>& s; const std::vector<double>* env; };
+  const G gs[] = {{"dQ", g.dq, pb.sq_, rq, c.hq, c.d, ref.dq, same.dq, &ref.dq_env},
+                  {"dK", g.dk, pb.sk_, rk, c.hkv, c.d, ref.dk, same.dk, &ref.dk_env},
+                  {"dV", g.dv, pb.sv_, rk, c.hkv, c.d_v(), ref.dv, same.dv, nullptr}};
   for (const G& x : gs) {
     double err = 0, env = 0;
     for (size_t n = 0; n < x.rows.size(); ++n)
       for (int64_t h = 0; h < x.heads; ++h)
-        for (int64_t e = 0; e < c.d; ++e) {
+        for (int64_t e = 0; e < x.cols; ++e) {
           const size_t at = (n * x.heads + h) * c.d + e;
           const double got = from_storage(c.dtype, x.x[x.rows[n] * x.st.s + h * x.st.h + e]);
           const double d = std::fabs(got - x.r[at]);
@@ -482,8 +533,9 @@ void check_same_under_policies(BProblem& pb, const BProblem::Grads& first, int n
 // (same seeds), the d256 ones (named "d256: ...", so that `-tc='*d256*'` selects them alone:
 // tools/gpu_d256_check.sh) run the same cases at d256 with their own seeds.
 using Dims = std::initializer_list<int64_t>;
+// Each case function's dv (0: V's head dim is d) is BCase::dv of every case it runs: (192, 128).
 
-void small_shapes(Dims dims, uint64_t seed) {
+void small_shapes(Dims dims, uint64_t seed, int64_t dv = 0) {
   if (on_simulator()) {
     // On the simulator: ragged tails in both lengths (a partial query and a partial key block, and
     // with d128/d256 several query blocks through the two-stage ring), causal and not, GQA 4 and
@@ -495,6 +547,7 @@ void small_shapes(Dims dims, uint64_t seed) {
         const auto [sq, sk] = sim_shapes[causal];
         BCase c{2, sq, sk, causal ? 4 : 1, 1, d, causal, causal ? FLASHPTX_FP16 : FLASHPTX_BF16};
         c.deterministic = causal == (d == 128);
+        c.dv = dv;
         check_case(c, seed++);
       }
     return;
@@ -507,17 +560,19 @@ void small_shapes(Dims dims, uint64_t seed) {
           for (flashptx_dtype t : {FLASHPTX_BF16, FLASHPTX_FP16}) {
             BCase c{2, sq, sk, ratio, 1, d, causal, t};
             c.deterministic = (seed % 2) == 0;
+            c.dv = dv;
             check_case(c, seed++);
           }
 }
 
-void medium_shapes(Dims dims, uint64_t seed) {
+void medium_shapes(Dims dims, uint64_t seed, int64_t dv = 0) {
   if (on_simulator()) {
     // On the simulator: one unequal shape per head dim (several key and query blocks, ragged in
     // both), GQA 2, causal (deterministic) at d128, not (atomic) at d64 and d256.
     for (int64_t d : dims) {
       BCase c{1, 257, 390, 4, 2, d, d == 128, FLASHPTX_BF16};
       c.deterministic = c.causal;
+      c.dv = dv;
       check_case(c, seed++);
     }
     return;
@@ -528,11 +583,12 @@ void medium_shapes(Dims dims, uint64_t seed) {
       for (bool causal : {false, true}) {
         BCase c{1, sq, sk, 4, 2, d, causal, FLASHPTX_BF16};
         c.deterministic = causal;
+        c.dv = dv;
         check_case(c, seed++);
       }
 }
 
-void strided_layouts(Dims dims, uint64_t seed) {
+void strided_layouts(Dims dims, uint64_t seed, int64_t dv = 0) {
   for (Layout l : {Layout::kPadded, Layout::kHeadMajor})
     for (int64_t d : dims)
       for (bool causal : {false, true}) {
@@ -541,6 +597,7 @@ void strided_layouts(Dims dims, uint64_t seed) {
         BCase c = on_simulator() ? BCase{2, 100, 150, 2, 1, d, causal, FLASHPTX_FP16, l}
                                  : BCase{2, 233, 317, 4, 2, d, causal, FLASHPTX_FP16, l};
         c.deterministic = true;
+        c.dv = dv;
         check_case(c, seed++);
       }
 }
@@ -565,18 +622,23 @@ BCase masked_rows_case(int64_t d) {
                                        : BCase{1, 300, 100, 2, 2, d, true, FLASHPTX_BF16};
 }
 
-void edge_sizes(Dims dims, uint64_t seed) {
+void edge_sizes(Dims dims, uint64_t seed, int64_t dv = 0) {
   for (int64_t d : dims) {
-    check_case(masked_rows_case(d), seed++);
-    BProblem a(BCase{2, 0, 77, 4, 2, d, false, FLASHPTX_BF16}, seed++);
+    BCase m = masked_rows_case(d);
+    m.dv = dv;
+    check_case(m, seed++);
+    BCase ca{2, 0, 77, 4, 2, d, false, FLASHPTX_BF16};
+    ca.dv = dv;
+    BProblem a(ca, seed++);
     a.poison();
     a.run();
     const auto ga = a.grads();
-    for (int64_t i = 0; i < 2 * 77 * 2 * d; ++i) {
-      REQUIRE(from_storage(FLASHPTX_BF16, ga.dk[i]) == 0.f);
-      REQUIRE(from_storage(FLASHPTX_BF16, ga.dv[i]) == 0.f);
-    }
-    BProblem b(BCase{2, 55, 0, 4, 2, d, true, FLASHPTX_FP16}, seed++);
+    for (int64_t i = 0; i < 2 * 77 * 2 * d; ++i) REQUIRE(from_storage(FLASHPTX_BF16, ga.dk[i]) == 0.f);
+    for (int64_t i = 0; i < 2 * 77 * 2 * ca.d_v(); ++i) REQUIRE(from_storage(FLASHPTX_BF16, ga.dv[i]) == 0.f);
+    for (size_t i = static_cast<size_t>(2 * 77 * 2 * ca.d_v()); i < ga.dv.size(); ++i) REQUIRE(ga.dv[i] == kPoison);
+    BCase cb{2, 55, 0, 4, 2, d, true, FLASHPTX_FP16};
+    cb.dv = dv;
+    BProblem b(cb, seed++);
     b.poison();
     b.run();
     const auto gb = b.grads();
@@ -584,7 +646,7 @@ void edge_sizes(Dims dims, uint64_t seed) {
   }
 }
 
-void deterministic_100(Dims dims, uint64_t seed) {
+void deterministic_100(Dims dims, uint64_t seed, int64_t dv = 0) {
   for (int64_t d : dims)
     for (bool causal : {false, true}) {
       BCase c{2, 1000, 1000, 8, 2, d, causal, FLASHPTX_BF16};
@@ -592,6 +654,7 @@ void deterministic_100(Dims dims, uint64_t seed) {
       // launches under one schedule, the same launch under three (policies and seeds).
       if (on_simulator()) c = BCase{1, 140, 203, 2, 1, d, causal, FLASHPTX_BF16};
       c.deterministic = true;
+      c.dv = dv;
       INFO(c.str());
       BProblem pb(c, seed++);
       pb.poison();
@@ -642,7 +705,7 @@ void check_plan_order(const BProblem& pb, bool rotated) {
 // 64 x 128, d256 64 x 64), 2 query and 2 key blocks, 3 and 1 (MQA), 1 and 3 (ascending only), every
 // length ragged. One forward per shape; each order's gradients under the fp64 rule, then bit for bit
 // the same under a second scheduler policy and seed.
-void deterministic_orders_sim(int64_t d, uint64_t seed) {
+void deterministic_orders_sim(int64_t d, uint64_t seed, int64_t dv) {
   const int64_t kd = flashptx::fa3::bwd_kernel_head_dim(static_cast<int>(d));  // 96 -> 128, 192 -> 256
   const int64_t bm = kd == 64 ? 128 : 64, bn = kd == 256 ? 64 : 128;
   const OrderShape shapes[] = {{{1, 2 * bm - 11, 2 * bn - 11, 4, 2, d, false, FLASHPTX_BF16}, true},
@@ -651,6 +714,7 @@ void deterministic_orders_sim(int64_t d, uint64_t seed) {
   for (const OrderShape& sh : shapes) {
     BCase c = sh.c;
     c.deterministic = true;
+    c.dv = dv;
     INFO(c.str());
     BProblem pb(c, seed++);
     check_plan_order(pb, sh.rotated);
@@ -668,10 +732,10 @@ void deterministic_orders_sim(int64_t d, uint64_t seed) {
   }
 }
 
-void deterministic_orders(Dims dims, uint64_t seed) {
+void deterministic_orders(Dims dims, uint64_t seed, int64_t dv = 0) {
   for (int64_t d : dims) {
     if (on_simulator()) {
-      deterministic_orders_sim(d, seed);
+      deterministic_orders_sim(d, seed, dv);
       seed += 8;
       continue;
     }
@@ -681,6 +745,7 @@ void deterministic_orders(Dims dims, uint64_t seed) {
     for (const OrderShape& sh : shapes) {
       BCase c = sh.c;
       c.deterministic = true;
+      c.dv = dv;
       {
         INFO(c.str());
         BProblem pb(c, seed);
@@ -854,6 +919,38 @@ TEST_CASE("head dims 96 and 192: deterministic mode, the ascending and the rotat
   deterministic_orders({96, 192}, 9500);
 }
 
+// (head_dim, head_dim_v) = (192, 128) (docs/DECISIONS.md, "The backward at (192, 128)"): the d256
+// kernels with Q and K at 192 columns and V, O, dO, dV at 128, the reference on V and dO widened with
+// zero columns (BProblem::ref_inputs). The cases above with their own seeds, and the wide rows.
+TEST_CASE("head dims (192, 128): small shapes, causal and not, GQA, bf16 and fp16") { small_shapes({192}, 9600, 128); }
+TEST_CASE("head dims (192, 128): medium shapes, unequal lengths, GQA") { medium_shapes({192}, 9610, 128); }
+TEST_CASE("head dims (192, 128): strided layouts, padded rows and head-major") { strided_layouts({192}, 9620, 128); }
+TEST_CASE("head dims (192, 128): edge sizes, fully masked rows, seqlen_q 0, seqlen_k 0") { edge_sizes({192}, 9630, 128); }
+TEST_CASE("head dims (192, 128): deterministic mode, bitwise equal, causal and not, with GQA") {
+  deterministic_100({192}, 9640, 128);
+}
+TEST_CASE("head dims (192, 128): deterministic mode, the ascending and the rotated dQ orders") {
+  deterministic_orders({192}, 9650, 128);
+}
+// Every tensor's head row 256 elements wide (the kernel's head dim): dV's columns 128..255 and dQ's
+// and dK's 192..255, where a store of the kernel's zero columns would land (the dV map's clip
+// without GQA; the dK/dV postprocess's bound under GQA; the dQ postprocess's bound), are poisoned and
+// checked untouched (check_writes); the inputs' pads (V, dO past 128, Q, K past 192: 0.5; O past 128:
+// 0x3C3C) are where a read past the tensors' own columns would land, and the fp64 rule would see them.
+TEST_CASE("head dims (192, 128): wide rows, every column past the tensors' own untouched and unread") {
+  const BCase cases[] = {
+      {2, 113, 203, 4, 2, 192, true, FLASHPTX_BF16},   // GQA 2: the fp32 accumulators and the postprocess
+      {1, 150, 130, 2, 2, 192, false, FLASHPTX_FP16},  // MHA: the TMA stores from the epilogue
+  };
+  uint64_t seed = 9660;
+  for (BCase c : cases) {
+    c.dv = 128;
+    c.row_width = 256;
+    c.deterministic = c.causal;
+    check_case(c, seed++);
+  }
+}
+
 }  // TEST_SUITE
 
 // ---- the sliding window and the softcap (the fa3_bwd_local kernels, src/sm90/fa3_bwd_local.cu) ----
@@ -880,7 +977,7 @@ struct LocalShape {
   float softcap;
   int64_t hq, hkv;
 };
-void window_softcap(Dims dims, uint64_t seed) {
+void window_softcap(Dims dims, uint64_t seed, int64_t dv = 0) {
   const bool sim = on_simulator();
   const LocalShape sim_shapes[] = {
       {150, 203, 20, 10, false, 0.f, 2, 1},   // narrower than a block, both sides
@@ -909,6 +1006,7 @@ void window_softcap(Dims dims, uint64_t seed) {
       c.softcap = x.softcap;
       if (x.softcap != 0.f) c.input_scale = 2.f;  // scores large enough that the cap bends them
       c.deterministic = (i % 2) == 1;
+      c.dv = dv;
       INFO(c.str());
       BProblem pb(c, seed++);
       check_local_plan(pb);
@@ -966,5 +1064,8 @@ TEST_CASE("window and softcap: deterministic mode, bitwise equal launches, causa
 }
 TEST_CASE("window and softcap: head dims 96 and 192, the d128 and d256 local kernels over zero columns") {
   window_softcap({96, 192}, 9700);
+}
+TEST_CASE("window and softcap: head dims (192, 128), the d256 local kernels with V at 128 columns") {
+  window_softcap({192}, 9760, 128);
 }
 }

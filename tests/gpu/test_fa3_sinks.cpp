@@ -47,6 +47,8 @@ struct SCase {
   float softcap = 0.f;
   float input_scale = 1.f;     // multiplies Q
   bool deterministic = false;  // backward
+  int64_t dv = 0;              // V's, O's, dO's and dV's head dim (head_dim_v; 0: d): the backward's cases
+  int64_t d_v() const { return dv != 0 ? dv : d; }
   std::string str() const {
     return "B=" + std::to_string(batch) + " Sq=" + std::to_string(sq) + " Sk=" + std::to_string(sk) +
            " Hq=" + std::to_string(hq) + " Hkv=" + std::to_string(hkv) + " d=" + std::to_string(d) +
@@ -56,14 +58,14 @@ struct SCase {
            (window ? " window=(" + std::to_string(wl) + "," + std::to_string(wr) + ")" : "") +
            (softcap != 0.f ? " softcap=" + std::to_string(softcap) : "") +
            (input_scale != 1.f ? " qscale=" + std::to_string(input_scale) : "") +
-           (deterministic ? " deterministic" : "");
+           (deterministic ? " deterministic" : "") + (dv != 0 ? " dv=" + std::to_string(dv) : "");
   }
 };
 
 // One contiguous problem: inputs, sinks, the forward's outputs (with guards), the backward's.
 struct SProblem {
   SCase c;
-  Strides sq_, sk_;
+  Strides sq_, sk_, so_, sv_;  // Q, dQ; K, dK; O, dO; V, dV (head dim d_v)
   std::vector<uint16_t> q, k, v, dout;
   std::vector<float> sinks;
   std::unique_ptr<DeviceBuf> dq_in, dk_in, dv_in, ddo, dsink, o, lse, dq, dk, dv, dds, ws;
@@ -73,6 +75,8 @@ struct SProblem {
   SProblem(const SCase& cs, uint64_t seed) : c(cs) {
     sq_ = make_strides(Layout::kContiguous, c.batch, c.sq, c.hq, c.d);
     sk_ = make_strides(Layout::kContiguous, c.batch, c.sk, c.hkv, c.d);
+    so_ = make_strides(Layout::kContiguous, c.batch, c.sq, c.hq, c.d_v());
+    sv_ = make_strides(Layout::kContiguous, c.batch, c.sk, c.hkv, c.d_v());
     std::mt19937_64 rng(seed);
     std::normal_distribution<float> nd(0.f, 1.f);
     auto fill = [&](std::vector<uint16_t>& x, const Strides& st, float scale) {
@@ -81,8 +85,8 @@ struct SProblem {
     };
     fill(q, sq_, c.input_scale);
     fill(k, sk_, 1.f);
-    fill(v, sk_, 1.f);
-    fill(dout, sq_, 1.f);
+    fill(v, sv_, 1.f);
+    fill(dout, so_, 1.f);
     sinks.resize(static_cast<size_t>(c.hq));
     for (float& s : sinks) s = nd(rng) + c.sink_shift;
     if (c.no_sink_head0) sinks[0] = -INFINITY;
@@ -95,11 +99,11 @@ struct SProblem {
     upload(dv_in, v.data(), v.size() * 2);
     upload(ddo, dout.data(), dout.size() * 2);
     upload(dsink, sinks.data(), sinks.size() * 4);
-    o.reset(new DeviceBuf((q.size() + kGuard) * 2));
+    o.reset(new DeviceBuf((dout.size() + kGuard) * 2));
     lse.reset(new DeviceBuf((static_cast<size_t>(c.batch * c.hq * c.sq) + kGuard) * 4));
     dq.reset(new DeviceBuf((q.size() + kGuard) * 2));
     dk.reset(new DeviceBuf((k.size() + kGuard) * 2));
-    dv.reset(new DeviceBuf((k.size() + kGuard) * 2));
+    dv.reset(new DeviceBuf((v.size() + kGuard) * 2));
     dds.reset(new DeviceBuf((sinks.size() + kGuard) * 4));
 
     flashptx_fwd_params_contiguous(&fwd, dq_in->p, dk_in->p, dv_in->p, o->p, static_cast<float*>(lse->p), c.batch,
@@ -109,6 +113,11 @@ struct SProblem {
     fwd.window_left = c.wl;
     fwd.window_right = c.wr;
     fwd.softcap = c.softcap;
+    if (c.dv != 0) {  // V and O at their own head dim (contiguous)
+      fwd.head_dim_v = c.dv;
+      fwd.v_batch_stride = sv_.b; fwd.v_row_stride = sv_.s; fwd.v_head_stride = sv_.h;
+      fwd.o_batch_stride = so_.b; fwd.o_row_stride = so_.s; fwd.o_head_stride = so_.h;
+    }
     flashptx_bwd_params_contiguous(&bwd, dq_in->p, dk_in->p, dv_in->p, o->p, static_cast<const float*>(lse->p),
                                    ddo->p, dq->p, dk->p, dv->p, c.batch, c.sq, c.sk, c.hq, c.hkv, c.d, c.dtype,
                                    c.causal ? 1 : 0);
@@ -119,6 +128,33 @@ struct SProblem {
     bwd.softcap = c.softcap;
     bwd.sinks = fwd.sinks;
     bwd.dsinks = static_cast<float*>(dds->p);
+    if (c.dv != 0) {
+      bwd.head_dim_v = c.dv;
+      bwd.v_batch_stride = bwd.dv_batch_stride = sv_.b;
+      bwd.v_row_stride = bwd.dv_row_stride = sv_.s;
+      bwd.v_head_stride = bwd.dv_head_stride = sv_.h;
+      bwd.o_batch_stride = bwd.do_batch_stride = so_.b;
+      bwd.o_row_stride = bwd.do_row_stride = so_.s;
+      bwd.o_head_stride = bwd.do_head_stride = so_.h;
+    }
+  }
+  // x [batch, seq, heads, d_v] contiguous, widened to d columns with zeros (the reference has one head
+  // dim: a zero column of V or dO adds nothing to S, dP, delta, dQ, dK, nor to dV's first d_v columns).
+  std::vector<uint16_t> widened(const std::vector<uint16_t>& x, int64_t seq, int64_t heads) const {
+    if (c.d_v() == c.d) return x;
+    std::vector<uint16_t> y(static_cast<size_t>(c.batch * seq * heads * c.d), to_storage(c.dtype, 0.f));
+    for (int64_t r = 0; r < c.batch * seq * heads; ++r)
+      for (int64_t e = 0; e < c.d_v(); ++e) y[static_cast<size_t>(r * c.d + e)] = x[static_cast<size_t>(r * c.d_v() + e)];
+    return y;
+  }
+  // The first d_v of every d-column row of a contiguous reference gradient (dV).
+  std::vector<double> narrowed(const std::vector<double>& x) const {
+    if (c.d_v() == c.d || x.empty()) return x;
+    const size_t rows = x.size() / static_cast<size_t>(c.d);
+    std::vector<double> y(rows * static_cast<size_t>(c.d_v()));
+    for (size_t r = 0; r < rows; ++r)
+      for (int64_t e = 0; e < c.d_v(); ++e) y[r * c.d_v() + e] = x[r * c.d + e];
+    return y;
   }
   void run_fwd() {
     CUDA_REQUIRE(cudaMemset(o->p, 0xFF, o->bytes));  // NaN
@@ -245,15 +281,18 @@ void check_backward(const SCase& c, uint64_t seed) {
              gv = SProblem::fetch<uint16_t>(*pb.dv);
   const auto gs = SProblem::fetch<float>(*pb.dds);
   const auto rp = pb.ref_problem();
-  const auto qv = pb.view(pb.q, pb.sq_), kv = pb.view(pb.k, pb.sk_), vv = pb.view(pb.v, pb.sk_),
-             dov = pb.view(pb.dout, pb.sq_);
+  const std::vector<uint16_t> v_ref = pb.widened(pb.v, c.sk, c.hkv), do_ref = pb.widened(pb.dout, c.sq, c.hq);
+  const auto qv = pb.view(pb.q, pb.sq_), kv = pb.view(pb.k, pb.sk_), vv = pb.view(v_ref, pb.sk_),
+             dov = pb.view(do_ref, pb.sq_);
   const auto ref = flashptx::ref::backward(rp, qv, kv, vv, dov);
   const auto same = flashptx::ref::backward(rp, qv, kv, vv, dov, pb.same());
   REQUIRE(ref.dsinks.size() == static_cast<size_t>(c.hq));
+  // dV's reference at its own head dim (the widened problem's first d_v columns).
+  const std::vector<double> ref_dv = pb.narrowed(ref.dv), same_dv = pb.narrowed(same.dv),
+                            env_dv = pb.narrowed(ref.dv_env);
   struct G { const char* name; const std::vector<uint16_t>& x; const std::vector<double>& r, &s, &env; };
-  static const std::vector<double> kNone;
   for (const G& g : {G{"dQ", gq, ref.dq, same.dq, ref.dq_env}, G{"dK", gk, ref.dk, same.dk, ref.dk_env},
-                     G{"dV", gv, ref.dv, same.dv, ref.dv_env.empty() ? kNone : ref.dv_env}}) {
+                     G{"dV", gv, ref_dv, same_dv, env_dv}}) {
     const double err = max_err(g.x, c.dtype, g.r);
     double env = 0;
     for (double e : g.env) env = std::max(env, e);
@@ -295,9 +334,9 @@ void check_backward(const SCase& c, uint64_t seed) {
         const double lse = gl[static_cast<size_t>((b * c.hq + h) * c.sq + i)];
         if (pb.sinks[hs] == -INFINITY) continue;  // a head without a sink: p_sink = 0 (also where LSE = -inf)
         const double ps = std::exp(static_cast<double>(pb.sinks[hs]) - lse);
-        const size_t qo = static_cast<size_t>(((b * c.sq + i) * c.hq + h) * c.d);
+        const size_t qo = static_cast<size_t>(((b * c.sq + i) * c.hq + h) * c.d_v());  // O, dO rows
         double delta = 0, delta_abs = 0;
-        for (int64_t e = 0; e < c.d; ++e) {
+        for (int64_t e = 0; e < c.d_v(); ++e) {
           const double t = static_cast<double>(from_storage(c.dtype, pb.dout[qo + e])) * from_storage(c.dtype, go[qo + e]);
           delta += t;
           delta_abs += std::fabs(t);
@@ -398,6 +437,26 @@ TEST_CASE("backward with sinks at head dims 96 and 192: dQ, dK, dV and dsinks ag
   const std::span<const SCase> cases = sim ? std::span<const SCase>(sim_cases) : std::span<const SCase>(gpu_cases);
   uint64_t seed = 34500;
   for (const SCase& c : cases) check_backward(c, seed++);
+}
+
+// (head_dim, head_dim_v) = (192, 128): the d256 kernels with V, O, dO, dV at 128 columns
+// (docs/DECISIONS.md, "The backward at (192, 128)"); with a window and the softcap (the local kernel).
+TEST_CASE("backward with sinks at head dims (192, 128): dQ, dK, dV and dsinks against fp64") {
+  SCase sim_cases[] = {
+      {1, 90, 150, 4, 2, 192, true, FLASHPTX_BF16, 1.f, false, false, -1, -1, 0.f, 1.f, true},
+      {1, 130, 100, 2, 1, 192, false, FLASHPTX_FP16, 0.f, true, true, 40, 10, 3.f, 2.f, false},
+  };
+  SCase gpu_cases[] = {
+      {2, 1000, 1000, 8, 2, 192, true, FLASHPTX_BF16, 1.f, false, false, -1, -1, 0.f, 1.f, true},
+      {1, 777, 1333, 4, 1, 192, false, FLASHPTX_FP16, 0.f, true, true, 200, 50, 5.f, 2.f, false},
+  };
+  const bool sim = on_simulator();
+  const std::span<SCase> cases = sim ? std::span<SCase>(sim_cases) : std::span<SCase>(gpu_cases);
+  uint64_t seed = 34600;
+  for (SCase& c : cases) {
+    c.dv = 128;
+    check_backward(c, seed++);
+  }
 }
 
 }  // TEST_SUITE

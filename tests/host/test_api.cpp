@@ -53,7 +53,7 @@ TEST_CASE("the forward's head-dim pairs: 96, 192 and (192, 128) pass, V's and O'
   // O's rows of 128 columns overlap where its head stride is below 128 (the check uses d_v, not d).
   p.o_head_stride = 120; p.o_row_stride = 8 * 120;
   CHECK(check(p) == FLASHPTX_ERR_BAD_STRIDES);
-  // The backward takes 96 and 192 (on the d128 and d256 kernels); (192, 128) it has no field for.
+  // The backward takes 96 and 192 (on the d128 and d256 kernels); (192, 128): the backward's case below.
   flashptx_bwd_params b;
   flashptx_bwd_params_contiguous(&b, g_fake[0], g_fake[1], g_fake[2], g_fake[3], reinterpret_cast<const float*>(g_fake[0]),
                                  g_fake[0], g_fake[1], g_fake[2], g_fake[3], 2, 100, 120, 8, 2, 96, FLASHPTX_BF16, 1);
@@ -244,6 +244,61 @@ TEST_CASE("backward: a valid problem passes; each bad input has its own status a
     CHECK_MESSAGE(msg.find(flashptx_status_name(b.want)) == 0, msg);
     CHECK_MESSAGE(msg.find(b.needle) != std::string::npos, msg);
   }
+}
+
+// (head_dim, head_dim_v) = (192, 128): V, O, dO and dV of 128 columns, densely strided as such.
+flashptx_bwd_params split_bwd(int64_t d, int64_t dv) {
+  flashptx_bwd_params p;
+  flashptx_bwd_params_contiguous(&p, g_bwd_fake[0], g_bwd_fake[1], g_bwd_fake[2], g_bwd_fake[3],
+                                 reinterpret_cast<const float*>(g_bwd_fake[4]), g_bwd_fake[5], g_bwd_fake[6],
+                                 g_bwd_fake[7], g_bwd_fake[8], 2, 100, 120, 8, 2, d, FLASHPTX_BF16, 1);
+  p.head_dim_v = dv;
+  p.v_batch_stride = p.dv_batch_stride = 120 * 2 * dv;
+  p.v_row_stride = p.dv_row_stride = 2 * dv;
+  p.v_head_stride = p.dv_head_stride = dv;
+  p.o_batch_stride = p.do_batch_stride = 100 * 8 * dv;
+  p.o_row_stride = p.do_row_stride = 8 * dv;
+  p.o_head_stride = p.do_head_stride = dv;
+  return p;
+}
+
+TEST_CASE("backward: (192, 128) passes with V, O, dO, dV strides at 128 columns; other pairs are refused") {
+  flashptx_bwd_params p = split_bwd(192, 128);
+  int64_t ws = 0, ws192 = 0;
+  REQUIRE_MESSAGE(flashptx_bwd_workspace_size(&p, &ws) == FLASHPTX_OK, flashptx_last_error());
+  flashptx_bwd_params q = split_bwd(192, 192);
+  REQUIRE(flashptx_bwd_workspace_size(&q, &ws192) == FLASHPTX_OK);
+  CHECK(ws == ws192);  // the d256 kernels' accumulators either way
+  p.workspace = g_bwd_fake[9];
+  p.workspace_bytes = ws;
+  CHECK_MESSAGE(flashptx_bwd_check(&p) == FLASHPTX_OK, flashptx_last_error());
+  // With a window and a softcap (the d256 local kernel: tests/host/test_plan.cpp).
+  flashptx_bwd_params w = p;
+  w.window = 1; w.window_left = 30; w.window_right = 0; w.softcap = 5.f;
+  CHECK_MESSAGE(flashptx_bwd_check(&w) == FLASHPTX_OK, flashptx_last_error());
+  // V's strides are checked at 128 columns: a head stride of 120 makes dV's rows overlap.
+  flashptx_bwd_params o = p;
+  o.dv_head_stride = 120; o.dv_row_stride = 2 * 120;
+  CHECK(flashptx_bwd_check(&o) == FLASHPTX_ERR_BAD_STRIDES);
+  CHECK(std::string(flashptx_last_error()).find("dv") != std::string::npos);
+  // At 192 columns V's 128-column strides would overlap: the pair, not the strides, is what says 128.
+  flashptx_bwd_params n = p;
+  n.head_dim_v = 0;
+  CHECK(flashptx_bwd_check(&n) == FLASHPTX_ERR_BAD_STRIDES);
+  // Other pairs: the status, with the pair in the message.
+  for (auto [d, dv] : {std::pair<int64_t, int64_t>{192, 64}, {128, 192}, {256, 128}, {96, 64}}) {
+    INFO(d << ", " << dv);
+    flashptx_bwd_params x = split_bwd(d, dv);
+    CHECK(flashptx_bwd_check(&x) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
+    const std::string msg = flashptx_last_error();
+    CHECK_MESSAGE(msg.find("(" + std::to_string(d) + ", " + std::to_string(dv) + ")") != std::string::npos, msg);
+    CHECK_MESSAGE(msg.find("(192, 128)") != std::string::npos, msg);
+    int64_t bytes = 0;
+    CHECK(flashptx_bwd_workspace_size(&x, &bytes) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
+  }
+  flashptx_bwd_params neg = split_bwd(192, 128);
+  neg.head_dim_v = -128;
+  CHECK(flashptx_bwd_check(&neg) == FLASHPTX_ERR_BAD_SHAPE);
 }
 
 TEST_CASE("backward: batch 0 is a successful no-op; the workspace size follows the shape") {

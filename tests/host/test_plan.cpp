@@ -395,6 +395,47 @@ TEST_CASE("the layout object: the shared-memory plan of every shipped forward fi
 
 TEST_SUITE("host plan") {
 
+// (head_dim, head_dim_v) = (192, 128): the d256 kernels (plain and local), the (192, 192) problem's
+// workspace and grids (the tensor maps and the aux kernels' head_dim_v need a driver to encode: the
+// simulator's cases, tests/gpu/test_fa3_bwd.cpp); sm_100 refuses it.
+TEST_CASE("backward plan: (192, 128) on the d256 kernels, the (192, 192) workspace and grids") {
+  alignas(16) static unsigned char fake[9][64];
+  for (int64_t hkv : {8, 2}) {
+    INFO("hkv=" << hkv);
+    flashptx_bwd_params p;
+    flashptx_bwd_params_contiguous(&p, fake[0], fake[1], fake[2], fake[3], reinterpret_cast<const float*>(fake[4]),
+                                   fake[5], fake[6], fake[7], fake[8], 2, 1000, 777, 8, hkv, 192, FLASHPTX_BF16, 1);
+    flashptx::BwdPlan same, plan;
+    std::string err;
+    REQUIRE_MESSAGE(flashptx::plan_bwd(p, {}, kH200, &same, &err) == FLASHPTX_OK, err);
+    p.head_dim_v = 128;
+    REQUIRE_MESSAGE(flashptx::plan_bwd(p, {}, kH200, &plan, &err) == FLASHPTX_OK, err);
+    CHECK(std::string(plan.main.kernel->name) == "fa3_bwd_sm90_bf16_d256");
+    CHECK(plan.workspace.total == same.workspace.total);
+    CHECK(plan.pre.grid.x == same.pre.grid.x);
+    CHECK(plan.post_dkv.grid.x == same.post_dkv.grid.x);
+    p.window = 1;
+    p.window_left = 50;
+    p.softcap = 4.f;
+    REQUIRE_MESSAGE(flashptx::plan_bwd(p, {}, kH200, &plan, &err) == FLASHPTX_OK, err);
+    CHECK(std::string(plan.main.kernel->name) == "fa3_bwd_local_sm90_bf16_d256");
+  }
+  // sm_100 (opted in): no separate V head dim on the FA4 backward.
+  int64_t before = 0;
+  REQUIRE(flashptx_get_option(FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100, &before) == FLASHPTX_OK);
+  REQUIRE(flashptx_set_option(FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100, 1) == FLASHPTX_OK);
+  flashptx_bwd_params p;
+  flashptx_bwd_params_contiguous(&p, fake[0], fake[1], fake[2], fake[3], reinterpret_cast<const float*>(fake[4]),
+                                 fake[5], fake[6], fake[7], fake[8], 2, 1000, 777, 8, 2, 192, FLASHPTX_BF16, 1);
+  p.head_dim_v = 128;
+  flashptx::BwdPlan plan;
+  std::string err;
+  const flashptx_status s = flashptx::plan_bwd(p, {}, flashptx::Device{0, 100, 148}, &plan, &err);
+  flashptx_set_option(FLASHPTX_OPT_ALLOW_UNVERIFIED_SM100, before);
+  CHECK(s == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
+  CHECK_MESSAGE(err.find("no separate V head dim: (head_dim, head_dim_v) = (192, 128)") != std::string::npos, err);
+}
+
 TEST_CASE("backward plan: kernels of the problem, grids, workspace carve-up") {
   alignas(16) static unsigned char fake[9][64];
   // Head dims 96 and 192 run on the d128 and d256 kernels (kd), their accumulators kd wide.

@@ -70,7 +70,8 @@ class BwdParams(ctypes.Structure):
                 [(n, _i64) for n in ("batch", "seqlen_q", "seqlen_k", "heads_q", "heads_kv", "head_dim")] +
                 _strides("q", "k", "v", "o", "do", "dq", "dk", "dv") +
                 [("dtype", _int), ("causal", _int), ("softmax_scale", _f32), ("deterministic", _int),
-                 ("workspace", _p), ("workspace_bytes", _i64)] + _MODIFIERS + [("sinks", _p), ("dsinks", _p)])
+                 ("workspace", _p), ("workspace_bytes", _i64)] + _MODIFIERS + [("sinks", _p), ("dsinks", _p)] +
+                [("head_dim_v", _i64)])
 
 
 class FwdVarlenParams(ctypes.Structure):
@@ -92,7 +93,8 @@ class BwdVarlenParams(ctypes.Structure):
                 [(t + "_" + x + "_stride", _i64) for t in ("q", "k", "v", "o", "do", "dq", "dk", "dv")
                  for x in ("row", "head")] +
                 [("dtype", _int), ("causal", _int), ("softmax_scale", _f32), ("deterministic", _int),
-                 ("workspace", _p), ("workspace_bytes", _i64)] + _MODIFIERS + [("seqused_q", _p), ("seqused_k", _p)])
+                 ("workspace", _p), ("workspace_bytes", _i64)] + _MODIFIERS + [("seqused_q", _p), ("seqused_k", _p)] +
+                [("head_dim_v", _i64)])
 
 
 class KvcacheParams(ctypes.Structure):
@@ -694,9 +696,10 @@ def fwd_params(ptrs, shape_q, shape_k, strides, dtype, causal, softmax_scale, wi
 
 
 def bwd_params(ptrs, shape_q, shape_k, strides, dtype, causal, softmax_scale, deterministic, window_size=None,
-               softcap=0.0):
+               softcap=0.0, head_dim_v=0):
     """BwdParams from pointers {q,k,v,o,lse,dout,dq,dk,dv[,sinks,dsinks]} and strides {q,k,v,o,do,dq,dk,dv};
-    window_size (left, right) (None: none) and softcap (0: none) as the forward's (fwd_params)."""
+    window_size (left, right) (None: none) and softcap (0: none) as the forward's (fwd_params);
+    head_dim_v: V's, O's, dO's and dV's head dim (0: q's), as the forward's."""
     p = BwdParams()
     for n in ("q", "k", "v", "o", "lse", "dout", "dq", "dk", "dv", "sinks", "dsinks"):
         setattr(p, n, ptrs.get(n) or None)
@@ -715,6 +718,7 @@ def bwd_params(ptrs, shape_q, shape_k, strides, dtype, causal, softmax_scale, de
         p.window = 1
         p.window_left, p.window_right = window_size
     p.softcap = softcap
+    p.head_dim_v = head_dim_v
     return p
 
 

@@ -142,18 +142,19 @@ def _check_inputs_eager(where, q, k, v):
         _check_inputs(where, q, k, v, v_dim=True)
 
 
-# The backward's head dims (sm_90; 96 and 192 run on the d128 and d256 kernels over zero columns): the
-# forward also runs (192, 128) (include/flashptx.h, head_dim_v), whose backward is not built; raised
-# when a gradient is asked for, not in the forward.
+# The backward's (head_dim, V's head dim) pairs (sm_90; 96 and 192 run on the d128 and d256 kernels over
+# zero columns, and so does DeepSeek's (192, 128): include/flashptx.h, flashptx_bwd_params::head_dim_v);
+# another pair the forward takes would raise when a gradient is asked for, not in the forward.
 _BWD_HEAD_DIMS = (64, 96, 128, 192, 256)
+_BWD_HEAD_DIM_PAIRS = tuple((d, d) for d in _BWD_HEAD_DIMS) + ((192, 128),)
 
 
 def _check_backward_dims(where, q, v):
-    if q.shape[3] not in _BWD_HEAD_DIMS or v.shape[3] != q.shape[3]:
+    if (q.shape[3], v.shape[3]) not in _BWD_HEAD_DIM_PAIRS:
         raise NotImplementedError(
             "%s: the backward is not built for head_dim %d with a V head dim of %d (the backward takes "
-            "head_dim 64, 96, 128, 192 or 256, V's equal to it); the forward runs alone: on inputs that do "
-            "not require grad, or under torch.no_grad()" % (where, q.shape[3], v.shape[3]))
+            "head_dim 64, 96, 128, 192 or 256 with V's equal to it, and (192, 128)); the forward runs alone: "
+            "on inputs that do not require grad, or under torch.no_grad()" % (where, q.shape[3], v.shape[3]))
 
 
 # The varlen backward's head dims (flashptx_bwd_varlen; 96 and 192 on the d128 and d256 shapes over zero
@@ -261,7 +262,7 @@ def _bwd_struct(dout, q, k, v, out, dq, dk, dv, causal, softmax_scale, determini
     return _abi.bwd_params({}, tuple(q.shape), tuple(k.shape),
                            {"q": _strides(q), "k": _strides(k), "v": _strides(v), "o": _strides(out),
                             "do": _strides(dout), "dq": _strides(dq), "dk": _strides(dk), "dv": _strides(dv)},
-                           _DTYPES[q.dtype], causal, softmax_scale, deterministic)
+                           _DTYPES[q.dtype], causal, softmax_scale, deterministic, head_dim_v=v.shape[3])
 
 
 # ---- the C calls ------------------------------------------------------------------------------------
@@ -318,7 +319,7 @@ def _launch_fwd(q, k, v, out, lse, causal, softmax_scale):
 
 def _launch_bwd(dout, q, k, v, out, lse, dq, dk, dv, causal, softmax_scale, deterministic):
     lib = _abi._lib or _abi.library()
-    key = (q.shape, k.shape, q.stride(), k.stride(), v.stride(), out.stride(), dout.stride(), dq.stride(),
+    key = (q.shape, k.shape, v.shape[3], q.stride(), k.stride(), v.stride(), out.stride(), dout.stride(), dq.stride(),
            dk.stride(), dv.stride(), q.dtype, bool(causal), softmax_scale, math.copysign(1.0, softmax_scale),
            bool(deterministic))
     cache = _structs.bwd
@@ -509,7 +510,7 @@ def _local_setup_context(ctx, inputs, output):
 
 def _local_backward(ctx, dout, dlse):
     q, k, v, out, lse = ctx.saved_tensors
-    _check_backward_dims("flashptx.attention backward", q, v)  # ((192, 128): no backward)
+    _check_backward_dims("flashptx.attention backward", q, v)
     if dout is None:
         dout = torch.zeros_like(out)
     dq, dk, dv = torch.ops.flashptx.bwd_local(dout, q, k, v, out, lse, ctx.causal, ctx.softmax_scale, ctx.window[0],
@@ -597,7 +598,8 @@ def _launch_bwd_modified(dout, q, k, v, out, lse, sinks, dq, dk, dv, dsinks, cau
     p = _abi.bwd_params(ptrs, tuple(q.shape), tuple(k.shape),
                         {"q": _strides(q), "k": _strides(k), "v": _strides(v), "o": _strides(out),
                          "do": _strides(dout), "dq": _strides(dq), "dk": _strides(dk), "dv": _strides(dv)},
-                        _DTYPES[q.dtype], causal, softmax_scale, deterministic, window, softcap)
+                        _DTYPES[q.dtype], causal, softmax_scale, deterministic, window, softcap,
+                        head_dim_v=v.shape[3])
     need = ctypes.c_int64(0)
     _abi.check(lib, "flashptx_bwd_workspace_size", lib.flashptx_bwd_workspace_size(ctypes.byref(p), ctypes.byref(need)))
     ws = torch.empty(max(need.value, 1), dtype=torch.uint8, device=q.device)
@@ -630,7 +632,7 @@ def _sink_setup_context(ctx, inputs, output):
 
 def _sink_backward(ctx, dout, dlse):
     q, k, v, sinks, out, lse = ctx.saved_tensors
-    _check_backward_dims("flashptx.attention backward", q, v)  # ((192, 128): no backward)
+    _check_backward_dims("flashptx.attention backward", q, v)
     if dout is None:
         dout = torch.zeros_like(out)
     dq, dk, dv, dsinks = torch.ops.flashptx.bwd_sink(dout, q, k, v, out, lse, sinks, ctx.causal, ctx.softmax_scale,
@@ -702,8 +704,8 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, deterministic=False,
     autocast dtype, as SDPA does). heads_q a multiple of heads_kv: GQA, MQA (heads_kv 1).
     head_dim 64, 128 or 256 (sm_100: 64 and 128), forward and backward; on sm_90 also head_dim 96
     and 192, forward and backward (with the window, softcap and sinks as the other head dims), and
-    in the forward v of head_dim 128 beside q and k of 192 (DeepSeek's split; the output then has
-    v's head dim), whose backward is not built: it raises NotImplementedError.
+    v of head_dim 128 beside q and k of 192 (DeepSeek's split; the output then has v's head dim),
+    forward and backward, with the window, softcap and sinks too.
 
     Strides: any the C ABI accepts are used as they are, without a copy: last dim contiguous and
     the batch, row and head strides multiples of 16 bytes in any order (e.g. q, k, v unbound from

@@ -699,6 +699,32 @@ def library_validation_comes_back_as_value_errors():
     _abi.check(lib, "flashptx_bwd_workspace_size",
                lib.flashptx_bwd_workspace_size(ctypes.byref(bparams(96)), ctypes.byref(need96)))
     assert need96.value > 0, need96.value
+    # (192, 128) through head_dim_v (V's, O's, dO's and dV's strides at 128 columns): the d256
+    # kernels' workspace, the (192, 192) one; other pairs refused with the pair in the words
+    def bsplit(dq, dv):
+        p = bparams(dq)
+        p.head_dim_v = dv
+        s, h = 256, 8
+        for n in ("v", "o", "do", "dv"):
+            setattr(p, n + "_batch_stride", s * h * dv)
+            setattr(p, n + "_row_stride", h * dv)
+            setattr(p, n + "_head_stride", dv)
+        return p
+    need_split, need192 = ctypes.c_int64(0), ctypes.c_int64(0)
+    _abi.check(lib, "flashptx_bwd_workspace_size",
+               lib.flashptx_bwd_workspace_size(ctypes.byref(bsplit(192, 128)), ctypes.byref(need_split)))
+    _abi.check(lib, "flashptx_bwd_workspace_size",
+               lib.flashptx_bwd_workspace_size(ctypes.byref(bparams(192)), ctypes.byref(need192)))
+    assert need_split.value == need192.value > 0, (need_split.value, need192.value)
+    need = ctypes.c_int64(0)
+    for dq, dv in ((192, 64), (128, 192)):
+        try:
+            _abi.check(lib, "flashptx_bwd_workspace_size",
+                       lib.flashptx_bwd_workspace_size(ctypes.byref(bsplit(dq, dv)), ctypes.byref(need)))
+        except _abi.FlashptxValueError as e:
+            assert e.status_name == "FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM" and "(%d, %d)" % (dq, dv) in str(e), str(e)
+        else:
+            raise AssertionError("the (%d, %d) backward was accepted" % (dq, dv))
 
 
 @case

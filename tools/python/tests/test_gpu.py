@@ -110,12 +110,14 @@ def compare(label, got, ref64, same, problems):
 
 
 def check_case(b, sq, sk, hq, hk, d, causal, grads, dtype=torch.bfloat16, scale=None, deterministic=False,
-               seed=0, problems=None):
+               seed=0, problems=None, dv=None):
+    """dv: v's (and so out's and do's) head dim, default d."""
+    dv = d if dv is None else dv
     torch.manual_seed(seed)
     q = torch.randn(b, sq, hq, d, device=DEV, dtype=dtype)
     k = torch.randn(b, sk, hk, d, device=DEV, dtype=dtype)
-    v = torch.randn(b, sk, hk, d, device=DEV, dtype=dtype)
-    do = torch.randn(b, sq, hq, d, device=DEV, dtype=dtype)
+    v = torch.randn(b, sk, hk, dv, device=DEV, dtype=dtype)
+    do = torch.randn(b, sq, hq, dv, device=DEV, dtype=dtype)
     sc = scale if scale is not None else 1.0 / math.sqrt(d)
     got = run_impl(lambda q, k, v: flashptx.attention(q, k, v, causal=causal, softmax_scale=scale,
                                                       deterministic=deterministic), q, k, v, do, grads)
@@ -123,8 +125,9 @@ def check_case(b, sq, sk, hq, hk, d, causal, grads, dtype=torch.bfloat16, scale=
                    do.double(), grads)
     with same_dtype_reductions():
         same = run_impl(lambda q, k, v: sdpa_ref(q, k, v, causal, sc), q, k, v, do, grads)
-    label = "%s d%d %s b%d sq%d sk%d h%d/%d%s" % (str(dtype).replace("torch.", ""), d, "causal" if causal else "full",
-                                                 b, sq, sk, hq, hk, " scale %.3g" % scale if scale else "")
+    label = "%s d%d%s %s b%d sq%d sk%d h%d/%d%s" % (str(dtype).replace("torch.", ""), d, "/%d" % dv if dv != d else "",
+                                                   "causal" if causal else "full", b, sq, sk, hq, hk,
+                                                   " scale %.3g" % scale if scale else "")
     line = compare(label, got, [r.double() for r in ref], same, problems)
     _, lse = flashptx.attention(q, k, v, causal=causal, softmax_scale=scale, return_lse=True)
     lerr = (lse.double() - lse_ref(q, k, causal, sc)).abs().max().item()
@@ -190,18 +193,19 @@ def test_head_dim_256_backward():
 
 
 def test_backward_head_dims_96_192():
-    """head_dim 96 and 192 (the d128 and d256 backward kernels over zero columns): gradients causal
-    or not, GQA and MQA, fp16, ragged lengths, and the deterministic mode bitwise equal across two calls."""
+    """head_dim 96 and 192 (the d128 and d256 backward kernels over zero columns), and v's 128 beside
+    192 (DeepSeek's split, on the d256 kernels too): gradients causal or not, GQA and MQA, fp16, ragged
+    lengths, and the deterministic mode bitwise equal across two calls."""
     problems = []
-    for d in (96, 192):
+    for d, dv in ((96, 96), (192, 192), (192, 128)):
         for causal in (False, True):
-            check_case(2, 113, 203, 8, 2, d, causal, grads=True, problems=problems)
-        check_case(1, 203, 113, 4, 1, d, False, grads=True, dtype=torch.float16, problems=problems)
-        a = check_case(1, 517, 517, 4, 2, d, True, grads=True, deterministic=True, problems=problems)
-        b = check_case(1, 517, 517, 4, 2, d, True, grads=True, deterministic=True, problems=problems)
+            check_case(2, 113, 203, 8, 2, d, causal, grads=True, problems=problems, dv=dv)
+        check_case(1, 203, 113, 4, 1, d, False, grads=True, dtype=torch.float16, problems=problems, dv=dv)
+        a = check_case(1, 517, 517, 4, 2, d, True, grads=True, deterministic=True, problems=problems, dv=dv)
+        b = check_case(1, 517, 517, 4, 2, d, True, grads=True, deterministic=True, problems=problems, dv=dv)
         for name, x, y in zip(("out", "dq", "dk", "dv"), a, b):
             if not torch.equal(x, y):
-                problems.append("d%d deterministic %s differs between two calls" % (d, name))
+                problems.append("d%d/%d deterministic %s differs between two calls" % (d, dv, name))
     assert not problems, "\n".join(problems)
 
 
@@ -300,8 +304,8 @@ def test_errors_carry_the_librarys_message():
     e = expect(ValueError, lambda: a(*(t(1, 64, 2, 64, dtype=torch.float32),) * 3), "FLASHPTX_ERR_UNSUPPORTED_DTYPE")
     assert isinstance(e, flashptx.FlashptxValueError)
     expect(ValueError, lambda: a(*(t(1, 64, 2, 80),) * 3), "FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM", "(80, 80)")
-    # head dims 96 and 192 and v's 128 beside 192: the forward runs; (192, 128)'s backward is not
-    # built (96 and 192's: test_backward_head_dims_96_192)
+    # head dims 96 and 192 and v's 128 beside 192: the forward runs (their backward:
+    # test_backward_head_dims_96_192)
     for dq, dv in ((96, 96), (192, 192), (192, 128)):
         q, k, v = t(1, 64, 2, dq), t(1, 64, 2, dq), t(1, 64, 2, dv)
         o = a(q, k, v, causal=True)
@@ -309,10 +313,6 @@ def test_errors_carry_the_librarys_message():
         ref = torch.nn.functional.scaled_dot_product_attention(
             q.transpose(1, 2).float(), k.transpose(1, 2).float(), v.transpose(1, 2).float(), is_causal=True)
         assert (o.float() - ref.transpose(1, 2)).abs().max().item() < 2e-2
-        if dv == dq:
-            continue
-        q.requires_grad_()
-        expect(NotImplementedError, lambda: a(q, k, v).sum().backward(), "the backward is not built")
     expect(ValueError, lambda: a(t(1, 64, 8, 64), t(1, 64, 3, 64), t(1, 64, 3, 64)), "FLASHPTX_ERR_BAD_HEADS")
     expect(ValueError, lambda: a(t(1, 64, 8, 64), t(1, 64, 2, 64), t(1, 32, 2, 64)), "k and v must have one shape")
     expect(ValueError, lambda: a(*(t(1, 64, 2, 64),) * 3, softmax_scale=0.0), "softmax_scale")
@@ -464,8 +464,8 @@ def _modified_reference(q, k, v, causal, window, softcap, sinks):
 
 def test_head_dims_96_192_modifiers():
     """Head dims 96 and 192 and v's 128 beside 192 with a window, a softcap and sinks (the library's
-    local kernels at those dims): O against fp64; the sinks' backward at (192, 128) raises
-    NotImplementedError (at 96 and 192 it runs: test_backward_head_dims_96_192)."""
+    local kernels at those dims): O against fp64; at (192, 128) also the backward (dq, dk, dv and
+    dsinks against fp64 autograd, within 2e-2 of their largest magnitude, as test_window_softcap_backward)."""
     problems = []
     cases = [((96, 96), False, (32, 0), 0.0, False), ((96, 96), True, (-1, -1), 20.0, True),
              ((192, 192), False, (50, 17), 0.0, True), ((192, 192), True, (100, 0), 30.0, False),
@@ -486,11 +486,22 @@ def test_head_dims_96_192_modifiers():
         log("  %s: max err %.3e (bound %.3e)" % (name, err, tol))
         if not err <= tol:
             problems.append("%s: %.3e > %.3e" % (name, err, tol))
-        if with_sinks and dv != dq:  # the sinks alone have a backward at 64/96/128/192/256: not (192, 128)
-            qg = q.clone().requires_grad_(True)
-            expect(NotImplementedError,
-                   lambda: flashptx.attention(qg, k, v, causal=causal, sinks=sinks).sum().backward(),
-                   "the backward is not built")
+        if dv != dq:  # (192, 128): its backward through the same modifiers
+            do = torch.randn(b, sq, hq, dv, device=DEV, generator=g).to(torch.bfloat16)
+            leaves = [t.clone().requires_grad_(True) for t in (q, k, v)]
+            sl = sinks.clone().requires_grad_(True) if with_sinks else None
+            flashptx.attention(*leaves, causal=causal, window_size=window, softcap=cap, sinks=sl).backward(do)
+            got = [t.grad for t in leaves] + ([sl.grad] if with_sinks else [])
+            r = [t.double().clone().requires_grad_(True) for t in (q, k, v)]
+            rs = sinks.double().clone().requires_grad_(True) if with_sinks else None
+            _modified_reference(*r, causal, window, cap, rs).backward(do.double())
+            want = [t.grad for t in r] + ([rs.grad] if with_sinks else [])
+            for gname, x, r64 in zip(("dq", "dk", "dv", "dsinks"), got, want):
+                err = (x.double() - r64).abs().max().item()
+                gtol = 2e-2 * max(1.0, r64.abs().max().item())
+                log("  %s %s: max err %.3e (bound %.3e)" % (name, gname, err, gtol))
+                if not err <= gtol:
+                    problems.append("%s %s: %.3e > %.3e" % (name, gname, err, gtol))
     assert not problems, "\n".join(problems)
 
 
