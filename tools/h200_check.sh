@@ -57,7 +57,7 @@
 #                                          their cases, sinks, regressions, the plan, release flavour and Python
 #                                          GPU tests, memcheck and synccheck on each (in parallel); then, alone
 #                                          on the GPU, the varlen backward against the padded one at 96 and 192
-#                                          and the d96/d192 backward beside cuDNN again, two runs each
+#                                          and the d96/d192 and (192, 128) backward beside cuDNN, two runs each
 #   WHAT may name several modes, comma-separated, run in that order in one call.
 #
 # BIN holds run_tests, flashptx, libflashptx.so (CUDA runtime linked statically) and COMMIT.
@@ -358,11 +358,15 @@ case $what in
     done ;;
   split)
     R="$BIN/run_tests"; B="gpu_sm90 fa3 backward"; V="gpu_sm90 fa3 varlen"
-    HS=${SPLIT_CASES:-head dims (192, 128)*}; HV=${VARLEN_HDIM_BWD_CASES:-varlen backward: head dims 96*}
+    # (doctest splits a filter at commas: the patterns stop before the ", 128)" of the case names)
+    HS=${SPLIT_CASES:-head dims (192*,window and softcap: head dims (192*}
+    HV=${VARLEN_HDIM_BWD_CASES:-backward: head dims 96*,backward: (192*}
     pstep bwd_split 300 "$R" -ts="$B" -tc="$HS"
     pstep varlen_bwd_hdim 300 "$R" -ts="$V" -tc="$HV"
     pstep bwd_hdim 300 "$R" -ts="$B" -tc="head dims 96 and 192:*,window and softcap: head dims 96*"
     pstep sinks 300 "$R" -ts="gpu_sm90 fa3 sinks"
+    pstep racecheck_bwd_split 300 compute-sanitizer --tool racecheck --error-exitcode 9 "$R" -ts="$B" \
+      -tc="head dims (192*small shapes*"
     pstep bwd_regress 300 "$R" -ts="$B" -tc="small shapes*,edge sizes*,d256: small*"
     pstep varlen_regress 300 "$R" -ts="$V" -tc="every head dim*,backward: every head dim*,backward: window and softcap*,seqused: backward*"
     pstep plan_release 200 "$R" -ts="gpu_sm90 launch plan,gpu_sm90 release flavour"
@@ -378,6 +382,8 @@ case $what in
       done
       step hdim_time_run$run 100 python3 tools/bench/kernel_time.py --dims 96,192 --seqlens 1024,4096,8192 \
         --out "$OUT/hdim-time-run$run.json"
+      step split_time_run$run 100 python3 tools/bench/kernel_time.py --dims 192 --dv 128 --seqlens 1024,4096,8192 \
+        --out "$OUT/split-time-run$run.json"
     done ;;
   *) summary+=("unknown mode $what") ;;
 esac

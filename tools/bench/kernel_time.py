@@ -31,6 +31,10 @@ library defines it (square here, so the same mask). This is the script that ran 
                                              cross "8,1024,8192,16,16,128,0,bf16"; a causal point needs
                                              SQ == SK (PyTorch's is_causal is top-left aligned, ours
                                              bottom-right: equal only for square masks)
+    --dv N                                   V's (O's, dO's, dV's) head dim at every point, 0: d's
+                                             (e.g. --dims 192 --dv 128: DeepSeek's split); FLOPs
+                                             counted as 2 b h sq sk (d + dv) per forward; a library
+                                             that refuses the pair (cuDNN) loses its columns
 """
 import argparse, ctypes, sys, os, json
 sys.path.insert(0, os.environ["PYTHONPATH"])
@@ -48,6 +52,7 @@ ap.add_argument("--fa2", action="store_true")
 ap.add_argument("--det", action="store_true")
 ap.add_argument("--shapes", default=None)
 ap.add_argument("--static-schedule", action="store_true")
+ap.add_argument("--dv", type=int, default=0)
 ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "kernel_time.json"))
 args = ap.parse_args()
 lib = _abi.library(); dev = torch.device("cuda")
@@ -81,21 +86,24 @@ def points():
 for b, s, sk, h, hkv, d, causal, dt in points():
     g = torch.Generator(device=dev).manual_seed(0)
     tdt = torch.bfloat16 if dt == "bf16" else torch.float16
-    q, do = (torch.randn(b, s, h, d, device=dev, dtype=tdt, generator=g) for _ in range(2))
-    k, v = (torch.randn(b, sk, hkv, d, device=dev, dtype=tdt, generator=g) for _ in range(2))
+    dvv = args.dv or d  # V's head dim
+    q = torch.randn(b, s, h, d, device=dev, dtype=tdt, generator=g)
+    do = torch.randn(b, s, h, dvv, device=dev, dtype=tdt, generator=g)
+    k = torch.randn(b, sk, hkv, d, device=dev, dtype=tdt, generator=g)
+    v = torch.randn(b, sk, hkv, dvv, device=dev, dtype=tdt, generator=g)
     gqa = {"enable_gqa": True} if hkv != h else {}
     code = 0 if dt == "bf16" else 1
-    o, lse = torch.empty_like(q), torch.empty(b, h, s, device=dev)
+    o, lse = q.new_empty((b, s, h, dvv)), torch.empty(b, h, s, device=dev)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     # The dynamic schedule's tile counter (flashptx_fwd_params.tile_counter; zero, and every call
     # leaves it zero), shared by the builds measured here: they run one after another on one stream.
     # --static-schedule leaves it NULL. (A build older than the field never reads it.)
     ctr = torch.zeros(2, dtype=torch.int32, device=dev)
-    f = _abi.fwd_params({"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "o": o.data_ptr(), "lse": lse.data_ptr(), "tile_counter": None if args.static_schedule else ctr.data_ptr()}, tuple(q.shape), tuple(k.shape), {"q": st(q), "k": st(k), "v": st(v), "o": st(o)}, code, causal, 0.0)
+    f = _abi.fwd_params({"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "o": o.data_ptr(), "lse": lse.data_ptr(), "tile_counter": None if args.static_schedule else ctr.data_ptr()}, tuple(q.shape), tuple(k.shape), {"q": st(q), "k": st(k), "v": st(v), "o": st(o)}, code, causal, 0.0, head_dim_v=args.dv)
     def bwd_call(deterministic):
         # BwdParams on these tensors with a workspace of the size the library asks for (the
         # workspace tensor is kept alive as an attribute of the params).
-        bp = _abi.bwd_params({"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "o": o.data_ptr(), "lse": lse.data_ptr(), "dout": do.data_ptr(), "dq": dq.data_ptr(), "dk": dk.data_ptr(), "dv": dv.data_ptr()}, tuple(q.shape), tuple(k.shape), {n: st(t) for n, t in (("q", q), ("k", k), ("v", v), ("o", o), ("do", do), ("dq", dq), ("dk", dk), ("dv", dv))}, code, causal, 0.0, deterministic)
+        bp = _abi.bwd_params({"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "o": o.data_ptr(), "lse": lse.data_ptr(), "dout": do.data_ptr(), "dq": dq.data_ptr(), "dk": dk.data_ptr(), "dv": dv.data_ptr()}, tuple(q.shape), tuple(k.shape), {n: st(t) for n, t in (("q", q), ("k", k), ("v", v), ("o", o), ("do", do), ("dq", dq), ("dk", dk), ("dv", dv))}, code, causal, 0.0, deterministic, head_dim_v=args.dv)
         need = ctypes.c_int64(0); lib.flashptx_bwd_workspace_size(ctypes.byref(bp), ctypes.byref(need))
         bp._ws = torch.empty(max(1, need.value), dtype=torch.uint8, device=dev)
         bp.workspace, bp.workspace_bytes = bp._ws.data_ptr(), need.value
@@ -111,10 +119,14 @@ for b, s, sk, h, hkv, d, causal, dt in points():
         with torch.no_grad(), sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
             F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal, **gqa)
     qg, kg, vg = (t.detach().transpose(1, 2).requires_grad_(True) for t in (q, k, v))
-    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-        out = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal, **gqa)
+    try:
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            out = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal, **gqa)
+    except RuntimeError as e:  # cuDNN refuses the shape: cud_b says so when called
+        out, out_err = None, e
     dot = do.transpose(1, 2)
     def cud_b():
+        if out is None: raise RuntimeError(str(out_err))
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
             torch.autograd.grad(out, (qg, kg, vg), dot, retain_graph=True)
     def fa2_pair():
@@ -135,11 +147,19 @@ for b, s, sk, h, hkv, d, causal, dt in points():
         except RuntimeError as e:
             print("FA2 refuses d%d s%d: %s" % (d, s, str(e).splitlines()[0]), flush=True)
             return None, None
-    fl = 4.0 * b * h * s * sk * d * (0.5 if causal else 1.0)
+    fl = 2.0 * b * h * s * sk * (d + dvv) * (0.5 if causal else 1.0)
     r = {"d": d, "s": s, "b": b, "h": h, "causal": causal}
+    if args.dv: r["dv"] = dvv
     if args.shapes: r.update({"sk": sk, "hkv": hkv, "dtype": dt})
     plan = [("ours_fwd", ours_f, 1.0), ("cudnn_fwd", cud_f, 1.0)]
     if has_bwd: plan += [("ours_bwd", ours_b, 2.5), ("cudnn_bwd", cud_b, 2.5)]
+    if args.dv:  # cuDNN may refuse V's head dim: its columns go, with the reason printed
+        for name, fn in (("cudnn_fwd", cud_f), ("cudnn_bwd", cud_b)):
+            try:
+                fn()
+            except RuntimeError as e:
+                print("cuDNN refuses d%d/%d s%d (%s): %s" % (d, dvv, s, name, str(e).splitlines()[0]), flush=True)
+                plan = [x for x in plan if x[0] != name]
     if args.fa2:
         f2, b2 = fa2_pair()
         if f2 is not None: plan.insert(2, ("fa2_fwd", f2, 1.0))
@@ -185,7 +205,7 @@ for b, s, sk, h, hkv, d, causal, dt in points():
             us = gpu_us(fn, per_kernel=pk); r[name + rep] = fl * w / (us * 1e-6) / 1e12
             if pk is not None: r[name + "_kernels_us"] = pk
     rows.append(r)
-    line = "d%d s%d %s GPU-kernel TFLOP/s" % (d, s, "causal" if causal else "full  ")
+    line = "d%d%s s%d %s GPU-kernel TFLOP/s" % (d, "/%d" % dvv if args.dv else "", s, "causal" if causal else "full  ")
     if args.shapes: line = "b%d sq%d sk%d h%d/%d d%d %s %s GPU-kernel TFLOP/s" % (b, s, sk, h, hkv, d, "causal" if causal else "full", dt)
     for name, _, _ in plan: line += " | %s %.0f/%.0f" % (name, r[name], r[name + "2"])
     print(line, flush=True)
