@@ -12,7 +12,7 @@
  *                       FP8 forward. bf16 or fp16 in and out (all tensors one dtype); head_dim 64, 128,
  *                       256 (the fixed-length forward also 96, 192, and 192 with a V head dim of 128:
  *                       flashptx_fwd_params::head_dim_v; the backward, fixed-length and varlen, also
- *                       96 and 192, the fixed-length one also (192, 128): flashptx_bwd_params::head_dim_v);
+ *                       96, 192 and (192, 128): flashptx_bwd_params::head_dim_v);
  *                       causal masks aligned to the bottom-right when seqlen_q != seqlen_k (as
  *                       FlashAttention does); heads_q a multiple of heads_kv (GQA, MQA).
  *   sm_100 (Blackwell)  the FA4 kernels: forward and backward, head_dim 64 and 128, otherwise as above.
@@ -414,13 +414,13 @@ flashptx_status flashptx_bwd_kernel_info(const flashptx_bwd_params* p, flashptx_
 typedef struct flashptx_bwd_varlen_params {
   const void* q;      /* [total_q, heads_q, head_dim] */
   const void* k;      /* [total_k, heads_kv, head_dim] */
-  const void* v;      /* [total_k, heads_kv, head_dim] */
-  const void* o;      /* [total_q, heads_q, head_dim]: the forward's output */
+  const void* v;      /* [total_k, heads_kv, head_dim_v] (head_dim_v: head_dim when 0) */
+  const void* o;      /* [total_q, heads_q, head_dim_v]: the forward's output */
   const float* lse;   /* [heads_q, total_q], contiguous: the forward varlen's LSE */
-  const void* dout;   /* [total_q, heads_q, head_dim]: dL/dO */
+  const void* dout;   /* [total_q, heads_q, head_dim_v]: dL/dO */
   void* dq;           /* [total_q, heads_q, head_dim] */
   void* dk;           /* [total_k, heads_kv, head_dim] */
-  void* dv;           /* [total_k, heads_kv, head_dim] */
+  void* dv;           /* [total_k, heads_kv, head_dim_v] */
 
   const int32_t* cu_seqlens_q;  /* HOST memory: num_seqs + 1 prefix sums of the query lengths */
   const int32_t* cu_seqlens_k;  /* HOST memory: num_seqs + 1 prefix sums of the key lengths */
@@ -459,10 +459,10 @@ typedef struct flashptx_bwd_varlen_params {
    * lengths (q, dout, k, v) must be finite, as for the forward. */
   const int32_t* seqused_q;
   const int32_t* seqused_k;
-  /* As flashptx_bwd_params::head_dim_v (0 means head_dim), for the ABI's symmetry with
-   * flashptx_fwd_varlen_params::head_dim_v: the varlen backward has no separate V head dim yet, so
-   * any value other than 0 or head_dim is FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM (negative:
-   * FLASHPTX_ERR_BAD_SHAPE). The contiguous helper below leaves it 0. */
+  /* V's, O's, dO's and dV's head dim, as flashptx_bwd_params::head_dim_v (0 means head_dim): the
+   * pairs of the fixed-length backward, (192, 128) included; any other pair is
+   * FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM (negative: FLASHPTX_ERR_BAD_SHAPE). The contiguous helper below
+   * leaves it 0. */
   int64_t head_dim_v;
 } flashptx_bwd_varlen_params;
 

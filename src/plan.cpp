@@ -1045,8 +1045,12 @@ void build_bwd_varlen_table(const int32_t* cu_q, const int32_t* cu_k, int num_se
   table->n_prefix[order.size()] = n;
 }
 
-// The kernel rows of a varlen backward: the main kernel (forced by name or by head dim and dtype) and
-// the aux kernels of its dtype.
+// V's head dim of a varlen backward (flashptx_bwd_varlen_params::head_dim_v, 0 meaning head_dim).
+static int64_t bwd_varlen_v_dim(const flashptx_bwd_varlen_params& p) {
+  return p.head_dim_v != 0 ? p.head_dim_v : p.head_dim;
+}
+// The kernel rows of a varlen backward: the main kernel (forced by name or by head dims and dtype)
+// and the aux kernels of its dtype.
 static flashptx_status bwd_varlen_rows(const flashptx_bwd_varlen_params& p, const BwdOptions& opt,
                                        const KernelEntry* rows[4], std::string* err) {
   const std::span<const KernelEntry> table = fa3_bwd_varlen_kernels();
@@ -1054,8 +1058,9 @@ static flashptx_status bwd_varlen_rows(const flashptx_bwd_varlen_params& p, cons
   const bool local = bwd_varlen_modifiers(p).local;
   if (opt.kernel != nullptr) {
     k = kernel_by_name(opt.kernel);
-    if (k == nullptr || k->family != Family::kFa3BwdVarlen || k->head_dim != p.head_dim || k->dtype != p.dtype) {
-      *err = std::string("no varlen backward kernel named '") + opt.kernel + "' for this head dim and dtype";
+    if (k == nullptr || k->family != Family::kFa3BwdVarlen || k->head_dim != p.head_dim ||
+        v_dim(*k) != bwd_varlen_v_dim(p) || k->dtype != p.dtype) {
+      *err = std::string("no varlen backward kernel named '") + opt.kernel + "' for this head dim, V's head dim and dtype";
       return FLASHPTX_ERR_BAD_OPTION;
     }
     if (local && !is_bwd_local(*k)) {
@@ -1065,8 +1070,13 @@ static flashptx_status bwd_varlen_rows(const flashptx_bwd_varlen_params& p, cons
     }
   } else {
     // A bounded window or a softcap: the local varlen kernel (src/sm90/fa3_bwd_local.cu).
-    k = row_of(local ? fa3_bwd_varlen_local_kernels() : table, Family::kFa3BwdVarlen, p.dtype,
-               static_cast<int>(p.head_dim));
+    // By (head_dim, head_dim_v): the d192 and d192_v128 rows share Q's head dim.
+    for (const KernelEntry& r : local ? fa3_bwd_varlen_local_kernels() : table)
+      if (r.family == Family::kFa3BwdVarlen && r.dtype == p.dtype && r.head_dim == p.head_dim &&
+          v_dim(r) == bwd_varlen_v_dim(p)) {
+        k = &r;
+        break;
+      }
   }
   if (opt.dq_order == DqOrder::kRotated) {
     *err = "the varlen backward's dQ writers take the ascending (causal: shortest-first) order only";
@@ -1079,7 +1089,8 @@ static flashptx_status bwd_varlen_rows(const flashptx_bwd_varlen_params& p, cons
   for (int i = 0; i < 4; ++i)
     if (rows[i] == nullptr) {
       *err = std::string(local ? "no local (window / softcap) varlen backward kernel" : "no varlen backward kernel") +
-             " for head_dim " + std::to_string(p.head_dim) + " in this dtype";
+             " for (head_dim, head_dim_v) = (" + std::to_string(p.head_dim) + ", " +
+             std::to_string(bwd_varlen_v_dim(p)) + ") in this dtype";
       return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
     }
   return FLASHPTX_OK;
@@ -1145,21 +1156,23 @@ flashptx_status encode_bwd_varlen_args(const flashptx_bwd_varlen_params& p, BwdV
   fa3::BwdParams& a = plan->args.bwd;
   a = fa3::BwdParams{};
   if (plan->main.grid.x > 0) {
-    // The packed tensors as [1, total, heads, d]. Without query rows the kernel runs no step and
-    // never reads Q or dO: their maps stay zero.
+    // The packed tensors as [1, total, heads, d]; V, dO and dV at head_dim_v columns, whose boxes
+    // past it load zeros and store nothing (as the fixed-length backward's: encode_bwd_args). Without
+    // query rows the kernel runs no step and never reads Q or dO: their maps stay zero.
+    const int64_t dv = bwd_varlen_v_dim(p);
     const bool ok =
         (p.total_q == 0 ||
          (encode_bshd(&a.tma_q, type, p.q, 1, p.total_q, p.heads_q, p.head_dim, 0, p.q_row_stride, p.q_head_stride,
                       static_cast<uint32_t>(k.block_m), err) &&
-          encode_bshd(&a.tma_do, type, p.dout, 1, p.total_q, p.heads_q, p.head_dim, 0, p.do_row_stride,
+          encode_bshd(&a.tma_do, type, p.dout, 1, p.total_q, p.heads_q, dv, 0, p.do_row_stride,
                       p.do_head_stride, static_cast<uint32_t>(k.block_m), err))) &&
         encode_bshd(&a.tma_k, type, p.k, 1, p.total_k, p.heads_kv, p.head_dim, 0, p.k_row_stride, p.k_head_stride,
                     static_cast<uint32_t>(k.block_n), err) &&
-        encode_bshd(&a.tma_v, type, p.v, 1, p.total_k, p.heads_kv, p.head_dim, 0, p.v_row_stride, p.v_head_stride,
+        encode_bshd(&a.tma_v, type, p.v, 1, p.total_k, p.heads_kv, dv, 0, p.v_row_stride, p.v_head_stride,
                     static_cast<uint32_t>(k.block_n), err) &&
         encode_bshd(&a.tma_dk, type, p.dk, 1, p.total_k, p.heads_kv, p.head_dim, 0, p.dk_row_stride,
                     p.dk_head_stride, 64u, err) &&
-        encode_bshd(&a.tma_dv, type, p.dv, 1, p.total_k, p.heads_kv, p.head_dim, 0, p.dv_row_stride,
+        encode_bshd(&a.tma_dv, type, p.dv, 1, p.total_k, p.heads_kv, dv, 0, p.dv_row_stride,
                     p.dv_head_stride, 64u, err);
     if (!ok) return FLASHPTX_ERR_BAD_STRIDES;
   }
@@ -1202,7 +1215,7 @@ flashptx_status encode_bwd_varlen_args(const flashptx_bwd_varlen_params& p, BwdV
   x.dv_ss = p.dv_row_stride; x.dv_sh = p.dv_head_stride;
   x.seqlen_q = a.seqlen_q; x.seqlen_k = a.seqlen_k; x.heads_q = a.heads_q; x.heads_kv = a.heads_kv;
   x.batch = 1; x.head_dim = static_cast<int>(p.head_dim);
-  x.head_dim_v = x.head_dim;  // the varlen backward has no separate V head dim (validate_bwd_varlen_shape)
+  x.head_dim_v = static_cast<int>(bwd_varlen_v_dim(p));  // O's and dO's columns (the preprocess), dV's (post_dkv)
   x.block_m = k.block_m; x.block_n = k.block_n; x.m_blocks = a.m_blocks; x.n_blocks = a.n_blocks;
   x.softmax_scale = scale;
 

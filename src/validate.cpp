@@ -452,14 +452,7 @@ flashptx_status validate_bwd_varlen_shape(const flashptx_bwd_varlen_params& p, s
     return s;
   if ((s = check_scale(p.softmax_scale, msg)) != FLASHPTX_OK) return s;
   if ((s = check_modifiers(p, msg)) != FLASHPTX_OK) return s;
-  // No separate V head dim on the varlen backward (the fixed-length backward's (192, 128) needs the
-  // varlen main kernels' register-stored tail rows bounded at V's columns: not built).
   if ((s = check_sizes({{"head_dim_v", p.head_dim_v}}, msg)) != FLASHPTX_OK) return s;
-  if (p.head_dim_v != 0 && p.head_dim_v != p.head_dim)
-    return bad(FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM, msg,
-               "(head_dim, head_dim_v) = (" + std::to_string(p.head_dim) + ", " + std::to_string(p.head_dim_v) +
-                   "): the varlen backward has no separate V head dim (head_dim_v must be 0 or head_dim; "
-                   "the fixed-length backward takes (192, 128))");
   if (p.num_seqs > FLASHPTX_VARLEN_MAX_SEQS)
     return bad(FLASHPTX_ERR_TOO_MANY_SEQS, msg,
                "num_seqs " + std::to_string(p.num_seqs) + " is above FLASHPTX_VARLEN_MAX_SEQS (" +
@@ -480,8 +473,9 @@ flashptx_status validate_bwd_varlen_shape(const flashptx_bwd_varlen_params& p, s
   }
   if (p.total_q == 0 && p.total_k == 0) return FLASHPTX_OK;  // nothing to compute
   if ((s = check_half_dtype("dtype", p.dtype, msg)) != FLASHPTX_OK) return s;
-  // The fixed-length backward's head dims (96 and 192: src/sm90/fa3_bwd_varlen.cu's d96 and d192 kernels).
-  if (check_bwd_head_dim(p.head_dim, msg) != FLASHPTX_OK) return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
+  // The fixed-length backward's (head_dim, head_dim_v) pairs (96, 192 and (192, 128):
+  // src/sm90/fa3_bwd_varlen.cu's d96, d192 and d192_v128 kernels).
+  if (check_bwd_head_dims(p.head_dim, p.head_dim_v, msg) != FLASHPTX_OK) return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
   if (check_heads(p.heads_q, p.heads_kv, msg) != FLASHPTX_OK) return FLASHPTX_ERR_BAD_HEADS;
   return FLASHPTX_OK;
 }
@@ -507,22 +501,23 @@ flashptx_status validate_bwd_varlen_buffers(const flashptx_bwd_varlen_params& p,
   }
   if (rows_q && p.lse == nullptr) return bad(FLASHPTX_ERR_NULL_POINTER, msg, "lse is NULL (the forward's LSE is needed)");
   if (rows_q && (s = check_aligned("lse", p.lse, 4, msg)) != FLASHPTX_OK) return s;
-  // The packed tensors as [1, total, heads, d]: the batch stride is never used.
-  const int64_t d = p.head_dim;
-  struct S { const char* name; int64_t rows, heads, ss, sh; bool out; };
+  // The packed tensors as [1, total, heads, d]: the batch stride is never used. Q, K, dQ, dK have
+  // head_dim columns; V, O, dO, dV head_dim_v (0: head_dim).
+  const int64_t d = p.head_dim, dv = p.head_dim_v != 0 ? p.head_dim_v : p.head_dim;
+  struct S { const char* name; int64_t rows, heads, cols, ss, sh; bool out; };
   const S strides[] = {
-      {"q", p.total_q, p.heads_q, p.q_row_stride, p.q_head_stride, false},
-      {"k", p.total_k, p.heads_kv, p.k_row_stride, p.k_head_stride, false},
-      {"v", p.total_k, p.heads_kv, p.v_row_stride, p.v_head_stride, false},
-      {"o", p.total_q, p.heads_q, p.o_row_stride, p.o_head_stride, false},
-      {"dout", p.total_q, p.heads_q, p.do_row_stride, p.do_head_stride, false},
-      {"dq", p.total_q, p.heads_q, p.dq_row_stride, p.dq_head_stride, true},
-      {"dk", p.total_k, p.heads_kv, p.dk_row_stride, p.dk_head_stride, true},
-      {"dv", p.total_k, p.heads_kv, p.dv_row_stride, p.dv_head_stride, true},
+      {"q", p.total_q, p.heads_q, d, p.q_row_stride, p.q_head_stride, false},
+      {"k", p.total_k, p.heads_kv, d, p.k_row_stride, p.k_head_stride, false},
+      {"v", p.total_k, p.heads_kv, dv, p.v_row_stride, p.v_head_stride, false},
+      {"o", p.total_q, p.heads_q, dv, p.o_row_stride, p.o_head_stride, false},
+      {"dout", p.total_q, p.heads_q, dv, p.do_row_stride, p.do_head_stride, false},
+      {"dq", p.total_q, p.heads_q, d, p.dq_row_stride, p.dq_head_stride, true},
+      {"dk", p.total_k, p.heads_kv, d, p.dk_row_stride, p.dk_head_stride, true},
+      {"dv", p.total_k, p.heads_kv, dv, p.dv_row_stride, p.dv_head_stride, true},
   };
   for (const S& x : strides) {
     if (x.rows == 0) continue;
-    if ((s = check_strides(x.name, 1, x.rows, x.heads, d, 0, x.ss, x.sh, x.out, msg)) != FLASHPTX_OK) return s;
+    if ((s = check_strides(x.name, 1, x.rows, x.heads, x.cols, 0, x.ss, x.sh, x.out, msg)) != FLASHPTX_OK) return s;
   }
   if (workspace_needed > 0) {
     if (p.workspace == nullptr)

@@ -892,8 +892,9 @@ struct Mma {
   // ---- epilogue -------------------------------------------------------------------------------
   // Varlen, the warpgroup that holds the sequence's last keys: its dK and dV rows < len_k from
   // registers (st.global of packed pairs), so that nothing lands on the next sequence's rows,
-  // which another CTA owns; and only the columns < C.real_head_dim (a head dim run over zero
-  // columns, BwdConfig::real_head_dim), so that nothing lands on the next head's first columns.
+  // which another CTA owns; and only the columns < C.real_head_dim of dK, < C.real_head_dim_v of
+  // dV (a head dim run over zero columns, BwdConfig::real_head_dim), so that nothing lands on the
+  // next head's (or, at V's narrower rows, the next row's) first columns.
   __device__ __forceinline__ void store_dkv_tail(const BwdVarlenTable& vt) {
     const int key_base = kb.n_block * kBn + key0() + r0;
 #pragma unroll
@@ -911,6 +912,9 @@ struct Mma {
           if (dcol0() + 8 * i >= C.real_head_dim) continue;
         const int col = dcol0() + 8 * i + 2 * q4;
         ptx::st_global_b32(dk_row + col, pack2<C.bf16>(dk[4 * i + 2 * h], dk[4 * i + 2 * h + 1]));
+        // dV's columns end at V's head dim (varlen (192, 128): warpgroup 1 stores none).
+        if constexpr (C.real_head_dim_v < C.real_head_dim)
+          if (dcol0() + 8 * i >= C.real_head_dim_v) continue;
         ptx::st_global_b32(dv_row + col, pack2<C.bf16>(dv[4 * i + 2 * h], dv[4 * i + 2 * h + 1]));
       }
     }

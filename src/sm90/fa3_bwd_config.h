@@ -119,6 +119,10 @@ struct BwdConfig {
                         // (store_dkv_tail) write no column at or past it, so that nothing lands on
                         // the next head's first columns. The fixed-length kernels serve 96 and 192
                         // with it equal to head_dim: every store of theirs is a clipped box.
+  int real_head_dim_v = head_dim;  // V's (and dO's, dV's) columns, <= real_head_dim: the varlen tail's
+                        // dV register stores write no column at or past it (varlen (192, 128) on the
+                        // d256 shape: 128, warpgroup 1's dV columns all zero and none stored); set with
+                        // real_head_dim by with_real_head_dim, apart only by with_real_head_dims.
 };
 
 // The specializations' shapes (src/sm90/fa3_bwd.cu lists the kernels; src/sm90/fa3_bwd_varlen.cu
@@ -144,6 +148,13 @@ constexpr BwdConfig local(BwdConfig c) {
 // A varlen shape serving a smaller head dim over zero columns (BwdConfig::real_head_dim).
 constexpr BwdConfig with_real_head_dim(BwdConfig c, int d) {
   c.real_head_dim = d;
+  c.real_head_dim_v = d;
+  return c;
+}
+// ... and V's head dim apart from Q's (varlen (192, 128)).
+constexpr BwdConfig with_real_head_dims(BwdConfig c, int d, int dv) {
+  c.real_head_dim = d;
+  c.real_head_dim_v = dv;
   return c;
 }
 

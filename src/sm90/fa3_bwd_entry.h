@@ -36,6 +36,8 @@ KernelEntry fa3_bwd_entry(const char* name, const void* fn, Family family) {
                      .threads = L::kThreads,
                      .smem_bytes = L::kSmemBytes,
                      .fn = fn,
+                     // V's head dim where it is not the row's (varlen (192, 128)); 0: head_dim
+                     .head_dim_v = C.real_head_dim_v != C.real_head_dim ? C.real_head_dim_v : 0,
                      .switches = kFa3BwdSwitches<C>};
 }
 // A pre/postprocess kernel: no head dimension, tiles, rings or dynamic shared memory.

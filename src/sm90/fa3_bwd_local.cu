@@ -1,7 +1,7 @@
 // FA3 backward with the sliding window and the softcap (BwdConfig::local): the list of
 // specializations. One kernel per backward shape and dtype (kBwdD64, kBwdD128, kBwdD256 of
-// src/sm90/fa3_bwd_config.h), fixed-length and varlen (varlen also at 96 and 192: the d128 and d256
-// shapes with BwdConfig::real_head_dim), the window and the softcap both run-time
+// src/sm90/fa3_bwd_config.h), fixed-length and varlen (varlen also at 96, 192 and (192, 128): the
+// d128 and d256 shapes with BwdConfig::real_head_dim and real_head_dim_v), the window and the softcap both run-time
 // values (BwdLocal), as the forward's local kernels (src/sm90/fa3_fwd_local.cu). The fixed-length
 // kernels take BwdLocalParams, the varlen ones BwdVarlenLocalParams (the varlen aux kernels of
 // src/sm90/fa3_bwd_varlen.cu read its leading BwdVarlenParams; the fixed-length aux kernels of
@@ -65,6 +65,15 @@ FLASHPTX_FA3_BWD_VARLEN_LOCAL_KERNEL(
     fa3_bwd_varlen_local_sm90_fp16_d192,
     flashptx::fa3::with_real_head_dim(
         flashptx::fa3::local(flashptx::fa3::varlen(flashptx::fa3::fp16(flashptx::fa3::kBwdD256))), 192))
+// (192, 128) (varlen): d256, the dV register stores bounded at V's 128 columns (real_head_dim_v).
+FLASHPTX_FA3_BWD_VARLEN_LOCAL_KERNEL(
+    fa3_bwd_varlen_local_sm90_bf16_d192_v128,
+    flashptx::fa3::with_real_head_dims(flashptx::fa3::local(flashptx::fa3::varlen(flashptx::fa3::kBwdD256)), 192,
+                                       128))
+FLASHPTX_FA3_BWD_VARLEN_LOCAL_KERNEL(
+    fa3_bwd_varlen_local_sm90_fp16_d192_v128,
+    flashptx::fa3::with_real_head_dims(
+        flashptx::fa3::local(flashptx::fa3::varlen(flashptx::fa3::fp16(flashptx::fa3::kBwdD256))), 192, 128))
 
 namespace flashptx {
 
@@ -101,6 +110,10 @@ std::span<const KernelEntry> fa3_bwd_varlen_local_kernels() {
                                  with_real_head_dim(local(varlen(kBwdD256)), 192), kFa3BwdVarlen),
       FLASHPTX_FA3_BWD_LOCAL_ROW(fa3_bwd_varlen_local_sm90_fp16_d192,
                                  with_real_head_dim(local(varlen(fp16(kBwdD256))), 192), kFa3BwdVarlen),
+      FLASHPTX_FA3_BWD_LOCAL_ROW(fa3_bwd_varlen_local_sm90_bf16_d192_v128,
+                                 with_real_head_dims(local(varlen(kBwdD256)), 192, 128), kFa3BwdVarlen),
+      FLASHPTX_FA3_BWD_LOCAL_ROW(fa3_bwd_varlen_local_sm90_fp16_d192_v128,
+                                 with_real_head_dims(local(varlen(fp16(kBwdD256))), 192, 128), kFa3BwdVarlen),
   };
   return rows;
 }

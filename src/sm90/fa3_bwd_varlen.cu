@@ -7,7 +7,8 @@
 //
 //   kernel           shape as               grid
 //   bwd varlen d*    fa3_bwd_sm90_*_d*      (key blocks summed over the sequences, heads_q)
-//                    (d96 and d192: the d128 and d256 shapes over zero columns, real_head_dim 96, 192)
+//                    (d96 and d192: the d128 and d256 shapes over zero columns, real_head_dim 96, 192;
+//                    d192_v128: d256 with real_head_dim 192 and real_head_dim_v 128)
 //   pre              fa3_bwd_pre_sm90_*     (padded query rows summed over the sequences / rows per CTA, heads_q)
 //   post_dq          fa3_bwd_post_dq_*      (padded query blocks summed over the sequences, heads_q)
 //   post_dkv (GQA)   fa3_bwd_post_dkv_*     (key blocks summed over the sequences, heads_kv)
@@ -43,6 +44,14 @@ FLASHPTX_FA3_BWD_VARLEN_KERNEL(fa3_bwd_varlen_sm90_bf16_d192,
 FLASHPTX_FA3_BWD_VARLEN_KERNEL(fa3_bwd_varlen_sm90_fp16_d192,
                                flashptx::fa3::with_real_head_dim(
                                    flashptx::fa3::varlen(flashptx::fa3::fp16(flashptx::fa3::kBwdD256)), 192))
+// (head_dim, head_dim_v) = (192, 128): the d256 shape, V's, dO's and dV's columns past 128 zero, the
+// register-stored dV rows bounded at 128 (BwdConfig::real_head_dim_v).
+FLASHPTX_FA3_BWD_VARLEN_KERNEL(fa3_bwd_varlen_sm90_bf16_d192_v128,
+                               flashptx::fa3::with_real_head_dims(flashptx::fa3::varlen(flashptx::fa3::kBwdD256), 192,
+                                                                  128))
+FLASHPTX_FA3_BWD_VARLEN_KERNEL(fa3_bwd_varlen_sm90_fp16_d192_v128,
+                               flashptx::fa3::with_real_head_dims(
+                                   flashptx::fa3::varlen(flashptx::fa3::fp16(flashptx::fa3::kBwdD256)), 192, 128))
 
 #define FLASHPTX_FA3_BWD_VARLEN_AUX_KERNEL(name, body, is_bf16)                                      \
   extern "C" __global__ void __launch_bounds__(256)                                                 \
@@ -77,6 +86,9 @@ std::span<const KernelEntry> fa3_bwd_varlen_kernels() {
       FLASHPTX_FA3_BWD_VARLEN_ROW(fa3_bwd_varlen_sm90_fp16_d96, with_real_head_dim(varlen(fp16(kBwdD128)), 96)),
       FLASHPTX_FA3_BWD_VARLEN_ROW(fa3_bwd_varlen_sm90_bf16_d192, with_real_head_dim(varlen(kBwdD256), 192)),
       FLASHPTX_FA3_BWD_VARLEN_ROW(fa3_bwd_varlen_sm90_fp16_d192, with_real_head_dim(varlen(fp16(kBwdD256)), 192)),
+      FLASHPTX_FA3_BWD_VARLEN_ROW(fa3_bwd_varlen_sm90_bf16_d192_v128, with_real_head_dims(varlen(kBwdD256), 192, 128)),
+      FLASHPTX_FA3_BWD_VARLEN_ROW(fa3_bwd_varlen_sm90_fp16_d192_v128,
+                                  with_real_head_dims(varlen(fp16(kBwdD256)), 192, 128)),
       FLASHPTX_FA3_BWD_VARLEN_AUX_ROW(fa3_bwd_varlen_pre_sm90_bf16, kFa3BwdVarlenPre, FLASHPTX_BF16),
       FLASHPTX_FA3_BWD_VARLEN_AUX_ROW(fa3_bwd_varlen_pre_sm90_fp16, kFa3BwdVarlenPre, FLASHPTX_FP16),
       FLASHPTX_FA3_BWD_VARLEN_AUX_ROW(fa3_bwd_varlen_post_dq_sm90_bf16, kFa3BwdVarlenPostDq, FLASHPTX_BF16),

@@ -434,10 +434,13 @@ struct VBCase {
   // stride d + 8, row stride heads (d + 8) + 16): the pads between heads and rows are poisoned in the
   // gradients and must stay so (a store of columns past d lands there first).
   bool padded = false;
+  int64_t dv = 0;  // V's, O's, dO's and dV's head dim (flashptx_bwd_varlen_params::head_dim_v): 0 passes 0 (d)
+  int64_t d_v() const { return dv != 0 ? dv : d; }
   bool local() const { return (window && (wl >= 0 || wr >= 0)) || softcap != 0.f; }
   VCase fwd() const {
     VCase f{lq, lk, hq, hkv, d, causal, dtype};
     f.padded = padded;
+    f.dv = dv;
     f.uq = uq;
     f.uk = uk;
     f.window = window;
@@ -452,7 +455,11 @@ struct VBCase {
 struct VBProblem {
   VBCase c;
   VProblem f;  // Q, K, V and the forward's O and LSE
-  std::vector<uint16_t> dout;
+  std::vector<uint16_t> dout;  // at O's layout (f.po: d_v columns)
+  // dO for the reference, which has one head dim: where d_v < d, a contiguous [total_q, hq, d] copy
+  // whose columns [d_v, d) are 0 (as VProblem::v_ref), else dout.
+  Packed pdr{};
+  std::vector<uint16_t> dout_ref;
   std::unique_ptr<DeviceBuf> ddo, ddq, ddk, ddv, dws;
   flashptx_bwd_varlen_params params{};
 
@@ -461,10 +468,21 @@ struct VBProblem {
     f.run();
     std::mt19937_64 rng(seed ^ 0xd0);
     std::normal_distribution<float> nd(0.f, 1.f);
-    dout.assign(static_cast<size_t>(f.pq.elems), to_storage(c.dtype, 0.5f));
+    dout.assign(static_cast<size_t>(f.po.elems), to_storage(c.dtype, 0.5f));
     for (int64_t r = 0; r < f.total_q; ++r)
       for (int64_t h = 0; h < c.hq; ++h)
-        for (int64_t e = 0; e < c.d; ++e) dout[r * f.pq.rs + h * f.pq.hs + e] = to_storage(c.dtype, nd(rng));
+        for (int64_t e = 0; e < c.d_v(); ++e) dout[r * f.po.rs + h * f.po.hs + e] = to_storage(c.dtype, nd(rng));
+    if (c.d_v() == c.d) {
+      dout_ref = dout;
+      pdr = f.po;
+    } else {
+      pdr = packed(f.total_q, c.hq, c.d, false);
+      dout_ref.assign(static_cast<size_t>(pdr.elems), to_storage(c.dtype, 0.f));
+      for (int64_t r = 0; r < f.total_q; ++r)
+        for (int64_t h = 0; h < c.hq; ++h)
+          for (int64_t e = 0; e < c.d_v(); ++e)
+            dout_ref[r * pdr.rs + h * pdr.hs + e] = dout[r * f.po.rs + h * f.po.hs + e];
+    }
     ddo.reset(new DeviceBuf(dout.size() * 2));
     CUDA_REQUIRE(cudaMemcpy(ddo->p, dout.data(), dout.size() * 2, cudaMemcpyHostToDevice));
     ddq.reset(new DeviceBuf((static_cast<size_t>(f.pq.elems) + kGuard) * 2));
@@ -474,9 +492,12 @@ struct VBProblem {
                                           ddo->p, ddq->p, ddk->p, ddv->p, f.cu_q.data(), f.cu_k.data(),
                                           static_cast<int64_t>(c.lq.size()), c.hq, c.hkv, c.d, c.dtype,
                                           c.causal ? 1 : 0);
-    // The forward's layouts (contiguous unless padded); dO and dQ as Q, dK as K, dV as V.
-    params.q_row_stride = params.do_row_stride = params.dq_row_stride = f.pq.rs;
-    params.q_head_stride = params.do_head_stride = params.dq_head_stride = f.pq.hs;
+    // The forward's layouts (contiguous unless padded); dQ as Q, dO as O, dK as K, dV as V.
+    params.q_row_stride = params.dq_row_stride = f.pq.rs;
+    params.q_head_stride = params.dq_head_stride = f.pq.hs;
+    params.do_row_stride = f.po.rs;
+    params.do_head_stride = f.po.hs;
+    params.head_dim_v = c.dv;
     params.k_row_stride = params.dk_row_stride = f.pk.rs;
     params.k_head_stride = params.dk_head_stride = f.pk.hs;
     params.v_row_stride = params.dv_row_stride = f.pv.rs;
@@ -523,18 +544,18 @@ struct VBProblem {
 void check_bwd_writes(const VBProblem& pb, const VBProblem::Grads& g) {
   const VBCase& c = pb.c;
   const std::vector<char> rows_q = used_rows(pb.f.cu_q, c.uq), rows_k = used_rows(pb.f.cu_k, c.uk);
-  struct T { const char* name; const std::vector<uint16_t>& x; const Packed& p; int64_t rows, heads;
+  struct T { const char* name; const std::vector<uint16_t>& x; const Packed& p; int64_t rows, heads, cols;
              const std::vector<char>& used; };
-  const T ts[] = {{"dQ", g.dq, pb.f.pq, pb.f.total_q, c.hq, rows_q},
-                  {"dK", g.dk, pb.f.pk, pb.f.total_k, c.hkv, rows_k},
-                  {"dV", g.dv, pb.f.pv, pb.f.total_k, c.hkv, rows_k}};
+  const T ts[] = {{"dQ", g.dq, pb.f.pq, pb.f.total_q, c.hq, c.d, rows_q},
+                  {"dK", g.dk, pb.f.pk, pb.f.total_k, c.hkv, c.d, rows_k},
+                  {"dV", g.dv, pb.f.pv, pb.f.total_k, c.hkv, c.d_v(), rows_k}};
   for (const T& t : ts) {
     std::vector<char> is_out(t.x.size(), 0);
     int64_t bad = 0, clobbered = 0;
     for (int64_t r = 0; r < t.rows; ++r)
       if (t.used[static_cast<size_t>(r)])
         for (int64_t h = 0; h < t.heads; ++h)
-          for (int64_t e = 0; e < c.d; ++e) {
+          for (int64_t e = 0; e < t.cols; ++e) {
             const size_t at = static_cast<size_t>(r * t.p.rs + h * t.p.hs + e);
             is_out[at] = 1;
             if (!std::isfinite(from_storage(c.dtype, t.x[at]))) ++bad;
@@ -558,20 +579,21 @@ void check_bwd_rule(const VBProblem& pb, const VBProblem::Grads& g) {
   for (size_t b = 0; b < c.lq.size(); ++b) {
     const auto rp = f.seq_problem(b);
     const auto qv = f.seq_view(f.q, f.pq, f.cu_q[b]), kv = f.seq_view(f.k, f.pk, f.cu_k[b]),
-               vv = f.seq_view(f.v, f.pv, f.cu_k[b]), dov = f.seq_view(pb.dout, f.pq, f.cu_q[b]);
+               vv = f.seq_view(f.v_ref, f.pvr, f.cu_k[b]), dov = f.seq_view(pb.dout_ref, pb.pdr, f.cu_q[b]);
     const auto ref = flashptx::ref::backward(rp, qv, kv, vv, dov);
     const auto same = flashptx::ref::backward(rp, qv, kv, vv, dov, same_round);
-    struct G { const std::vector<uint16_t>& x; const Packed& p; int64_t row0, rows, heads; const std::vector<double>& r;
-               const std::vector<double>& s; const std::vector<double>* env; };
-    // (The used rows and keys: seq_problem's lengths.)
-    const G gs[3] = {{g.dq, f.pq, f.cu_q[b], f.c.used_q(b), c.hq, ref.dq, same.dq, &ref.dq_env},
-                     {g.dk, f.pk, f.cu_k[b], f.c.used_k(b), c.hkv, ref.dk, same.dk, &ref.dk_env},
-                     {g.dv, f.pv, f.cu_k[b], f.c.used_k(b), c.hkv, ref.dv, same.dv, &ref.dv_env}};  // dv_env: softcap only
+    struct G { const std::vector<uint16_t>& x; const Packed& p; int64_t row0, rows, heads, cols;
+               const std::vector<double>& r; const std::vector<double>& s; const std::vector<double>* env; };
+    // (The used rows and keys: seq_problem's lengths. dV's first d_v columns of the reference's d.)
+    const G gs[3] = {{g.dq, f.pq, f.cu_q[b], f.c.used_q(b), c.hq, c.d, ref.dq, same.dq, &ref.dq_env},
+                     {g.dk, f.pk, f.cu_k[b], f.c.used_k(b), c.hkv, c.d, ref.dk, same.dk, &ref.dk_env},
+                     {g.dv, f.pv, f.cu_k[b], f.c.used_k(b), c.hkv, c.d_v(), ref.dv, same.dv,
+                      &ref.dv_env}};  // dv_env: softcap only
     for (int t = 0; t < 3; ++t) {
       const G& x = gs[t];
       for (int64_t i = 0; i < x.rows; ++i)
         for (int64_t h = 0; h < x.heads; ++h)
-          for (int64_t e = 0; e < c.d; ++e) {
+          for (int64_t e = 0; e < x.cols; ++e) {
             const size_t at = static_cast<size_t>((i * x.heads + h) * c.d + e);
             // The reference's gradients are contiguous [rows, heads, d]; the packed tensor at its strides.
             const double out = from_storage(c.dtype, x.x[static_cast<size_t>((x.row0 + i) * x.p.rs + h * x.p.hs + e)]);
@@ -597,7 +619,8 @@ void check_bwd_kernel(const VBProblem& pb) {
   flashptx_kernel_info info{};
   REQUIRE_MESSAGE(flashptx_bwd_varlen_kernel_info(&pb.params, &info) == FLASHPTX_OK, flashptx_last_error());
   const std::string want = std::string(c.local() ? "fa3_bwd_varlen_local_sm90_" : "fa3_bwd_varlen_sm90_") +
-                           (c.dtype == FLASHPTX_BF16 ? "bf16_d" : "fp16_d") + std::to_string(c.d);
+                           (c.dtype == FLASHPTX_BF16 ? "bf16_d" : "fp16_d") + std::to_string(c.d) +
+                           (c.d_v() != c.d ? "_v" + std::to_string(c.d_v()) : "");
   CHECK(std::string(info.symbol) == want);
   CHECK(info.ctas == info.tiles);
 }
@@ -1093,10 +1116,62 @@ TEST_CASE("backward: head dims 96 and 192, window and softcap: the local varlen 
   check_varlen_bwd_deterministic(cap96, 8804);
 }
 
+TEST_CASE("backward: (192, 128), both dtypes, causal and not, MHA and GQA, ragged and empty, pads untouched") {
+  // DeepSeek's (head_dim, head_dim_v) = (192, 128): the d192_v128 varlen kernels (the d256 shape, the
+  // register-stored dV rows bounded at V's 128 columns: BwdConfig::real_head_dim_v). MHA (the register
+  // and TMA stores of dK/dV) with padded strides, whose pads after each head's 128 dV columns are
+  // poisoned and must stay so; GQA 2:1 (dV through the fp32 accumulator and the postprocess, at 128
+  // columns); both dtypes, causal at one of each.
+  const bool sim = on_simulator();
+  const auto& lq = sim ? kHdimBwdLq : kHdimBwdBigLq;
+  const auto& lk = sim ? kHdimBwdLk : kHdimBwdBigLk;
+  uint64_t seed = 9600;
+  for (flashptx_dtype t : {FLASHPTX_BF16, FLASHPTX_FP16}) {
+    const bool bf16 = t == FLASHPTX_BF16;
+    VBCase mha{lq, lk, 2, 2, 192, bf16, t};
+    mha.dv = 128;
+    mha.padded = bf16;
+    check_varlen_bwd(mha, seed++);
+    VBCase gqa{lq, lk, 4, 2, 192, !bf16, t};
+    gqa.dv = 128;
+    gqa.padded = !bf16;
+    check_varlen_bwd(gqa, seed++);
+  }
+  if (sim) return;
+  // On the GPU: 48 random sequences up to 768 rows (some empty), MQA causal and MHA padded.
+  std::mt19937_64 rng(9690);
+  const auto rq = random_lengths(rng, 48, 768, 0.1), rk = random_lengths(rng, 48, 768, 0.1);
+  VBCase mqa{rq, rk, 8, 1, 192, true, FLASHPTX_BF16};
+  mqa.dv = 128;
+  check_varlen_bwd(mqa, seed++);
+  VBCase mha{rq, rk, 4, 4, 192, false, FLASHPTX_FP16};
+  mha.dv = 128;
+  mha.padded = true;
+  check_varlen_bwd(mha, seed++);
+}
+
+TEST_CASE("backward: (192, 128), deterministic, window and softcap: bitwise across launches and the release library") {
+  // The deterministic mode at causal GQA (the plain d192_v128 kernel) and, through the local kernel,
+  // a window narrower than a block with the softcap, MHA padded (the register stores), each bitwise
+  // across launches, scheduling policies and the release library.
+  const bool sim = on_simulator();
+  const auto& lq = sim ? kHdimBwdLq : kHdimBwdBigLq;
+  const auto& lk = sim ? kHdimBwdLk : kHdimBwdBigLk;
+  VBCase gqa{lq, lk, 4, 2, 192, true, FLASHPTX_BF16, true};
+  gqa.dv = 128;
+  check_varlen_bwd_deterministic(gqa, 9700);
+  VBCase cap{lq, lk, 2, 2, 192, false, FLASHPTX_FP16, true};
+  cap.dv = 128;
+  cap.padded = true;
+  cap.window = true;
+  cap.wl = 40;
+  cap.wr = 5;
+  cap.softcap = 2.f;
+  check_varlen_bwd_deterministic(cap, 9701);
+}
+
 TEST_CASE("backward: head dims 96 and 192 run; 80, 160 and 32 are statuses, nothing launched, the gradients untouched") {
-  // Head dims without a kernel are refused before anything launches. (The varlen backward's params
-  // have no V head dim: the forward's (192, 128) has no varlen backward to ask for; the Python layer
-  // refuses its gradient.)
+  // Head dims and (head_dim, head_dim_v) pairs without a kernel are refused before anything launches.
   VBProblem pb(VBCase{{100, 50, 7}, {100, 60, 9}, 2, 2, 96, false, FLASHPTX_BF16}, 8900);
   pb.poison();
   for (int64_t d : {80, 160, 32}) {
@@ -1105,6 +1180,15 @@ TEST_CASE("backward: head dims 96 and 192 run; 80, 160 and 32 are statuses, noth
     CHECK(flashptx_bwd_varlen(&p, nullptr) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
     CHECK_MESSAGE(std::string(flashptx_last_error()).find("head_dim " + std::to_string(d) + " is not one of") !=
                       std::string::npos,
+                  flashptx_last_error());
+  }
+  for (auto [d, dv] : {std::pair<int64_t, int64_t>{192, 64}, {96, 64}}) {
+    flashptx_bwd_varlen_params p = pb.params;
+    p.head_dim = d;
+    p.head_dim_v = dv;
+    CHECK(flashptx_bwd_varlen(&p, nullptr) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
+    CHECK_MESSAGE(std::string(flashptx_last_error()).find("(head_dim, head_dim_v) = (" + std::to_string(d) + ", " +
+                                                          std::to_string(dv) + ")") != std::string::npos,
                   flashptx_last_error());
   }
   CUDA_REQUIRE(cudaDeviceSynchronize());

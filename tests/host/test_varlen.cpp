@@ -529,6 +529,99 @@ TEST_CASE("the varlen backward plan at head dims 96 and 192: the d128 and d256 s
   }
 }
 
+TEST_CASE("the varlen backward plan at (192, 128): the d192_v128 kernels, the d256 shape, V's maps at 128 columns") {
+  // (head_dim, head_dim_v) = (192, 128) runs fa3_bwd_varlen(_local)_sm90_*_d192_v128 (the d256 shape,
+  // BwdConfig::real_head_dim 192, real_head_dim_v 128: src/sm90/fa3_bwd_varlen.cu, fa3_bwd_local.cu),
+  // with the (192, 192) problem's grids, shared memory and workspace; the d192 kernel forced at
+  // (192, 128) and the d192_v128 one at (192, 192) are option errors; V's, O's, dO's and dV's strides
+  // are checked at 128 columns; (192, 64) and (128, 64) are refused naming the pair.
+  const auto cu_q = prefix({1000, 0, 129, 1}), cu_k = prefix({1000, 50, 0, 4000});
+  alignas(256) static unsigned char ws[256];
+  auto at = [&](int64_t dv, flashptx_dtype dt, bool window) {
+    flashptx_bwd_varlen_params bp;
+    flashptx_bwd_varlen_params_contiguous(&bp, g_fake[0], g_fake[1], g_fake[2], g_fake[3],
+                                          reinterpret_cast<const float*>(g_fake[3]), g_fake[0], g_fake[1], g_fake[2],
+                                          g_fake[3], cu_q.data(), cu_k.data(), 4, 8, 2, 192, dt, 1);
+    bp.head_dim_v = dv;
+    // V, O, dO, dV densely strided at dv columns.
+    bp.v_row_stride = bp.dv_row_stride = 2 * dv;
+    bp.o_row_stride = bp.do_row_stride = 8 * dv;
+    bp.v_head_stride = bp.dv_head_stride = bp.o_head_stride = bp.do_head_stride = dv;
+    bp.workspace = ws;
+    bp.workspace_bytes = int64_t(1) << 40;
+    if (window) {
+      bp.window = 1;
+      bp.window_left = 100;
+      bp.window_right = 0;
+    }
+    return bp;
+  };
+  for (flashptx_dtype dt : {FLASHPTX_BF16, FLASHPTX_FP16})
+    for (bool window : {false, true}) {
+      const std::string name = std::string(window ? "fa3_bwd_varlen_local_sm90_" : "fa3_bwd_varlen_sm90_") +
+                               (dt == FLASHPTX_BF16 ? "bf16_" : "fp16_") + "d192_v128";
+      INFO(name);
+      const flashptx_bwd_varlen_params bp = at(128, dt, window), square = at(192, dt, window);
+      REQUIRE_MESSAGE(flashptx_bwd_varlen_check(&bp) == FLASHPTX_OK, flashptx_last_error());
+      flashptx::BwdVarlenPlan plan, plan_sq;
+      std::string err;
+      REQUIRE_MESSAGE(flashptx::plan_bwd_varlen(bp, {}, kH200, &plan, &err) == FLASHPTX_OK, err);
+      REQUIRE_MESSAGE(flashptx::plan_bwd_varlen(square, {}, kH200, &plan_sq, &err) == FLASHPTX_OK, err);
+      const flashptx::KernelEntry& k = *plan.main.kernel;
+      CHECK(std::string(k.name) == name);
+      CHECK(k.family == flashptx::Family::kFa3BwdVarlen);
+      CHECK(k.head_dim == 192);
+      CHECK(k.head_dim_v == 128);
+      int kernel_head_dim = 0;
+      for (const flashptx::KernelSwitch& s : k.switches)
+        if (std::string(s.name) == "kernel_head_dim") kernel_head_dim = s.value;
+      CHECK(kernel_head_dim == 256);
+      CHECK(plan.local == window);
+      const flashptx::KernelEntry& ks = *plan_sq.main.kernel;
+      CHECK(std::string(ks.name) == name.substr(0, name.size() - 5));  // the d192 kernel
+      CHECK(ks.head_dim_v == 0);
+      CHECK(k.block_m == ks.block_m);
+      CHECK(k.block_n == ks.block_n);
+      CHECK(k.smem_bytes == ks.smem_bytes);
+      for (auto [a, b] : {std::pair{&plan.pre, &plan_sq.pre}, std::pair{&plan.main, &plan_sq.main},
+                          std::pair{&plan.post_dq, &plan_sq.post_dq}, std::pair{&plan.post_dkv, &plan_sq.post_dkv}}) {
+        CHECK(a->grid.x == b->grid.x);
+        CHECK(a->grid.y == b->grid.y);
+        CHECK(a->smem_bytes == b->smem_bytes);
+      }
+      CHECK(plan.workspace.total == plan_sq.workspace.total);
+      int64_t bytes = 0, bytes_sq = 0;
+      REQUIRE(flashptx_bwd_varlen_workspace_size(&bp, &bytes) == FLASHPTX_OK);
+      REQUIRE(flashptx_bwd_varlen_workspace_size(&square, &bytes_sq) == FLASHPTX_OK);
+      CHECK(bytes == bytes_sq);
+      // Each kernel forced at the other pair: refused, naming V's head dim.
+      flashptx::BwdOptions o;
+      const std::string sq_name = ks.name;
+      o.kernel = sq_name.c_str();
+      CHECK(flashptx::plan_bwd_varlen(bp, o, kH200, &plan, &err) == FLASHPTX_ERR_BAD_OPTION);
+      CHECK_MESSAGE(err.find("V's head dim") != std::string::npos, err);
+      o.kernel = name.c_str();
+      CHECK(flashptx::plan_bwd_varlen(square, o, kH200, &plan, &err) == FLASHPTX_ERR_BAD_OPTION);
+      CHECK(flashptx::plan_bwd_varlen(bp, o, kH200, &plan, &err) == FLASHPTX_OK);
+    }
+  // V's strides at 128 columns: a dV row stride below heads_kv x 128 overlaps.
+  flashptx_bwd_varlen_params bp = at(128, FLASHPTX_BF16, false);
+  bp.dv_row_stride = 2 * 128 - 8;
+  CHECK(flashptx_bwd_varlen_check(&bp) == FLASHPTX_ERR_BAD_STRIDES);
+  // Pairs without a kernel: a status naming the pair, nothing planned.
+  for (auto [d, dv] : {std::pair<int64_t, int64_t>{192, 64}, {128, 64}, {256, 128}}) {
+    flashptx_bwd_varlen_params x = at(dv, FLASHPTX_BF16, false);
+    x.head_dim = d;
+    CHECK(flashptx_bwd_varlen_check(&x) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
+    const std::string msg = flashptx_last_error();
+    CHECK_MESSAGE(msg.find("(head_dim, head_dim_v) = (" + std::to_string(d) + ", " + std::to_string(dv) + ")") !=
+                      std::string::npos,
+                  msg);
+    int64_t bytes = 0;
+    CHECK(flashptx_bwd_varlen_workspace_size(&x, &bytes) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
+  }
+}
+
 TEST_CASE("seqused: the tables give each sequence its used lengths at its cu_seqlens offsets") {
   // Lengths from cu_seqlens, used lengths inside them: 0 with rows, equal, partial, one row; the
   // forward's schedule is the model's over the used lengths (a sequence with no used query row has no

@@ -635,6 +635,7 @@ def bwd_varlen_params(ptrs, a, strides, dtype, causal, deterministic):
         p.window = 1
         p.window_left, p.window_right = a["window"]
     p.softcap = a["softcap"]
+    p.head_dim_v = a.get("head_dim_v", 0)  # V's, O's, dO's and dV's head dim (the (192, 128) split)
     return p
 
 

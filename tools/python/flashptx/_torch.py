@@ -157,17 +157,18 @@ def _check_backward_dims(where, q, v):
             "on inputs that do not require grad, or under torch.no_grad()" % (where, q.shape[3], v.shape[3]))
 
 
-# The varlen backward's head dims (flashptx_bwd_varlen; 96 and 192 on the d128 and d256 shapes over zero
-# columns): the varlen forward also runs (192, 128); raised when a gradient is asked for, not in the forward.
-_BWD_VARLEN_HEAD_DIMS = (64, 96, 128, 192, 256)
+# The varlen backward's (head_dim, V's head dim) pairs (flashptx_bwd_varlen; 96, 192 and (192, 128) on the
+# d128 and d256 shapes over zero columns): the fixed-length backward's; raised when a gradient is asked
+# for, not in the forward.
+_BWD_VARLEN_HEAD_DIM_PAIRS = _BWD_HEAD_DIM_PAIRS
 
 
 def _check_varlen_backward_dims(where, q, v):
-    if q.shape[2] not in _BWD_VARLEN_HEAD_DIMS or v.shape[2] != q.shape[2]:
+    if (q.shape[2], v.shape[2]) not in _BWD_VARLEN_HEAD_DIM_PAIRS:
         raise NotImplementedError(
             "%s: the varlen backward is not built for head_dim %d with a V head dim of %d (it takes head_dim "
-            "64, 96, 128, 192 or 256, V's equal to it); the forward runs alone: on inputs that do not require grad, or "
-            "under torch.no_grad()" % (where, q.shape[2], v.shape[2]))
+            "64, 96, 128, 192 or 256 with V's equal to it, and (192, 128)); the forward runs alone: on inputs that "
+            "do not require grad, or under torch.no_grad()" % (where, q.shape[2], v.shape[2]))
 
 
 def _torch_c(name, default):
@@ -1092,7 +1093,7 @@ def _varlen_setup_context(ctx, inputs, output):
 def _varlen_backward(ctx, dout, dlse):
     q, k, v, out, lse, cu_q, cu_k, used_q, used_k = ctx.saved_tensors
     max_q, max_k, causal, scale, deterministic, window, softcap = ctx.args
-    _check_varlen_backward_dims("flashptx.attention_varlen backward", q, v)  # ((192, 128): no backward)
+    _check_varlen_backward_dims("flashptx.attention_varlen backward", q, v)
     if dout is None:
         dout = torch.zeros_like(out)
     dq, dk, dv = torch.ops.flashptx.bwd_varlen(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, used_q, used_k,
@@ -1124,7 +1125,7 @@ class _AttentionVarlen(torch.autograd.Function):
         q, k, v, out, lse = ctx.saved_tensors
         cu_q, cu_k, used_q, used_k = ctx.index
         max_q, max_k, causal, scale, deterministic, window, softcap = ctx.args
-        _check_varlen_backward_dims("flashptx.attention_varlen backward", q, v)  # ((192, 128): no backward)
+        _check_varlen_backward_dims("flashptx.attention_varlen backward", q, v)
         if dout is None:
             dout = torch.zeros_like(out)
         if torch.is_grad_enabled() or _is_compiling() or not _eager_ok(dout):

@@ -900,6 +900,7 @@ def library_varlen_backward_and_seqused_validation():
     b.window = b.window_left = b.window_right = 0
     b.softcap = 0.0
     sizes = {}
+    b.head_dim_v = 0  # V's head dim: q's
     for dd in (96, 128, 192, 256, 80):
         b.head_dim = dd
         b.q_row_stride = b.o_row_stride = b.do_row_stride = b.dq_row_stride = 8 * dd
@@ -919,6 +920,30 @@ def library_varlen_backward_and_seqused_validation():
         b.workspace_bytes = need.value
         bchk(b)
     assert sizes[96] == sizes[128] and sizes[192] == sizes[256], sizes
+    # (192, 128) through head_dim_v: V's, O's, dO's and dV's strides at 128 columns, the d256 kernel's
+    # workspace; (192, 64) refused naming the pair
+    b.head_dim, b.head_dim_v = 192, 128
+    b.q_row_stride = b.dq_row_stride = 8 * 192
+    b.o_row_stride = b.do_row_stride = 8 * 128
+    b.k_row_stride = b.dk_row_stride = 2 * 192
+    b.v_row_stride = b.dv_row_stride = 2 * 128
+    for n in ("q", "k", "dq", "dk"):
+        setattr(b, n + "_head_stride", 192)
+    for n in ("v", "o", "do", "dv"):
+        setattr(b, n + "_head_stride", 128)
+    need = ctypes.c_int64(-1)
+    _abi.check(lib, "flashptx_bwd_varlen_workspace_size",
+               lib.flashptx_bwd_varlen_workspace_size(ctypes.byref(b), ctypes.byref(need)))
+    assert need.value == sizes[192], (need.value, sizes)
+    b.workspace_bytes = need.value
+    bchk(b)
+    b.head_dim_v = 64
+    try:
+        bchk(b)
+        raise AssertionError("the varlen backward took (192, 64)")
+    except _abi.FlashptxValueError as e:
+        assert e.status_name == "FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM" and "(192, 64)" in str(e), str(e)
+    b.head_dim_v = 0
 
 
 def kv_struct(a, **over):

@@ -1000,8 +1000,8 @@ def test_attention_varlen_head_dims_96_192():
     """attention_varlen at head dims 96 and 192 and v's 128 beside 192 (the library's local varlen
     kernels at those dims, plain or with a window and a softcap): O per sequence against fp64
     (_modified_reference), ragged and empty sequences, GQA, bf16 and fp16; O has v's head dim; rows
-    past seqused_q are 0; at 96 and 192 the gradients per sequence against the fixed-length backward's
-    (the d96/d192 varlen backward kernels), at (192, 128) a gradient raises NotImplementedError."""
+    past seqused_q are 0; the gradients per sequence against the fixed-length backward's (the d96, d192
+    and d192_v128 varlen backward kernels)."""
     problems = []
     lq, lk = [1, 0, 70, 130, 9, 300], [1, 40, 0, 150, 100, 257]
     cases = [((96, 96), False, (-1, -1), 0.0, torch.bfloat16), ((96, 96), True, (32, 0), 0.0, torch.float16),
@@ -1042,14 +1042,8 @@ def test_attention_varlen_head_dims_96_192():
             if lq[b] > u and o2[cq + u:cq + lq[b]].abs().max().item() != 0.0:
                 problems.append("%s seqused_q: rows past seqused_q[%d] are not 0" % (name, b))
             cq += lq[b]
-        if dq != dv:  # (192, 128): no varlen backward
-            if window == (-1, -1) and cap == 0.0:
-                qg = q.detach().clone().requires_grad_(True)
-                expect(NotImplementedError,
-                       lambda: flashptx.attention_varlen(qg, k, v, cu_q, cu_k, max(lq), max(lk), causal=causal).sum()
-                       .backward(), "the varlen backward is not built")
-            continue
-        # The varlen backward at 96 and 192 (the d128 and d256 varlen kernels over zero columns): per
+        # The varlen backward at 96, 192 and (192, 128) (the d128 and d256 varlen kernels over zero
+        # columns; at (192, 128) dv has v's 128 columns): per
         # sequence equal, within the dtype's rounding, to the fixed-length backward of that sequence
         # alone (test_backward_head_dims_96_192 holds that one against fp64); a sequence without query
         # rows gets dk = dv = 0, one without keys dq = 0.
