@@ -45,25 +45,10 @@ def parse_args(argv=None):
     return ap.parse_args(argv)
 
 
-class BwdVarlenParams(ctypes.Structure):
-    """flashptx_bwd_varlen_params (include/flashptx.h), field for field; cu_seqlens_q/_k: HOST int32
-    arrays of num_seqs + 1 entries. _abi.py has no binding for it (nor does tools/python/tests/
-    test_cpu.py check one), so it lives here, as kvcache_time.py's KvParams."""
-    _fields_ = ([(n, _p) for n in ("q", "k", "v", "o", "lse", "dout", "dq", "dk", "dv", "cu_seqlens_q", "cu_seqlens_k")] +
-                [(n, _i64) for n in ("num_seqs", "total_q", "total_k", "max_seqlen_q", "max_seqlen_k", "heads_q",
-                                     "heads_kv", "head_dim")] +
-                [(t + "_" + x + "_stride", _i64) for t in ("q", "k", "v", "o", "do", "dq", "dk", "dv")
-                 for x in ("row", "head")] +
-                [("dtype", _int), ("causal", _int), ("softmax_scale", _f32), ("deterministic", _int),
-                 ("workspace", _p), ("workspace_bytes", _i64)])
-
-
-# sizeof by hand from the C layout (LP64, x86-64 and aarch64 alike): 11 pointers (q .. dv, cu_seqlens_q/_k)
-# 0..88, 8 int64 (num_seqs .. head_dim) 88..152, 16 int64 strides 152..280, dtype (an enum: int),
-# causal, softmax_scale, deterministic 4 x 4 bytes 280..296, 8-aligned so no padding before the
-# workspace pointer 296..304, workspace_bytes 304..312; alignment 8, so 312 with no tail padding.
-assert ctypes.sizeof(BwdVarlenParams) == 312, ctypes.sizeof(BwdVarlenParams)
-assert BwdVarlenParams.workspace.offset == 296 and BwdVarlenParams.dtype.offset == 280
+# flashptx_bwd_varlen_params: the package's binding (tools/python/flashptx/_abi.py, whose layout
+# tools/python/tests/test_cpu.py holds against the C header), zero-initialised: no window, no softcap,
+# no seqused, head_dim_v 0 (V's head dim = head_dim).
+BwdVarlenParams = _abi.BwdVarlenParams
 
 
 # ---- the plan: pure Python ------------------------------------------------------------------------
@@ -134,7 +119,7 @@ def varlen_params(ptrs, cu, lens, heads, dim, causal, deterministic):
 
 def dry_run(args):
     H, D = args.heads, args.dim
-    print("flashptx_bwd_varlen_params: sizeof %d (by hand from the C layout: 312)" % ctypes.sizeof(BwdVarlenParams))
+    print("flashptx_bwd_varlen_params: sizeof %d (the package's binding)" % ctypes.sizeof(BwdVarlenParams))
     for name, lens in mixes():
         n, total, longest, mean = shapes(lens)
         cu = cu_seqlens(lens)

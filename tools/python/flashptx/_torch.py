@@ -401,11 +401,12 @@ def _bwd(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, 
          lse: torch.Tensor, causal: bool, softmax_scale: float,
          deterministic: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     where = "flashptx::bwd"
-    _check_inputs(where, q, k, v)
+    _check_inputs(where, q, k, v, v_dim=True)
+    o_shape = tuple(q.shape[:3]) + (v.shape[3],)  # O and dO have v's head dim (the (192, 128) split)
     for name, t in (("dout", dout), ("out", out)):
-        if t.shape != q.shape or t.device != q.device:
-            raise ValueError("%s: %s must have q's shape %s and device, got %s on %s"
-                             % (where, name, tuple(q.shape), tuple(t.shape), t.device))
+        if tuple(t.shape) != o_shape or t.device != q.device:
+            raise ValueError("%s: %s must have shape %s (q's, with v's head dim) and q's device, got %s on %s"
+                             % (where, name, o_shape, tuple(t.shape), t.device))
     if q.dtype != k.dtype or q.dtype != v.dtype or out.dtype != q.dtype:
         raise ValueError("%s: q, k, v and out must share one dtype, got %s, %s, %s, %s"
                          % (where, q.dtype, k.dtype, v.dtype, out.dtype))
@@ -482,7 +483,7 @@ def _fwd_local_fake(q, k, v, causal, softmax_scale, window_left, window_right, s
 def _bwd_local(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
                lse: torch.Tensor, causal: bool, softmax_scale: float, window_left: int, window_right: int,
                softcap: float, deterministic: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    _check_inputs("flashptx::bwd_local", q, k, v)
+    _check_inputs("flashptx::bwd_local", q, k, v, v_dim=True)
     if dout.dtype != q.dtype:
         dout = dout.to(q.dtype)
     dout, q, k, v, out = (_aligned_eager(t) for t in (dout, q, k, v, out))
@@ -571,7 +572,7 @@ def _bwd_sink(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Ten
               lse: torch.Tensor, sinks: torch.Tensor, causal: bool, softmax_scale: float, window_left: int,
               window_right: int, softcap: float,
               deterministic: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    _check_inputs("flashptx::bwd_sink", q, k, v)
+    _check_inputs("flashptx::bwd_sink", q, k, v, v_dim=True)
     _check_sinks("flashptx::bwd_sink", sinks, q)
     if dout.dtype != q.dtype:
         dout = dout.to(q.dtype)
@@ -1064,10 +1065,11 @@ def _bwd_varlen(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.T
                 deterministic: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     where = "flashptx::bwd_varlen"
     _check_varlen_tensors(where, q, k, v)
+    o_shape = tuple(q.shape[:2]) + (v.shape[2],)  # O and dO have v's head dim (the (192, 128) split)
     for name, t in (("dout", dout), ("out", out)):
-        if t.shape != q.shape or t.device != q.device:
-            raise ValueError("%s: %s must have q's shape %s and device, got %s on %s"
-                             % (where, name, tuple(q.shape), tuple(t.shape), t.device))
+        if tuple(t.shape) != o_shape or t.device != q.device:
+            raise ValueError("%s: %s must have shape %s (q's, with v's head dim) and q's device, got %s on %s"
+                             % (where, name, o_shape, tuple(t.shape), t.device))
     if tuple(lse.shape) != (q.shape[1], q.shape[0]) or lse.dtype != torch.float32 or lse.device != q.device:
         raise ValueError("%s: lse must be float32 [heads_q, total_q] = %s on q's device, got %s %s"
                          % (where, (q.shape[1], q.shape[0]), lse.dtype, tuple(lse.shape)))

@@ -332,6 +332,17 @@ def test_opcheck():
     do = torch.randn_like(out)
     torch.library.opcheck(torch.ops.flashptx.bwd.default,
                           (do, q.detach(), k.detach(), v.detach(), out.detach(), lse, True, 0.0, True))
+    # (192, 128): O and dO with v's 128 columns through the plain and the local backward ops (their
+    # shape checks and fake tensors at V's head dim)
+    q2 = torch.randn(1, 77, 4, 192, device=DEV, dtype=torch.bfloat16)
+    k2 = torch.randn(1, 90, 2, 192, device=DEV, dtype=torch.bfloat16)
+    v2 = torch.randn(1, 90, 2, 128, device=DEV, dtype=torch.bfloat16)
+    out2, lse2 = torch.ops.flashptx.fwd(q2, k2, v2, True, 0.0, True)
+    do2 = torch.randn_like(out2)
+    torch.library.opcheck(torch.ops.flashptx.bwd.default, (do2, q2, k2, v2, out2, lse2, True, 0.0, True))
+    out3, lse3 = torch.ops.flashptx.fwd_local(q2, k2, v2, False, 0.0, 32, 0, 5.0, True)
+    torch.library.opcheck(torch.ops.flashptx.bwd_local.default,
+                          (do2, q2, k2, v2, out3, lse3, False, 0.0, 32, 0, 5.0, True))
 
 
 class TinyBlock(torch.nn.Module):
