@@ -848,6 +848,31 @@ void check_launches_bitwise(VBProblem& pb, const VBCase& c, const VBProblem::Gra
   }
 }
 
+// A deterministic case: the writes, the rule and the kernel as check_varlen_bwd, then bitwise across
+// launches (check_launches_bitwise) and against the kernels users link (the release libflashptx.so;
+// on the simulator under the random policy).
+void check_varlen_bwd_deterministic(const VBCase& c, uint64_t seed) {
+  INFO(c.str());
+  VBProblem pb(c, seed);
+  pb.poison();
+  pb.run();
+  const auto first = pb.grads();
+  check_bwd_writes(pb, first);
+  check_bwd_rule(pb, first);
+  check_bwd_kernel(pb);
+  check_launches_bitwise(pb, c, first);
+  const auto& rel = flashptx_test::release_lib();
+  if (rel.loaded()) {
+    pb.poison();
+    REQUIRE_MESSAGE(rel.bwd_varlen(&pb.params, nullptr) == FLASHPTX_OK, rel.last_error());
+    CUDA_REQUIRE(cudaDeviceSynchronize());
+    const auto r = pb.grads();
+    CHECK_MESSAGE(r.dq == first.dq, c.str() << ": the release library's dQ differs from the test build's");
+    CHECK_MESSAGE(r.dk == first.dk, c.str() << ": the release library's dK differs from the test build's");
+    CHECK_MESSAGE(r.dv == first.dv, c.str() << ": the release library's dV differs from the test build's");
+  }
+}
+
 TEST_CASE("backward: deterministic mode, bitwise across launches and schedules") {
   // Causal (the dQ writers shortest-first within each sequence) and not (ascending), GQA (the
   // query heads of a group add dK/dV in order); on the simulator the second and third launches run
@@ -855,27 +880,7 @@ TEST_CASE("backward: deterministic mode, bitwise across launches and schedules")
   const std::vector<int> lq = {130, 1, 0, 70}, lk = {200, 3, 60, 70};
   uint64_t seed = 700;
   for (bool causal : {false, true}) {
-    const VBCase c{lq, lk, 2, 1, 64, causal, FLASHPTX_BF16, true};
-    INFO(c.str());
-    VBProblem pb(c, seed++);
-    pb.poison();
-    pb.run();
-    const auto first = pb.grads();
-    check_bwd_writes(pb, first);
-    check_bwd_rule(pb, first);
-    check_launches_bitwise(pb, c, first);
-    // The kernels users link (the release libflashptx.so; on the simulator under the random policy):
-    // the same bits.
-    const auto& rel = flashptx_test::release_lib();
-    if (rel.loaded()) {
-      pb.poison();
-      REQUIRE_MESSAGE(rel.bwd_varlen(&pb.params, nullptr) == FLASHPTX_OK, rel.last_error());
-      CUDA_REQUIRE(cudaDeviceSynchronize());
-      const auto r = pb.grads();
-      CHECK_MESSAGE(r.dq == first.dq, c.str() << ": the release library's dQ differs from the test build's");
-      CHECK_MESSAGE(r.dk == first.dk, c.str() << ": the release library's dK differs from the test build's");
-      CHECK_MESSAGE(r.dv == first.dv, c.str() << ": the release library's dV differs from the test build's");
-    }
+    check_varlen_bwd_deterministic(VBCase{lq, lk, 2, 1, 64, causal, FLASHPTX_BF16, true}, seed++);
   }
 }
 
@@ -1015,27 +1020,6 @@ const std::vector<int> kHdimBwdBigLq = {1, 0, 700, 1500, 90, 333, 129}, kHdimBwd
 
 // A deterministic case: the rule, the writes, bitwise equal across launches (on the simulator under
 // other scheduling policies) and to the release library's.
-void check_varlen_bwd_deterministic(const VBCase& c, uint64_t seed) {
-  INFO(c.str());
-  VBProblem pb(c, seed);
-  pb.poison();
-  pb.run();
-  const auto first = pb.grads();
-  check_bwd_writes(pb, first);
-  check_bwd_rule(pb, first);
-  check_bwd_kernel(pb);
-  check_launches_bitwise(pb, c, first);
-  const auto& rel = flashptx_test::release_lib();
-  if (rel.loaded()) {
-    pb.poison();
-    REQUIRE_MESSAGE(rel.bwd_varlen(&pb.params, nullptr) == FLASHPTX_OK, rel.last_error());
-    CUDA_REQUIRE(cudaDeviceSynchronize());
-    const auto r = pb.grads();
-    CHECK_MESSAGE(r.dq == first.dq, c.str() << ": the release library's dQ differs from the test build's");
-    CHECK_MESSAGE(r.dk == first.dk, c.str() << ": the release library's dK differs from the test build's");
-    CHECK_MESSAGE(r.dv == first.dv, c.str() << ": the release library's dV differs from the test build's");
-  }
-}
 }  // namespace
 
 TEST_CASE("backward: head dims 96 and 192, both dtypes, causal and not, MHA and GQA, ragged and empty, pads untouched") {
