@@ -447,6 +447,27 @@ TEST_CASE("the varlen plan at head dims 96, 192 and (192, 128): one local kernel
   CHECK(flashptx_fwd_varlen_check(&p) == FLASHPTX_ERR_BAD_STRIDES);
 }
 
+// Two varlen backward plans with one launch shape: the main kernels' tiles and shared memory, the
+// four launches' grids and shared memory, the workspace (the plan's and flashptx_bwd_varlen_workspace_size's).
+void check_same_varlen_bwd_launches(const flashptx::BwdVarlenPlan& a, const flashptx_bwd_varlen_params& pa,
+                                    const flashptx::BwdVarlenPlan& b, const flashptx_bwd_varlen_params& pb) {
+  const flashptx::KernelEntry &ka = *a.main.kernel, &kb = *b.main.kernel;
+  CHECK(ka.block_m == kb.block_m);
+  CHECK(ka.block_n == kb.block_n);
+  CHECK(ka.smem_bytes == kb.smem_bytes);
+  for (auto [x, y] : {std::pair{&a.pre, &b.pre}, std::pair{&a.main, &b.main}, std::pair{&a.post_dq, &b.post_dq},
+                      std::pair{&a.post_dkv, &b.post_dkv}}) {
+    CHECK(x->grid.x == y->grid.x);
+    CHECK(x->grid.y == y->grid.y);
+    CHECK(x->smem_bytes == y->smem_bytes);
+  }
+  CHECK(a.workspace.total == b.workspace.total);
+  int64_t bytes_a = 0, bytes_b = 0;
+  REQUIRE(flashptx_bwd_varlen_workspace_size(&pa, &bytes_a) == FLASHPTX_OK);
+  REQUIRE(flashptx_bwd_varlen_workspace_size(&pb, &bytes_b) == FLASHPTX_OK);
+  CHECK(bytes_a == bytes_b);
+}
+
 TEST_CASE("the varlen backward plan at head dims 96 and 192: the d128 and d256 shapes with their column bound") {
   // 96 and 192 run the d96 / d192 varlen kernels (the d128 and d256 shapes, BwdConfig::real_head_dim:
   // src/sm90/fa3_bwd_varlen.cu, fa3_bwd_local.cu), plain or with a window; the workspace and the aux
@@ -493,20 +514,7 @@ TEST_CASE("the varlen backward plan at head dims 96 and 192: the d128 and d256 s
         // The kd problem's shape, grids, shared memory and workspace.
         const flashptx::KernelEntry& kk = *plan_kd.main.kernel;
         CHECK(kk.head_dim == x.kd);
-        CHECK(k.block_m == kk.block_m);
-        CHECK(k.block_n == kk.block_n);
-        CHECK(k.smem_bytes == kk.smem_bytes);
-        for (auto [a, b] : {std::pair{&plan.pre, &plan_kd.pre}, std::pair{&plan.main, &plan_kd.main},
-                            std::pair{&plan.post_dq, &plan_kd.post_dq}, std::pair{&plan.post_dkv, &plan_kd.post_dkv}}) {
-          CHECK(a->grid.x == b->grid.x);
-          CHECK(a->grid.y == b->grid.y);
-          CHECK(a->smem_bytes == b->smem_bytes);
-        }
-        CHECK(plan.workspace.total == plan_kd.workspace.total);
-        int64_t bytes = 0, bytes_kd = 0;
-        REQUIRE(flashptx_bwd_varlen_workspace_size(&bp, &bytes) == FLASHPTX_OK);
-        REQUIRE(flashptx_bwd_varlen_workspace_size(&wide, &bytes_kd) == FLASHPTX_OK);
-        CHECK(bytes == bytes_kd);
+        check_same_varlen_bwd_launches(plan, bp, plan_kd, wide);
         // The kd kernel (no column bound) forced at the caller's head dim: refused.
         flashptx::BwdOptions o;
         const std::string kd_name = kk.name;
@@ -580,20 +588,7 @@ TEST_CASE("the varlen backward plan at (192, 128): the d192_v128 kernels, the d2
       const flashptx::KernelEntry& ks = *plan_sq.main.kernel;
       CHECK(std::string(ks.name) == name.substr(0, name.size() - 5));  // the d192 kernel
       CHECK(ks.head_dim_v == 0);
-      CHECK(k.block_m == ks.block_m);
-      CHECK(k.block_n == ks.block_n);
-      CHECK(k.smem_bytes == ks.smem_bytes);
-      for (auto [a, b] : {std::pair{&plan.pre, &plan_sq.pre}, std::pair{&plan.main, &plan_sq.main},
-                          std::pair{&plan.post_dq, &plan_sq.post_dq}, std::pair{&plan.post_dkv, &plan_sq.post_dkv}}) {
-        CHECK(a->grid.x == b->grid.x);
-        CHECK(a->grid.y == b->grid.y);
-        CHECK(a->smem_bytes == b->smem_bytes);
-      }
-      CHECK(plan.workspace.total == plan_sq.workspace.total);
-      int64_t bytes = 0, bytes_sq = 0;
-      REQUIRE(flashptx_bwd_varlen_workspace_size(&bp, &bytes) == FLASHPTX_OK);
-      REQUIRE(flashptx_bwd_varlen_workspace_size(&square, &bytes_sq) == FLASHPTX_OK);
-      CHECK(bytes == bytes_sq);
+      check_same_varlen_bwd_launches(plan, bp, plan_sq, square);
       // Each kernel forced at the other pair: refused, naming V's head dim.
       flashptx::BwdOptions o;
       const std::string sq_name = ks.name;
