@@ -58,8 +58,9 @@
 #                                          GPU tests, memcheck and synccheck on each (in parallel); then, alone
 #                                          on the GPU, the varlen backward against the padded one at 96 and 192
 #                                          and the d96/d192 and (192, 128) backward beside cuDNN, two runs each
-#   tools/h200_check.sh BIN OUT split2     the varlen (192, 128) backward's cases alone with memcheck and synccheck, the
-#                                          Python GPU tests, the varlen backward against the padded one (two runs)
+#   tools/h200_check.sh BIN OUT split2     the varlen (192, 128) backward's cases alone and under memcheck, the Python
+#                                          GPU tests; the head dims 96, 192, (192, 128) beside cuDNN and FA2 (two runs);
+#                                          the varlen backward against the padded one at 96 and 192
 #   WHAT may name several modes, comma-separated, run in that order in one call.
 #
 # BIN holds run_tests, flashptx, libflashptx.so (CUDA runtime linked statically) and COMMIT.
@@ -361,21 +362,25 @@ case $what in
   split2)
     # The second call for the (192, 128) work: the varlen (192, 128) backward's cases alone (the fp64
     # reference of the GPU shapes is CPU-bound: with ten jobs beside it they ran past 300 s), memcheck
-    # and synccheck on them, the varlen d96/d192 case the first call did not reach, the Python GPU tests
-    # (the (192, 128) fixes of the backward ops), then the varlen backward against the padded one.
+    # on them, the varlen d96/d192 case the first call did not reach, the Python GPU tests (the
+    # (192, 128) fixes of the backward ops); then, alone on the GPU, the head dims 96, 192 and
+    # (192, 128) beside cuDNN and FA2 (SDPA's flash backend), two runs, and the varlen backward
+    # against the padded one.
     R="$BIN/run_tests"; V="gpu_sm90 fa3 varlen"
-    pstep varlen_bwd_split 420 "$R" -ts="$V" -tc="backward: (192*"
+    pstep varlen_bwd_split 360 "$R" -ts="$V" -tc="backward: (192*"
     pstep varlen_bwd_hdim_rest 300 "$R" -ts="$V" -tc="backward: head dims 96 and 192 run*"
     pstep python_gpu 300 python3 tools/python/tests/test_gpu.py --json "$OUT/python_gpu.json"
-    for tool in memcheck synccheck; do
-      pstep "${tool}_varlen_bwd_split" 420 compute-sanitizer --tool "$tool" --error-exitcode 9 "$R" -ts="$V" \
-        -tc="backward: (192*"
-    done
+    pstep memcheck_varlen_bwd_split 360 compute-sanitizer --tool memcheck --error-exitcode 9 "$R" -ts="$V" \
+      -tc="backward: (192*"
     pwait
     for run in 1 2; do
-      for d in 96 192; do
-        step varlen_bwd_time_d${d}_run$run 90 python3 tools/bench/varlen_bwd_time.py --dim $d --out "$OUT/varlen-bwd-time-d$d-run$run.json"
-      done
+      step hdim_fa2_time_run$run 60 python3 tools/bench/kernel_time.py --dims 96,192 --seqlens 1024,4096,8192 --fa2 \
+        --out "$OUT/hdim-fa2-time-run$run.json"
+      step split_fa2_time_run$run 60 python3 tools/bench/kernel_time.py --dims 192 --dv 128 --seqlens 1024,4096,8192 \
+        --fa2 --out "$OUT/split-fa2-time-run$run.json"
+    done
+    for d in 96 192; do
+      step varlen_bwd_time_d${d} 90 python3 tools/bench/varlen_bwd_time.py --dim $d --out "$OUT/varlen-bwd-time-d$d.json"
     done ;;
   split)
     R="$BIN/run_tests"; B="gpu_sm90 fa3 backward"; V="gpu_sm90 fa3 varlen"
