@@ -372,7 +372,14 @@ case $what in
     pstep python_gpu 300 python3 tools/python/tests/test_gpu.py --json "$OUT/python_gpu.json"
     pstep memcheck_varlen_bwd_split 360 compute-sanitizer --tool memcheck --error-exitcode 9 "$R" -ts="$V" \
       -tc="backward: (192*"
+    # The (192, 128) cases at the simulator's shapes, every device-to-host copy recorded, for
+    # tools/sim/compare_capture.py against the same cases in the simulator here.
+    rm -f "$OUT/chip-split.cap"
+    pstep capture_split 200 env FLASHPTX_TEST_SIM_SHAPES=1 FLASHPTX_CAPTURE="$OUT/chip-split.cap" "$R" \
+      -ts="gpu_sm90 fa3 backward,$V,gpu_sm90 fa3 sinks" \
+      -tc="head dims (192*,window and softcap: head dims (192*,backward: (192*,backward with sinks at head dims (192*"
     pwait
+    [ -f "$OUT/chip-split.cap" ] && gzip -f "$OUT/chip-split.cap"
     for run in 1 2; do
       step hdim_fa2_time_run$run 60 python3 tools/bench/kernel_time.py --dims 96,192 --seqlens 1024,4096,8192 --fa2 \
         --out "$OUT/hdim-fa2-time-run$run.json"
