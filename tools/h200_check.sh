@@ -374,12 +374,13 @@ case $what in
       -tc="backward: (192*"
     # The (192, 128) cases at the simulator's shapes, every device-to-host copy recorded, for
     # tools/sim/compare_capture.py against the same cases in the simulator here.
-    rm -f "$OUT/chip-split.cap"
-    pstep capture_split 200 env FLASHPTX_TEST_SIM_SHAPES=1 FLASHPTX_CAPTURE="$OUT/chip-split.cap" "$R" \
-      -ts="gpu_sm90 fa3 backward,$V,gpu_sm90 fa3 sinks" \
-      -tc="head dims (192*,window and softcap: head dims (192*,backward: (192*,backward with sinks at head dims (192*"
+    rm -f "$OUT/chip-split-bwd.cap" "$OUT/chip-split-varlen.cap"
+    pstep capture_split_bwd 200 env FLASHPTX_TEST_SIM_SHAPES=1 FLASHPTX_CAPTURE="$OUT/chip-split-bwd.cap" "$R" \
+      -ts="gpu_sm90 fa3 backward" -tc="head dims (192*,window and softcap: head dims (192*"
+    pstep capture_split_varlen 200 env FLASHPTX_TEST_SIM_SHAPES=1 FLASHPTX_CAPTURE="$OUT/chip-split-varlen.cap" "$R" \
+      -ts="$V,gpu_sm90 fa3 sinks" -tc="backward: (192*,backward with sinks at head dims (192*"
     pwait
-    [ -f "$OUT/chip-split.cap" ] && gzip -f "$OUT/chip-split.cap"
+    for f in "$OUT"/chip-split-*.cap; do [ -f "$f" ] && gzip -f "$f"; done
     for run in 1 2; do
       step hdim_fa2_time_run$run 60 python3 tools/bench/kernel_time.py --dims 96,192 --seqlens 1024,4096,8192 --fa2 \
         --out "$OUT/hdim-fa2-time-run$run.json"
