@@ -1060,7 +1060,8 @@ static flashptx_status bwd_varlen_rows(const flashptx_bwd_varlen_params& p, cons
     k = kernel_by_name(opt.kernel);
     if (k == nullptr || k->family != Family::kFa3BwdVarlen || k->head_dim != p.head_dim ||
         v_dim(*k) != bwd_varlen_v_dim(p) || k->dtype != p.dtype) {
-      *err = std::string("no varlen backward kernel named '") + opt.kernel + "' for this head dim, V's head dim and dtype";
+      *err = std::string("no varlen backward kernel named '") + opt.kernel +
+             "' for this head dim, V's head dim and dtype";
       return FLASHPTX_ERR_BAD_OPTION;
     }
     if (local && !is_bwd_local(*k)) {
