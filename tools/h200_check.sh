@@ -58,6 +58,8 @@
 #                                          GPU tests, memcheck and synccheck on each (in parallel); then, alone
 #                                          on the GPU, the varlen backward against the padded one at 96 and 192
 #                                          and the d96/d192 and (192, 128) backward beside cuDNN, two runs each
+#   tools/h200_check.sh BIN OUT bwdall     the backward's suites of mode all, the varlen backward and seqused, release
+#                                          flavour and launch plan, memcheck on the backward's small shapes
 #   tools/h200_check.sh BIN OUT split2     the varlen (192, 128) backward's cases alone and under memcheck, the Python
 #                                          GPU tests; the head dims 96, 192, (192, 128) beside cuDNN and FA2 (two runs);
 #                                          the varlen backward against the padded one at 96 and 192
@@ -359,6 +361,21 @@ case $what in
       step hdim_time_run$run 100 python3 tools/bench/kernel_time.py --dims 96,192 --seqlens 1024,4096,8192 \
         --out "$OUT/hdim-time-run$run.json"
     done ;;
+  bwdall)
+    # The backward's suites of mode all (the pre/postprocess kernels changed for (192, 128):
+    # BwdAuxParams::head_dim_v), the varlen backward and seqused, the release flavour, memcheck on
+    # the backward's small shapes.
+    R="$BIN/run_tests"; B="gpu_sm90 fa3 backward"; V="gpu_sm90 fa3 varlen"
+    pstep bwd_large 330 "$R" -ts="$B" -tc="large shapes*,the release library*"
+    pstep bwd_d256_large 330 "$R" -ts="$B" -tc="d256: large*"
+    pstep bwd_det 300 "$R" -ts="$B" -tc="deterministic mode*"
+    pstep bwd_d256_det 300 "$R" -ts="$B" -tc="d256: deterministic*"
+    pstep bwd_core 300 "$R" -ts="$B" -tc="small shapes*,medium shapes*,strided*,a custom*,edge sizes*,a call from*"
+    pstep bwd_d256_core 300 "$R" -ts="$B" -tc="d256: small*,d256: medium*,d256: strided*,d256: a custom*,d256: edge*"
+    pstep varlen_bwd_seqused 300 "$R" -ts="$V" -tc="backward: every*,backward: deterministic*,backward: bad*,seqused:*"
+    pstep release_plan 200 "$R" -ts="gpu_sm90 release flavour,gpu_sm90 launch plan"
+    pstep memcheck_bwd 300 compute-sanitizer --tool memcheck --error-exitcode 9 "$R" -ts="$B" -tc="small shapes*"
+    pwait ;;
   split2)
     # The second call for the (192, 128) work: the varlen (192, 128) backward's cases alone (the fp64
     # reference of the GPU shapes is CPU-bound: with ten jobs beside it they ran past 300 s), memcheck
