@@ -447,6 +447,32 @@ TEST_CASE("the varlen plan at head dims 96, 192 and (192, 128): one local kernel
   CHECK(flashptx_fwd_varlen_check(&p) == FLASHPTX_ERR_BAD_STRIDES);
 }
 
+// A varlen backward over placeholder pointers (never dereferenced: the checks and the plan only) and
+// four sequences, 8 query heads over 2 KV heads at head_dim d, contiguous, causal, the workspace set;
+// dv != 0: head_dim_v dv, V, O, dO and dV densely strided at dv columns; window: (100, 0).
+flashptx_bwd_varlen_params bwd_varlen_plan_params(int64_t d, int64_t dv, flashptx_dtype dt, bool window) {
+  static const auto cu_q = prefix({1000, 0, 129, 1}), cu_k = prefix({1000, 50, 0, 4000});
+  alignas(256) static unsigned char ws[256];
+  flashptx_bwd_varlen_params bp;
+  flashptx_bwd_varlen_params_contiguous(&bp, g_fake[0], g_fake[1], g_fake[2], g_fake[3],
+                                        reinterpret_cast<const float*>(g_fake[3]), g_fake[0], g_fake[1], g_fake[2],
+                                        g_fake[3], cu_q.data(), cu_k.data(), 4, 8, 2, d, dt, 1);
+  if (dv != 0) {
+    bp.head_dim_v = dv;
+    bp.v_row_stride = bp.dv_row_stride = 2 * dv;
+    bp.o_row_stride = bp.do_row_stride = 8 * dv;
+    bp.v_head_stride = bp.dv_head_stride = bp.o_head_stride = bp.do_head_stride = dv;
+  }
+  bp.workspace = ws;
+  bp.workspace_bytes = int64_t(1) << 40;
+  if (window) {
+    bp.window = 1;
+    bp.window_left = 100;
+    bp.window_right = 0;
+  }
+  return bp;
+}
+
 // Two varlen backward plans with one launch shape: the main kernels' tiles and shared memory, the
 // four launches' grids and shared memory, the workspace (the plan's and flashptx_bwd_varlen_workspace_size's).
 void check_same_varlen_bwd_launches(const flashptx::BwdVarlenPlan& a, const flashptx_bwd_varlen_params& pa,
@@ -473,22 +499,6 @@ TEST_CASE("the varlen backward plan at head dims 96 and 192: the d128 and d256 s
   // src/sm90/fa3_bwd_varlen.cu, fa3_bwd_local.cu), plain or with a window; the workspace and the aux
   // launches are those of the kernel's head dim (the accumulators' rows are its width), the tensor
   // maps the caller's. A kernel of the other width forced here is an option error; 80 is refused.
-  const auto cu_q = prefix({1000, 0, 129, 1}), cu_k = prefix({1000, 50, 0, 4000});
-  alignas(256) static unsigned char ws[256];
-  auto at = [&](int64_t d, flashptx_dtype dt, bool window) {
-    flashptx_bwd_varlen_params bp;
-    flashptx_bwd_varlen_params_contiguous(&bp, g_fake[0], g_fake[1], g_fake[2], g_fake[3],
-                                          reinterpret_cast<const float*>(g_fake[3]), g_fake[0], g_fake[1], g_fake[2],
-                                          g_fake[3], cu_q.data(), cu_k.data(), 4, 8, 2, d, dt, 1);
-    bp.workspace = ws;
-    bp.workspace_bytes = int64_t(1) << 40;
-    if (window) {
-      bp.window = 1;
-      bp.window_left = 100;
-      bp.window_right = 0;
-    }
-    return bp;
-  };
   struct D { int64_t d, kd; const char* suffix; };
   for (const D& x : {D{96, 128, "d96"}, D{192, 256, "d192"}})
     for (flashptx_dtype dt : {FLASHPTX_BF16, FLASHPTX_FP16})
@@ -496,7 +506,8 @@ TEST_CASE("the varlen backward plan at head dims 96 and 192: the d128 and d256 s
         const std::string name = std::string(window ? "fa3_bwd_varlen_local_sm90_" : "fa3_bwd_varlen_sm90_") +
                                  (dt == FLASHPTX_BF16 ? "bf16_" : "fp16_") + x.suffix;
         INFO(name);
-        const flashptx_bwd_varlen_params bp = at(x.d, dt, window), wide = at(x.kd, dt, window);
+        const flashptx_bwd_varlen_params bp = bwd_varlen_plan_params(x.d, 0, dt, window),
+                                         wide = bwd_varlen_plan_params(x.kd, 0, dt, window);
         REQUIRE_MESSAGE(flashptx_bwd_varlen_check(&bp) == FLASHPTX_OK, flashptx_last_error());
         flashptx::BwdVarlenPlan plan, plan_kd;
         std::string err;
@@ -526,7 +537,7 @@ TEST_CASE("the varlen backward plan at head dims 96 and 192: the d128 and d256 s
       }
   // Head dims without a kernel: a status naming the backward's dims, nothing planned.
   for (int64_t d : {80, 32, 160}) {
-    const flashptx_bwd_varlen_params bp = at(d, FLASHPTX_BF16, false);
+    const flashptx_bwd_varlen_params bp = bwd_varlen_plan_params(d, 0, FLASHPTX_BF16, false);
     CHECK(flashptx_bwd_varlen_check(&bp) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
     const std::string msg = flashptx_last_error();
     CHECK_MESSAGE(msg.find("head_dim " + std::to_string(d) + " is not one of the backward's 64, 96, 128, 192, 256") !=
@@ -543,33 +554,13 @@ TEST_CASE("the varlen backward plan at (192, 128): the d192_v128 kernels, the d2
   // with the (192, 192) problem's grids, shared memory and workspace; the d192 kernel forced at
   // (192, 128) and the d192_v128 one at (192, 192) are option errors; V's, O's, dO's and dV's strides
   // are checked at 128 columns; (192, 64) and (128, 64) are refused naming the pair.
-  const auto cu_q = prefix({1000, 0, 129, 1}), cu_k = prefix({1000, 50, 0, 4000});
-  alignas(256) static unsigned char ws[256];
-  auto at = [&](int64_t dv, flashptx_dtype dt, bool window) {
-    flashptx_bwd_varlen_params bp;
-    flashptx_bwd_varlen_params_contiguous(&bp, g_fake[0], g_fake[1], g_fake[2], g_fake[3],
-                                          reinterpret_cast<const float*>(g_fake[3]), g_fake[0], g_fake[1], g_fake[2],
-                                          g_fake[3], cu_q.data(), cu_k.data(), 4, 8, 2, 192, dt, 1);
-    bp.head_dim_v = dv;
-    // V, O, dO, dV densely strided at dv columns.
-    bp.v_row_stride = bp.dv_row_stride = 2 * dv;
-    bp.o_row_stride = bp.do_row_stride = 8 * dv;
-    bp.v_head_stride = bp.dv_head_stride = bp.o_head_stride = bp.do_head_stride = dv;
-    bp.workspace = ws;
-    bp.workspace_bytes = int64_t(1) << 40;
-    if (window) {
-      bp.window = 1;
-      bp.window_left = 100;
-      bp.window_right = 0;
-    }
-    return bp;
-  };
   for (flashptx_dtype dt : {FLASHPTX_BF16, FLASHPTX_FP16})
     for (bool window : {false, true}) {
       const std::string name = std::string(window ? "fa3_bwd_varlen_local_sm90_" : "fa3_bwd_varlen_sm90_") +
                                (dt == FLASHPTX_BF16 ? "bf16_" : "fp16_") + "d192_v128";
       INFO(name);
-      const flashptx_bwd_varlen_params bp = at(128, dt, window), square = at(192, dt, window);
+      const flashptx_bwd_varlen_params bp = bwd_varlen_plan_params(192, 128, dt, window),
+                                       square = bwd_varlen_plan_params(192, 0, dt, window);
       REQUIRE_MESSAGE(flashptx_bwd_varlen_check(&bp) == FLASHPTX_OK, flashptx_last_error());
       flashptx::BwdVarlenPlan plan, plan_sq;
       std::string err;
@@ -600,12 +591,12 @@ TEST_CASE("the varlen backward plan at (192, 128): the d192_v128 kernels, the d2
       CHECK(flashptx::plan_bwd_varlen(bp, o, kH200, &plan, &err) == FLASHPTX_OK);
     }
   // V's strides at 128 columns: a dV row stride below heads_kv x 128 overlaps.
-  flashptx_bwd_varlen_params bp = at(128, FLASHPTX_BF16, false);
+  flashptx_bwd_varlen_params bp = bwd_varlen_plan_params(192, 128, FLASHPTX_BF16, false);
   bp.dv_row_stride = 2 * 128 - 8;
   CHECK(flashptx_bwd_varlen_check(&bp) == FLASHPTX_ERR_BAD_STRIDES);
   // Pairs without a kernel: a status naming the pair, nothing planned.
   for (auto [d, dv] : {std::pair<int64_t, int64_t>{192, 64}, {128, 64}, {256, 128}}) {
-    flashptx_bwd_varlen_params x = at(dv, FLASHPTX_BF16, false);
+    flashptx_bwd_varlen_params x = bwd_varlen_plan_params(192, dv, FLASHPTX_BF16, false);
     x.head_dim = d;
     CHECK(flashptx_bwd_varlen_check(&x) == FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM);
     const std::string msg = flashptx_last_error();
