@@ -214,10 +214,12 @@ static FwdChoice fwd_choice(const flashptx_fwd_params& p, int sms) {
   return {128, p.causal && fwd_causal_paired(p.head_dim, p.seqlen_q, p.seqlen_k, p.heads_q, p.batch, sms)};
 }
 
-// V's head dim: flashptx_fwd_params::head_dim_v, 0 meaning head_dim; a row's (KernelEntry::head_dim_v,
-// 0 likewise).
+// V's head dim: flashptx_fwd_params::head_dim_v (and the backward's, fixed-length and varlen), 0
+// meaning head_dim; a row's (KernelEntry::head_dim_v, 0 likewise).
 static int64_t v_dim(const flashptx_fwd_params& p) { return p.head_dim_v != 0 ? p.head_dim_v : p.head_dim; }
 static int64_t v_dim(const KernelEntry& k) { return k.head_dim_v != 0 ? k.head_dim_v : k.head_dim; }
+static int64_t v_dim(const flashptx_bwd_params& p) { return p.head_dim_v != 0 ? p.head_dim_v : p.head_dim; }
+static int64_t v_dim(const flashptx_bwd_varlen_params& p) { return p.head_dim_v != 0 ? p.head_dim_v : p.head_dim; }
 // Head dims 96 and 192 and a separate V head dim: their kernels (src/sm90/fa3_fwd_hdim.cu), one per
 // (head_dim, head_dim_v) and dtype, one CTA per tile for every mask (docs/DECISIONS.md, "Head dims
 // 96 and 192, and a V head dim of its own").
@@ -907,7 +909,7 @@ flashptx_status encode_bwd_args(const flashptx_bwd_params& p, BwdPlan* plan, std
   // "Tensors": out-of-bound access): at (192, 128) the d256 kernel's V and dO columns 128..255 are
   // zero, S = Q K^T and dP = dO V^T are the (192, 128) problem's, dV's columns past 128 are zero and
   // its map drops them (docs/DECISIONS.md, "The backward at (192, 128)").
-  const int64_t dv = p.head_dim_v != 0 ? p.head_dim_v : p.head_dim;
+  const int64_t dv = v_dim(p);
   fa3::BwdParams& a = plan->args;
   a = fa3::BwdParams{};
   if (plan->main.grid.x > 0) {
@@ -1045,10 +1047,6 @@ void build_bwd_varlen_table(const int32_t* cu_q, const int32_t* cu_k, int num_se
   table->n_prefix[order.size()] = n;
 }
 
-// V's head dim of a varlen backward (flashptx_bwd_varlen_params::head_dim_v, 0 meaning head_dim).
-static int64_t bwd_varlen_v_dim(const flashptx_bwd_varlen_params& p) {
-  return p.head_dim_v != 0 ? p.head_dim_v : p.head_dim;
-}
 // The kernel rows of a varlen backward: the main kernel (forced by name or by head dims and dtype)
 // and the aux kernels of its dtype.
 static flashptx_status bwd_varlen_rows(const flashptx_bwd_varlen_params& p, const BwdOptions& opt,
@@ -1059,7 +1057,7 @@ static flashptx_status bwd_varlen_rows(const flashptx_bwd_varlen_params& p, cons
   if (opt.kernel != nullptr) {
     k = kernel_by_name(opt.kernel);
     if (k == nullptr || k->family != Family::kFa3BwdVarlen || k->head_dim != p.head_dim ||
-        v_dim(*k) != bwd_varlen_v_dim(p) || k->dtype != p.dtype) {
+        v_dim(*k) != v_dim(p) || k->dtype != p.dtype) {
       *err = std::string("no varlen backward kernel named '") + opt.kernel +
              "' for this head dim, V's head dim and dtype";
       return FLASHPTX_ERR_BAD_OPTION;
@@ -1074,7 +1072,7 @@ static flashptx_status bwd_varlen_rows(const flashptx_bwd_varlen_params& p, cons
     // By (head_dim, head_dim_v): the d192 and d192_v128 rows share Q's head dim.
     for (const KernelEntry& r : local ? fa3_bwd_varlen_local_kernels() : table)
       if (r.family == Family::kFa3BwdVarlen && r.dtype == p.dtype && r.head_dim == p.head_dim &&
-          v_dim(r) == bwd_varlen_v_dim(p)) {
+          v_dim(r) == v_dim(p)) {
         k = &r;
         break;
       }
@@ -1091,7 +1089,7 @@ static flashptx_status bwd_varlen_rows(const flashptx_bwd_varlen_params& p, cons
     if (rows[i] == nullptr) {
       *err = std::string(local ? "no local (window / softcap) varlen backward kernel" : "no varlen backward kernel") +
              " for (head_dim, head_dim_v) = (" + std::to_string(p.head_dim) + ", " +
-             std::to_string(bwd_varlen_v_dim(p)) + ") in this dtype";
+             std::to_string(v_dim(p)) + ") in this dtype";
       return FLASHPTX_ERR_UNSUPPORTED_HEAD_DIM;
     }
   return FLASHPTX_OK;
@@ -1160,7 +1158,7 @@ flashptx_status encode_bwd_varlen_args(const flashptx_bwd_varlen_params& p, BwdV
     // The packed tensors as [1, total, heads, d]; V, dO and dV at head_dim_v columns, whose boxes
     // past it load zeros and store nothing (as the fixed-length backward's: encode_bwd_args). Without
     // query rows the kernel runs no step and never reads Q or dO: their maps stay zero.
-    const int64_t dv = bwd_varlen_v_dim(p);
+    const int64_t dv = v_dim(p);
     const bool ok =
         (p.total_q == 0 ||
          (encode_bshd(&a.tma_q, type, p.q, 1, p.total_q, p.heads_q, p.head_dim, 0, p.q_row_stride, p.q_head_stride,
@@ -1216,7 +1214,7 @@ flashptx_status encode_bwd_varlen_args(const flashptx_bwd_varlen_params& p, BwdV
   x.dv_ss = p.dv_row_stride; x.dv_sh = p.dv_head_stride;
   x.seqlen_q = a.seqlen_q; x.seqlen_k = a.seqlen_k; x.heads_q = a.heads_q; x.heads_kv = a.heads_kv;
   x.batch = 1; x.head_dim = static_cast<int>(p.head_dim);
-  x.head_dim_v = static_cast<int>(bwd_varlen_v_dim(p));  // O's and dO's columns (the preprocess), dV's (post_dkv)
+  x.head_dim_v = static_cast<int>(v_dim(p));  // O's and dO's columns (the preprocess), dV's (post_dkv)
   x.block_m = k.block_m; x.block_n = k.block_n; x.m_blocks = a.m_blocks; x.n_blocks = a.n_blocks;
   x.softmax_scale = scale;
 

@@ -157,14 +157,11 @@ def _check_backward_dims(where, q, v):
             "on inputs that do not require grad, or under torch.no_grad()" % (where, q.shape[3], v.shape[3]))
 
 
-# The varlen backward's (head_dim, V's head dim) pairs (flashptx_bwd_varlen; 96, 192 and (192, 128) on the
-# d128 and d256 shapes over zero columns): the fixed-length backward's; raised when a gradient is asked
+# The varlen backward takes the fixed-length backward's (head_dim, V's head dim) pairs (flashptx_bwd_varlen;
+# 96, 192 and (192, 128) on the d128 and d256 shapes over zero columns); raised when a gradient is asked
 # for, not in the forward.
-_BWD_VARLEN_HEAD_DIM_PAIRS = _BWD_HEAD_DIM_PAIRS
-
-
 def _check_varlen_backward_dims(where, q, v):
-    if (q.shape[2], v.shape[2]) not in _BWD_VARLEN_HEAD_DIM_PAIRS:
+    if (q.shape[2], v.shape[2]) not in _BWD_HEAD_DIM_PAIRS:
         raise NotImplementedError(
             "%s: the varlen backward is not built for head_dim %d with a V head dim of %d (it takes head_dim "
             "64, 96, 128, 192 or 256 with V's equal to it, and (192, 128)); the forward runs alone: on inputs that "
